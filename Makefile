@@ -1,0 +1,118 @@
+# Fenec's entry points. `make run` and `make test` are the two set-up commands of the README; every
+# target that builds first installs what is missing (ci/setup). `make` alone prints the targets.
+#
+#   make build    BUILD=dir JOBS=n CMAKE_ARGS='-D...'   configure with Ninja and build
+#   make ci                                             what .ci/run runs
+
+BUILD ?= build
+JOBS ?= 2
+FUZZ_SECONDS ?= 30
+DEMO_DIR ?= /tmp/fenec-demo
+CMAKE_ARGS ?=
+
+ASAN_BUILD := build-asan
+FUZZ_BUILD := build-fuzz
+FUZZ_WORK := $(FUZZ_BUILD)/corpus-work
+FUZZ_ARTIFACTS := $(FUZZ_BUILD)/artifacts
+
+# Options the Makefile states on every configure, so a build folder always reflects the last
+# command that configured it (CMake caches -D values). CMAKE_ARGS comes last and wins.
+CMAKE_DEFAULTS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF
+
+FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
+
+.DEFAULT_GOAL := help
+.PHONY: help deps configure build run test test-slow test-asan ci fuzz bench format clean
+
+help:
+	@echo "Fenec make targets:"
+	@echo "  make run         build, then run the engine demo: write a tenant in DEMO_DIR"
+	@echo "                   ($(DEMO_DIR)), reopen it and print its state"
+	@echo "  make test        build, then run the unit suite (ctest -L unit)"
+	@echo "  make test-slow   build, then run the slow suites (ctest -L slow)"
+	@echo "  make test-asan   the unit suite in an ASan+UBSan build ($(ASAN_BUILD)/)"
+	@echo "  make ci          what CI runs: test and test-asan with warnings as errors"
+	@echo "  make fuzz        build the libFuzzer targets with clang ($(FUZZ_BUILD)/) and run"
+	@echo "                   each for FUZZ_SECONDS ($(FUZZ_SECONDS)) over its seed corpus"
+	@echo "  make bench       build, then run every $(BUILD)/bench/*_bench"
+	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
+	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
+	@echo "  make format      clang-format -i every .h and .cc"
+	@echo "  make clean       remove the build folders"
+	@echo "Variables: BUILD=$(BUILD) JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS)" \
+	      "DEMO_DIR=$(DEMO_DIR) CMAKE_ARGS='$(CMAKE_ARGS)'"
+
+deps:
+	@bash ci/setup
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_DEFAULTS) $(CMAKE_ARGS)
+
+build: configure
+	ninja -C $(BUILD) -j$(JOBS)
+
+run: build
+	@if [ ! -x $(BUILD)/tools/fenec ]; then \
+	    echo "make run: $(BUILD)/tools/fenec was not built (no tools/*.cc yet?)" >&2; exit 1; fi
+	$(BUILD)/tools/fenec demo $(DEMO_DIR)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j1
+
+test-slow: build
+	ctest --test-dir $(BUILD) --output-on-failure -L slow -j1
+
+# The same unit suite under ASan+UBSan; leaks are errors, UB stops the test with a stack.
+test-asan:
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    $(MAKE) --no-print-directory test BUILD=$(ASAN_BUILD) \
+	    CMAKE_ARGS="-DFENEC_SANITIZE=ON -DFENEC_BENCH=OFF $(CMAKE_ARGS)"
+
+ci:
+	$(MAKE) --no-print-directory test CMAKE_ARGS=-DFENEC_WERROR=ON
+	$(MAKE) --no-print-directory test-asan CMAKE_ARGS=-DFENEC_WERROR=ON
+
+# Each fuzz/<name>_fuzz.cc builds $(FUZZ_BUILD)/fuzz/fuzz_<name>; it runs over a copy of
+# fuzz/corpus/<name>/ so what libFuzzer adds never lands in the committed corpus. Crash inputs go
+# to $(FUZZ_ARTIFACTS)/<name>/. Every target runs; the target fails if any of them failed.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja $(CMAKE_DEFAULTS) \
+	    -DFENEC_FUZZ=ON -DFENEC_TESTS=OFF -DFENEC_BENCH=OFF $(CMAKE_ARGS)
+	ninja -C $(FUZZ_BUILD) -j$(JOBS)
+	@found=0; failed=""; \
+	for bin in $(FUZZ_BUILD)/fuzz/fuzz_*; do \
+	    [ -f "$$bin" ] && [ -x "$$bin" ] || continue; \
+	    found=$$((found + 1)); \
+	    name=$$(basename "$$bin"); name=$${name#fuzz_}; \
+	    work=$(FUZZ_WORK)/$$name; artifacts=$(FUZZ_ARTIFACTS)/$$name; \
+	    rm -rf "$$work"; mkdir -p "$$work" "$$artifacts"; \
+	    if [ -d fuzz/corpus/$$name ]; then cp -R fuzz/corpus/$$name/. "$$work"/; \
+	    else echo "make fuzz: no seed corpus fuzz/corpus/$$name/, starting empty"; fi; \
+	    echo "== fuzz_$$name for $(FUZZ_SECONDS)s over $$(ls -A "$$work" | wc -l) seeds"; \
+	    if ! "$$bin" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	            -artifact_prefix="$$artifacts/" "$$work"; then \
+	        failed="$$failed fuzz_$$name"; \
+	        echo "== fuzz_$$name FAILED; inputs in $$artifacts/"; \
+	    fi; \
+	done; \
+	if [ $$found -eq 0 ]; then echo "make fuzz: no fuzz targets in $(FUZZ_BUILD)/fuzz" >&2; exit 1; fi; \
+	if [ -n "$$failed" ]; then echo "make fuzz: failed:$$failed" >&2; exit 1; fi; \
+	echo "make fuzz: $$found target(s) ran $(FUZZ_SECONDS)s each without a crash"
+
+bench: build
+	@found=0; failed=""; \
+	for bin in $(BUILD)/bench/*_bench; do \
+	    [ -f "$$bin" ] && [ -x "$$bin" ] || continue; \
+	    found=$$((found + 1)); \
+	    echo "== $$bin"; \
+	    "$$bin" || failed="$$failed $$(basename $$bin)"; \
+	done; \
+	if [ $$found -eq 0 ]; then echo "make bench: no benchmarks in $(BUILD)/bench" >&2; exit 1; fi; \
+	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed" >&2; exit 1; fi
+
+format: deps
+	find $(FORMAT_DIRS) -path fuzz/corpus -prune -o \( -name '*.h' -o -name '*.cc' \) -print \
+	    | xargs -r clang-format -i
+
+clean:
+	rm -rf -- build $(ASAN_BUILD) $(FUZZ_BUILD) $(filter-out /,$(BUILD))

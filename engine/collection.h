@@ -1,0 +1,94 @@
+// engine/collection.h: one collection held in memory: its schema, its id counter and its live
+// documents. Document bodies live in append-only segments; a DocRef points into one. Segments are
+// never written twice at one position once a block has landed, and they are shared by reference,
+// so a snapshot (image, compaction) copies the id map and keeps the segments alive without
+// copying a byte. Only the writer (under the database's writer lock) changes a collection.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/ids.h"
+#include "engine/schema.h"
+
+namespace fenec::engine {
+
+struct DocRef {
+    const std::byte* data = nullptr;
+    uint32_t size = 0;
+    std::span<const std::byte> bytes() const { return {data, size}; }
+};
+
+// An append-only arena of document bodies.
+class Segments {
+public:
+    struct Mark {
+        size_t count = 0;
+        size_t used = 0;
+    };
+    // Copies `body` in and returns where it now lives.
+    DocRef add(std::span<const std::byte> body);
+    Mark mark() const;
+    void rewind(Mark m);  // forget everything added after `m` (undo of a failed block)
+    uint64_t bytes_held() const { return held_; }
+    // The segments themselves, for snapshots that must outlive later writes.
+    std::vector<std::shared_ptr<const std::byte[]>> share() const;
+
+private:
+    struct Seg {
+        std::shared_ptr<std::byte[]> data;
+        size_t capacity = 0;
+        size_t used = 0;
+    };
+    std::vector<Seg> segs_;
+    uint64_t held_ = 0;
+};
+
+class Collection {
+public:
+    Collection(CollectionId id, std::string name, Schema schema)
+        : id_(id), name_(std::move(name)), schema_(std::move(schema)) {}
+
+    CollectionId id() const { return id_; }
+    const std::string& name() const { return name_; }
+    const Schema& schema() const { return schema_; }
+    void set_schema(Schema s) { schema_ = std::move(s); }
+    bool internal() const { return !name_.empty() && name_[0] == '_'; }
+
+    uint64_t next_id() const { return next_id_; }
+    void set_next_id(uint64_t n) { next_id_ = n; }
+
+    const DocRef* find(DocId id) const {
+        auto it = docs_.find(id.v);
+        return it == docs_.end() ? nullptr : &it->second;
+    }
+    // Stores a body (copied into the segments) under `id`; returns the previous one if any.
+    std::optional<DocRef> put(DocId id, std::span<const std::byte> body);
+    // Stores a ref that already lives in memory the database keeps alive (replay's buffer).
+    std::optional<DocRef> put_ref(DocId id, DocRef ref);
+    std::optional<DocRef> erase(DocId id);
+    void restore(DocId id, std::optional<DocRef> prev);  // undo
+
+    uint64_t rows() const { return docs_.size(); }
+    const std::map<uint64_t, DocRef>& docs() const { return docs_; }
+    Segments& segments() { return segs_; }
+    const Segments& segments() const { return segs_; }
+
+    // Copies every live body into fresh segments, dropping superseded versions.
+    void repack();
+
+private:
+    CollectionId id_;
+    std::string name_;
+    Schema schema_;
+    uint64_t next_id_ = 1;
+    std::map<uint64_t, DocRef> docs_;
+    Segments segs_;
+};
+
+}  // namespace fenec::engine

@@ -1,0 +1,445 @@
+// engine/database.cc: a database's life: create, open (replay is replay.cc), begin, durability
+// and the latch (engine.md §5.4), freeze, limits, history forks, TTL deletes and close.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/database_internal.h"
+#include "engine/lease_guard.h"
+#include "engine/limits.h"
+
+namespace fenec::engine {
+namespace fb = fenec::format;
+
+Database::Database(std::string path, const OpenOptions& options)
+    : path_(std::move(path)), options_(options) {
+    fs_ = options.fs ? options.fs : &posix_fs();
+    if (options.clock) {
+        clock_ = options.clock;
+    } else {
+        own_clock_ = std::make_unique<SystemClock>();
+        clock_ = own_clock_.get();
+    }
+    if (options.random) {
+        random_ = options.random;
+    } else {
+        own_random_ = std::make_unique<SystemRandom>();
+        random_ = own_random_.get();
+    }
+    read_only_ = options.read_only;
+}
+
+Database::~Database() {
+    Status st = close(CloseMode::plain);
+    st.ignore();  // a destructor cannot report; callers who care call close() themselves
+}
+
+Result<std::unique_ptr<Database>> Database::create(std::string_view path,
+                                                   const OpenOptions& options) {
+    std::unique_ptr<Database> db(new Database(std::string(path), options));
+    FENEC_RETURN_IF_ERROR(db->write_fresh(*db->fs_));
+    return open(path, options);
+}
+
+Status Database::write_fresh(Fs& fs) {
+    FENEC_ASSIGN_OR_RETURN(bool there, fs.exists(path_));
+    if (there) {
+        return Status::error(Code::already_exists, "the file `" + path_ + "` already exists");
+    }
+    uint64_t lineage = 0;
+    while (lineage == 0) lineage = random_->next_u64();
+    const auto header = format::encode_header({lineage, clock_->wall_ms()});
+    std::vector<std::byte> bytes(header.begin(), header.end());
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<fb::Fork> forks{fb::Fork(lineage, 0)};
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), false));
+    format::append_record(bytes, format::Kind::history, codec::body_of(b));
+    const std::string tmp = path_ + ".new";
+    FENEC_ASSIGN_OR_RETURN(auto file, fs.open(tmp, OpenMode::create_truncate));
+    FENEC_RETURN_IF_ERROR(file->append(bytes));
+    FENEC_RETURN_IF_ERROR(file->sync());
+    file.reset();
+    if (Status st = fs.rename(tmp, path_, false); !st.is_ok()) {
+        fs.remove(tmp).ignore();
+        return st;
+    }
+    return fs.sync_dir(dir_of(path_));
+}
+
+ReadView Database::read() const { return ReadView(this, clock_->wall_ms()); }
+
+Status Database::refusal_locked() const {
+    if (auto f = failure()) {
+        return Status::error(Code::io_error,
+                             "the tenant is read-only after a failed write: " + f->to_string(),
+                             f->detail());
+    }
+    if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
+    if (history_.replica) return Status::error(Code::read_only, "the tenant is a replica");
+    if (frozen_) return Status::error(Code::frozen, "the tenant is frozen");
+    return Status::ok();
+}
+
+Result<Block> Database::begin(BlockOptions options) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    FENEC_RETURN_IF_ERROR(refusal_locked());
+    if (options_.gate) {
+        const LeaseVerdict v = options_.gate->check(options_.tenant);
+        if (v != LeaseVerdict::ok) {
+            return Status::error(Code::not_leased,
+                                 "tenant `" + options_.tenant + "` is not leased here (" +
+                                     std::string(lease_verdict_name(v)) + ")",
+                                 Detail{.lease = v});
+        }
+    }
+    if (quota_ && !options.internal) {
+        const int64_t now_ns = clock_->steady_ns();
+        if (quota_->rows_bucket && !quota_->rows_bucket->can_begin(kRowsNeed, now_ns)) {
+            const int64_t ms = quota_->rows_bucket->retry_after_ms(kRowsNeed, now_ns);
+            return Status::error(Code::rate_limited, "the tenant's rows_per_s rate is spent",
+                                 Detail{.quota = QuotaKind::rows_per_s, .retry_after_ms = ms});
+        }
+        if (quota_->bytes_bucket && !quota_->bytes_bucket->can_begin(kBytesNeed, now_ns)) {
+            const int64_t ms = quota_->bytes_bucket->retry_after_ms(kBytesNeed, now_ns);
+            return Status::error(Code::rate_limited, "the tenant's bytes_per_s rate is spent",
+                                 Detail{.quota = QuotaKind::bytes_per_s, .retry_after_ms = ms});
+        }
+    }
+    return Block(this, std::move(lock), options);
+}
+
+void Database::latch(const Status& cause) {
+    std::lock_guard<std::mutex> g(sync_mu_);
+    if (!failure_) failure_ = cause;
+    sync_cv_.notify_all();
+}
+
+std::optional<Status> Database::failure() const {
+    std::lock_guard<std::mutex> g(sync_mu_);
+    return failure_;
+}
+
+Status Database::append_locked(std::span<const std::byte> record) {
+    Status st = file_->append(record);
+    if (!st.is_ok()) {
+        latch(st);
+        return st;
+    }
+    file_bytes_ += record.size();
+    return Status::ok();
+}
+
+Status Database::append_history_locked(const History& h) {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<fb::Fork> forks;
+    for (const Fork& f : h.forks) forks.emplace_back(f.history.v, f.seq.v);
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), h.replica));
+    std::vector<std::byte> rec;
+    format::append_record(rec, format::Kind::history, codec::body_of(b));
+    return append_locked(rec);
+}
+
+Seq Database::durable_seq() const {
+    std::lock_guard<std::mutex> g(sync_mu_);
+    return Seq{durable_seq_};
+}
+
+// Group commit (engine.md §5.4): one fsync covers every block appended before it began.
+Status Database::wait_durable(Seq s) {
+    std::unique_lock<std::mutex> l(sync_mu_);
+    for (;;) {
+        if (durable_seq_ >= s.v) return Status::ok();
+        if (failure_) {
+            return Status::error(Code::io_error, "the tenant is read-only after a failed write: " +
+                                                     failure_->to_string(),
+                                 failure_->detail());
+        }
+        if (syncing_) {
+            sync_cv_.wait(l);
+            continue;
+        }
+        syncing_ = true;
+        const uint64_t target = seq_.load(std::memory_order_acquire);
+        std::shared_ptr<File> file = file_;
+        l.unlock();
+        Status st = file->sync();
+        l.lock();
+        syncing_ = false;
+        if (!st.is_ok()) {
+            if (!failure_) failure_ = st;
+        } else {
+            durable_seq_ = std::max(durable_seq_, target);
+        }
+        sync_cv_.notify_all();
+        if (st.is_ok() && options_.listener) {
+            l.unlock();
+            options_.listener->on_durable(Seq{target});
+            l.lock();
+        }
+    }
+}
+
+Status Database::sync() {
+    if (auto f = failure()) {
+        return Status::error(Code::io_error,
+                             "the tenant is read-only after a failed write: " + f->to_string(),
+                             f->detail());
+    }
+    if (read_only_) return Status::ok();
+    const Seq s = seq();
+    if (durable_seq() >= s) return Status::ok();
+    return wait_durable(s);
+}
+
+Status Database::freeze() {
+    std::unique_lock<std::shared_mutex> lock(mu_);  // waits for the block in progress
+    frozen_ = true;
+    return Status::ok();
+}
+
+void Database::thaw() {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    frozen_ = false;
+}
+
+bool Database::frozen() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return frozen_;
+}
+
+void Database::set_limit(const Limits& limits) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (!limits.any()) {
+        quota_.reset();
+        return;
+    }
+    const int64_t now_ns = clock_->steady_ns();
+    auto q = std::make_unique<Quota>();
+    q->limits = limits;
+    auto bucket = [&](const std::optional<double>& rate,
+                      std::unique_ptr<RateBucket>* old) -> std::unique_ptr<RateBucket> {
+        if (!rate) return nullptr;
+        if (old && *old) {
+            (*old)->set_rate(*rate, now_ns);  // keeps the level, clipped to the new capacity
+            return std::move(*old);
+        }
+        return std::make_unique<RateBucket>(*rate, now_ns);
+    };
+    q->rows_bucket = bucket(limits.rows_per_s, quota_ ? &quota_->rows_bucket : nullptr);
+    q->bytes_bucket = bucket(limits.bytes_per_s, quota_ ? &quota_->bytes_bucket : nullptr);
+    quota_ = std::move(q);
+}
+
+Limits Database::limits() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return quota_ ? quota_->limits : Limits{};
+}
+
+uint64_t Database::client_rows_locked() const {
+    uint64_t rows = 0;
+    for (const auto& [id, c] : collections_) {
+        if (!c->internal()) rows += c->rows();
+    }
+    return rows;
+}
+
+Collection* Database::collection_locked(CollectionId id) const {
+    auto it = collections_.find(id.v);
+    return it == collections_.end() ? nullptr : it->second.get();
+}
+
+bool Database::expired(const Collection& c, const DocRef& ref, int64_t now_ms) const {
+    const std::optional<uint16_t> slot = c.schema().ttl_slot();
+    if (!slot) return false;
+    const Value v = DocView(ref.bytes()).get(*slot);
+    const Timestamp* t = std::get_if<Timestamp>(&v.rep);
+    if (!t) return false;  // null never expires
+    const int64_t ttl_ms = c.schema().fields[*slot].index.ttl_ms;
+    return t->ms <= now_ms - ttl_ms;
+}
+
+Usage Database::usage() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    Usage u;
+    u.file_bytes = file_bytes_;
+    u.dead_bytes = dead_bytes_;
+    for (const auto& [id, c] : collections_) {
+        (c->internal() ? u.internal_rows : u.rows) += c->rows();
+        u.memory_bytes += c->segments().bytes_held() + c->rows() * 48;
+    }
+    u.peak_buffer_bytes = peak_buffer_bytes_;
+    u.collections = static_cast<uint32_t>(collections_.size());
+    u.seq = seq();
+    u.durable_seq = durable_seq();
+    u.quota_checks = quota_checks_;
+    return u;
+}
+
+History Database::history() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return history_;
+}
+
+Result<History> Database::fork_history() {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
+    if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
+    if (history_.forks.size() >= limits::forks_max) {
+        return Status::error(Code::limit_exceeded, "a history keeps at most 1024 forks");
+    }
+    History h = history_;
+    uint64_t id = 0;
+    while (id == 0) id = random_->next_u64();
+    h.forks.push_back(Fork{HistoryId{id}, seq()});
+    h.replica = false;
+    FENEC_RETURN_IF_ERROR(append_history_locked(h));
+    history_ = h;
+    lock.unlock();
+    // A fork is durable before it is answered: a promotion must survive a crash.
+    std::unique_lock<std::mutex> l(sync_mu_);
+    while (syncing_) sync_cv_.wait(l);
+    syncing_ = true;
+    std::shared_ptr<File> file = file_;
+    l.unlock();
+    Status st = file->sync();
+    l.lock();
+    syncing_ = false;
+    if (!st.is_ok() && !failure_) failure_ = st;
+    sync_cv_.notify_all();
+    if (!st.is_ok()) return st;
+    return h;
+}
+
+Result<History> Database::promote() {
+    {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        if (!history_.replica) {
+            return Status::error(Code::invalid_argument, "the tenant is not a replica");
+        }
+    }
+    return fork_history();
+}
+
+Result<uint32_t> Database::delete_expired(CollectionId collection, std::span<const DocId> ids,
+                                          int64_t now_ms) {
+    if (history().replica) {
+        return Status::error(Code::read_only, "a replica receives its primary's TTL deletes");
+    }
+    FENEC_ASSIGN_OR_RETURN(Block block, begin(BlockOptions{.internal = true}));
+    Collection* col = collection_locked(collection);
+    if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(collection.v));
+    uint32_t deleted = 0;
+    for (DocId id : ids) {
+        const DocRef* ref = col->find(id);
+        if (!ref || !expired(*col, *ref, now_ms)) continue;  // moved to a later time meanwhile
+        FENEC_ASSIGN_OR_RETURN(bool gone, block.del(collection, id));
+        if (gone) ++deleted;
+    }
+    FENEC_RETURN_IF_ERROR(block.commit().status());
+    return deleted;
+}
+
+Result<uint64_t> Database::sweep_expired() {
+    uint64_t total = 0;
+    std::vector<CollectionId> ids;
+    {
+        ReadView view = read();
+        for (const CollectionInfo& c : view.collections()) ids.push_back(c.id);
+    }
+    for (CollectionId c : ids) {
+        for (;;) {
+            std::vector<DocId> batch;
+            int64_t now_ms = 0;
+            {
+                ReadView view = read();
+                now_ms = view.now_ms();
+                batch = view.expired(c, limits::ttl_sweep_batch);
+            }
+            if (batch.empty()) break;
+            FENEC_ASSIGN_OR_RETURN(uint32_t n, delete_expired(c, batch, now_ms));
+            total += n;
+            if (batch.size() < limits::ttl_sweep_batch) break;
+        }
+    }
+    return total;
+}
+
+Status Database::close(CloseMode mode) {
+    if (!file_) return Status::ok();
+    Status result;
+    if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
+    if (result.is_ok() && !read_only_ && !failure()) result = sync();
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    std::unique_lock<std::mutex> l(sync_mu_);
+    while (syncing_) sync_cv_.wait(l);
+    file_.reset();
+    return result;
+}
+
+// ---- ReadView
+
+ReadView::ReadView(const Database* db, int64_t now_ms)
+    : db_(db), lock_(db->mu_), seq_(db->seq()), now_ms_(now_ms) {}
+
+std::vector<CollectionInfo> ReadView::collections() const {
+    std::vector<CollectionInfo> out;
+    for (const auto& [id, c] : db_->collections_) {
+        out.push_back(CollectionInfo{c->id(), c->name(), c->rows(), c->next_id()});
+    }
+    return out;
+}
+
+Result<CollectionId> ReadView::find(std::string_view name) const {
+    auto it = db_->names_.find(name);
+    if (it == db_->names_.end()) {
+        return Status::error(Code::not_found, "no collection `" + std::string(name) + "`");
+    }
+    return CollectionId{it->second};
+}
+
+const Schema* ReadView::schema(CollectionId c) const {
+    const Collection* col = db_->collection_locked(c);
+    return col ? &col->schema() : nullptr;
+}
+
+std::optional<DocView> ReadView::get(CollectionId c, DocId id) const {
+    const Collection* col = db_->collection_locked(c);
+    if (!col) return std::nullopt;
+    const DocRef* ref = col->find(id);
+    if (!ref || db_->expired(*col, *ref, now_ms_)) return std::nullopt;
+    return DocView(ref->bytes());
+}
+
+void ReadView::scan(CollectionId c, const std::function<bool(DocId, DocView)>& visit,
+                    DocId from) const {
+    const Collection* col = db_->collection_locked(c);
+    if (!col) return;
+    const bool ttl = col->schema().ttl_slot().has_value();
+    for (auto it = col->docs().lower_bound(from.v); it != col->docs().end(); ++it) {
+        if (ttl && db_->expired(*col, it->second, now_ms_)) continue;
+        if (!visit(DocId{it->first}, DocView(it->second.bytes()))) return;
+    }
+}
+
+uint64_t ReadView::count(CollectionId c) const {
+    const Collection* col = db_->collection_locked(c);
+    if (!col) return 0;
+    if (!col->schema().ttl_slot()) return col->rows();
+    uint64_t n = 0;
+    for (const auto& [id, ref] : col->docs()) {
+        if (!db_->expired(*col, ref, now_ms_)) ++n;
+    }
+    return n;
+}
+
+std::vector<DocId> ReadView::expired(CollectionId c, size_t limit) const {
+    std::vector<DocId> out;
+    const Collection* col = db_->collection_locked(c);
+    if (!col || !col->schema().ttl_slot()) return out;
+    for (const auto& [id, ref] : col->docs()) {
+        if (out.size() >= limit) break;
+        if (db_->expired(*col, ref, now_ms_)) out.push_back(DocId{id});
+    }
+    return out;
+}
+
+}  // namespace fenec::engine

@@ -1,0 +1,344 @@
+// engine/database.h: one tenant file, open. The public surface of engine/.
+//
+// Threading: one writer at a time (a Block holds the writer lock from begin() to commit() or
+// rollback()), many readers (a ReadView holds the lock shared), so no reader sees half a block.
+// fsync always runs outside the writer lock. Every method is safe from any thread.
+//
+// Invariants (docs/INVARIANTS.md): a block lands as one record or not at all (I1); seq moves by
+// the writes a block holds (I2); ids are never reused (I3); replay ends in the state the live
+// writes left (I4); a failed append or fsync latches the database read-only (I5).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/clock.h"
+#include "engine/collection.h"
+#include "engine/hooks.h"
+#include "engine/ids.h"
+#include "engine/io.h"
+#include "engine/schema.h"
+#include "engine/status.h"
+#include "engine/value.h"
+
+namespace fenec::engine {
+
+class LandingGate;
+class RateBucket;
+class Block;
+class ReadView;
+struct ReplayState;
+
+struct SyncPolicy {
+    enum class Kind : uint8_t { every_block, interval, at_close };
+    Kind kind = Kind::every_block;
+    int64_t interval_ms = 250;
+    static SyncPolicy every_block() { return {Kind::every_block, 0}; }
+    static SyncPolicy interval(int64_t ms) { return {Kind::interval, ms}; }
+    static SyncPolicy at_close() { return {Kind::at_close, 0}; }
+};
+
+enum class Role : uint8_t { primary, follower };
+enum class InstallMode : uint8_t { create_only, replace };
+enum class CloseMode : uint8_t { plain, checkpoint };
+
+struct OpenOptions {
+    Fs* fs = nullptr;               // default: posix_fs()
+    const Clock* clock = nullptr;   // default: a SystemClock
+    Random* random = nullptr;       // default: a SystemRandom
+    std::string tenant;             // for the gate and for messages
+    SyncPolicy sync = SyncPolicy::every_block();
+    Role role = Role::primary;
+    bool promote = false;
+    bool read_only = false;
+    const LandingGate* gate = nullptr;
+    IndexHook* hook = nullptr;
+    ChangeListener* listener = nullptr;
+};
+
+struct Fork {
+    HistoryId history;
+    Seq seq;
+    bool operator==(const Fork&) const = default;
+};
+struct History {
+    std::vector<Fork> forks;
+    bool replica = false;
+    uint64_t term() const { return forks.empty() ? 0 : forks.size() - 1; }
+    HistoryId current() const { return forks.empty() ? HistoryId{} : forks.back().history; }
+    bool operator==(const History&) const = default;
+};
+
+struct BlockOptions {
+    bool internal = false;  // the server's own writes and TTL sweeps: may touch `_` collections,
+                            // never asked or charged the rate buckets
+};
+
+struct Landed {
+    Seq first;
+    Seq last;
+    HistoryId history;
+    uint64_t bytes = 0;   // framed bytes appended (spills included)
+    bool durable = false;
+};
+
+struct Limits {
+    std::optional<uint64_t> bytes;
+    std::optional<uint64_t> rows;
+    std::optional<double> rows_per_s;
+    std::optional<double> bytes_per_s;
+    bool any() const { return bytes || rows || rows_per_s || bytes_per_s; }
+};
+
+struct Usage {
+    uint64_t file_bytes = 0;
+    uint64_t dead_bytes = 0;
+    uint64_t rows = 0;           // client collections
+    uint64_t internal_rows = 0;  // `_` collections
+    uint64_t memory_bytes = 0;
+    uint64_t peak_buffer_bytes = 0;
+    uint32_t collections = 0;
+    Seq seq;
+    Seq durable_seq;
+    uint64_t quota_checks = 0;   // times the landing ran quota code (zero without limits)
+};
+
+struct CollectionInfo {
+    CollectionId id;
+    std::string name;
+    uint64_t rows = 0;
+    uint64_t next_id = 1;
+};
+
+struct ImageInfo {
+    Seq seq;
+    History history;
+    LineageId lineage;
+    int64_t created_ms = 0;
+    uint64_t bytes = 0;
+};
+
+struct Image {
+    ImageInfo info;
+    std::shared_ptr<const std::vector<std::byte>> bytes;  // a whole file, header included
+};
+
+class Database {
+public:
+    ~Database();
+    Database(const Database&) = delete;
+    Database& operator=(const Database&) = delete;
+
+    // A new file at `path` (refused if it exists): header and one history record, written to
+    // `<path>.new`, fsynced and renamed without replacing.
+    static Result<std::unique_ptr<Database>> create(std::string_view path, const OpenOptions&);
+    // One pass of replay; a torn tail is cut, corruption refuses naming the offset.
+    static Result<std::unique_ptr<Database>> open(std::string_view path, const OpenOptions&);
+    // Checks an image file whole, in memory, without installing it.
+    static Result<ImageInfo> verify_image(Fs& fs, std::string_view path);
+    // Verifies `incoming` and renames it onto `target`; on any failure removes `incoming` and
+    // leaves `target` untouched.
+    static Status install_image(Fs& fs, std::string_view incoming, std::string_view target,
+                                InstallMode mode);
+
+    ReadView read() const;
+    Result<Block> begin(BlockOptions options = {});
+
+    Status wait_durable(Seq seq);
+    Status sync();
+    Status checkpoint();
+    Status compact();
+    Result<Image> image();
+    Status append_graph(CollectionId collection, uint16_t slot);
+
+    void set_limit(const Limits& limits);
+    Limits limits() const;
+    Usage usage() const;
+
+    // Deletes the rows of `ids` still expired at `now_ms`, in one internal block.
+    Result<uint32_t> delete_expired(CollectionId collection, std::span<const DocId> ids,
+                                    int64_t now_ms);
+    // Deletes every expired row of every collection in batches of limits::ttl_sweep_batch.
+    Result<uint64_t> sweep_expired();
+
+    Result<History> promote();
+    Result<History> fork_history();
+
+    Status freeze();  // waits for the block in progress
+    void thaw();
+    bool frozen() const;
+
+    Status close(CloseMode mode = CloseMode::plain);
+
+    LineageId lineage() const { return lineage_; }
+    int64_t created_ms() const { return created_ms_; }
+    Seq seq() const { return Seq{seq_.load(std::memory_order_acquire)}; }
+    Seq durable_seq() const;
+    History history() const;
+    std::optional<Status> failure() const;
+    const std::string& path() const { return path_; }
+
+private:
+    friend class Block;
+    friend class ReadView;
+    friend struct ReplayState;
+    struct Snapshot;
+    struct Quota;
+    struct Undo;
+
+    Database(std::string path, const OpenOptions& options);
+
+    Status write_fresh(Fs& fs);
+    Status finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);
+    void latch(const Status& cause);
+    Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
+    Status append_locked(std::span<const std::byte> record);
+    Status append_history_locked(const History& h);
+    Snapshot snapshot_locked() const;
+    Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
+    Status rewrite(bool compact);
+    uint64_t client_rows_locked() const;
+    Collection* collection_locked(CollectionId id) const;
+    bool expired(const Collection& c, const DocRef& ref, int64_t now_ms) const;
+
+    // State. Everything below `mu_` changes only under the writer lock.
+    std::string path_;
+    OpenOptions options_;
+    std::unique_ptr<Clock> own_clock_;
+    std::unique_ptr<Random> own_random_;
+    Fs* fs_ = nullptr;
+    const Clock* clock_ = nullptr;
+    Random* random_ = nullptr;
+
+    mutable std::shared_mutex mu_;
+    std::shared_ptr<File> file_;
+    LineageId lineage_;
+    int64_t created_ms_ = 0;
+    std::atomic<uint64_t> seq_{0};
+    History history_;
+    std::map<uint32_t, std::unique_ptr<Collection>> collections_;
+    std::map<std::string, uint32_t, std::less<>> names_;
+    uint32_t next_collection_ = 1;
+    uint64_t file_bytes_ = 0;
+    uint64_t dead_bytes_ = 0;
+    uint64_t peak_buffer_bytes_ = 0;
+    bool frozen_ = false;
+    bool read_only_ = false;
+    bool rewriting_ = false;
+    std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
+    uint64_t quota_checks_ = 0;
+
+    // Durability and the latch.
+    mutable std::mutex sync_mu_;
+    std::condition_variable sync_cv_;
+    bool syncing_ = false;
+    uint64_t durable_seq_ = 0;
+    std::optional<Status> failure_;
+};
+
+// A write in progress: holds the writer lock until commit() or rollback(). Move-only; the
+// destructor rolls back what was not committed.
+class Block {
+public:
+    struct Mark {
+        size_t undo = 0;
+        size_t ops = 0;
+        size_t last_items = 0;
+        uint64_t count = 0;
+        int64_t rows_delta = 0;
+        size_t spills = 0;
+        size_t spilled_ops = 0;
+    };
+
+    Block(Block&&) noexcept;
+    Block& operator=(Block&&) = delete;
+    ~Block();
+
+    Result<CollectionId> create_collection(std::string_view name, const Schema& schema);
+    Status alter_collection(CollectionId collection, const AlterSpec& spec);
+    Status drop_collection(CollectionId collection);
+    Result<DocId> insert(CollectionId collection, std::optional<DocId> id, const Doc& doc);
+    Result<DocId> put(CollectionId collection, std::optional<DocId> id, const Doc& doc);
+    Status set(CollectionId collection, DocId id, const Doc& doc);
+    Result<bool> del(CollectionId collection, DocId id);
+
+    std::optional<DocView> get(CollectionId collection, DocId id) const;
+    Result<CollectionId> find(std::string_view name) const;
+    const Schema* schema(CollectionId collection) const;
+    int64_t now_ms() const { return now_ms_; }
+    uint64_t writes() const { return count_; }
+
+    Mark savepoint() const;
+    void rollback_to(const Mark& mark);
+    Result<Landed> commit();
+    void rollback();
+
+    struct Op;  // an op of the block, in write order (block.cc)
+
+private:
+    friend class Database;
+    Block(Database* db, std::unique_lock<std::shared_mutex> lock, BlockOptions options);
+
+    Status write_doc(Collection& c, DocId id, std::span<const std::byte> body,
+                     std::optional<DocRef> before);
+    void push_put(CollectionId c, DocId id, DocRef ref);
+    void push_delete(CollectionId c, DocId id);
+    Status maybe_spill();
+    void undo_to(size_t undo_size);
+    void finish();
+
+    Database* db_ = nullptr;
+    std::unique_lock<std::shared_mutex> lock_;
+    BlockOptions options_;
+    int64_t now_ms_ = 0;
+    std::vector<Database::Undo> undo_;
+    std::vector<Op> ops_;
+    size_t spilled_ops_ = 0;      // ops_[0, spilled_ops_) are in spill records already
+    uint64_t unspilled_bytes_ = 0;
+    uint64_t count_ = 0;
+    int64_t rows_delta_ = 0;      // net new rows in client collections
+    uint64_t charged_rows_ = 0;   // client writes, for the rate buckets
+    uint64_t charged_bytes_ = 0;
+    uint64_t spill_token_ = 0;
+    uint64_t spill_bytes_ = 0;
+    struct SpillDone;
+    std::vector<SpillDone> spills_;
+    std::vector<std::byte> scratch_;
+};
+
+// A consistent read at one seq, holding the lock shared while it lives.
+class ReadView {
+public:
+    Seq seq() const { return seq_; }
+    int64_t now_ms() const { return now_ms_; }
+    std::vector<CollectionInfo> collections() const;
+    Result<CollectionId> find(std::string_view name) const;
+    const Schema* schema(CollectionId collection) const;
+    std::optional<DocView> get(CollectionId collection, DocId id) const;  // expired: nullopt
+    // Visits live, unexpired rows in id order from `from`; stop by returning false.
+    void scan(CollectionId collection, const std::function<bool(DocId, DocView)>& visit,
+              DocId from = DocId{1}) const;
+    uint64_t count(CollectionId collection) const;
+    std::vector<DocId> expired(CollectionId collection, size_t limit) const;
+
+private:
+    friend class Database;
+    ReadView(const Database* db, int64_t now_ms);
+    const Database* db_;
+    std::shared_lock<std::shared_mutex> lock_;
+    Seq seq_;
+    int64_t now_ms_;
+};
+
+}  // namespace fenec::engine

@@ -1,0 +1,76 @@
+// engine/format.cc: the header and record framer. The reader's checks live in record_reader.cc;
+// both use the layout constants of format.h.
+#include "engine/format.h"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace fenec::engine::format {
+
+const char* kind_name(Kind k) {
+    switch (k) {
+        case Kind::checkpoint: return "checkpoint";
+        case Kind::collection_state: return "collection_state";
+        case Kind::image_docs: return "image_docs";
+        case Kind::block: return "block";
+        case Kind::spill: return "spill";
+        case Kind::landing: return "landing";
+        case Kind::history: return "history";
+        case Kind::graph: return "graph";
+    }
+    return "unknown";
+}
+
+std::array<std::byte, kHeaderBytes> encode_header(const Header& h) {
+    std::array<std::byte, kHeaderBytes> out{};
+    std::memcpy(out.data(), kMagic.data(), kMagic.size());
+    store_u32(out.data() + kOffVersion, kFormatVersion);
+    store_u32(out.data() + kOffHeaderBytes, kHeaderBytes);
+    store_u64(out.data() + kOffLineage, h.lineage);
+    store_u64(out.data() + kOffCreated, static_cast<uint64_t>(h.created_ms));
+    store_u64(out.data() + kOffHeaderCheck, XXH3_64bits(out.data(), kOffHeaderCheck));
+    return out;
+}
+
+uint64_t checksum(uint8_t kind, std::span<const std::byte> body) {
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, &kind, 1);
+    XXH3_64bits_update(&st, body.data(), body.size());
+    return XXH3_64bits_digest(&st);
+}
+
+uint32_t head_check(uint32_t length, uint8_t kind) {
+    std::byte buf[5];
+    store_u32(buf, length);
+    buf[4] = std::byte(kind);
+    return static_cast<uint32_t>(XXH3_64bits(buf, sizeof(buf)) & 0xFFFFFFu);
+}
+
+void append_record(std::vector<std::byte>& out, Kind kind, std::span<const std::byte> body) {
+    const size_t at = out.size();
+    const uint32_t length = static_cast<uint32_t>(body.size());
+    out.resize(at + framed_size(body.size()));
+    std::byte* p = out.data() + at;
+    const uint8_t k = static_cast<uint8_t>(kind);
+    store_u32(p, length);
+    store_u64(p + 4, checksum(k, body));
+    p[12] = std::byte(k);
+    const uint32_t hc = head_check(length, k);
+    p[13] = std::byte(hc);
+    p[14] = std::byte(hc >> 8);
+    p[15] = std::byte(hc >> 16);
+    if (!body.empty()) std::memcpy(p + kRecordHeadBytes, body.data(), body.size());
+    // resize() value-initialised the padding to zero.
+}
+
+std::string hex16(uint64_t v) {
+    static const char* digits = "0123456789abcdef";
+    std::string s(16, '0');
+    for (int i = 15; i >= 0; --i, v >>= 4) s[i] = digits[v & 15];
+    return s;
+}
+
+}  // namespace fenec::engine::format

@@ -1,0 +1,70 @@
+// engine/hooks.h: the in-process interfaces through which index/ and the server follow the
+// engine. IndexHook is told of every write before it is kept and may refuse it (a unique value
+// taken); ChangeListener is told once per landed block, in seq order, under the writer lock, so
+// it must only enqueue.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/ids.h"
+#include "engine/schema.h"
+#include "engine/status.h"
+#include "engine/value.h"
+
+namespace fenec::engine {
+
+struct WriteEvent {
+    CollectionId collection;
+    DocId id;
+    const Schema* schema = nullptr;
+    std::optional<DocView> before;  // the visible version it replaces or deletes
+    std::optional<DocView> after;   // nullopt for a delete
+};
+
+// What a graph record held, handed to index/ as a tenant opens (engine.md §6.3).
+struct GraphRecord {
+    CollectionId collection;
+    uint16_t slot = 0;
+    uint64_t offset = 0;                 // of the record in the file
+    std::span<const std::byte> body;     // valid only during on_open
+};
+struct OpenReport {
+    std::vector<GraphRecord> graphs;     // the last one per (collection, slot)
+};
+
+class IndexHook {
+public:
+    virtual ~IndexHook() = default;
+    virtual Status on_write(const WriteEvent&) = 0;  // live blocks; may refuse (duplicate)
+    virtual void on_undo(const WriteEvent&) = 0;     // the write is being taken back
+    virtual void on_schema(CollectionId, const Schema*) = 0;  // created, altered, dropped (null)
+    virtual void on_open(OpenReport&) = 0;
+    virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at) = 0;
+};
+
+struct CollectionChange {
+    CollectionId collection;
+    std::vector<DocId> put;
+    std::vector<DocId> deleted;
+    bool schema_changed = false;
+};
+
+struct BlockSummary {
+    Seq first;
+    Seq last;
+    int64_t at_ms = 0;
+    bool internal = false;
+    std::vector<CollectionChange> changes;
+};
+
+class ChangeListener {
+public:
+    virtual ~ChangeListener() = default;
+    virtual void on_block(const BlockSummary&) = 0;
+    virtual void on_durable(Seq) = 0;
+};
+
+}  // namespace fenec::engine

@@ -1,0 +1,230 @@
+// engine/posix_fs.cc: the default Fs, straight POSIX (Linux) calls behind the seam of io.h.
+// Owns: PosixFile (one fd, closed when the File dies, which also drops its flock), posix_fs()
+// and dir_of(). Invariants: every fd is O_CLOEXEC; read_at and append either move every byte or
+// return an error; a failed fdatasync is reported once and never retried (the kernel may have
+// dropped the dirty pages, so a second success would lie); every error names the path and the
+// strerror text, and carries errno in Detail::err_no. No exception leaves this file.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28)
+#include <cstring>
+#include <string>
+
+#include "engine/io.h"
+
+namespace fenec::engine {
+namespace {
+
+std::string errno_text(int err) {
+    char buf[128];
+    // The GNU strerror_r returns a pointer that may or may not be into buf.
+    return std::string(strerror_r(err, buf, sizeof(buf)));
+}
+
+// The Status of a failed call: `what path: strerror`, with errno kept in the detail.
+Status os_error(Code code, std::string_view what, std::string_view path, int err) {
+    std::string message(what);
+    message += ' ';
+    message += path;
+    message += ": ";
+    message += errno_text(err);
+    return Status::error(code, std::move(message), Detail{.err_no = err});
+}
+
+Status io_error(std::string_view what, std::string_view path, int err) {
+    return os_error(Code::io_error, what, path, err);
+}
+
+class PosixFile final : public File {
+public:
+    PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    ~PosixFile() override { ::close(fd_); }  // a close error here has no one to report to
+    PosixFile(const PosixFile&) = delete;
+    PosixFile& operator=(const PosixFile&) = delete;
+
+    int fd() const { return fd_; }
+    const std::string& path() const { return path_; }
+
+    Result<uint64_t> size() override {
+        struct stat st{};
+        if (::fstat(fd_, &st) != 0) return io_error("fstat", path_, errno);
+        return static_cast<uint64_t>(st.st_size);
+    }
+
+    Status read_at(uint64_t offset, std::span<std::byte> out) override {
+        size_t done = 0;
+        while (done < out.size()) {
+            ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
+                                static_cast<off_t>(offset + done));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return io_error("pread", path_, errno);
+            }
+            if (n == 0) {
+                return Status::error(Code::io_error,
+                                     "short read " + path_ + ": " + std::to_string(done) + " of " +
+                                         std::to_string(out.size()) + " bytes at offset " +
+                                         std::to_string(offset),
+                                     Detail{.err_no = 0});
+            }
+            done += static_cast<size_t>(n);
+        }
+        return Status::ok();
+    }
+
+    // O_APPEND puts every write at the end; a short write is followed by the rest.
+    Status append(std::span<const std::byte> data) override {
+        size_t done = 0;
+        while (done < data.size()) {
+            ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return io_error("write", path_, errno);
+            }
+            done += static_cast<size_t>(n);
+        }
+        return Status::ok();
+    }
+
+    Status sync() override {
+        // Not retried, not even on EINTR: see the file comment.
+        if (::fdatasync(fd_) != 0) return io_error("fdatasync", path_, errno);
+        return Status::ok();
+    }
+
+    Status truncate(uint64_t size) override {
+        while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+            if (errno != EINTR) return io_error("ftruncate", path_, errno);
+        }
+        return Status::ok();
+    }
+
+private:
+    int fd_;
+    std::string path_;
+};
+
+int open_flags(OpenMode mode) {
+    switch (mode) {
+        case OpenMode::read_only: return O_RDONLY;
+        case OpenMode::read_write: return O_RDWR | O_APPEND;
+        case OpenMode::create_new: return O_RDWR | O_APPEND | O_CREAT | O_EXCL;
+        case OpenMode::create_truncate: return O_RDWR | O_APPEND | O_CREAT | O_TRUNC;
+    }
+    return O_RDONLY;
+}
+
+Code code_of_errno(int err) {
+    switch (err) {
+        case ENOENT: return Code::not_found;
+        case EEXIST: return Code::already_exists;
+        default: return Code::io_error;
+    }
+}
+
+// rename(2) without replacing, for kernels or file systems without RENAME_NOREPLACE: link()
+// refuses an existing target atomically, then the old name goes.
+Status rename_by_link(const std::string& from, const std::string& to) {
+    if (::link(from.c_str(), to.c_str()) != 0) {
+        int err = errno;
+        return os_error(code_of_errno(err), "link " + from + " to", to, err);
+    }
+    if (::unlink(from.c_str()) != 0) return io_error("unlink", from, errno);
+    return Status::ok();
+}
+
+class PosixFs final : public Fs {
+public:
+    Result<std::unique_ptr<File>> open(std::string_view path, OpenMode mode) override {
+        std::string p(path);
+        int fd;
+        do {
+            fd = ::open(p.c_str(), open_flags(mode) | O_CLOEXEC, 0644);
+        } while (fd < 0 && errno == EINTR);
+        if (fd < 0) return os_error(code_of_errno(errno), "open", p, errno);
+        return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, std::move(p)));
+    }
+
+    Status lock(File& file) override {
+        auto* posix = dynamic_cast<PosixFile*>(&file);
+        if (posix == nullptr) {
+            return Status::error(Code::invalid_argument, "lock: the file is not a PosixFs file");
+        }
+        while (::flock(posix->fd(), LOCK_EX | LOCK_NB) != 0) {
+            if (errno == EINTR) continue;
+            if (errno == EWOULDBLOCK) {
+                return os_error(Code::busy, "flock", posix->path(), errno);
+            }
+            return io_error("flock", posix->path(), errno);
+        }
+        return Status::ok();
+    }
+
+    Status rename(std::string_view from, std::string_view to, bool replace) override {
+        std::string f(from);
+        std::string t(to);
+        if (replace) {
+            if (::rename(f.c_str(), t.c_str()) != 0) {
+                int err = errno;
+                return os_error(code_of_errno(err), "rename " + f + " to", t, err);
+            }
+            return Status::ok();
+        }
+        if (::renameat2(AT_FDCWD, f.c_str(), AT_FDCWD, t.c_str(), RENAME_NOREPLACE) == 0) {
+            return Status::ok();
+        }
+        int err = errno;
+        if (err == ENOSYS || err == EINVAL) return rename_by_link(f, t);
+        return os_error(code_of_errno(err), "rename " + f + " to", t, err);
+    }
+
+    Status sync_dir(std::string_view dir) override {
+        std::string d(dir);
+        int fd;
+        do {
+            fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } while (fd < 0 && errno == EINTR);
+        if (fd < 0) return os_error(code_of_errno(errno), "open directory", d, errno);
+        int rc = ::fsync(fd);
+        int err = errno;
+        ::close(fd);
+        if (rc != 0) return io_error("fsync directory", d, err);
+        return Status::ok();
+    }
+
+    Status remove(std::string_view path) override {
+        std::string p(path);
+        if (::unlink(p.c_str()) != 0) return os_error(code_of_errno(errno), "unlink", p, errno);
+        return Status::ok();
+    }
+
+    Result<bool> exists(std::string_view path) override {
+        std::string p(path);
+        struct stat st{};
+        if (::stat(p.c_str(), &st) == 0) return true;
+        if (errno == ENOENT || errno == ENOTDIR) return false;
+        return io_error("stat", p, errno);
+    }
+};
+
+}  // namespace
+
+std::string dir_of(std::string_view path) {
+    size_t slash = path.rfind('/');
+    if (slash == std::string_view::npos) return ".";
+    // "a//b" has the directory "a"; "/b" and "//b" have "/".
+    while (slash > 0 && path[slash - 1] == '/') --slash;
+    if (slash == 0) return "/";
+    return std::string(path.substr(0, slash));
+}
+
+Fs& posix_fs() {
+    static PosixFs fs;
+    return fs;
+}
+
+}  // namespace fenec::engine

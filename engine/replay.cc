@@ -1,0 +1,583 @@
+// engine/replay.cc: opening a file (engine.md §6): one pass over the records, each checked and
+// applied with the same in-memory mutations the write path makes, minus undo. The verdicts of
+// §6.2 decide between a torn tail (cut) and corruption (refused, naming the offset).
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "engine/database_internal.h"
+#include "engine/limits.h"
+
+namespace fenec::engine {
+
+namespace fb = fenec::format;
+
+struct ReplayState {
+    enum class Mode { open, verify_image };
+
+    ReplayState(Database& d, const std::byte* b, uint64_t n, Mode m)
+        : db(d), buf(b), size(n), mode(m) {}
+
+    Database& db;
+    const std::byte* buf;
+    uint64_t size;
+    Mode mode;
+
+    uint64_t pos = format::kHeaderBytes;
+    uint64_t image_end = 0;           // 0: no image region
+    bool have_history = false;
+    std::optional<uint64_t> cut_at;   // a torn tail starts here
+    std::optional<uint64_t> trailing_spill;
+    struct SpillSeen {
+        uint32_t part;
+        uint64_t count;
+        uint64_t checksum;
+        uint64_t offset;
+        uint64_t framed;
+        const fb::Spill* body;
+        bool named = false;
+    };
+    std::unordered_map<uint64_t, std::vector<SpillSeen>> spills;
+    std::map<std::pair<uint32_t, uint16_t>, GraphRecord> graphs;
+    std::map<uint32_t, uint64_t> image_rows;  // collection -> rows its state promised
+
+    Status corrupt(uint64_t at, const std::string& what) const {
+        return Status::error(Code::corruption, what + " at offset " + std::to_string(at),
+                             Detail{.offset = at});
+    }
+
+    Status check_header();
+    Status run();
+    Status record_at(uint64_t p, bool in_image);
+    bool zero_from(uint64_t p) const;
+    Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);
+    Status apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* types,
+                     const flatbuffers::Vector<flatbuffers::Offset<void>>* values,
+                     uint64_t& writes);
+    Status apply_put(uint64_t p, uint32_t collection, const flatbuffers::Vector<uint64_t>* ids,
+                     const flatbuffers::Vector<uint32_t>* ends,
+                     const flatbuffers::Vector<uint8_t>* bodies, bool image);
+    Status finish_image(uint64_t p);
+};
+
+Status ReplayState::check_header() {
+    if (size < format::kHeaderBytes) return corrupt(0, "file shorter than its 64-byte header");
+    if (std::memcmp(buf, format::kMagic.data(), format::kMagic.size()) != 0) {
+        return corrupt(0, "not a Fenec file (bad magic)");
+    }
+    const uint32_t version = format::load_u32(buf + format::kOffVersion);
+    if (format::load_u64(buf + format::kOffHeaderCheck) != XXH3_64bits(buf, format::kOffHeaderCheck)) {
+        return corrupt(0, "header checksum mismatch");
+    }
+    if (version > format::kFormatVersion) {
+        return corrupt(0, "format version " + std::to_string(version) + " is newer than this build");
+    }
+    if (version != format::kFormatVersion) return corrupt(0, "format version " + std::to_string(version));
+    if (format::load_u32(buf + format::kOffHeaderBytes) != format::kHeaderBytes) {
+        return corrupt(0, "header length is not 64");
+    }
+    if (format::load_u64(buf + format::kOffFlags) != 0) return corrupt(0, "header flag bits set");
+    if (format::load_u64(buf + 24) != 0 || format::load_u64(buf + 48) != 0) {
+        return corrupt(0, "header reserved bytes are not zero");
+    }
+    const uint64_t lineage = format::load_u64(buf + format::kOffLineage);
+    if (lineage == 0) return corrupt(0, "lineage is zero");
+    db.lineage_ = LineageId{lineage};
+    db.created_ms_ = static_cast<int64_t>(format::load_u64(buf + format::kOffCreated));
+    return Status::ok();
+}
+
+bool ReplayState::zero_from(uint64_t p) const {
+    for (uint64_t i = p; i < size; ++i) {
+        if (buf[i] != std::byte{0}) return false;
+    }
+    return true;
+}
+
+namespace {
+
+uint64_t body_max(format::Kind k) {
+    switch (k) {
+        case format::Kind::block: case format::Kind::spill: case format::Kind::landing:
+        case format::Kind::image_docs:
+            return limits::block_body_bytes_max;
+        case format::Kind::checkpoint: case format::Kind::collection_state: case format::Kind::history:
+            return limits::meta_body_bytes_max;
+        case format::Kind::graph: return limits::record_body_bytes_max;
+    }
+    return 0;
+}
+
+template <class T>
+bool verify_as(std::span<const std::byte> body) {
+    flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(body.data()), body.size(),
+                            limits::verifier_depth_max, limits::verifier_tables_max);
+    return v.VerifyBuffer<T>(nullptr);
+}
+
+bool verify_body(format::Kind k, std::span<const std::byte> body) {
+    switch (k) {
+        case format::Kind::checkpoint: return verify_as<fb::Checkpoint>(body);
+        case format::Kind::collection_state: return verify_as<fb::CollectionState>(body);
+        case format::Kind::image_docs: return verify_as<fb::ImageDocs>(body);
+        case format::Kind::block: return verify_as<fb::Block>(body);
+        case format::Kind::spill: return verify_as<fb::Spill>(body);
+        case format::Kind::landing: return verify_as<fb::Landing>(body);
+        case format::Kind::history: return verify_as<fb::History>(body);
+        case format::Kind::graph: return verify_as<fb::Graph>(body);
+    }
+    return false;
+}
+
+template <class T>
+const T* root(std::span<const std::byte> body) {
+    return flatbuffers::GetRoot<T>(body.data());
+}
+
+}  // namespace
+
+// Reads and applies the record at p, or records a tear (cut_at) and stops.
+Status ReplayState::record_at(uint64_t p, bool in_image) {
+    const uint64_t left = size - p;
+    // A fault in the appended region is a tear where the rest of the file is zeros.
+    auto fault = [&](bool torn_if_appended, const std::string& what) -> Status {
+        if (in_image || mode == Mode::verify_image) {
+            if (p + format::kRecordHeadBytes > size || torn_if_appended) {
+                if (in_image) {
+                    return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
+                                          std::to_string(image_end) + " bytes");
+                }
+            }
+            return corrupt(p, what);
+        }
+        if (torn_if_appended || zero_from(p)) {
+            cut_at = p;
+            return Status::ok();
+        }
+        return corrupt(p, what);
+    };
+    if (left < format::kRecordHeadBytes) return fault(true, "record head cut short");
+    const std::byte* h = buf + p;
+    const uint32_t length = format::load_u32(h);
+    const uint8_t kind_byte = std::to_integer<uint8_t>(h[12]);
+    const uint32_t hc = std::to_integer<uint32_t>(h[13]) | (std::to_integer<uint32_t>(h[14]) << 8) |
+                        (std::to_integer<uint32_t>(h[15]) << 16);
+    if (hc != format::head_check(length, kind_byte)) return fault(false, "record head check fails");
+    if (length > limits::record_body_bytes_max) return fault(false, "record length too large");
+    const uint64_t framed = format::framed_size(length);
+    if (framed > left) return fault(true, "record runs past the end of the file");
+    const std::span<const std::byte> body(h + format::kRecordHeadBytes, length);
+    if (format::checksum(kind_byte, body) != format::load_u64(h + 4)) {
+        return fault(p + framed == size, "record checksum mismatch");
+    }
+    if (kind_byte < 1 || kind_byte > format::kKindMax) {
+        return corrupt(p, "unknown record kind " + std::to_string(kind_byte));
+    }
+    for (uint64_t i = format::kRecordHeadBytes + length; i < framed; ++i) {
+        if (h[i] != std::byte{0}) return corrupt(p, "record padding is not zero");
+    }
+    const auto kind = static_cast<format::Kind>(kind_byte);
+    if (length > body_max(kind)) return corrupt(p, std::string(format::kind_name(kind)) + " record too large");
+    if (!verify_body(kind, body)) {
+        return corrupt(p, std::string(format::kind_name(kind)) + " record fails verification");
+    }
+    return apply(kind, p, body, framed);
+}
+
+Status ReplayState::run() {
+    FENEC_RETURN_IF_ERROR(check_header());
+    while (pos < size && !cut_at) {
+        const bool in_image = image_end != 0 && pos < image_end;
+        const uint64_t at = pos;
+        FENEC_RETURN_IF_ERROR(record_at(at, in_image));
+        if (cut_at) break;
+        const uint64_t framed = format::framed_size(format::load_u32(buf + at));
+        pos = at + framed;
+        if (image_end != 0 && at < image_end && pos >= image_end) {
+            if (pos != image_end) return corrupt(at, "record crosses the end of the image");
+            FENEC_RETURN_IF_ERROR(finish_image(at));
+        }
+    }
+    if (image_end != 0 && pos < image_end && !cut_at) {
+        return corrupt(pos, "image cut short at " + std::to_string(size) + " of " +
+                                std::to_string(image_end) + " bytes");
+    }
+    if (mode == Mode::verify_image) {
+        if (image_end == 0) return corrupt(format::kHeaderBytes, "an image starts with a checkpoint");
+        if (size > image_end) return corrupt(image_end, "bytes after the image");
+    }
+    if (!have_history) return corrupt(format::kHeaderBytes, "the file holds no history record");
+    // Spills at the tail that no landing names are cut with the tear (engine.md §6.2).
+    if (trailing_spill && !cut_at) cut_at = trailing_spill;
+    for (auto& [token, parts] : spills) {
+        for (const SpillSeen& s : parts) {
+            if (!s.named && (!cut_at || s.offset < *cut_at)) db.dead_bytes_ += s.framed;
+        }
+    }
+    return Status::ok();
+}
+
+Status ReplayState::finish_image(uint64_t p) {
+    for (const auto& [cid, rows] : image_rows) {
+        Collection* c = db.collection_locked(CollectionId{cid});
+        if (!c) continue;
+        if (c->rows() != rows) return corrupt(p, "collection state promised " + std::to_string(rows) +
+                                                     " rows, the image holds " +
+                                                     std::to_string(c->rows()));
+        if (!c->docs().empty() && c->docs().rbegin()->first >= c->next_id()) {
+            return corrupt(p, "next id is not above every id");
+        }
+    }
+    return Status::ok();
+}
+
+Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::byte> body,
+                          uint64_t framed) {
+    const bool in_image = image_end != 0 && p < image_end;
+    using K = format::Kind;
+    const bool image_kind = kind == K::checkpoint || kind == K::collection_state || kind == K::image_docs;
+    if (image_kind && !in_image && !(kind == K::checkpoint && p == format::kHeaderBytes)) {
+        return corrupt(p, std::string(format::kind_name(kind)) + " record outside an image");
+    }
+    if (in_image && (kind == K::block || kind == K::spill || kind == K::landing)) {
+        return corrupt(p, std::string(format::kind_name(kind)) + " record inside an image");
+    }
+    if (kind != K::spill) trailing_spill.reset();
+    switch (kind) {
+        case K::checkpoint: {
+            const auto* c = root<fb::Checkpoint>(body);
+            image_end = p + framed + c->image_bytes();
+            if (image_end < p + framed) return corrupt(p, "image length overflows");
+            db.seq_.store(c->seq());
+            db.next_collection_ = std::max<uint32_t>(1, c->next_collection());
+            if (image_end > size && mode == Mode::verify_image) {
+                return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
+                                      std::to_string(image_end) + " bytes");
+            }
+            if (image_end > size) {
+                return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
+                                      std::to_string(image_end) + " bytes");
+            }
+            if (image_end == p + framed) FENEC_RETURN_IF_ERROR(finish_image(p));
+            return Status::ok();
+        }
+        case K::collection_state: {
+            const auto* s = root<fb::CollectionState>(body);
+            const std::string name = s->name() ? s->name()->str() : "";
+            FENEC_ASSIGN_OR_RETURN(Schema schema, codec::from_fb(s->schema(), p));
+            if (!is_identifier(name) || db.names_.count(name) || db.collections_.count(s->collection()) ||
+                s->collection() == 0 || s->collection() >= db.next_collection_) {
+                return corrupt(p, "collection state for `" + name + "` is not valid here");
+            }
+            if (!validate_schema(name, schema).is_ok()) return corrupt(p, "invalid schema for `" + name + "`");
+            auto col = std::make_unique<Collection>(CollectionId{s->collection()}, name, std::move(schema));
+            col->set_next_id(std::max<uint64_t>(1, s->next_id()));
+            db.names_[name] = s->collection();
+            db.collections_[s->collection()] = std::move(col);
+            image_rows[s->collection()] = s->rows();
+            return Status::ok();
+        }
+        case K::image_docs: {
+            const auto* d = root<fb::ImageDocs>(body);
+            return apply_put(p, d->collection(), d->ids(), d->ends(), d->bodies(), true);
+        }
+        case K::history: {
+            const auto* h = root<fb::History>(body);
+            History hist;
+            if (!h->forks() || h->forks()->size() == 0 || h->forks()->size() > limits::forks_max) {
+                return corrupt(p, "history holds no forks or too many");
+            }
+            uint64_t last = 0;
+            for (const fb::Fork* f : *h->forks()) {
+                if (f->history() == 0 || f->seq() < last) return corrupt(p, "history forks out of order");
+                last = f->seq();
+                hist.forks.push_back(Fork{HistoryId{f->history()}, Seq{f->seq()}});
+            }
+            if (hist.forks.front().seq.v != 0) return corrupt(p, "history does not start at seq 0");
+            if (last > db.seq_.load()) return corrupt(p, "history forks past the file's seq");
+            hist.replica = h->replica();
+            db.history_ = std::move(hist);
+            have_history = true;
+            return Status::ok();
+        }
+        case K::graph: {
+            const auto* g = root<fb::Graph>(body);
+            graphs[{g->collection(), g->slot()}] =
+                GraphRecord{CollectionId{g->collection()}, g->slot(), p, body};
+            return Status::ok();
+        }
+        case K::block: {
+            if (!have_history) return corrupt(p, "a block before any history record");
+            const auto* b = root<fb::Block>(body);
+            if (b->first_seq() != db.seq_.load() + 1) {
+                return corrupt(p, "block first_seq " + std::to_string(b->first_seq()) +
+                                      " does not follow seq " + std::to_string(db.seq_.load()));
+            }
+            uint64_t writes = 0;
+            FENEC_RETURN_IF_ERROR(apply_ops(p, b->ops_type(), b->ops(), writes));
+            if (writes != b->count() || writes == 0) return corrupt(p, "block count does not match its writes");
+            db.seq_.store(b->first_seq() + b->count() - 1);
+            return Status::ok();
+        }
+        case K::spill: {
+            if (!have_history) return corrupt(p, "a spill before any history record");
+            const auto* s = root<fb::Spill>(body);
+            spills[s->token()].push_back(SpillSeen{s->part(), s->count(), format::load_u64(buf + p + 4),
+                                                   p, framed, s, false});
+            if (!trailing_spill) trailing_spill = p;
+            return Status::ok();
+        }
+        case K::landing: {
+            if (!have_history) return corrupt(p, "a landing before any history record");
+            const auto* l = root<fb::Landing>(body);
+            if (l->first_seq() != db.seq_.load() + 1) {
+                return corrupt(p, "landing first_seq does not follow the file's seq");
+            }
+            auto it = spills.find(l->token());
+            const size_t nrefs = l->spills() ? l->spills()->size() : 0;
+            std::vector<SpillSeen*> parts;
+            for (size_t i = 0; i < nrefs; ++i) {
+                const fb::SpillRef* ref = l->spills()->Get(static_cast<flatbuffers::uoffset_t>(i));
+                SpillSeen* found = nullptr;
+                if (it != spills.end()) {
+                    for (SpillSeen& s : it->second) {
+                        if (s.part == ref->part() && !s.named) found = &s;
+                    }
+                }
+                if (!found || ref->part() != i) return corrupt(p, "landing names a spill not in the file");
+                if (found->checksum != ref->checksum() || found->count != ref->count()) {
+                    return corrupt(p, "landing's spill checksum differs from its spill's");
+                }
+                parts.push_back(found);
+            }
+            uint64_t writes = 0;
+            for (SpillSeen* s : parts) {
+                uint64_t w = 0;
+                FENEC_RETURN_IF_ERROR(apply_ops(s->offset, s->body->ops_type(), s->body->ops(), w));
+                if (w != s->count) return corrupt(s->offset, "spill count does not match its writes");
+                s->named = true;
+                writes += w;
+            }
+            uint64_t own = 0;
+            FENEC_RETURN_IF_ERROR(apply_ops(p, l->ops_type(), l->ops(), own));
+            writes += own;
+            if (writes != l->count() || writes == 0) return corrupt(p, "landing count does not match its writes");
+            db.seq_.store(l->first_seq() + l->count() - 1);
+            return Status::ok();
+        }
+    }
+    return corrupt(p, "unknown record kind");
+}
+
+Status ReplayState::apply_put(uint64_t p, uint32_t collection, const flatbuffers::Vector<uint64_t>* ids,
+                              const flatbuffers::Vector<uint32_t>* ends,
+                              const flatbuffers::Vector<uint8_t>* bodies, bool image) {
+    Collection* c = db.collection_locked(CollectionId{collection});
+    if (!c) return corrupt(p, "documents for unknown collection " + std::to_string(collection));
+    const uint32_t n = ids ? ids->size() : 0;
+    if (!ends || ends->size() != n || (n > 0 && !bodies)) return corrupt(p, "ids and ends differ in count");
+    const uint64_t body_base = static_cast<uint64_t>(
+        reinterpret_cast<const std::byte*>(bodies ? bodies->data() : nullptr) - buf);
+    uint32_t start = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint64_t id = ids->Get(i);
+        const uint32_t end = ends->Get(i);
+        if (end <= start || end > bodies->size()) return corrupt(p, "document ends out of order");
+        if (id < 1 || id > limits::doc_id_max) return corrupt(p, "document id out of range");
+        const std::span<const std::byte> body(reinterpret_cast<const std::byte*>(bodies->data()) + start,
+                                              end - start);
+        FENEC_RETURN_IF_ERROR(validate_body(body, bodies ? body_base + start : p));
+        const std::optional<DocRef> prev =
+            c->put_ref(DocId{id}, DocRef{body.data(), static_cast<uint32_t>(body.size())});
+        if (prev) {
+            if (image) return corrupt(p, "an image holds id " + std::to_string(id) + " twice");
+            db.dead_bytes_ += prev->size;
+        }
+        if (!image) c->set_next_id(std::max(c->next_id(), id + 1));
+        start = end;
+    }
+    if (n > 0 && start != bodies->size()) return corrupt(p, "bodies longer than their documents");
+    return Status::ok();
+}
+
+Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* types,
+                              const flatbuffers::Vector<flatbuffers::Offset<void>>* values,
+                              uint64_t& writes) {
+    if (!types || !values || types->size() != values->size()) return corrupt(p, "malformed ops");
+    for (flatbuffers::uoffset_t i = 0; i < types->size(); ++i) {
+        const fb::Op type = types->Get(i);
+        const void* v = values->Get(i);
+        if (!v) return corrupt(p, "missing op");
+        switch (type) {
+            case fb::Op::CreateCollection: {
+                const auto* c = static_cast<const fb::CreateCollection*>(v);
+                const std::string name = c->name() ? c->name()->str() : "";
+                FENEC_ASSIGN_OR_RETURN(Schema schema, codec::from_fb(c->schema(), p));
+                if (!is_identifier(name) || db.names_.count(name) || c->collection() < db.next_collection_ ||
+                    !validate_schema(name, schema).is_ok()) {
+                    return corrupt(p, "create collection `" + name + "` is not valid here");
+                }
+                db.collections_[c->collection()] =
+                    std::make_unique<Collection>(CollectionId{c->collection()}, name, std::move(schema));
+                db.names_[name] = c->collection();
+                db.next_collection_ = c->collection() + 1;
+                ++writes;
+                break;
+            }
+            case fb::Op::AlterCollection: {
+                const auto* a = static_cast<const fb::AlterCollection*>(v);
+                Collection* col = db.collection_locked(CollectionId{a->collection()});
+                if (!col) return corrupt(p, "alter of an unknown collection");
+                AlterSpec spec;
+                const unsigned k = static_cast<unsigned>(a->kind());
+                if (k > 3) return corrupt(p, "unknown AlterKind " + std::to_string(k));
+                spec.kind = static_cast<AlterKind>(k);
+                if (spec.kind == AlterKind::add_field) {
+                    FENEC_ASSIGN_OR_RETURN(spec.field_desc, codec::from_fb(a->field(), p));
+                } else {
+                    if (a->slot() >= col->schema().fields.size() || col->schema().fields[a->slot()].dropped) {
+                        return corrupt(p, "alter names a slot that holds no field");
+                    }
+                    spec.field = col->schema().fields[a->slot()].name;
+                }
+                if (a->new_name()) spec.new_name = a->new_name()->str();
+                if (a->keys()) for (const auto* key : *a->keys()) spec.keys.push_back(key->str());
+                FENEC_ASSIGN_OR_RETURN(spec.index, codec::from_fb(a->index(), p));
+                FENEC_ASSIGN_OR_RETURN(Schema recorded, codec::from_fb(a->after(), p));
+                uint16_t slot = 0;
+                Result<Schema> after = apply_alter(col->name(), col->schema(), spec, &slot);
+                if (!after.is_ok() || !(*after == recorded) || slot != a->slot()) {
+                    return corrupt(p, "alter's schema differs from the one replay computes");
+                }
+                col->set_schema(std::move(recorded));
+                ++writes;
+                break;
+            }
+            case fb::Op::DropCollection: {
+                const auto* d = static_cast<const fb::DropCollection*>(v);
+                auto it = db.collections_.find(d->collection());
+                if (it == db.collections_.end()) return corrupt(p, "drop of an unknown collection");
+                db.names_.erase(it->second->name());
+                db.collections_.erase(it);
+                ++writes;
+                break;
+            }
+            case fb::Op::PutDocs: {
+                const auto* d = static_cast<const fb::PutDocs*>(v);
+                FENEC_RETURN_IF_ERROR(apply_put(p, d->collection(), d->ids(), d->ends(), d->bodies(), false));
+                writes += d->ids() ? d->ids()->size() : 0;
+                break;
+            }
+            case fb::Op::DeleteDocs: {
+                const auto* d = static_cast<const fb::DeleteDocs*>(v);
+                Collection* col = db.collection_locked(CollectionId{d->collection()});
+                if (!col) return corrupt(p, "delete in an unknown collection");
+                if (d->ids()) {
+                    for (uint64_t id : *d->ids()) {
+                        std::optional<DocRef> prev = col->erase(DocId{id});
+                        if (!prev) return corrupt(p, "delete of absent id " + std::to_string(id));
+                        db.dead_bytes_ += prev->size;
+                        ++writes;
+                    }
+                }
+                break;
+            }
+            default: return corrupt(p, "unknown op type " + std::to_string(static_cast<unsigned>(type)));
+        }
+    }
+    return Status::ok();
+}
+
+// ---- open
+
+Result<std::unique_ptr<Database>> Database::open(std::string_view path, const OpenOptions& options) {
+    std::unique_ptr<Database> db(new Database(std::string(path), options));
+    Fs& fs = *db->fs_;
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
+                           fs.open(path, options.read_only ? OpenMode::read_only : OpenMode::read_write));
+    FENEC_RETURN_IF_ERROR(fs.lock(*file));
+    FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
+    auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
+    auto* buf = reinterpret_cast<std::byte*>(storage->data());
+    if (size > 0) FENEC_RETURN_IF_ERROR(file->read_at(0, {buf, size}));
+    db->peak_buffer_bytes_ = size;
+    ReplayState replay{*db, buf, size, ReplayState::Mode::open};
+    FENEC_RETURN_IF_ERROR(replay.run());
+    FENEC_RETURN_IF_ERROR(db->finish_open(replay, std::move(file), size));
+    return db;
+}
+
+Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t size) {
+    if (history_.replica && options_.role == Role::primary && !options_.promote) {
+        return Status::error(Code::invalid_argument, "the file is a replica's; follow or promote it");
+    }
+    if (options_.hook) {
+        OpenReport report;
+        for (auto& [key, g] : replay.graphs) report.graphs.push_back(g);
+        options_.hook->on_open(report);
+        for (const auto& [id, c] : collections_) options_.hook->on_schema(c->id(), &c->schema());
+    }
+    // Copy the live documents out of the read buffer, which is then freed.
+    uint64_t live = 0;
+    for (auto& [id, c] : collections_) {
+        c->repack();
+        live += c->segments().bytes_held();
+    }
+    peak_buffer_bytes_ = size + live;
+    uint64_t end = replay.cut_at.value_or(size);
+    if (replay.cut_at && !read_only_) {
+        FENEC_RETURN_IF_ERROR(file->truncate(end));
+    }
+    file_ = std::move(file);
+    file_bytes_ = read_only_ ? size : end;
+    if (!read_only_) {
+        FENEC_RETURN_IF_ERROR(file_->sync());
+        Status gone = fs_->remove(path_ + ".rewrite");
+        gone.ignore();  // usually there is none
+    }
+    durable_seq_ = seq_.load();
+    if (history_.replica && options_.promote) {
+        FENEC_RETURN_IF_ERROR(promote().status());
+    }
+    return Status::ok();
+}
+
+Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, fs.open(path, OpenMode::read_only));
+    FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
+    std::vector<uint64_t> storage((size + 7) / 8);
+    auto* buf = reinterpret_cast<std::byte*>(storage.data());
+    if (size > 0) FENEC_RETURN_IF_ERROR(file->read_at(0, {buf, size}));
+    OpenOptions opts;
+    opts.fs = &fs;
+    opts.read_only = true;
+    std::unique_ptr<Database> db(new Database(std::string(path), opts));
+    ReplayState replay{*db, buf, size, ReplayState::Mode::verify_image};
+    FENEC_RETURN_IF_ERROR(replay.run());
+    ImageInfo info{db->seq(), db->history_, db->lineage_, db->created_ms_, size};
+    db->collections_.clear();  // their refs point into `storage`
+    return info;
+}
+
+Status Database::install_image(Fs& fs, std::string_view incoming, std::string_view target,
+                               InstallMode mode) {
+    auto fail = [&](Status st) {
+        fs.remove(incoming).ignore();
+        return st;
+    };
+    {
+        Result<std::unique_ptr<File>> f = fs.open(incoming, OpenMode::read_write);
+        if (!f.is_ok()) return fail(f.status());
+        if (Status st = (*f)->sync(); !st.is_ok()) return fail(st);
+    }
+    Result<ImageInfo> info = verify_image(fs, incoming);
+    if (!info.is_ok()) return fail(info.status());
+    if (Status st = fs.rename(incoming, target, mode == InstallMode::replace); !st.is_ok()) {
+        return fail(st);
+    }
+    return fs.sync_dir(dir_of(target));
+}
+
+}  // namespace fenec::engine

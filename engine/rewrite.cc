@@ -1,0 +1,227 @@
+// engine/rewrite.cc: checkpoint, compaction and images (engine.md §7-§8). All three build an
+// image from a snapshot of live state taken under the lock and encoded without it; a rewrite then
+// appends what landed meanwhile and renames the side file over the file, so a crash leaves the
+// old file whole before the rename and the new one after it.
+#include <algorithm>
+
+#include "engine/database_internal.h"
+#include "engine/limits.h"
+
+namespace fenec::engine {
+
+namespace fb = fenec::format;
+
+Database::Snapshot Database::snapshot_locked() const {
+    Snapshot s;
+    s.seq = seq();
+    s.history = history_;
+    s.next_collection = next_collection_;
+    s.file_end = file_bytes_;
+    for (const auto& [id, c] : collections_) {
+        Snapshot::Coll sc;
+        sc.id = c->id();
+        sc.name = c->name();
+        sc.schema = c->schema();
+        sc.next_id = c->next_id();
+        sc.docs.assign(c->docs().begin(), c->docs().end());
+        sc.keep = c->segments().share();
+        if (options_.hook) {
+            for (size_t slot = 0; slot < sc.schema.fields.size(); ++slot) {
+                const FieldDesc& f = sc.schema.fields[slot];
+                if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
+                Result<std::vector<std::byte>> g =
+                    options_.hook->encode_graph(c->id(), static_cast<uint16_t>(slot), s.seq);
+                // A graph that cannot be encoded is rebuilt on open: derived data, never a refusal.
+                if (g.is_ok() && !g->empty() && g->size() <= limits::record_body_bytes_max) {
+                    sc.graphs.emplace_back(static_cast<uint16_t>(slot), std::move(*g));
+                }
+            }
+        }
+        s.collections.push_back(std::move(sc));
+    }
+    return s;
+}
+
+Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const {
+    std::vector<std::byte> rest;
+    {
+        flatbuffers::FlatBufferBuilder b;
+        std::vector<fb::Fork> forks;
+        for (const Fork& f : snap.history.forks) forks.emplace_back(f.history.v, f.seq.v);
+        b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), snap.history.replica));
+        format::append_record(rest, format::Kind::history, codec::body_of(b));
+    }
+    for (const Snapshot::Coll& c : snap.collections) {
+        std::vector<uint16_t> dropped;
+        for (size_t i = 0; i < c.schema.fields.size(); ++i) {
+            if (c.schema.fields[i].dropped) dropped.push_back(static_cast<uint16_t>(i));
+        }
+        {
+            flatbuffers::FlatBufferBuilder b;
+            auto name = b.CreateString(c.name);
+            auto schema = codec::to_fb(b, c.schema);
+            b.Finish(fb::CreateCollectionState(b, c.id.v, name, schema, c.next_id, c.docs.size()));
+            format::append_record(rest, format::Kind::collection_state, codec::body_of(b));
+        }
+        size_t i = 0;
+        while (i < c.docs.size()) {
+            // One image_docs record per ~16 MiB of bodies.
+            std::vector<uint64_t> ids;
+            std::vector<uint32_t> ends;
+            std::vector<std::byte> bodies;
+            while (i < c.docs.size() && (bodies.empty() || bodies.size() < limits::spill_threshold_bytes)) {
+                const auto& [id, ref] = c.docs[i];
+                if (dropped.empty()) {
+                    bodies.insert(bodies.end(), ref.data, ref.data + ref.size);
+                } else {
+                    std::vector<std::byte> cleaned = null_slots(ref.bytes(), dropped);
+                    bodies.insert(bodies.end(), cleaned.begin(), cleaned.end());
+                }
+                ids.push_back(id);
+                ends.push_back(static_cast<uint32_t>(bodies.size()));
+                ++i;
+            }
+            flatbuffers::FlatBufferBuilder b(bodies.size() + ids.size() * 12 + 256);
+            auto bv = b.CreateVector(reinterpret_cast<const uint8_t*>(bodies.data()), bodies.size());
+            auto ev = b.CreateVector(ends);
+            auto iv = b.CreateVector(ids);
+            b.Finish(fb::CreateImageDocs(b, c.id.v, iv, ev, bv));
+            format::append_record(rest, format::Kind::image_docs, codec::body_of(b));
+        }
+        for (const auto& [slot, graph] : c.graphs) {
+            format::append_record(rest, format::Kind::graph, graph);
+        }
+    }
+    std::vector<std::byte> out;
+    const auto header = format::encode_header({lineage_.v, created_ms_});
+    out.insert(out.end(), header.begin(), header.end());
+    {
+        flatbuffers::FlatBufferBuilder b;
+        b.Finish(fb::CreateCheckpoint(b, snap.seq.v, rest.size(), snap.next_collection,
+                                      clock_->wall_ms()));
+        format::append_record(out, format::Kind::checkpoint, codec::body_of(b));
+    }
+    out.reserve(out.size() + rest.size());
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+
+Status Database::rewrite(bool compact) {
+    (void)compact;  // graphs holding retired nodes are rebuilt by index/ through encode_graph
+    Snapshot snap;
+    {
+        std::unique_lock<std::shared_mutex> lock(mu_);
+        FENEC_RETURN_IF_ERROR(refusal_locked().code() == Code::frozen ? Status::ok()
+                                                                       : refusal_locked());
+        if (rewriting_) return Status::error(Code::busy, "a rewrite is already running");
+        rewriting_ = true;
+        snap = snapshot_locked();
+    }
+    struct Done {
+        Database* db;
+        ~Done() {
+            std::unique_lock<std::shared_mutex> lock(db->mu_);
+            db->rewriting_ = false;
+        }
+    } done{this};
+
+    // 2. Build and write the side file without a lock.
+    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> image, build_image(snap));
+    peak_buffer_bytes_ = std::max<uint64_t>(peak_buffer_bytes_, image.size());
+    const std::string side = path_ + ".rewrite";
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> out, fs_->open(side, OpenMode::create_truncate));
+    if (Status st = out->append(image); !st.is_ok()) {
+        fs_->remove(side).ignore();
+        return st;
+    }
+    if (Status st = out->sync(); !st.is_ok()) {
+        latch(st);
+        fs_->remove(side).ignore();
+        return st;
+    }
+    const uint64_t image_size = image.size();
+    image = {};
+
+    // 3. Under the writer lock: what landed meanwhile, then the rename.
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (auto f = failure()) {
+        fs_->remove(side).ignore();
+        return Status::error(Code::io_error, f->to_string(), f->detail());
+    }
+    const uint64_t end = file_bytes_;
+    if (end > snap.file_end) {
+        std::vector<std::byte> tail(end - snap.file_end);
+        if (Status st = file_->read_at(snap.file_end, tail); !st.is_ok()) {
+            fs_->remove(side).ignore();
+            return st;
+        }
+        if (Status st = out->append(tail); !st.is_ok()) {
+            fs_->remove(side).ignore();
+            return st;
+        }
+    }
+    if (Status st = out->sync(); !st.is_ok()) {
+        latch(st);
+        fs_->remove(side).ignore();
+        return st;
+    }
+    if (Status st = fs_->lock(*out); !st.is_ok()) {
+        fs_->remove(side).ignore();
+        return st;
+    }
+    if (Status st = fs_->rename(side, path_, true); !st.is_ok()) {
+        fs_->remove(side).ignore();  // the old file is whole; no latch
+        return st;
+    }
+    if (Status st = fs_->sync_dir(dir_of(path_)); !st.is_ok()) {
+        latch(st);
+        return st;
+    }
+    {
+        std::unique_lock<std::mutex> l(sync_mu_);
+        while (syncing_) sync_cv_.wait(l);
+        file_ = std::shared_ptr<File>(std::move(out));
+        durable_seq_ = seq_.load();
+        sync_cv_.notify_all();
+    }
+    file_bytes_ = image_size + (end - snap.file_end);
+    dead_bytes_ = 0;
+    for (auto& [id, c] : collections_) c->repack();
+    return Status::ok();
+}
+
+Status Database::checkpoint() { return rewrite(false); }
+Status Database::compact() { return rewrite(true); }
+
+Result<Image> Database::image() {
+    Snapshot snap;
+    {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        snap = snapshot_locked();
+    }
+    snap.history.replica = false;
+    // An image never holds a write its source could still lose.
+    if (!read_only_) FENEC_RETURN_IF_ERROR(wait_durable(snap.seq));
+    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, build_image(snap));
+    Image img;
+    img.info = ImageInfo{snap.seq, snap.history, lineage_, created_ms_, bytes.size()};
+    img.bytes = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+    return img;
+}
+
+Status Database::append_graph(CollectionId collection, uint16_t slot) {
+    if (!options_.hook) return Status::error(Code::invalid_argument, "no index hook keeps graphs");
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
+    if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
+    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
+                           options_.hook->encode_graph(collection, slot, seq()));
+    if (body.size() > limits::record_body_bytes_max) {
+        return Status::error(Code::limit_exceeded, "the graph is over 1 GiB; not written");
+    }
+    std::vector<std::byte> rec;
+    format::append_record(rec, format::Kind::graph, body);
+    return append_locked(rec);  // no seq, no quota, no follower
+}
+
+}  // namespace fenec::engine

@@ -1,0 +1,549 @@
+// test/engine/io_test.cc: proves the I/O seam (engine/io.h, engine.md §14) behaves as the engine
+// relies on. PosixFs, against a fresh directory under /tmp: appends read back, size and truncate,
+// create_new and rename(replace=false) refuse existing names, a second flock is busy, remove and
+// exists, errors name the path. FaultFs, the double every crash test runs on: each fault fires on
+// exactly the call it was armed for, a torn append leaves exactly k bytes, the power cut stops at
+// its byte budget, each crash mode leaves exactly the bytes the model says, renames and removes
+// are durable only after a directory sync, stalled syncs block until released, counters count.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/io.h"
+#include "test/support/fault_fs.h"
+
+namespace fenec {
+namespace {
+
+using engine::Code;
+using engine::File;
+using engine::OpenMode;
+using engine::Status;
+using test::FaultFs;
+using CrashMode = FaultFs::CrashMode;
+
+std::vector<std::byte> bytes_of(std::string_view s) {
+    std::vector<std::byte> out(s.size());
+    for (size_t i = 0; i < s.size(); ++i) out[i] = static_cast<std::byte>(s[i]);
+    return out;
+}
+
+std::string text_of(const std::vector<std::byte>& b) {
+    std::string out(b.size(), '\0');
+    for (size_t i = 0; i < b.size(); ++i) out[i] = static_cast<char>(b[i]);
+    return out;
+}
+
+Status append_text(File& f, std::string_view s) { return f.append(bytes_of(s)); }
+
+// The whole file through read_at, or "<error>" with the status.
+std::string read_all(File& f) {
+    auto size = f.size();
+    if (!size.is_ok()) return "<error " + size.status().to_string() + ">";
+    std::vector<std::byte> buf(*size);
+    Status st = f.read_at(0, buf);
+    if (!st.is_ok()) return "<error " + st.to_string() + ">";
+    return text_of(buf);
+}
+
+std::unique_ptr<File> must_open(engine::Fs& fs, const std::string& path, OpenMode mode) {
+    auto r = fs.open(path, mode);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    return r.is_ok() ? std::move(r).value() : nullptr;
+}
+
+// --- dir_of ------------------------------------------------------------------------------------
+
+TEST(DirOfIoTest, SplitsTheDirectoryPart) {
+    EXPECT_EQ(engine::dir_of("tenant.fen"), ".");
+    EXPECT_EQ(engine::dir_of("data/tenant.fen"), "data");
+    EXPECT_EQ(engine::dir_of("/var/fenec/tenant.fen"), "/var/fenec");
+    EXPECT_EQ(engine::dir_of("/tenant.fen"), "/");
+    EXPECT_EQ(engine::dir_of("a//b"), "a");
+}
+
+// --- PosixFs -----------------------------------------------------------------------------------
+
+class PosixFsIoTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/fenec_io_test.XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+        dir_ = tmpl;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+    std::string path(std::string_view name) const { return dir_ + "/" + std::string(name); }
+
+    engine::Fs& fs_ = engine::posix_fs();
+    std::string dir_;
+};
+
+TEST_F(PosixFsIoTest, AppendReadSizeSyncTruncate) {
+    auto f = must_open(fs_, path("a"), OpenMode::create_new);
+    ASSERT_TRUE(f);
+    ASSERT_TRUE(append_text(*f, "hello ").is_ok());
+    ASSERT_TRUE(append_text(*f, "world").is_ok());
+    ASSERT_TRUE(f->sync().is_ok());
+    EXPECT_EQ(*f->size(), 11u);
+    EXPECT_EQ(read_all(*f), "hello world");
+    std::vector<std::byte> mid(5);
+    ASSERT_TRUE(f->read_at(6, mid).is_ok());
+    EXPECT_EQ(text_of(mid), "world");
+    EXPECT_EQ(std::filesystem::file_size(path("a")), 11u);
+
+    ASSERT_TRUE(f->truncate(5).is_ok());
+    EXPECT_EQ(*f->size(), 5u);
+    // O_APPEND: after a truncate the next append lands at the new end.
+    ASSERT_TRUE(append_text(*f, "!").is_ok());
+    EXPECT_EQ(read_all(*f), "hello!");
+
+    // A second handle sees the bytes; read_write appends at the end.
+    auto g = must_open(fs_, path("a"), OpenMode::read_write);
+    ASSERT_TRUE(append_text(*g, "?").is_ok());
+    EXPECT_EQ(read_all(*f), "hello!?");
+}
+
+TEST_F(PosixFsIoTest, ReadPastTheEndIsAShortRead) {
+    auto f = must_open(fs_, path("a"), OpenMode::create_new);
+    ASSERT_TRUE(append_text(*f, "abc").is_ok());
+    std::vector<std::byte> buf(4);
+    Status st = f->read_at(0, buf);
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_NE(st.message().find("short read"), std::string_view::npos) << st.to_string();
+    EXPECT_NE(st.message().find(path("a")), std::string_view::npos) << st.to_string();
+    EXPECT_EQ(f->read_at(10, std::span(buf).first(1)).code(), Code::io_error);
+}
+
+TEST_F(PosixFsIoTest, OpenModes) {
+    auto missing = fs_.open(path("none"), OpenMode::read_only);
+    ASSERT_FALSE(missing.is_ok());
+    EXPECT_EQ(missing.status().code(), Code::not_found);
+    EXPECT_EQ(missing.status().detail().err_no, ENOENT);
+    EXPECT_NE(missing.status().message().find(path("none")), std::string_view::npos);
+    EXPECT_EQ(fs_.open(path("none"), OpenMode::read_write).status().code(), Code::not_found);
+
+    auto f = must_open(fs_, path("a"), OpenMode::create_new);
+    ASSERT_TRUE(append_text(*f, "abc").is_ok());
+    auto again = fs_.open(path("a"), OpenMode::create_new);
+    ASSERT_FALSE(again.is_ok());
+    EXPECT_EQ(again.status().code(), Code::already_exists);
+    EXPECT_EQ(read_all(*f), "abc");  // the refused open left the file alone
+
+    auto t = must_open(fs_, path("a"), OpenMode::create_truncate);
+    EXPECT_EQ(*t->size(), 0u);
+    auto fresh = must_open(fs_, path("b"), OpenMode::create_truncate);
+    EXPECT_TRUE(*fs_.exists(path("b")));
+
+    auto ro = must_open(fs_, path("a"), OpenMode::read_only);
+    Status st = append_text(*ro, "x");
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_EQ(st.detail().err_no, EBADF);
+}
+
+TEST_F(PosixFsIoTest, FilesAreCloseOnExec) {
+    auto f = must_open(fs_, path("a"), OpenMode::create_new);
+    ASSERT_TRUE(f);
+    // Find the fd by the file its /proc/self/fd link names.
+    bool found = false;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        auto target = std::filesystem::read_symlink(entry.path(), ec);
+        if (ec || target != path("a")) continue;
+        int fd = std::stoi(entry.path().filename().string());
+        EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        found = true;
+    }
+    EXPECT_TRUE(found);
+}
+
+TEST_F(PosixFsIoTest, RenameWithoutReplaceRefusesAnExistingTarget) {
+    {
+        auto a = must_open(fs_, path("a"), OpenMode::create_new);
+        ASSERT_TRUE(append_text(*a, "A").is_ok());
+        auto b = must_open(fs_, path("b"), OpenMode::create_new);
+        ASSERT_TRUE(append_text(*b, "B").is_ok());
+    }
+    Status st = fs_.rename(path("a"), path("b"), false);
+    EXPECT_EQ(st.code(), Code::already_exists) << st.to_string();
+    EXPECT_EQ(st.detail().err_no, EEXIST);
+    EXPECT_EQ(read_all(*must_open(fs_, path("a"), OpenMode::read_only)), "A");
+    EXPECT_EQ(read_all(*must_open(fs_, path("b"), OpenMode::read_only)), "B");
+
+    ASSERT_TRUE(fs_.rename(path("a"), path("c"), false).is_ok());
+    EXPECT_FALSE(*fs_.exists(path("a")));
+    EXPECT_EQ(read_all(*must_open(fs_, path("c"), OpenMode::read_only)), "A");
+
+    ASSERT_TRUE(fs_.rename(path("c"), path("b"), true).is_ok());
+    EXPECT_FALSE(*fs_.exists(path("c")));
+    EXPECT_EQ(read_all(*must_open(fs_, path("b"), OpenMode::read_only)), "A");
+
+    EXPECT_EQ(fs_.rename(path("none"), path("x"), false).code(), Code::not_found);
+    EXPECT_EQ(fs_.rename(path("none"), path("x"), true).code(), Code::not_found);
+    EXPECT_TRUE(fs_.sync_dir(dir_).is_ok());
+    EXPECT_EQ(fs_.sync_dir(path("nodir")).code(), Code::not_found);
+}
+
+TEST_F(PosixFsIoTest, SecondLockOnTheSameFileIsBusy) {
+    auto first = must_open(fs_, path("lock"), OpenMode::create_new);
+    ASSERT_TRUE(fs_.lock(*first).is_ok());
+    ASSERT_TRUE(fs_.lock(*first).is_ok());  // the holder may ask again
+    {
+        // A second open is a second open file description: flock conflicts.
+        auto second = must_open(fs_, path("lock"), OpenMode::read_write);
+        Status st = fs_.lock(*second);
+        EXPECT_EQ(st.code(), Code::busy) << st.to_string();
+        EXPECT_NE(st.message().find(path("lock")), std::string_view::npos);
+    }
+    first.reset();  // closing the holder releases the lock
+    auto third = must_open(fs_, path("lock"), OpenMode::read_write);
+    EXPECT_TRUE(fs_.lock(*third).is_ok());
+
+    FaultFs other;
+    auto foreign = must_open(other, "x", OpenMode::create_new);
+    EXPECT_EQ(fs_.lock(*foreign).code(), Code::invalid_argument);
+}
+
+TEST_F(PosixFsIoTest, RemoveAndExists) {
+    EXPECT_FALSE(*fs_.exists(path("a")));
+    must_open(fs_, path("a"), OpenMode::create_new).reset();
+    EXPECT_TRUE(*fs_.exists(path("a")));
+    EXPECT_TRUE(*fs_.exists(dir_));
+    ASSERT_TRUE(fs_.remove(path("a")).is_ok());
+    EXPECT_FALSE(*fs_.exists(path("a")));
+    Status st = fs_.remove(path("a"));
+    EXPECT_EQ(st.code(), Code::not_found);
+    EXPECT_NE(st.message().find(path("a")), std::string_view::npos);
+    EXPECT_FALSE(*fs_.exists(path("a") + "/below"));  // ENOTDIR is "no such file" too
+}
+
+// --- FaultFs -----------------------------------------------------------------------------------
+
+class FaultFsTest : public ::testing::Test {
+protected:
+    // A file holding `synced` then `unsynced`, with the first part synced.
+    std::unique_ptr<File> make(const std::string& path, std::string_view synced,
+                               std::string_view unsynced = "") {
+        auto f = must_open(fs_, path, OpenMode::create_new);
+        EXPECT_TRUE(append_text(*f, synced).is_ok());
+        EXPECT_TRUE(f->sync().is_ok());
+        if (!unsynced.empty()) {
+            EXPECT_TRUE(append_text(*f, unsynced).is_ok());
+        }
+        return f;
+    }
+    std::string text(std::string_view path) const { return text_of(fs_.contents(path)); }
+
+    FaultFs fs_;
+};
+
+TEST_F(FaultFsTest, BehavesLikeAFileSystem) {
+    auto f = must_open(fs_, "d/a", OpenMode::create_new);
+    ASSERT_TRUE(append_text(*f, "hello").is_ok());
+    EXPECT_EQ(*f->size(), 5u);
+    EXPECT_EQ(read_all(*f), "hello");
+    std::vector<std::byte> buf(3);
+    EXPECT_EQ(f->read_at(3, buf).code(), Code::io_error);  // short read
+    EXPECT_EQ(fs_.open("d/a", OpenMode::create_new).status().code(), Code::already_exists);
+    EXPECT_EQ(fs_.open("d/b", OpenMode::read_only).status().code(), Code::not_found);
+    EXPECT_EQ(fs_.open("d/b", OpenMode::read_write).status().code(), Code::not_found);
+    EXPECT_TRUE(*fs_.exists("d/a"));
+    EXPECT_FALSE(*fs_.exists("d/b"));
+
+    ASSERT_TRUE(f->truncate(2).is_ok());
+    EXPECT_EQ(text("d/a"), "he");
+    auto ro = must_open(fs_, "d/a", OpenMode::read_only);
+    EXPECT_EQ(append_text(*ro, "x").detail().err_no, EBADF);
+    auto t = must_open(fs_, "d/a", OpenMode::create_truncate);
+    EXPECT_EQ(*f->size(), 0u);  // the same file, emptied
+
+    ASSERT_TRUE(fs_.remove("d/a").is_ok());
+    EXPECT_FALSE(fs_.has("d/a"));
+    EXPECT_EQ(fs_.remove("d/a").code(), Code::not_found);
+    ASSERT_TRUE(append_text(*f, "still").is_ok());  // an open handle outlives its name
+    EXPECT_EQ(read_all(*f), "still");
+}
+
+TEST_F(FaultFsTest, FailedAppendFiresOnTheNthCallAndLeavesExactlyKBytes) {
+    auto f = make("a", "");
+    fs_.fail_append(2, ENOSPC, 3);
+    EXPECT_EQ(fs_.appends(), 1u);  // make() appended once
+    ASSERT_TRUE(append_text(*f, "1111").is_ok());
+    Status st = append_text(*f, "22222222");
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_EQ(st.detail().err_no, ENOSPC);
+    EXPECT_NE(st.message().find("a"), std::string_view::npos);
+    EXPECT_EQ(text("a"), "1111222");  // torn: 3 of the 8 bytes
+    ASSERT_TRUE(append_text(*f, "3").is_ok());  // fired once
+    EXPECT_EQ(text("a"), "11112223");
+    EXPECT_EQ(fs_.appends(), 4u);
+
+    fs_.fail_append(1);  // no byte, EIO
+    st = append_text(*f, "4444");
+    EXPECT_EQ(st.detail().err_no, EIO);
+    EXPECT_EQ(text("a"), "11112223");
+}
+
+TEST_F(FaultFsTest, FailedSyncFiresOnTheNthCallAndCoversNothing) {
+    auto f = make("a", "x");
+    fs_.fail_sync(2, EIO);
+    ASSERT_TRUE(append_text(*f, "y").is_ok());
+    ASSERT_TRUE(f->sync().is_ok());
+    EXPECT_EQ(fs_.synced_size("a"), 2u);
+    ASSERT_TRUE(append_text(*f, "z").is_ok());
+    Status st = f->sync();
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_EQ(st.detail().err_no, EIO);
+    EXPECT_EQ(fs_.synced_size("a"), 2u);
+    EXPECT_TRUE(f->sync().is_ok());
+    EXPECT_EQ(fs_.synced_size("a"), 3u);
+    EXPECT_EQ(fs_.syncs(), 4u);
+}
+
+TEST_F(FaultFsTest, FailedRenameAndSyncDirChangeNothing) {
+    make("d/a", "A");
+    make("d/b", "B");
+    fs_.fail_rename(2, EXDEV);
+    ASSERT_TRUE(fs_.rename("d/a", "d/c", false).is_ok());
+    Status st = fs_.rename("d/c", "d/e", true);
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_EQ(st.detail().err_no, EXDEV);
+    EXPECT_TRUE(fs_.has("d/c"));
+    EXPECT_FALSE(fs_.has("d/e"));
+    EXPECT_EQ(fs_.renames(), 2u);
+
+    fs_.fail_sync_dir(1, EIO);
+    EXPECT_EQ(fs_.sync_dir("d").detail().err_no, EIO);
+    EXPECT_EQ(fs_.sync_dirs(), 1u);
+    fs_.crash(CrashMode::all);  // the failed directory sync made the rename no more durable
+    EXPECT_TRUE(fs_.has("d/a"));
+    EXPECT_FALSE(fs_.has("d/c"));
+}
+
+TEST_F(FaultFsTest, RenameWithoutReplaceRefusesAnExistingTarget) {
+    make("a", "A");
+    make("b", "B");
+    EXPECT_EQ(fs_.rename("a", "b", false).code(), Code::already_exists);
+    EXPECT_EQ(text("a"), "A");
+    EXPECT_EQ(text("b"), "B");
+    ASSERT_TRUE(fs_.rename("a", "b", true).is_ok());
+    EXPECT_FALSE(fs_.has("a"));
+    EXPECT_EQ(text("b"), "A");
+    EXPECT_EQ(fs_.rename("a", "c", true).code(), Code::not_found);
+}
+
+TEST_F(FaultFsTest, CrashModesKeepExactlyTheModelledBytes) {
+    struct Case {
+        CrashMode mode;
+        uint64_t k;
+        std::string want;
+    };
+    const std::string zeros2("\0\0", 2);
+    const std::vector<Case> cases = {
+        {CrashMode::synced_only, 0, "SSSS"},
+        {CrashMode::prefix, 0, "SSSS"},
+        {CrashMode::prefix, 3, "SSSSuuu"},
+        {CrashMode::prefix, 100, "SSSSuuuuuu"},
+        {CrashMode::all, 0, "SSSSuuuuuu"},
+        {CrashMode::zero_tail, 2, "SSSSuuuu" + zeros2},
+        {CrashMode::zero_tail, 100, "SSSS" + std::string(6, '\0')},  // synced bytes stay
+    };
+    for (const Case& c : cases) {
+        FaultFs fs;
+        auto f = must_open(fs, "a", OpenMode::create_new);
+        ASSERT_TRUE(append_text(*f, "SSSS").is_ok());
+        ASSERT_TRUE(f->sync().is_ok());
+        ASSERT_TRUE(append_text(*f, "uuuuuu").is_ok());
+        fs.crash(c.mode, c.k);
+        EXPECT_EQ(text_of(fs.contents("a")), c.want)
+            << "mode " << static_cast<int>(c.mode) << " k " << c.k;
+        EXPECT_EQ(fs.synced_size("a"), c.want.size());  // after a crash all is on disk
+    }
+}
+
+TEST_F(FaultFsTest, CrashKillsOldHandlesAndTheirLocks) {
+    auto f = make("a", "SS", "uu");
+    ASSERT_TRUE(fs_.lock(*f).is_ok());
+    fs_.crash(CrashMode::synced_only);
+    EXPECT_EQ(append_text(*f, "x").detail().err_no, EIO);
+    EXPECT_EQ(f->sync().code(), Code::io_error);
+    EXPECT_EQ(f->size().status().code(), Code::io_error);
+    EXPECT_EQ(fs_.lock(*f).code(), Code::io_error);
+    EXPECT_EQ(text("a"), "SS");  // the dead handle wrote nothing
+
+    auto g = must_open(fs_, "a", OpenMode::read_write);
+    EXPECT_TRUE(fs_.lock(*g).is_ok());  // the dead handle's lock is gone
+    EXPECT_EQ(read_all(*g), "SS");
+    f.reset();  // destroying the dead handle leaves the new lock alone
+    auto h = must_open(fs_, "a", OpenMode::read_write);
+    EXPECT_EQ(fs_.lock(*h).code(), Code::busy);
+}
+
+TEST_F(FaultFsTest, PowerCutStopsAtTheByteBudget) {
+    auto a = make("a", "");
+    auto b = make("b", "");
+    fs_.crash_after_bytes(10);
+    ASSERT_TRUE(append_text(*a, "aaaa").is_ok());
+    ASSERT_TRUE(append_text(*b, "bbbb").is_ok());
+    ASSERT_TRUE(a->sync().is_ok());
+    Status st = append_text(*a, "AAAA");  // 2 bytes left of the budget
+    EXPECT_EQ(st.code(), Code::io_error);
+    EXPECT_EQ(st.detail().err_no, EIO);
+    EXPECT_EQ(text("a"), "aaaaAA");
+    // Nothing after the cut reaches the disk.
+    EXPECT_EQ(append_text(*b, "x").code(), Code::io_error);
+    EXPECT_EQ(b->sync().code(), Code::io_error);
+    EXPECT_EQ(b->truncate(0).code(), Code::io_error);
+    EXPECT_EQ(fs_.rename("a", "c", true).code(), Code::io_error);
+    EXPECT_EQ(fs_.open("n", OpenMode::create_new).status().code(), Code::io_error);
+    EXPECT_EQ(text("b"), "bbbb");
+
+    fs_.crash(CrashMode::all);
+    EXPECT_EQ(text("a"), "aaaaAA");
+    EXPECT_EQ(text("b"), "bbbb");
+    auto c = must_open(fs_, "a", OpenMode::read_write);  // the power is back
+    EXPECT_TRUE(append_text(*c, "more").is_ok());
+}
+
+TEST_F(FaultFsTest, PowerCutAtExactlyTheBudgetFailsOnlyTheNextAppend) {
+    auto a = make("a", "");
+    fs_.crash_after_bytes(4);
+    ASSERT_TRUE(append_text(*a, "1234").is_ok());
+    ASSERT_TRUE(a->sync().is_ok());
+    EXPECT_EQ(append_text(*a, "5").code(), Code::io_error);
+    fs_.crash(CrashMode::synced_only);
+    EXPECT_EQ(text("a"), "1234");
+}
+
+TEST_F(FaultFsTest, RenamesAndRemovesAreDurableOnlyAfterADirectorySync) {
+    make("d/live", "old");
+    make("d/side", "new");
+    make("d/stale", "x");
+    ASSERT_TRUE(fs_.rename("d/side", "d/live", true).is_ok());
+    ASSERT_TRUE(fs_.remove("d/stale").is_ok());
+    EXPECT_EQ(text("d/live"), "new");
+    fs_.crash(CrashMode::all);
+    EXPECT_EQ(text("d/live"), "old");
+    EXPECT_EQ(text("d/side"), "new");
+    EXPECT_TRUE(fs_.has("d/stale"));
+
+    ASSERT_TRUE(fs_.rename("d/side", "d/live", true).is_ok());
+    ASSERT_TRUE(fs_.remove("d/stale").is_ok());
+    ASSERT_TRUE(fs_.sync_dir("e").is_ok());  // another directory: no effect on d
+    ASSERT_TRUE(fs_.sync_dir("d").is_ok());
+    fs_.crash(CrashMode::all);
+    EXPECT_EQ(text("d/live"), "new");
+    EXPECT_FALSE(fs_.has("d/side"));
+    EXPECT_FALSE(fs_.has("d/stale"));
+    EXPECT_EQ(fs_.paths(), std::vector<std::string>{"d/live"});
+}
+
+TEST_F(FaultFsTest, CreatedNamesAreDurableAtOnce) {
+    auto f = must_open(fs_, "top", OpenMode::create_new);
+    ASSERT_TRUE(append_text(*f, "abc").is_ok());
+    fs_.crash(CrashMode::synced_only);
+    EXPECT_TRUE(fs_.has("top"));
+    EXPECT_EQ(text("top"), "");
+}
+
+TEST_F(FaultFsTest, LockIsExclusiveAndFollowsTheFile) {
+    auto a = make("a", "x");
+    ASSERT_TRUE(fs_.lock(*a).is_ok());
+    auto a2 = must_open(fs_, "a", OpenMode::read_only);
+    Status st = fs_.lock(*a2);
+    EXPECT_EQ(st.code(), Code::busy);
+    EXPECT_EQ(st.detail().err_no, EWOULDBLOCK);
+
+    // A file renamed over the locked one is another file: lockable (flock is per inode).
+    make("side", "y");
+    ASSERT_TRUE(fs_.rename("side", "a", true).is_ok());
+    auto fresh = must_open(fs_, "a", OpenMode::read_write);
+    EXPECT_TRUE(fs_.lock(*fresh).is_ok());
+
+    auto other = must_open(engine::posix_fs(), "/proc/self/status", OpenMode::read_only);
+    EXPECT_EQ(fs_.lock(*other).code(), Code::invalid_argument);
+    FaultFs second;
+    auto foreign = must_open(second, "z", OpenMode::create_new);
+    EXPECT_EQ(fs_.lock(*foreign).code(), Code::invalid_argument);
+}
+
+TEST_F(FaultFsTest, LockIsReleasedWhenTheHolderIsDestroyed) {
+    auto a = make("a", "x");
+    ASSERT_TRUE(fs_.lock(*a).is_ok());
+    a.reset();
+    auto b = must_open(fs_, "a", OpenMode::read_write);
+    EXPECT_TRUE(fs_.lock(*b).is_ok());
+}
+
+TEST_F(FaultFsTest, StalledSyncBlocksUntilReleased) {
+    auto f = make("a", "12");
+    ASSERT_TRUE(append_text(*f, "34").is_ok());
+    fs_.stall_syncs(true);
+    std::atomic<bool> done = false;
+    Status result;
+    std::thread syncer([&] {
+        result = f->sync();
+        done = true;
+    });
+    ASSERT_TRUE(fs_.wait_for_stalled_syncs(1, std::chrono::seconds(10)));
+    // Appended while the sync waits: not covered by it.
+    ASSERT_TRUE(append_text(*f, "56").is_ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(done);
+    EXPECT_EQ(fs_.synced_size("a"), 2u);
+    // Readers and other calls go on while a sync is stalled.
+    EXPECT_EQ(read_all(*f), "123456");
+    fs_.release_syncs();
+    syncer.join();
+    EXPECT_TRUE(done);
+    EXPECT_TRUE(result.is_ok()) << result.to_string();
+    EXPECT_EQ(fs_.synced_size("a"), 4u);
+    EXPECT_FALSE(fs_.wait_for_stalled_syncs(1, std::chrono::milliseconds(1)));
+}
+
+TEST_F(FaultFsTest, CrashFailsAStalledSync) {
+    auto f = make("a", "12", "34");
+    fs_.stall_syncs(true);
+    Status result;
+    std::thread syncer([&] { result = f->sync(); });
+    ASSERT_TRUE(fs_.wait_for_stalled_syncs(1, std::chrono::seconds(10)));
+    fs_.crash(CrashMode::synced_only);
+    syncer.join();
+    EXPECT_EQ(result.code(), Code::io_error);
+    EXPECT_EQ(text("a"), "12");
+}
+
+TEST_F(FaultFsTest, SyncDelayDelaysEachSync) {
+    auto f = make("a", "1");
+    fs_.set_sync_delay(std::chrono::milliseconds(20));
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(f->sync().is_ok());
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));
+}
+
+TEST_F(FaultFsTest, HelpersSetFlipAndReadContents) {
+    fs_.set_contents("a", bytes_of("abc"));
+    EXPECT_TRUE(fs_.has("a"));
+    EXPECT_EQ(fs_.synced_size("a"), 3u);
+    fs_.flip_byte("a", 1);
+    std::vector<std::byte> got = fs_.contents("a");
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[1], static_cast<std::byte>('b') ^ std::byte{0xFF});
+    fs_.crash(CrashMode::synced_only);  // set_contents is durable, name and bytes
+    EXPECT_EQ(fs_.contents("a"), got);
+}
+
+}  // namespace
+}  // namespace fenec

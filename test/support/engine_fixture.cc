@@ -1,0 +1,88 @@
+// test/support/engine_fixture.cc: the dump and schema helpers of engine_fixture.h.
+#include "test/support/engine_fixture.h"
+
+#include <sstream>
+
+#include "engine/format.h"
+
+namespace fenec::test {
+
+using namespace engine;
+
+std::string dump(const Database& db) {
+    std::ostringstream out;
+    const History h = db.history();
+    out << "lineage " << format::hex16(db.lineage().v) << " created " << db.created_ms() << " seq "
+        << db.seq().v << " replica " << h.replica << "\nforks";
+    for (const Fork& f : h.forks) out << " (" << format::hex16(f.history.v) << "," << f.seq.v << ")";
+    out << "\n";
+    ReadView view = db.read();
+    for (const CollectionInfo& c : view.collections()) {
+        out << "collection " << c.id.v << " " << c.name << " next " << c.next_id << " rows " << c.rows
+            << "\n";
+        const Schema* s = view.schema(c.id);
+        for (size_t i = 0; i < s->fields.size(); ++i) {
+            const FieldDesc& f = s->fields[i];
+            out << "  slot " << i << " " << (f.dropped ? "(dropped)" : f.name) << " "
+                << f.type.to_string() << (f.required ? " required" : "") << " index "
+                << int(f.index.kind) << " collation " << int(f.collation) << (f.nocase ? " nocase" : "")
+                << "\n";
+        }
+        view.scan(c.id, [&](DocId id, DocView doc) {
+            out << "  " << id.v << " ";
+            static const char* hex = "0123456789abcdef";
+            for (std::byte b : doc.body()) {
+                out << hex[std::to_integer<int>(b) >> 4] << hex[std::to_integer<int>(b) & 15];
+            }
+            out << "\n";
+            return true;
+        });
+    }
+    return out.str();
+}
+
+Schema schema_of(const std::string& spec) {
+    Schema s;
+    std::stringstream ss(spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+        const size_t colon = item.find(':');
+        FieldDesc f;
+        f.name = item.substr(0, colon);
+        std::string type = item.substr(colon + 1);
+        if (const size_t at = type.find("@ttl("); at != std::string::npos) {
+            f.index.kind = IndexKind::ttl;
+            f.index.ttl_ms = std::stoll(type.substr(at + 5));
+            type = type.substr(0, at);
+        } else if (const size_t at2 = type.find("@unique"); at2 != std::string::npos) {
+            f.index.kind = IndexKind::unique;
+            type = type.substr(0, at2);
+        }
+        if (!type.empty() && type.back() == '!') {
+            f.required = true;
+            type.pop_back();
+        }
+        auto base = [](const std::string& t) -> TypeDesc {
+            if (t == "bool") return make_type(BaseType::Bool);
+            if (t == "int") return make_type(BaseType::Int);
+            if (t == "float") return make_type(BaseType::Float);
+            if (t == "text") return make_type(BaseType::Text);
+            if (t == "bytes") return make_type(BaseType::Bytes);
+            if (t == "timestamp") return make_type(BaseType::Timestamp);
+            if (t == "json") return make_type(BaseType::Json);
+            if (t.rfind("vector16<", 0) == 0) return make_vector(std::stoul(t.substr(9)), VectorElem::f16);
+            if (t.rfind("vector<", 0) == 0) return make_vector(std::stoul(t.substr(7)));
+            return make_type(BaseType::Text);
+        };
+        if (type.size() > 2 && type.front() == '[' && type.back() == ']') {
+            f.type = make_list(base(type.substr(1, type.size() - 2)));
+        } else {
+            f.type = base(type);
+        }
+        s.fields.push_back(std::move(f));
+    }
+    return s;
+}
+
+}  // namespace fenec::test

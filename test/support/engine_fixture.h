@@ -1,0 +1,35 @@
+// test/support/engine_fixture.h: shared helpers for engine tests: a FaultFs-backed database with
+// fake clocks and a fixed random seed, and the canonical "dump" of a database (engine.md §16).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/database.h"
+#include "test/support/fault_fs.h"
+
+namespace fenec::test {
+
+// Lineage, created_ms, seq, forks, replica flag, and per collection id, name, schema (as text),
+// next id, rows and each document's id and bytes (hex) in id order.
+std::string dump(const engine::Database& db);
+
+// A schema from a compact description: "name:text, n:int!, v:vector<3>, t:timestamp@ttl(1000)".
+engine::Schema schema_of(const std::string& spec);
+
+struct EngineEnv {
+    FaultFs fs;
+    engine::FakeClock clock;
+    engine::SeededRandom random{42};
+    engine::OpenOptions options(engine::SyncPolicy sync = engine::SyncPolicy::every_block()) {
+        engine::OpenOptions o;
+        o.fs = &fs;
+        o.clock = &clock;
+        o.random = &random;
+        o.tenant = "t";
+        o.sync = sync;
+        return o;
+    }
+};
+
+}  // namespace fenec::test
