@@ -3,6 +3,7 @@
 // sleeping and files are reproducible byte for byte under a fixed seed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace fenec::engine {
@@ -53,8 +54,8 @@ class FakeClock final : public Clock {
 public:
     explicit FakeClock(int64_t wall_ms = 1'700'000'000'000, int64_t steady_ns = 1'000'000'000)
         : wall_ms_(wall_ms), steady_ns_(steady_ns) {}
-    int64_t wall_ms() const override { return wall_ms_; }
-    int64_t steady_ns() const override { return steady_ns_; }
+    int64_t wall_ms() const override { return wall_ms_.load(); }
+    int64_t steady_ns() const override { return steady_ns_.load(); }
     void advance_ms(int64_t ms) {
         wall_ms_ += ms;
         steady_ns_ += ms * 1'000'000;
@@ -62,18 +63,18 @@ public:
     void set_wall_ms(int64_t ms) { wall_ms_ = ms; }
 
 private:
-    int64_t wall_ms_;
-    int64_t steady_ns_;
+    std::atomic<int64_t> wall_ms_;  // atomic: tests move it while background threads read it
+    std::atomic<int64_t> steady_ns_;
 };
 
 class FakeBootClock final : public BootClock {
 public:
     explicit FakeBootClock(int64_t now_ns = 1'000'000'000) : now_ns_(now_ns) {}
-    int64_t now_ns() const override { return now_ns_; }
+    int64_t now_ns() const override { return now_ns_.load(); }
     void advance_ms(int64_t ms) { now_ns_ += ms * 1'000'000; }
 
 private:
-    int64_t now_ns_;
+    std::atomic<int64_t> now_ns_;
 };
 
 // splitmix64 from a seed: the same seed draws the same ids.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/database_internal.h"
+#include "engine/flusher.h"
 #include "engine/lease_guard.h"
 #include "engine/limits.h"
 
@@ -365,6 +366,7 @@ Result<uint64_t> Database::sweep_expired() {
 
 Status Database::close(CloseMode mode) {
     if (!file_) return Status::ok();
+    if (options_.flusher && !read_only_) options_.flusher->remove(this);
     Status result;
     if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
     if (result.is_ok() && !read_only_ && !failure()) result = sync();

@@ -36,6 +36,7 @@ namespace fenec::engine {
 
 class LandingGate;
 class RateBucket;
+class Flusher;
 class Block;
 class ReadView;
 struct ReplayState;
@@ -65,6 +66,7 @@ struct OpenOptions {
     const LandingGate* gate = nullptr;
     IndexHook* hook = nullptr;
     ChangeListener* listener = nullptr;
+    Flusher* flusher = nullptr;     // syncs `interval` databases and sweeps TTL in the background
 };
 
 struct Fork {

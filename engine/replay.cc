@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/database_internal.h"
+#include "engine/flusher.h"
 #include "engine/limits.h"
 
 namespace fenec::engine {
@@ -541,6 +542,7 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
     if (history_.replica && options_.promote) {
         FENEC_RETURN_IF_ERROR(promote().status());
     }
+    if (options_.flusher && !read_only_) options_.flusher->add(this);
     return Status::ok();
 }
 

@@ -111,8 +111,9 @@ Status Database::rewrite(bool compact) {
     Snapshot snap;
     {
         std::unique_lock<std::shared_mutex> lock(mu_);
-        FENEC_RETURN_IF_ERROR(refusal_locked().code() == Code::frozen ? Status::ok()
-                                                                       : refusal_locked());
+        // A frozen tenant and a replica may still be rewritten; a latched or read-only one not.
+        if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
+        if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
         if (rewriting_) return Status::error(Code::busy, "a rewrite is already running");
         rewriting_ = true;
         snap = snapshot_locked();
