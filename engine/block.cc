@@ -2,6 +2,7 @@
 // an inverse entry pushed on the undo log and the op appended to the block's op list; commit()
 // encodes one record and lands it through the checks of §5.3, or puts everything back.
 #include <algorithm>
+#include <limits>
 
 #include "engine/database_internal.h"
 #include "engine/lease_guard.h"
@@ -33,7 +34,8 @@ Block::Block(Block&& o) noexcept
       spill_token_(o.spill_token_),
       spill_bytes_(o.spill_bytes_),
       spills_(std::move(o.spills_)),
-      scratch_(std::move(o.scratch_)) {}
+      scratch_(std::move(o.scratch_)),
+      refused_(std::move(o.refused_)) {}
 
 Block::~Block() {
     if (db_) rollback();
@@ -60,7 +62,17 @@ std::optional<DocView> Block::get(CollectionId c, DocId id) const {
     return DocView(ref->bytes());
 }
 
+void Block::scan(CollectionId c, const std::function<bool(DocId, DocView)>& visit) const {
+    const Collection* col = db_->collection_locked(c);
+    if (!col) return;
+    for (const auto& [id, ref] : col->docs()) {
+        if (db_->expired(*col, ref, now_ms_)) continue;
+        if (!visit(DocId{id}, DocView(ref.bytes()))) return;
+    }
+}
+
 Result<CollectionId> Block::create_collection(std::string_view name, const Schema& schema) {
+    if (refused_) return *refused_;
     if (!is_identifier(name)) {
         return Status::error(Code::invalid_argument,
                              "collection name `" + std::string(name) +
@@ -73,6 +85,10 @@ Result<CollectionId> Block::create_collection(std::string_view name, const Schem
     if (db_->names_.count(name)) {
         return Status::error(Code::already_exists,
                              "collection `" + std::string(name) + "` already exists");
+    }
+    if (db_->next_collection_ == std::numeric_limits<uint32_t>::max()) {
+        // Collection ids are never reused; a counter this high came from a checkpoint.
+        return Status::error(Code::limit_exceeded, "the file has used every collection id");
     }
     if (db_->collections_.size() >= limits::collections_max) {
         return Status::error(Code::limit_exceeded, "a file holds at most 4096 collections");
@@ -87,7 +103,7 @@ Result<CollectionId> Block::create_collection(std::string_view name, const Schem
     db_->collections_[id.v] = std::make_unique<Collection>(id, std::string(name), schema);
     db_->names_[std::string(name)] = id.v;
     undo_.push_back(std::move(u));
-    if (db_->options_.hook) db_->options_.hook->on_schema(id, &db_->collections_[id.v]->schema());
+    if (db_->options_.hook) db_->options_.hook->on_schema(id, &db_->collections_[id.v]->schema(), db_->collections_[id.v].get());
     ops_.push_back(Op{Op::Create{id, std::string(name), schema}});
     unspilled_bytes_ += kOpOverheadBytes * 4;
     ++count_;
@@ -95,6 +111,7 @@ Result<CollectionId> Block::create_collection(std::string_view name, const Schem
 }
 
 Status Block::alter_collection(CollectionId c, const AlterSpec& spec) {
+    if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
     if (spec.kind == AlterKind::rename_field && spec.new_name == spec.field) {
@@ -108,7 +125,7 @@ Status Block::alter_collection(CollectionId c, const AlterSpec& spec) {
     u.prev_schema = col->schema();
     undo_.push_back(std::move(u));
     col->set_schema(after);
-    if (db_->options_.hook) db_->options_.hook->on_schema(c, &col->schema());
+    if (db_->options_.hook) db_->options_.hook->on_schema(c, &col->schema(), col);
     ops_.push_back(Op{Op::Alter{c, spec, slot, std::move(after)}});
     unspilled_bytes_ += kOpOverheadBytes * 8;
     ++count_;
@@ -116,6 +133,7 @@ Status Block::alter_collection(CollectionId c, const AlterSpec& spec) {
 }
 
 Status Block::drop_collection(CollectionId c) {
+    if (refused_) return *refused_;
     auto it = db_->collections_.find(c.v);
     if (it == db_->collections_.end()) {
         return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
@@ -132,7 +150,7 @@ Status Block::drop_collection(CollectionId c) {
     u.dropped = std::move(it->second);
     db_->collections_.erase(it);
     undo_.push_back(std::move(u));
-    if (db_->options_.hook) db_->options_.hook->on_schema(c, nullptr);
+    if (db_->options_.hook) db_->options_.hook->on_schema(c, nullptr, nullptr);
     ops_.push_back(Op{Op::Drop{c}});
     unspilled_bytes_ += kOpOverheadBytes;
     ++count_;
@@ -216,6 +234,7 @@ Status bad_id(DocId id) {
 }  // namespace
 
 Result<DocId> Block::insert(CollectionId c, std::optional<DocId> id, const Doc& doc) {
+    if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
     if (col->internal() && !options_.internal) {
@@ -237,6 +256,7 @@ Result<DocId> Block::insert(CollectionId c, std::optional<DocId> id, const Doc& 
 }
 
 Result<DocId> Block::put(CollectionId c, std::optional<DocId> id, const Doc& doc) {
+    if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
     if (col->internal() && !options_.internal) {
@@ -254,6 +274,7 @@ Result<DocId> Block::put(CollectionId c, std::optional<DocId> id, const Doc& doc
 }
 
 Status Block::set(CollectionId c, DocId id, const Doc& doc) {
+    if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
     if (col->internal() && !options_.internal) {
@@ -272,6 +293,7 @@ Status Block::set(CollectionId c, DocId id, const Doc& doc) {
 }
 
 Result<bool> Block::del(CollectionId c, DocId id) {
+    if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
     if (col->internal() && !options_.internal) {
@@ -360,20 +382,23 @@ void Block::undo_to(size_t undo_size) {
                 db_->names_.erase(it->second->name());
                 db_->collections_.erase(it);
                 db_->next_collection_ = u.prev_next_collection;
-                if (hook) hook->on_schema(u.collection, nullptr);
+                if (hook) hook->on_schema(u.collection, nullptr, nullptr);
                 break;
             }
             case Database::Undo::Kind::alter: {
                 Collection* col = db_->collection_locked(u.collection);
                 col->set_schema(std::move(u.prev_schema));
-                if (hook) hook->on_schema(u.collection, &col->schema());
+                if (hook) hook->on_schema(u.collection, &col->schema(), col);
                 break;
             }
             case Database::Undo::Kind::drop: {
                 const std::string& name = u.dropped->name();
                 db_->names_[name] = u.collection.v;
                 db_->collections_[u.collection.v] = std::move(u.dropped);
-                if (hook) hook->on_schema(u.collection, &db_->collections_[u.collection.v]->schema());
+                if (hook) {
+                    Collection* back = db_->collections_[u.collection.v].get();
+                    hook->on_schema(u.collection, &back->schema(), back);
+                }
                 break;
             }
         }
@@ -429,6 +454,12 @@ void Block::finish() {
 // Appends the unspilled ops as a spill record once they reach the threshold (engine.md §5.2).
 Status Block::maybe_spill() {
     if (unspilled_bytes_ < limits::spill_threshold_bytes) return Status::ok();
+    Status st = spill();
+    if (!st.is_ok()) refused_ = st;
+    return st;
+}
+
+Status Block::spill() {
     if (spill_token_ == 0) spill_token_ = db_->random_->next_u64() | 1;
     flatbuffers::FlatBufferBuilder b(unspilled_bytes_ + 1024);
     auto types = codec::op_types(b, ops_, spilled_ops_, ops_.size());
@@ -469,6 +500,11 @@ Status Block::maybe_spill() {
 
 Result<Landed> Block::commit() {
     if (!db_) return Status::error(Code::invalid_argument, "the block has ended");
+    if (refused_) {
+        const Status st = *refused_;
+        rollback();
+        return st;
+    }
     Database& db = *db_;
     const Seq before{db.seq_.load(std::memory_order_relaxed)};
     // 1. No writes: nothing is appended or notified.

@@ -73,6 +73,12 @@ void Collection::restore(DocId id, std::optional<DocRef> prev) {
     else docs_.erase(id.v);
 }
 
+void Collection::each(const std::function<bool(DocId, DocView)>& visit) const {
+    for (const auto& [id, ref] : docs_) {
+        if (!visit(DocId{id}, DocView(ref.bytes()))) return;
+    }
+}
+
 void Collection::repack() {
     Segments fresh;
     for (auto& [id, ref] : docs_) ref = fresh.add(ref.bytes());

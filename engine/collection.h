@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/hooks.h"
 #include "engine/ids.h"
 #include "engine/schema.h"
 
@@ -49,7 +50,7 @@ private:
     uint64_t held_ = 0;
 };
 
-class Collection {
+class Collection final : public DocSource {
 public:
     Collection(CollectionId id, std::string name, Schema schema)
         : id_(id), name_(std::move(name)), schema_(std::move(schema)) {}
@@ -81,6 +82,9 @@ public:
 
     // Copies every live body into fresh segments, dropping superseded versions.
     void repack();
+
+    // DocSource: every stored row in id order (expiry is the reader's to judge).
+    void each(const std::function<bool(DocId, DocView)>& visit) const override;
 
 private:
     CollectionId id_;

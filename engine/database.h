@@ -276,6 +276,8 @@ public:
     Result<bool> del(CollectionId collection, DocId id);
 
     std::optional<DocView> get(CollectionId collection, DocId id) const;
+    // Visits the visible rows in id order as this block sees them; stop by returning false.
+    void scan(CollectionId collection, const std::function<bool(DocId, DocView)>& visit) const;
     Result<CollectionId> find(std::string_view name) const;
     const Schema* schema(CollectionId collection) const;
     int64_t now_ms() const { return now_ms_; }
@@ -297,6 +299,7 @@ private:
     void push_put(CollectionId c, DocId id, DocRef ref);
     void push_delete(CollectionId c, DocId id);
     Status maybe_spill();
+    Status spill();
     void undo_to(size_t undo_size);
     void finish();
 
@@ -317,6 +320,9 @@ private:
     struct SpillDone;
     std::vector<SpillDone> spills_;
     std::vector<std::byte> scratch_;
+    // A spill refused (quota, latch, limit) refuses the whole block: every later write and the
+    // commit answer this, and the commit puts the block back (engine.md §5.2).
+    std::optional<Status> refused_;
 };
 
 // A consistent read at one seq, holding the lock shared while it lives.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -35,12 +36,21 @@ struct OpenReport {
     std::vector<GraphRecord> graphs;     // the last one per (collection, slot)
 };
 
+// The live rows of one collection, for a hook building an index; valid during the call only.
+class DocSource {
+public:
+    virtual ~DocSource() = default;
+    virtual void each(const std::function<bool(DocId, DocView)>& visit) const = 0;
+};
+
 class IndexHook {
 public:
     virtual ~IndexHook() = default;
     virtual Status on_write(const WriteEvent&) = 0;  // live blocks; may refuse (duplicate)
     virtual void on_undo(const WriteEvent&) = 0;     // the write is being taken back
-    virtual void on_schema(CollectionId, const Schema*) = 0;  // created, altered, dropped (null)
+    // A collection created, altered, dropped (null schema), or loaded by an open; `docs` are its
+    // rows as they stand (null for a drop). Called under the writer lock.
+    virtual void on_schema(CollectionId, const Schema*, const DocSource* docs) = 0;
     virtual void on_open(OpenReport&) = 0;
     virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at) = 0;
 };

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
 #include "engine/database_internal.h"
@@ -165,13 +166,19 @@ Status ReplayState::record_at(uint64_t p, bool in_image) {
     const uint8_t kind_byte = std::to_integer<uint8_t>(h[12]);
     const uint32_t hc = std::to_integer<uint32_t>(h[13]) | (std::to_integer<uint32_t>(h[14]) << 8) |
                         (std::to_integer<uint32_t>(h[15]) << 16);
-    if (hc != format::head_check(length, kind_byte)) return fault(false, "record head check fails");
+    // A head that fails its check with only zeros after it was never followed by its body: a
+    // zero-filled tail that began inside the head (torn), not a damaged record (engine.md §6.2).
+    if (hc != format::head_check(length, kind_byte)) {
+        return fault(zero_from(p + format::kRecordHeadBytes), "record head check fails");
+    }
     if (length > limits::record_body_bytes_max) return fault(false, "record length too large");
     const uint64_t framed = format::framed_size(length);
     if (framed > left) return fault(true, "record runs past the end of the file");
     const std::span<const std::byte> body(h + format::kRecordHeadBytes, length);
     if (format::checksum(kind_byte, body) != format::load_u64(h + 4)) {
-        return fault(p + framed == size, "record checksum mismatch");
+        // Torn too when only zeros follow: a zero-filled tail that began inside this record's
+        // body (several unsynced records cut by a crash) holds no record after it.
+        return fault(p + framed == size || zero_from(p + framed), "record checksum mismatch");
     }
     if (kind_byte < 1 || kind_byte > format::kKindMax) {
         return corrupt(p, "unknown record kind " + std::to_string(kind_byte));
@@ -316,6 +323,10 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
                 return corrupt(p, "block first_seq " + std::to_string(b->first_seq()) +
                                       " does not follow seq " + std::to_string(db.seq_.load()));
             }
+            // seq never wraps (I2): a checkpoint near 2^64-1 must not carry it back to 0.
+            if (b->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
+                return corrupt(p, "block would carry seq past 2^64-1");
+            }
             uint64_t writes = 0;
             FENEC_RETURN_IF_ERROR(apply_ops(p, b->ops_type(), b->ops(), writes));
             if (writes != b->count() || writes == 0) return corrupt(p, "block count does not match its writes");
@@ -335,6 +346,9 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
             const auto* l = root<fb::Landing>(body);
             if (l->first_seq() != db.seq_.load() + 1) {
                 return corrupt(p, "landing first_seq does not follow the file's seq");
+            }
+            if (l->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
+                return corrupt(p, "landing would carry seq past 2^64-1");
             }
             auto it = spills.find(l->token());
             const size_t nrefs = l->spills() ? l->spills()->size() : 0;
@@ -416,7 +430,9 @@ Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* typ
                 const auto* c = static_cast<const fb::CreateCollection*>(v);
                 const std::string name = c->name() ? c->name()->str() : "";
                 FENEC_ASSIGN_OR_RETURN(Schema schema, codec::from_fb(c->schema(), p));
+                // The id must leave the counter room to move past it: 2^32-1 would wrap it to 0.
                 if (!is_identifier(name) || db.names_.count(name) || c->collection() < db.next_collection_ ||
+                    c->collection() == std::numeric_limits<uint32_t>::max() ||
                     !validate_schema(name, schema).is_ok()) {
                     return corrupt(p, "create collection `" + name + "` is not valid here");
                 }
@@ -518,13 +534,15 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
         OpenReport report;
         for (auto& [key, g] : replay.graphs) report.graphs.push_back(g);
         options_.hook->on_open(report);
-        for (const auto& [id, c] : collections_) options_.hook->on_schema(c->id(), &c->schema());
     }
     // Copy the live documents out of the read buffer, which is then freed.
     uint64_t live = 0;
     for (auto& [id, c] : collections_) {
         c->repack();
         live += c->segments().bytes_held();
+    }
+    if (options_.hook) {
+        for (const auto& [id, c] : collections_) options_.hook->on_schema(c->id(), &c->schema(), c.get());
     }
     peak_buffer_bytes_ = size + live;
     uint64_t end = replay.cut_at.value_or(size);

@@ -187,6 +187,23 @@ Status Database::rewrite(bool compact) {
     }
     file_bytes_ = image_size + (end - snap.file_end);
     dead_bytes_ = 0;
+    // The image wrote null into dropped slots: a document still at the version imaged takes that
+    // body too, so the live state is what a reopen replays (engine.md §7 step 3).
+    for (const Snapshot::Coll& sc : snap.collections) {
+        std::vector<uint16_t> dropped;
+        for (size_t i = 0; i < sc.schema.fields.size(); ++i) {
+            if (sc.schema.fields[i].dropped) dropped.push_back(static_cast<uint16_t>(i));
+        }
+        Collection* c = dropped.empty() ? nullptr : collection_locked(sc.id);
+        if (!c) continue;
+        for (const auto& [id, ref] : sc.docs) {
+            const DocRef* now = c->find(DocId{id});
+            if (now && now->data == ref.data && now->size == ref.size) {
+                const std::vector<std::byte> cleaned = null_slots(ref.bytes(), dropped);
+                c->put(DocId{id}, cleaned);  // the old body's bytes go with the repack
+            }
+        }
+    }
     for (auto& [id, c] : collections_) c->repack();
     return Status::ok();
 }
