@@ -65,10 +65,9 @@ std::optional<DocView> Block::get(CollectionId c, DocId id) const {
 void Block::scan(CollectionId c, const std::function<bool(DocId, DocView)>& visit) const {
     const Collection* col = db_->collection_locked(c);
     if (!col) return;
-    for (const auto& [id, ref] : col->docs()) {
-        if (db_->expired(*col, ref, now_ms_)) continue;
-        if (!visit(DocId{id}, DocView(ref.bytes()))) return;
-    }
+    col->docs().each_from(0, [&](uint64_t id, const DocRef& ref) {
+        return db_->expired(*col, ref, now_ms_) || visit(DocId{id}, DocView(ref.bytes()));
+    });
 }
 
 Result<CollectionId> Block::create_collection(std::string_view name, const Schema& schema) {
@@ -157,9 +156,9 @@ Status Block::drop_collection(CollectionId c) {
     return Status::ok();
 }
 
-// Keeps `body` as the new version of `id`; `before` is the visible version it replaces.
-Status Block::write_doc(Collection& c, DocId id, std::span<const std::byte> body,
-                        std::optional<DocRef> before) {
+// Keeps `body` as the new version of `id`. The hook hears of the stored version it replaces,
+// visible or expired, since the indexes hold every stored row.
+Status Block::write_doc(Collection& c, DocId id, std::span<const std::byte> body) {
     if (count_ >= limits::block_writes_max) {
         return Status::error(Code::limit_exceeded, "a block holds at most 2^32-1 writes");
     }
@@ -169,12 +168,9 @@ Status Block::write_doc(Collection& c, DocId id, std::span<const std::byte> body
     u.id = id;
     u.prev_next_id = c.next_id();
     u.seg_mark = c.segments().mark();
-    u.prev = c.put(id, body);
-    if (u.prev && !before) {
-        // An expired, unswept row is replaced (engine.md §4): a write like any other.
-    }
+    DocRef ref;
+    u.prev = c.put(id, body, &ref);  // an expired, unswept row is replaced like any other
     c.set_next_id(std::max(c.next_id(), id.v + 1));
-    const DocRef ref = *c.find(id);
     if (IndexHook* hook = db_->options_.hook) {
         WriteEvent ev{c.id(), id, &c.schema(),
                       u.prev ? std::optional<DocView>(DocView(u.prev->bytes())) : std::nullopt,
@@ -251,7 +247,7 @@ Result<DocId> Block::insert(CollectionId c, std::optional<DocId> id, const Doc& 
     }
     scratch_.clear();
     FENEC_RETURN_IF_ERROR(encode_doc(col->name(), col->schema(), doc, scratch_));
-    FENEC_RETURN_IF_ERROR(write_doc(*col, target, scratch_, std::nullopt));
+    FENEC_RETURN_IF_ERROR(write_doc(*col, target, scratch_));
     return target;
 }
 
@@ -264,12 +260,9 @@ Result<DocId> Block::put(CollectionId c, std::optional<DocId> id, const Doc& doc
     }
     DocId target = id.value_or(DocId{col->next_id()});
     if (target.v < 1 || target.v > limits::doc_id_max) return bad_id(target);
-    const DocRef* existing = col->find(target);
-    std::optional<DocRef> before;
-    if (existing && !db_->expired(*col, *existing, now_ms_)) before = *existing;
     scratch_.clear();
     FENEC_RETURN_IF_ERROR(encode_doc(col->name(), col->schema(), doc, scratch_));
-    FENEC_RETURN_IF_ERROR(write_doc(*col, target, scratch_, before));
+    FENEC_RETURN_IF_ERROR(write_doc(*col, target, scratch_));
     return target;
 }
 
@@ -289,7 +282,7 @@ Status Block::set(CollectionId c, DocId id, const Doc& doc) {
     }
     scratch_.clear();
     FENEC_RETURN_IF_ERROR(encode_doc(col->name(), col->schema(), doc, scratch_));
-    return write_doc(*col, id, scratch_, *existing);
+    return write_doc(*col, id, scratch_);
 }
 
 Result<bool> Block::del(CollectionId c, DocId id) {
@@ -579,7 +572,7 @@ Result<Landed> Block::commit() {
     }
     // 8. Account and notify.
     db.seq_.store(last, std::memory_order_release);
-    if (db.quota_ && !options_.internal) {
+    if (db.quota_ && !options_.internal && (db.quota_->rows_bucket || db.quota_->bytes_bucket)) {
         const int64_t now_ns = db.clock_->steady_ns();
         if (db.quota_->rows_bucket) db.quota_->rows_bucket->charge(double(charged_rows_), now_ns);
         if (db.quota_->bytes_bucket) db.quota_->bytes_bucket->charge(double(charged_bytes_), now_ns);

@@ -44,44 +44,28 @@ std::vector<std::shared_ptr<const std::byte[]>> Segments::share() const {
     return out;
 }
 
-std::optional<DocRef> Collection::put(DocId id, std::span<const std::byte> body) {
-    return put_ref(id, segs_.add(body));
+std::optional<DocRef> Collection::put(DocId id, std::span<const std::byte> body, DocRef* stored) {
+    const DocRef ref = segs_.add(body);
+    if (stored) *stored = ref;
+    return docs_.put(id.v, ref);
 }
 
-std::optional<DocRef> Collection::put_ref(DocId id, DocRef ref) {
-    if (docs_.empty() || id.v > docs_.rbegin()->first) {
-        docs_.emplace_hint(docs_.end(), id.v, ref);
-        return std::nullopt;
-    }
-    auto [it, inserted] = docs_.try_emplace(id.v, ref);
-    if (inserted) return std::nullopt;
-    DocRef prev = it->second;
-    it->second = ref;
-    return prev;
-}
+std::optional<DocRef> Collection::put_ref(DocId id, DocRef ref) { return docs_.put(id.v, ref); }
 
-std::optional<DocRef> Collection::erase(DocId id) {
-    auto it = docs_.find(id.v);
-    if (it == docs_.end()) return std::nullopt;
-    DocRef prev = it->second;
-    docs_.erase(it);
-    return prev;
-}
+std::optional<DocRef> Collection::erase(DocId id) { return docs_.erase(id.v); }
 
 void Collection::restore(DocId id, std::optional<DocRef> prev) {
-    if (prev) docs_[id.v] = *prev;
+    if (prev) docs_.put(id.v, *prev);
     else docs_.erase(id.v);
 }
 
 void Collection::each(const std::function<bool(DocId, DocView)>& visit) const {
-    for (const auto& [id, ref] : docs_) {
-        if (!visit(DocId{id}, DocView(ref.bytes()))) return;
-    }
+    docs_.each_from(0, [&](uint64_t id, const DocRef& ref) { return visit(DocId{id}, DocView(ref.bytes())); });
 }
 
 void Collection::repack() {
     Segments fresh;
-    for (auto& [id, ref] : docs_) ref = fresh.add(ref.bytes());
+    docs_.rewrite_all([&](const DocRef& ref) { return fresh.add(ref.bytes()); });
     segs_ = std::move(fresh);
 }
 

@@ -14,16 +14,11 @@
 #include <vector>
 
 #include "engine/hooks.h"
+#include "engine/id_map.h"
 #include "engine/ids.h"
 #include "engine/schema.h"
 
 namespace fenec::engine {
-
-struct DocRef {
-    const std::byte* data = nullptr;
-    uint32_t size = 0;
-    std::span<const std::byte> bytes() const { return {data, size}; }
-};
 
 // An append-only arena of document bodies.
 class Segments {
@@ -64,19 +59,17 @@ public:
     uint64_t next_id() const { return next_id_; }
     void set_next_id(uint64_t n) { next_id_ = n; }
 
-    const DocRef* find(DocId id) const {
-        auto it = docs_.find(id.v);
-        return it == docs_.end() ? nullptr : &it->second;
-    }
-    // Stores a body (copied into the segments) under `id`; returns the previous one if any.
-    std::optional<DocRef> put(DocId id, std::span<const std::byte> body);
+    const DocRef* find(DocId id) const { return docs_.find(id.v); }
+    // Stores a body (copied into the segments) under `id`; returns the previous one if any and
+    // sets `*stored` to where the body now lives.
+    std::optional<DocRef> put(DocId id, std::span<const std::byte> body, DocRef* stored = nullptr);
     // Stores a ref that already lives in memory the database keeps alive (replay's buffer).
     std::optional<DocRef> put_ref(DocId id, DocRef ref);
     std::optional<DocRef> erase(DocId id);
     void restore(DocId id, std::optional<DocRef> prev);  // undo
 
     uint64_t rows() const { return docs_.size(); }
-    const std::map<uint64_t, DocRef>& docs() const { return docs_; }
+    const IdMap& docs() const { return docs_; }
     Segments& segments() { return segs_; }
     const Segments& segments() const { return segs_; }
 
@@ -91,7 +84,7 @@ private:
     std::string name_;
     Schema schema_;
     uint64_t next_id_ = 1;
-    std::map<uint64_t, DocRef> docs_;
+    IdMap docs_;
     Segments segs_;
 };
 

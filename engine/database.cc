@@ -92,7 +92,7 @@ Result<Block> Database::begin(BlockOptions options) {
                                  Detail{.lease = v});
         }
     }
-    if (quota_ && !options.internal) {
+    if (quota_ && !options.internal && (quota_->rows_bucket || quota_->bytes_bucket)) {
         const int64_t now_ns = clock_->steady_ns();
         if (quota_->rows_bucket && !quota_->rows_bucket->can_begin(kRowsNeed, now_ns)) {
             const int64_t ms = quota_->rows_bucket->retry_after_ms(kRowsNeed, now_ns);
@@ -416,10 +416,10 @@ void ReadView::scan(CollectionId c, const std::function<bool(DocId, DocView)>& v
     const Collection* col = db_->collection_locked(c);
     if (!col) return;
     const bool ttl = col->schema().ttl_slot().has_value();
-    for (auto it = col->docs().lower_bound(from.v); it != col->docs().end(); ++it) {
-        if (ttl && db_->expired(*col, it->second, now_ms_)) continue;
-        if (!visit(DocId{it->first}, DocView(it->second.bytes()))) return;
-    }
+    col->docs().each_from(from.v, [&](uint64_t id, const DocRef& ref) {
+        if (ttl && db_->expired(*col, ref, now_ms_)) return true;
+        return visit(DocId{id}, DocView(ref.bytes()));
+    });
 }
 
 uint64_t ReadView::count(CollectionId c) const {
@@ -427,9 +427,10 @@ uint64_t ReadView::count(CollectionId c) const {
     if (!col) return 0;
     if (!col->schema().ttl_slot()) return col->rows();
     uint64_t n = 0;
-    for (const auto& [id, ref] : col->docs()) {
-        if (!db_->expired(*col, ref, now_ms_)) ++n;
-    }
+    col->docs().each_from(0, [&](uint64_t, const DocRef& ref) {
+        n += !db_->expired(*col, ref, now_ms_);
+        return true;
+    });
     return n;
 }
 
@@ -437,10 +438,11 @@ std::vector<DocId> ReadView::expired(CollectionId c, size_t limit) const {
     std::vector<DocId> out;
     const Collection* col = db_->collection_locked(c);
     if (!col || !col->schema().ttl_slot()) return out;
-    for (const auto& [id, ref] : col->docs()) {
-        if (out.size() >= limit) break;
+    col->docs().each_from(0, [&](uint64_t id, const DocRef& ref) {
+        if (out.size() >= limit) return false;
         if (db_->expired(*col, ref, now_ms_)) out.push_back(DocId{id});
-    }
+        return true;
+    });
     return out;
 }
 

@@ -294,8 +294,7 @@ private:
     friend class Database;
     Block(Database* db, std::unique_lock<std::shared_mutex> lock, BlockOptions options);
 
-    Status write_doc(Collection& c, DocId id, std::span<const std::byte> body,
-                     std::optional<DocRef> before);
+    Status write_doc(Collection& c, DocId id, std::span<const std::byte> body);
     void push_put(CollectionId c, DocId id, DocRef ref);
     void push_delete(CollectionId c, DocId id);
     Status maybe_spill();

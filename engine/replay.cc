@@ -234,7 +234,7 @@ Status ReplayState::finish_image(uint64_t p) {
         if (c->rows() != rows) return corrupt(p, "collection state promised " + std::to_string(rows) +
                                                      " rows, the image holds " +
                                                      std::to_string(c->rows()));
-        if (!c->docs().empty() && c->docs().rbegin()->first >= c->next_id()) {
+        if (!c->docs().empty() && c->docs().max_id() >= c->next_id()) {
             return corrupt(p, "next id is not above every id");
         }
     }

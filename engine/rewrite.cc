@@ -23,7 +23,11 @@ Database::Snapshot Database::snapshot_locked() const {
         sc.name = c->name();
         sc.schema = c->schema();
         sc.next_id = c->next_id();
-        sc.docs.assign(c->docs().begin(), c->docs().end());
+        sc.docs.reserve(c->docs().size());
+        c->docs().each_from(0, [&](uint64_t doc_id, const DocRef& ref) {
+            sc.docs.emplace_back(doc_id, ref);
+            return true;
+        });
         sc.keep = c->segments().share();
         if (options_.hook) {
             for (size_t slot = 0; slot < sc.schema.fields.size(); ++slot) {

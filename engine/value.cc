@@ -148,7 +148,11 @@ Status encode_object(const EncodeCtx& c, const Object& o, int depth, std::vector
 
 Status encode_value(const EncodeCtx& c, const Value& v, const TypeDesc* type, int depth,
                     std::vector<std::byte>& out) {
-    const std::string expected = type ? type->to_string() : "a json value";
+    // Named only when a value does not fit: building the name costs more than the encoding.
+    struct Expected {
+        const TypeDesc* type;
+        operator std::string() const { return type ? type->to_string() : "a json value"; }
+    } expected{type};
     if (v.is_null()) {
         put_byte(out, kNull);
         return Status::ok();

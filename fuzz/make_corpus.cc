@@ -1,0 +1,266 @@
+// fuzz/make_corpus.cc: fenec_make_corpus, the generator of fuzz/corpus/open_file/. It runs the
+// engine on an in-memory file system (fuzz/mem_fs.h) with a fixed clock and random seed, so the
+// same build writes the same bytes, and writes each resulting file into the directory it is
+// given. Built only in the fuzz build (FENEC_FUZZ=ON):
+//
+//   make fuzz                                  # configures and builds build-fuzz/
+//   build-fuzz/fuzz/fenec_make_corpus fuzz/corpus/open_file
+//
+// Seeds (each well under 64 KiB; a spilled block needs 16 MiB and is left out):
+//   fresh.fenec        Database::create alone: header and one history record
+//   types.fenec        several blocks holding every value type, explicit ids, a TTL field, an
+//                      internal `_` collection, deletes, alters (add, drop, rename) and a drop
+//   checkpointed.fenec the same, checkpointed (an image region), then more blocks and a fork
+//   image.fenec        Database::image() of that database: an image region and nothing after it
+//   torn.fenec         types.fenec plus the first half of one more block record (a torn tail)
+//   zero_tail.fenec    types.fenec plus 4 KiB of zeros (a zero-filled tail)
+// The regress_*.fenec files beside them are not generated: they are inputs that once broke an
+// invariant (fuzz/README.md), kept so the bug stays fixed.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/clock.h"
+#include "engine/database.h"
+#include "fuzz/mem_fs.h"
+
+namespace {
+
+using namespace fenec::engine;
+using fenec::fuzz::MemFs;
+
+constexpr const char* kPath = "/t/t.fenec";
+
+[[noreturn]] void die(const std::string& what, const Status& st) {
+    std::fprintf(stderr, "fenec_make_corpus: %s: %s\n", what.c_str(), st.to_string().c_str());
+    std::exit(1);
+}
+
+template <class T>
+T must(Result<T> r, const std::string& what) {
+    if (!r.is_ok()) die(what, r.status());
+    return std::move(r).value();
+}
+
+void must(const Status& st, const std::string& what) {
+    if (!st.is_ok()) die(what, st);
+}
+
+FieldDesc field(std::string name, TypeDesc type) {
+    FieldDesc f;
+    f.name = std::move(name);
+    f.type = std::move(type);
+    return f;
+}
+
+// One field of every type of engine.md §4, plus a list of lists and a json field.
+Schema everything_schema() {
+    Schema s;
+    s.fields.push_back(field("flag", make_type(BaseType::Bool)));
+    s.fields.push_back(field("n", make_type(BaseType::Int)));
+    s.fields.push_back(field("x", make_type(BaseType::Float)));
+    s.fields.push_back(field("name", make_type(BaseType::Text)));
+    s.fields.back().index.kind = IndexKind::hash;
+    s.fields.push_back(field("blob", make_type(BaseType::Bytes)));
+    s.fields.push_back(field("at", make_type(BaseType::Timestamp)));
+    s.fields.push_back(field("v", make_vector(3)));
+    s.fields.push_back(field("h", make_vector(4, VectorElem::f16)));
+    s.fields.push_back(field("tags", make_list(make_type(BaseType::Text))));
+    s.fields.push_back(field("grid", make_list(make_list(make_type(BaseType::Int)))));
+    s.fields.push_back(field("meta", make_type(BaseType::Json)));
+    s.fields[0].required = true;
+    return s;
+}
+
+Doc everything_doc(int i) {
+    Object inner;
+    inner.keys = {"z", "a"};
+    inner.values = {Value(int64_t{i}), Value(List{{Value("deep"), Value(true), Value()}})};
+    Object meta;
+    meta.keys = {"k", "nested", "pi"};
+    meta.values = {Value("v" + std::to_string(i)), Value(std::move(inner)), Value(3.25)};
+    Doc d;
+    d.emplace_back(0, Value(i % 2 == 0));
+    d.emplace_back(1, Value(int64_t{-1000} * i + 7));
+    d.emplace_back(2, Value(0.5 * i - 1.0));
+    d.emplace_back(3, Value("name-" + std::to_string(i) + "-\xc3\xa9"));
+    d.emplace_back(4, Value(Bytes{std::string("\x00\x01\xff", 3) + std::to_string(i)}));
+    d.emplace_back(5, Value(Timestamp{1'700'000'000'000 + i}));
+    d.emplace_back(6, Value(VectorF32{{1.0f * i, -2.5f, 0.0f}}));
+    d.emplace_back(7, Value(VectorF16{{f32_to_f16(0.5f), f32_to_f16(-1.0f), 0x7c00, 0}}));
+    d.emplace_back(8, Value(List{{Value("a"), Value("b" + std::to_string(i))}}));
+    d.emplace_back(
+        9, Value(List{{Value(List{{Value(int64_t{1}), Value(int64_t{i})}}), Value(List{})}}));
+    if (i % 3 != 0) d.emplace_back(10, Value(std::move(meta)));
+    return d;
+}
+
+// Several blocks over three collections: every value type, explicit and automatic ids, a TTL
+// field (rows that are expired and rows that are not), an internal collection, deletes, updates,
+// alters and a dropped collection.
+void write_types(Database& db) {
+    CollectionId all, people, gone;
+    {
+        Block b = must(db.begin(), "begin");
+        all = must(b.create_collection("everything", everything_schema()), "create everything");
+        for (int i = 1; i <= 4; ++i) must(b.insert(all, std::nullopt, everything_doc(i)), "insert");
+        must(b.commit(), "commit 1");
+    }
+    {
+        Block b = must(db.begin(), "begin");
+        Schema s;
+        s.fields.push_back(field("name", make_type(BaseType::Text)));
+        s.fields.push_back(field("age", make_type(BaseType::Int)));
+        s.fields.push_back(field("seen", make_type(BaseType::Timestamp)));
+        s.fields.back().index.kind = IndexKind::ttl;
+        s.fields.back().index.ttl_ms = 60'000;
+        people = must(b.create_collection("people", s), "create people");
+        const int64_t now = b.now_ms();
+        for (int i = 0; i < 6; ++i) {
+            Doc d{{0, Value("p" + std::to_string(i))}, {1, Value(int64_t{20 + i})}};
+            if (i % 2) d.emplace_back(2, Value(Timestamp{now - 120'000}));  // expired
+            must(b.put(people, std::nullopt, d), "put people");
+        }
+        must(b.insert(people, DocId{100}, Doc{{0, Value("explicit")}}), "insert 100");
+        must(b.put(all, DocId{2}, everything_doc(20)), "update 2");
+        must(b.commit(), "commit 2");
+    }
+    {
+        Block b = must(db.begin(), "begin");
+        must(b.del(people, DocId{3}), "del 3");
+        must(b.del(all, DocId{4}), "del 4");
+        must(b.set(people, DocId{1}, Doc{{0, Value("renamed")}, {1, Value(int64_t{99})}}), "set");
+        gone = must(b.create_collection("scratch", Schema{{field("s", make_type(BaseType::Text))}}),
+                    "create scratch");
+        must(b.put(gone, std::nullopt, Doc{{0, Value("soon gone")}}), "put scratch");
+        must(b.commit(), "commit 3");
+    }
+    {
+        Block b = must(db.begin(), "begin");
+        AlterSpec add;
+        add.kind = AlterKind::add_field;
+        add.field_desc = field("email", make_type(BaseType::Text));
+        must(b.alter_collection(people, add), "alter add");
+        AlterSpec rename;
+        rename.kind = AlterKind::rename_field;
+        rename.field = "age";
+        rename.new_name = "years";
+        must(b.alter_collection(people, rename), "alter rename");
+        AlterSpec drop;
+        drop.kind = AlterKind::drop_field;
+        drop.field = "blob";
+        must(b.alter_collection(all, drop), "alter drop");
+        must(b.put(people, std::nullopt, Doc{{0, Value("late")}, {3, Value("a@b.c")}}), "put");
+        must(b.drop_collection(gone), "drop scratch");
+        must(b.commit(), "commit 4");
+    }
+    {
+        Block b = must(db.begin(BlockOptions{.internal = true}), "begin internal");
+        Schema s{{field("key", make_type(BaseType::Text))}};
+        CollectionId internal = must(b.create_collection("_idempotency", s), "create internal");
+        must(b.put(internal, std::nullopt, Doc{{0, Value("req-1")}}), "put internal");
+        must(b.commit(), "commit 5");
+    }
+}
+
+// One more block of a few rows, appended after whatever the database holds.
+void write_more(Database& db, int from) {
+    Block b = must(db.begin(), "begin");
+    CollectionId all = must(b.find("everything"), "find");
+    const Schema* schema = b.schema(all);
+    for (int i = from; i < from + 3; ++i) {
+        Doc d = everything_doc(i);
+        std::erase_if(d, [&](const auto& v) { return schema->fields[v.first].dropped; });
+        must(b.put(all, std::nullopt, d), "put");
+    }
+    must(b.commit(), "commit more");
+}
+
+struct Env {
+    MemFs fs;
+    FakeClock clock;
+    SeededRandom random{20240601};
+    OpenOptions options() {
+        OpenOptions o;
+        o.fs = &fs;
+        o.clock = &clock;
+        o.random = &random;
+        o.tenant = "t";
+        o.sync = SyncPolicy::every_block();
+        return o;
+    }
+};
+
+using FileBytes = std::vector<std::byte>;
+
+void write_out(const std::string& dir, const std::string& name, const FileBytes& bytes) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+        std::fprintf(stderr, "fenec_make_corpus: cannot write %s\n", path.c_str());
+        std::exit(1);
+    }
+    std::printf("%s: %zu bytes\n", path.c_str(), bytes.size());
+}
+
+// Closes `db` and returns the file's bytes.
+FileBytes close_and_read(Env& env, std::unique_ptr<Database> db) {
+    must(db->close(), "close");
+    db.reset();
+    return env.fs.get(kPath);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s <output dir>\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+    {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_out(dir, "fresh.fenec", close_and_read(env, std::move(db)));
+    }
+    FileBytes types;
+    {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_types(*db);
+        types = close_and_read(env, std::move(db));
+        write_out(dir, "types.fenec", types);
+    }
+    {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_types(*db);
+        const uint64_t before = db->usage().file_bytes;
+        write_more(*db, 50);
+        const uint64_t after = db->usage().file_bytes;
+        FileBytes torn = close_and_read(env, std::move(db));
+        torn.resize(before + (after - before) / 2);
+        write_out(dir, "torn.fenec", torn);
+        FileBytes zeros = types;
+        zeros.resize(types.size() + 4096);
+        write_out(dir, "zero_tail.fenec", zeros);
+    }
+    {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_types(*db);
+        must(db->checkpoint(), "checkpoint");
+        write_more(*db, 30);
+        must(db->fork_history(), "fork");
+        write_more(*db, 40);
+        Image image = must(db->image(), "image");
+        write_out(dir, "image.fenec", *image.bytes);
+        write_out(dir, "checkpointed.fenec", close_and_read(env, std::move(db)));
+    }
+    return 0;
+}
