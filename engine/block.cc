@@ -16,7 +16,7 @@ constexpr uint64_t kOpOverheadBytes = 64;  // estimate of a table's bytes beyond
 }
 
 Block::Block(Database* db, std::unique_lock<std::shared_mutex> lock, BlockOptions options)
-    : db_(db), lock_(std::move(lock)), options_(options), now_ms_(db->clock_->wall_ms()) {}
+    : db_(db), lock_(std::move(lock)), options_(options), now_ms_(options.now_ms ? *options.now_ms : db->clock_->wall_ms()) {}
 
 Block::Block(Block&& o) noexcept
     : db_(std::exchange(o.db_, nullptr)),
@@ -176,6 +176,23 @@ Status Block::write_doc(Collection& c, DocId id, std::span<const std::byte> body
                       u.prev ? std::optional<DocView>(DocView(u.prev->bytes())) : std::nullopt,
                       DocView(ref.bytes())};
         Status st = hook->on_write(ev);
+        if (!st.is_ok() && st.code() == Code::duplicate) {
+            // A unique value held only by an expired row is free: the holder is deleted in this
+            // block before the put (engine.md §10), one more write.
+            const DocId holder{st.detail().id};
+            const DocRef* held = holder.v != id.v ? c.find(holder) : nullptr;
+            if (held && db_->expired(c, *held, now_ms_)) {
+                c.restore(id, u.prev);
+                c.set_next_id(u.prev_next_id);
+                c.segments().rewind(u.seg_mark);
+                const bool was_internal = options_.internal;
+                options_.internal = true;  // the sweep's delete: not the client's to refuse
+                Result<bool> gone = del(c.id(), holder);
+                options_.internal = was_internal;
+                if (!gone.is_ok()) return gone.status();
+                return write_doc(c, id, body);
+            }
+        }
         if (!st.is_ok()) {
             c.restore(id, u.prev);
             c.set_next_id(u.prev_next_id);

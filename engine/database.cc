@@ -66,7 +66,9 @@ Status Database::write_fresh(Fs& fs) {
     return fs.sync_dir(dir_of(path_));
 }
 
-ReadView Database::read() const { return ReadView(this, clock_->wall_ms()); }
+ReadView Database::read(std::optional<int64_t> now_ms) const {
+    return ReadView(this, now_ms ? *now_ms : clock_->wall_ms());
+}
 
 Status Database::refusal_locked() const {
     if (auto f = failure()) {

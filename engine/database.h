@@ -85,6 +85,9 @@ struct History {
 struct BlockOptions {
     bool internal = false;  // the server's own writes and TTL sweeps: may touch `_` collections,
                             // never asked or charged the rate buckets
+    // The block's `now` (TTL expiry, at_ms): one statement reads and writes at one instant.
+    // Unset: the clock's wall time as the block begins.
+    std::optional<int64_t> now_ms = std::nullopt;
 };
 
 struct Landed {
@@ -154,7 +157,8 @@ public:
     static Status install_image(Fs& fs, std::string_view incoming, std::string_view target,
                                 InstallMode mode);
 
-    ReadView read() const;
+    // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
+    ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
     Result<Block> begin(BlockOptions options = {});
 
     Status wait_durable(Seq seq);

@@ -1,7 +1,7 @@
-// tools/fenec.cc: the `fenec` command line. For now: `fenec demo DIR` writes a demo tenant,
-// reopens it and prints its state; `fenec inspect FILE` prints a file's header, history and
-// collections (read-only: it cuts nothing). The shell and backup/restore come with FenecQL and
-// the node.
+// tools/fenec.cc: the `fenec` command line: `fenec shell FILE` runs FenecQL on a tenant file
+// (tools/shell.cc); `fenec demo DIR` writes a demo tenant, reopens it and prints its state;
+// `fenec inspect FILE` prints a file's header, history and collections (read-only: it cuts
+// nothing). Backup and restore come with the node.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "engine/database.h"
 #include "engine/format.h"
+#include "tools/shell.h"
 
 namespace {
 
@@ -113,13 +114,17 @@ int inspect(const std::string& path) {
 
 void usage() {
     std::fprintf(stderr,
-                 "usage: fenec demo DIR        write a demo tenant in DIR, reopen it, print it\n"
+                 "usage: fenec shell FILE [-c STATEMENT]   FenecQL on a tenant file\n"
+                 "       fenec demo DIR        write a demo tenant in DIR, reopen it, print it\n"
                  "       fenec inspect FILE    print a tenant file's header, history, collections\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc >= 2 && std::strcmp(argv[1], "shell") == 0) {
+        return fenec::tools::shell_main(argc - 1, argv + 1);
+    }
     if (argc == 3 && std::strcmp(argv[1], "demo") == 0) return demo(argv[2]);
     if (argc == 3 && std::strcmp(argv[1], "inspect") == 0) return inspect(argv[2]);
     if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {

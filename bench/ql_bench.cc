@@ -1,0 +1,166 @@
+// bench/ql_bench.cc: what FenecQL's indexes and collations cost and save (issue 3, "Show"), each
+// against its baseline in the same run:
+//   - equality: `get r where k = $v` through @hash against the same read over an unindexed copy
+//     (a scan);
+//   - `get r order s limit 20` over 1M rows through @sorted against the same over an unindexed
+//     copy (a full sort);
+//   - 1M names ordered `collate tr` against ordered by bytes (both full sorts, limit 20).
+// Rows are written through the engine's API (fast set-up); the reads go through parse() and the
+// executor as the node runs them. Files live under /tmp/fenec-qlbench-* and are removed.
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "engine/database.h"
+#include "index/index_set.h"
+#include "ql/executor.h"
+#include "ql/parser.h"
+
+namespace {
+
+using namespace fenec;
+
+constexpr uint64_t kEqRows = 200'000;
+constexpr uint64_t kBigRows = 1'000'000;
+
+struct Tenant {
+    index::IndexSet indexes;
+    std::unique_ptr<engine::Database> db;
+
+    std::string run(const std::string& text) {
+        auto parsed = ql::parse(text);
+        if (!parsed) return "parse error: " + parsed.error().to_string();
+        ql::Executor ex(*db, indexes);
+        auto answer = ex.run(parsed.value(), {});
+        if (!answer) return "error: " + answer.error().to_string();
+        return ql::to_json(answer.value());
+    }
+};
+
+std::string bench_dir() {
+    static std::string dir = [] {
+        char tmpl[] = "/tmp/fenec-qlbench-XXXXXX";
+        const char* d = mkdtemp(tmpl);
+        return std::string(d ? d : "/tmp");
+    }();
+    return dir;
+}
+
+// A tenant with `rows` rows of (k int, s int, name text); `schema` is the create statement.
+std::unique_ptr<Tenant> make_tenant(const std::string& file, const std::string& schema, uint64_t rows) {
+    auto t = std::make_unique<Tenant>();
+    engine::OpenOptions o;
+    o.hook = &t->indexes;
+    o.sync = engine::SyncPolicy::at_close();
+    const std::string path = bench_dir() + "/" + file;
+    std::filesystem::remove(path);
+    auto created = engine::Database::create(path, o);
+    if (!created.is_ok()) std::abort();
+    t->db = std::move(created).value();
+    t->run(schema);
+    std::mt19937_64 rng(7);
+    static const char* syllables[] = {"ça", "ğı", "Ir", "ka", "İs", "ön", "şu", "ay", "le", "Ün", "bo", "zi"};
+    for (uint64_t done = 0; done < rows;) {
+        auto block = t->db->begin();
+        const engine::CollectionId c = *block->find("r");
+        for (uint64_t n = 0; n < 100'000 && done < rows; ++n, ++done) {
+            std::string name;
+            for (int s = 0; s < 4; ++s) name += syllables[rng() % 12];
+            engine::Doc doc{{0, engine::Value(static_cast<int64_t>(rng() % 1000))},
+                            {1, engine::Value(static_cast<int64_t>(rng()))},
+                            {2, engine::Value(name)}};
+            if (!block->put(c, std::nullopt, doc).is_ok()) std::abort();
+        }
+        if (!block->commit().is_ok()) std::abort();
+    }
+    return t;
+}
+
+Tenant& tenant(const std::string& which) {
+    static std::map<std::string, std::unique_ptr<Tenant>> tenants;
+    auto& t = tenants[which];
+    if (!t) {
+        if (which == "eq_hash") t = make_tenant(which, "create collection r (k int @hash, s int, name text)", kEqRows);
+        if (which == "eq_scan") t = make_tenant(which, "create collection r (k int, s int, name text)", kEqRows);
+        if (which == "big_sorted") t = make_tenant(which, "create collection r (k int, s int @sorted, name text)", kBigRows);
+        if (which == "big_plain") t = make_tenant(which, "create collection r (k int, s int, name text)", kBigRows);
+    }
+    return *t;
+}
+
+void run_query(benchmark::State& state, const std::string& which, const std::string& query) {
+    Tenant& t = tenant(which);
+    const std::string first = t.run(query);
+    if (first.rfind("{\"rows\"", 0) != 0) {
+        state.SkipWithError(first.c_str());
+        return;
+    }
+    for (auto _ : state) benchmark::DoNotOptimize(t.run(query));
+}
+
+void BM_EqualityHashIndex(benchmark::State& s) { run_query(s, "eq_hash", "get r where k = 417"); }
+void BM_EqualityScan(benchmark::State& s) { run_query(s, "eq_scan", "get r where k = 417"); }
+void BM_OrderLimitSorted(benchmark::State& s) { run_query(s, "big_sorted", "get r order s limit 20"); }
+void BM_OrderLimitFullSort(benchmark::State& s) { run_query(s, "big_plain", "get r order s limit 20"); }
+void BM_OrderNamesBytes(benchmark::State& s) { run_query(s, "big_plain", "get r select name order name limit 20"); }
+void BM_OrderNamesCollateTr(benchmark::State& s) {
+    run_query(s, "big_plain", "get r select name order name collate tr limit 20");
+}
+
+BENCHMARK(BM_EqualityHashIndex)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EqualityScan)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OrderLimitSorted)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OrderLimitFullSort)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_OrderNamesBytes)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_OrderNamesCollateTr)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Prints each pair's ratio once the runs are done.
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (const Run& r : runs) {
+            const std::string name = r.benchmark_name();
+            times_[name.substr(0, name.find('/'))] = r.GetAdjustedRealTime() * unit(r.time_unit);
+        }
+        ConsoleReporter::ReportRuns(runs);
+    }
+    void Finalize() override {
+        ConsoleReporter::Finalize();
+        ratio("equality: scan / @hash", "BM_EqualityScan", "BM_EqualityHashIndex");
+        ratio("order s limit 20 over 1M: full sort / @sorted", "BM_OrderLimitFullSort", "BM_OrderLimitSorted");
+        ratio("1M names: collate tr / bytes", "BM_OrderNamesCollateTr", "BM_OrderNamesBytes");
+    }
+
+private:
+    static double unit(benchmark::TimeUnit u) {
+        switch (u) {
+            case benchmark::kNanosecond: return 1e-9;
+            case benchmark::kMicrosecond: return 1e-6;
+            case benchmark::kMillisecond: return 1e-3;
+            default: return 1;
+        }
+    }
+    void ratio(const char* what, const std::string& a, const std::string& b) {
+        auto x = times_.find(a), y = times_.find(b);
+        if (x == times_.end() || y == times_.end() || y->second == 0) return;
+        std::printf("ratio %-48s %10.2fx\n", what, x->second / y->second);
+    }
+    std::map<std::string, double> times_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    RatioReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    std::filesystem::remove_all(bench_dir());
+    return 0;
+}

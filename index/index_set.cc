@@ -1,0 +1,139 @@
+// index/index_set.cc: building and maintaining the indexes of index/index_set.h.
+#include "index/index_set.h"
+
+#include <algorithm>
+
+#include "index/key.h"
+
+namespace fenec::index {
+
+using engine::Code;
+using engine::IndexKind;
+using engine::Status;
+
+TextRule field_rule(const engine::FieldDesc& f) {
+    return TextRule{f.collation, f.nocase, f.collation};
+}
+
+void FieldIndex::add(const std::string& key, uint64_t id) {
+    if (ordered()) {
+        sorted_.emplace(key, id);
+    } else {
+        std::vector<uint64_t>& ids = hashed_[key];
+        ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+    }
+    ++count_;
+}
+
+void FieldIndex::remove(const std::string& key, uint64_t id) {
+    if (ordered()) {
+        count_ -= sorted_.erase({key, id});
+        return;
+    }
+    auto it = hashed_.find(key);
+    if (it == hashed_.end()) return;
+    auto pos = std::lower_bound(it->second.begin(), it->second.end(), id);
+    if (pos != it->second.end() && *pos == id) {
+        it->second.erase(pos);
+        --count_;
+    }
+    if (it->second.empty()) hashed_.erase(it);
+}
+
+std::vector<uint64_t> FieldIndex::equal(const std::string& key) const {
+    if (ordered()) {
+        std::vector<uint64_t> out;
+        for (auto it = sorted_.lower_bound({key, 0}); it != sorted_.end() && it->first == key; ++it) {
+            out.push_back(it->second);
+        }
+        return out;
+    }
+    auto it = hashed_.find(key);
+    return it == hashed_.end() ? std::vector<uint64_t>{} : it->second;
+}
+
+uint64_t FieldIndex::other_holder(const std::string& key, uint64_t id) const {
+    for (uint64_t holder : equal(key)) {
+        if (holder != id) return holder;
+    }
+    return 0;
+}
+
+std::string IndexSet::key_for(const engine::DocView& doc, uint16_t slot, const TextRule& rule) {
+    return key_of(doc.get(slot), rule);
+}
+
+const FieldIndex* IndexSet::find(engine::CollectionId c, uint16_t slot) const {
+    auto it = colls_.find(c.v);
+    if (it == colls_.end()) return nullptr;
+    for (const auto& ix : it->second.indexes) {
+        if (ix->slot() == slot) return ix.get();
+    }
+    return nullptr;
+}
+
+Status IndexSet::on_write(const engine::WriteEvent& ev) {
+    auto it = colls_.find(ev.collection.v);
+    if (it == colls_.end()) return Status::ok();
+    // Check every unique index first, so a refusal changes nothing.
+    for (const auto& ix : it->second.indexes) {
+        if (ix->kind() != IndexKind::unique || !ev.after || ev.after->is_null(ix->slot())) continue;
+        const std::string key = key_for(*ev.after, ix->slot(), ix->rule());
+        if (uint64_t holder = ix->other_holder(key, ev.id.v)) {
+            return Status::error(Code::duplicate,
+                                 "field `" + ix->field() + "` already holds that value (row " +
+                                     std::to_string(holder) + ")",
+                                 engine::Detail{.id = holder});
+        }
+    }
+    for (const auto& ix : it->second.indexes) {
+        if (ev.before) ix->remove(key_for(*ev.before, ix->slot(), ix->rule()), ev.id.v);
+        if (ev.after) ix->add(key_for(*ev.after, ix->slot(), ix->rule()), ev.id.v);
+    }
+    return Status::ok();
+}
+
+void IndexSet::on_undo(const engine::WriteEvent& ev) {
+    auto it = colls_.find(ev.collection.v);
+    if (it == colls_.end()) return;
+    for (const auto& ix : it->second.indexes) {
+        if (ev.after) ix->remove(key_for(*ev.after, ix->slot(), ix->rule()), ev.id.v);
+        if (ev.before) ix->add(key_for(*ev.before, ix->slot(), ix->rule()), ev.id.v);
+    }
+}
+
+void IndexSet::on_schema(engine::CollectionId c, const engine::Schema* schema,
+                         const engine::DocSource* docs) {
+    colls_.erase(c.v);
+    if (!schema) return;
+    Coll coll;
+    for (size_t slot = 0; slot < schema->fields.size(); ++slot) {
+        const engine::FieldDesc& f = schema->fields[slot];
+        if (f.dropped) continue;
+        switch (f.index.kind) {
+            case IndexKind::hash: case IndexKind::unique: case IndexKind::sorted:
+            case IndexKind::ttl:
+                coll.indexes.push_back(std::make_unique<FieldIndex>(
+                    f.index.kind, static_cast<uint16_t>(slot), f.name, field_rule(f)));
+                break;
+            default: break;  // text and hnsw are search's (index/ search modules)
+        }
+    }
+    if (coll.indexes.empty()) return;
+    if (docs) {
+        docs->each([&](engine::DocId id, engine::DocView doc) {
+            for (const auto& ix : coll.indexes) ix->add(key_for(doc, ix->slot(), ix->rule()), id.v);
+            return true;
+        });
+    }
+    colls_[c.v] = std::move(coll);
+}
+
+void IndexSet::on_open(engine::OpenReport&) {}
+
+engine::Result<std::vector<std::byte>> IndexSet::encode_graph(engine::CollectionId, uint16_t,
+                                                              engine::Seq) {
+    return Status::error(Code::not_found, "no vector graphs are kept yet");
+}
+
+}  // namespace fenec::index

@@ -1,0 +1,81 @@
+// index/index_set.h: a tenant's hash, unique and sorted indexes (and the ttl field's order),
+// kept current by every write through the engine's IndexHook. Keys are index/key.h's, so an
+// index answers exactly what a scan would (fenecql.md §4.1: "indexes change speed, never
+// answers"). Thread-safety: the engine calls the hook under its writer lock; readers use the
+// query methods under a ReadView (the shared lock), so no lock of its own is needed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/hooks.h"
+#include "index/collation.h"
+
+namespace fenec::index {
+
+// The text rule a field compares by (fenecql.md §6.3-§6.4).
+TextRule field_rule(const engine::FieldDesc& f);
+
+class FieldIndex {
+public:
+    FieldIndex(engine::IndexKind kind, uint16_t slot, std::string field, TextRule rule)
+        : kind_(kind), slot_(slot), field_(std::move(field)), rule_(rule) {}
+
+    engine::IndexKind kind() const { return kind_; }
+    uint16_t slot() const { return slot_; }
+    const std::string& field() const { return field_; }
+    const TextRule& rule() const { return rule_; }
+    bool ordered() const {
+        return kind_ == engine::IndexKind::sorted || kind_ == engine::IndexKind::ttl;
+    }
+
+    void add(const std::string& key, uint64_t id);
+    void remove(const std::string& key, uint64_t id);
+    // Ids holding exactly `key`, ascending.
+    std::vector<uint64_t> equal(const std::string& key) const;
+    // A holder of `key` other than `id`, or 0.
+    uint64_t other_holder(const std::string& key, uint64_t id) const;
+    // Ordered indexes: (key, id) pairs in key order, ties by id.
+    const std::set<std::pair<std::string, uint64_t>>& entries() const { return sorted_; }
+    size_t size() const { return count_; }
+
+private:
+    engine::IndexKind kind_;
+    uint16_t slot_;
+    std::string field_;
+    TextRule rule_;
+    std::unordered_map<std::string, std::vector<uint64_t>> hashed_;  // hash, unique
+    std::set<std::pair<std::string, uint64_t>> sorted_;              // sorted, ttl
+    size_t count_ = 0;
+};
+
+class IndexSet final : public engine::IndexHook {
+public:
+    // engine::IndexHook
+    engine::Status on_write(const engine::WriteEvent& ev) override;
+    void on_undo(const engine::WriteEvent& ev) override;
+    void on_schema(engine::CollectionId c, const engine::Schema* schema,
+                   const engine::DocSource* docs) override;
+    void on_open(engine::OpenReport& report) override;
+    engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
+                                                        engine::Seq at) override;
+
+    // The index on (collection, slot), or null.
+    const FieldIndex* find(engine::CollectionId c, uint16_t slot) const;
+
+    // The key a document's slot is indexed under.
+    static std::string key_for(const engine::DocView& doc, uint16_t slot, const TextRule& rule);
+
+private:
+    struct Coll {
+        std::vector<std::unique_ptr<FieldIndex>> indexes;
+    };
+    std::map<uint32_t, Coll> colls_;
+};
+
+}  // namespace fenec::index

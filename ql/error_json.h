@@ -1,0 +1,13 @@
+// ql/error_json.h: a FenecQL error as its JSON body (fenecql.md §12.3): {"error": "..."} plus the
+// members its status carries. The node answers it with error.status(); the shell prints it.
+#pragma once
+
+#include <string>
+
+#include "ql/error.h"
+
+namespace fenec::ql {
+
+std::string error_json(const Error& e);
+
+}  // namespace fenec::ql
