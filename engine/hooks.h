@@ -31,6 +31,9 @@ struct GraphRecord {
     uint16_t slot = 0;
     uint64_t offset = 0;                 // of the record in the file
     std::span<const std::byte> body;     // valid only during on_open
+    // A write to the collection landed after the graph: its nodes may not match the documents
+    // (index/ then rebuilds, or applies the change set when it can tell it).
+    bool written_after = false;
 };
 struct OpenReport {
     std::vector<GraphRecord> graphs;     // the last one per (collection, slot)

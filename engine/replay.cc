@@ -44,6 +44,7 @@ struct ReplayState {
     std::unordered_map<uint64_t, std::vector<SpillSeen>> spills;
     std::map<std::pair<uint32_t, uint16_t>, GraphRecord> graphs;
     std::map<uint32_t, uint64_t> image_rows;  // collection -> rows its state promised
+    std::map<uint32_t, uint64_t> last_write;  // collection -> offset of the last record writing it
 
     Status corrupt(uint64_t at, const std::string& what) const {
         return Status::error(Code::corruption, what + " at offset " + std::to_string(at),
@@ -62,7 +63,22 @@ struct ReplayState {
                      const flatbuffers::Vector<uint32_t>* ends,
                      const flatbuffers::Vector<uint8_t>* bodies, bool image);
     Status finish_image(uint64_t p);
+    void note_write(uint64_t p, fb::Op type, const void* op);
 };
+
+// Remembers where each collection was last written, so a graph record knows whether writes
+// followed it (GraphRecord::written_after).
+void ReplayState::note_write(uint64_t p, fb::Op type, const void* op) {
+    uint32_t c = 0;
+    switch (type) {
+        case fb::Op::AlterCollection: c = static_cast<const fb::AlterCollection*>(op)->collection(); break;
+        case fb::Op::DropCollection: c = static_cast<const fb::DropCollection*>(op)->collection(); break;
+        case fb::Op::PutDocs: c = static_cast<const fb::PutDocs*>(op)->collection(); break;
+        case fb::Op::DeleteDocs: c = static_cast<const fb::DeleteDocs*>(op)->collection(); break;
+        default: return;
+    }
+    last_write[c] = p;
+}
 
 Status ReplayState::check_header() {
     if (size < format::kHeaderBytes) return corrupt(0, "file shorter than its 64-byte header");
@@ -425,6 +441,7 @@ Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* typ
         const fb::Op type = types->Get(i);
         const void* v = values->Get(i);
         if (!v) return corrupt(p, "missing op");
+        note_write(p, type, v);
         switch (type) {
             case fb::Op::CreateCollection: {
                 const auto* c = static_cast<const fb::CreateCollection*>(v);
@@ -532,7 +549,11 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
     }
     if (options_.hook) {
         OpenReport report;
-        for (auto& [key, g] : replay.graphs) report.graphs.push_back(g);
+        for (auto& [key, g] : replay.graphs) {
+            auto w = replay.last_write.find(g.collection.v);
+            g.written_after = w != replay.last_write.end() && w->second > g.offset;
+            report.graphs.push_back(g);
+        }
         options_.hook->on_open(report);
     }
     // Copy the live documents out of the read buffer, which is then freed.

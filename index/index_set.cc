@@ -72,7 +72,7 @@ const FieldIndex* IndexSet::find(engine::CollectionId c, uint16_t slot) const {
     return nullptr;
 }
 
-Status IndexSet::on_write(const engine::WriteEvent& ev) {
+Status IndexSet::write_own(const engine::WriteEvent& ev) {
     auto it = colls_.find(ev.collection.v);
     if (it == colls_.end()) return Status::ok();
     // Check every unique index first, so a refusal changes nothing.
@@ -93,7 +93,7 @@ Status IndexSet::on_write(const engine::WriteEvent& ev) {
     return Status::ok();
 }
 
-void IndexSet::on_undo(const engine::WriteEvent& ev) {
+void IndexSet::undo_own(const engine::WriteEvent& ev) {
     auto it = colls_.find(ev.collection.v);
     if (it == colls_.end()) return;
     for (const auto& ix : it->second.indexes) {
@@ -102,8 +102,8 @@ void IndexSet::on_undo(const engine::WriteEvent& ev) {
     }
 }
 
-void IndexSet::on_schema(engine::CollectionId c, const engine::Schema* schema,
-                         const engine::DocSource* docs) {
+void IndexSet::schema_own(engine::CollectionId c, const engine::Schema* schema,
+                          const engine::DocSource* docs) {
     colls_.erase(c.v);
     if (!schema) return;
     Coll coll;
@@ -129,11 +129,45 @@ void IndexSet::on_schema(engine::CollectionId c, const engine::Schema* schema,
     colls_[c.v] = std::move(coll);
 }
 
-void IndexSet::on_open(engine::OpenReport&) {}
+Status IndexSet::on_write(const engine::WriteEvent& ev) {
+    FENEC_RETURN_IF_ERROR(write_own(ev));
+    for (engine::IndexHook* x : extensions_) {
+        Status st = x->on_write(ev);
+        if (!st.is_ok()) {
+            // Extensions never refuse; should one, everything heard so far is taken back.
+            for (engine::IndexHook* y : extensions_) {
+                if (y == x) break;
+                y->on_undo(ev);
+            }
+            undo_own(ev);
+            return st;
+        }
+    }
+    return Status::ok();
+}
 
-engine::Result<std::vector<std::byte>> IndexSet::encode_graph(engine::CollectionId, uint16_t,
-                                                              engine::Seq) {
-    return Status::error(Code::not_found, "no vector graphs are kept yet");
+void IndexSet::on_undo(const engine::WriteEvent& ev) {
+    for (auto it = extensions_.rbegin(); it != extensions_.rend(); ++it) (*it)->on_undo(ev);
+    undo_own(ev);
+}
+
+void IndexSet::on_schema(engine::CollectionId c, const engine::Schema* schema,
+                         const engine::DocSource* docs) {
+    schema_own(c, schema, docs);
+    for (engine::IndexHook* x : extensions_) x->on_schema(c, schema, docs);
+}
+
+void IndexSet::on_open(engine::OpenReport& report) {
+    for (engine::IndexHook* x : extensions_) x->on_open(report);
+}
+
+engine::Result<std::vector<std::byte>> IndexSet::encode_graph(engine::CollectionId c,
+                                                              uint16_t slot, engine::Seq at) {
+    for (engine::IndexHook* x : extensions_) {
+        engine::Result<std::vector<std::byte>> g = x->encode_graph(c, slot, at);
+        if (g.is_ok() || g.status().code() != Code::not_found) return g;
+    }
+    return Status::error(Code::not_found, "no graph is kept for that field");
 }
 
 }  // namespace fenec::index

@@ -68,14 +68,24 @@ public:
     // The index on (collection, slot), or null.
     const FieldIndex* find(engine::CollectionId c, uint16_t slot) const;
 
+    // Other indexes kept through the same hook (text search, vector graphs): each hears every
+    // call after this set's own indexes. They never refuse a write. Not owned.
+    void add_extension(engine::IndexHook* extension) { extensions_.push_back(extension); }
+
     // The key a document's slot is indexed under.
     static std::string key_for(const engine::DocView& doc, uint16_t slot, const TextRule& rule);
 
 private:
+    engine::Status write_own(const engine::WriteEvent& ev);
+    void undo_own(const engine::WriteEvent& ev);
+    void schema_own(engine::CollectionId c, const engine::Schema* schema,
+                    const engine::DocSource* docs);
+
     struct Coll {
         std::vector<std::unique_ptr<FieldIndex>> indexes;
     };
     std::map<uint32_t, Coll> colls_;
+    std::vector<engine::IndexHook*> extensions_;
 };
 
 }  // namespace fenec::index
