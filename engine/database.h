@@ -167,6 +167,10 @@ public:
     Status compact();
     Result<Image> image();
     Status append_graph(CollectionId collection, uint16_t slot);
+    // Appends a graph record for every @hnsw field whose tenant has written since that field's
+    // last graph record (the background checkpoint of engine.md §6.3; the Flusher calls it).
+    // Returns how many were written.
+    Result<uint32_t> checkpoint_graphs();
 
     void set_limit(const Limits& limits);
     Limits limits() const;
@@ -243,6 +247,8 @@ private:
     bool read_only_ = false;
     bool rewriting_ = false;
     std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
+    // Per @hnsw field (collection, slot), the seq its last graph record describes.
+    std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_seq_;
     uint64_t quota_checks_ = 0;
 
     // Durability and the latch.

@@ -55,6 +55,7 @@ void Flusher::run() {
             // Errors latch the database; its writers and readers learn of them there.
             db->sync().ignore();
             if (sweep && !db->history().replica) db->sweep_expired().status().ignore();
+            if (sweep) db->checkpoint_graphs().status().ignore();
             l.lock();
             busy_ = nullptr;
             cv_.notify_all();

@@ -1,7 +1,8 @@
 // engine/flusher.h: the one background thread of the engine, owned by whoever wires a process
 // together (the node's main, a tool). It syncs every database opened with the `interval` policy
-// once per interval, and sweeps expired rows (TTL) from every primary about once a minute in
-// batches of limits::ttl_sweep_batch. Databases register on open and leave on close; the
+// once per interval, and about once a minute sweeps expired rows (TTL) from every primary in
+// batches of limits::ttl_sweep_batch and writes a graph record for each vector field written
+// since its last one (Database::checkpoint_graphs), so a reopen restores graphs, not rebuilds. Databases register on open and leave on close; the
 // engine itself owns no threads.
 #pragma once
 

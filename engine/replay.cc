@@ -205,6 +205,12 @@ Status ReplayState::record_at(uint64_t p, bool in_image) {
     const auto kind = static_cast<format::Kind>(kind_byte);
     if (length > body_max(kind)) return corrupt(p, std::string(format::kind_name(kind)) + " record too large");
     if (!verify_body(kind, body)) {
+        // A graph is derived data: one that does not verify is rebuilt from the documents, never
+        // a reason to refuse the open (engine.md §6.3). It is dead space until a rewrite.
+        if (kind == format::Kind::graph) {
+            db.dead_bytes_ += framed;
+            return Status::ok();
+        }
         return corrupt(p, std::string(format::kind_name(kind)) + " record fails verification");
     }
     return apply(kind, p, body, framed);
@@ -552,6 +558,7 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
         for (auto& [key, g] : replay.graphs) {
             auto w = replay.last_write.find(g.collection.v);
             g.written_after = w != replay.last_write.end() && w->second > g.offset;
+            if (!g.written_after) graph_seq_[{g.collection.v, g.slot}] = seq_.load();
             report.graphs.push_back(g);
         }
         options_.hook->on_open(report);

@@ -191,6 +191,12 @@ Status Database::rewrite(bool compact) {
     }
     file_bytes_ = image_size + (end - snap.file_end);
     dead_bytes_ = 0;
+    for (const Snapshot::Coll& sc : snap.collections) {
+        for (const auto& [slot, graph] : sc.graphs) {
+            uint64_t& at = graph_seq_[{sc.id.v, slot}];
+            at = std::max(at, snap.seq.v);
+        }
+    }
     // The image wrote null into dropped slots: a document still at the version imaged takes that
     // body too, so the live state is what a reopen replays (engine.md §7 step 3).
     for (const Snapshot::Coll& sc : snap.collections) {
@@ -243,7 +249,37 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
     }
     std::vector<std::byte> rec;
     format::append_record(rec, format::Kind::graph, body);
-    return append_locked(rec);  // no seq, no quota, no follower
+    FENEC_RETURN_IF_ERROR(append_locked(rec));  // no seq, no quota, no follower
+    graph_seq_[{collection.v, slot}] = seq().v;
+    return Status::ok();
+}
+
+Result<uint32_t> Database::checkpoint_graphs() {
+    if (!options_.hook || read_only_) return uint32_t{0};
+    std::vector<std::pair<CollectionId, uint16_t>> stale;
+    {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        const uint64_t now = seq().v;
+        for (const auto& [id, c] : collections_) {
+            const Schema& schema = c->schema();
+            for (size_t slot = 0; slot < schema.fields.size(); ++slot) {
+                const FieldDesc& f = schema.fields[slot];
+                if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
+                auto it = graph_seq_.find({id, static_cast<uint16_t>(slot)});
+                if (it == graph_seq_.end() || it->second < now) {
+                    stale.emplace_back(c->id(), static_cast<uint16_t>(slot));
+                }
+            }
+        }
+    }
+    uint32_t written = 0;
+    for (const auto& [c, slot] : stale) {
+        Status st = append_graph(c, slot);
+        if (st.code() == Code::not_found) continue;  // the hook keeps no graph for it (yet)
+        FENEC_RETURN_IF_ERROR(st);
+        ++written;
+    }
+    return written;
 }
 
 }  // namespace fenec::engine

@@ -11,6 +11,12 @@ using engine::Code;
 using engine::IndexKind;
 using engine::Status;
 
+IndexSet::IndexSet()
+    : text_(std::make_unique<TextIndexes>()), vectors_(std::make_unique<VectorIndexes>()) {
+    add_extension(text_.get());
+    add_extension(vectors_.get());
+}
+
 TextRule field_rule(const engine::FieldDesc& f) {
     return TextRule{f.collation, f.nocase, f.collation};
 }

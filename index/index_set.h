@@ -15,6 +15,8 @@
 
 #include "engine/hooks.h"
 #include "index/collation.h"
+#include "index/hnsw_index.h"
+#include "index/text_index.h"
 
 namespace fenec::index {
 
@@ -56,6 +58,11 @@ private:
 
 class IndexSet final : public engine::IndexHook {
 public:
+    // Text search (@text) and vector graphs (@hnsw) are kept beside the hash and sorted indexes.
+    IndexSet();
+    IndexSet(const IndexSet&) = delete;
+    IndexSet& operator=(const IndexSet&) = delete;
+
     // engine::IndexHook
     engine::Status on_write(const engine::WriteEvent& ev) override;
     void on_undo(const engine::WriteEvent& ev) override;
@@ -72,6 +79,9 @@ public:
     // call after this set's own indexes. They never refuse a write. Not owned.
     void add_extension(engine::IndexHook* extension) { extensions_.push_back(extension); }
 
+    const TextIndexes& text() const { return *text_; }
+    const VectorIndexes& vectors() const { return *vectors_; }
+
     // The key a document's slot is indexed under.
     static std::string key_for(const engine::DocView& doc, uint16_t slot, const TextRule& rule);
 
@@ -86,6 +96,8 @@ private:
     };
     std::map<uint32_t, Coll> colls_;
     std::vector<engine::IndexHook*> extensions_;
+    std::unique_ptr<TextIndexes> text_;
+    std::unique_ptr<VectorIndexes> vectors_;
 };
 
 }  // namespace fenec::index

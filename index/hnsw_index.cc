@@ -1,0 +1,714 @@
+// index/hnsw_index.cc: the one file that includes hnswlib (Debian's 0.6.2). Every call into it
+// sits inside a try block here; an exception never leaves this file.
+//
+// How we drive hnswlib:
+//   - a node's label is its node number, so a retired node (markDelete) is never confused with
+//     the new node a changed vector gets; node -> document id lives in Field::node_docs;
+//   - ef_ is set to 1 once and never changed: searchKnn(q, c) then searches at ef = max(1, c) = c
+//     (fenecql.md §9 rule 2 asks for c rows at ef = c), and concurrent readers never write the
+//     graph (searchKnn is const; its visited-list pool has its own lock);
+//   - cosine stores unit vectors and uses the inner-product space (distance 1 - cos); l2 uses the
+//     squared-L2 space; dot the inner-product space. Answers are always re-scored in double from
+//     our own float32 copy, so the graph's float distances only choose candidates.
+//
+// Graph record (format.fbs `Graph`, version 1), as encode_graph writes and restore reads it:
+//   node_docs[i]   document id of node i, 0 for a retired node
+//   levels[i]      the node's top level (hnswlib element_levels_)
+//   level0         per node 1 + 2m words: link count, then 2m slots (unused slots 0)
+//   upper          per node, for levels 1..levels[i]: link count, then exactly that many links
+//   upper_ends[i]  index into `upper` just past node i's lists
+//   retired_vectors  dim float32 per retired node, node order, as the document held them
+//   live_digest    XXH3-64 (seed 0) over the live nodes' float32 components (host order, i.e.
+//                  little-endian), node order, as the documents hold them
+// Live vectors are not stored: they come from the documents at open, which is why every live
+// node's document must hold a vector and the digest must match.
+#include "index/hnsw_index.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+// hnswlib 0.6.2's SSE path prefetches `*(links + j + 1)` one word past a full link list (a read
+// of 4 bytes beyond a malloc'd block whose value only feeds a prefetch; harmless, fixed upstream
+// in 0.7). AddressSanitizer rightly reports it, so sanitizer builds use the library's scalar
+// path, which has no prefetches; answers are the same.
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_MANUAL_VECTORIZATION
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_MANUAL_VECTORIZATION
+#endif
+#endif
+#include <hnswlib/hnswlib.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <unordered_map>
+#include <variant>
+
+#include "engine/format_generated.h"
+#include "engine/limits.h"
+
+namespace fenec::index {
+
+namespace fb = fenec::format;
+using engine::Code;
+using engine::Status;
+
+namespace {
+
+constexpr uint16_t kGraphVersion = 1;
+// hnswlib's level generator seed: fixed, so a rebuild from the same documents in the same order
+// gives the same graph (tests compare answers across rebuilds).
+constexpr size_t kLevelSeed = 100;
+// The first allocation of a graph, in nodes; it doubles as nodes are added (resizeIndex).
+constexpr size_t kInitialCapacity = 64;
+// Levels are stored as ubyte. hnswlib draws level L with probability about m^-L; 255 is never
+// reached in practice, and a graph that did reach it is simply not persisted.
+constexpr int kLevelMax = 255;
+
+using Hnsw = hnswlib::HierarchicalNSW<float>;
+using hnswlib::labeltype;
+using hnswlib::linklistsizeint;
+using hnswlib::tableint;
+
+std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t slot,
+                                            uint32_t dim) {
+    engine::Value v = doc.get(slot);
+    if (auto* a = std::get_if<engine::VectorF32>(&v.rep)) {
+        if (a->v.size() != dim) return std::nullopt;
+        return std::move(a->v);
+    }
+    if (auto* h = std::get_if<engine::VectorF16>(&v.rep)) {
+        if (h->v.size() != dim) return std::nullopt;
+        std::vector<float> out(dim);
+        for (uint32_t i = 0; i < dim; ++i) out[i] = engine::f16_to_f32(h->v[i]);
+        return out;
+    }
+    return std::nullopt;
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+double dot(std::span<const double> q, std::span<const float> x) {
+    double s = 0;
+    for (size_t i = 0; i < q.size(); ++i) s += q[i] * static_cast<double>(x[i]);
+    return s;
+}
+
+}  // namespace
+
+class VectorIndexes::Field {
+  public:
+    Field(std::string name_in, uint32_t dim_in, engine::HnswParams params_in)
+        : name(std::move(name_in)), dim(dim_in), params(params_in) {}
+
+    std::string name;
+    uint32_t dim;
+    engine::HnswParams params;
+    std::unique_ptr<hnswlib::SpaceInterface<float>> space;
+    std::unique_ptr<Hnsw> graph;  // null: unusable after a library failure; exact scoring only
+    std::string failure;
+    std::vector<uint64_t> node_docs;  // node -> document id; 0 = retired
+    std::vector<float> vecs;          // node * dim: each node's vector as its document held it
+    std::vector<double> norms;        // node -> Euclidean norm of vecs, in double (cosine)
+    std::unordered_map<uint64_t, uint32_t> doc_node;  // live nodes
+
+    std::span<const float> vec(uint32_t node) const {
+        return {vecs.data() + static_cast<size_t>(node) * dim, dim};
+    }
+
+    // Appends a node's vector (the graph is told separately).
+    void push(uint64_t doc, std::span<const float> v) {
+        node_docs.push_back(doc);
+        vecs.insert(vecs.end(), v.begin(), v.end());
+        double xx = 0;
+        for (float x : v) xx += static_cast<double>(x) * x;
+        norms.push_back(std::sqrt(xx));
+    }
+
+    // The vector as the graph stores it: unit length under cosine.
+    std::vector<float> prepared(std::span<const float> v) const {
+        std::vector<float> p(v.begin(), v.end());
+        if (params.metric == engine::Metric::cosine) {
+            double n = 0;
+            for (float x : v) n += static_cast<double>(x) * x;
+            n = std::sqrt(n);
+            if (n > 0) {
+                for (float& x : p) x = static_cast<float>(x / n);
+            }
+        }
+        return p;
+    }
+
+    // A fresh, empty graph for `capacity` nodes. May throw (hnswlib, bad_alloc).
+    void new_graph(size_t capacity) {
+        graph.reset();
+        if (params.metric == engine::Metric::l2) {
+            space = std::make_unique<hnswlib::L2Space>(dim);
+        } else {
+            space = std::make_unique<hnswlib::InnerProductSpace>(dim);
+        }
+        graph = std::make_unique<Hnsw>(space.get(), std::max(capacity, kInitialCapacity), params.m,
+                                       params.ef_construction, kLevelSeed);
+        graph->setEf(1);
+        failure.clear();
+    }
+
+    void fail(const char* what) {
+        graph.reset();
+        failure = what;
+    }
+
+    void add(uint64_t doc, std::span<const float> v) {
+        const auto node = static_cast<uint32_t>(node_docs.size());
+        push(doc, v);
+        doc_node[doc] = node;
+        if (!graph) return;
+        try {
+            if (node >= graph->max_elements_) graph->resizeIndex(2 * graph->max_elements_);
+            const std::vector<float> p = prepared(v);
+            graph->addPoint(p.data(), static_cast<labeltype>(node));
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+
+    void retire(uint64_t doc) {
+        auto it = doc_node.find(doc);
+        if (it == doc_node.end()) return;
+        const uint32_t node = it->second;
+        doc_node.erase(it);
+        node_docs[node] = 0;
+        if (!graph) return;
+        try {
+            graph->markDelete(static_cast<labeltype>(node));
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+
+    // Brings `doc` to hold `target` (nullopt: no vector). An identical vector keeps its node.
+    void apply(uint64_t doc, const std::optional<std::vector<float>>& target) {
+        auto it = doc_node.find(doc);
+        if (it != doc_node.end() && target && same_bits(vec(it->second), *target)) return;
+        retire(doc);
+        if (target) add(doc, *target);
+    }
+
+    void clear() {
+        node_docs.clear();
+        vecs.clear();
+        norms.clear();
+        doc_node.clear();
+    }
+
+    uint64_t live_digest() const {
+        XXH3_state_t st;
+        XXH3_64bits_reset(&st);
+        for (size_t n = 0; n < node_docs.size(); ++n) {
+            if (node_docs[n] != 0) XXH3_64bits_update(&st, vec(n).data(), dim * sizeof(float));
+        }
+        return XXH3_64bits_digest(&st);
+    }
+};
+
+namespace {
+
+using Field = VectorIndexes::Field;
+
+// The rows of `docs` holding a vector of the field: ids and, flat, their vectors.
+struct Rows {
+    std::vector<uint64_t> ids;
+    std::vector<float> vecs;
+    std::unordered_map<uint64_t, uint32_t> at;  // id -> row
+    std::span<const float> vec(uint32_t row, uint32_t dim) const {
+        return {vecs.data() + static_cast<size_t>(row) * dim, dim};
+    }
+};
+
+Rows rows_of(const engine::DocSource& docs, uint16_t slot, uint32_t dim) {
+    Rows r;
+    docs.each([&](engine::DocId id, engine::DocView doc) {
+        if (auto v = vector_of(doc, slot, dim)) {
+            r.at.emplace(id.v, static_cast<uint32_t>(r.ids.size()));
+            r.ids.push_back(id.v);
+            r.vecs.insert(r.vecs.end(), v->begin(), v->end());
+        }
+        return true;
+    });
+    return r;
+}
+
+void rebuild(Field& f, const Rows& rows) {
+    f.clear();
+    f.node_docs.reserve(rows.ids.size());
+    f.vecs.reserve(rows.vecs.size());
+    try {
+        f.new_graph(rows.ids.size());
+    } catch (const std::exception& e) {
+        f.fail(e.what());
+    }
+    for (size_t i = 0; i < rows.ids.size(); ++i) {
+        f.add(rows.ids[i], rows.vec(static_cast<uint32_t>(i), f.dim));
+    }
+}
+
+// True when `f` already holds exactly the vectors of `rows` (an alter that left the field alone).
+bool matches(const Field& f, const Rows& rows) {
+    if (!f.graph || rows.ids.size() != f.doc_node.size()) return false;
+    for (size_t i = 0; i < rows.ids.size(); ++i) {
+        auto it = f.doc_node.find(rows.ids[i]);
+        if (it == f.doc_node.end()) return false;
+        if (!same_bits(f.vec(it->second), rows.vec(static_cast<uint32_t>(i), f.dim))) return false;
+    }
+    return true;
+}
+
+Status unfit(const std::string& why) { return Status::error(Code::corruption, why); }
+
+template <class T>
+size_t size_of(const flatbuffers::Vector<T>* v) {
+    return v ? v->size() : 0;
+}
+
+// Checks a graph record against the field and the documents (engine.md §6.3), then fills
+// hnswlib's buffers. On any error `f` is left for the caller to rebuild.
+Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const std::byte> body,
+               const Rows& rows) {
+    const auto* data = reinterpret_cast<const uint8_t*>(body.data());
+    flatbuffers::Verifier verifier(data, body.size(), engine::limits::verifier_depth_max,
+                                   engine::limits::verifier_tables_max);
+    if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) return unfit("not a Graph table");
+    const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(data);
+    if (g->version() != kGraphVersion) return unfit("unknown version");
+    if (g->collection() != c.v || g->slot() != slot) return unfit("another field's graph");
+    if (g->dim() != f.dim) return unfit("dimension differs");
+    const fb::HnswParams* p = g->params();
+    if (!p || static_cast<uint8_t>(p->metric()) != static_cast<uint8_t>(f.params.metric) ||
+        p->m() != f.params.m || p->ef_construction() != f.params.ef_construction ||
+        p->ef_search() != f.params.ef_search) {
+        return unfit("parameters differ");
+    }
+    const size_t n = size_of(g->node_docs());
+    const size_t m = f.params.m;
+    const size_t stride0 = 1 + 2 * m;
+    if (n >= (uint64_t{1} << 32) - 1) return unfit("too many nodes");
+    if (size_of(g->levels()) != n || size_of(g->upper_ends()) != n ||
+        size_of(g->level0()) != n * stride0) {
+        return unfit("node arrays differ in length");
+    }
+    const int max_level = g->max_level();
+    if (n > 0 && (g->entry() >= n || g->levels()->Get(g->entry()) != max_level)) {
+        return unfit("entry point invalid");
+    }
+    size_t retired = 0;
+    size_t pos = 0;
+    const size_t upper_size = size_of(g->upper());
+    for (size_t i = 0; i < n; ++i) {
+        if (g->node_docs()->Get(i) == 0) ++retired;
+        const int level = g->levels()->Get(i);
+        if (level > max_level) return unfit("node above max_level");
+        const uint32_t count0 = g->level0()->Get(i * stride0);
+        if (count0 > 2 * m) return unfit("too many level-0 links");
+        for (size_t j = 0; j < count0; ++j) {
+            if (g->level0()->Get(i * stride0 + 1 + j) >= n) return unfit("link out of range");
+        }
+        for (int l = 1; l <= level; ++l) {
+            if (pos >= upper_size) return unfit("upper links truncated");
+            const uint32_t count = g->upper()->Get(pos);
+            if (count > m || pos + 1 + count > upper_size) return unfit("bad upper link list");
+            for (size_t j = 0; j < count; ++j) {
+                if (g->upper()->Get(pos + 1 + j) >= n) return unfit("link out of range");
+            }
+            pos += 1 + count;
+        }
+        if (g->upper_ends()->Get(i) != pos) return unfit("upper_ends inconsistent");
+    }
+    if (pos != upper_size) return unfit("upper has trailing words");
+    if (size_of(g->retired_vectors()) != retired * f.dim) return unfit("retired vectors size");
+    if (n - retired != rows.ids.size()) return unfit("live node count differs from documents");
+    std::vector<bool> seen(rows.ids.size(), false);
+    f.clear();
+    f.node_docs.reserve(n);
+    f.vecs.reserve(n * f.dim);
+    size_t next_retired = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const uint64_t doc = g->node_docs()->Get(i);
+        if (doc == 0) {
+            const float* rv = g->retired_vectors()->data() + next_retired++ * f.dim;
+            f.push(doc, {rv, f.dim});
+        } else {
+            auto it = rows.at.find(doc);
+            if (it == rows.at.end()) return unfit("a live node's document holds no vector");
+            if (seen[it->second]) return unfit("a document has two live nodes");
+            seen[it->second] = true;
+            f.push(doc, rows.vec(it->second, f.dim));
+            f.doc_node.emplace(doc, static_cast<uint32_t>(i));
+        }
+    }
+    if (f.live_digest() != g->live_digest()) return unfit("live digest differs");
+
+    // Fill hnswlib's own buffers (0.6.2 keeps them public), as its loadIndex would.
+    try {
+        f.new_graph(n);
+        Hnsw& h = *f.graph;
+        for (size_t i = 0; i < n; ++i) {
+            const auto node = static_cast<tableint>(i);
+            std::memset(h.data_level0_memory_ + i * h.size_data_per_element_, 0,
+                        h.size_data_per_element_);
+            linklistsizeint* ll0 = h.get_linklist0(node);
+            const uint32_t count0 = g->level0()->Get(i * stride0);
+            h.setListCount(ll0, static_cast<unsigned short>(count0));
+            auto* links0 = reinterpret_cast<tableint*>(ll0 + 1);
+            for (size_t j = 0; j < count0; ++j) links0[j] = g->level0()->Get(i * stride0 + 1 + j);
+            const std::vector<float> pv = f.prepared(f.vec(node));
+            std::memcpy(h.getDataByInternalId(node), pv.data(), h.data_size_);
+            h.setExternalLabel(node, static_cast<labeltype>(i));
+            const int level = g->levels()->Get(i);
+            h.element_levels_[i] = level;
+            if (level > 0) {
+                const size_t bytes = h.size_links_per_element_ * level + 1;
+                h.linkLists_[i] = static_cast<char*>(std::malloc(bytes));
+                if (!h.linkLists_[i]) throw std::bad_alloc();
+                std::memset(h.linkLists_[i], 0, bytes);
+                size_t at = i == 0 ? 0 : g->upper_ends()->Get(i - 1);
+                for (int l = 1; l <= level; ++l) {
+                    linklistsizeint* ll = h.get_linklist(node, l);
+                    const uint32_t count = g->upper()->Get(at);
+                    h.setListCount(ll, static_cast<unsigned short>(count));
+                    auto* links = reinterpret_cast<tableint*>(ll + 1);
+                    for (size_t j = 0; j < count; ++j) links[j] = g->upper()->Get(at + 1 + j);
+                    at += 1 + count;
+                }
+            }
+            h.label_lookup_[static_cast<labeltype>(i)] = node;
+            h.cur_element_count = i + 1;  // the destructor frees link lists of counted nodes
+            if (f.node_docs[i] == 0) h.markDeletedInternal(node);
+        }
+        h.enterpoint_node_ = n > 0 ? g->entry() : static_cast<tableint>(-1);
+        h.maxlevel_ = n > 0 ? max_level : -1;
+    } catch (const std::exception& e) {
+        f.graph.reset();
+        return unfit(std::string("hnswlib: ") + e.what());
+    }
+    return Status::ok();
+}
+
+}  // namespace
+
+VectorIndexes::VectorIndexes() = default;
+VectorIndexes::~VectorIndexes() = default;
+
+engine::Status VectorIndexes::on_write(const engine::WriteEvent& ev) {
+    for (auto it = fields_.lower_bound({ev.collection.v, 0});
+         it != fields_.end() && it->first.first == ev.collection.v; ++it) {
+        Field& f = *it->second;
+        std::optional<std::vector<float>> target;
+        if (ev.after) target = vector_of(*ev.after, it->first.second, f.dim);
+        f.apply(ev.id.v, target);
+    }
+    return Status::ok();
+}
+
+void VectorIndexes::on_undo(const engine::WriteEvent& ev) {
+    for (auto it = fields_.lower_bound({ev.collection.v, 0});
+         it != fields_.end() && it->first.first == ev.collection.v; ++it) {
+        Field& f = *it->second;
+        std::optional<std::vector<float>> target;
+        if (ev.before) target = vector_of(*ev.before, it->first.second, f.dim);
+        f.apply(ev.id.v, target);
+    }
+}
+
+void VectorIndexes::on_schema(engine::CollectionId c, const engine::Schema* schema,
+                              const engine::DocSource* docs) {
+    std::map<Key, std::unique_ptr<Field>> kept;
+    for (uint16_t slot = 0; schema && slot < schema->fields.size(); ++slot) {
+        const engine::FieldDesc& fd = schema->fields[slot];
+        if (fd.dropped || fd.index.kind != engine::IndexKind::hnsw) continue;
+        if (fd.type.base != engine::BaseType::Vector) continue;
+        const Key key{c.v, slot};
+        const Rows rows = docs ? rows_of(*docs, slot, fd.type.dim) : Rows{};
+        std::unique_ptr<Field>& have = fields_[key];
+        auto stash = stashed_.find(key);
+        if (stash == stashed_.end() && have && have->dim == fd.type.dim &&
+            have->params == fd.index.hnsw && matches(*have, rows)) {
+            have->name = fd.name;  // a rename keeps the graph
+            ++stats_.kept;
+            kept[key] = std::move(have);
+            continue;
+        }
+        auto f = std::make_unique<Field>(fd.name, fd.type.dim, fd.index.hnsw);
+        bool restored = false;
+        if (stash != stashed_.end()) {
+            const Status s = restore(*f, c, slot, stash->second, rows);
+            stashed_.erase(stash);
+            if (s.is_ok()) {
+                restored = true;
+                ++stats_.restored;
+            } else {
+                ++stats_.discarded;
+                stats_.last_discard = std::string(s.message());
+            }
+        }
+        if (!restored) {
+            rebuild(*f, rows);
+            ++stats_.rebuilt;
+        }
+        kept[key] = std::move(f);
+    }
+    // Fields of `c` no longer indexed (or the collection dropped) go; so do their records.
+    auto lo = fields_.lower_bound({c.v, 0});
+    auto hi = fields_.lower_bound({c.v + 1, 0});
+    fields_.erase(lo, hi);
+    fields_.merge(kept);
+    auto slo = stashed_.lower_bound({c.v, 0});
+    auto shi = stashed_.lower_bound({c.v + 1, 0});
+    for (auto it = slo; it != shi; ++it) {
+        ++stats_.discarded;
+        stats_.last_discard = "the field no longer has @hnsw";
+    }
+    stashed_.erase(slo, shi);
+}
+
+void VectorIndexes::on_open(engine::OpenReport& report) {
+    fields_.clear();
+    stashed_.clear();
+    for (const engine::GraphRecord& g : report.graphs) {
+        if (g.written_after) {
+            ++stats_.discarded;
+            stats_.last_discard = "a write landed after the graph record";
+            continue;
+        }
+        stashed_[{g.collection.v, g.slot}].assign(g.body.begin(), g.body.end());
+    }
+}
+
+engine::Result<std::vector<std::byte>> VectorIndexes::encode_graph(engine::CollectionId c,
+                                                                   uint16_t slot, engine::Seq at) {
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) return Status::error(Code::not_found, "no vector index on that field");
+    const Field& f = *it->second;
+    if (!f.graph) {
+        return Status::error(Code::invalid_argument,
+                             "the graph of `" + f.name + "` failed (" + f.failure + ")");
+    }
+    const Hnsw& h = *f.graph;
+    const size_t n = f.node_docs.size();
+    const size_t m = f.params.m;
+    std::vector<uint8_t> levels(n);
+    std::vector<uint32_t> level0(n * (1 + 2 * m), 0);
+    std::vector<uint64_t> upper_ends(n);
+    std::vector<uint32_t> upper;
+    std::vector<float> retired;
+    for (size_t i = 0; i < n; ++i) {
+        const auto node = static_cast<tableint>(i);
+        const int level = h.element_levels_[i];
+        if (level < 0 || level > kLevelMax) {
+            return Status::error(Code::invalid_argument, "a node's level does not fit a byte");
+        }
+        levels[i] = static_cast<uint8_t>(level);
+        linklistsizeint* ll0 = h.get_linklist0(node);
+        const unsigned short count0 = h.getListCount(ll0);
+        uint32_t* out0 = level0.data() + i * (1 + 2 * m);
+        out0[0] = count0;
+        std::memcpy(out0 + 1, ll0 + 1, count0 * sizeof(tableint));
+        for (int l = 1; l <= level; ++l) {
+            linklistsizeint* ll = h.get_linklist(node, l);
+            const unsigned short count = h.getListCount(ll);
+            const auto* links = reinterpret_cast<const tableint*>(ll + 1);
+            upper.push_back(count);
+            upper.insert(upper.end(), links, links + count);
+        }
+        upper_ends[i] = upper.size();
+        if (f.node_docs[i] == 0) {
+            const std::span<const float> v = f.vec(node);
+            retired.insert(retired.end(), v.begin(), v.end());
+        }
+    }
+    flatbuffers::FlatBufferBuilder b(1024 + n * (8 + 1 + 8 + 4 * (1 + 2 * m)) + upper.size() * 4 +
+                                     retired.size() * 4);
+    auto params = fb::CreateHnswParams(b, static_cast<fb::Metric>(f.params.metric), f.params.m,
+                                       f.params.ef_construction, f.params.ef_search);
+    auto node_docs_v = b.CreateVector(f.node_docs);
+    auto levels_v = b.CreateVector(levels);
+    auto level0_v = b.CreateVector(level0);
+    auto upper_ends_v = b.CreateVector(upper_ends);
+    auto upper_v = b.CreateVector(upper);
+    auto retired_v = b.CreateVector(retired);
+    const uint32_t entry = n > 0 ? h.enterpoint_node_ : 0;
+    const auto max_level = static_cast<uint8_t>(n > 0 ? h.maxlevel_ : 0);
+    b.Finish(fb::CreateGraph(b, kGraphVersion, c.v, slot, at.v, f.dim, params, entry, max_level,
+                             node_docs_v, levels_v, level0_v, upper_ends_v, upper_v, retired_v,
+                             f.live_digest()));
+    const auto* p = reinterpret_cast<const std::byte*>(b.GetBufferPointer());
+    return std::vector<std::byte>(p, p + b.GetSize());
+}
+
+namespace {
+
+// Scores in double (fenecql.md §9 rule 4) and orders best first, equal scores by lower id.
+struct Scorer {
+    engine::Metric metric;
+    std::vector<double> q;
+    double q_norm = 0;
+
+    // `x_norm`: the Euclidean norm of x, in double (Field::norms).
+    double score(std::span<const float> x, double x_norm) const {
+        switch (metric) {
+            case engine::Metric::cosine: {
+                if (x_norm == 0) return 0;
+                return dot(q, x) / (q_norm * x_norm);
+            }
+            case engine::Metric::l2: {
+                double s = 0;
+                for (size_t i = 0; i < q.size(); ++i) {
+                    const double d = q[i] - static_cast<double>(x[i]);
+                    s += d * d;
+                }
+                return std::sqrt(s);
+            }
+            case engine::Metric::dot:
+                return dot(q, x);
+        }
+        return 0;
+    }
+    bool better(const VectorIndexes::Hit& a, const VectorIndexes::Hit& b) const {
+        if (a.second != b.second) {
+            return metric == engine::Metric::l2 ? a.second < b.second : a.second > b.second;
+        }
+        return a.first < b.first;
+    }
+    // Keeps the best k of `hits`, ordered.
+    void best(std::vector<VectorIndexes::Hit>& hits, size_t k) const {
+        auto cmp = [this](const auto& a, const auto& b) { return better(a, b); };
+        if (hits.size() > k) {
+            std::nth_element(hits.begin(), hits.begin() + static_cast<ptrdiff_t>(k), hits.end(),
+                             cmp);
+            hits.resize(k);
+        }
+        std::sort(hits.begin(), hits.end(), cmp);
+    }
+};
+
+}  // namespace
+
+engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
+    engine::CollectionId c, uint16_t slot, std::span<const float> query, size_t k, size_t ef,
+    const std::vector<uint64_t>* filter) const {
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) {
+        return Status::error(Code::invalid_argument, "near needs a field with @hnsw");
+    }
+    const Field& f = *it->second;
+    if (query.size() != f.dim) {
+        return Status::error(Code::invalid_argument,
+                             "near on `" + f.name + "`: the field has dimension " +
+                                 std::to_string(f.dim) + ", given " + std::to_string(query.size()));
+    }
+    Scorer scorer{f.params.metric, std::vector<double>(query.begin(), query.end())};
+    for (double v : scorer.q) {
+        if (!std::isfinite(v)) {
+            return Status::error(Code::invalid_argument,
+                                 "near on `" + f.name + "`: a component is not finite");
+        }
+        scorer.q_norm += v * v;
+    }
+    scorer.q_norm = std::sqrt(scorer.q_norm);
+    if (f.params.metric == engine::Metric::cosine && scorer.q_norm == 0) {
+        return Status::error(Code::invalid_argument,
+                             "near on `" + f.name + "`: a zero vector has no cosine similarity");
+    }
+    std::vector<Hit> hits;
+    if (k == 0) return hits;
+
+    // F: the candidate rows that hold a vector.
+    const size_t rows = f.doc_node.size();
+    size_t f_count = rows;
+    if (filter) {
+        f_count = 0;
+        for (size_t i = 0; i < filter->size(); ++i) {
+            if (i > 0 && (*filter)[i] == (*filter)[i - 1]) continue;
+            f_count += f.doc_node.count((*filter)[i]);
+        }
+    }
+    const size_t ef_q = std::max<size_t>(ef ? ef : f.params.ef_search, k);
+    const size_t need = std::min(k, f_count);
+
+    auto score_node = [&](uint32_t node) {
+        hits.emplace_back(f.node_docs[node], scorer.score(f.vec(node), f.norms[node]));
+    };
+    auto score_doc = [&](uint64_t doc) {
+        auto d = f.doc_node.find(doc);
+        if (d != f.doc_node.end()) score_node(d->second);
+    };
+    auto exact = [&]() -> std::vector<Hit> {
+        hits.clear();
+        if (filter) {
+            hits.reserve(f_count);
+            for (size_t i = 0; i < filter->size(); ++i) {
+                if (i > 0 && (*filter)[i] == (*filter)[i - 1]) continue;
+                score_doc((*filter)[i]);
+            }
+        } else {
+            hits.reserve(rows);
+            for (size_t n = 0; n < f.node_docs.size(); ++n) {
+                if (f.node_docs[n] != 0) score_node(static_cast<uint32_t>(n));
+            }
+        }
+        scorer.best(hits, k);
+        return std::move(hits);
+    };
+
+    // Rule 1: small candidate sets are scored exactly (so is everything once the graph failed).
+    if (!f.graph || f_count <= ef_q * 2 * f.params.m) return exact();
+
+    // Rule 2: the graph, widening until k rows of F remain or c reaches half the rows.
+    size_t c_want = std::max(ef_q, (k * rows + f_count - 1) / f_count);
+    const std::vector<float> q = f.prepared(query);
+    try {
+        while (2 * c_want < rows) {
+            auto found = f.graph->searchKnn(q.data(), c_want);
+            hits.clear();
+            while (!found.empty()) {
+                const auto node = static_cast<uint32_t>(found.top().second);
+                found.pop();
+                const uint64_t doc = f.node_docs[node];
+                if (doc == 0) continue;
+                if (filter && !std::binary_search(filter->begin(), filter->end(), doc)) continue;
+                score_node(node);
+            }
+            if (hits.size() >= need) {
+                scorer.best(hits, k);
+                return hits;
+            }
+            c_want *= 2;
+        }
+    } catch (const std::exception&) {
+        // A library failure costs speed, never the answer: fall through to exact scoring.
+    }
+    return exact();
+}
+
+bool VectorIndexes::has(engine::CollectionId c, uint16_t slot) const {
+    return fields_.contains({c.v, slot});
+}
+
+VectorFieldStats VectorIndexes::field_stats(engine::CollectionId c, uint16_t slot) const {
+    VectorFieldStats s;
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) return s;
+    s.live = it->second->doc_node.size();
+    s.nodes = it->second->node_docs.size();
+    s.usable = it->second->graph != nullptr;
+    return s;
+}
+
+}  // namespace fenec::index

@@ -1,0 +1,101 @@
+// index/text_index.h: BM25 text search (fenecql.md §8): per @text field an inverted index kept
+// current through the engine's IndexHook, and the exact score the spec gives.
+//
+// Invariant: for every (collection, slot) of a live @text field, the postings, N (live rows whose
+// text yields at least one term) and the total of their lengths are exactly what tokenizing every
+// live row of the collection now would give; a deleted row leaves them at once. The field is
+// rebuilt from the rows whenever on_schema is heard for its collection, and each write (and its
+// undo) applies the difference. Thread-safety: like IndexSet, the engine calls the hook under its
+// writer lock and readers call match() under a ReadView (the shared lock); no lock of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/hooks.h"
+
+namespace fenec::index {
+
+// A field's corpus statistics (fenecql.md §8).
+struct TextStats {
+    uint64_t rows = 0;          // N
+    uint64_t total_length = 0;  // sum of dl over those rows; avgdl = total_length / rows
+    size_t terms = 0;           // distinct terms held
+};
+
+// One @text field's inverted index.
+class TextField {
+public:
+    // k1 and b as the schema keeps them, in hundredths (engine.md §2.4).
+    TextField(uint16_t slot, const engine::TextParams& params);
+
+    uint16_t slot() const { return slot_; }
+    // `terms` are the row's tokens (index/tokenizer.h); a row with none is not counted.
+    void add(uint64_t id, std::vector<std::string> terms);
+    // Takes back an add of the same id and terms.
+    void remove(uint64_t id, std::vector<std::string> terms);
+    TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
+
+    // See TextIndexes::match.
+    std::vector<std::pair<uint64_t, double>> match(std::string_view query,
+                                                   const std::function<bool(uint64_t)>& keep,
+                                                   size_t k) const;
+
+private:
+    struct Posting {
+        uint64_t id = 0;
+        uint32_t tf = 0;  // the term's count in the row
+        uint32_t dl = 0;  // the row's count of terms (a row of 16 MiB holds fewer than 2^32)
+    };
+    using Postings = std::vector<Posting>;  // ascending by id
+
+    uint16_t slot_;
+    double k1_;
+    double b_;
+    std::unordered_map<std::string, Postings> postings_;
+    uint64_t rows_ = 0;
+    uint64_t total_length_ = 0;
+};
+
+class TextIndexes final : public engine::IndexHook {
+public:
+    // engine::IndexHook. Never refuses a write.
+    engine::Status on_write(const engine::WriteEvent& ev) override;
+    void on_undo(const engine::WriteEvent& ev) override;
+    void on_schema(engine::CollectionId c, const engine::Schema* schema,
+                   const engine::DocSource* docs) override;
+    void on_open(engine::OpenReport& report) override;
+    // No graph is kept for text: always not_found.
+    engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
+                                                        engine::Seq at) override;
+
+    // Whether (c, slot) is a live @text field.
+    bool has(engine::CollectionId c, uint16_t slot) const;
+    // The field's statistics, or nullopt if it is not a @text field.
+    std::optional<TextStats> stats(engine::CollectionId c, uint16_t slot) const;
+
+    // The rows holding at least one term of `query` that `keep` accepts, scored by BM25 over the
+    // whole collection's statistics (fenecql.md §8), best first, equal scores by lower id, at
+    // most `k`. Empty if (c, slot) is not a @text field or the query has no terms. `keep` is
+    // called at most once per row holding a query term.
+    std::vector<std::pair<uint64_t, double>> match(engine::CollectionId c, uint16_t slot,
+                                                   std::string_view query,
+                                                   const std::function<bool(uint64_t)>& keep,
+                                                   size_t k) const;
+
+private:
+    const TextField* find(engine::CollectionId c, uint16_t slot) const;
+    void apply(const engine::WriteEvent& ev, bool undo);
+
+    std::map<uint32_t, std::vector<std::unique_ptr<TextField>>> colls_;
+};
+
+}  // namespace fenec::index

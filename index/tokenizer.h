@@ -1,0 +1,24 @@
+// index/tokenizer.h: the one tokenizer of text search (fenecql.md §8), the same for documents and
+// queries, so a query term and a document term are equal exactly when their texts are.
+//
+// 1. Words are the maximal runs of letters (L*) and digits (N*); a combining mark (M*) joins the
+//    run it follows (a mark with no run before it separates, like every other character).
+// 2. Inside a word, each maximal stretch of Han, Hiragana, Katakana or Hangul characters (by
+//    Script_Extensions, so U+30FC ー counts as kana) becomes its overlapping pairs of characters,
+//    a character carrying the marks that follow it; a stretch of one character is one term. What
+//    stands on either side of the stretch is a word of its own.
+// 3. Every term is mapped by ICU's NFKC_Casefold, then U+0131 becomes `i` and U+0307 is removed
+//    (so I, İ, ı and i fold together); empty terms are dropped.
+// Ill-formed UTF-8 sequences separate. Thread-safe: no state beyond ICU's own immutable data.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fenec::index {
+
+// The terms of `utf8` in text order, repeats kept.
+std::vector<std::string> tokenize(std::string_view utf8);
+
+}  // namespace fenec::index
