@@ -507,6 +507,34 @@ struct Persisted : Tenant {
     }
 };
 
+TEST(HnswPersistence, ImageInstalledElsewhereAnswersWithoutRebuilding) {
+    // The graph travels in the image (issue 4, seed 001): a tenant installed from it answers
+    // `near` from the restored graph, identically, with nothing rebuilt.
+    Persisted t;
+    const auto before = t.answers();
+    auto image = t.db->image();
+    ASSERT_TRUE(image.is_ok()) << image.status().to_string();
+    t.env.fs.set_contents("/moved.fenec.incoming", *image->bytes);
+    ASSERT_TRUE(engine::Database::install_image(t.env.fs, "/moved.fenec.incoming", "/moved.fenec",
+                                                engine::InstallMode::create_only)
+                    .is_ok());
+    IndexSet set;
+    VectorIndexes vec;
+    set.add_extension(&vec);
+    engine::OpenOptions o = t.env.options();
+    o.hook = &set;
+    auto moved = engine::Database::open("/moved.fenec", o);
+    ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+    EXPECT_EQ(vec.stats().restored, 1u) << vec.stats().last_discard;
+    EXPECT_EQ(vec.stats().rebuilt, 0u);
+    EXPECT_EQ((*moved)->lineage(), t.db->lineage());
+    for (size_t i = 0; i < t.queries.size(); ++i) {
+        auto hits = vec.near(t.c, 1, t.queries[i], 10, 0, nullptr);
+        ASSERT_TRUE(hits.is_ok());
+        EXPECT_EQ(*hits, before[i]);
+    }
+}
+
 TEST(HnswPersistence, BackgroundGraphCheckpointWritesOnlyStaleGraphs) {
     // The Flusher's pass (Database::checkpoint_graphs) writes a graph record for a field written
     // since its last one, nothing otherwise, and a reopen restores what it wrote.
