@@ -216,6 +216,7 @@ private:
     Status append_locked(std::span<const std::byte> record);
     Status append_history_locked(const History& h);
     Snapshot snapshot_locked() const;
+    void rebuild_retired_graphs_locked();
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
     Status rewrite(bool compact);
     uint64_t client_rows_locked() const;

@@ -56,6 +56,10 @@ public:
     virtual void on_schema(CollectionId, const Schema*, const DocSource* docs) = 0;
     virtual void on_open(OpenReport&) = 0;
     virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at) = 0;
+    // compact() first rebuilds every graph holding retired nodes, so the image it writes holds
+    // none (engine.md §7). Called under the writer lock. Hooks keeping no graph keep the default.
+    virtual bool has_retired(CollectionId, uint16_t /*slot*/) const { return false; }
+    virtual Status rebuild_graph(CollectionId, uint16_t /*slot*/) { return Status::ok(); }
 };
 
 struct CollectionChange {

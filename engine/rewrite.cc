@@ -11,6 +11,25 @@ namespace fenec::engine {
 
 namespace fb = fenec::format;
 
+// Graphs holding retired nodes are rebuilt from their live vectors, so a compaction gives back
+// their space too. Under the writer lock: writers wait for the rebuild (a rebuild beside the
+// lock, catching up on the writes made meanwhile, is not built yet).
+void Database::rebuild_retired_graphs_locked() {
+    if (!options_.hook) return;
+    for (const auto& [id, c] : collections_) {
+        const Schema& schema = c->schema();
+        for (size_t slot = 0; slot < schema.fields.size(); ++slot) {
+            const FieldDesc& f = schema.fields[slot];
+            if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
+            const auto s = static_cast<uint16_t>(slot);
+            if (options_.hook->has_retired(c->id(), s)) {
+                // A failed rebuild leaves the old graph: derived data, never a failed compaction.
+                options_.hook->rebuild_graph(c->id(), s).ignore();
+            }
+        }
+    }
+}
+
 Database::Snapshot Database::snapshot_locked() const {
     Snapshot s;
     s.seq = seq();
@@ -111,7 +130,6 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
 }
 
 Status Database::rewrite(bool compact) {
-    (void)compact;  // graphs holding retired nodes are rebuilt by index/ through encode_graph
     Snapshot snap;
     {
         std::unique_lock<std::shared_mutex> lock(mu_);
@@ -120,6 +138,7 @@ Status Database::rewrite(bool compact) {
         if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
         if (rewriting_) return Status::error(Code::busy, "a rewrite is already running");
         rewriting_ = true;
+        if (compact) rebuild_retired_graphs_locked();
         snap = snapshot_locked();
     }
     struct Done {

@@ -697,6 +697,32 @@ engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
     return exact();
 }
 
+bool VectorIndexes::has_retired(engine::CollectionId c, uint16_t slot) const {
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) return false;
+    const Field& f = *it->second;
+    return f.node_docs.size() > f.doc_node.size();
+}
+
+engine::Status VectorIndexes::rebuild_graph(engine::CollectionId c, uint16_t slot) {
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) return Status::ok();
+    Field& f = *it->second;
+    // The live vectors, in ascending id: the rebuilt graph holds no retired node.
+    Rows rows;
+    std::vector<std::pair<uint64_t, uint32_t>> live(f.doc_node.begin(), f.doc_node.end());
+    std::sort(live.begin(), live.end());
+    for (const auto& [doc, node] : live) {
+        rows.at.emplace(doc, static_cast<uint32_t>(rows.ids.size()));
+        rows.ids.push_back(doc);
+        const std::span<const float> v = f.vec(node);
+        rows.vecs.insert(rows.vecs.end(), v.begin(), v.end());
+    }
+    rebuild(f, rows);
+    ++stats_.rebuilt;
+    return Status::ok();
+}
+
 bool VectorIndexes::has(engine::CollectionId c, uint16_t slot) const {
     return fields_.contains({c.v, slot});
 }

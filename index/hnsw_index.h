@@ -67,6 +67,10 @@ class VectorIndexes final : public engine::IndexHook {
     // The Graph table (format.fbs) of the field's graph at `at`; not_found when this object keeps
     // no graph for (c, slot); invalid_argument when the graph is unusable or does not fit the
     // table (the engine then writes none and the next open rebuilds).
+    // Compaction (engine.md §7): whether the field's graph holds retired nodes, and a rebuild
+    // from its live vectors that drops them.
+    bool has_retired(engine::CollectionId c, uint16_t slot) const override;
+    engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
                                                         engine::Seq at) override;
 

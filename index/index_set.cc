@@ -167,6 +167,20 @@ void IndexSet::on_open(engine::OpenReport& report) {
     for (engine::IndexHook* x : extensions_) x->on_open(report);
 }
 
+bool IndexSet::has_retired(engine::CollectionId c, uint16_t slot) const {
+    for (engine::IndexHook* x : extensions_) {
+        if (x->has_retired(c, slot)) return true;
+    }
+    return false;
+}
+
+Status IndexSet::rebuild_graph(engine::CollectionId c, uint16_t slot) {
+    for (engine::IndexHook* x : extensions_) {
+        if (x->has_retired(c, slot)) FENEC_RETURN_IF_ERROR(x->rebuild_graph(c, slot));
+    }
+    return Status::ok();
+}
+
 engine::Result<std::vector<std::byte>> IndexSet::encode_graph(engine::CollectionId c,
                                                               uint16_t slot, engine::Seq at) {
     for (engine::IndexHook* x : extensions_) {
