@@ -47,8 +47,8 @@ void Flusher::run() {
         if (stop_) break;
         const bool sweep = sweep_interval_ms_ > 0 && clock::now() >= next_sweep;
         if (sweep) next_sweep = clock::now() + std::chrono::milliseconds(sweep_interval_ms_);
-        std::vector<Database*> todo(dbs_.begin(), dbs_.end());
-        for (Database* db : todo) {
+        std::vector<Database*> pass(dbs_.begin(), dbs_.end());
+        for (Database* db : pass) {
             if (!dbs_.count(db)) continue;  // removed meanwhile
             busy_ = db;
             l.unlock();

@@ -128,21 +128,19 @@ bool append_icu_key(const UCollator* coll, std::string_view text, std::string& o
     return false;
 }
 
-}  // namespace
-
-std::string fold(std::string_view utf8, bool turkish) {
+// Runs an ICU UTF-8 to UTF-8 mapping (fold, upper, lower), growing the output once if ICU asks
+// for more. On any ICU failure the text stands for itself.
+template <class Map>
+std::string map_utf8(std::string_view utf8, Map&& map) {
     if (utf8.size() > kIcuBytesMax) {
         assert(false && "text longer than any document");
         return std::string(utf8);
     }
-    const uint32_t options = turkish ? U_FOLD_CASE_EXCLUDE_SPECIAL_I : U_FOLD_CASE_DEFAULT;
     const auto length = static_cast<int32_t>(utf8.size());
     std::string out(utf8.size() + 16, '\0');
     for (int attempt = 0; attempt < 2; ++attempt) {
         UErrorCode err = U_ZERO_ERROR;
-        const int32_t needed =
-            icu::CaseMap::utf8Fold(options, utf8.data(), length, out.data(),
-                                   static_cast<int32_t>(out.size()), nullptr, err);
+        const int32_t needed = map(utf8.data(), length, out.data(), static_cast<int32_t>(out.size()), err);
         if (err == U_BUFFER_OVERFLOW_ERROR) {
             out.resize(static_cast<size_t>(needed));
             continue;
@@ -151,7 +149,16 @@ std::string fold(std::string_view utf8, bool turkish) {
         out.resize(static_cast<size_t>(needed));
         return out;
     }
-    return std::string(utf8);  // ICU failed: the text stands for its own fold
+    return std::string(utf8);
+}
+
+}  // namespace
+
+std::string fold(std::string_view utf8, bool turkish) {
+    const uint32_t options = turkish ? U_FOLD_CASE_EXCLUDE_SPECIAL_I : U_FOLD_CASE_DEFAULT;
+    return map_utf8(utf8, [&](const char* src, int32_t n, char* dst, int32_t cap, UErrorCode& err) {
+        return icu::CaseMap::utf8Fold(options, src, n, dst, cap, nullptr, err);
+    });
 }
 
 int compare_text(std::string_view a, std::string_view b, const TextRule& rule) {
@@ -180,26 +187,11 @@ std::string sort_key(std::string_view text, const TextRule& rule) {
 }
 
 std::string change_case(std::string_view utf8, bool upper) {
-    if (utf8.size() > kIcuBytesMax) return std::string(utf8);
-    const auto length = static_cast<int32_t>(utf8.size());
-    std::string out(utf8.size() + 16, '\0');
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        UErrorCode err = U_ZERO_ERROR;
-        // The root locale: Unicode's default mapping, the same on every node (§6.5).
-        const int32_t needed =
-            upper ? icu::CaseMap::utf8ToUpper("", 0, utf8.data(), length, out.data(),
-                                              static_cast<int32_t>(out.size()), nullptr, err)
-                  : icu::CaseMap::utf8ToLower("", 0, utf8.data(), length, out.data(),
-                                              static_cast<int32_t>(out.size()), nullptr, err);
-        if (err == U_BUFFER_OVERFLOW_ERROR) {
-            out.resize(static_cast<size_t>(needed));
-            continue;
-        }
-        if (U_FAILURE(err)) break;
-        out.resize(static_cast<size_t>(needed));
-        return out;
-    }
-    return std::string(utf8);
+    // The root locale: Unicode's default mapping, the same on every node (§6.5).
+    return map_utf8(utf8, [&](const char* src, int32_t n, char* dst, int32_t cap, UErrorCode& err) {
+        return upper ? icu::CaseMap::utf8ToUpper("", 0, src, n, dst, cap, nullptr, err)
+                     : icu::CaseMap::utf8ToLower("", 0, src, n, dst, cap, nullptr, err);
+    });
 }
 
 bool contains_folded(std::string_view hay, std::string_view needle, bool turkish) {
