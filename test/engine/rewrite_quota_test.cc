@@ -39,18 +39,6 @@ namespace {
 
 using namespace engine;
 
-std::string why(const Status& s) { return s.to_string(); }
-template <class T>
-std::string why(const Result<T>& r) {
-    return r.status().to_string();
-}
-
-#define ASSERT_OK(expr)                                     \
-    do {                                                    \
-        auto&& ok_result_ = (expr);                         \
-        ASSERT_TRUE(ok_result_.is_ok()) << why(ok_result_); \
-    } while (0)
-
 const std::string kPath = "/d/t.fenec";
 const std::string kSide = kPath + ".rewrite";
 

@@ -41,12 +41,6 @@ using Answer = std::vector<std::pair<uint64_t, double>>;
 
 constexpr char kPath[] = "/d/t.fenec";
 
-#define ASSERT_OK(expr)                                          \
-    do {                                                         \
-        auto&& st_ = (expr);                                     \
-        ASSERT_TRUE(st_.is_ok()) << st_.status().to_string();    \
-    } while (0)
-
 // ---------------------------------------------------------------------------------- tokenizer
 
 TEST(TokenizerTest, WordsOfLettersAndDigitsSeparatedByEverythingElse) {

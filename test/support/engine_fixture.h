@@ -10,6 +10,20 @@
 
 namespace fenec::test {
 
+// A Status or a Result's status as text, for failure messages.
+inline std::string why(const engine::Status& s) { return s.to_string(); }
+template <class T>
+std::string why(const engine::Result<T>& r) {
+    return r.status().to_string();
+}
+
+// Fails the test (fatally) unless `expr`, a Status or a Result, is ok; says why.
+#define ASSERT_OK(expr)                                                    \
+    do {                                                                   \
+        auto&& ok_result_ = (expr);                                        \
+        ASSERT_TRUE(ok_result_.is_ok()) << ::fenec::test::why(ok_result_); \
+    } while (0)
+
 // Lineage, created_ms, seq, forks, replica flag, and per collection id, name, schema (as text),
 // next id, rows and each document's id and bytes (hex) in id order.
 std::string dump(const engine::Database& db);
