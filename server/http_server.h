@@ -1,0 +1,100 @@
+// server/http_server.h: an HTTP/1.1 server over the io_uring loops (server/loop.h), shared by
+// fenec-node and fenec-shard. It owns connections and framing; what a request means is the
+// Handler's. Requests run wherever the handler sends them (the node: its worker pool), so a long
+// statement never stalls a loop; the answer comes back through an Exchange from any thread.
+//
+// Per connection (node-http.md §2.1): keep-alive; pipelined requests are read one at a time and
+// answered strictly in order (the next head is parsed only once the answer before it is sent);
+// a head over http::head_bytes_max or with too many fields → 431; a body judged from
+// Content-Length against the Handler's check before any body byte is read (413 names both
+// sizes); `Expect: 100-continue` answered after that check; silent between requests for
+// `idle_timeout_ms` → closed with no answer; silent part-way through a request as long → 408;
+// an answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request
+// it could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
+// Over `connections_max` a new connection gets 503 `Retry-After: 1` and is closed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/http.h"
+
+namespace fenec::server {
+
+class Loop;
+
+struct Request {
+    http::RequestHead head;
+    std::string body;
+    std::string peer;        // "127.0.0.1:51234"
+    uint64_t connection = 0; // id of the connection, unique per server run
+};
+
+// The far end of one request's answer. Thread-safe: any thread may call it; the connection's loop
+// does the writing. A plain answer is `reply` (once). A stream is `start` (its head, sent with no
+// Content-Length), then `write` any number of times, then `end`; the connection closes after it.
+class Exchange {
+public:
+    virtual ~Exchange() = default;
+    virtual void reply(http::Response response) = 0;
+    virtual void start(http::Response head) = 0;
+    // Queues `bytes` on a started stream; false when the stream is gone (the peer closed, or
+    // more than `stream_buffer_max` bytes wait unsent: the caller ends it as `slow`).
+    virtual bool write(std::string bytes) = 0;
+    virtual void end() = 0;
+    // True once the peer has closed or the connection was cut; `on_close` runs (on the loop
+    // thread) when that happens, at most once, and at once if it already has.
+    virtual bool closed() const = 0;
+    virtual void on_close(std::function<void()> fn) = 0;
+    // Bytes queued on a stream and not yet sent.
+    virtual size_t pending_bytes() const = 0;
+};
+
+// What the handler says of a head before any body byte is read.
+struct HeadVerdict {
+    std::optional<http::Response> refuse;  // answered at once; the body is not read, it closes
+    uint64_t body_bytes_max = 64ull << 20; // the body bound for this route (413 past it)
+};
+
+class Handler {
+public:
+    virtual ~Handler() = default;
+    // On the loop thread, fast: route, credential, limits. No disk, no lock held long.
+    virtual HeadVerdict check_head(const Request& request) = 0;
+    // On the loop thread once the body is read; must hand slow work elsewhere and answer through
+    // `exchange`, which stays valid as long as the shared_ptr is held.
+    virtual void handle(Request request, std::shared_ptr<Exchange> exchange) = 0;
+    // A connection refused for `connections_max`: the answer it gets (503).
+    virtual http::Response over_capacity() = 0;
+};
+
+struct ServerOptions {
+    std::string listen = "127.0.0.1:8081";  // host:port; port 0 picks one (see port())
+    uint32_t loops = 1;                      // io_uring loops, each on its own thread
+    uint32_t connections_max = 1024;         // 0: no limit
+    uint32_t idle_timeout_ms = 60'000;       // 0: never
+    uint32_t send_timeout_ms = 30'000;       // an answer or stream unread this long: cut
+    size_t stream_buffer_max = 1 << 20;      // bytes a stream may hold unsent (node-http.md §5.4)
+    std::string server_header = "fenec-node/0.1.0";
+};
+
+class HttpServer {
+public:
+    // Binds and listens (so port() is known) but serves nothing until start().
+    static std::unique_ptr<HttpServer> bind(const ServerOptions& options, Handler& handler,
+                                            std::string& error);
+    virtual ~HttpServer() = default;
+    virtual uint16_t port() const = 0;
+    virtual void start() = 0;          // the loops' threads begin
+    // Stops accepting (the listener closes); connections already open go on being served.
+    virtual void stop_accepting() = 0;
+    // Open connections (streams and idle keep-alives included).
+    virtual uint32_t connections() const = 0;
+    // Closes every connection and joins the loops' threads. Idempotent.
+    virtual void shutdown() = 0;
+};
+
+}  // namespace fenec::server
