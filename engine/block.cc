@@ -62,6 +62,10 @@ std::optional<DocView> Block::get(CollectionId c, DocId id) const {
     return DocView(ref->bytes());
 }
 
+ReadView Block::view() const {
+    return ReadView(db_, now_ms_, Seq{db_->seq().v + count_});
+}
+
 void Block::scan(CollectionId c, const std::function<bool(DocId, DocView)>& visit) const {
     const Collection* col = db_->collection_locked(c);
     if (!col) return;
@@ -71,13 +75,27 @@ void Block::scan(CollectionId c, const std::function<bool(DocId, DocView)>& visi
 }
 
 Result<CollectionId> Block::create_collection(std::string_view name, const Schema& schema) {
+    return create(name, schema, options_.internal);
+}
+
+Result<CollectionId> Block::create_internal_collection(std::string_view name,
+                                                       const Schema& schema) {
+    if (name.empty() || name[0] != '_') {
+        return Status::error(Code::invalid_argument,
+                             "collection `" + std::string(name) + "` is not the server's own");
+    }
+    return create(name, schema, true);
+}
+
+// `internal`: the caller may create a `_` collection.
+Result<CollectionId> Block::create(std::string_view name, const Schema& schema, bool internal) {
     if (refused_) return *refused_;
     if (!is_identifier(name)) {
         return Status::error(Code::invalid_argument,
                              "collection name `" + std::string(name) +
                                  "` must match [A-Za-z_][A-Za-z0-9_]* and be 1..64 bytes");
     }
-    if (name[0] == '_' && !options_.internal) {
+    if (name[0] == '_' && !internal) {
         return Status::error(Code::invalid_argument,
                              "collection names starting with `_` are the server's own");
     }
@@ -269,10 +287,26 @@ Result<DocId> Block::insert(CollectionId c, std::optional<DocId> id, const Doc& 
 }
 
 Result<DocId> Block::put(CollectionId c, std::optional<DocId> id, const Doc& doc) {
+    return put_as(c, id, doc, options_.internal);
+}
+
+Result<DocId> Block::put_internal(CollectionId c, std::optional<DocId> id, const Doc& doc) {
+    const Collection* col = db_->collection_locked(c);
+    if (col && !col->internal()) {
+        return Status::error(Code::invalid_argument,
+                             "collection `" + col->name() + "` is not the server's own");
+    }
+    return put_as(c, id, doc, true);
+}
+
+// `internal`: the caller may write a `_` collection. Whether the write is counted and charged
+// follows the collection (write_doc), not this.
+Result<DocId> Block::put_as(CollectionId c, std::optional<DocId> id, const Doc& doc,
+                            bool internal) {
     if (refused_) return *refused_;
     Collection* col = db_->collection_locked(c);
     if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(c.v));
-    if (col->internal() && !options_.internal) {
+    if (col->internal() && !internal) {
         return Status::error(Code::invalid_argument, "collections starting with `_` are the server's own");
     }
     DocId target = id.value_or(DocId{col->next_id()});

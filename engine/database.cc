@@ -382,7 +382,10 @@ Status Database::close(CloseMode mode) {
 // ---- ReadView
 
 ReadView::ReadView(const Database* db, int64_t now_ms)
-    : db_(db), lock_(db->mu_), seq_(db->seq()), now_ms_(now_ms) {}
+    : db_(db), lock_(db->mu_), seq_(db->seq()), history_(db->history_.current()), now_ms_(now_ms) {}
+
+ReadView::ReadView(const Database* db, int64_t now_ms, Seq seq)
+    : db_(db), seq_(seq), history_(db->history_.current()), now_ms_(now_ms) {}
 
 std::vector<CollectionInfo> ReadView::collections() const {
     std::vector<CollectionInfo> out;

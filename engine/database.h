@@ -286,7 +286,19 @@ public:
     Status set(CollectionId collection, DocId id, const Doc& doc);
     Result<bool> del(CollectionId collection, DocId id);
 
+    // The server's own rows written from any block, landing with the block's other writes (an
+    // Idempotency-Key's answer, node-http.md §5.7): `name` / `collection` must start with `_`
+    // (invalid_argument otherwise). Like every write to a `_` collection, never counted in the
+    // rows quota nor charged to the rate buckets (engine.md §9).
+    Result<CollectionId> create_internal_collection(std::string_view name, const Schema& schema);
+    Result<DocId> put_internal(CollectionId collection, std::optional<DocId> id, const Doc& doc);
+
     std::optional<DocView> get(CollectionId collection, DocId id) const;
+    // The state this block sees, its own writes included, as a ReadView at the block's `now`.
+    // Takes no lock (the block holds the writer lock): valid only while the block is open and
+    // not written to. Its seq() is the seq this state stands at: the database's seq plus the
+    // block's writes so far.
+    ReadView view() const;
     // Visits the visible rows in id order as this block sees them; stop by returning false.
     void scan(CollectionId collection, const std::function<bool(DocId, DocView)>& visit) const;
     Result<CollectionId> find(std::string_view name) const;
@@ -305,6 +317,9 @@ private:
     friend class Database;
     Block(Database* db, std::unique_lock<std::shared_mutex> lock, BlockOptions options);
 
+    Result<CollectionId> create(std::string_view name, const Schema& schema, bool internal);
+    Result<DocId> put_as(CollectionId collection, std::optional<DocId> id, const Doc& doc,
+                         bool internal);
     Status write_doc(Collection& c, DocId id, std::span<const std::byte> body);
     void push_put(CollectionId c, DocId id, DocRef ref);
     void push_delete(CollectionId c, DocId id);
@@ -335,10 +350,12 @@ private:
     std::optional<Status> refused_;
 };
 
-// A consistent read at one seq, holding the lock shared while it lives.
+// A consistent read at one seq, holding the lock shared while it lives (or, from
+// Block::view(), reading under the block's writer lock).
 class ReadView {
 public:
     Seq seq() const { return seq_; }
+    HistoryId history() const { return history_; }  // the history seq() was written on
     int64_t now_ms() const { return now_ms_; }
     std::vector<CollectionInfo> collections() const;
     Result<CollectionId> find(std::string_view name) const;
@@ -352,10 +369,14 @@ public:
 
 private:
     friend class Database;
+    friend class Block;
     ReadView(const Database* db, int64_t now_ms);
+    // Takes no lock: the caller holds the writer lock for the view's life.
+    ReadView(const Database* db, int64_t now_ms, Seq seq);
     const Database* db_;
     std::shared_lock<std::shared_mutex> lock_;
     Seq seq_;
+    HistoryId history_;
     int64_t now_ms_;
 };
 

@@ -62,6 +62,7 @@ struct Error {
     std::string field;                // 409: the field whose value or name is taken
     std::string statement;            // 403: the statement's first word
     std::optional<engine::Code> engine_code;  // an engine refusal, for the server's mapping
+    std::optional<engine::Detail> engine_detail;  // which quota, the rate's retry-after
 
     int status() const {
         if (status_code != 0) return status_code;

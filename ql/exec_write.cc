@@ -1,9 +1,11 @@
-// ql/exec_write.cc: the writing statements (fenecql.md §4): each is one engine block, landing
-// whole or not at all; refusals name the collection, the id or the field.
+// ql/exec_write.cc: the row-writing statements (fenecql.md §4), insert, put, set and del, each
+// written into a block its caller began (ql/exec_write.h), and engine_error, the one mapping of an
+// engine refusal to a FenecQL error; refusals name the collection, the id or the field.
 #include <set>
 
 #include "index/key.h"
 #include "ql/exec_read.h"
+#include "ql/exec_write.h"
 #include "ql/executor.h"
 
 namespace fenec::ql {
@@ -54,6 +56,7 @@ Error engine_error(const engine::Status& st, const std::string& collection) {
             break;
     }
     e.engine_code = st.code();
+    e.engine_detail = st.detail();  // which quota, a rate's retry-after: the server's headers
     return e;
 }
 
@@ -68,7 +71,7 @@ Error conflict(std::string message, const std::string& collection) {
 }
 
 struct Writer {
-    engine::Database& db;
+    Block& block;
     const index::IndexSet& indexes;
     const Context& ctx;
 
@@ -165,11 +168,9 @@ Error unique_clash(const engine::Status& st, const index::IndexSet& indexes, eng
 
 QlResult<Answer> Writer::insert(const Insert& ins) {
     const std::string& name = ins.collection.text;
-    engine::Result<Block> block = db.begin(engine::BlockOptions{.internal = false, .now_ms = ctx.now_ms});
-    if (!block.is_ok()) return engine_error(block.status(), name);
-    engine::Result<engine::CollectionId> c = block->find(name);
+    engine::Result<engine::CollectionId> c = block.find(name);
     if (!c.is_ok() || name.starts_with("_")) return not_found_collection(ins.collection);
-    const engine::Schema schema = *block->schema(*c);
+    const engine::Schema schema = *block.schema(*c);
     std::vector<const Expr*> objects;
     std::vector<Value> bound;
     if (ins.documents.param) {
@@ -199,13 +200,13 @@ QlResult<Answer> Writer::insert(const Insert& ins) {
             e.id = id->v;
             return e;
         }
-        if (!ins.replace && id && block->get(*c, *id)) {  // a live row holds it (expired: free)
+        if (!ins.replace && id && block.get(*c, *id)) {  // a live row holds it (expired: free)
             Error e = conflict(name + " already holds _id " + std::to_string(id->v), name);
             e.id = id->v;
             return e;
         }
         engine::Result<DocId> r =
-            ins.replace ? block->put(*c, id, doc.value()) : block->insert(*c, id, doc.value());
+            ins.replace ? block.put(*c, id, doc.value()) : block.insert(*c, id, doc.value());
         if (!r.is_ok()) {
             if (r.status().code() != Code::duplicate) return engine_error(r.status(), name);
             return unique_clash(r.status(), indexes, *c, schema, doc.value(), id, name);
@@ -213,23 +214,19 @@ QlResult<Answer> Writer::insert(const Insert& ins) {
         answer.ids.push_back(r->v);
     }
     answer.affected = answer.ids.size();
-    engine::Result<engine::Landed> landed = block->commit();
-    if (!landed.is_ok()) return engine_error(landed.status(), name);
     return answer;
 }
 
 QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, const WriteFilter& f,
                                     const Expr* changes) {
-    engine::Result<Block> block = db.begin(engine::BlockOptions{.internal = false, .now_ms = ctx.now_ms});
-    if (!block.is_ok()) return engine_error(block.status(), name);
-    engine::Result<engine::CollectionId> c = block->find(name);
+    engine::Result<engine::CollectionId> c = block.find(name);
     if (!c.is_ok() || name.starts_with("_")) return not_found_collection(coll);
-    const engine::Schema schema = *block->schema(*c);
+    const engine::Schema schema = *block.schema(*c);
     QlResult<CNode> where = compile_where(f.where.expr, schema, name, ctx);
     if (!where) return where.take_error();
     // The rows to write, read through the open block: it sees the state it will change.
     Rows rows;
-    block->scan(*c, [&](DocId id, engine::DocView doc) {
+    block.scan(*c, [&](DocId id, engine::DocView doc) {
         if (matches(where.value(), id, doc, ctx)) rows.rows.emplace_back(id, doc);
         return true;
     });
@@ -293,7 +290,7 @@ QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, c
             std::erase_if(doc, [&](const auto& sv) {
                 return sv.first >= schema.fields.size() || schema.fields[sv.first].dropped;
             });
-            engine::Status st = block->set(*c, id, doc);
+            engine::Status st = block.set(*c, id, doc);
             if (!st.is_ok()) {
                 if (st.code() != Code::duplicate) return engine_error(st, name);
                 return unique_clash(st, indexes, *c, schema, doc, id, name);
@@ -302,7 +299,7 @@ QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, c
         if (f.returning) {
             Rows after;
             for (DocId id : ids) {
-                std::optional<engine::DocView> d = block->get(*c, id);
+                std::optional<engine::DocView> d = block.get(*c, id);
                 if (d) after.rows.emplace_back(id, *d);
             }
             QlResult<Table> t = project(after, f.returning, schema, name);
@@ -312,31 +309,30 @@ QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, c
         }
     } else {
         for (DocId id : ids) {
-            engine::Result<bool> r = block->del(*c, id);
+            engine::Result<bool> r = block.del(*c, id);
             if (!r.is_ok()) return engine_error(r.status(), name);
         }
     }
-    engine::Result<engine::Landed> landed = block->commit();
-    if (!landed.is_ok()) return engine_error(landed.status(), name);
     return answer;
 }
 
 }  // namespace
 
-QlResult<Answer> run_insert(engine::Database& db, const index::IndexSet& indexes, const Insert& ins,
+QlResult<Answer> run_insert(Block& block, const index::IndexSet& indexes, const Insert& ins,
                             const Context& ctx) {
-    return Writer{db, indexes, ctx}.insert(ins);
+    return Writer{block, indexes, ctx}.insert(ins);
 }
 
-QlResult<Answer> run_set(engine::Database& db, const index::IndexSet& indexes, const Set& s,
+QlResult<Answer> run_set(Block& block, const index::IndexSet& indexes, const Set& s,
                          const Context& ctx) {
-    return Writer{db, indexes, ctx}.set_or_del(s.collection.text, s.collection, s.filter,
-                                               &s.changes);
+    return Writer{block, indexes, ctx}.set_or_del(s.collection.text, s.collection, s.filter,
+                                                  &s.changes);
 }
 
-QlResult<Answer> run_del(engine::Database& db, const index::IndexSet& indexes, const Del& d,
+QlResult<Answer> run_del(Block& block, const index::IndexSet& indexes, const Del& d,
                          const Context& ctx) {
-    return Writer{db, indexes, ctx}.set_or_del(d.collection.text, d.collection, d.filter, nullptr);
+    return Writer{block, indexes, ctx}.set_or_del(d.collection.text, d.collection, d.filter,
+                                                  nullptr);
 }
 
 }  // namespace fenec::ql

@@ -1,163 +1,40 @@
-// ql/executor.cc: dispatch, and the schema statements (fenecql.md §4.1).
+// ql/executor.cc: statements run as one block (node-http.md §5.2): the checks made before any
+// runs, the dispatch of each statement, and the block's begin, commit or rollback. A write block
+// holds the writer lock from its first statement to its commit, so no other writer interleaves
+// and its reads see its own earlier writes; a batch of reads holds one ReadView.
 #include "ql/executor.h"
 
-#include "index/key.h"
+#include <algorithm>
+
 #include "ql/exec_read.h"
+#include "ql/exec_write.h"
 
 namespace fenec::ql {
 
-QlResult<Answer> run_insert(engine::Database&, const index::IndexSet&, const Insert&, const Context&);
-QlResult<Answer> run_set(engine::Database&, const index::IndexSet&, const Set&, const Context&);
-QlResult<Answer> run_del(engine::Database&, const index::IndexSet&, const Del&, const Context&);
-
 namespace {
 
-using engine::Code;
+const Statement& statement_of(const Item& item) { return item.parsed->statement; }
 
-Answer ok_answer() { return Answer{}; }
-
-Error status_error(int status, std::string message, const std::string& collection) {
-    Error e;
-    e.message = std::move(message);
-    e.status_code = status;
-    e.collection = collection;
-    return e;
+bool is_compact(const Item& item) {
+    return std::holds_alternative<Compact>(statement_of(item).node);
 }
 
-QlResult<Answer> run_create(engine::Database& db, const Create& c, const Context& ctx) {
-    const std::string& name = c.collection.text;
-    engine::Result<engine::Block> block = db.begin(engine::BlockOptions{.internal = false, .now_ms = ctx.now_ms});
-    if (!block.is_ok()) return engine_error(block.status(), name);
-    if (block->find(name).is_ok()) {
-        if (c.if_not_exists) return ok_answer();
-        return status_error(409, "collection `" + name + "` already exists", name);
-    }
-    engine::Schema schema;
-    for (const FieldDef& f : c.fields) schema.fields.push_back(f.to_field_desc());
-    engine::Result<engine::CollectionId> id = block->create_collection(name, schema);
-    if (!id.is_ok()) return engine_error(id.status(), name);
-    engine::Result<engine::Landed> landed = block->commit();
-    if (!landed.is_ok()) return engine_error(landed.status(), name);
-    return ok_answer();
+// The collection a statement names, for errors met outside it (begin, landing); "" for compact.
+std::string collection_of(const Statement& st) {
+    return std::visit(
+        [](const auto& node) -> std::string {
+            if constexpr (requires { node.collection.text; }) {
+                return node.collection.text;
+            } else {
+                return "";
+            }
+        },
+        st.node);
 }
 
-// A @unique over rows holding equal values is refused, naming the field (§4.1).
-Failure check_unique(engine::Block& block, engine::CollectionId c, uint16_t slot,
-                     const engine::FieldDesc& f, const std::string& collection) {
-    const index::TextRule rule = index::field_rule(f);
-    std::set<std::string> seen;
-    bool clash = false;
-    block.scan(c, [&](engine::DocId, engine::DocView doc) {
-        if (doc.is_null(slot)) return true;
-        clash = !seen.insert(index::key_of(doc.get(slot), rule)).second;
-        return !clash;
-    });
-    if (!clash) return std::nullopt;
-    Error e = status_error(409, "field `" + f.name + "` holds equal values in two rows", collection);
-    e.field = f.name;
-    return e;
-}
-
-QlResult<Answer> run_alter(engine::Database& db, const Alter& a, const Context& ctx) {
-    const std::string& name = a.collection.text;
-    engine::Result<engine::Block> block = db.begin(engine::BlockOptions{.internal = false, .now_ms = ctx.now_ms});
-    if (!block.is_ok()) return engine_error(block.status(), name);
-    engine::Result<engine::CollectionId> c = block->find(name);
-    if (!c.is_ok() || name.starts_with("_")) return not_found_collection(a.collection);
-    const engine::Schema schema = *block->schema(*c);
-    engine::AlterSpec spec;
-    auto field_of = [&](const Name& n) -> QlResult<uint16_t> {
-        std::optional<uint16_t> slot = schema.slot_of(n.text);
-        if (!slot) return error_at(n.pos, "collection `" + name + "` has no field `" + n.text + "`");
-        return *slot;
-    };
-    switch (a.action) {
-        case AlterAction::add_field: {
-            if (schema.slot_of(a.field->name.text)) {
-                Error e = status_error(409, "field `" + a.field->name.text + "` already exists", name);
-                e.field = a.field->name.text;
-                return e;
-            }
-            spec.kind = engine::AlterKind::add_field;
-            spec.field_desc = a.field->to_field_desc();
-            break;
-        }
-        case AlterAction::drop_field: {
-            QlResult<uint16_t> slot = field_of(a.target);
-            if (!slot) return slot.take_error();
-            size_t live = 0;
-            for (const engine::FieldDesc& f : schema.fields) live += !f.dropped;
-            if (live == 1) return error_at(a.target.pos, "cannot drop the last field of `" + name + "`");
-            spec.kind = engine::AlterKind::drop_field;
-            spec.field = a.target.text;
-            break;
-        }
-        case AlterAction::rename_field: {
-            QlResult<uint16_t> slot = field_of(a.target);
-            if (!slot) return slot.take_error();
-            if (schema.slot_of(a.new_name.text)) {
-                Error e = status_error(409, "field `" + a.new_name.text + "` already exists", name);
-                e.field = a.new_name.text;
-                return e;
-            }
-            spec.kind = engine::AlterKind::rename_field;
-            spec.field = a.target.text;
-            spec.new_name = a.new_name.text;
-            break;
-        }
-        case AlterAction::add_index:
-        case AlterAction::drop_index: {
-            QlResult<uint16_t> slot = field_of(a.target);
-            if (!slot) return slot.take_error();
-            const engine::FieldDesc& f = schema.fields[slot.value()];
-            spec.kind = engine::AlterKind::set_index;
-            spec.field = a.target.text;
-            if (a.action == AlterAction::drop_index) {
-                if (f.index.kind == engine::IndexKind::none) {
-                    return error_at(a.target.pos, "field `" + f.name + "` has no index");
-                }
-                break;
-            }
-            if (f.index.kind != engine::IndexKind::none) {
-                Error e = status_error(409, "field `" + f.name + "` already has an index", name);
-                e.field = f.name;
-                return e;
-            }
-            spec.index = a.index->index;
-            if (spec.index.kind == engine::IndexKind::unique) {
-                if (auto fail = check_unique(*block, *c, slot.value(), f, name)) return *fail;
-            }
-            break;
-        }
-    }
-    engine::Status st = block->alter_collection(*c, spec);
-    if (!st.is_ok()) return engine_error(st, name);
-    engine::Result<engine::Landed> landed = block->commit();
-    if (!landed.is_ok()) return engine_error(landed.status(), name);
-    return ok_answer();
-}
-
-QlResult<Answer> run_drop(engine::Database& db, const Drop& d, const Context& ctx) {
-    const std::string& name = d.collection.text;
-    engine::Result<engine::Block> block = db.begin(engine::BlockOptions{.internal = false, .now_ms = ctx.now_ms});
-    if (!block.is_ok()) return engine_error(block.status(), name);
-    engine::Result<engine::CollectionId> c = block->find(name);
-    if (!c.is_ok() || name.starts_with("_")) {
-        if (d.if_exists) return ok_answer();
-        return not_found_collection(d.collection);
-    }
-    engine::Status st = block->drop_collection(*c);
-    if (!st.is_ok()) return engine_error(st, name);
-    engine::Result<engine::Landed> landed = block->commit();
-    if (!landed.is_ok()) return engine_error(landed.status(), name);
-    return ok_answer();
-}
-
-}  // namespace
-
-QlResult<Answer> Executor::run(const ParsedStatement& parsed, std::span<const engine::Value> params,
-                               const RunOptions& options) {
-    const Statement& st = parsed.statement;
+// What is refused before any statement runs, for one item.
+Failure check_item(const Item& item, size_t count, const RunOptions& options, bool before_commit) {
+    const Statement& st = statement_of(item);
     if (options.read_only && st.writes()) {
         Error e;
         e.message = "`" + std::string(st.first_word()) + "` writes, and this endpoint only reads";
@@ -165,27 +42,162 @@ QlResult<Answer> Executor::run(const ParsedStatement& parsed, std::span<const en
         e.statement = std::string(st.first_word());
         return e;
     }
-    if (params.size() > parsed.params_max) {
+    if (is_compact(item) && (count > 1 || before_commit)) {
         Error e;
-        e.message = std::to_string(params.size()) + " parameters given, the statement uses " +
-                    std::to_string(parsed.params_max);
+        e.message = "`compact` rewrites the file and lands no block: it runs alone";
+        e.status_code = 400;
         return e;
     }
-    Context ctx{params, options.now_ms};
-    if (ctx.now_ms == 0) ctx.now_ms = db_.read().now_ms();
-    if (const auto* g = std::get_if<Get>(&st.node)) {
-        engine::ReadView view = db_.read(ctx.now_ms);
-        return run_get(*g, view, indexes_, ctx);
+    if (item.params.size() > item.parsed->params_max) {
+        Error e;
+        e.message = std::to_string(item.params.size()) + " parameters given, the statement uses " +
+                    std::to_string(item.parsed->params_max);
+        return e;
     }
-    if (const auto* i = std::get_if<Insert>(&st.node)) return run_insert(db_, indexes_, *i, ctx);
-    if (const auto* s = std::get_if<Set>(&st.node)) return run_set(db_, indexes_, *s, ctx);
-    if (const auto* d = std::get_if<Del>(&st.node)) return run_del(db_, indexes_, *d, ctx);
-    if (const auto* c = std::get_if<Create>(&st.node)) return run_create(db_, *c, ctx);
-    if (const auto* a = std::get_if<Alter>(&st.node)) return run_alter(db_, *a, ctx);
-    if (const auto* d = std::get_if<Drop>(&st.node)) return run_drop(db_, *d, ctx);
-    engine::Status s = db_.compact();
-    if (!s.is_ok()) return engine_error(s, "");
-    return ok_answer();
+    return std::nullopt;
+}
+
+BlockOutcome failed(Error error, size_t at) {
+    BlockOutcome out;
+    out.error = std::move(error);
+    out.failed_at = at;
+    return out;
+}
+
+// One statement inside `block`; a read reads the block's state, its earlier writes included.
+QlResult<Answer> run_statement(engine::Block& block, const index::IndexSet& indexes,
+                               const Statement& st, const Context& ctx) {
+    if (const auto* g = std::get_if<Get>(&st.node)) {
+        const engine::ReadView view = block.view();
+        return run_get(*g, view, indexes, ctx);
+    }
+    if (const auto* i = std::get_if<Insert>(&st.node)) return run_insert(block, indexes, *i, ctx);
+    if (const auto* s = std::get_if<Set>(&st.node)) return run_set(block, indexes, *s, ctx);
+    if (const auto* d = std::get_if<Del>(&st.node)) return run_del(block, indexes, *d, ctx);
+    if (const auto* c = std::get_if<Create>(&st.node)) return run_create(block, *c);
+    if (const auto* a = std::get_if<Alter>(&st.node)) return run_alter(block, *a);
+    if (const auto* d = std::get_if<Drop>(&st.node)) return run_drop(block, *d);
+    // check_item keeps compact out of blocks.
+    Error e;
+    e.message = "`compact` cannot run in a block";
+    return e;
+}
+
+std::optional<int64_t> now_of(const RunOptions& options) {
+    if (options.now_ms == 0) return std::nullopt;
+    return options.now_ms;
+}
+
+}  // namespace
+
+QlResult<Answer> Executor::run(const ParsedStatement& parsed, std::span<const engine::Value> params,
+                               const RunOptions& options) {
+    const Item item{&parsed, params};
+    BlockOutcome out = run_block(std::span<const Item>(&item, 1), options);
+    if (out.error) return std::move(*out.error);
+    return std::move(out.answers.front());
+}
+
+BlockOutcome Executor::run_block(std::span<const Item> items, const RunOptions& options,
+                                 const BeforeCommit& before_commit) {
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (Failure f = check_item(items[i], items.size(), options, bool(before_commit))) {
+            return failed(std::move(*f), i);
+        }
+    }
+    if (items.size() == 1 && is_compact(items[0])) return run_compact();
+    const bool writes = std::any_of(items.begin(), items.end(),
+                                    [](const Item& it) { return statement_of(it).writes(); });
+    if (!writes) return run_reads(items, options);
+    return run_writes(items, options, before_commit);
+}
+
+BlockOutcome Executor::run_reads(std::span<const Item> items, const RunOptions& options) {
+    BlockOutcome out;
+    const engine::ReadView view = db_.read(now_of(options));
+    Context ctx{{}, view.now_ms()};
+    for (size_t i = 0; i < items.size(); ++i) {
+        ctx.params = items[i].params;
+        QlResult<Answer> a =
+            run_get(std::get<Get>(statement_of(items[i]).node), view, indexes_, ctx);
+        if (!a) return failed(a.take_error(), i);
+        out.answers.push_back(std::move(a.value()));
+    }
+    out.seq = view.seq();
+    out.history = view.history();
+    out.durable = db_.durable_seq() >= out.seq;
+    return out;
+}
+
+BlockOutcome Executor::run_writes(std::span<const Item> items, const RunOptions& options,
+                                  const BeforeCommit& before_commit) {
+    // Refusals outside any one statement (begin, landing) name the writes' first or last item.
+    size_t first_write = items.size();
+    size_t last_write = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (!statement_of(items[i]).writes()) continue;
+        first_write = std::min(first_write, i);
+        last_write = i;
+    }
+    engine::Result<engine::Block> begun =
+        db_.begin(engine::BlockOptions{.internal = false, .now_ms = now_of(options)});
+    if (!begun.is_ok()) {
+        return failed(engine_error(begun.status(), collection_of(statement_of(items[first_write]))),
+                      first_write);
+    }
+    engine::Block& block = *begun;
+    BlockOutcome out;
+    Context ctx{{}, block.now_ms()};
+    for (size_t i = 0; i < items.size(); ++i) {
+        ctx.params = items[i].params;
+        QlResult<Answer> a = run_statement(block, indexes_, statement_of(items[i]), ctx);
+        if (!a) {
+            block.rollback();
+            return failed(a.take_error(), i);
+        }
+        out.answers.push_back(std::move(a.value()));
+    }
+    const std::string collection = collection_of(statement_of(items[last_write]));
+    if (before_commit) {
+        engine::Status st = before_commit(block, out.answers);
+        if (!st.is_ok()) {
+            block.rollback();
+            return failed(engine_error(st, ""), items.size() - 1);
+        }
+    }
+    const uint64_t writes = block.writes();
+    const engine::Seq last{db_.seq().v + writes};  // where the block lands, if it does
+    const engine::HistoryId history = block.view().history();
+    engine::Result<engine::Landed> landed = block.commit();
+    if (!landed.is_ok()) {
+        BlockOutcome refused = failed(engine_error(landed.status(), collection), items.size() - 1);
+        // Appended, then its fsync failed: in the file, its outcome unknown (engine.md §5.4). Only
+        // an io_error comes after the append, and any io_error leaves the database latched, no
+        // later block landing: seq reaches `last` only if this block landed.
+        if (writes > 0 && landed.status().code() == engine::Code::io_error && db_.seq() >= last) {
+            refused.landed = true;
+            refused.seq = last;
+            refused.history = history;
+        }
+        return refused;
+    }
+    out.seq = landed->last;
+    out.history = landed->history;
+    out.landed = writes > 0;
+    out.durable = landed->durable || db_.durable_seq() >= out.seq;
+    return out;
+}
+
+BlockOutcome Executor::run_compact() {
+    engine::Status st = db_.compact();
+    if (!st.is_ok()) return failed(engine_error(st, ""), 0);
+    BlockOutcome out;
+    out.answers.push_back(Answer{});
+    const engine::ReadView view = db_.read();
+    out.seq = view.seq();
+    out.history = view.history();
+    out.durable = db_.durable_seq() >= out.seq;
+    return out;
 }
 
 }  // namespace fenec::ql

@@ -1,11 +1,15 @@
-// ql/executor.h: runs a parsed statement against one tenant's database and its indexes, and
-// answers in the result model of ql/answer.h. A writing statement is one engine block: it lands
-// whole or not at all (fenecql.md §1). Errors carry their HTTP status and members (§12.3); the
-// server writes them as they are.
+// ql/executor.h: runs parsed statements against one tenant's database and its indexes, and
+// answers in the result model of ql/answer.h. Statements run as ONE engine block: every write of
+// every statement lands as one record or none does (fenecql.md §1, node-http.md §5.2), and reads
+// among them see the block's earlier writes. Errors carry their HTTP status and members (§12.3);
+// the server writes them as they are.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "engine/database.h"
 #include "engine/value.h"
@@ -18,19 +22,72 @@ namespace fenec::ql {
 
 struct RunOptions {
     bool read_only = false;  // the admin endpoint: writing statements are refused, 403
-    int64_t now_ms = 0;      // the statement's one `now`: now(), TTL expiry, the block's time;
+    int64_t now_ms = 0;      // the statements' one `now`: now(), TTL expiry, the block's time;
                              // 0: the database clock's wall time
 };
 
+// One statement of a block and its parameters; both must outlive the run_block call.
+struct Item {
+    const ParsedStatement* parsed;  // never null
+    std::span<const engine::Value> params;
+};
+
+// What a block of statements came to.
+struct BlockOutcome {
+    std::vector<Answer> answers;  // one per item, in order; empty with `error`
+    // Set: the block is refused and, unless `landed`, nothing of it landed and seq is unchanged.
+    std::optional<Error> error;
+    // With `error`: the 0-based item refused; for a refusal as the block begins (frozen, lease,
+    // rate) its first writing item, at landing (quota, lease, storage) or by before_commit its
+    // last item.
+    size_t failed_at = 0;
+    // A write block's last seq (Landed::last), or the seq its reads saw where it wrote nothing
+    // (a batch of reads only: the one ReadView's). Zero with an error that landed nothing.
+    engine::Seq seq;
+    engine::HistoryId history;  // the history `seq` was written on
+    // A write block landed (it held at least one write). With `error` too: it is in the file
+    // but its fsync failed, the outcome unknown to the client (node-http.md §5.8).
+    bool landed = false;
+    bool durable = false;  // an fsync covers `seq`
+};
+
+// Called once every statement of a write block ran, before its commit, with their answers: the
+// server adds its own rows (an Idempotency-Key's, through Block::put_internal) to land in the
+// same block. A non-ok Status rolls the whole block back and is the block's error. It runs
+// under the block's writer lock: it must reach the tenant only through `block` (find, the
+// put_internal family, view(): view().seq() is the seq the block stands at so far), never
+// through the Database, whose locking calls would deadlock.
+using BeforeCommit = std::function<engine::Status(engine::Block&, std::span<const Answer>)>;
+
 class Executor {
-public:
+  public:
     // `indexes` must be the hook `db` was opened with.
     Executor(engine::Database& db, const index::IndexSet& indexes) : db_(db), indexes_(indexes) {}
 
+    // One statement: run_block with one item.
     QlResult<Answer> run(const ParsedStatement& parsed, std::span<const engine::Value> params,
                          const RunOptions& options = {});
 
-private:
+    // Runs `items` in order as one block (node-http.md §5.2):
+    // - every item is checked before any runs: a writing statement under `read_only` is 403, more
+    //   params than the statement uses 400, and `compact` beside other items or with
+    //   `before_commit` 400 (it rewrites the file and lands no block), each at its index;
+    // - items holding a write run in one engine::Block (begun once, one `now`, the writer lock
+    //   held throughout; schema statements too); reads among them read the block's state;
+    //   `before_commit` runs last; the block commits once;
+    // - reads only run on one ReadView (no block, no writer lock) and report its seq;
+    //   `before_commit` is not called;
+    // - a lone `compact` compacts the file and reports the seq after it.
+    // On any refusal the block rolls back whole; `error` and `failed_at` say which item.
+    BlockOutcome run_block(std::span<const Item> items, const RunOptions& options,
+                           const BeforeCommit& before_commit = {});
+
+  private:
+    BlockOutcome run_reads(std::span<const Item> items, const RunOptions& options);
+    BlockOutcome run_writes(std::span<const Item> items, const RunOptions& options,
+                            const BeforeCommit& before_commit);
+    BlockOutcome run_compact();
+
     engine::Database& db_;
     const index::IndexSet& indexes_;
 };
