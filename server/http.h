@@ -80,7 +80,11 @@ enum class ParseStatus : uint8_t { need_more, done, error };
 // Parses a request head at the start of `input`. On done, `consumed` is the head's length
 // (blank line included) and `out` is filled; on error `error` says why. need_more while `input`
 // holds no blank line and is under head_bytes_max; past it, 431. Empty lines before a request
-// line are skipped (RFC 9112 §2.2) and counted in `consumed`.
+// line are skipped (RFC 9112 §2.2) and counted in `consumed`. Every refusal but the size's 431
+// waits for the blank line too, so any prefix of an input answers need_more or what the whole
+// does. On a refusal after the blank line `consumed` is still the head's length, and on a 501
+// `out` is filled as on done (the 501 names `method_text`); `out` is untouched on need_more.
+// Lines end in CRLF or a bare LF (RFC 9112 §2.2 allows it); a CR without LF is a 400.
 ParseStatus parse_request_head(std::string_view input, RequestHead& out, size_t& consumed,
                                ParseError& error);
 
@@ -129,7 +133,9 @@ struct Response {
 // Appends the status line and head of `r` to `out`: `HTTP/1.1 <status> <reason>`, `Server`,
 // the caller's headers, `Content-Type` (when set), `Content-Length` (unless streaming; also
 // for HEAD, where `head_only` leaves the body out but keeps its length), `Connection: close`
-// when closing. Then the body unless `head_only`.
+// when closing. Then the body unless `head_only`. A 1xx, 204 or 304 has no content (RFC 9110
+// §8.6): no Content-Type, no Content-Length, no body. CR, LF or NUL in a caller's header is
+// written as a space (and asserts in debug builds), so no answer can be split.
 void write_response(const Response& r, bool head_only, std::string_view server,
                     std::string& out);
 
