@@ -12,6 +12,12 @@
 // an answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request
 // it could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
 // Over `connections_max` a new connection gets 503 `Retry-After: 1` and is closed.
+//
+// Threads (server/http_server.cc): one listener, accepted on loop 0 (multishot) and handed to the
+// loops round-robin, so `loops` connections spread evenly whatever their addresses; a connection
+// then lives on its loop alone. Every bound (buffers, queues, lingering close) is listed in
+// server/loop.h. An answer that closes shuts the write side first and drops what the peer still
+// sends for a moment (linger_ms), so the answer is not destroyed by a reset.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "server/http.h"
 
@@ -43,10 +50,17 @@ public:
     virtual void start(http::Response head) = 0;
     // Queues `bytes` on a started stream; false when the stream is gone (the peer closed, or
     // more than `stream_buffer_max` bytes wait unsent: the caller ends it as `slow`).
+    // Precisely: refused when bytes already wait and these would take them past the bound, so
+    // one event larger than the bound still goes when nothing waits; false too before start()
+    // and after end(). A refused write queues nothing.
     virtual bool write(std::string bytes) = 0;
     virtual void end() = 0;
     // True once the peer has closed or the connection was cut; `on_close` runs (on the loop
     // thread) when that happens, at most once, and at once if it already has.
+    // The exchange watches its connection until its reply is handed over, or for a stream until
+    // the connection ends (end() included); after a reply it no longer changes. A peer that
+    // half-closes after its request still gets the reply. If the loop is already gone (after
+    // shutdown), a late on_close runs on the caller's thread.
     virtual bool closed() const = 0;
     virtual void on_close(std::function<void()> fn) = 0;
     // Bytes queued on a stream and not yet sent.
@@ -69,6 +83,12 @@ public:
     virtual void handle(Request request, std::shared_ptr<Exchange> exchange) = 0;
     // A connection refused for `connections_max`: the answer it gets (503).
     virtual http::Response over_capacity() = 0;
+    // An answer the server writes on its own, to a request it could not frame or a client too
+    // slow: 400/505 (malformed), 408 (silent part-way), 411 (Transfer-Encoding), 413 (body over
+    // HeadVerdict::body_bytes_max), 431 (head too large), 501 (unknown method). `message` names
+    // the problem. The default is `{"error":"<message>"}`; the node may override it to add its
+    // answer headers. The connection closes after it whatever `close` says. On the loop thread.
+    virtual http::Response framing_error(int status, std::string_view message);
 };
 
 struct ServerOptions {
@@ -94,6 +114,8 @@ public:
     // Open connections (streams and idle keep-alives included).
     virtual uint32_t connections() const = 0;
     // Closes every connection and joins the loops' threads. Idempotent.
+    // Not from a loop thread (a Handler callback). Connections still open after shutdown_wait_ms
+    // (server/loop.h) are closed regardless.
     virtual void shutdown() = 0;
 };
 
