@@ -8,6 +8,7 @@ BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
 DEMO_DIR ?= /tmp/fenec-demo
+LISTEN ?= 127.0.0.1:8081
 CMAKE_ARGS ?=
 
 ASAN_BUILD := build-asan
@@ -26,8 +27,8 @@ FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
 
 help:
 	@echo "Fenec make targets:"
-	@echo "  make run         build, then run the engine demo: write a tenant in DEMO_DIR"
-	@echo "                   ($(DEMO_DIR)), reopen it and print its state"
+	@echo "  make run         build, then start fenec-node on LISTEN ($(LISTEN)) with the tenant"
+	@echo "                   demo in DEMO_DIR ($(DEMO_DIR)) and print curl examples"
 	@echo "  make test        build, then run the unit suite (ctest -L unit)"
 	@echo "  make test-slow   build, then run the slow suites (ctest -L slow)"
 	@echo "  make test-asan   the unit suite in an ASan+UBSan build ($(ASAN_BUILD)/)"
@@ -35,6 +36,8 @@ help:
 	@echo "  make fuzz        build the libFuzzer targets with clang ($(FUZZ_BUILD)/) and run"
 	@echo "                   each for FUZZ_SECONDS ($(FUZZ_SECONDS)) over its seed corpus"
 	@echo "  make bench       build, then run every $(BUILD)/bench/*_bench"
+	@echo "  make node-bench  build fenec-node, then wrk it beside PostgreSQL 15 pgbench -S"
+	@echo "                   (ci/setup-bench installs both); report in $(BUILD)/node-bench.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -52,9 +55,9 @@ build: configure
 	ninja -C $(BUILD) -j$(JOBS)
 
 run: build
-	@if [ ! -x $(BUILD)/tools/fenec ]; then \
-	    echo "make run: $(BUILD)/tools/fenec was not built (no tools/*.cc yet?)" >&2; exit 1; fi
-	$(BUILD)/tools/fenec demo $(DEMO_DIR)
+	@if [ ! -x $(BUILD)/server/fenec-node ]; then \
+	    echo "make run: $(BUILD)/server/fenec-node was not built" >&2; exit 1; fi
+	tools/run-node-demo.sh $(BUILD)/server/fenec-node $(DEMO_DIR) $(LISTEN)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j1
@@ -116,3 +119,12 @@ format: deps
 
 clean:
 	rm -rf -- build $(ASAN_BUILD) $(FUZZ_BUILD) $(filter-out /,$(BUILD))
+
+# fenec-node against PostgreSQL 15 in one run (bench/node_bench.sh says what and how): row by id
+# and a filtered get under wrk beside pgbench -S, at 1 and 8 connections, ratios and the issue's
+# goals. wrk and PostgreSQL come from ci/setup-bench, not ci/setup, so CI never installs them.
+.PHONY: node-bench
+node-bench: configure
+	@bash ci/setup-bench
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench.txt

@@ -1,0 +1,238 @@
+// server/node/data.cc: the data plane's statements (node-http.md §5.1, §5.2, §5.5, §5.6, §5.8):
+// `/t/<t>/query` and `/t/<t>/batch`, the tenant's description, and the dispatch of `/t/<t>/...`
+// to REST (rest.cc) and subscriptions (subscriptions.cc). A call arrives here on a worker,
+// its credential checked; it leaves through Node::answer.
+#include <algorithm>
+#include <charconv>
+
+#include "ql/answer.h"
+#include "ql/executor.h"
+#include "ql/parser.h"
+#include "server/json_body.h"
+#include "server/node/handlers.h"
+#include "server/node/parked.h"
+#include "server/node/subscriptions.h"
+
+namespace fenec::node {
+
+void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t);
+
+std::string hex16(uint64_t v) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 15; i >= 0; --i, v >>= 4) out[i] = digits[v & 0xf];
+    return out;
+}
+
+namespace {
+
+http::Response method_not_allowed(Node& node, std::string_view allow) {
+    return node.refusal(405, "this path takes " + std::string(allow))
+        .header("Allow", std::string(allow));
+}
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+    uint64_t v = 0;
+    if (s.empty()) return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+std::optional<uint64_t> parse_hex16(std::string_view s) {
+    if (s.size() != 16) return std::nullopt;
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    for (char c : s) {
+        if (c >= 'A' && c <= 'F') return std::nullopt;  // lowercase only, as we write them
+    }
+    return v;
+}
+
+void describe(Node& node, Call& call, Tenant& t) {
+    engine::ReadView view = t.db().read();
+    http::Response r;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(t.name());
+    w.key("seq");
+    w.uint64(view.seq().v);
+    w.key("history");
+    w.string(hex16(t.db().history().current().v));
+    w.key("collections");
+    w.begin_array();
+    for (const engine::CollectionInfo& c : view.collections()) {
+        if (c.name.starts_with("_")) continue;
+        w.begin_object();
+        w.key("name");
+        w.string(c.name);
+        w.key("fields");
+        w.begin_array();
+        for (const engine::FieldDesc& f : view.schema(c.id)->fields) {
+            if (f.dropped) continue;
+            w.begin_object();
+            w.key("name");
+            w.string(f.name);
+            w.key("type");
+            w.string(f.type.to_string());
+            w.end_object();
+        }
+        w.end_array();
+        w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+    r.header("Fenec-Seq", std::to_string(view.seq().v));
+    r.header("Fenec-History", hex16(t.db().history().current().v));
+    node.answer(call, std::move(r));
+}
+
+bool schema_statement(const ql::Statement& st) {
+    using K = ql::StatementKind;
+    const K k = st.kind();
+    return k == K::create || k == K::alter || k == K::drop || k == K::compact;
+}
+
+}  // namespace
+
+// What §5.8 checks before a statement runs, for the credential: a JWT runs no schema statement,
+// and one of scope "read" runs reads only (§3.2).
+std::optional<http::Response> scope_refusal(Node& node, const Call& call,
+                                            std::span<const ql::ParsedStatement> parsed) {
+    if (call.who.credential != auth::Credential::jwt) return std::nullopt;
+    for (const ql::ParsedStatement& p : parsed) {
+        if (schema_statement(p.statement)) {
+            return node.refusal(403, "a JWT does not run `" + std::string(p.statement.first_word()) +
+                                         "`: schema and maintenance statements need the data token");
+        }
+        if (call.who.read_only_scope && p.statement.writes()) {
+            return node.refusal(403, "this JWT has scope \"read\" and `" +
+                                         std::string(p.statement.first_word()) + "` writes");
+        }
+    }
+    return std::nullopt;
+}
+
+// The headers of §4.1 that bear on reading and holding: Fenec-After, Fenec-History, Fenec-Wait.
+struct ReadAfter {
+    std::optional<uint64_t> after;
+    std::optional<uint64_t> history;
+    std::optional<uint64_t> wait_ms;
+};
+
+std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out) {
+    const http::RequestHead& h = call.request.head;
+    if (auto v = h.header("Fenec-After")) {
+        out.after = parse_u64(*v);
+        if (!out.after) return node.refusal(400, "Fenec-After must be a decimal seq, not `" + std::string(*v) + "`");
+    }
+    if (auto v = h.header("Fenec-History")) {
+        if (!out.after) return node.refusal(400, "Fenec-History goes with Fenec-After");
+        out.history = parse_hex16(*v);
+        if (!out.history) return node.refusal(400, "Fenec-History must be 16 lowercase hex digits");
+    }
+    if (auto v = h.header("Fenec-Wait")) {
+        out.wait_ms = parse_u64(*v);
+        if (!out.wait_ms) return node.refusal(400, "Fenec-Wait must be a decimal number of ms");
+        out.wait_ms = std::min<uint64_t>(*out.wait_ms, node.options().wait_max_ms);
+    }
+    return std::nullopt;
+}
+
+// Whether this copy holds write `after` of `history` (§5.6): yes, not yet (wait), or never.
+enum class Holds : uint8_t { yes, not_yet, never };
+
+Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history) {
+    const uint64_t seq = t.db().seq().v;
+    if (!history) return seq >= after ? Holds::yes : Holds::not_yet;
+    const engine::History h = t.db().history();
+    if (h.current().v == *history) return seq >= after ? Holds::yes : Holds::not_yet;
+    for (size_t i = 0; i + 1 < h.forks.size(); ++i) {
+        if (h.forks[i].history.v == *history) {
+            // It left that history where the next fork began.
+            return h.forks[i + 1].seq.v >= after ? Holds::yes : Holds::never;
+        }
+    }
+    // A primary never on that history lacks the write for good.
+    return h.replica ? Holds::not_yet : Holds::never;
+}
+
+http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history) {
+    std::string msg = t.name() + ": this copy does not hold write " + std::to_string(after);
+    if (history) msg += " of history " + hex16(*history);
+    http::Response r = node.refusal(504, "");
+    r.body.clear();
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(msg);
+    w.key("seq");
+    w.uint64(t.db().seq().v);
+    w.key("history");
+    w.string(hex16(t.db().history().current().v));
+    w.end_object();
+    return r;
+}
+
+// Runs a request's statements as one block (or, for a batch holding `compact`, one by one) and
+// answers. `batch` shapes the answer as /batch's.
+void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+                    std::vector<json::QueryBody> bodies, bool batch);
+
+void serve_data(Node& node, const std::shared_ptr<Call>& call) {
+    Acquired a = node.registry().acquire(call->tenant);
+    if (!a.tenant) {
+        const int status = a.error == AcquireError::not_found ? 404
+                           : a.error == AcquireError::memory  ? 503
+                                                              : 500;
+        return node.answer(*call, node.refusal(status, a.message));
+    }
+    std::shared_ptr<Tenant> t = std::move(a.tenant);
+    const http::RequestHead& h = call->request.head;
+    switch (call->route) {
+        case Route::query:
+        case Route::batch: {
+            if (call->rest.size() != 1) return node.answer(*call, node.refusal(404, "no route " + h.path));
+            if (h.method != http::Method::post) return node.answer(*call, method_not_allowed(node, "POST"));
+            std::vector<json::QueryBody> bodies;
+            if (call->route == Route::query) {
+                auto body = json::parse_query_body(call->request.body);
+                if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
+                bodies.push_back(std::move(body.value()));
+            } else {
+                const auto ct = h.header("Content-Type");
+                const bool ndjson = !ct || ct->find("ndjson") != std::string_view::npos;
+                auto list = json::parse_batch(call->request.body, ndjson);
+                if (!list) {
+                    http::Response r = node.refusal(list.error().status, list.error().message);
+                    if (list.error().line) {
+                        r.body.pop_back();
+                        r.body += ",\"line\":" + std::to_string(*list.error().line) + "}";
+                    }
+                    return node.answer(*call, std::move(r));
+                }
+                if (list->empty()) return node.answer(*call, node.refusal(400, "the batch holds no statement"));
+                bodies = std::move(list.value());
+            }
+            return run_statements(node, call, t, std::move(bodies), call->route == Route::batch);
+        }
+        case Route::changes:
+            if (h.method != http::Method::get) return node.answer(*call, method_not_allowed(node, "GET"));
+            return node.subscriptions().open(call, t);
+        case Route::rest:
+            return serve_rest(node, call, t);
+        default:
+            break;
+    }
+    if (call->rest.empty() || (call->rest.size() == 1 && call->rest[0].empty())) {
+        if (h.method != http::Method::get && h.method != http::Method::head) {
+            return node.answer(*call, method_not_allowed(node, "GET, HEAD"));
+        }
+        return describe(node, *call, *t);
+    }
+    node.answer(*call, node.refusal(404, "no route " + h.path));
+}
+
+}  // namespace fenec::node

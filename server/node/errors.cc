@@ -1,0 +1,68 @@
+// server/node/errors.cc: the one function that turns a refusal into an HTTP answer (§6). The
+// status is the FenecQL error's (ql::engine_error maps engine codes once, in ql/); what is added
+// here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason.
+#include "server/node/handlers.h"
+
+#include "ql/error_json.h"
+#include "ql/json_writer.h"
+
+namespace fenec::node {
+
+namespace {
+
+std::string_view reason_of(engine::Code code) {
+    switch (code) {
+        case engine::Code::frozen: return "frozen";
+        case engine::Code::not_leased: return "lease-none";
+        case engine::Code::read_only: return "replica";
+        default: return "";
+    }
+}
+
+// `{..."error":...}` from ql::error_json with more members before its closing brace.
+std::string with_members(std::string body, const std::function<void(ql::JsonWriter&)>& more) {
+    if (!more) return body;
+    std::string extra;
+    ql::JsonWriter w(extra);
+    w.begin_object();
+    more(w);
+    w.end_object();
+    if (extra.size() <= 2) return body;
+    body.pop_back();  // '}'
+    body += ',';
+    body.append(extra, 1, std::string::npos);
+    return body;
+}
+
+}  // namespace
+
+http::Response error_response(const Node& node, const ql::Error& e,
+                              const std::function<void(ql::JsonWriter&)>& more) {
+    (void)node;
+    http::Response r;
+    r.status = e.status();
+    const engine::Code code = e.engine_code.value_or(engine::Code::ok);
+    const std::string quota =
+        e.engine_detail ? std::string(engine::quota_kind_name(e.engine_detail->quota)) : "";
+    const std::string_view reason = reason_of(code);
+    r.body = with_members(ql::error_json(e), [&](ql::JsonWriter& w) {
+        if ((r.status == 507 || r.status == 429) && !quota.empty() && quota != "none") {
+            w.key("quota");
+            w.string(quota);
+        }
+        if (r.status == 503 && !reason.empty()) {
+            w.key("reason");
+            w.string(reason);
+        }
+        if (more) more(w);
+    });
+    if (r.status == 503) r.header("Retry-After", "1");
+    if (r.status == 429) {
+        int64_t ms = e.engine_detail ? e.engine_detail->retry_after_ms : 1000;
+        r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));
+    }
+    if (code == engine::Code::not_leased) r.header("Fenec-Lease", "none");
+    return r;
+}
+
+}  // namespace fenec::node

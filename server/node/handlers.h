@@ -1,0 +1,55 @@
+// server/node/handlers.h: the routes' entry points, each in its own file, all run on the worker
+// pool with the call already past its credential check (node.cc).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/database.h"
+#include "ql/error.h"
+#include "ql/json_writer.h"
+#include "server/http.h"
+#include "server/node/node.h"
+
+namespace fenec::node {
+
+// data.cc: /t/<tenant>/... (node-http.md §5).
+void serve_data(Node& node, const std::shared_ptr<Call>& call);
+// admin.cc: /_admin/... (node-http.md §8).
+void serve_admin(Node& node, const std::shared_ptr<Call>& call);
+
+// errors.cc: the one place a refusal from FenecQL or the engine becomes an HTTP answer (§6):
+// its status, its JSON body and the headers its status carries (Retry-After on 429 and 503,
+// the quota's name on 429 and 507, the 503's reason).
+// `more` writes members after the error's own (a batch's `completed` and `at`).
+http::Response error_response(const Node& node, const ql::Error& error,
+                              const std::function<void(ql::JsonWriter&)>& more = {});
+
+// 16 lowercase hex digits: how lineage and history ids travel.
+std::string hex16(uint64_t v);
+
+// idempotency.cc (§5.7).
+void load_idempotency_keys(Tenant& tenant);
+
+struct KeyedWrite {
+    std::string user_key;     // user "\n" key: the key table's index
+    std::string key;
+    std::string fingerprint;  // hex SHA-256 of method, target and body
+    int64_t at_ms = 0;   // when the write was asked
+    int64_t ttl_ms = 0;  // --idempotency-ttl
+    bool claimed = false;
+    std::optional<engine::DocId> row;  // set by store_key
+};
+
+// Reads `Idempotency-Key` for a write: nullopt when there is none (or a 400 in `refusal`); a
+// replayed answer or 422 in `refusal`; otherwise the key, claimed until finish_key.
+std::optional<KeyedWrite> begin_key(Node& node, Call& call, Tenant& tenant,
+                                    std::optional<http::Response>& refusal);
+// Lands the key's row in `block` (the write's own): status and body as they will be answered.
+engine::Status store_key(engine::Block& block, KeyedWrite& key, int status,
+                         const std::string& body);
+// Releases the key; where its block landed, the table points at the row store_key wrote.
+void finish_key(Tenant& tenant, KeyedWrite& key, bool landed);
+
+}  // namespace fenec::node

@@ -1,0 +1,511 @@
+// server/node/node.cc: the Handler: routes, credentials (node-http.md §3), the common answer
+// headers (§4.2), metrics and the once-a-second tick. What each route does is in its own file.
+#include "server/node/node.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "ql/json_writer.h"
+#include "server/node/handlers.h"
+#include "server/node/subscriptions.h"
+
+namespace fenec::node {
+
+namespace {
+
+constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
+
+int64_t mono_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+    std::vector<std::string> out;
+    size_t i = 1;
+    while (i <= path.size()) {
+        size_t j = path.find('/', i);
+        if (j == std::string_view::npos) j = path.size();
+        out.emplace_back(path.substr(i, j - i));
+        i = j + 1;
+    }
+    return out;
+}
+
+bool body_route(const http::RequestHead& h) {
+    return h.method == http::Method::post || h.method == http::Method::put ||
+           h.method == http::Method::patch;
+}
+
+bool json_type(std::string_view ct) {
+    std::string lower(ct);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    size_t semi = lower.find(';');
+    std::string base = lower.substr(0, semi);
+    while (!base.empty() && base.back() == ' ') base.pop_back();
+    if (semi != std::string::npos) {
+        std::string params = lower.substr(semi + 1);
+        params.erase(0, params.find_first_not_of(' '));
+        if (params != "charset=utf-8") return false;
+    }
+    return base == "application/json" || base == "application/x-ndjson";
+}
+
+std::string peer_host(std::string_view peer) {
+    size_t colon = peer.rfind(':');
+    return std::string(colon == std::string_view::npos ? peer : peer.substr(0, colon));
+}
+
+}  // namespace
+
+std::string_view route_label(Route r) {
+    static constexpr std::string_view names[] = {"query",       "batch",   "rest",   "changes",
+                                                  "admin",       "admin_query", "lease",
+                                                  "replication", "metrics", "health", "other"};
+    return names[static_cast<size_t>(r)];
+}
+
+Node::Node(NodeOptions options) : options_(std::move(options)) {
+    random_state_ = std::random_device{}() ^ (static_cast<uint64_t>(mono_ns()) << 1);
+    started_ms_ = now_ms();
+    init_metrics();
+}
+
+void Node::init_metrics() {
+    obs::Registry& m = metrics_;
+    m.gauge("fenec_build_info", "the node's version", {"version"}).with({fenec_version}).set(1);
+    m.gauge_fn("fenec_start_time_seconds", "when the node started (Unix seconds)",
+               [this] { return static_cast<double>(started_ms_) / 1000; });
+    counters_.requests = &m.counter("fenec_http_requests_total", "requests answered", {"route", "code"});
+    counters_.durations = &m.histogram("fenec_http_request_duration_seconds",
+                                       "time from the head read to the answer queued", {"route"});
+    m.gauge_fn("fenec_http_connections", "open connections",
+               [this] { return server_ ? static_cast<double>(server_->connections()) : 0; });
+    counters_.refused = &m.counter("fenec_http_refused_total", "requests or connections refused",
+                                   {"reason"});
+    counters_.statements = &m.counter("fenec_statements_total", "statements run", {"kind"});
+    counters_.slow = &m.counter("fenec_slow_requests_total", "requests at or over --slow-ms").with({});
+    counters_.writes_refused = &m.counter("fenec_writes_refused_total", "writes refused unrun (503)",
+                                          {"reason"});
+    counters_.quota_refusals = &m.counter("fenec_quota_refusals_total", "writes refused by a quota",
+                                          {"quota"});
+    counters_.replays = &m.counter("fenec_idempotent_replays_total", "answers replayed from a key").with({});
+    counters_.conflicts = &m.counter("fenec_idempotency_conflicts_total",
+                                     "keys reused for another request (422)").with({});
+    counters_.subscriptions = &m.gauge("fenec_subscriptions", "open subscriptions").with({});
+    counters_.reseeds = &m.counter("fenec_subscription_reseeds_total", "seeds sent again").with({});
+    counters_.subscriptions_ended = &m.counter("fenec_subscriptions_ended_total",
+                                               "subscriptions ended, by reason", {"reason"});
+    m.gauge_fn("fenec_tenants", "tenant files in --data-dir",
+               [this] { return registry_ ? static_cast<double>(registry_->list().size()) : 0; });
+    m.gauge_fn("fenec_tenants_open", "open tenants",
+               [this] { return registry_ ? static_cast<double>(registry_->open_count()) : 0; });
+    m.counter_fn("fenec_tenant_opens_total", "tenants opened",
+                 [this] { return registry_ ? static_cast<double>(registry_->opens()) : 0; });
+    m.gauge_fn("fenec_memory_bytes", "the open tenants' memory",
+               [this] { return registry_ ? static_cast<double>(registry_->memory_bytes()) : 0; });
+    m.gauge_fn("fenec_memory_limit_bytes", "--max-memory (0: none)",
+               [this] { return static_cast<double>(options_.max_memory_mib << 20); });
+}
+
+Node::~Node() {
+    if (server_) server_->shutdown();
+    stopping_ = true;
+    if (ticker_.joinable()) ticker_.join();
+    if (subscriptions_) subscriptions_->end_all("shutdown");
+    if (workers_) workers_->shutdown();
+    if (registry_) registry_->close_all();
+    if (audit_) audit_->close();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+int64_t Node::now_ms() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string Node::prepare() {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.data_dir, ec);
+    if (ec) return "--data-dir " + options_.data_dir + ": " + ec.message();
+    const std::string lock_path = options_.data_dir + "/fenec-node.lock";
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) return "--data-dir " + options_.data_dir + " cannot be written";
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        return "--data-dir " + options_.data_dir + " is held by another fenec-node (" + lock_path + ")";
+    }
+    // Side files a crash left behind (§11).
+    for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
+        const std::string f = entry.path().filename().string();
+        if (f.ends_with(".fenec.incoming") || f.ends_with(".fenec.beside") || f.ends_with(".fenec.new")) {
+            std::filesystem::remove(entry.path(), ec);
+        }
+    }
+    auth::AuthConfig ac;
+    ac.data_token = options_.token;
+    ac.admin_token = options_.admin_token;
+    ac.replication_token = options_.replication_token;
+    ac.jwt_secret = options_.jwt_secret;
+    ac.jwks_path = options_.jwt_jwks;
+    std::string error;
+    auth_ = auth::Authenticator::create(ac, error);
+    if (!auth_) return error;
+    delay_ = std::make_unique<auth::RefusalDelay>(options_.auth_delay_ms);
+    if (options_.audit) {
+        auto log = obs::LineLog::open(*options_.audit);
+        if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
+        audit_ = std::move(log.value());
+    }
+    engine::SyncPolicy sync = engine::SyncPolicy::every_block();
+    if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
+    if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
+    flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
+    RegistryOptions ro;
+    ro.data_dir = options_.data_dir;
+    ro.sync = sync;
+    ro.close_idle_ms = int64_t{options_.close_idle_s} * 1000;
+    ro.memory_max_bytes = options_.max_memory_mib << 20;
+    ro.changes_max = options_.changes;
+    ro.flusher = flusher_.get();
+    ro.now_ms = [this] { return now_ms(); };
+    ro.on_open = [](Tenant& t) { load_idempotency_keys(t); };
+    registry_ = std::make_unique<Registry>(std::move(ro));
+    const uint32_t threads = std::max<uint32_t>(2, options_.workers * 2);
+    workers_ = std::make_unique<server::WorkerPool>(threads, worker_queue_max);
+    subscriptions_ = std::make_unique<Subscriptions>(*this);
+    return "";
+}
+
+std::string Node::serve() {
+    server::ServerOptions so;
+    so.listen = options_.listen;
+    so.loops = options_.workers;
+    so.connections_max = options_.max_connections;
+    so.idle_timeout_ms = options_.idle_timeout_s * 1000;
+    std::string error;
+    server_ = server::HttpServer::bind(so, *this, error);
+    if (!server_) return error;
+    server_->start();
+    ticker_ = std::thread([this] {
+        while (!stopping_) {
+            for (int i = 0; i < 10 && !stopping_; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+            if (!stopping_) tick();
+        }
+    });
+    return "";
+}
+
+uint16_t Node::port() const { return server_ ? server_->port() : 0; }
+
+void Node::tick() {
+    registry_->sweep();
+    subscriptions_->tick();
+}
+
+void Node::drain() {
+    stopping_ = true;
+    if (server_) server_->stop_accepting();
+    subscriptions_->end_all("shutdown");
+    // Requests in flight get up to 10 s (§1.3).
+    for (int i = 0; i < 100 && in_flight_.load() > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (server_) server_->shutdown();
+    if (ticker_.joinable()) ticker_.join();
+    workers_->shutdown();
+    registry_->close_all();
+    if (audit_) audit_->close();
+}
+
+http::Response Node::refusal(int status, std::string_view message) const {
+    http::Response r;
+    r.status = status;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(message);
+    w.end_object();
+    if (status == 401) r.header("WWW-Authenticate", "Bearer");
+    if (status == 503 || status == 429) r.header("Retry-After", "1");
+    return r;
+}
+
+http::Response Node::over_capacity() {
+    http::Response r = refusal(503, "the node is at --max-connections (" +
+                                        std::to_string(options_.max_connections) + ")");
+    r.body.pop_back();
+    r.body += ",\"reason\":\"connections\"}";
+    r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
+    r.close = true;
+    counters_.refused->with({"connections"}).inc();
+    return r;
+}
+
+// The answers the server writes itself (400, 408, 411, 413, 431, 501): the node's body and the
+// X-Request-Id every answer carries (§4.2).
+http::Response Node::framing_error(int status, std::string_view message) {
+    http::Response r = refusal(status, message);
+    r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
+    counters_.requests->with({"other", std::to_string(status)}).inc();
+    return r;
+}
+
+server::HeadVerdict Node::check_head(const server::Request& request) {
+    server::HeadVerdict v;
+    v.body_bytes_max = options_.max_body_mib << 20;
+    const http::RequestHead& h = request.head;
+    auto refuse = [&](int status, std::string message) {
+        http::Response r = refusal(status, message);
+        r.close = true;
+        v.refuse = std::move(r);
+        return v;
+    };
+    if (h.transfer_encoding) {
+        return refuse(411, "Transfer-Encoding is not taken: send the body with Content-Length");
+    }
+    if (body_route(h)) {
+        if (!h.content_length && h.path.starts_with("/t/")) {
+            return refuse(411, "a " + std::string(h.method_text) + " to " + h.path +
+                                   " needs Content-Length");
+        }
+        if (h.content_length && *h.content_length > v.body_bytes_max) {
+            return refuse(413, "the body is " + std::to_string(*h.content_length) +
+                                   " bytes, over --max-body of " + std::to_string(v.body_bytes_max) +
+                                   " bytes");
+        }
+        if (auto ct = h.header("Content-Type"); ct && h.content_length && *h.content_length > 0 &&
+                                                !json_type(*ct)) {
+            return refuse(415, "Content-Type " + std::string(*ct) +
+                                   " is not taken here: send application/json");
+        }
+    }
+    return v;
+}
+
+void Node::handle(server::Request request, std::shared_ptr<server::Exchange> exchange) {
+    auto call = std::make_shared<Call>();
+    call->start_ns = mono_ns();
+    call->request = std::move(request);
+    call->exchange = std::move(exchange);
+    const http::RequestHead& h = call->request.head;
+    call->request_id = obs::request_id(h.header("X-Request-Id"), next_random());
+    in_flight_.fetch_add(1);
+    dispatch(std::move(call));
+}
+
+uint64_t Node::next_random() {
+    // splitmix64 over a counter seeded once per process: ids need to differ, not to be secret.
+    uint64_t z = (random_state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void Node::dispatch(std::shared_ptr<Call> call) {
+    const http::RequestHead& h = call->request.head;
+    const std::vector<std::string> seg = split_path(h.path);
+    const std::string& first = seg.empty() ? std::string() : seg[0];
+    if (h.method == http::Method::other) {
+        http::Response r = refusal(501, "method " + std::string(h.method_text) + " is not served");
+        r.close = true;
+        return answer(*call, std::move(r));
+    }
+    if (first == "_health") {
+        call->route = Route::health;
+        http::Response r;
+        r.status = stopping_ ? 503 : 200;
+        ql::JsonWriter w(r.body);
+        w.begin_object();
+        w.key("ok");
+        w.boolean(!stopping_);
+        if (stopping_) {
+            w.key("reason");
+            w.string("stopping");
+        } else {
+            w.key("node");
+            w.string(options_.node_name);
+            w.key("version");
+            w.string(fenec_version);
+        }
+        w.end_object();
+        return answer(*call, std::move(r));
+    }
+    if (first == "t" && seg.size() >= 2) {
+        call->tenant = seg[1];
+        call->rest.assign(seg.begin() + 2, seg.end());
+        call->route = call->rest.empty() || call->rest[0].empty() ? Route::other
+                      : call->rest[0] == "query"                  ? Route::query
+                      : call->rest[0] == "batch"                  ? Route::batch
+                      : call->rest.size() == 3 && call->rest[2] == "changes" ? Route::changes
+                                                                              : Route::rest;
+        if (!authorize(call, auth::Credential::data)) return;
+        if (!valid_tenant_name(call->tenant)) {
+            return answer(*call, refusal(400, "tenant name `" + call->tenant +
+                                                  "` is not [a-z0-9_-]{1,64}"));
+        }
+        if (stopping_) return answer(*call, refusal(503, "the node is stopping"));
+        return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
+    }
+    if (first == "_admin" || first == "_metrics") {
+        call->route = first == "_metrics" ? Route::metrics
+                      : seg.size() == 4 && seg[1] == "tenants" && seg[3] == "query" ? Route::admin_query
+                                                                                    : Route::admin;
+        if (!authorize(call, auth::Credential::admin)) return;
+        if (first == "_metrics") {
+            if (h.method != http::Method::get && h.method != http::Method::head) {
+                return answer(*call, refusal(405, "/_metrics takes GET").header("Allow", "GET, HEAD"));
+            }
+            http::Response r;
+            r.body = metrics_.render();
+            r.content_type = std::string(obs::metrics_content_type);
+            return answer(*call, std::move(r));
+        }
+        if (seg.size() >= 3 && seg[1] == "tenants") call->tenant = seg[2];
+        call->rest.assign(seg.begin() + 1, seg.end());
+        return submit(call, [this](const std::shared_ptr<Call>& c) { serve_admin(*this, c); });
+    }
+    if (first == "_replication") {
+        call->route = Route::replication;
+        if (!authorize(call, auth::Credential::replication)) return;
+        return answer(*call, refusal(404, "no copy here follows or is followed"));
+    }
+    answer(*call, refusal(404, "no route " + h.path +
+                                   ": the node serves /t/, /_admin/, /_replication/, /_metrics and "
+                                   "/_health"));
+}
+
+void Node::submit(const std::shared_ptr<Call>& call,
+                  std::function<void(const std::shared_ptr<Call>&)> fn) {
+    const bool queued = workers_->submit([call, fn = std::move(fn)] { fn(call); });
+    if (!queued) answer(*call, refusal(503, "the node's workers are busy"));
+}
+
+// §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a
+// known one where it does not reach. False when the call was answered.
+bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
+    Call& call = *c;
+    const http::RequestHead& h = call.request.head;
+    const std::string_view value = h.header("Authorization").value_or("");
+    auth::Verdict v = auth_->identify(value, now_ms());
+    const bool open = auth_->plane_open(plane) && (is_loopback(options_.listen) || options_.insecure ||
+                                                   plane == auth::Credential::data);
+    if (!auth_->plane_open(plane) || !open) {
+        // A guarded plane, or an unguarded one on a public listener (absent there).
+        if (auth_->plane_open(plane)) {
+            answer(call, refusal(404, "no route " + h.path));
+            return false;
+        }
+    }
+    const std::string peer = peer_host(call.request.peer);
+    if (!v.ok) {
+        if (open) {
+            call.who.credential = plane;  // an open plane takes any request
+            return true;
+        }
+        const std::string why = value.empty() ? "no credential: send Authorization: Bearer <token>"
+                                              : v.why;
+        counters_.refused->with({"credential"}).inc();
+        audit_refusal(call, 401, why);
+        const int64_t delay = delay_->refused(peer, now_ms());
+        http::Response r = refusal(401, why);
+        if (delay <= 0) {
+            answer(call, std::move(r));
+        } else {
+            timers_.after(delay, [this, c, r = std::move(r)]() mutable { answer(*c, std::move(r)); });
+        }
+        return false;
+    }
+    delay_->accepted(peer);
+    call.who = v.identity;
+    const auth::Credential got = v.identity.credential;
+    std::string why;
+    if (plane == auth::Credential::data) {
+        if (got == auth::Credential::jwt) {
+            if (v.identity.tenant.empty()) why = "the JWT names no tenant (a string `tenant` claim)";
+            else if (v.identity.tenant != call.tenant) why = "the JWT reaches tenant " + v.identity.tenant + " only";
+        } else if (got == auth::Credential::admin) {
+            why = "the admin token does not reach /t/; use POST /_admin/tenants/" + call.tenant + "/query";
+        } else if (got != auth::Credential::data) {
+            why = "the " + std::string(auth::credential_name(got)) + " does not reach /t/";
+        }
+    } else if (got != plane && !open) {
+        why = "the " + std::string(auth::credential_name(got)) + " does not reach " +
+              (plane == auth::Credential::admin ? "/_admin/ or /_metrics" : "/_replication/");
+    }
+    if (!why.empty()) {
+        counters_.refused->with({"scope"}).inc();
+        audit_refusal(call, 403, why);
+        answer(call, refusal(403, why));
+        return false;
+    }
+    return true;
+}
+
+void Node::audit_refusal(const Call& call, int status, std::string_view why) {
+    if (!audit_) return;
+    obs::AuditLine line;
+    line.at_ms = now_ms();
+    line.event = obs::AuditEvent::refused;
+    line.who.credential = static_cast<obs::Credential>(call.who.credential);
+    line.who.sub = call.who.sub;
+    line.who.tenant = call.who.tenant;
+    line.peer = call.request.peer;
+    line.request_id = call.request_id;
+    line.fields = {{"method", std::string(call.request.head.method_text)},
+                   {"path", call.request.head.path},
+                   {"status", status},
+                   {"why", std::string(why)}};
+    audit_->write(obs::audit_line(line));
+}
+
+void Node::answer(Call& call, http::Response response) {
+    response.header("X-Request-Id", call.request_id);
+    if (options_.cors) {
+        response.header("Access-Control-Allow-Origin", *options_.cors);
+        response.header("Vary", "Origin");
+        response.header("Access-Control-Expose-Headers",
+                        "Fenec-Seq, Fenec-History, Idempotent-Replayed, X-Request-Id, Retry-After");
+    }
+    const double seconds = static_cast<double>(mono_ns() - call.start_ns) / 1e9;
+    const int status = response.status;
+    // A stream is counted at its head (§13.1).
+    counters_.requests->with({route_label(call.route), std::to_string(status)}).inc();
+    if (!response.stream) counters_.durations->with({route_label(call.route)}).observe(seconds);
+    if (options_.slow_ms && seconds * 1000 >= *options_.slow_ms) {
+        counters_.slow->inc();
+        slow_log(call, status, seconds);
+    }
+    if (response.stream) {
+        call.exchange->start(std::move(response));
+        in_flight_.fetch_sub(1);
+    } else {
+        call.exchange->reply(std::move(response));
+        in_flight_.fetch_sub(1);
+    }
+}
+
+void Node::slow_log(const Call& call, int status, double seconds) {
+    obs::SlowRequest s;
+    s.at_ms = now_ms();
+    s.request_id = call.request_id;
+    s.peer = call.request.peer;
+    s.route = route_label(call.route);
+    s.tenant = call.tenant;
+    s.status = status;
+    s.ms = static_cast<int64_t>(seconds * 1000);
+    s.statement = call.shape;
+    std::string line = obs::slow_line(s);
+    line += '\n';
+    (void)!::write(2, line.data(), line.size());
+}
+
+}  // namespace fenec::node

@@ -1,0 +1,130 @@
+// server/node/node.h: fenec-node wired together: the HttpServer's Handler. A request's head is
+// judged on the loop thread (route, credential, body bound); everything that touches a tenant
+// runs on the worker pool and answers through its Exchange. main() builds one Node.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "engine/flusher.h"
+#include "server/audit.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/node/options.h"
+#include "server/node/registry.h"
+#include "server/node/timers.h"
+#include "server/workers.h"
+
+namespace fenec::node {
+
+class Subscriptions;
+
+// The routes a request can take, as fenec_http_requests_total labels them.
+enum class Route : uint8_t {
+    query, batch, rest, changes, admin, admin_query, lease, replication, metrics, health, other
+};
+std::string_view route_label(Route r);
+
+// One request on its way through the node.
+struct Call {
+    server::Request request;
+    std::shared_ptr<server::Exchange> exchange;
+    Route route = Route::other;
+    auth::Identity who;
+    std::string request_id;
+    std::string tenant;           // /t/<tenant>/ or /_admin/tenants/<tenant>
+    std::vector<std::string> rest;  // the path's segments after the tenant
+    std::string shape;            // the statement with literals removed, for the slow log
+    int64_t start_ns = 0;
+};
+
+inline constexpr std::string_view fenec_version = "0.1.0";
+
+class Node final : public server::Handler {
+public:
+    explicit Node(NodeOptions options);
+    ~Node() override;
+
+    // Everything but the listener: data dir (created, locked), audit log, metrics. "" or why not.
+    std::string prepare();
+    // Binds, starts the loops and the once-a-second sweeper. "" or why not.
+    std::string serve();
+    uint16_t port() const;
+    // SIGTERM: stop accepting, end streams, let requests finish (10 s), close every tenant.
+    void drain();
+
+    // server::Handler
+    server::HeadVerdict check_head(const server::Request& request) override;
+    void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
+    http::Response over_capacity() override;
+    http::Response framing_error(int status, std::string_view message) override;
+
+    // For the handlers (node/*.cc).
+    const NodeOptions& options() const { return options_; }
+    Registry& registry() { return *registry_; }
+    obs::Registry& metrics() { return metrics_; }
+    bool stopping() const { return stopping_.load(); }
+    int64_t now_ms() const;
+    // Finishes a call: headers every answer carries, metrics, slow log, then the reply.
+    void answer(Call& call, http::Response response);
+    // A JSON refusal {"error": message} with `status` (and the headers its status needs).
+    http::Response refusal(int status, std::string_view message) const;
+
+    // Runs `fn` on the worker pool; 503 when its queue is full.
+    void submit(const std::shared_ptr<Call>& call,
+                std::function<void(const std::shared_ptr<Call>&)> fn);
+    // Work that answers no call directly (a parked request's retry); false when the pool is full.
+    bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
+    Timers& timers() { return timers_; }
+    Subscriptions& subscriptions() { return *subscriptions_; }
+    obs::LineLog* audit() { return audit_.get(); }
+
+    struct Counters {
+        obs::CounterFamily* requests = nullptr;     // route, code
+        obs::HistogramFamily* durations = nullptr;  // route
+        obs::CounterFamily* refused = nullptr;      // reason
+        obs::CounterFamily* statements = nullptr;   // kind
+        obs::Counter* slow = nullptr;
+        obs::Counter* replays = nullptr;
+        obs::Counter* conflicts = nullptr;
+        obs::CounterFamily* writes_refused = nullptr;  // reason
+        obs::CounterFamily* quota_refusals = nullptr;  // quota
+        obs::Gauge* subscriptions = nullptr;
+        obs::Counter* reseeds = nullptr;
+        obs::CounterFamily* subscriptions_ended = nullptr;  // reason
+    };
+    Counters& counters() { return counters_; }
+
+private:
+    void dispatch(std::shared_ptr<Call> call);
+    bool authorize(const std::shared_ptr<Call>& call, auth::Credential plane);
+    void audit_refusal(const Call& call, int status, std::string_view why);
+    void slow_log(const Call& call, int status, double seconds);
+    void init_metrics();
+    uint64_t next_random();
+    void tick();
+
+    NodeOptions options_;
+    std::unique_ptr<auth::Authenticator> auth_;
+    std::unique_ptr<auth::RefusalDelay> delay_;
+    std::unique_ptr<engine::Flusher> flusher_;
+    std::unique_ptr<Registry> registry_;
+    std::unique_ptr<server::WorkerPool> workers_;
+    std::unique_ptr<server::HttpServer> server_;
+    std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<Subscriptions> subscriptions_;
+    obs::Registry metrics_;
+    Counters counters_;
+    Timers timers_;
+    std::atomic<int64_t> in_flight_{0};
+    std::atomic<uint64_t> random_state_{0};
+    int64_t started_ms_ = 0;
+    int lock_fd_ = -1;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> ticking_{false};
+    std::thread ticker_;
+};
+
+}  // namespace fenec::node

@@ -1,0 +1,66 @@
+// server/node/options.h: fenec-node's flags (node-http.md §1.1), read left to right. An unknown
+// flag, a missing value or one that does not parse is refused naming the flag (exit 2); `--help`
+// prints every flag with its default. The checks of the whole set (tokens equal, a public listener
+// unguarded, ...) are check_options'.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fenec::node {
+
+struct NodeOptions {
+    std::string listen = "127.0.0.1:8081";
+    std::string data_dir = "./fenec-data";
+    std::optional<std::string> token;              // env FENEC_TOKEN
+    std::optional<std::string> admin_token;        // env FENEC_ADMIN_TOKEN
+    std::optional<std::string> replication_token;  // env FENEC_REPLICATION_TOKEN
+    std::optional<std::string> jwt_secret;
+    std::optional<std::string> jwt_jwks;
+    bool lease = false;
+    uint64_t max_memory_mib = 0;  // 0: off
+    uint32_t idle_timeout_s = 60;
+    uint32_t close_idle_s = 300;
+    // --sync: always (every_block), <ms> (interval), off (at_close)
+    enum class Sync : uint8_t { always, interval, off } sync = Sync::always;
+    uint32_t sync_ms = 0;
+    std::optional<uint32_t> slow_ms;
+    std::optional<std::string> audit;
+    uint64_t max_body_mib = 64;
+    uint64_t max_image_mib = 16384;
+    uint32_t max_connections = 1024;
+    uint32_t max_streams = 4096;
+    uint32_t tenant_streams = 256;
+    uint32_t keepalive_s = 20;
+    uint32_t changes = 4096;
+    uint32_t idempotency_ttl_s = 86400;
+    uint32_t wait_max_ms = 30000;
+    uint32_t auth_delay_ms = 100;
+    std::optional<std::string> cors;
+    std::string node_name;  // default: the host name
+    uint32_t workers = 0;   // io_uring loops; 0: the CPU count
+    bool insecure = false;
+};
+
+struct ParsedFlags {
+    NodeOptions options;
+    bool help = false;
+    std::string error;  // non-empty: exit 2 with it
+};
+
+// Reads argv (argv[0] skipped) and the three FENEC_*TOKEN variables (a flag wins).
+ParsedFlags parse_flags(const std::vector<std::string>& args);
+
+// Every flag with its default, for --help.
+std::string flags_help();
+
+// The start-up refusals of §1.1 that need the whole set: a non-loopback --listen with no data
+// credential (unless --insecure), two equal tokens. "" when fine.
+std::string check_options(const NodeOptions& options);
+
+// True for 127.0.0.0/8, ::1 and localhost.
+bool is_loopback(const std::string& listen);
+
+}  // namespace fenec::node

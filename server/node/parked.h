@@ -1,0 +1,90 @@
+// server/node/parked.h: a request parked on its tenant's changes rather than on a thread
+// (node-http.md §2.1, §5.5, §5.6): a read waiting for Fenec-After, a held write. `attempt` runs on
+// the worker pool when a block lands in the tenant (and every `poll_ms`, for time that passes
+// with nothing written); it answers and returns true once it is done. At the deadline `expire`
+// answers instead. Exactly one of them answers: both run under the same mutex and the first
+// to finish marks it done.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "server/node/node.h"
+#include "server/node/tenant.h"
+
+namespace fenec::node {
+
+class Parked final : public ChangeWatcher, public std::enable_shared_from_this<Parked> {
+public:
+    static constexpr int64_t poll_ms = 50;  // how often time is looked at with nothing written
+
+    Parked(Node& node, std::shared_ptr<Tenant> tenant, std::function<bool()> attempt,
+           std::function<void()> expire)
+        : node_(node), tenant_(std::move(tenant)), attempt_(std::move(attempt)),
+          expire_(std::move(expire)) {}
+
+    // Watches the tenant, arms the deadline and the poll.
+    void park(int64_t wait_ms) {
+        auto self = shared_from_this();
+        tenant_->watch(self);
+        node_.timers().after(wait_ms, [self] {
+            if (!self->node_.submit_task([self] { self->finish(); })) self->finish();
+        });
+        arm_poll();
+    }
+
+    void wake() override {
+        if (done_.load() || scheduled_.exchange(true)) return;
+        auto self = shared_from_this();
+        const bool queued = node_.submit_task([self] {
+            self->scheduled_ = false;
+            self->try_once();
+        });
+        if (!queued) scheduled_ = false;  // the poll asks again
+    }
+
+    bool done() const { return done_.load(); }
+
+private:
+    void arm_poll() {
+        std::weak_ptr<Parked> weak = weak_from_this();
+        node_.timers().after(poll_ms, [weak] {
+            if (auto self = weak.lock(); self && !self->done_) {
+                self->wake();
+                self->arm_poll();
+            }
+        });
+    }
+
+    void try_once() {
+        std::lock_guard lock(mu_);
+        if (done_) return;
+        if (attempt_()) close();
+    }
+
+    void finish() {
+        std::lock_guard lock(mu_);
+        if (done_) return;
+        expire_();
+        close();
+    }
+
+    void close() {
+        done_ = true;
+        tenant_->unwatch(this);
+        attempt_ = nullptr;
+        expire_ = nullptr;
+    }
+
+    Node& node_;
+    std::shared_ptr<Tenant> tenant_;
+    std::function<bool()> attempt_;
+    std::function<void()> expire_;
+    std::mutex mu_;
+    std::atomic<bool> done_{false};
+    std::atomic<bool> scheduled_{false};
+};
+
+}  // namespace fenec::node

@@ -1,0 +1,290 @@
+// server/node/registry.cc: opening on first use, closing when idle or past the memory bound.
+#include "server/node/registry.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/io.h"
+
+namespace fenec::node {
+
+namespace {
+
+constexpr int64_t open_failure_kept_ms = 10'000;  // §11: a damaged file is not reread per request
+
+}  // namespace
+
+bool valid_tenant_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+}
+
+Registry::Registry(RegistryOptions options) : options_(std::move(options)) {}
+
+Registry::~Registry() { close_all(); }
+
+std::string Registry::path_of(std::string_view name) const {
+    return options_.data_dir + "/" + std::string(name) + ".fenec";
+}
+
+Acquired Registry::acquire(std::string_view name) {
+    for (;;) {
+        std::shared_ptr<Slot> slot;
+        {
+            std::lock_guard lock(mu_);
+            auto it = slots_.find(name);
+            if (it == slots_.end()) {
+                it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            }
+            slot = it->second;
+        }
+        std::lock_guard slot_lock(slot->mu);
+        if (slot->dead) continue;  // closed while we waited: take the new slot
+        if (slot->tenant) {
+            slot->tenant->last_used_ms = options_.now_ms();
+            return Acquired{slot->tenant};
+        }
+        Acquired a = open_locked(*slot, name);
+        if (!a.tenant) {
+            // Leave no slot behind for a name that has no file.
+            if (a.error == AcquireError::not_found) {
+                std::lock_guard lock(mu_);
+                slot->dead = true;
+                auto it = slots_.find(name);
+                if (it != slots_.end() && it->second == slot) slots_.erase(it);
+            }
+        }
+        return a;
+    }
+}
+
+Acquired Registry::open_locked(Slot& slot, std::string_view name) {
+    const int64_t now = options_.now_ms();
+    if (!slot.failure.empty() && now - slot.failed_ms < open_failure_kept_ms) {
+        return Acquired{nullptr, AcquireError::open_failed, slot.failure};
+    }
+    const std::string path = path_of(name);
+    std::error_code ec;
+    const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+    if (ec) {
+        return Acquired{nullptr, AcquireError::not_found, "tenant " + std::string(name) + " not found"};
+    }
+    if (options_.memory_max_bytes) {
+        // One being opened counts twice its file until open (§11).
+        while (memory_bytes() + 2 * file_bytes > options_.memory_max_bytes) {
+            if (!evict_one(CloseReason::memory, now, false)) {
+                return Acquired{nullptr, AcquireError::memory,
+                                "the node's memory is full: tenant " + std::string(name) +
+                                    " cannot be opened now"};
+            }
+        }
+    }
+    auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
+    auto indexes = std::make_unique<index::IndexSet>();
+    engine::OpenOptions o;
+    o.tenant = std::string(name);
+    o.sync = options_.sync;
+    o.hook = indexes.get();
+    o.listener = tenant.get();
+    o.flusher = options_.flusher;
+    auto db = engine::Database::open(path, o);
+    if (!db.is_ok()) {
+        if (db.status().code() == engine::Code::not_found) {
+            return Acquired{nullptr, AcquireError::not_found,
+                            "tenant " + std::string(name) + " not found"};
+        }
+        slot.failed_ms = now;
+        slot.failure = "tenant " + std::string(name) + " cannot be opened: " + db.status().to_string();
+        return Acquired{nullptr, AcquireError::open_failed, slot.failure};
+    }
+    tenant->attach(std::move(indexes), std::move(db.value()));
+    if (options_.on_open) options_.on_open(*tenant);
+    tenant->refresh_memory();
+    tenant->last_used_ms = now;
+    slot.failure.clear();
+    {
+        std::lock_guard lock(mu_);  // slot tenants change under both locks (registry.h)
+        slot.tenant = tenant;
+    }
+    ++opens_;
+    return Acquired{tenant};
+}
+
+engine::Status Registry::create(std::string_view name,
+                                const std::function<engine::Status(Tenant&)>& run_schema,
+                                engine::LineageId& lineage) {
+    std::shared_ptr<Slot> slot;
+    {
+        std::lock_guard lock(mu_);
+        auto it = slots_.find(name);
+        if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+        slot = it->second;
+    }
+    std::lock_guard slot_lock(slot->mu);
+    const std::string path = path_of(name);
+    std::error_code ec;
+    if (slot->tenant || std::filesystem::exists(path, ec)) {
+        return engine::Status::error(engine::Code::already_exists,
+                                     "tenant " + std::string(name) + " exists");
+    }
+    auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
+    auto indexes = std::make_unique<index::IndexSet>();
+    engine::OpenOptions o;
+    o.tenant = std::string(name);
+    o.sync = options_.sync;
+    o.hook = indexes.get();
+    o.listener = tenant.get();
+    o.flusher = options_.flusher;
+    auto db = engine::Database::create(path, o);
+    if (!db.is_ok()) return db.status();
+    lineage = (*db)->lineage();
+    tenant->attach(std::move(indexes), std::move(db.value()));
+    if (engine::Status st = run_schema(*tenant); !st.is_ok()) {
+        std::unique_ptr<engine::Database> d = tenant->detach_db();
+        (void)d->close();
+        d.reset();
+        std::filesystem::remove(path, ec);
+        return st;
+    }
+    if (engine::Status st = tenant->db().sync(); !st.is_ok()) return st;
+    if (options_.on_open) options_.on_open(*tenant);
+    tenant->last_used_ms = options_.now_ms();
+    {
+        std::lock_guard lock(mu_);
+        slot->tenant = tenant;
+    }
+    ++opens_;
+    return engine::Status::ok();
+}
+
+std::vector<TenantInfo> Registry::list() const {
+    std::vector<TenantInfo> out;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
+        const std::string file = entry.path().filename().string();
+        if (!file.ends_with(".fenec")) continue;
+        std::string name = file.substr(0, file.size() - 6);
+        if (!valid_tenant_name(name)) continue;
+        TenantInfo info{name, entry.file_size(ec), false};
+        {
+            std::lock_guard lock(mu_);
+            auto it = slots_.find(name);
+            info.open = it != slots_.end() && it->second->tenant != nullptr;
+        }
+        out.push_back(std::move(info));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const TenantInfo& a, const TenantInfo& b) { return a.name < b.name; });
+    return out;
+}
+
+void Registry::close_tenant(const std::shared_ptr<Tenant>& t) {
+    std::unique_ptr<engine::Database> db = t->detach_db();
+    if (!db) return;
+    (void)db->close(engine::CloseMode::checkpoint);
+}
+
+// Closes one tenant nobody holds: the least recently used one (past the idle timeout when
+// `idle_only_past_timeout`). False when there is none.
+bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout) {
+    std::shared_ptr<Slot> victim;
+    std::string victim_name;
+    {
+        std::lock_guard lock(mu_);
+        int64_t oldest = INT64_MAX;
+        for (const auto& [name, slot] : slots_) {
+            if (!slot->tenant) continue;
+            if (slot->tenant.use_count() != 1) continue;  // a request, stream or follower holds it
+            const int64_t used = slot->tenant->last_used_ms;
+            if (idle_only_past_timeout &&
+                (options_.close_idle_ms == 0 || now - used < options_.close_idle_ms)) {
+                continue;
+            }
+            if (used < oldest) {
+                oldest = used;
+                victim = slot;
+                victim_name = name;
+            }
+        }
+    }
+    if (!victim) return false;
+    std::lock_guard slot_lock(victim->mu);
+    if (!victim->tenant || victim->tenant.use_count() != 1) return true;  // taken meanwhile: look again
+    std::shared_ptr<Tenant> closing;
+    {
+        // Out of the map first, under both locks: from here nobody can take a reference.
+        std::lock_guard lock(mu_);
+        closing = std::move(victim->tenant);
+        victim->dead = true;
+        auto it = slots_.find(victim_name);
+        if (it != slots_.end() && it->second == victim) slots_.erase(it);
+    }
+    close_tenant(closing);
+    ++closes_[static_cast<int>(reason)];
+    return true;
+}
+
+void Registry::sweep() {
+    const int64_t now = options_.now_ms();
+    std::vector<std::shared_ptr<Tenant>> open;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& [name, slot] : slots_) {
+            if (slot->tenant) open.push_back(slot->tenant);
+        }
+    }
+    for (const auto& t : open) t->refresh_memory();
+    open.clear();
+    while (evict_one(CloseReason::idle, now, true)) {
+    }
+    if (options_.memory_max_bytes) {
+        while (memory_bytes() > options_.memory_max_bytes &&
+               evict_one(CloseReason::memory, now, false)) {
+        }
+    }
+}
+
+void Registry::close_all() {
+    std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots;
+    {
+        std::lock_guard lock(mu_);
+        slots.swap(slots_);
+    }
+    for (auto& [name, slot] : slots) {
+        std::lock_guard slot_lock(slot->mu);
+        std::shared_ptr<Tenant> closing;
+        {
+            std::lock_guard lock(mu_);
+            closing = std::move(slot->tenant);
+        }
+        if (closing) {
+            close_tenant(closing);
+            ++closes_[static_cast<int>(CloseReason::shutdown)];
+        }
+        slot->dead = true;
+    }
+}
+
+uint64_t Registry::memory_bytes() const {
+    std::vector<std::shared_ptr<Tenant>> open;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& [name, slot] : slots_) {
+            if (slot->tenant) open.push_back(slot->tenant);
+        }
+    }
+    uint64_t sum = 0;
+    for (const auto& t : open) sum += t->memory_bytes();
+    return sum;
+}
+
+size_t Registry::open_count() const {
+    size_t n = 0;
+    std::lock_guard lock(mu_);
+    for (const auto& [name, slot] : slots_) n += slot->tenant != nullptr;
+    return n;
+}
+
+}  // namespace fenec::node

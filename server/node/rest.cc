@@ -1,0 +1,279 @@
+// server/node/rest.cc: REST per collection (node-http.md §5.3), each request translated into
+// FenecQL statements whose values travel as parameters, never spliced into the text, and run as
+// one block like any other write: admission, Idempotency-Key, landing, answer.
+#include <charconv>
+
+#include "ql/answer.h"
+#include "ql/executor.h"
+#include "ql/parser.h"
+#include "server/json_body.h"
+#include "server/node/handlers.h"
+#include "server/rest_filter.h"
+
+namespace fenec::node {
+
+namespace {
+
+// A collection name that can stand in a statement's text: FenecQL's name characters.
+bool plain_name(std::string_view s) {
+    if (s.empty() || s.size() > 128) return false;
+    if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    for (char c : s) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    }
+    return true;
+}
+
+std::optional<uint64_t> doc_id(std::string_view s) {
+    uint64_t v = 0;
+    if (s.empty() || s[0] == '0') return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || v > INT64_MAX) return std::nullopt;
+    return v;
+}
+
+// `{"rows":[…]}` as ql::to_json writes it, less its wrapper: the array of rows.
+std::string rows_array(const ql::Answer& a) {
+    std::string json = ql::to_json(a);
+    constexpr std::string_view prefix = "{\"rows\":";
+    return json.substr(prefix.size(), json.size() - prefix.size() - 1);
+}
+
+struct Prepared {
+    std::vector<ql::ParsedStatement> parsed;
+    std::vector<std::vector<engine::Value>> params;
+    std::vector<ql::Item> items() const {
+        std::vector<ql::Item> out;
+        for (size_t i = 0; i < parsed.size(); ++i) out.push_back(ql::Item{&parsed[i], params[i]});
+        return out;
+    }
+};
+
+// Parses statements the node wrote itself; a failure is a programmer error surfaced as 500.
+std::optional<ql::Error> prepare(Prepared& p, std::string_view text, std::vector<engine::Value> params) {
+    ql::QlResult<ql::ParsedStatement> parsed = ql::parse(text);
+    if (!parsed) return parsed.error();
+    p.parsed.push_back(std::move(parsed.value()));
+    p.params.push_back(std::move(params));
+    return std::nullopt;
+}
+
+using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
+
+// A REST write: admission, key, one block whose key row stores the shaped answer, the answer.
+void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
+                    const Shape& shape) {
+    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping"));
+    if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
+        return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
+    }
+    if (t.db().frozen()) {
+        node.counters().writes_refused->with({"frozen"}).inc();
+        http::Response r = node.refusal(503, "tenant " + t.name() + " is frozen");
+        r.body.pop_back();
+        r.body += ",\"reason\":\"frozen\"}";
+        return node.answer(*call, std::move(r));
+    }
+    std::optional<http::Response> refusal;
+    std::optional<KeyedWrite> key = begin_key(node, *call, t, refusal);
+    if (refusal) return node.answer(*call, std::move(*refusal));
+    ql::Executor ex(t.db(), t.indexes());
+    const std::vector<ql::Item> items = p.items();
+    ql::BeforeCommit before;
+    if (key) {
+        before = [&](engine::Block& block, std::span<const ql::Answer> answers) {
+            ql::BlockOutcome preview;
+            preview.answers.assign(answers.begin(), answers.end());
+            http::Response r = shape(preview);
+            return store_key(block, *key, r.status, r.body);
+        };
+    }
+    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{}, before);
+    if (key) finish_key(t, *key, !o.error);
+    node.counters().statements->with({"write"}).inc();
+    if (o.error) return node.answer(*call, error_response(node, *o.error));
+    http::Response r = shape(o);
+    r.header("Fenec-Seq", std::to_string(o.seq.v));
+    r.header("Fenec-History", hex16(o.history.v));
+    node.answer(*call, std::move(r));
+}
+
+void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
+                   const Shape& shape) {
+    ql::Executor ex(t.db(), t.indexes());
+    const std::vector<ql::Item> items = p.items();
+    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{});
+    node.counters().statements->with({"read"}).inc();
+    if (o.error) return node.answer(*call, error_response(node, *o.error));
+    http::Response r = shape(o);
+    r.header("Fenec-Seq", std::to_string(o.seq.v));
+    r.header("Fenec-History", hex16(o.history.v));
+    node.answer(*call, std::move(r));
+}
+
+http::Response json_answer(int status, std::string body) {
+    http::Response r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+}
+
+void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
+                    const std::string& coll, uint64_t id) {
+    const http::RequestHead& h = call->request.head;
+    const std::string sel = "get " + coll + " where _id = $1";
+    Prepared p;
+    auto fail = [&](const ql::Error& e) { node.answer(*call, error_response(node, e)); };
+    switch (h.method) {
+        case http::Method::get:
+        case http::Method::head: {
+            if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
+            return run_rest_read(node, call, t, p, [&](const ql::BlockOutcome& o) {
+                if (o.answers.front().table.rows.empty()) {
+                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                }
+                const std::string rows = rows_array(o.answers.front());  // [{…}]
+                return json_answer(200, rows.substr(1, rows.size() - 2));
+            });
+        }
+        case http::Method::put: {
+            auto body = json::parse_document_body(call->request.body);
+            if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
+            auto* obj = std::get_if<engine::Object>(&body->rep);
+            if (!obj) return node.answer(*call, node.refusal(400, "PUT takes one object"));
+            bool has_id = false;
+            for (size_t i = 0; i < obj->keys.size(); ++i) {
+                if (obj->keys[i] != "_id") continue;
+                has_id = true;
+                const auto* v = std::get_if<int64_t>(&obj->values[i].rep);
+                if (!v || static_cast<uint64_t>(*v) != id) {
+                    return node.answer(*call, node.refusal(400, "the body's _id is not the path's " +
+                                                                    std::to_string(id)));
+                }
+            }
+            if (!has_id) {
+                obj->keys.insert(obj->keys.begin(), "_id");
+                obj->values.insert(obj->values.begin(), engine::Value(int64_t(id)));
+            }
+            if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
+            if (auto e = prepare(p, "put " + coll + " $1", {std::move(body.value())})) return fail(*e);
+            return run_rest_write(node, call, t, p, [id](const ql::BlockOutcome& o) {
+                const bool created = o.answers.front().table.rows.empty();
+                return json_answer(created ? 201 : 200, "{\"id\":" + std::to_string(id) +
+                                                            ",\"created\":" + (created ? "true" : "false") + "}");
+            });
+        }
+        case http::Method::patch: {
+            auto body = json::parse_document_body(call->request.body);
+            if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
+            const auto* obj = std::get_if<engine::Object>(&body->rep);
+            if (!obj || obj->keys.empty()) {
+                return node.answer(*call, node.refusal(400, "PATCH takes one object naming the fields to set"));
+            }
+            std::string text = "set " + coll + " {";
+            std::vector<engine::Value> params{engine::Value(int64_t(id))};
+            for (size_t i = 0; i < obj->keys.size(); ++i) {
+                if (!plain_name(obj->keys[i]) || obj->keys[i] == "_id") {
+                    return node.answer(*call, node.refusal(400, "PATCH cannot set `" + obj->keys[i] + "`"));
+                }
+                text += (i ? ", " : "") + obj->keys[i] + ": $" + std::to_string(i + 2);
+                params.push_back(obj->values[i]);
+            }
+            text += "} where _id = $1";
+            if (auto e = prepare(p, text, std::move(params))) return fail(*e);
+            return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
+                if (o.answers.front().affected == 0) {
+                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                }
+                return json_answer(200, "{\"updated\":1}");
+            });
+        }
+        case http::Method::del: {
+            if (auto e = prepare(p, "del " + coll + " where _id = $1", {engine::Value(int64_t(id))})) {
+                return fail(*e);
+            }
+            return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
+                if (o.answers.front().affected == 0) {
+                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                }
+                return json_answer(200, "{\"deleted\":1}");
+            });
+        }
+        default:
+            return node.answer(*call, node.refusal(405, "a document takes GET, PUT, PATCH, DELETE")
+                                          .header("Allow", "GET, HEAD, PUT, PATCH, DELETE"));
+    }
+}
+
+void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const std::string& coll) {
+    const http::RequestHead& h = call->request.head;
+    Prepared p;
+    if (h.method == http::Method::post) {
+        auto body = json::parse_document_body(call->request.body);
+        if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
+        engine::Value docs = std::move(body.value());
+        if (std::holds_alternative<engine::Object>(docs.rep)) {
+            engine::List one;
+            one.items.push_back(std::move(docs));
+            docs = engine::Value(std::move(one));
+        }
+        if (auto e = prepare(p, "insert " + coll + " $1", {std::move(docs)})) {
+            return node.answer(*call, error_response(node, *e));
+        }
+        return run_rest_write(node, call, t, p, [](const ql::BlockOutcome& o) {
+            std::string out = "{\"ids\":[";
+            const auto& ids = o.answers.front().ids;
+            for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+            return json_answer(201, out + "]}");
+        });
+    }
+    if (h.method != http::Method::get && h.method != http::Method::head) {
+        return node.answer(*call, node.refusal(405, "a collection takes GET and POST")
+                                      .header("Allow", "GET, HEAD, POST"));
+    }
+    auto q = json::parse_rest_query(h.query, false);
+    if (!q) return node.answer(*call, node.refusal(q.error().status, q.error().message));
+    engine::Schema schema;
+    {
+        engine::ReadView view = t.db().read();
+        engine::Result<engine::CollectionId> c = view.find(coll);
+        if (!c.is_ok()) return node.answer(*call, node.refusal(404, "no collection " + coll));
+        schema = *view.schema(*c);
+    }
+    auto st = json::build_statement(q.value(), coll, schema);
+    if (!st) return node.answer(*call, node.refusal(st.error().status, st.error().message));
+    if (auto e = prepare(p, st->text, std::move(st->params))) {
+        return node.answer(*call, error_response(node, *e));
+    }
+    const bool count = q->count;
+    return run_rest_read(node, call, t, p, [count](const ql::BlockOutcome& o) {
+        const ql::Answer& a = o.answers.front();
+        if (count) {  // one row, one cell: count(*)
+            int64_t n = 0;
+            if (!a.table.rows.empty() && !a.table.rows[0].cells.empty()) {
+                if (const auto* v = std::get_if<int64_t>(&a.table.rows[0].cells[0].rep)) n = *v;
+            }
+            return json_answer(200, "{\"count\":" + std::to_string(n) + "}");
+        }
+        return json_answer(200, rows_array(a));
+    });
+}
+
+}  // namespace
+
+void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t) {
+    const std::vector<std::string>& rest = call->rest;  // c, <collection>[, <id>]
+    if (rest.size() < 2 || rest.size() > 3 || rest[0] != "c" || rest[1].empty()) {
+        return node.answer(*call, node.refusal(404, "no route " + call->request.head.path));
+    }
+    const std::string& coll = rest[1];
+    if (coll.starts_with("_") || !plain_name(coll)) {
+        return node.answer(*call, node.refusal(404, "no collection " + coll));
+    }
+    if (rest.size() == 2) return serve_collection(node, call, *t, coll);
+    const std::optional<uint64_t> id = doc_id(rest[2]);
+    if (!id) return node.answer(*call, node.refusal(400, "a document id is a positive decimal, not `" + rest[2] + "`"));
+    serve_document(node, call, *t, coll, *id);
+}
+
+}  // namespace fenec::node

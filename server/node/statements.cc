@@ -1,0 +1,298 @@
+// server/node/statements.cc: the life of a statement request (node-http.md §5.8): parsed and
+// classified, checked against the credential and the copy, its key looked up, run as one block,
+// its answer shaped. Reads may wait for Fenec-After (§5.6); writes with Fenec-Wait are held until
+// they write (§5.5). Both park on the tenant (parked.h), never on a thread.
+#include "ql/answer.h"
+#include "ql/executor.h"
+#include "ql/parser.h"
+#include "server/audit.h"
+#include "server/json_body.h"
+#include "server/node/handlers.h"
+#include "server/node/parked.h"
+
+namespace fenec::node {
+
+std::optional<http::Response> scope_refusal(Node& node, const Call& call,
+                                            std::span<const ql::ParsedStatement> parsed);
+struct ReadAfter {
+    std::optional<uint64_t> after;
+    std::optional<uint64_t> history;
+    std::optional<uint64_t> wait_ms;
+};
+std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out);
+enum class Holds : uint8_t { yes, not_yet, never };
+Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history);
+http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history);
+
+namespace {
+
+constexpr int64_t after_wait_default_ms = 5000;  // §4.1: Fenec-After's wait when none is sent
+
+// A request's statements, parsed, with the parameters they run with.
+struct Statements {
+    std::vector<json::QueryBody> bodies;
+    std::vector<ql::ParsedStatement> parsed;
+    bool batch = false;
+    bool writes = false;
+    bool compact = false;
+
+    std::vector<ql::Item> items() const {
+        std::vector<ql::Item> out;
+        for (size_t i = 0; i < parsed.size(); ++i) out.push_back(ql::Item{&parsed[i], bodies[i].params});
+        return out;
+    }
+};
+
+// {"results":[…],"completed":n} for a batch, the one answer for /query.
+std::string success_body(std::span<const ql::Answer> answers, bool batch) {
+    if (!batch) return ql::to_json(answers.front());
+    std::string out = "{\"results\":[";
+    for (size_t i = 0; i < answers.size(); ++i) {
+        if (i) out += ',';
+        out += ql::to_json(answers[i]);
+    }
+    out += "],\"completed\":" + std::to_string(answers.size()) + "}";
+    return out;
+}
+
+void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
+    r.header("Fenec-Seq", std::to_string(seq));
+    r.header("Fenec-History", hex16(history));
+}
+
+// The answer to a block's outcome (§5.1, §5.2, §5.8).
+http::Response outcome_response(Node& node, const ql::BlockOutcome& o, bool batch,
+                                size_t completed_before = 0) {
+    if (o.error && o.landed) {
+        // Landed, then its fsync (or the answer check) failed: in the file, the client not told.
+        http::Response r = node.refusal(500, "");
+        r.body.clear();
+        ql::JsonWriter w(r.body);
+        w.begin_object();
+        w.key("error");
+        w.string("the write landed at seq " + std::to_string(o.seq.v) +
+                 " and could not be confirmed: " + o.error->message);
+        w.key("outcome");
+        w.string("unknown");
+        w.key("seq");
+        w.uint64(o.seq.v);
+        w.key("history");
+        w.string(hex16(o.history.v));
+        if (batch) {
+            w.key("completed");
+            w.uint64(completed_before);
+            w.key("at");
+            w.uint64(completed_before + o.failed_at);
+        }
+        w.end_object();
+        return r;
+    }
+    if (o.error) {
+        return error_response(node, *o.error, [&](ql::JsonWriter& w) {
+            if (!batch) return;
+            w.key("completed");
+            w.uint64(completed_before);
+            w.key("at");
+            w.uint64(completed_before + o.failed_at);
+        });
+    }
+    http::Response r;
+    r.body = success_body(o.answers, batch);
+    seq_headers(r, o.seq.v, o.history.v);
+    return r;
+}
+
+uint64_t written_rows(std::span<const ql::Answer> answers) {
+    uint64_t n = 0;
+    for (const ql::Answer& a : answers) {
+        if (a.kind == ql::Answer::Kind::affected || a.kind == ql::Answer::Kind::ids) n += a.affected;
+    }
+    return n;
+}
+
+ql::RunOptions run_options(const Call& call) {
+    ql::RunOptions o;
+#ifdef FENEC_TEST_HOOKS
+    if (auto now = call.request.head.header("Fenec-Test-Now")) {
+        if (auto ms = ql::parse_timestamp(*now)) o.now_ms = *ms;
+    }
+#else
+    (void)call;
+#endif
+    return o;
+}
+
+// Runs a write block with the key's row landing in it; the key is released after.
+ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statements& s,
+                           std::optional<KeyedWrite>& key, bool store_only_if_written) {
+    ql::Executor ex(t.db(), t.indexes());
+    const std::vector<ql::Item> items = s.items();
+    std::optional<engine::DocId> row;
+    ql::BeforeCommit before;
+    if (key) {
+        before = [&](engine::Block& block, std::span<const ql::Answer> answers) {
+            if (store_only_if_written && written_rows(answers) == 0) return engine::Status::ok();
+            return store_key(block, *key, 200, success_body(answers, s.batch));
+        };
+    }
+    (void)node;
+    return ex.run_block(items, run_options(call), before);
+}
+
+void count_statements(Node& node, const Statements& s) {
+    uint64_t writes = 0;
+    for (const ql::ParsedStatement& p : s.parsed) writes += p.statement.writes();
+    if (writes) node.counters().statements->with({"write"}).inc(writes);
+    if (s.parsed.size() > writes) node.counters().statements->with({"read"}).inc(s.parsed.size() - writes);
+}
+
+// A batch holding `compact` runs each statement alone, stopping at the first failure (§5.2).
+http::Response run_one_by_one(Node& node, const Call& call, Tenant& t, const Statements& s) {
+    ql::Executor ex(t.db(), t.indexes());
+    std::vector<ql::Answer> answers;
+    uint64_t seq = t.db().seq().v, history = t.db().history().current().v;
+    for (size_t i = 0; i < s.parsed.size(); ++i) {
+        ql::Item item{&s.parsed[i], s.bodies[i].params};
+        ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
+        if (o.error) {
+            o.failed_at = 0;
+            return outcome_response(node, o, true, i);
+        }
+        answers.push_back(std::move(o.answers.front()));
+        seq = o.seq.v;
+        history = o.history.v;
+    }
+    http::Response r;
+    r.body = success_body(answers, true);
+    seq_headers(r, seq, history);
+    return r;
+}
+
+// §5.5: a held write may hold set, del and reads only.
+std::optional<http::Response> held_refusal(Node& node, const Statements& s) {
+    using K = ql::StatementKind;
+    for (const ql::ParsedStatement& p : s.parsed) {
+        const K k = p.statement.kind();
+        if (k != K::set && k != K::del && k != K::get && k != K::select) {
+            return node.refusal(400, "Fenec-Wait holds `set` and `del` only, not `" +
+                                         std::string(p.statement.first_word()) + "`");
+        }
+    }
+    return std::nullopt;
+}
+
+void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+              std::shared_ptr<Statements> s, int64_t wait_ms) {
+    auto last = std::make_shared<http::Response>();
+    // One run: answered (true) when it wrote a row or was refused for another reason than an
+    // unmet `require`; otherwise its answer is kept for the end of the wait.
+    auto attempt = [&node, call, t, s, last]() -> bool {
+        std::optional<http::Response> refusal;
+        std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
+        if (refusal) {
+            node.answer(*call, std::move(*refusal));
+            return true;
+        }
+        ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, true);
+        if (key) finish_key(*t, *key, !o.error);
+        const bool unmet = o.error && !o.landed && o.error->status() == 412;
+        if (!o.error && written_rows(o.answers) == 0) {
+            *last = outcome_response(node, o, s->batch);
+            return false;
+        }
+        if (unmet) {
+            *last = outcome_response(node, o, s->batch);
+            return false;
+        }
+        node.answer(*call, outcome_response(node, o, s->batch));
+        return true;
+    };
+    if (attempt()) return;
+    auto parked = std::make_shared<Parked>(node, t, attempt, [&node, call, last] {
+        node.answer(*call, std::move(*last));
+    });
+    parked->park(wait_ms);
+}
+
+void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+               std::shared_ptr<Statements> s, const ReadAfter& ra) {
+    auto run = [&node, call, t, s] {
+        ql::Executor ex(t->db(), t->indexes());
+        const std::vector<ql::Item> items = s->items();
+        node.answer(*call, outcome_response(node, ex.run_block(items, run_options(*call)), s->batch));
+    };
+    if (!ra.after) return run();
+    const Holds holds = holds_write(*t, *ra.after, ra.history);
+    if (holds == Holds::yes) return run();
+    if (holds == Holds::never) return node.answer(*call, not_held(node, *t, *ra.after, ra.history));
+    const int64_t wait = ra.wait_ms ? static_cast<int64_t>(*ra.wait_ms) : after_wait_default_ms;
+    auto attempt = [t, ra, run]() {
+        if (holds_write(*t, *ra.after, ra.history) != Holds::yes) return false;
+        run();
+        return true;
+    };
+    auto parked = std::make_shared<Parked>(node, t, attempt, [&node, call, t, ra] {
+        node.answer(*call, not_held(node, *t, *ra.after, ra.history));
+    });
+    parked->park(wait);
+}
+
+}  // namespace
+
+void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+                    std::vector<json::QueryBody> bodies, bool batch) {
+    auto s = std::make_shared<Statements>();
+    s->bodies = std::move(bodies);
+    s->batch = batch;
+    for (size_t i = 0; i < s->bodies.size(); ++i) {
+        ql::QlResult<ql::ParsedStatement> p = ql::parse(s->bodies[i].query);
+        if (!p) {
+            return node.answer(*call, error_response(node, p.error(), [&](ql::JsonWriter& w) {
+                if (!batch) return;
+                w.key("completed");
+                w.uint64(0);
+                w.key("at");
+                w.uint64(i);
+            }));
+        }
+        s->writes |= p->statement.writes();
+        s->compact |= p->statement.kind() == ql::StatementKind::compact;
+        s->parsed.push_back(std::move(p.value()));
+    }
+    if (node.options().slow_ms) call->shape = obs::statement_shape(s->bodies.front().query);
+    if (auto r = scope_refusal(node, *call, s->parsed)) return node.answer(*call, std::move(*r));
+    ReadAfter ra;
+    if (auto r = read_after_headers(node, *call, ra)) return node.answer(*call, std::move(*r));
+    count_statements(node, *s);
+    if (!s->writes) return run_reads(node, call, t, s, ra);
+
+    if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
+    // Admission (§5.8 step 4) before any key is looked up.
+    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping"));
+    if (t->db().frozen()) {
+        node.counters().writes_refused->with({"frozen"}).inc();
+        http::Response r = node.refusal(503, "tenant " + t->name() + " is frozen");
+        r.body.pop_back();
+        r.body += ",\"reason\":\"frozen\"}";
+        return node.answer(*call, std::move(r));
+    }
+    if (s->compact && s->parsed.size() > 1) {
+        if (call->request.head.header("Idempotency-Key")) {
+            return node.answer(*call, node.refusal(400, "a batch holding `compact` lands statement by "
+                                                        "statement and takes no Idempotency-Key"));
+        }
+        return node.answer(*call, run_one_by_one(node, *call, *t, *s));
+    }
+    if (ra.wait_ms && *ra.wait_ms > 0) {
+        if (auto r = held_refusal(node, *s)) return node.answer(*call, std::move(*r));
+        return run_held(node, call, t, s, static_cast<int64_t>(*ra.wait_ms));
+    }
+    std::optional<http::Response> refusal;
+    std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
+    if (refusal) return node.answer(*call, std::move(*refusal));
+    ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
+    if (key) finish_key(*t, *key, !o.error);
+    node.answer(*call, outcome_response(node, o, s->batch));
+}
+
+}  // namespace fenec::node

@@ -1,0 +1,414 @@
+// server/node/subscriptions.cc: one stream's life: cursor, seed, changes, keepalive, end.
+//
+// The rows of an event are read through FenecQL: the shape's own `get` statement (rest_filter's
+// build_statement) with `_id in (the ids the block touched)` added, so a row is in the shape
+// exactly when the REST list would answer it. `puts` are the rows it returns (whole and
+// current); `dels` the touched ids this stream had sent that it no longer returns.
+#include "server/node/subscriptions.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "ql/answer.h"
+#include "ql/executor.h"
+#include "ql/parser.h"
+#include "server/node/handlers.h"
+#include "server/rest_filter.h"
+
+namespace fenec::node {
+
+namespace {
+
+std::optional<uint64_t> parse_seq(std::string_view s) {
+    uint64_t v = 0;
+    if (s.empty()) return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+std::string event(std::string_view name, std::optional<uint64_t> id, std::string_view data) {
+    std::string out = "event: ";
+    out += name;
+    out += '\n';
+    if (id) out += "id: " + std::to_string(*id) + "\n";
+    out += "data: ";
+    out += data;
+    out += "\n\n";
+    return out;
+}
+
+}  // namespace
+
+class Subscription final : public ChangeWatcher, public std::enable_shared_from_this<Subscription> {
+public:
+    Subscription(Node& node, Subscriptions& owner, std::shared_ptr<Call> call,
+                 std::shared_ptr<Tenant> tenant, std::string collection, json::RestQuery shape)
+        : node_(node), owner_(owner), call_(std::move(call)), tenant_(std::move(tenant)),
+          collection_(std::move(collection)), shape_(std::move(shape)) {}
+
+    // Seeds (or resumes from `cursor`) and starts following. On the worker that opened it.
+    void begin(std::optional<uint64_t> cursor, std::optional<uint64_t> history) {
+        std::lock_guard lock(mu_);
+        last_write_ms_ = node_.now_ms();
+        const uint64_t seq = tenant_->db().seq().v;
+        const uint64_t current = tenant_->db().history().current().v;
+        std::vector<ChangeEntry> entries;
+        const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
+                               tenant_->changes_after(engine::Seq{*cursor}, entries);
+        if (!resumable) {
+            if (cursor) node_.counters().reseeds->inc();
+            seed_locked();
+            return;
+        }
+        // The ids the client may hold: those in the shape now and every one touched since.
+        std::vector<uint64_t> touched;
+        for (const ChangeEntry& e : entries) collect(e, touched);
+        std::string rows;
+        if (!query_locked({}, rows, sent_)) return;
+        sent_.insert(touched.begin(), touched.end());
+        position_ = *cursor;
+        pump_locked();
+    }
+
+    void wake() override {
+        if (ended_ || scheduled_.exchange(true)) return;
+        auto self = shared_from_this();
+        if (!node_.submit_task([self] {
+                self->scheduled_ = false;
+                std::lock_guard lock(self->mu_);
+                self->pump_locked();
+            })) {
+            scheduled_ = false;  // the next tick wakes it again
+        }
+    }
+
+    // Once a second, from the node's ticker.
+    void tick(int64_t now_ms) {
+        std::lock_guard lock(mu_);
+        if (ended_) return;
+        if (call_->who.credential == auth::Credential::jwt && call_->who.exp_ms <= now_ms) {
+            return end_locked("expired", "the JWT expired", 401);
+        }
+        if (now_ms - last_write_ms_ >= int64_t{node_.options().keepalive_s} * 1000) {
+            send_locked(": keepalive\n\n");
+        }
+        if (position_ < tenant_->db().seq().v) {
+            scheduled_ = false;
+            pump_locked();  // a wake lost to a full pool
+        }
+    }
+
+    void end(std::string_view reason, std::string_view message) {
+        std::lock_guard lock(mu_);
+        end_locked(reason, message, 0);
+    }
+
+    const std::string& tenant_name() const { return tenant_->name(); }
+
+private:
+    void collect(const ChangeEntry& e, std::vector<uint64_t>& ids) const {
+        for (const engine::CollectionChange& c : e.changes) {
+            if (c.collection.v != collection_id_.v) continue;
+            for (engine::DocId id : c.put) ids.push_back(id.v);
+            for (engine::DocId id : c.deleted) ids.push_back(id.v);
+        }
+    }
+
+    // Runs the shape, limited to `ids` when given; `rows` gets its JSON array, `in` its ids.
+    bool query_locked(const std::vector<uint64_t>& ids, std::string& rows, std::set<uint64_t>& in,
+                      uint64_t* seq = nullptr) {
+        json::RestQuery q = shape_;
+        if (!ids.empty()) {
+            json::Condition c;
+            c.field = "_id";
+            c.op = json::FilterOp::in;
+            for (uint64_t id : ids) c.values.push_back(std::to_string(id));
+            q.conditions.push_back(std::move(c));
+        }
+        engine::Schema schema;
+        {
+            engine::ReadView view = tenant_->db().read();
+            engine::Result<engine::CollectionId> c = view.find(collection_);
+            if (!c.is_ok()) {
+                end_locked("dropped", "collection " + collection_ + " was dropped", 0);
+                return false;
+            }
+            collection_id_ = *c;
+            schema = *view.schema(*c);
+        }
+        auto st = json::build_statement(q, collection_, schema);
+        if (!st) {
+            end_locked("dropped", "the shape no longer fits " + collection_ + ": " + st.error().message, 0);
+            return false;
+        }
+        ql::QlResult<ql::ParsedStatement> parsed = ql::parse(st->text);
+        if (!parsed) {
+            end_locked("closing", "the shape did not parse: " + parsed.error().message, 0);
+            return false;
+        }
+        ql::Executor ex(tenant_->db(), tenant_->indexes());
+        ql::Item item{&parsed.value(), st->params};
+        ql::BlockOutcome o = ex.run_block(std::span(&item, 1), ql::RunOptions{});
+        if (o.error) {
+            end_locked("closing", o.error->message, 0);
+            return false;
+        }
+        const ql::Answer& a = o.answers.front();
+        std::string json = ql::to_json(a);
+        rows = json.substr(8, json.size() - 9);  // {"rows":[…]} → […]
+        const auto& cols = *a.table.columns;
+        const size_t id_col = std::find(cols.begin(), cols.end(), "_id") - cols.begin();
+        for (const ql::Row& r : a.table.rows) {
+            if (id_col < r.cells.size()) {
+                if (const auto* v = std::get_if<int64_t>(&r.cells[id_col].rep)) in.insert(static_cast<uint64_t>(*v));
+            }
+        }
+        if (seq) *seq = o.seq.v;
+        return true;
+    }
+
+    void seed_locked() {
+        sent_.clear();
+        std::string rows;
+        uint64_t seq = 0;
+        if (!query_locked({}, rows, sent_, &seq)) return;
+        position_ = seq;
+        std::string data = "{\"seq\":" + std::to_string(seq) + ",\"history\":\"" +
+                           hex16(tenant_->db().history().current().v) + "\",\"rows\":" + rows + "}";
+        send_locked(event("seed", seq, data));
+    }
+
+    void pump_locked() {
+        if (ended_) return;
+        std::vector<ChangeEntry> entries;
+        if (!tenant_->changes_after(engine::Seq{position_}, entries)) {
+            node_.counters().reseeds->inc();
+            return seed_locked();  // fell behind the ring
+        }
+        for (const ChangeEntry& e : entries) {
+            if (ended_) return;
+            bool schema_changed = false;
+            for (const engine::CollectionChange& c : e.changes) {
+                schema_changed |= c.collection.v == collection_id_.v && c.schema_changed;
+            }
+            if (schema_changed) {
+                node_.counters().reseeds->inc();
+                return seed_locked();
+            }
+            std::vector<uint64_t> touched;
+            collect(e, touched);
+            position_ = e.last.v;
+            if (touched.empty()) continue;
+            std::sort(touched.begin(), touched.end());
+            touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+            std::string rows;
+            std::set<uint64_t> in;
+            if (!query_locked(touched, rows, in)) return;
+            std::string dels;
+            for (uint64_t id : touched) {
+                if (in.contains(id)) continue;
+                if (sent_.erase(id)) dels += (dels.empty() ? "" : ",") + std::to_string(id);
+            }
+            sent_.insert(in.begin(), in.end());
+            if (in.empty() && dels.empty()) continue;
+            send_locked(event("change", e.last.v,
+                              "{\"seq\":" + std::to_string(e.last.v) + ",\"puts\":" + rows +
+                                  ",\"dels\":[" + dels + "]}"));
+        }
+    }
+
+    void send_locked(std::string bytes) {
+        if (ended_) return;
+        last_write_ms_ = node_.now_ms();
+        if (!call_->exchange->write(std::move(bytes))) {
+            // Gone, or 1 MiB unread (§5.4 `slow`): nothing more can reach this reader.
+            ended_ = true;
+            node_.counters().subscriptions_ended->with({call_->exchange->closed() ? "closed" : "slow"}).inc();
+            call_->exchange->end();
+            finish();
+        }
+    }
+
+    void end_locked(std::string_view reason, std::string_view message, int status) {
+        if (ended_) return;
+        std::string data;
+        ql::JsonWriter w(data);
+        w.begin_object();
+        w.key("error");
+        w.string(message);
+        w.key("reason");
+        w.string(reason);
+        if (status) {
+            w.key("status");
+            w.int64(status);
+        }
+        w.end_object();
+        send_locked(event("error", std::nullopt, data));
+        if (ended_) return;
+        ended_ = true;
+        node_.counters().subscriptions_ended->with({reason}).inc();
+        call_->exchange->end();
+        finish();
+    }
+
+    void finish() {
+        tenant_->unwatch(this);
+        tenant_->streams.fetch_sub(1);
+        auto self = shared_from_this();
+        // Leaves the set off this thread: remove() takes the set's lock, which tick() holds
+        // while calling into streams.
+        node_.submit_task([self, &owner = owner_] { owner.remove(self.get()); });
+    }
+
+    Node& node_;
+    Subscriptions& owner_;
+    std::shared_ptr<Call> call_;
+    std::shared_ptr<Tenant> tenant_;
+    const std::string collection_;
+    const json::RestQuery shape_;
+    engine::CollectionId collection_id_{};
+
+    std::mutex mu_;
+    uint64_t position_ = 0;      // the last seq this stream has accounted for
+    std::set<uint64_t> sent_;    // ids in the shape as this stream last told it
+    int64_t last_write_ms_ = 0;
+    bool ended_ = false;
+    std::atomic<bool> scheduled_{false};
+};
+
+void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& tenant) {
+    const http::RequestHead& h = call->request.head;
+    if (h.header("Fenec-After") || h.header("Fenec-History")) {
+        return node_.answer(*call, node_.refusal(400, "a subscription takes `since`, not Fenec-After"));
+    }
+    // The shape: §5.3's filters and select; the cursor keys are the stream's own.
+    json::QueryPairs pairs;
+    std::optional<std::string> since, history;
+    for (const auto& [k, v] : h.query) {
+        if (k == "since") since = v;
+        else if (k == "history") history = v;
+        else pairs.emplace_back(k, v);
+    }
+    auto shape = json::parse_rest_query(pairs, true);
+    if (!shape) return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
+    std::optional<uint64_t> cursor;
+    if (since) {
+        cursor = parse_seq(*since);
+        if (!cursor) return node_.answer(*call, node_.refusal(400, "since must be a decimal seq"));
+    } else if (auto last = h.header("Last-Event-ID")) {
+        cursor = parse_seq(*last);
+        if (!cursor) return node_.answer(*call, node_.refusal(400, "Last-Event-ID must be a decimal seq"));
+    }
+    std::optional<uint64_t> hist;
+    if (history) {
+        uint64_t v = 0;
+        auto [p, ec] = std::from_chars(history->data(), history->data() + history->size(), v, 16);
+        if (history->size() != 16 || ec != std::errc() || p != history->data() + history->size()) {
+            return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
+        }
+        hist = v;
+    }
+    const std::string& coll = call->rest[1];
+    {
+        engine::ReadView view = tenant->db().read();
+        engine::Result<engine::CollectionId> c = view.find(coll);
+        if (!c.is_ok() || coll.starts_with("_")) {
+            return node_.answer(*call, node_.refusal(404, "no collection " + coll));
+        }
+        // The shape's fields must be the collection's (404 naming one that is not).
+        auto st = json::build_statement(shape.value(), coll, *view.schema(*c));
+        if (!st) return node_.answer(*call, node_.refusal(st.error().status, st.error().message));
+    }
+    {
+        std::lock_guard lock(mu_);
+        if (subs_.size() >= node_.options().max_streams) {
+            http::Response r = node_.refusal(503, "the node is at --max-streams (" +
+                                                     std::to_string(node_.options().max_streams) + ")");
+            r.body.pop_back();
+            r.body += ",\"reason\":\"streams\"}";
+            return node_.answer(*call, std::move(r));
+        }
+        if (tenant->streams.load() >= node_.options().tenant_streams) {
+            http::Response r = node_.refusal(429, "tenant " + tenant->name() + " is at --tenant-streams (" +
+                                                     std::to_string(node_.options().tenant_streams) + ")");
+            r.body.pop_back();
+            r.body += ",\"limit\":\"tenant_streams\"}";
+            return node_.answer(*call, std::move(r));
+        }
+        tenant->streams.fetch_add(1);
+    }
+    auto sub = std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
+    {
+        std::lock_guard lock(mu_);
+        subs_.insert(sub);
+    }
+    node_.counters().subscriptions->add(1);
+    http::Response head;
+    head.stream = true;
+    head.content_type = "text/event-stream";
+    head.header("Cache-Control", "no-cache, no-transform");
+    head.header("X-Accel-Buffering", "no");
+    head.close = true;
+    node_.answer(*call, std::move(head));
+    std::weak_ptr<Subscription> weak = sub;
+    call->exchange->on_close([weak] {
+        if (auto s = weak.lock()) s->end("closed", "the client went away");
+    });
+    tenant->watch(sub);
+    sub->begin(cursor, hist);
+}
+
+void Subscriptions::remove(const Subscription* s) {
+    std::shared_ptr<Subscription> gone;
+    {
+        std::lock_guard lock(mu_);
+        for (auto it = subs_.begin(); it != subs_.end(); ++it) {
+            if (it->get() == s) {
+                gone = *it;
+                subs_.erase(it);
+                break;
+            }
+        }
+    }
+    if (!gone) return;
+    node_.counters().subscriptions->add(-1);
+    gone->end("closed", "");  // already ended; its reference to the tenant goes with `gone`
+}
+
+void Subscriptions::tick() {
+    std::vector<std::shared_ptr<Subscription>> all;
+    {
+        std::lock_guard lock(mu_);
+        all.assign(subs_.begin(), subs_.end());
+    }
+    const int64_t now = node_.now_ms();
+    for (const auto& s : all) s->tick(now);
+}
+
+void Subscriptions::end_all(std::string_view reason) {
+    std::vector<std::shared_ptr<Subscription>> all;
+    {
+        std::lock_guard lock(mu_);
+        all.assign(subs_.begin(), subs_.end());
+    }
+    for (const auto& s : all) s->end(reason, "the node is stopping");
+}
+
+void Subscriptions::end_tenant(const std::string& tenant, std::string_view reason) {
+    std::vector<std::shared_ptr<Subscription>> all;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& s : subs_) {
+            if (s->tenant_name() == tenant) all.push_back(s);
+        }
+    }
+    for (const auto& s : all) s->end(reason, "tenant " + tenant + " is gone from this node");
+}
+
+size_t Subscriptions::count() const {
+    std::lock_guard lock(mu_);
+    return subs_.size();
+}
+
+}  // namespace fenec::node

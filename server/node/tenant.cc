@@ -1,0 +1,90 @@
+// server/node/tenant.cc: the change ring and the idempotency key table of one open tenant.
+#include "server/node/tenant.h"
+
+#include <algorithm>
+
+namespace fenec::node {
+
+void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
+                    std::unique_ptr<engine::Database> db) {
+    indexes_ = std::move(indexes);
+    db_ = std::move(db);
+    std::lock_guard lock(mu_);
+    floor_ = db_->seq();  // a tenant just opened holds no ring before its seq at open (§5.4)
+}
+
+void Tenant::on_block(const engine::BlockSummary& summary) {
+    std::vector<std::shared_ptr<ChangeWatcher>> wake;
+    {
+        std::lock_guard lock(mu_);
+        ring_.push_back(ChangeEntry{summary.first, summary.last, summary.changes});
+        while (ring_.size() > ring_max_) {
+            floor_ = ring_.front().last;
+            ring_.pop_front();
+        }
+        for (auto it = watchers_.begin(); it != watchers_.end();) {
+            if (auto w = it->lock()) {
+                wake.push_back(std::move(w));
+                ++it;
+            } else {
+                it = watchers_.erase(it);
+            }
+        }
+    }
+    for (const auto& w : wake) w->wake();
+}
+
+bool Tenant::changes_after(engine::Seq cursor, std::vector<ChangeEntry>& out) const {
+    std::lock_guard lock(mu_);
+    if (cursor.v < floor_.v) return false;
+    for (const ChangeEntry& e : ring_) {
+        if (e.last.v > cursor.v) out.push_back(e);
+    }
+    return true;
+}
+
+engine::Seq Tenant::ring_floor() const {
+    std::lock_guard lock(mu_);
+    return floor_;
+}
+
+void Tenant::watch(const std::shared_ptr<ChangeWatcher>& w) {
+    std::lock_guard lock(mu_);
+    watchers_.push_back(w);
+}
+
+void Tenant::unwatch(const ChangeWatcher* w) {
+    std::lock_guard lock(mu_);
+    std::erase_if(watchers_, [&](const std::weak_ptr<ChangeWatcher>& x) {
+        auto s = x.lock();
+        return !s || s.get() == w;
+    });
+}
+
+std::optional<engine::DocId> Tenant::key_row(const std::string& user_key) const {
+    std::lock_guard lock(keys_mu_);
+    auto it = keys_.find(user_key);
+    if (it == keys_.end()) return std::nullopt;
+    return it->second;
+}
+
+void Tenant::remember_key(const std::string& user_key, engine::DocId row) {
+    std::lock_guard lock(keys_mu_);
+    keys_[user_key] = row;
+}
+
+void Tenant::claim_key(const std::string& user_key) {
+    std::unique_lock lock(keys_mu_);
+    keys_cv_.wait(lock, [&] { return !keys_in_flight_.contains(user_key); });
+    keys_in_flight_.insert(user_key);
+}
+
+void Tenant::release_key(const std::string& user_key) {
+    {
+        std::lock_guard lock(keys_mu_);
+        keys_in_flight_.erase(user_key);
+    }
+    keys_cv_.notify_all();
+}
+
+}  // namespace fenec::node

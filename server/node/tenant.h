@@ -1,0 +1,98 @@
+// server/node/tenant.h: one open tenant as the node holds it: its database and indexes, the ring
+// of recent changes that subscriptions resume from, its idempotency keys, and the counts its
+// quotas and the registry read. A Tenant lives in a shared_ptr; whoever holds one keeps the tenant
+// open (node-http.md §11 "references"), and the registry closes it only when it alone holds it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/database.h"
+#include "engine/hooks.h"
+#include "index/index_set.h"
+
+namespace fenec::node {
+
+// One landed block as subscriptions see it.
+struct ChangeEntry {
+    engine::Seq first;
+    engine::Seq last;
+    std::vector<engine::CollectionChange> changes;
+};
+
+// Something parked on the tenant's changes (a subscription, a held request): told once per
+// landed block, from under the engine's writer lock, so it must only enqueue.
+class ChangeWatcher {
+public:
+    virtual ~ChangeWatcher() = default;
+    virtual void wake() = 0;
+};
+
+class Tenant final : public engine::ChangeListener {
+public:
+    Tenant(std::string name, size_t ring_max) : name_(std::move(name)), ring_max_(ring_max) {}
+
+    const std::string& name() const { return name_; }
+    engine::Database& db() { return *db_; }
+    index::IndexSet& indexes() { return *indexes_; }
+
+    // Set once by the registry as it opens the tenant, before anyone else sees it.
+    void attach(std::unique_ptr<index::IndexSet> indexes, std::unique_ptr<engine::Database> db);
+    std::unique_ptr<engine::Database> detach_db() { return std::move(db_); }
+
+    // engine::ChangeListener: under the writer lock; only enqueues.
+    void on_block(const engine::BlockSummary& summary) override;
+    void on_durable(engine::Seq) override {}
+
+    // The entries after `cursor`, or false when the ring does not reach back to it (a reseed).
+    bool changes_after(engine::Seq cursor, std::vector<ChangeEntry>& out) const;
+    engine::Seq ring_floor() const;
+
+    void watch(const std::shared_ptr<ChangeWatcher>& w);
+    void unwatch(const ChangeWatcher* w);
+
+    // Idempotency keys (node-http.md §5.7): key and user to the row holding the stored answer.
+    // Built from `_idempotency` as the tenant opens, kept current by the writes that add rows.
+    std::optional<engine::DocId> key_row(const std::string& user_key) const;
+    void remember_key(const std::string& user_key, engine::DocId row);
+    // At most one request per key at a time: claim waits while another holds it.
+    void claim_key(const std::string& user_key);
+    void release_key(const std::string& user_key);
+
+    // The engine's memory figure, refreshed by the registry (at open, once a second) while it
+    // holds a reference, so reading it never touches a database that is closing.
+    uint64_t memory_bytes() const { return memory_.load(std::memory_order_relaxed); }
+    void refresh_memory() { memory_.store(db_ ? db_->usage().memory_bytes : 0); }
+
+    std::atomic<int64_t> last_used_ms{0};
+    std::atomic<uint32_t> streams{0};
+    std::atomic<uint32_t> requests{0};
+
+private:
+    const std::string name_;
+    const size_t ring_max_;
+    std::atomic<uint64_t> memory_{0};
+    std::unique_ptr<index::IndexSet> indexes_;
+    std::unique_ptr<engine::Database> db_;
+
+    mutable std::mutex mu_;
+    std::deque<ChangeEntry> ring_;
+    engine::Seq floor_;  // the ring holds every block after this seq
+    std::vector<std::weak_ptr<ChangeWatcher>> watchers_;
+
+    mutable std::mutex keys_mu_;
+    std::condition_variable keys_cv_;
+    std::map<std::string, engine::DocId> keys_;
+    std::set<std::string> keys_in_flight_;
+};
+
+}  // namespace fenec::node
