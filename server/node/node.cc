@@ -102,6 +102,13 @@ void Node::init_metrics() {
     counters_.reseeds = &m.counter("fenec_subscription_reseeds_total", "seeds sent again").with({});
     counters_.subscriptions_ended = &m.counter("fenec_subscriptions_ended_total",
                                                "subscriptions ended, by reason", {"reason"});
+    counters_.tenant_closes = &m.counter("fenec_tenant_closes_total", "tenants closed, by reason",
+                                         {"reason"});
+    counters_.spans = &m.counter("fenec_trace_spans_total", "spans written").with({});
+    m.counter_fn("fenec_trace_spans_dropped_total", "spans dropped with the queue full",
+                 [this] { return trace_ ? static_cast<double>(trace_->lines_dropped()) : 0; });
+    m.counter_fn("fenec_audit_lines_total", "audit lines written",
+                 [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
     m.gauge_fn("fenec_tenants", "tenant files in --data-dir",
                [this] { return registry_ ? static_cast<double>(registry_->list().size()) : 0; });
     m.gauge_fn("fenec_tenants_open", "open tenants",
@@ -163,6 +170,13 @@ std::string Node::prepare() {
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
     }
+    if (options_.trace) {
+        obs::LineLogOptions lo;
+        lo.queue_lines_max = obs::trace_queue_lines_max;  // full: dropped and counted, never waited on
+        auto log = obs::LineLog::open(*options_.trace, lo);
+        if (!log.is_ok()) return "--trace " + *options_.trace + ": " + log.status().to_string();
+        trace_ = std::move(log.value());
+    }
     engine::SyncPolicy sync = engine::SyncPolicy::every_block();
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
@@ -176,6 +190,7 @@ std::string Node::prepare() {
     ro.flusher = flusher_.get();
     ro.now_ms = [this] { return now_ms(); };
     ro.on_open = [](Tenant& t) { load_idempotency_keys(t); };
+    ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
     registry_ = std::make_unique<Registry>(std::move(ro));
     const uint32_t threads = std::max<uint32_t>(2, options_.workers * 2);
     workers_ = std::make_unique<server::WorkerPool>(threads, worker_queue_max);
@@ -224,6 +239,7 @@ void Node::drain() {
     workers_->shutdown();
     registry_->close_all();
     if (audit_) audit_->close();
+    if (trace_) trace_->close();
 }
 
 http::Response Node::refusal(int status, std::string_view message) const {
@@ -298,6 +314,16 @@ void Node::handle(server::Request request, std::shared_ptr<server::Exchange> exc
     call->exchange = std::move(exchange);
     const http::RequestHead& h = call->request.head;
     call->request_id = obs::request_id(h.header("X-Request-Id"), next_random());
+    if (trace_) {
+        call->start_ms = now_ms();
+        if (auto tp = h.header("traceparent")) call->parent = obs::parse_traceparent(*tp);
+        const double share = options_.trace_sample;
+        if (obs::should_trace(call->parent, share, next_random())) {
+            call->trace_id = call->parent ? call->parent->trace_id
+                                          : obs::trace_id(next_random(), next_random());
+            call->span_id = obs::span_id(next_random());
+        }
+    }
     in_flight_.fetch_add(1);
     dispatch(std::move(call));
 }
@@ -314,6 +340,10 @@ void Node::dispatch(std::shared_ptr<Call> call) {
     const http::RequestHead& h = call->request.head;
     const std::vector<std::string> seg = split_path(h.path);
     const std::string& first = seg.empty() ? std::string() : seg[0];
+    // A browser's preflight is answered before any credential is asked for (§2.3).
+    if (options_.cors && h.method == http::Method::options && h.header("Origin")) {
+        return answer(*call, preflight());
+    }
     if (h.method == http::Method::other) {
         http::Response r = refusal(501, "method " + std::string(h.method_text) + " is not served");
         r.close = true;
@@ -480,6 +510,9 @@ void Node::answer(Call& call, http::Response response) {
     // A stream is counted at its head (§13.1).
     counters_.requests->with({route_label(call.route), std::to_string(status)}).inc();
     if (!response.stream) counters_.durations->with({route_label(call.route)}).observe(seconds);
+    if (!call.trace_id.empty() && call.route != Route::health && call.route != Route::metrics) {
+        span(call, status, seconds);
+    }
     if (options_.slow_ms && seconds * 1000 >= *options_.slow_ms) {
         counters_.slow->inc();
         slow_log(call, status, seconds);
@@ -491,6 +524,47 @@ void Node::answer(Call& call, http::Response response) {
         call.exchange->reply(std::move(response));
         in_flight_.fetch_sub(1);
     }
+}
+
+http::Response Node::preflight() const {
+    http::Response r;
+    r.status = 204;
+    r.content_type.clear();
+    r.header("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    r.header("Access-Control-Allow-Headers",
+             "Authorization, Content-Type, Idempotency-Key, Fenec-After, Fenec-History, Fenec-Wait, "
+             "Last-Event-ID, X-Request-Id, traceparent, tracestate");
+    r.header("Access-Control-Max-Age", "600");
+    return r;
+}
+
+// The node's server span (§13.5), a child of the incoming traceparent.
+void Node::span(const Call& call, int status, double seconds) {
+    const http::RequestHead& h = call.request.head;
+    std::string name = std::string(h.method_text) + " ";
+    switch (call.route) {
+        case Route::query: name += "/t/{tenant}/query"; break;
+        case Route::batch: name += "/t/{tenant}/batch"; break;
+        case Route::rest: name += "/t/{tenant}/c/{collection}"; break;
+        case Route::changes: name += "/t/{tenant}/c/{collection}/changes"; break;
+        case Route::admin_query: name += "/_admin/tenants/{tenant}/query"; break;
+        default:
+            name += !call.tenant.empty() && h.path.starts_with("/t/") ? "/t/{tenant}/"
+                    : h.path.starts_with("/_admin/")                 ? "/_admin/…"
+                                                                     : h.path;
+            break;
+    }
+    obs::Span s;
+    s.trace_id = call.trace_id;
+    s.span_id = call.span_id;
+    if (call.parent) s.parent_id = call.parent->parent_id;
+    s.name = name;
+    s.start_ms = call.start_ms;
+    s.us = static_cast<int64_t>(seconds * 1e6);
+    s.request_id = call.request_id;
+    if (!call.tenant.empty()) s.attrs.push_back({"tenant", call.tenant});
+    s.attrs.push_back({"status", status});
+    if (trace_->write(obs::span_line(s))) counters_.spans->inc();
 }
 
 void Node::slow_log(const Call& call, int status, double seconds) {

@@ -38,6 +38,11 @@ struct Call {
     std::vector<std::string> rest;  // the path's segments after the tenant
     std::string shape;            // the statement with literals removed, for the slow log
     int64_t start_ns = 0;
+    int64_t start_ms = 0;         // wall clock, for the span
+    // W3C trace context (§4.1, §13.5): set when this request is traced.
+    std::optional<obs::TraceParent> parent;
+    std::string trace_id;         // empty: not traced
+    std::string span_id;
 };
 
 inline constexpr std::string_view fenec_version = "0.1.0";
@@ -94,6 +99,8 @@ public:
         obs::Gauge* subscriptions = nullptr;
         obs::Counter* reseeds = nullptr;
         obs::CounterFamily* subscriptions_ended = nullptr;  // reason
+        obs::CounterFamily* tenant_closes = nullptr;        // reason
+        obs::Counter* spans = nullptr;
     };
     Counters& counters() { return counters_; }
 
@@ -102,6 +109,8 @@ private:
     bool authorize(const std::shared_ptr<Call>& call, auth::Credential plane);
     void audit_refusal(const Call& call, int status, std::string_view why);
     void slow_log(const Call& call, int status, double seconds);
+    void span(const Call& call, int status, double seconds);
+    http::Response preflight() const;
     void init_metrics();
     uint64_t next_random();
     void tick();
@@ -114,6 +123,7 @@ private:
     std::unique_ptr<server::WorkerPool> workers_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<Subscriptions> subscriptions_;
     obs::Registry metrics_;
     Counters counters_;

@@ -108,6 +108,15 @@ const std::vector<Flag>& flags() {
              return true;
          }},
         {"--audit", "<path>", "audit log, JSON lines (default off)", opt_text(&NodeOptions::audit)},
+        {"--trace", "<path>", "spans as JSON lines (default off)", opt_text(&NodeOptions::trace)},
+        {"--trace-sample", "<0..1>", "share of requests traced without a sampled traceparent (default 0)",
+         [](NodeOptions& o, const std::string& v) {
+             char* end = nullptr;
+             const double d = std::strtod(v.c_str(), &end);
+             if (v.empty() || *end != '\0' || !(d >= 0 && d <= 1)) return false;
+             o.trace_sample = d;
+             return true;
+         }},
         {"--max-body", "<MiB>", "largest request body (default 64)",
          number(&NodeOptions::max_body_mib, 1ull << 20)},
         {"--max-image", "<MiB>", "largest image an install takes (default 16384)",

@@ -28,6 +28,8 @@ struct NodeOptions {
     uint32_t sync_ms = 0;
     std::optional<uint32_t> slow_ms;
     std::optional<std::string> audit;
+    std::optional<std::string> trace;  // spans as JSON lines (§13.5)
+    double trace_sample = 0;           // 0..1: requests traced without a sampled traceparent
     uint64_t max_body_mib = 64;
     uint64_t max_image_mib = 16384;
     uint32_t max_connections = 1024;

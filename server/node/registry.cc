@@ -44,7 +44,7 @@ Acquired Registry::acquire(std::string_view name) {
         if (slot->dead) continue;  // closed while we waited: take the new slot
         if (slot->tenant) {
             slot->tenant->last_used_ms = options_.now_ms();
-            return Acquired{slot->tenant};
+            return Acquired{slot->tenant, AcquireError::none, {}};
         }
         Acquired a = open_locked(*slot, name);
         if (!a.tenant) {
@@ -109,7 +109,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         slot.tenant = tenant;
     }
     ++opens_;
-    return Acquired{tenant};
+    return Acquired{tenant, AcquireError::none, {}};
 }
 
 engine::Status Registry::create(std::string_view name,
@@ -223,6 +223,7 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
     }
     close_tenant(closing);
     ++closes_[static_cast<int>(reason)];
+    if (options_.on_close) options_.on_close(reason == CloseReason::idle ? "idle" : "memory");
     return true;
 }
 

@@ -36,6 +36,7 @@ struct RegistryOptions {
     engine::Flusher* flusher = nullptr;
     std::function<int64_t()> now_ms;   // the wall clock, passed in
     std::function<void(Tenant&)> on_open;  // after the tenant opened, before it is served
+    std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
 };
 
 enum class AcquireError : uint8_t { none, not_found, open_failed, memory };

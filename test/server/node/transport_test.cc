@@ -230,6 +230,29 @@ TEST(Transport, KillNineLosesNoAcknowledgedWrite) {
     }
 }
 
+TEST(Transport, SampledTraceparentGivesAChildSpan) {
+    TempDir dir;
+    const std::string trace = dir.path() + "/spans.jsonl";
+    auto node = start_node(dir, {"--trace", trace});
+    make_acme(node->port());
+    Client c(node->port());
+    auto r = c.request("POST", "/t/acme/query", R"({"query":"get notes"})",
+                       {{"Authorization", "Bearer " + D},
+                        {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+                        {"X-Request-Id", "trace-me"}});
+    ASSERT_EQ(r->status, 200);
+    std::string spans;
+    for (int i = 0; i < 30 && spans.find("trace-me") == std::string::npos; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::ifstream in(trace);
+        spans.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    EXPECT_NE(spans.find("\"trace\":\"4bf92f3577b34da6a3ce929d0e0e4736\""), std::string::npos) << spans;
+    EXPECT_NE(spans.find("\"parent\":\"00f067aa0ba902b7\""), std::string::npos) << spans;
+    EXPECT_NE(spans.find("\"name\":\"POST /t/{tenant}/query\""), std::string::npos) << spans;
+    EXPECT_NE(spans.find("\"request_id\":\"trace-me\""), std::string::npos) << spans;
+}
+
 TEST(Transport, StartupRefusals) {
     TempDir dir;
     auto run = [&](std::vector<std::string> flags) {
