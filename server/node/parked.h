@@ -47,6 +47,14 @@ public:
 
     bool done() const { return done_.load(); }
 
+    // Runs once when the request leaves, however it leaves (answered, expired or cancelled).
+    void on_done(std::function<void()> fn) { on_done_ = std::move(fn); }
+    // The client went away: leave without answering.
+    void cancel() {
+        std::lock_guard lock(mu_);
+        if (!done_) close();
+    }
+
 private:
     void arm_poll() {
         std::weak_ptr<Parked> weak = weak_from_this();
@@ -76,12 +84,14 @@ private:
         tenant_->unwatch(this);
         attempt_ = nullptr;
         expire_ = nullptr;
+        if (auto fn = std::move(on_done_)) fn();
     }
 
     Node& node_;
     std::shared_ptr<Tenant> tenant_;
     std::function<bool()> attempt_;
     std::function<void()> expire_;
+    std::function<void()> on_done_;
     std::mutex mu_;
     std::atomic<bool> done_{false};
     std::atomic<bool> scheduled_{false};

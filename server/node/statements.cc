@@ -181,12 +181,27 @@ std::optional<http::Response> held_refusal(Node& node, const Statements& s) {
     return std::nullopt;
 }
 
+// The queue a held request joins: its statements' text and parameters (§5.5).
+std::string held_key(const Statements& s) {
+    std::string key;
+    for (const json::QueryBody& b : s.bodies) {
+        key += b.query;
+        key += '\n';
+        ql::JsonWriter w(key);
+        w.begin_array();
+        for (const engine::Value& v : b.params) ql::write_value(w, v);
+        w.end_array();
+        key += '\n';
+    }
+    return key;
+}
+
 void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
               std::shared_ptr<Statements> s, int64_t wait_ms) {
     auto last = std::make_shared<http::Response>();
     // One run: answered (true) when it wrote a row or was refused for another reason than an
     // unmet `require`; otherwise its answer is kept for the end of the wait.
-    auto attempt = [&node, call, t, s, last]() -> bool {
+    auto run = [&node, call, t, s, last]() -> bool {
         std::optional<http::Response> refusal;
         std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
         if (refusal) {
@@ -196,20 +211,38 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
         ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, true);
         if (key) finish_key(*t, *key, !o.error);
         const bool unmet = o.error && !o.landed && o.error->status() == 412;
-        if (!o.error && written_rows(o.answers) == 0) {
-            *last = outcome_response(node, o, s->batch);
-            return false;
-        }
-        if (unmet) {
+        if ((!o.error && written_rows(o.answers) == 0) || unmet) {
             *last = outcome_response(node, o, s->batch);
             return false;
         }
         node.answer(*call, outcome_response(node, o, s->batch));
         return true;
     };
-    if (attempt()) return;
+    const std::string queue = held_key(*s);
+    auto self = std::make_shared<std::weak_ptr<Parked>>();
+    // Only the oldest of a queue runs; the others wait their turn (woken as it leaves).
+    auto attempt = [t, queue, self, run]() -> bool {
+        auto p = self->lock();
+        if (p && !t->held_first(queue, p.get())) return false;
+        return run();
+    };
     auto parked = std::make_shared<Parked>(node, t, attempt, [&node, call, last] {
         node.answer(*call, std::move(*last));
+    });
+    *self = parked;
+    parked->on_done([t, queue, raw = parked.get()] {
+        if (auto next = t->held_leave(queue, raw)) next->wake();
+    });
+    const bool first = t->held_join(queue, parked);
+    // It runs at once (§5.5) unless an older identical request waits before it.
+    if (first && run()) {
+        parked->cancel();  // answered: leaves the queue, never parked
+        return;
+    }
+    std::weak_ptr<Parked> weak = parked;
+    call->exchange->on_close([weak, &node] {
+        // A client that goes away leaves the queue; off the loop, as cancel may wait for a run.
+        if (auto p = weak.lock()) node.submit_task([p] { p->cancel(); });
     });
     parked->park(wait_ms);
 }

@@ -61,6 +61,37 @@ void Tenant::unwatch(const ChangeWatcher* w) {
     });
 }
 
+bool Tenant::held_join(const std::string& key, const std::shared_ptr<ChangeWatcher>& w) {
+    std::lock_guard lock(held_mu_);
+    auto& q = held_[key];
+    q.push_back(w);
+    return q.size() == 1;
+}
+
+bool Tenant::held_first(const std::string& key, const ChangeWatcher* w) const {
+    std::lock_guard lock(held_mu_);
+    auto it = held_.find(key);
+    if (it == held_.end() || it->second.empty()) return true;
+    auto first = it->second.front().lock();
+    return !first || first.get() == w;
+}
+
+std::shared_ptr<ChangeWatcher> Tenant::held_leave(const std::string& key, const ChangeWatcher* w) {
+    std::lock_guard lock(held_mu_);
+    auto it = held_.find(key);
+    if (it == held_.end()) return nullptr;
+    auto& q = it->second;
+    std::erase_if(q, [&](const std::weak_ptr<ChangeWatcher>& x) {
+        auto s = x.lock();
+        return !s || s.get() == w;
+    });
+    if (q.empty()) {
+        held_.erase(it);
+        return nullptr;
+    }
+    return q.front().lock();
+}
+
 std::optional<engine::DocId> Tenant::key_row(const std::string& user_key) const {
     std::lock_guard lock(keys_mu_);
     auto it = keys_.find(user_key);

@@ -73,6 +73,13 @@ public:
     uint64_t memory_bytes() const { return memory_.load(std::memory_order_relaxed); }
     void refresh_memory() { memory_.store(db_ ? db_->usage().memory_bytes : 0); }
 
+    // Held requests with the same text and parameters queue (node-http.md §5.5): only the oldest
+    // runs on a wake. `held_join` returns whether `w` is first; `held_leave` removes it and
+    // returns the new first, to be woken.
+    bool held_join(const std::string& key, const std::shared_ptr<ChangeWatcher>& w);
+    bool held_first(const std::string& key, const ChangeWatcher* w) const;
+    std::shared_ptr<ChangeWatcher> held_leave(const std::string& key, const ChangeWatcher* w);
+
     std::atomic<int64_t> last_used_ms{0};
     std::atomic<uint32_t> streams{0};
     std::atomic<uint32_t> requests{0};
@@ -88,6 +95,9 @@ private:
     std::deque<ChangeEntry> ring_;
     engine::Seq floor_;  // the ring holds every block after this seq
     std::vector<std::weak_ptr<ChangeWatcher>> watchers_;
+
+    mutable std::mutex held_mu_;
+    std::map<std::string, std::deque<std::weak_ptr<ChangeWatcher>>> held_;
 
     mutable std::mutex keys_mu_;
     std::condition_variable keys_cv_;

@@ -357,6 +357,38 @@ TEST_F(DataPlane, HeldClaimGetsAJobPutWhileItWaits) {
     EXPECT_EQ(query("put jobs {payload: $1}", "[\"x\"]", h2).status, 400);
 }
 
+TEST_F(DataPlane, IdenticalHeldClaimsQueueOldestFirst) {
+    ASSERT_EQ(admin("PUT", "/_admin/tenants/acme",
+                    R"J({"schema":["create collection jobs (payload text, run_at timestamp @sorted, owner text)"]})J").status, 201);
+    const std::string claim =
+        R"({"query":"set jobs {owner: \"w\", run_at: now() + 30000} where run_at <= now() order run_at limit 1 returning *"})";
+    std::string older_body, newer_body;
+    int newer_status = 0;
+    std::thread older([&] {
+        Client c(node_->port());
+        auto h = bearer(D);
+        h.emplace_back("Fenec-Wait", "3000");
+        auto r = c.request("POST", "/t/acme/query", claim, h);
+        older_body = r ? r->body : "";
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    std::thread newer([&] {
+        Client c(node_->port());
+        auto h = bearer(D);
+        h.emplace_back("Fenec-Wait", "1200");
+        auto r = c.request("POST", "/t/acme/query", claim, h);
+        newer_status = r ? r->status : 0;
+        newer_body = r ? r->body : "";
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    ASSERT_EQ(query("put jobs {payload: $1, run_at: now()}", "[\"one\"]").status, 200);
+    older.join();
+    newer.join();
+    EXPECT_NE(older_body.find("\"affected\":1"), std::string::npos) << older_body;
+    EXPECT_EQ(newer_status, 200);
+    EXPECT_EQ(newer_body, R"({"affected":0,"rows":[]})");  // waited its whole wait, took nothing
+}
+
 // Reads the SSE events in `c`'s buffer: (event, id, data) for each complete one, consumed.
 struct Event {
     std::string name, id, data;

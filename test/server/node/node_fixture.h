@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -163,7 +164,10 @@ private:
 // or SIGKILLed at destruction.
 class NodeProcess {
 public:
-    NodeProcess(std::string data_dir, std::vector<std::string> flags) : data_dir_(std::move(data_dir)) {
+    // `stderr_path`, when given, receives the node's stderr (truncated first); otherwise it goes
+    // to the test's own stderr.
+    NodeProcess(std::string data_dir, std::vector<std::string> flags, std::string stderr_path = {})
+        : data_dir_(std::move(data_dir)) {
         int out[2];
         if (::pipe(out) != 0) return;
         std::vector<std::string> args = {FENEC_NODE_BIN, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
@@ -172,6 +176,11 @@ public:
         pid_ = ::fork();
         if (pid_ == 0) {
             ::dup2(out[1], 1);
+            if (!stderr_path.empty()) {
+                const int err =
+                    ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (err >= 0) ::dup2(err, 2);  // dup2 clears O_CLOEXEC on fd 2
+            }
             ::close(out[0]);
             ::close(out[1]);
             std::vector<char*> argv;

@@ -1,0 +1,71 @@
+// server/exchange.h: ExchangeImpl, the far end of one request's answer (the Exchange of
+// server/http_server.h), internal to fenec_loop. It is the one object of the HTTP server shared
+// with other threads: its caller-side state sits under its own mutex, and it reaches the
+// connection only by posting itself (a Task) to the connection's loop, so the Connection
+// (server/connection.h) is still touched by its loop's thread alone. At most one task per
+// Exchange is queued at a time (loop.h's bound on posted tasks).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/http.h"
+#include "server/http_server.h"
+#include "server/loop.h"
+
+namespace fenec::server::internal {
+
+class Connection;
+
+// The far end of one request's answer (server/http_server.h). Caller side under mutex_; the
+// connection side (connection_, and the calls into Connection) on the loop thread only.
+class ExchangeImpl final : public Exchange,
+                           public Task,
+                           public std::enable_shared_from_this<ExchangeImpl> {
+  public:
+    ExchangeImpl(std::shared_ptr<Loop> loop, Connection* connection, size_t stream_buffer_max)
+        : connection_(connection), loop_(std::move(loop)), stream_buffer_max_(stream_buffer_max) {
+        run = &ExchangeImpl::run_task;
+    }
+
+    void reply(http::Response response) override;
+    void start(http::Response head) override;
+    bool write(std::string bytes) override;
+    void end() override;
+    bool closed() const override { return closed_.load(std::memory_order_acquire); }
+    void on_close(std::function<void()> fn) override;
+    size_t pending_bytes() const override { return pending_.load(std::memory_order_acquire); }
+
+    // Loop thread: the peer closed or the connection was cut; runs on_close once.
+    void mark_closed();
+
+    Connection* connection_;          // loop thread; null once detached
+    std::atomic<size_t> pending_{0};  // bytes written to the stream and not yet sent
+
+  private:
+    enum class Use : uint8_t { none, reply, stream };
+    static void run_task(Task& task, bool cancelled);
+    bool schedule_locked();  // true: the caller posts the task
+    void post_scheduled();
+
+    std::shared_ptr<Loop> loop_;
+    const size_t stream_buffer_max_;
+    std::atomic<bool> closed_{false};
+    mutable std::mutex mutex_;
+    Use use_ = Use::none;
+    bool ended_ = false;
+    std::optional<http::Response> answer_;  // a reply or stream head not yet on the loop
+    std::string outbox_;                    // stream bytes not yet on the loop
+    bool end_pending_ = false;
+    bool queued_ = false;                 // the task is posted
+    std::shared_ptr<ExchangeImpl> self_;  // held while the task is posted
+    std::function<void()> on_close_;
+};
+
+}  // namespace fenec::server::internal
