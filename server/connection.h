@@ -12,6 +12,7 @@
 // Bounds: server/loop.h.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>

@@ -11,7 +11,7 @@
 //   ring_entries          SQEs per ring; a full SQ is flushed to the kernel, never grown.
 //   ready (2×ring)        completions dispatched per turn; the rest wait in the CQ for the next.
 //   posted tasks          intrusive: a Task is queued at most once, so the queue is bounded by the
-//                         tasks that exist: one per Exchange (server/http_server.cc), one per
+//                         tasks that exist: one per Exchange (server/exchange.cc), one per
 //                         handed-off connection (at most connections_max), one per on_close after close.
 //   read buffer           read_buffer_bytes_max per connection (a head, plus read-ahead of
 //                         pipelined bytes; reading stops when it is full).

@@ -213,10 +213,19 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
                 const int status = a.error == AcquireError::not_found ? 404
                                    : a.error == AcquireError::memory  ? 503
                                                                       : 500;
-                return node.answer(*call, node.refusal(status, a.message));
+                return node.answer(*call, node.refusal(status, a.message, status == 503 ? "memory" : ""));
             }
             return describe ? describe_tenant(node, *call, *a.tenant) : admin_query(node, *call, *a.tenant);
         }
+    }
+    // A path of §8 asked with another method: 405 naming the ones it takes.
+    if (seg.size() == 2 && seg[0] == "tenants") {
+        return node.answer(*call, node.refusal(405, "/_admin/tenants/<t> takes GET and PUT")
+                                      .header("Allow", "GET, PUT"));
+    }
+    if (seg.size() == 3 && seg[0] == "tenants" && seg[2] == "query") {
+        return node.answer(*call, node.refusal(405, "/_admin/tenants/<t>/query takes POST")
+                                      .header("Allow", "POST"));
     }
     node.answer(*call, node.refusal(404, "no admin route " + call->request.head.path));
 }

@@ -187,7 +187,7 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         const int status = a.error == AcquireError::not_found ? 404
                            : a.error == AcquireError::memory  ? 503
                                                               : 500;
-        return node.answer(*call, node.refusal(status, a.message));
+        return node.answer(*call, node.refusal(status, a.message, status == 503 ? "memory" : ""));
     }
     std::shared_ptr<Tenant> t = std::move(a.tenant);
     const http::RequestHead& h = call->request.head;

@@ -12,6 +12,7 @@
 
 #include "ql/json_writer.h"
 #include "server/node/handlers.h"
+#include "server/node/parked.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -226,10 +227,28 @@ void Node::tick() {
     subscriptions_->tick();
 }
 
+void Node::track(const std::shared_ptr<Parked>& p) {
+    std::lock_guard lock(parked_mu_);
+    std::erase_if(parked_, [](const std::weak_ptr<Parked>& w) {
+        auto s = w.lock();
+        return !s || s->done();
+    });
+    parked_.push_back(p);
+}
+
 void Node::drain() {
     stopping_ = true;
     if (server_) server_->stop_accepting();
     subscriptions_->end_all("shutdown");
+    // Held requests are answered at once with their last run's answer (§1.3).
+    std::vector<std::weak_ptr<Parked>> parked;
+    {
+        std::lock_guard lock(parked_mu_);
+        parked.swap(parked_);
+    }
+    for (const auto& w : parked) {
+        if (auto p = w.lock()) p->finish();
+    }
     // Requests in flight get up to 10 s (§1.3).
     for (int i = 0; i < 100 && in_flight_.load() > 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -242,13 +261,17 @@ void Node::drain() {
     if (trace_) trace_->close();
 }
 
-http::Response Node::refusal(int status, std::string_view message) const {
+http::Response Node::refusal(int status, std::string_view message, std::string_view reason) const {
     http::Response r;
     r.status = status;
     ql::JsonWriter w(r.body);
     w.begin_object();
     w.key("error");
     w.string(message);
+    if (!reason.empty()) {
+        w.key("reason");
+        w.string(reason);
+    }
     w.end_object();
     if (status == 401) r.header("WWW-Authenticate", "Bearer");
     if (status == 503 || status == 429) r.header("Retry-After", "1");
@@ -257,9 +280,8 @@ http::Response Node::refusal(int status, std::string_view message) const {
 
 http::Response Node::over_capacity() {
     http::Response r = refusal(503, "the node is at --max-connections (" +
-                                        std::to_string(options_.max_connections) + ")");
-    r.body.pop_back();
-    r.body += ",\"reason\":\"connections\"}";
+                                        std::to_string(options_.max_connections) + ")",
+                               "connections");
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     r.close = true;
     counters_.refused->with({"connections"}).inc();
@@ -341,7 +363,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
     const std::vector<std::string> seg = split_path(h.path);
     const std::string& first = seg.empty() ? std::string() : seg[0];
     // A browser's preflight is answered before any credential is asked for (§2.3).
-    if (options_.cors && h.method == http::Method::options && h.header("Origin")) {
+    if (options_.cors && h.method == http::Method::options && h.header("Origin") == *options_.cors) {
         return answer(*call, preflight());
     }
     if (h.method == http::Method::other) {
@@ -382,7 +404,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
             return answer(*call, refusal(400, "tenant name `" + call->tenant +
                                                   "` is not [a-z0-9_-]{1,64}"));
         }
-        if (stopping_) return answer(*call, refusal(503, "the node is stopping"));
+        if (stopping_) return answer(*call, refusal(503, "the node is stopping", "stopping"));
         return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
     }
     if (first == "_admin" || first == "_metrics") {
@@ -416,7 +438,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
 void Node::submit(const std::shared_ptr<Call>& call,
                   std::function<void(const std::shared_ptr<Call>&)> fn) {
     const bool queued = workers_->submit([call, fn = std::move(fn)] { fn(call); });
-    if (!queued) answer(*call, refusal(503, "the node's workers are busy"));
+    if (!queued) answer(*call, refusal(503, "the node's workers are busy", "connections"));
 }
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a
@@ -447,10 +469,9 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
         audit_refusal(call, 401, why);
         const int64_t delay = delay_->refused(peer, now_ms());
         http::Response r = refusal(401, why);
-        if (delay <= 0) {
-            answer(call, std::move(r));
-        } else {
-            timers_.after(delay, [this, c, r = std::move(r)]() mutable { answer(*c, std::move(r)); });
+        auto later = std::make_shared<http::Response>(std::move(r));
+        if (delay <= 0 || !timers_.after(delay, [this, c, later] { answer(*c, std::move(*later)); })) {
+            answer(call, std::move(*later));
         }
         return false;
     }
@@ -503,7 +524,8 @@ void Node::answer(Call& call, http::Response response) {
         response.header("Access-Control-Allow-Origin", *options_.cors);
         response.header("Vary", "Origin");
         response.header("Access-Control-Expose-Headers",
-                        "Fenec-Seq, Fenec-History, Idempotent-Replayed, X-Request-Id, Retry-After");
+                        "Fenec-Seq, Fenec-History, Fenec-Lease, Fenec-Lineage, Fenec-Image-Digest, "
+                        "Idempotent-Replayed, X-Request-Id, Retry-After");
     }
     const double seconds = static_cast<double>(mono_ns() - call.start_ns) / 1e9;
     const int status = response.status;
@@ -533,7 +555,7 @@ http::Response Node::preflight() const {
     r.header("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
     r.header("Access-Control-Allow-Headers",
              "Authorization, Content-Type, Idempotency-Key, Fenec-After, Fenec-History, Fenec-Wait, "
-             "Last-Event-ID, X-Request-Id, traceparent, tracestate");
+             "Fenec-Router, Last-Event-ID, X-Request-Id, traceparent, tracestate");
     r.header("Access-Control-Max-Age", "600");
     return r;
 }

@@ -20,6 +20,7 @@
 namespace fenec::node {
 
 class Subscriptions;
+class Parked;
 
 // The routes a request can take, as fenec_http_requests_total labels them.
 enum class Route : uint8_t {
@@ -74,8 +75,10 @@ public:
     int64_t now_ms() const;
     // Finishes a call: headers every answer carries, metrics, slow log, then the reply.
     void answer(Call& call, http::Response response);
-    // A JSON refusal {"error": message} with `status` (and the headers its status needs).
-    http::Response refusal(int status, std::string_view message) const;
+    // A JSON refusal {"error": message[, "reason": reason]} with `status` and the headers its
+    // status needs (WWW-Authenticate on 401, Retry-After on 429 and 503). A 503 names its reason
+    // (§6: frozen, stopping, connections, streams, memory, ...).
+    http::Response refusal(int status, std::string_view message, std::string_view reason = {}) const;
 
     // Runs `fn` on the worker pool; 503 when its queue is full.
     void submit(const std::shared_ptr<Call>& call,
@@ -83,6 +86,10 @@ public:
     // Work that answers no call directly (a parked request's retry); false when the pool is full.
     bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
     Timers& timers() { return timers_; }
+    // A parked request (parked.h): a drain answers it at once (§1.3).
+    void track(const std::shared_ptr<Parked>& p);
+    // A call that ends without an answer (its client went away while parked).
+    void abandoned() { in_flight_.fetch_sub(1); }
     Subscriptions& subscriptions() { return *subscriptions_; }
     obs::LineLog* audit() { return audit_.get(); }
 
@@ -129,6 +136,8 @@ private:
     Counters counters_;
     Timers timers_;
     std::atomic<int64_t> in_flight_{0};
+    std::mutex parked_mu_;
+    std::vector<std::weak_ptr<Parked>> parked_;
     std::atomic<uint64_t> random_state_{0};
     int64_t started_ms_ = 0;
     int lock_fd_ = -1;

@@ -25,14 +25,25 @@ public:
         : node_(node), tenant_(std::move(tenant)), attempt_(std::move(attempt)),
           expire_(std::move(expire)) {}
 
-    // Watches the tenant, arms the deadline and the poll.
+    // Watches the tenant, arms the deadline and the poll; registers with the node so a drain
+    // answers it at once. Past the timers' bound it answers now, as its deadline had come.
     void park(int64_t wait_ms) {
         auto self = shared_from_this();
         tenant_->watch(self);
-        node_.timers().after(wait_ms, [self] {
+        node_.track(self);
+        const bool armed = node_.timers().after(wait_ms, [self] {
             if (!self->node_.submit_task([self] { self->finish(); })) self->finish();
         });
+        if (!armed) return finish();
         arm_poll();
+    }
+
+    // Answers with `expire` now, unless it is done (the deadline; a drain).
+    void finish() {
+        std::lock_guard lock(mu_);
+        if (done_) return;
+        expire_();
+        close();
     }
 
     void wake() override {
@@ -49,16 +60,20 @@ public:
 
     // Runs once when the request leaves, however it leaves (answered, expired or cancelled).
     void on_done(std::function<void()> fn) { on_done_ = std::move(fn); }
-    // The client went away: leave without answering.
-    void cancel() {
+    // Leaves without answering (the client went away, or it was answered already); true when
+    // this call is what ended it.
+    bool cancel() {
         std::lock_guard lock(mu_);
-        if (!done_) close();
+        if (done_) return false;
+        close();
+        return true;
     }
 
 private:
     void arm_poll() {
         std::weak_ptr<Parked> weak = weak_from_this();
-        node_.timers().after(poll_ms, [weak] {
+        // Refused once the timers stop: the deadline or the drain answers it then.
+        (void)node_.timers().after(poll_ms, [weak] {
             if (auto self = weak.lock(); self && !self->done_) {
                 self->wake();
                 self->arm_poll();
@@ -69,19 +84,14 @@ private:
     void try_once() {
         std::lock_guard lock(mu_);
         if (done_) return;
+        if (node_.stopping()) return;  // the drain answers it
         if (attempt_()) close();
-    }
-
-    void finish() {
-        std::lock_guard lock(mu_);
-        if (done_) return;
-        expire_();
-        close();
     }
 
     void close() {
         done_ = true;
         tenant_->unwatch(this);
+        tenant_.reset();  // an answered request no longer holds its tenant open
         attempt_ = nullptr;
         expire_ = nullptr;
         if (auto fn = std::move(on_done_)) fn();

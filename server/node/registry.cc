@@ -116,13 +116,18 @@ engine::Status Registry::create(std::string_view name,
                                 const std::function<engine::Status(Tenant&)>& run_schema,
                                 engine::LineageId& lineage) {
     std::shared_ptr<Slot> slot;
-    {
-        std::lock_guard lock(mu_);
-        auto it = slots_.find(name);
-        if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
-        slot = it->second;
+    std::unique_lock<std::mutex> slot_lock;
+    for (;;) {  // as acquire: a slot that died while we waited is replaced by a new one
+        {
+            std::lock_guard lock(mu_);
+            auto it = slots_.find(name);
+            if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            slot = it->second;
+        }
+        slot_lock = std::unique_lock(slot->mu);
+        if (!slot->dead) break;
+        slot_lock.unlock();
     }
-    std::lock_guard slot_lock(slot->mu);
     const std::string path = path_of(name);
     std::error_code ec;
     if (slot->tenant || std::filesystem::exists(path, ec)) {
@@ -150,6 +155,7 @@ engine::Status Registry::create(std::string_view name,
     }
     if (engine::Status st = tenant->db().sync(); !st.is_ok()) return st;
     if (options_.on_open) options_.on_open(*tenant);
+    tenant->refresh_memory();
     tenant->last_used_ms = options_.now_ms();
     {
         std::lock_guard lock(mu_);

@@ -63,16 +63,13 @@ using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
 // A REST write: admission, key, one block whose key row stores the shaped answer, the answer.
 void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
                     const Shape& shape) {
-    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping"));
+    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
     if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
         return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
     }
     if (t.db().frozen()) {
         node.counters().writes_refused->with({"frozen"}).inc();
-        http::Response r = node.refusal(503, "tenant " + t.name() + " is frozen");
-        r.body.pop_back();
-        r.body += ",\"reason\":\"frozen\"}";
-        return node.answer(*call, std::move(r));
+        return node.answer(*call, node.refusal(503, "tenant " + t.name() + " is frozen", "frozen"));
     }
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, t, refusal);
@@ -85,6 +82,8 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
             ql::BlockOutcome preview;
             preview.answers.assign(answers.begin(), answers.end());
             http::Response r = shape(preview);
+            // A refusal (404 for no such document) stores no key: a retry runs (§5.7).
+            if (r.status >= 400) return engine::Status::ok();
             return store_key(block, *key, r.status, r.body);
         };
     }
@@ -93,8 +92,10 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     node.counters().statements->with({"write"}).inc();
     if (o.error) return node.answer(*call, error_response(node, *o.error));
     http::Response r = shape(o);
-    r.header("Fenec-Seq", std::to_string(o.seq.v));
-    r.header("Fenec-History", hex16(o.history.v));
+    if (r.status < 400) {
+        r.header("Fenec-Seq", std::to_string(o.seq.v));
+        r.header("Fenec-History", hex16(o.history.v));
+    }
     node.answer(*call, std::move(r));
 }
 
@@ -106,8 +107,10 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
     node.counters().statements->with({"read"}).inc();
     if (o.error) return node.answer(*call, error_response(node, *o.error));
     http::Response r = shape(o);
-    r.header("Fenec-Seq", std::to_string(o.seq.v));
-    r.header("Fenec-History", hex16(o.history.v));
+    if (r.status < 400) {
+        r.header("Fenec-Seq", std::to_string(o.seq.v));
+        r.header("Fenec-History", hex16(o.history.v));
+    }
     node.answer(*call, std::move(r));
 }
 

@@ -201,7 +201,13 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
     auto last = std::make_shared<http::Response>();
     // One run: answered (true) when it wrote a row or was refused for another reason than an
     // unmet `require`; otherwise its answer is kept for the end of the wait.
-    auto run = [&node, call, t, s, last]() -> bool {
+    auto ran = std::make_shared<std::atomic<bool>>(false);
+    auto run = [&node, call, t, s, last, ran]() -> bool {
+        *ran = true;
+        if (node.stopping()) {
+            node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
+            return true;
+        }
         std::optional<http::Response> refusal;
         std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
         if (refusal) {
@@ -226,7 +232,10 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
         if (p && !t->held_first(queue, p.get())) return false;
         return run();
     };
-    auto parked = std::make_shared<Parked>(node, t, attempt, [&node, call, last] {
+    auto parked = std::make_shared<Parked>(node, t, attempt, [&node, call, last, ran, run] {
+        // Queued behind an older one the whole wait: its one run is now (§5.5: the last run's
+        // answer). While stopping, 503 as every run then is.
+        if (!*ran && run()) return;
         node.answer(*call, std::move(*last));
     });
     *self = parked;
@@ -236,13 +245,17 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
     const bool first = t->held_join(queue, parked);
     // It runs at once (§5.5) unless an older identical request waits before it.
     if (first && run()) {
-        parked->cancel();  // answered: leaves the queue, never parked
+        (void)parked->cancel();  // answered: leaves the queue, never parked
         return;
     }
     std::weak_ptr<Parked> weak = parked;
     call->exchange->on_close([weak, &node] {
         // A client that goes away leaves the queue; off the loop, as cancel may wait for a run.
-        if (auto p = weak.lock()) node.submit_task([p] { p->cancel(); });
+        if (auto p = weak.lock()) {
+            (void)node.submit_task([p, &node] {
+                if (p->cancel()) node.abandoned();
+            });
+        }
     });
     parked->park(wait_ms);
 }
@@ -301,13 +314,10 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
 
     if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
     // Admission (§5.8 step 4) before any key is looked up.
-    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping"));
+    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
     if (t->db().frozen()) {
         node.counters().writes_refused->with({"frozen"}).inc();
-        http::Response r = node.refusal(503, "tenant " + t->name() + " is frozen");
-        r.body.pop_back();
-        r.body += ",\"reason\":\"frozen\"}";
-        return node.answer(*call, std::move(r));
+        return node.answer(*call, node.refusal(503, "tenant " + t->name() + " is frozen", "frozen"));
     }
     if (s->compact && s->parsed.size() > 1) {
         if (call->request.head.header("Idempotency-Key")) {

@@ -105,6 +105,7 @@ public:
     }
 
     const std::string& tenant_name() const { return tenant_->name(); }
+    bool ended() const { return ended_.load(); }
 
 private:
     void collect(const ChangeEntry& e, std::vector<uint64_t>& ids) const {
@@ -256,9 +257,9 @@ private:
         tenant_->unwatch(this);
         tenant_->streams.fetch_sub(1);
         auto self = shared_from_this();
-        // Leaves the set off this thread: remove() takes the set's lock, which tick() holds
-        // while calling into streams.
-        node_.submit_task([self, &owner = owner_] { owner.remove(self.get()); });
+        // Leaves the set on a worker (this runs under the stream's lock, and the set may hold
+        // its last reference); were the pool full, the next tick sweeps it out.
+        (void)node_.submit_task([self, &owner = owner_] { owner.remove(self.get()); });
     }
 
     Node& node_;
@@ -273,7 +274,7 @@ private:
     uint64_t position_ = 0;      // the last seq this stream has accounted for
     std::set<uint64_t> sent_;    // ids in the shape as this stream last told it
     int64_t last_write_ms_ = 0;
-    bool ended_ = false;
+    std::atomic<bool> ended_{false};  // written under mu_; read without it by wake() and the sweep
     std::atomic<bool> scheduled_{false};
 };
 
@@ -320,14 +321,15 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
         auto st = json::build_statement(shape.value(), coll, *view.schema(*c));
         if (!st) return node_.answer(*call, node_.refusal(st.error().status, st.error().message));
     }
+    auto sub = std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
     {
+        // The limits are checked and the stream counted under one lock, so opens racing each
+        // other cannot pass them.
         std::lock_guard lock(mu_);
         if (subs_.size() >= node_.options().max_streams) {
-            http::Response r = node_.refusal(503, "the node is at --max-streams (" +
-                                                     std::to_string(node_.options().max_streams) + ")");
-            r.body.pop_back();
-            r.body += ",\"reason\":\"streams\"}";
-            return node_.answer(*call, std::move(r));
+            return node_.answer(*call, node_.refusal(503, "the node is at --max-streams (" +
+                                                              std::to_string(node_.options().max_streams) + ")",
+                                                     "streams"));
         }
         if (tenant->streams.load() >= node_.options().tenant_streams) {
             http::Response r = node_.refusal(429, "tenant " + tenant->name() + " is at --tenant-streams (" +
@@ -337,10 +339,6 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
             return node_.answer(*call, std::move(r));
         }
         tenant->streams.fetch_add(1);
-    }
-    auto sub = std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
-    {
-        std::lock_guard lock(mu_);
         subs_.insert(sub);
     }
     node_.counters().subscriptions->add(1);
@@ -373,7 +371,7 @@ void Subscriptions::remove(const Subscription* s) {
     }
     if (!gone) return;
     node_.counters().subscriptions->add(-1);
-    gone->end("closed", "");  // already ended; its reference to the tenant goes with `gone`
+    gone->end("closed", "");  // already ended: a no-op; its tenant reference goes with `gone`
 }
 
 void Subscriptions::tick() {
@@ -383,7 +381,13 @@ void Subscriptions::tick() {
         all.assign(subs_.begin(), subs_.end());
     }
     const int64_t now = node_.now_ms();
-    for (const auto& s : all) s->tick(now);
+    for (const auto& s : all) {
+        if (s->ended()) {
+            remove(s.get());  // ended with its removal lost to a full pool
+        } else {
+            s->tick(now);
+        }
+    }
 }
 
 void Subscriptions::end_all(std::string_view reason) {

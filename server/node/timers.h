@@ -1,6 +1,7 @@
 // server/node/timers.h: one thread that runs callbacks at their time: a 401's delay (§3.3), a
-// held request's deadline, a stream's keepalive. Callbacks must be short (hand work to the pool);
-// at most timers_max wait at once, and one past it runs at once rather than queueing unbounded.
+// held request's deadline, a parked request's poll. Callbacks must be short (hand work to the
+// pool); at most timers_max wait at once. `after` refuses (false) past that bound or once stopped,
+// and never runs the callback itself: the caller decides what a refusal means.
 #pragma once
 
 #include <chrono>
@@ -22,17 +23,13 @@ public:
     Timers(const Timers&) = delete;
     Timers& operator=(const Timers&) = delete;
 
-    void after(int64_t ms, std::function<void()> fn) {
+    [[nodiscard]] bool after(int64_t ms, std::function<void()> fn) {
         const auto at = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-        {
-            std::lock_guard lock(mu_);
-            if (!stop_ && queue_.size() < timers_max) {
-                queue_.emplace(at, std::move(fn));
-                cv_.notify_one();
-                return;
-            }
-        }
-        fn();
+        std::lock_guard lock(mu_);
+        if (stop_ || queue_.size() >= timers_max) return false;
+        queue_.emplace(at, std::move(fn));
+        cv_.notify_one();
+        return true;
     }
 
     void stop() {
@@ -43,8 +40,7 @@ public:
         }
         cv_.notify_one();
         thread_.join();
-        for (auto& [at, fn] : queue_) fn();  // nothing left waiting on a dead thread
-        queue_.clear();
+        queue_.clear();  // the node answers what waits before it stops the timers
     }
 
 private:

@@ -1,7 +1,7 @@
 // test/server/node/registry_obs_test.cc: the tenant registry's memory bound and the node's logs
-// against the real binary (node-http.md §14 cases 88, 90, 92), and the transport details of §2-§4
-// the other node tests leave out: HEAD, the tenant's description, 405 with Allow, the 404 naming
-// the planes, X-Request-Id on a 401, Fenec-Seq on REST writes, and CORS (§2.3).
+// against the real binary (node-http.md §14 cases 88, 90, 92), and the transport details of
+// §2-§4 the other node tests leave out: HEAD, the tenant's description, 405 with Allow, the 404
+// naming the planes, X-Request-Id on a 401, Fenec-Seq on REST writes, and CORS (§2.3).
 #include <cctype>
 #include <filesystem>
 #include <fstream>
