@@ -70,6 +70,12 @@ ReadView Database::read(std::optional<int64_t> now_ms) const {
     return ReadView(this, now_ms ? *now_ms : clock_->wall_ms());
 }
 
+std::optional<ReadView> Database::try_read(std::optional<int64_t> now_ms) const {
+    ReadView view(this, now_ms ? *now_ms : clock_->wall_ms(), std::try_to_lock);
+    if (!view.lock_.owns_lock()) return std::nullopt;
+    return view;
+}
+
 Status Database::refusal_locked() const {
     if (auto f = failure()) {
         return Status::error(Code::io_error,
@@ -383,6 +389,13 @@ Status Database::close(CloseMode mode) {
 
 ReadView::ReadView(const Database* db, int64_t now_ms)
     : db_(db), lock_(db->mu_), seq_(db->seq()), history_(db->history_.current()), now_ms_(now_ms) {}
+
+ReadView::ReadView(const Database* db, int64_t now_ms, std::try_to_lock_t)
+    : db_(db),
+      lock_(db->mu_, std::try_to_lock),
+      seq_(lock_.owns_lock() ? db->seq() : Seq{}),
+      history_(lock_.owns_lock() ? db->history_.current() : HistoryId{}),
+      now_ms_(now_ms) {}
 
 ReadView::ReadView(const Database* db, int64_t now_ms, Seq seq)
     : db_(db), seq_(seq), history_(db->history_.current()), now_ms_(now_ms) {}

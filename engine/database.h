@@ -159,6 +159,9 @@ public:
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
+    // As read(), but nullopt rather than waiting while a block holds the writer lock: for a
+    // caller that must never wait (the node's event loop answering a point read).
+    std::optional<ReadView> try_read(std::optional<int64_t> now_ms = std::nullopt) const;
     Result<Block> begin(BlockOptions options = {});
 
     Status wait_durable(Seq seq);
@@ -371,6 +374,8 @@ private:
     friend class Database;
     friend class Block;
     ReadView(const Database* db, int64_t now_ms);
+    // try_read's: the lock taken only if free; reads nothing of `db` otherwise.
+    ReadView(const Database* db, int64_t now_ms, std::try_to_lock_t);
     // Takes no lock: the caller holds the writer lock for the view's life.
     ReadView(const Database* db, int64_t now_ms, Seq seq);
     const Database* db_;

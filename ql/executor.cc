@@ -112,6 +112,53 @@ BlockOutcome Executor::run_block(std::span<const Item> items, const RunOptions& 
     return run_writes(items, options, before_commit);
 }
 
+BlockOutcome Executor::run_read(const engine::ReadView& view, const Item& item) {
+    BlockOutcome out;
+    if (Failure f = check_item(item, 1, RunOptions{}, false)) return failed(std::move(*f), 0);
+    if (statement_of(item).writes()) {
+        Error e;
+        e.message = "run_read runs reads only";
+        return failed(std::move(e), 0);
+    }
+    Context ctx{item.params, view.now_ms()};
+    QlResult<Answer> a = run_get(std::get<Get>(statement_of(item).node), view, indexes_, ctx);
+    if (!a) return failed(a.take_error(), 0);
+    out.answers.push_back(std::move(a.value()));
+    out.seq = view.seq();
+    out.history = view.history();
+    out.durable = db_.durable_seq() >= out.seq;
+    return out;
+}
+
+bool is_point_read(const Statement& statement, const engine::ReadView& view) {
+    const Get* g = std::get_if<Get>(&statement.node);
+    if (!g || g->near || g->match || g->group || g->order || g->offset || !g->lookups.empty() ||
+        !g->where) {
+        return false;
+    }
+    if (g->select) {
+        for (const SelectItem& item : g->select->items) {
+            if (is_aggregate(item.what)) return false;  // count(*) is a scan
+        }
+    }
+    const Expr& w = g->where->expr;
+    if (!w.is<Compare>() || w.as<Compare>().op != CompareOp::eq) return false;
+    const Compare& c = w.as<Compare>();
+    const Expr* column = c.lhs->is<Column>() ? c.lhs.get() : c.rhs.get();
+    const Expr* value = column == c.lhs.get() ? c.rhs.get() : c.lhs.get();
+    if (!column->is<Column>() || column->as<Column>().is_path()) return false;
+    if (!value->is<Param>() && !value->is<Literal>()) return false;
+    const std::string& field = column->as<Column>().field;
+    if (field == "_id") return true;
+    engine::Result<engine::CollectionId> coll = view.find(g->collection.text);
+    if (!coll.is_ok()) return true;  // answered at once: 404
+    const engine::Schema* schema = view.schema(*coll);
+    const std::optional<uint16_t> slot = schema->slot_of(field);
+    if (!slot) return true;  // answered at once: unknown field
+    const engine::IndexKind k = schema->fields[*slot].index.kind;
+    return k == engine::IndexKind::hash || k == engine::IndexKind::unique;
+}
+
 BlockOutcome Executor::run_reads(std::span<const Item> items, const RunOptions& options) {
     BlockOutcome out;
     const engine::ReadView view = db_.read(now_of(options));

@@ -81,6 +81,9 @@ class Executor {
     // On any refusal the block rolls back whole; `error` and `failed_at` say which item.
     BlockOutcome run_block(std::span<const Item> items, const RunOptions& options,
                            const BeforeCommit& before_commit = {});
+    // One read statement (a get or select) at `view`, which must be of this executor's
+    // database: for a caller that took the view itself (Database::try_read).
+    BlockOutcome run_read(const engine::ReadView& view, const Item& item);
 
   private:
     BlockOutcome run_reads(std::span<const Item> items, const RunOptions& options);
@@ -91,6 +94,12 @@ class Executor {
     engine::Database& db_;
     const index::IndexSet& indexes_;
 };
+
+// A read whose cost does not grow with the collection: a `get` (or select) of columns, no order,
+// group, aggregate, offset, ranking or lookup, whose `where` is one equality of `_id` or of a
+// hash- or unique-indexed field to a parameter or literal. The node answers such reads on its
+// event loop rather than handing them to a worker. `view` gives the schema.
+bool is_point_read(const Statement& statement, const engine::ReadView& view);
 
 // An engine refusal as FenecQL answers it (409 duplicate, 507 quota...), naming `collection`.
 Error engine_error(const engine::Status& st, const std::string& collection);

@@ -181,6 +181,70 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
 void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
                     std::vector<json::QueryBody> bodies, bool batch);
 
+// Point reads on an open tenant are answered on the event loop (§2.1 keeps statements off the
+// loop so a long one never stalls it; these cost what a hash lookup costs, and a worker hop costs
+// more than they do). Anything else, or a tenant not open, or a writer holding the lock: false,
+// and the call goes to the pool as every other.
+bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
+    const http::RequestHead& h = call->request.head;
+    const bool query = call->route == Route::query && h.method == http::Method::post &&
+                       call->rest.size() == 1;
+    const bool document = call->route == Route::rest && h.method == http::Method::get &&
+                          call->rest.size() == 3 && call->rest[0] == "c";
+    if (!query && !document) return false;
+    if (h.header("Fenec-After") || h.header("Fenec-Wait") || h.header("Fenec-History")) return false;
+    std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
+    if (!t) return false;
+    std::string text;
+    std::vector<engine::Value> params;
+    if (query) {
+        static thread_local json::BodyReader reader;
+        auto body = reader.query_body(call->request.body);
+        if (!body) return false;  // the pool answers the 400
+        text = std::move(body->query);
+        params = std::move(body->params);
+    } else {
+        const std::string& coll = call->rest[1];
+        const std::string& id = call->rest[2];
+        if (coll.empty() || coll[0] == '_' || id.empty() || id.size() > 18 ||
+            id.find_first_not_of("0123456789") != std::string::npos || id[0] == '0') {
+            return false;
+        }
+        for (char c : coll) {
+            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+        }
+        text = "get " + coll + " where _id = $1";
+        params.emplace_back(static_cast<int64_t>(std::stoll(id)));
+    }
+    ql::QlResult<ql::ParsedStatement> parsed = ql::parse(text);
+    if (!parsed || parsed->statement.writes()) return false;
+    std::optional<engine::ReadView> view = t->db().try_read();
+    if (!view || !ql::is_point_read(parsed->statement, *view)) return false;
+    ql::Executor ex(t->db(), t->indexes());
+    ql::BlockOutcome o = ex.run_read(*view, ql::Item{&parsed.value(), params});
+    view.reset();
+    node.counters().statements->with({"read"}).inc();
+    if (o.error) {
+        node.answer(*call, error_response(node, *o.error));
+        return true;
+    }
+    http::Response r;
+    if (query) {
+        r.body = ql::to_json(o.answers.front());
+    } else if (o.answers.front().table.rows.empty()) {
+        r = node.refusal(404, call->rest[1] + " holds no _id " + call->rest[2]);
+        node.answer(*call, std::move(r));
+        return true;
+    } else {
+        std::string json = ql::to_json(o.answers.front());  // {"rows":[{…}]}
+        r.body = json.substr(9, json.size() - 11);
+    }
+    r.header("Fenec-Seq", std::to_string(o.seq.v));
+    r.header("Fenec-History", hex16(o.history.v));
+    node.answer(*call, std::move(r));
+    return true;
+}
+
 void serve_data(Node& node, const std::shared_ptr<Call>& call) {
     Acquired a = node.registry().acquire(call->tenant);
     if (!a.tenant) {
@@ -197,8 +261,9 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
             if (call->rest.size() != 1) return node.answer(*call, node.refusal(404, "no route " + h.path));
             if (h.method != http::Method::post) return node.answer(*call, method_not_allowed(node, "POST"));
             std::vector<json::QueryBody> bodies;
+            static thread_local json::BodyReader reader;  // one simdjson parser per thread
             if (call->route == Route::query) {
-                auto body = json::parse_query_body(call->request.body);
+                auto body = reader.query_body(call->request.body);
                 if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
                 bodies.push_back(std::move(body.value()));
             } else {

@@ -16,6 +16,9 @@ namespace fenec::node {
 
 // data.cc: /t/<tenant>/... (node-http.md §5).
 void serve_data(Node& node, const std::shared_ptr<Call>& call);
+// data.cc: a point read on an open tenant answered on the calling (loop) thread; false when the
+// call must go to the pool.
+bool serve_inline(Node& node, const std::shared_ptr<Call>& call);
 // admin.cc: /_admin/... (node-http.md §8).
 void serve_admin(Node& node, const std::shared_ptr<Call>& call);
 

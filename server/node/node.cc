@@ -405,6 +405,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
                                                   "` is not [a-z0-9_-]{1,64}"));
         }
         if (stopping_) return answer(*call, refusal(503, "the node is stopping", "stopping"));
+        if (serve_inline(*this, call)) return;
         return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
     }
     if (first == "_admin" || first == "_metrics") {

@@ -60,6 +60,18 @@ Acquired Registry::acquire(std::string_view name) {
     }
 }
 
+std::shared_ptr<Tenant> Registry::try_get(std::string_view name) {
+    std::shared_ptr<Tenant> t;
+    {
+        std::lock_guard lock(mu_);  // slot tenants may be read under mu_ (registry.h)
+        auto it = slots_.find(name);
+        if (it == slots_.end() || it->second->dead) return nullptr;
+        t = it->second->tenant;
+    }
+    if (t) t->last_used_ms = options_.now_ms();
+    return t;
+}
+
 Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     const int64_t now = options_.now_ms();
     if (!slot.failure.empty() && now - slot.failed_ms < open_failure_kept_ms) {

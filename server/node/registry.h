@@ -63,6 +63,9 @@ public:
 
     // The open tenant, opening it if needed. Blocks while it opens: call from a worker.
     Acquired acquire(std::string_view name);
+    // The tenant if it is open now, else null; never waits on an open or a close (the event
+    // loop's point reads).
+    std::shared_ptr<Tenant> try_get(std::string_view name);
     // Creates `<t>.fenec` and lands `schema` (FenecQL statements) as its first blocks before the
     // tenant is served; `run_schema` runs them and answers the failing statement's error.
     // Exists → already_exists.
