@@ -54,7 +54,12 @@ Loop::Loop() : ring_(std::make_unique<Ring>()) {
 
 std::shared_ptr<Loop> Loop::create(std::string& error) {
     std::shared_ptr<Loop> loop(new Loop());
-    int rc = io_uring_queue_init(ring_entries, &loop->ring_->ring, 0);
+    // Task work runs when the loop enters the kernel anyway, not through an interrupt (5.19+);
+    // older kernels refuse the flag and get a plain ring.
+    io_uring_params params{};
+    params.flags = IORING_SETUP_COOP_TASKRUN;
+    int rc = io_uring_queue_init_params(ring_entries, &loop->ring_->ring, &params);
+    if (rc == -EINVAL) rc = io_uring_queue_init(ring_entries, &loop->ring_->ring, 0);
     if (rc < 0) {
         error = std::string("io_uring_queue_init: ") + std::strerror(-rc);
         loop->ring_.reset();

@@ -531,8 +531,24 @@ void Node::answer(Call& call, http::Response response) {
     const double seconds = static_cast<double>(mono_ns() - call.start_ns) / 1e9;
     const int status = response.status;
     // A stream is counted at its head (§13.1).
-    counters_.requests->with({route_label(call.route), std::to_string(status)}).inc();
-    if (!response.stream) counters_.durations->with({route_label(call.route)}).observe(seconds);
+    const size_t route = static_cast<size_t>(call.route);
+    if (status >= 100 && status < 600) {
+        std::atomic<obs::Counter*>& slot = answered_[route][static_cast<size_t>(status - 100)];
+        obs::Counter* c = slot.load(std::memory_order_acquire);
+        if (!c) {
+            c = &counters_.requests->with({route_label(call.route), std::to_string(status)});
+            slot.store(c, std::memory_order_release);
+        }
+        c->inc();
+    }
+    if (!response.stream) {
+        obs::Histogram* d = durations_[route].load(std::memory_order_acquire);
+        if (!d) {
+            d = &counters_.durations->with({route_label(call.route)});
+            durations_[route].store(d, std::memory_order_release);
+        }
+        d->observe(seconds);
+    }
     if (!call.trace_id.empty() && call.route != Route::health && call.route != Route::metrics) {
         span(call, status, seconds);
     }

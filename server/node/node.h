@@ -3,6 +3,7 @@
 // runs on the worker pool and answers through its Exchange. main() builds one Node.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -134,6 +135,11 @@ private:
     std::unique_ptr<Subscriptions> subscriptions_;
     obs::Registry metrics_;
     Counters counters_;
+    // The per-answer metric children, looked up once per (route, status) and kept: the family's
+    // lookup takes a lock and builds label strings, which every answer would otherwise pay.
+    static constexpr size_t routes_max = 11;
+    std::array<std::array<std::atomic<obs::Counter*>, 500>, routes_max> answered_{};
+    std::array<std::atomic<obs::Histogram*>, routes_max> durations_{};
     Timers timers_;
     std::atomic<int64_t> in_flight_{0};
     std::mutex parked_mu_;
