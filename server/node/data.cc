@@ -99,10 +99,11 @@ bool schema_statement(const ql::Statement& st) {
 
 // What §5.8 checks before a statement runs, for the credential: a JWT runs no schema statement,
 // and one of scope "read" runs reads only (§3.2).
-std::optional<http::Response> scope_refusal(Node& node, const Call& call,
-                                            std::span<const ql::ParsedStatement> parsed) {
+std::optional<http::Response> scope_refusal(
+    Node& node, const Call& call, std::span<const std::shared_ptr<const ql::ParsedStatement>> all) {
     if (call.who.credential != auth::Credential::jwt) return std::nullopt;
-    for (const ql::ParsedStatement& p : parsed) {
+    for (const auto& ptr : all) {
+        const ql::ParsedStatement& p = *ptr;
         if (schema_statement(p.statement)) {
             return node.refusal(403, "a JWT does not run `" + std::string(p.statement.first_word()) +
                                          "`: schema and maintenance statements need the data token");
@@ -216,12 +217,13 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         text = "get " + coll + " where _id = $1";
         params.emplace_back(static_cast<int64_t>(std::stoll(id)));
     }
-    ql::QlResult<ql::ParsedStatement> parsed = ql::parse(text);
+    ql::Error error;
+    std::shared_ptr<const ql::ParsedStatement> parsed = node.statements().get(text, error);
     if (!parsed || parsed->statement.writes()) return false;
     std::optional<engine::ReadView> view = t->db().try_read();
     if (!view || !ql::is_point_read(parsed->statement, *view)) return false;
     ql::Executor ex(t->db(), t->indexes());
-    ql::BlockOutcome o = ex.run_read(*view, ql::Item{&parsed.value(), params});
+    ql::BlockOutcome o = ex.run_read(*view, ql::Item{parsed.get(), params});
     view.reset();
     node.counters().statements->with({"read"}).inc();
     if (o.error) {
@@ -254,6 +256,12 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         return node.answer(*call, node.refusal(status, a.message, status == 503 ? "memory" : ""));
     }
     std::shared_ptr<Tenant> t = std::move(a.tenant);
+    // Idle is counted from when a request lets go of its tenant, not from when it took it (§11).
+    struct Touch {
+        Node& node;
+        Tenant& t;
+        ~Touch() { t.last_used_ms = node.now_ms(); }
+    } touch{node, *t};
     const http::RequestHead& h = call->request.head;
     switch (call->route) {
         case Route::query:

@@ -15,6 +15,7 @@
 #include "server/metrics.h"
 #include "server/node/options.h"
 #include "server/node/registry.h"
+#include "server/node/statement_cache.h"
 #include "server/node/timers.h"
 #include "server/workers.h"
 
@@ -87,6 +88,7 @@ public:
     // Work that answers no call directly (a parked request's retry); false when the pool is full.
     bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
     Timers& timers() { return timers_; }
+    StatementCache& statements() { return statements_; }
     // A parked request (parked.h): a drain answers it at once (§1.3).
     void track(const std::shared_ptr<Parked>& p);
     // A call that ends without an answer (its client went away while parked).
@@ -141,6 +143,7 @@ private:
     std::array<std::array<std::atomic<obs::Counter*>, 500>, routes_max> answered_{};
     std::array<std::atomic<obs::Histogram*>, routes_max> durations_{};
     Timers timers_;
+    StatementCache statements_;
     std::atomic<int64_t> in_flight_{0};
     std::mutex parked_mu_;
     std::vector<std::weak_ptr<Parked>> parked_;

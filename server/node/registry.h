@@ -104,6 +104,7 @@ private:
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     std::atomic<uint64_t> opens_{0};
+    std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
     std::atomic<uint64_t> closes_[3] = {};
 };
 

@@ -12,8 +12,9 @@
 
 namespace fenec::node {
 
+using Parsed = std::shared_ptr<const ql::ParsedStatement>;
 std::optional<http::Response> scope_refusal(Node& node, const Call& call,
-                                            std::span<const ql::ParsedStatement> parsed);
+                                            std::span<const Parsed> parsed);
 struct ReadAfter {
     std::optional<uint64_t> after;
     std::optional<uint64_t> history;
@@ -31,14 +32,14 @@ constexpr int64_t after_wait_default_ms = 5000;  // §4.1: Fenec-After's wait wh
 // A request's statements, parsed, with the parameters they run with.
 struct Statements {
     std::vector<json::QueryBody> bodies;
-    std::vector<ql::ParsedStatement> parsed;
+    std::vector<Parsed> parsed;  // shared with the node's statement cache
     bool batch = false;
     bool writes = false;
     bool compact = false;
 
     std::vector<ql::Item> items() const {
         std::vector<ql::Item> out;
-        for (size_t i = 0; i < parsed.size(); ++i) out.push_back(ql::Item{&parsed[i], bodies[i].params});
+        for (size_t i = 0; i < parsed.size(); ++i) out.push_back(ql::Item{parsed[i].get(), bodies[i].params});
         return out;
     }
 };
@@ -141,7 +142,7 @@ ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statem
 
 void count_statements(Node& node, const Statements& s) {
     uint64_t writes = 0;
-    for (const ql::ParsedStatement& p : s.parsed) writes += p.statement.writes();
+    for (const Parsed& p : s.parsed) writes += p->statement.writes();
     if (writes) node.counters().statements->with({"write"}).inc(writes);
     if (s.parsed.size() > writes) node.counters().statements->with({"read"}).inc(s.parsed.size() - writes);
 }
@@ -152,7 +153,7 @@ http::Response run_one_by_one(Node& node, const Call& call, Tenant& t, const Sta
     std::vector<ql::Answer> answers;
     uint64_t seq = t.db().seq().v, history = t.db().history().current().v;
     for (size_t i = 0; i < s.parsed.size(); ++i) {
-        ql::Item item{&s.parsed[i], s.bodies[i].params};
+        ql::Item item{s.parsed[i].get(), s.bodies[i].params};
         ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
         if (o.error) {
             o.failed_at = 0;
@@ -171,11 +172,11 @@ http::Response run_one_by_one(Node& node, const Call& call, Tenant& t, const Sta
 // §5.5: a held write may hold set, del and reads only.
 std::optional<http::Response> held_refusal(Node& node, const Statements& s) {
     using K = ql::StatementKind;
-    for (const ql::ParsedStatement& p : s.parsed) {
-        const K k = p.statement.kind();
+    for (const Parsed& p : s.parsed) {
+        const K k = p->statement.kind();
         if (k != K::set && k != K::del && k != K::get && k != K::select) {
             return node.refusal(400, "Fenec-Wait holds `set` and `del` only, not `" +
-                                         std::string(p.statement.first_word()) + "`");
+                                         std::string(p->statement.first_word()) + "`");
         }
     }
     return std::nullopt;
@@ -291,9 +292,10 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     s->bodies = std::move(bodies);
     s->batch = batch;
     for (size_t i = 0; i < s->bodies.size(); ++i) {
-        ql::QlResult<ql::ParsedStatement> p = ql::parse(s->bodies[i].query);
+        ql::Error error;
+        Parsed p = node.statements().get(s->bodies[i].query, error);
         if (!p) {
-            return node.answer(*call, error_response(node, p.error(), [&](ql::JsonWriter& w) {
+            return node.answer(*call, error_response(node, error, [&](ql::JsonWriter& w) {
                 if (!batch) return;
                 w.key("completed");
                 w.uint64(0);
@@ -303,7 +305,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
         }
         s->writes |= p->statement.writes();
         s->compact |= p->statement.kind() == ql::StatementKind::compact;
-        s->parsed.push_back(std::move(p.value()));
+        s->parsed.push_back(std::move(p));
     }
     if (node.options().slow_ms) call->shape = obs::statement_shape(s->bodies.front().query);
     if (auto r = scope_refusal(node, *call, s->parsed)) return node.answer(*call, std::move(*r));
