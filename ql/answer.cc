@@ -34,6 +34,20 @@ void write_table(JsonWriter& w, const Table& t) {
 
 }  // namespace
 
+std::string rows_json(const Table& table) {
+    std::string out;
+    JsonWriter w(out);
+    write_table(w, table);
+    return out;
+}
+
+std::string row_json(const Table& table, size_t i) {
+    std::string out;
+    JsonWriter w(out);
+    write_row(w, table, table.rows[i]);
+    return out;
+}
+
 std::string to_json(const Answer& a) {
     std::string out;
     JsonWriter w(out);

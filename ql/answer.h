@@ -40,4 +40,9 @@ struct Answer {
 // {"rows":[...]}, {"affected":n,"ids":[...]}, {"affected":n[,"rows":[...]]} or {"ok":true}.
 std::string to_json(const Answer& answer);
 
+// The `[...]` of a table's rows, and row `i` alone, exactly as to_json writes them: REST answers
+// a document or a list of them, and a subscription's events carry rows, without the wrapper.
+std::string rows_json(const Table& table);
+std::string row_json(const Table& table, size_t i);
+
 }  // namespace fenec::ql

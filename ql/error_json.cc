@@ -9,6 +9,12 @@ std::string error_json(const Error& e) {
     std::string out;
     JsonWriter w(out);
     w.begin_object();
+    write_error_members(w, e);
+    w.end_object();
+    return out;
+}
+
+void write_error_members(JsonWriter& w, const Error& e) {
     w.key("error");
     w.string(e.message);
     if (e.position) {
@@ -37,8 +43,6 @@ std::string error_json(const Error& e) {
         w.key("statement");
         w.string(e.statement);
     }
-    w.end_object();
-    return out;
 }
 
 }  // namespace fenec::ql

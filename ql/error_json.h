@@ -10,4 +10,9 @@ namespace fenec::ql {
 
 std::string error_json(const Error& e);
 
+class JsonWriter;
+// The members of that body, written into an object the caller has begun (the node adds its own
+// members after them: `quota`, `reason`, a batch's `completed` and `at`).
+void write_error_members(JsonWriter& w, const Error& e);
+
 }  // namespace fenec::ql

@@ -12,6 +12,17 @@
 
 namespace fenec::json {
 
+BodyError bad_request(std::string message) { return BodyError{400, std::move(message), {}, {}, 0}; }
+
+std::string quote_name(std::string_view text) {
+    if (text.size() > quoted_bytes_max) {
+        size_t cut = quoted_bytes_max;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+        return "`" + std::string(text.substr(0, cut)) + "...`";
+    }
+    return "`" + std::string(text) + "`";
+}
+
 namespace {
 
 namespace dom = simdjson::dom;
@@ -23,10 +34,6 @@ constexpr size_t body_levels_max = 4;
 // A body above this size is parsed by a parser made for it and dropped after, so a reader that met
 // one large body does not keep buffers of its size for the small ones that follow.
 constexpr size_t reuse_bytes_max = size_t{1} << 20;
-// A name quoted in a message is cut here (at a code point boundary): it is for people.
-constexpr size_t quoted_bytes_max = 64;
-
-BodyError error400(std::string message) { return BodyError{400, std::move(message), {}, {}, 0}; }
 
 BodyError too_deep() {
     return BodyError{413,
@@ -36,19 +43,10 @@ BodyError too_deep() {
                      value_depth_max};
 }
 
-// `text` for a message: backquoted, cut to quoted_bytes_max bytes without splitting a character.
-std::string quote_name(std::string_view text) {
-    if (text.size() > quoted_bytes_max) {
-        size_t cut = quoted_bytes_max;
-        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-        return "`" + std::string(text.substr(0, cut)) + "...`";
-    }
-    return "`" + std::string(text) + "`";
-}
 
 BodyError not_json(simdjson::error_code code) {
     if (code == simdjson::DEPTH_ERROR) return too_deep();
-    return error400(std::string("the body is not valid JSON: ") + simdjson::error_message(code));
+    return bad_request(std::string("the body is not valid JSON: ") + simdjson::error_message(code));
 }
 
 // Whether an object's keys (already read into `keys`) repeat one; small objects pairwise, larger
@@ -86,7 +84,7 @@ std::optional<BodyError> to_object(dom::object o, uint32_t level, Value& out) {
         obj.values.push_back(std::move(v));
     }
     if (auto dup = repeated_key(keys))
-        return error400("the key " + quote_name(*dup) + " is given twice");
+        return bad_request("the key " + quote_name(*dup) + " is given twice");
     out = Value(std::move(obj));
     return std::nullopt;
 }
@@ -112,7 +110,7 @@ std::optional<BodyError> to_value(dom::element e, uint32_t level, Value& out) {
             return std::nullopt;
         case dom::element_type::UINT64:
             // simdjson types only integers past INT64_MAX as uint64.
-            return error400("the integer " + std::to_string(e.get_uint64().value_unsafe()) +
+            return bad_request("the integer " + std::to_string(e.get_uint64().value_unsafe()) +
                             " is outside int64");
         case dom::element_type::DOUBLE:
             out = Value(e.get_double().value_unsafe());
@@ -127,31 +125,31 @@ std::optional<BodyError> to_value(dom::element e, uint32_t level, Value& out) {
             out = Value();
             return std::nullopt;
     }
-    return error400("an unknown JSON value");
+    return bad_request("an unknown JSON value");
 }
 
 // The members of one statement object: "query" (string, required) and "params" (null or array).
 std::optional<BodyError> read_statement(dom::element root, QueryBody& out) {
     if (root.type() != dom::element_type::OBJECT) {
-        return error400("a statement is a JSON object {\"query\": \"...\", \"params\": [...]}");
+        return bad_request("a statement is a JSON object {\"query\": \"...\", \"params\": [...]}");
     }
     bool have_query = false;
     bool have_params = false;
     const dom::object members = root.get_object().value_unsafe();
     for (dom::key_value_pair member : members) {
         if (member.key == "query") {
-            if (have_query) return error400("the member \"query\" is given twice");
+            if (have_query) return bad_request("the member \"query\" is given twice");
             have_query = true;
             if (member.value.type() != dom::element_type::STRING) {
-                return error400("\"query\" must be a string holding one statement");
+                return bad_request("\"query\" must be a string holding one statement");
             }
             out.query = std::string(member.value.get_string().value_unsafe());
         } else if (member.key == "params") {
-            if (have_params) return error400("the member \"params\" is given twice");
+            if (have_params) return bad_request("the member \"params\" is given twice");
             have_params = true;
             if (member.value.type() == dom::element_type::NULL_VALUE) continue;
             if (member.value.type() != dom::element_type::ARRAY) {
-                return error400("\"params\" must be an array (or null)");
+                return bad_request("\"params\" must be an array (or null)");
             }
             const dom::array items = member.value.get_array().value_unsafe();
             for (dom::element item : items) {
@@ -168,11 +166,11 @@ std::optional<BodyError> read_statement(dom::element root, QueryBody& out) {
                 out.params.push_back(std::move(v));
             }
         } else {
-            return error400("unknown member " + quote_name(member.key) +
+            return bad_request("unknown member " + quote_name(member.key) +
                             " (a statement holds \"query\" and \"params\")");
         }
     }
-    if (!have_query) return error400("the member \"query\" is missing");
+    if (!have_query) return bad_request("the member \"query\" is missing");
     return std::nullopt;
 }
 
@@ -180,7 +178,7 @@ std::optional<BodyError> read_statement(dom::element root, QueryBody& out) {
 // value's level, as the executor converts field by field).
 std::optional<BodyError> read_document(dom::element e, Value& out) {
     if (e.type() != dom::element_type::OBJECT) {
-        return error400(
+        return bad_request(
             "a document is a JSON object, found " +
             std::string(e.type() == dom::element_type::ARRAY ? "an array" : "a scalar"));
     }
@@ -193,7 +191,7 @@ bool is_blank(std::string_view line) {
 }
 
 BodyError too_many_statements() {
-    return error400("a batch holds at most " + std::to_string(batch_statements_max) +
+    return bad_request("a batch holds at most " + std::to_string(batch_statements_max) +
                     " statements");
 }
 
@@ -255,7 +253,7 @@ BodyResult<std::vector<QueryBody>> BodyReader::batch(std::string_view body, bool
         dom::element root;
         if (auto err = impl_->parse(body).get(root)) return not_json(err);
         if (root.type() != dom::element_type::ARRAY) {
-            return error400("a JSON batch is an array of {\"query\", \"params\"} objects");
+            return bad_request("a JSON batch is an array of {\"query\", \"params\"} objects");
         }
         const dom::array items = root.get_array().value_unsafe();
         for (dom::element item : items) {
@@ -319,7 +317,7 @@ BodyResult<engine::Value> BodyReader::document_body(std::string_view body) {
         return Value(std::move(list));
     }
     if (root.type() != dom::element_type::OBJECT) {
-        return error400("the body is a JSON object or an array of objects");
+        return bad_request("the body is a JSON object or an array of objects");
     }
     if (auto err = read_document(root, out)) return std::move(*err);
     return out;
@@ -342,7 +340,7 @@ std::optional<BodyError> check_document_fields(const engine::Value& document,
     auto check_one = [&](const Value& doc) -> std::optional<BodyError> {
         const auto* obj = std::get_if<engine::Object>(&doc.rep);
         if (!obj)
-            return error400("a document is a JSON object, found " + std::string(doc.kind_name()));
+            return bad_request("a document is a JSON object, found " + std::string(doc.kind_name()));
         for (const std::string& key : obj->keys) {
             if (key == "_id" || schema.slot_of(key)) continue;
             return BodyError{404, "unknown field " + quote_name(key), {}, {}, 0};

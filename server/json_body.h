@@ -69,6 +69,13 @@ class [[nodiscard]] BodyResult {
     std::variant<T, BodyError> v_;
 };
 
+// A name or value quoted in a message is cut here (at a code point boundary): it is for people.
+inline constexpr size_t quoted_bytes_max = 64;
+// A 400 naming the problem.
+BodyError bad_request(std::string message);
+// `text` for a message: backquoted, cut to quoted_bytes_max bytes without splitting a character.
+std::string quote_name(std::string_view text);
+
 // One statement as a client sends it: `{"query": "<text>", "params": [...]}`.
 struct QueryBody {
     std::string query;

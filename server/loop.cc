@@ -83,6 +83,11 @@ Loop::~Loop() {
     // Tasks posted before run() ever ran (or after a stop that never ran) are released.
     Task* task = head_;
     head_ = tail_ = nullptr;
+    cancel_tasks(task);
+}
+
+// Runs each task of the list `task` as cancelled (its owner releases what it holds).
+void Loop::cancel_tasks(Task* task) {
     while (task != nullptr) {
         Task* next = task->next;
         task->next = nullptr;
@@ -188,12 +193,7 @@ void Loop::run() {
         task = head_;
         head_ = tail_ = nullptr;
     }
-    while (task != nullptr) {
-        Task* next = task->next;
-        task->next = nullptr;
-        task->run(*task, true);
-        task = next;
-    }
+    cancel_tasks(task);
     thread_.store(std::thread::id{}, std::memory_order_release);
     // The ring's owner lets go of it: whatever is still in flight (the wake-up read, operations of
     // connections a forced shutdown leaves) is cancelled here, so no other thread submits.

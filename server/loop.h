@@ -126,6 +126,7 @@ class Loop {
     uint32_t in_flight() const { return in_flight_; }
 
   private:
+    static void cancel_tasks(Task* task);
     struct Ring;
     struct Ready {
         Completion* completion;

@@ -19,20 +19,6 @@ namespace {
 using engine::BaseType;
 using engine::Value;
 
-// A name or value quoted in a message is cut here (at a code point boundary): it is for people.
-constexpr size_t quoted_bytes_max = 64;
-
-BodyError bad(std::string message) { return BodyError{400, std::move(message), {}, {}, 0}; }
-
-std::string quote_name(std::string_view text) {
-    if (text.size() > quoted_bytes_max) {
-        size_t cut = quoted_bytes_max;
-        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-        return "`" + std::string(text.substr(0, cut)) + "...`";
-    }
-    return "`" + std::string(text) + "`";
-}
-
 std::optional<FilterOp> op_named(std::string_view name) {
     if (name == "eq") return FilterOp::eq;
     if (name == "ne") return FilterOp::ne;
@@ -56,7 +42,7 @@ std::optional<FilterOp> leading_op(std::string_view text) {
 // `(a,"b,c",d)` into its items.
 BodyResult<std::vector<std::string>> in_items(std::string_view field, std::string_view list) {
     const auto malformed = [&](const std::string& why) {
-        return bad("the filter on " + quote_name(field) + " is `in.(a,b,...)`: " + why);
+        return bad_request("the filter on " + quote_name(field) + " is `in.(a,b,...)`: " + why);
     };
     if (list.size() < 2 || list.front() != '(' || list.back() != ')') {
         return malformed("the list goes in parentheses");
@@ -119,7 +105,7 @@ BodyResult<Condition> read_condition(const std::string& field, std::string_view 
     switch (c.op) {
         case FilterOp::is_null:
             if (operand != "null") {
-                return bad("the filter on " + quote_name(field) + " takes `is.null`, found " +
+                return bad_request("the filter on " + quote_name(field) + " takes `is.null`, found " +
                            quote_name(value));
             }
             return c;
@@ -151,7 +137,7 @@ BodyResult<std::vector<std::string>> comma_list(std::string_view key, std::strin
     size_t at = 0;
     while (true) {
         const size_t end = std::min(text.find(',', at), text.size());
-        if (end == at) return bad("`" + std::string(key) + "` names an empty column");
+        if (end == at) return bad_request("`" + std::string(key) + "` names an empty column");
         parts.emplace_back(text.substr(at, end - at));
         if (end == text.size()) return parts;
         at = end + 1;
@@ -167,14 +153,14 @@ BodyResult<RestQuery> parse_rest_query(const QueryPairs& query, bool shape) {
     bool have_select = false;
     bool have_order = false;
     for (const auto& [key, value] : query) {
-        if (!is_utf8(key) || !is_utf8(value)) return bad("the query string is not UTF-8");
+        if (!is_utf8(key) || !is_utf8(value)) return bad_request("the query string is not UTF-8");
         const bool window = key == "order" || key == "limit" || key == "offset" || key == "count";
         if (shape && window) {
-            return bad("a subscription's shape is a set of rows: `" + key + "` has no place in it");
+            return bad_request("a subscription's shape is a set of rows: `" + key + "` has no place in it");
         }
         if (shape && (key == "since" || key == "history")) continue;  // the cursor's
         if (key == "select") {
-            if (have_select) return bad("`select` is given twice");
+            if (have_select) return bad_request("`select` is given twice");
             have_select = true;
             BodyResult<std::vector<std::string>> cols = comma_list(key, value);
             if (!cols) return cols.take_error();
@@ -182,12 +168,12 @@ BodyResult<RestQuery> parse_rest_query(const QueryPairs& query, bool shape) {
             for (size_t i = 1; i < out.select.size(); ++i) {
                 for (size_t j = 0; j < i; ++j) {
                     if (out.select[i] == out.select[j]) {
-                        return bad("`select` names " + quote_name(out.select[i]) + " twice");
+                        return bad_request("`select` names " + quote_name(out.select[i]) + " twice");
                     }
                 }
             }
         } else if (key == "order") {
-            if (have_order) return bad("`order` is given twice");
+            if (have_order) return bad_request("`order` is given twice");
             have_order = true;
             BodyResult<std::vector<std::string>> keys = comma_list(key, value);
             if (!keys) return keys.take_error();
@@ -198,31 +184,31 @@ BodyResult<RestQuery> parse_rest_query(const QueryPairs& query, bool shape) {
                 if (dot != std::string::npos) {
                     const std::string_view dir = std::string_view(k).substr(dot + 1);
                     if (dir != "asc" && dir != "desc") {
-                        return bad("an order key is `field`, `field.asc` or `field.desc`, found " +
+                        return bad_request("an order key is `field`, `field.asc` or `field.desc`, found " +
                                    quote_name(k));
                     }
                     term.desc = dir == "desc";
                 }
-                if (term.field.empty()) return bad("`order` names an empty column");
+                if (term.field.empty()) return bad_request("`order` names an empty column");
                 out.order.push_back(std::move(term));
             }
         } else if (key == "limit") {
-            if (out.limit) return bad("`limit` is given twice");
+            if (out.limit) return bad_request("`limit` is given twice");
             out.limit = read_count(value, rest_limit_max);
             if (!out.limit) {
-                return bad("`limit` is a count from 0 to " + std::to_string(rest_limit_max) +
+                return bad_request("`limit` is a count from 0 to " + std::to_string(rest_limit_max) +
                            ", found " + quote_name(value));
             }
         } else if (key == "offset") {
-            if (out.offset) return bad("`offset` is given twice");
+            if (out.offset) return bad_request("`offset` is given twice");
             out.offset = read_count(value, uint64_t(INT64_MAX));
-            if (!out.offset) return bad("`offset` is a count from 0, found " + quote_name(value));
+            if (!out.offset) return bad_request("`offset` is a count from 0, found " + quote_name(value));
         } else if (key == "count") {
-            if (out.count) return bad("`count` is given twice");
+            if (out.count) return bad_request("`count` is given twice");
             if (value == "" || value == "true") {
                 out.count = true;
             } else if (value != "false") {
-                return bad("`count` takes no value (or `true`/`false`), found " +
+                return bad_request("`count` takes no value (or `true`/`false`), found " +
                            quote_name(value));
             }
         } else {
@@ -232,7 +218,7 @@ BodyResult<RestQuery> parse_rest_query(const QueryPairs& query, bool shape) {
         }
     }
     if (out.count && (out.limit || out.offset || have_order || have_select)) {
-        return bad(
+        return bad_request(
             "`count` answers one number: it takes no `limit`, `offset`, `order` or "
             "`select`");
     }
@@ -271,7 +257,7 @@ bool is_float_text(std::string_view text, double& out) {
 }
 
 BodyError misread(std::string_view name, std::string_view expected, std::string_view text) {
-    return bad("`" + std::string(name) + "` expects " + std::string(expected) + ", found " +
+    return bad_request("`" + std::string(name) + "` expects " + std::string(expected) + ", found " +
                quote_name(text));
 }
 
@@ -300,7 +286,7 @@ BodyResult<Value> read_as(std::string_view name, const engine::FieldDesc& field,
             as.type = type;
             const bool ms = type.base == BaseType::Timestamp && is_int_text(text, i);
             ql::QlResult<Value> v = ql::convert_to(ms ? Value(i) : Value(std::string(text)), as, 0);
-            if (!v) return bad(v.error().message);
+            if (!v) return bad_request(v.error().message);
             return std::move(v.value());
         }
         case BaseType::Json:
@@ -313,7 +299,7 @@ BodyResult<Value> read_as(std::string_view name, const engine::FieldDesc& field,
         case BaseType::List:
             break;
     }
-    return bad("`" + std::string(name) + "` cannot be filtered here");
+    return bad_request("`" + std::string(name) + "` cannot be filtered here");
 }
 
 const char* compare_text(FilterOp op) {
@@ -360,7 +346,7 @@ class Builder {
         const engine::FieldDesc& field = f ? *f : id_field;
         const BaseType base = field.type.base;
         if (base == BaseType::Vector) {
-            return bad("the vector field " + quote_name(c.field) + " cannot be filtered here");
+            return bad_request("the vector field " + quote_name(c.field) + " cannot be filtered here");
         }
         const std::string col = column_text(c.field);
         std::string& text = out_.text;
@@ -369,11 +355,11 @@ class Builder {
             return std::nullopt;
         }
         if (base == BaseType::List && c.op != FilterOp::has) {
-            return bad("the list field " + quote_name(c.field) +
+            return bad_request("the list field " + quote_name(c.field) +
                        " is filtered by `has.` or `is.null`");
         }
         if (c.op == FilterOp::has && base != BaseType::List && base != BaseType::Json) {
-            return bad("`has.` needs a list field; " + quote_name(c.field) + " is " +
+            return bad_request("`has.` needs a list field; " + quote_name(c.field) + " is " +
                        field.type.to_string());
         }
         const engine::TypeDesc& type = base == BaseType::List ? *field.type.item : field.type;
@@ -398,7 +384,7 @@ class Builder {
         BodyResult<Named> named = resolve(name, collection_, schema_);
         if (!named) return named.take_error();
         if (ordered && named->field && named->field->type.base == BaseType::Vector) {
-            return bad("the vector field " + quote_name(name) + " cannot be ordered here");
+            return bad_request("the vector field " + quote_name(name) + " cannot be ordered here");
         }
         out_.text += column_text(name);
         return std::nullopt;

@@ -210,10 +210,7 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
         if (describe || query) {
             Acquired a = node.registry().acquire(call->tenant);
             if (!a.tenant) {
-                const int status = a.error == AcquireError::not_found ? 404
-                                   : a.error == AcquireError::memory  ? 503
-                                                                      : 500;
-                return node.answer(*call, node.refusal(status, a.message, status == 503 ? "memory" : ""));
+                return node.answer(*call, acquire_refusal(node, a));
             }
             return describe ? describe_tenant(node, *call, *a.tenant) : admin_query(node, *call, *a.tenant);
         }

@@ -17,37 +17,11 @@ namespace fenec::node {
 
 void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t);
 
-std::string hex16(uint64_t v) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(16, '0');
-    for (int i = 15; i >= 0; --i, v >>= 4) out[i] = digits[v & 0xf];
-    return out;
-}
-
 namespace {
 
 http::Response method_not_allowed(Node& node, std::string_view allow) {
     return node.refusal(405, "this path takes " + std::string(allow))
         .header("Allow", std::string(allow));
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-    uint64_t v = 0;
-    if (s.empty()) return std::nullopt;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
-std::optional<uint64_t> parse_hex16(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    for (char c : s) {
-        if (c >= 'A' && c <= 'F') return std::nullopt;  // lowercase only, as we write them
-    }
-    return v;
 }
 
 void describe(Node& node, Call& call, Tenant& t) {
@@ -126,7 +100,7 @@ struct ReadAfter {
 std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out) {
     const http::RequestHead& h = call.request.head;
     if (auto v = h.header("Fenec-After")) {
-        out.after = parse_u64(*v);
+        out.after = parse_decimal(*v);
         if (!out.after) return node.refusal(400, "Fenec-After must be a decimal seq, not `" + std::string(*v) + "`");
     }
     if (auto v = h.header("Fenec-History")) {
@@ -135,7 +109,7 @@ std::optional<http::Response> read_after_headers(Node& node, const Call& call, R
         if (!out.history) return node.refusal(400, "Fenec-History must be 16 lowercase hex digits");
     }
     if (auto v = h.header("Fenec-Wait")) {
-        out.wait_ms = parse_u64(*v);
+        out.wait_ms = parse_decimal(*v);
         if (!out.wait_ms) return node.refusal(400, "Fenec-Wait must be a decimal number of ms");
         out.wait_ms = std::min<uint64_t>(*out.wait_ms, node.options().wait_max_ms);
     }
@@ -206,16 +180,10 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         params = std::move(body->params);
     } else {
         const std::string& coll = call->rest[1];
-        const std::string& id = call->rest[2];
-        if (coll.empty() || coll[0] == '_' || id.empty() || id.size() > 18 ||
-            id.find_first_not_of("0123456789") != std::string::npos || id[0] == '0') {
-            return false;
-        }
-        for (char c : coll) {
-            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-        }
-        text = "get " + coll + " where _id = $1";
-        params.emplace_back(static_cast<int64_t>(std::stoll(id)));
+        const std::optional<uint64_t> id = parse_doc_id(call->rest[2]);
+        if (coll.starts_with("_") || !plain_name(coll) || !id) return false;  // the pool refuses
+        text = document_read(coll);
+        params.emplace_back(static_cast<int64_t>(*id));
     }
     ql::Error error;
     std::shared_ptr<const ql::ParsedStatement> parsed = node.statements().get(text, error);
@@ -238,8 +206,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         node.answer(*call, std::move(r));
         return true;
     } else {
-        std::string json = ql::to_json(o.answers.front());  // {"rows":[{…}]}
-        r.body = json.substr(9, json.size() - 11);
+        r.body = ql::row_json(o.answers.front().table, 0);
     }
     r.header("Fenec-Seq", std::to_string(o.seq.v));
     r.header("Fenec-History", hex16(o.history.v));
@@ -250,10 +217,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
 void serve_data(Node& node, const std::shared_ptr<Call>& call) {
     Acquired a = node.registry().acquire(call->tenant);
     if (!a.tenant) {
-        const int status = a.error == AcquireError::not_found ? 404
-                           : a.error == AcquireError::memory  ? 503
-                                                              : 500;
-        return node.answer(*call, node.refusal(status, a.message, status == 503 ? "memory" : ""));
+        return node.answer(*call, acquire_refusal(node, a));
     }
     std::shared_ptr<Tenant> t = std::move(a.tenant);
     // Idle is counted from when a request lets go of its tenant, not from when it took it (§11).
@@ -279,12 +243,13 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
                 const bool ndjson = !ct || ct->find("ndjson") != std::string_view::npos;
                 auto list = json::parse_batch(call->request.body, ndjson);
                 if (!list) {
-                    http::Response r = node.refusal(list.error().status, list.error().message);
-                    if (list.error().line) {
-                        r.body.pop_back();
-                        r.body += ",\"line\":" + std::to_string(*list.error().line) + "}";
-                    }
-                    return node.answer(*call, std::move(r));
+                    const std::optional<uint32_t> line = list.error().line;
+                    return node.answer(*call, node.refusal(list.error().status, list.error().message,
+                                                           {}, [&](ql::JsonWriter& w) {
+                                                               if (!line) return;
+                                                               w.key("line");
+                                                               w.uint64(*line);
+                                                           }));
                 }
                 if (list->empty()) return node.answer(*call, node.refusal(400, "the batch holds no statement"));
                 bodies = std::move(list.value());

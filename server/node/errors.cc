@@ -19,21 +19,6 @@ std::string_view reason_of(engine::Code code) {
     }
 }
 
-// `{..."error":...}` from ql::error_json with more members before its closing brace.
-std::string with_members(std::string body, const std::function<void(ql::JsonWriter&)>& more) {
-    if (!more) return body;
-    std::string extra;
-    ql::JsonWriter w(extra);
-    w.begin_object();
-    more(w);
-    w.end_object();
-    if (extra.size() <= 2) return body;
-    body.pop_back();  // '}'
-    body += ',';
-    body.append(extra, 1, std::string::npos);
-    return body;
-}
-
 }  // namespace
 
 http::Response error_response(const Node& node, const ql::Error& e,
@@ -45,17 +30,19 @@ http::Response error_response(const Node& node, const ql::Error& e,
     const std::string quota =
         e.engine_detail ? std::string(engine::quota_kind_name(e.engine_detail->quota)) : "";
     const std::string_view reason = reason_of(code);
-    r.body = with_members(ql::error_json(e), [&](ql::JsonWriter& w) {
-        if ((r.status == 507 || r.status == 429) && !quota.empty() && quota != "none") {
-            w.key("quota");
-            w.string(quota);
-        }
-        if (r.status == 503 && !reason.empty()) {
-            w.key("reason");
-            w.string(reason);
-        }
-        if (more) more(w);
-    });
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    ql::write_error_members(w, e);
+    if ((r.status == 507 || r.status == 429) && !quota.empty() && quota != "none") {
+        w.key("quota");
+        w.string(quota);
+    }
+    if (r.status == 503 && !reason.empty()) {
+        w.key("reason");
+        w.string(reason);
+    }
+    if (more) more(w);
+    w.end_object();
     if (r.status == 503) r.header("Retry-After", "1");
     if (r.status == 429) {
         int64_t ms = e.engine_detail ? e.engine_detail->retry_after_ms : 1000;
@@ -63,6 +50,14 @@ http::Response error_response(const Node& node, const ql::Error& e,
     }
     if (code == engine::Code::not_leased) r.header("Fenec-Lease", "none");
     return r;
+}
+
+http::Response acquire_refusal(const Node& node, const Acquired& a) {
+    switch (a.error) {
+        case AcquireError::not_found: return node.refusal(404, a.message);
+        case AcquireError::memory: return node.refusal(503, a.message, "memory");
+        default: return node.refusal(500, a.message);
+    }
 }
 
 }  // namespace fenec::node

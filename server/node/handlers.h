@@ -11,6 +11,7 @@
 #include "ql/json_writer.h"
 #include "server/http.h"
 #include "server/node/node.h"
+#include "server/node/wire.h"
 
 namespace fenec::node {
 
@@ -19,18 +20,26 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call);
 // data.cc: a point read on an open tenant answered on the calling (loop) thread; false when the
 // call must go to the pool.
 bool serve_inline(Node& node, const std::shared_ptr<Call>& call);
+// rest.cc: the statement reading one document of `collection` by `_id` ($1), as REST's GET
+// and the loop's point read both run it.
+std::string document_read(std::string_view collection);
 // admin.cc: /_admin/... (node-http.md §8).
 void serve_admin(Node& node, const std::shared_ptr<Call>& call);
 
 // errors.cc: the one place a refusal from FenecQL or the engine becomes an HTTP answer (§6):
 // its status, its JSON body and the headers its status carries (Retry-After on 429 and 503,
 // the quota's name on 429 and 507, the 503's reason).
+// A tenant the registry could not give: 404 unknown, 503 `memory`, 500 a file that does not open.
+http::Response acquire_refusal(const Node& node, const Acquired& acquired);
+
+// statements.cc: §5.8 step 4, admission of a write before its key is looked up: the node
+// stopping, the tenant frozen (503 with the reason). nullopt: admitted.
+std::optional<http::Response> write_refusal(Node& node, Tenant& tenant);
+
 // `more` writes members after the error's own (a batch's `completed` and `at`).
 http::Response error_response(const Node& node, const ql::Error& error,
                               const std::function<void(ql::JsonWriter&)>& more = {});
 
-// 16 lowercase hex digits: how lineage and history ids travel.
-std::string hex16(uint64_t v);
 
 // idempotency.cc (§5.7).
 void load_idempotency_keys(Tenant& tenant);

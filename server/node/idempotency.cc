@@ -109,14 +109,11 @@ std::optional<KeyedWrite> begin_key(Node& node, Call& call, Tenant& t,
         if (doc) {  // an expired row is as never seen
             if (text_of(*doc, k_fingerprint) != w.fingerprint) {
                 node.counters().conflicts->inc();
-                http::Response r = node.refusal(422, "Idempotency-Key " + w.key +
-                                                         " was used for another request");
-                r.body.pop_back();
-                ql::JsonWriter kw(r.body);
-                r.body += ",\"key\":";
-                kw.string(w.key);
-                r.body += '}';
-                refusal = std::move(r);
+                refusal = node.refusal(422, "Idempotency-Key " + w.key + " was used for another request",
+                                       {}, [&](ql::JsonWriter& jw) {
+                                           jw.key("key");
+                                           jw.string(w.key);
+                                       });
             } else {
                 node.counters().replays->inc();
                 http::Response r;

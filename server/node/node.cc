@@ -261,7 +261,8 @@ void Node::drain() {
     if (trace_) trace_->close();
 }
 
-http::Response Node::refusal(int status, std::string_view message, std::string_view reason) const {
+http::Response Node::refusal(int status, std::string_view message, std::string_view reason,
+                             const std::function<void(ql::JsonWriter&)>& more) const {
     http::Response r;
     r.status = status;
     ql::JsonWriter w(r.body);
@@ -272,6 +273,7 @@ http::Response Node::refusal(int status, std::string_view message, std::string_v
         w.key("reason");
         w.string(reason);
     }
+    if (more) more(w);
     w.end_object();
     if (status == 401) r.header("WWW-Authenticate", "Bearer");
     if (status == 503 || status == 429) r.header("Retry-After", "1");

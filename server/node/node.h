@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/flusher.h"
+#include "ql/json_writer.h"
 #include "server/audit.h"
 #include "server/auth.h"
 #include "server/http_server.h"
@@ -79,8 +80,10 @@ public:
     void answer(Call& call, http::Response response);
     // A JSON refusal {"error": message[, "reason": reason]} with `status` and the headers its
     // status needs (WWW-Authenticate on 401, Retry-After on 429 and 503). A 503 names its reason
-    // (§6: frozen, stopping, connections, streams, memory, ...).
-    http::Response refusal(int status, std::string_view message, std::string_view reason = {}) const;
+    // (§6: frozen, stopping, connections, streams, memory, ...). `more` writes members of the
+    // case after those (`line`, `key`, `limit`).
+    http::Response refusal(int status, std::string_view message, std::string_view reason = {},
+                           const std::function<void(ql::JsonWriter&)>& more = {}) const;
 
     // Runs `fn` on the worker pool; 503 when its queue is full.
     void submit(const std::shared_ptr<Call>& call,

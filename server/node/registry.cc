@@ -60,6 +60,19 @@ Acquired Registry::acquire(std::string_view name) {
     }
 }
 
+// How every tenant's file is opened: the node's sync policy and flusher, its indexes as the hook
+// and the tenant itself told of each landed block.
+engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant,
+                                           index::IndexSet& indexes) const {
+    engine::OpenOptions o;
+    o.tenant = std::string(name);
+    o.sync = options_.sync;
+    o.hook = &indexes;
+    o.listener = &tenant;
+    o.flusher = options_.flusher;
+    return o;
+}
+
 std::shared_ptr<Tenant> Registry::try_get(std::string_view name) {
     std::shared_ptr<Tenant> t;
     {
@@ -98,13 +111,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    engine::OpenOptions o;
-    o.tenant = std::string(name);
-    o.sync = options_.sync;
-    o.hook = indexes.get();
-    o.listener = tenant.get();
-    o.flusher = options_.flusher;
-    auto db = engine::Database::open(path, o);
+    auto db = engine::Database::open(path, open_options(name, *tenant, *indexes));
     opening_bytes_ -= 2 * file_bytes;
     if (!db.is_ok()) {
         if (db.status().code() == engine::Code::not_found) {
@@ -152,13 +159,7 @@ engine::Status Registry::create(std::string_view name,
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    engine::OpenOptions o;
-    o.tenant = std::string(name);
-    o.sync = options_.sync;
-    o.hook = indexes.get();
-    o.listener = tenant.get();
-    o.flusher = options_.flusher;
-    auto db = engine::Database::create(path, o);
+    auto db = engine::Database::create(path, open_options(name, *tenant, *indexes));
     if (!db.is_ok()) return db.status();
     lineage = (*db)->lineage();
     tenant->attach(std::move(indexes), std::move(db.value()));

@@ -97,6 +97,8 @@ private:
     };
 
     Acquired open_locked(Slot& slot, std::string_view name);
+    engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
+                                     index::IndexSet& indexes) const;
     void close_tenant(const std::shared_ptr<Tenant>& t);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
 

@@ -1,8 +1,6 @@
 // server/node/rest.cc: REST per collection (node-http.md §5.3), each request translated into
 // FenecQL statements whose values travel as parameters, never spliced into the text, and run as
 // one block like any other write: admission, Idempotency-Key, landing, answer.
-#include <charconv>
-
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -13,31 +11,6 @@
 namespace fenec::node {
 
 namespace {
-
-// A collection name that can stand in a statement's text: FenecQL's name characters.
-bool plain_name(std::string_view s) {
-    if (s.empty() || s.size() > 128) return false;
-    if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    for (char c : s) {
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-    }
-    return true;
-}
-
-std::optional<uint64_t> doc_id(std::string_view s) {
-    uint64_t v = 0;
-    if (s.empty() || s[0] == '0') return std::nullopt;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || v > INT64_MAX) return std::nullopt;
-    return v;
-}
-
-// `{"rows":[…]}` as ql::to_json writes it, less its wrapper: the array of rows.
-std::string rows_array(const ql::Answer& a) {
-    std::string json = ql::to_json(a);
-    constexpr std::string_view prefix = "{\"rows\":";
-    return json.substr(prefix.size(), json.size() - prefix.size() - 1);
-}
 
 struct Prepared {
     std::vector<ql::ParsedStatement> parsed;
@@ -60,17 +33,24 @@ std::optional<ql::Error> prepare(Prepared& p, std::string_view text, std::vector
 
 using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
 
+// The outcome's error, or `shape`'s answer with the seq it stands at where it succeeded.
+void answer_shaped(Node& node, Call& call, const ql::BlockOutcome& o, const Shape& shape) {
+    if (o.error) return node.answer(call, error_response(node, *o.error));
+    http::Response r = shape(o);
+    if (r.status < 400) {
+        r.header("Fenec-Seq", std::to_string(o.seq.v));
+        r.header("Fenec-History", hex16(o.history.v));
+    }
+    node.answer(call, std::move(r));
+}
+
 // A REST write: admission, key, one block whose key row stores the shaped answer, the answer.
 void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
                     const Shape& shape) {
-    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
     if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
         return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
     }
-    if (t.db().frozen()) {
-        node.counters().writes_refused->with({"frozen"}).inc();
-        return node.answer(*call, node.refusal(503, "tenant " + t.name() + " is frozen", "frozen"));
-    }
+    if (auto r = write_refusal(node, t)) return node.answer(*call, std::move(*r));
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, t, refusal);
     if (refusal) return node.answer(*call, std::move(*refusal));
@@ -90,13 +70,7 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{}, before);
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
-    if (o.error) return node.answer(*call, error_response(node, *o.error));
-    http::Response r = shape(o);
-    if (r.status < 400) {
-        r.header("Fenec-Seq", std::to_string(o.seq.v));
-        r.header("Fenec-History", hex16(o.history.v));
-    }
-    node.answer(*call, std::move(r));
+    answer_shaped(node, *call, o, shape);
 }
 
 void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
@@ -105,13 +79,7 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
     const std::vector<ql::Item> items = p.items();
     ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{});
     node.counters().statements->with({"read"}).inc();
-    if (o.error) return node.answer(*call, error_response(node, *o.error));
-    http::Response r = shape(o);
-    if (r.status < 400) {
-        r.header("Fenec-Seq", std::to_string(o.seq.v));
-        r.header("Fenec-History", hex16(o.history.v));
-    }
-    node.answer(*call, std::move(r));
+    answer_shaped(node, *call, o, shape);
 }
 
 http::Response json_answer(int status, std::string body) {
@@ -124,7 +92,7 @@ http::Response json_answer(int status, std::string body) {
 void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
                     const std::string& coll, uint64_t id) {
     const http::RequestHead& h = call->request.head;
-    const std::string sel = "get " + coll + " where _id = $1";
+    const std::string sel = document_read(coll);
     Prepared p;
     auto fail = [&](const ql::Error& e) { node.answer(*call, error_response(node, e)); };
     switch (h.method) {
@@ -135,8 +103,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
                 if (o.answers.front().table.rows.empty()) {
                     return node.refusal(404, coll + " holds no _id " + std::to_string(id));
                 }
-                const std::string rows = rows_array(o.answers.front());  // [{…}]
-                return json_answer(200, rows.substr(1, rows.size() - 2));
+                return json_answer(200, ql::row_json(o.answers.front().table, 0));
             });
         }
         case http::Method::put: {
@@ -258,11 +225,15 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
             }
             return json_answer(200, "{\"count\":" + std::to_string(n) + "}");
         }
-        return json_answer(200, rows_array(a));
+        return json_answer(200, ql::rows_json(a.table));
     });
 }
 
 }  // namespace
+
+std::string document_read(std::string_view collection) {
+    return "get " + std::string(collection) + " where _id = $1";
+}
 
 void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t) {
     const std::vector<std::string>& rest = call->rest;  // c, <collection>[, <id>]
@@ -274,7 +245,7 @@ void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared
         return node.answer(*call, node.refusal(404, "no collection " + coll));
     }
     if (rest.size() == 2) return serve_collection(node, call, *t, coll);
-    const std::optional<uint64_t> id = doc_id(rest[2]);
+    const std::optional<uint64_t> id = parse_doc_id(rest[2]);
     if (!id) return node.answer(*call, node.refusal(400, "a document id is a positive decimal, not `" + rest[2] + "`"));
     serve_document(node, call, *t, coll, *id);
 }

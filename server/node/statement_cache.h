@@ -24,7 +24,7 @@ public:
     std::shared_ptr<const ql::ParsedStatement> get(std::string_view text, ql::Error& error) {
         if (text.size() <= text_bytes_max) {
             std::lock_guard lock(mu_);
-            auto it = map_.find(std::string(text));
+            auto it = map_.find(text);  // no key string built on a hit
             if (it != map_.end()) return it->second;
         }
         ql::QlResult<ql::ParsedStatement> parsed = ql::parse(text);
@@ -42,8 +42,13 @@ public:
     }
 
 private:
+    struct Hash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
     std::mutex mu_;
-    std::unordered_map<std::string, std::shared_ptr<const ql::ParsedStatement>> map_;
+    std::unordered_map<std::string, std::shared_ptr<const ql::ParsedStatement>, Hash, std::equal_to<>>
+        map_;
 };
 
 }  // namespace fenec::node

@@ -205,8 +205,8 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
     auto ran = std::make_shared<std::atomic<bool>>(false);
     auto run = [&node, call, t, s, last, ran]() -> bool {
         *ran = true;
-        if (node.stopping()) {
-            node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
+        if (auto r = write_refusal(node, *t)) {  // each run is a write (§5.5)
+            node.answer(*call, std::move(*r));
             return true;
         }
         std::optional<http::Response> refusal;
@@ -286,6 +286,18 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
 
 }  // namespace
 
+std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
+    if (node.stopping()) {
+        node.counters().writes_refused->with({"stopping"}).inc();
+        return node.refusal(503, "the node is stopping", "stopping");
+    }
+    if (t.db().frozen()) {
+        node.counters().writes_refused->with({"frozen"}).inc();
+        return node.refusal(503, "tenant " + t.name() + " is frozen", "frozen");
+    }
+    return std::nullopt;
+}
+
 void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
                     std::vector<json::QueryBody> bodies, bool batch) {
     auto s = std::make_shared<Statements>();
@@ -315,12 +327,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (!s->writes) return run_reads(node, call, t, s, ra);
 
     if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
-    // Admission (§5.8 step 4) before any key is looked up.
-    if (node.stopping()) return node.answer(*call, node.refusal(503, "the node is stopping", "stopping"));
-    if (t->db().frozen()) {
-        node.counters().writes_refused->with({"frozen"}).inc();
-        return node.answer(*call, node.refusal(503, "tenant " + t->name() + " is frozen", "frozen"));
-    }
+    if (auto r = write_refusal(node, *t)) return node.answer(*call, std::move(*r));
     if (s->compact && s->parsed.size() > 1) {
         if (call->request.head.header("Idempotency-Key")) {
             return node.answer(*call, node.refusal(400, "a batch holding `compact` lands statement by "

@@ -19,14 +19,6 @@ namespace fenec::node {
 
 namespace {
 
-std::optional<uint64_t> parse_seq(std::string_view s) {
-    uint64_t v = 0;
-    if (s.empty()) return std::nullopt;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
 std::string event(std::string_view name, std::optional<uint64_t> id, std::string_view data) {
     std::string out = "event: ";
     out += name;
@@ -156,8 +148,7 @@ private:
             return false;
         }
         const ql::Answer& a = o.answers.front();
-        std::string json = ql::to_json(a);
-        rows = json.substr(8, json.size() - 9);  // {"rows":[…]} → […]
+        rows = ql::rows_json(a.table);
         const auto& cols = *a.table.columns;
         const size_t id_col = std::find(cols.begin(), cols.end(), "_id") - cols.begin();
         for (const ql::Row& r : a.table.rows) {
@@ -295,20 +286,16 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
     if (!shape) return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
     std::optional<uint64_t> cursor;
     if (since) {
-        cursor = parse_seq(*since);
+        cursor = parse_decimal(*since);
         if (!cursor) return node_.answer(*call, node_.refusal(400, "since must be a decimal seq"));
     } else if (auto last = h.header("Last-Event-ID")) {
-        cursor = parse_seq(*last);
+        cursor = parse_decimal(*last);
         if (!cursor) return node_.answer(*call, node_.refusal(400, "Last-Event-ID must be a decimal seq"));
     }
     std::optional<uint64_t> hist;
     if (history) {
-        uint64_t v = 0;
-        auto [p, ec] = std::from_chars(history->data(), history->data() + history->size(), v, 16);
-        if (history->size() != 16 || ec != std::errc() || p != history->data() + history->size()) {
-            return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
-        }
-        hist = v;
+        hist = parse_hex16(*history);
+        if (!hist) return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
     }
     const std::string& coll = call->rest[1];
     {
@@ -332,11 +319,13 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
                                                      "streams"));
         }
         if (tenant->streams.load() >= node_.options().tenant_streams) {
-            http::Response r = node_.refusal(429, "tenant " + tenant->name() + " is at --tenant-streams (" +
-                                                     std::to_string(node_.options().tenant_streams) + ")");
-            r.body.pop_back();
-            r.body += ",\"limit\":\"tenant_streams\"}";
-            return node_.answer(*call, std::move(r));
+            return node_.answer(*call, node_.refusal(429, "tenant " + tenant->name() +
+                                                              " is at --tenant-streams (" +
+                                                              std::to_string(node_.options().tenant_streams) + ")",
+                                                     {}, [](ql::JsonWriter& w) {
+                                                         w.key("limit");
+                                                         w.string("tenant_streams");
+                                                     }));
         }
         tenant->streams.fetch_add(1);
         subs_.insert(sub);
