@@ -65,11 +65,13 @@ test: build
 test-slow: build
 	ctest --test-dir $(BUILD) --output-on-failure -L slow -j1
 
-# The same unit suite under ASan+UBSan; leaks are errors, UB stops the test with a stack.
+# The same unit suite under ASan+UBSan; leaks are errors, UB stops the test with a stack. This
+# build also carries the test hooks (Fenec-Test-Stall, Fenec-Test-Now), so the tests that need
+# them run here; the plain build, which `make run` shares, never has them.
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    $(MAKE) --no-print-directory test BUILD=$(ASAN_BUILD) \
-	    CMAKE_ARGS="-DFENEC_SANITIZE=ON -DFENEC_BENCH=OFF $(CMAKE_ARGS)"
+	    CMAKE_ARGS="-DFENEC_SANITIZE=ON -DFENEC_BENCH=OFF -DFENEC_TEST_HOOKS=ON $(CMAKE_ARGS)"
 
 ci:
 	$(MAKE) --no-print-directory test CMAKE_ARGS=-DFENEC_WERROR=ON
