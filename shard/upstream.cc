@@ -106,6 +106,17 @@ struct LoopSlot {
     UpstreamImpl* owner = nullptr;
 };
 
+// "60", "0.5": a timeout as the flag took it, for messages.
+std::string seconds_text(uint64_t ms) {
+    std::string s = std::to_string(ms / 1000);
+    if (ms % 1000) {
+        std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+        while (frac.back() == '0') frac.pop_back();
+        s += "." + frac;
+    }
+    return s;
+}
+
 bool resolve(const std::string& addr, sockaddr_storage& out, socklen_t& len, std::string& error) {
     const size_t colon = addr.rfind(':');
     if (colon == std::string::npos) {
@@ -368,7 +379,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::unreachable,
                             who() + " did not accept a connection within " +
-                                std::to_string(up_.options().timeout_ms / 1000) + " s");
+                                seconds_text(up_.options().timeout_ms) + " s");
             }
             if (result < 0) {
                 return resend_or(UpstreamFailure::unreachable,
@@ -392,7 +403,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::timeout,
                             "node `" + req_.node + "` did not answer within " +
-                                std::to_string(up_.options().timeout_ms / 1000) + " s");
+                                seconds_text(up_.options().timeout_ms) + " s");
             }
             if (result <= 0) {
                 if (!in_.empty()) {
@@ -410,7 +421,7 @@ void Call::step(int32_t result) {
         case Phase::body:
             if (timed_out) {
                 return fail(UpstreamFailure::timeout, "node `" + req_.node + "` did not answer within " +
-                                                          std::to_string(up_.options().timeout_ms / 1000) +
+                                                          seconds_text(up_.options().timeout_ms) +
                                                           " s");
             }
             if (result <= 0) return fail(UpstreamFailure::cut, who() + " ended its answer part-way");

@@ -335,5 +335,26 @@ TEST_F(Router, CutAfterSentFollowsTheResendRules) {
     EXPECT_NE(m.body.find("fenec_router_retries_total{reason=\"idempotent\"} 2"), std::string::npos) << m.body;
 }
 
+// §5.5: no answer head within --upstream-timeout is 504 naming the node, counted per node.
+TEST_F(Router, SilentNodeIs504) {
+    start_router({"--upstream-timeout", "0.5"});
+    FaultNode silent(true);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/s1",
+                    "{\"addr\":\"127.0.0.1:" + std::to_string(silent.port()) + "\",\"token\":\"t\"}")
+                  .status,
+              201);
+    make_tenant("acme", R"({"node":"s1"})");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = data("POST", "/t/acme/query", R"({"query":"get notes"})");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 504) << r.body;
+    EXPECT_NE(r.body.find("s1"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("within 0.5 s"), std::string::npos) << r.body;
+    EXPECT_GE(ms, 450);
+    EXPECT_LT(ms, 3000);
+    auto m = shard("GET", "/_metrics");
+    EXPECT_NE(m.body.find("fenec_router_upstream_errors_total{node=\"s1\"} 1"), std::string::npos) << m.body;
+}
+
 }  // namespace
 }  // namespace fenec::test

@@ -85,10 +85,14 @@ inline std::string read_file(const std::string& path) {
 }
 
 // Answers GET /_admin/… with 200 `[]` and PUT /_admin/tenants/… with 201; every other request is
-// read whole (head and Content-Length body) and its connection closed with no answer byte.
+// read whole (head and Content-Length body) and its connection closed with no answer byte (or
+// held open, with `hang`).
 class FaultNode {
 public:
-    FaultNode() {
+    // `hang`: hold each data request read whole, answering nothing and closing nothing, until
+    // the router gives up on it (its --upstream-timeout) or the FaultNode is destroyed.
+    explicit FaultNode(bool hang = false) : hang_(hang) {
+
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
@@ -144,6 +148,13 @@ private:
                     continue;
                 }
                 ++cut_;
+                while (hang_ && !stop_) {
+                    pollfd p{c, POLLIN, 0};
+                    if (::poll(&p, 1, 50) > 0) {
+                        char b;
+                        if (::recv(c, &b, 1, 0) <= 0) return;  // the router let go of it
+                    }
+                }
                 return;  // read whole, answered nothing: the caller closes
             }
             if (!fill(c, in)) return;
@@ -159,6 +170,7 @@ private:
         return true;
     }
 
+    const bool hang_;
     int fd_ = -1;
     uint16_t port_ = 0;
     std::atomic<bool> stop_{false};
