@@ -255,6 +255,11 @@ TEST_F(Router, StoppedNodeIs502) {
     auto m = shard("GET", "/_metrics");
     EXPECT_NE(m.body.find("fenec_router_upstream_errors_total{node=\"n1\"} 1"), std::string::npos) << m.body;
     EXPECT_EQ(m.body.find("acme"), std::string::npos) << "no label names a tenant";
+    const std::string path = dir_.path() + "/metrics.txt";
+    std::ofstream(path) << m.body;
+    const std::string cmd = "promtool check metrics < " + path + " > " + path + ".out 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_EQ(read_file(path + ".out"), "");
 }
 
 // §5.4: a pooled connection the node closed for its silence is let go of, not used: an unkeyed
@@ -309,6 +314,8 @@ TEST_F(Router, DeleteGoesToTheNodeFirst) {
         EXPECT_EQ(shard("GET", "/_shard/tenants/acme").status, 200);
     }
     EXPECT_EQ(shard("DELETE", "/_shard/tenants/nosuch").status, 404);
+    client_.reset();
+    EXPECT_EQ(router_->kill(SIGTERM), 0);  // §2.3: SIGTERM drains and exits 0
 }
 
 // Seed 001: sent whole and cut before an answer — a read goes again once, a keyed write goes
