@@ -306,6 +306,16 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
     std::optional<http::Response> refuse;
     if (request.head.header("Upgrade")) {
         refuse = error(501, "Upgrade is not supported by the router");
+    } else if (route == Route::tenant && request.head.expect_continue) {
+        // §5.2: `Expect: 100-continue` is answered only once the tenant is found, so a client
+        // does not send a body to a tenant the router cannot place.
+        std::string_view rest = std::string_view(request.head.path).substr(3);
+        const std::string tenant(rest.substr(0, rest.find('/')));
+        if (!valid_name(tenant)) {
+            refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
+        } else if (!directory_->maps()->tenants.contains(tenant)) {
+            refuse = error(404, "tenant `" + tenant + "` is not in the directory");
+        }
     } else if (route == Route::shard || route == Route::metrics) {
         refuse = check_token(request);
         if (refuse) {

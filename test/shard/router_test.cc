@@ -220,6 +220,13 @@ TEST_F(Router, DataRequestsForwarded) {
     EXPECT_NE(data("GET", "/t/nosuch/c/docs").body.find("nosuch"), std::string::npos);
     EXPECT_EQ(data("GET", "/t/Bad!/c/docs").status, 400);
     EXPECT_EQ(data("GET", "/nowhere").status, 404);
+    // Expect: 100-continue is answered once the tenant is found, and refused before the body if not.
+    auto cont = data("POST", "/t/acme/query", R"({"query":"get notes"})",
+                     {{"Authorization", "Bearer " + D}, {"Expect", "100-continue"}});
+    EXPECT_EQ(cont.status, 200) << cont.body;
+    auto nosuch = data("POST", "/t/nosuch/query", R"({"query":"get notes"})",
+                       {{"Authorization", "Bearer " + D}, {"Expect", "100-continue"}});
+    EXPECT_EQ(nosuch.status, 404) << nosuch.body;
 }
 
 // §5.6: an answer without a length is copied as it arrives; the client closing ends it on the node.
