@@ -134,6 +134,12 @@ void Loop::send(Completion& completion, int fd, const void* buffer, size_t bytes
     prepared(sqe, completion);
 }
 
+void Loop::connect(Completion& completion, int fd, const sockaddr* address, socklen_t length) {
+    auto* sqe = static_cast<io_uring_sqe*>(get_sqe());
+    io_uring_prep_connect(sqe, fd, address, length);
+    prepared(sqe, completion);
+}
+
 void Loop::shutdown_write(Completion& completion, int fd) {
     auto* sqe = static_cast<io_uring_sqe*>(get_sqe());
     io_uring_prep_shutdown(sqe, fd, SHUT_WR);

@@ -34,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include "server/http.h"
 
 namespace fenec::server {
@@ -96,6 +98,9 @@ class Loop {
     void accept_multishot(Completion& completion, int listen_fd);  // result: the new fd
     void recv(Completion& completion, int fd, void* buffer, size_t bytes);
     void send(Completion& completion, int fd, const void* buffer, size_t bytes);  // may be partial
+    // Connects `fd` (a fresh stream socket) to `address`, which must stay alive and untouched
+    // until the callback: result 0 or -errno (-ECONNREFUSED, ...). For the router's upstreams.
+    void connect(Completion& completion, int fd, const sockaddr* address, socklen_t length);
     void shutdown_write(Completion& completion, int fd);
     void close(Completion& completion, int fd);
     void timeout(Completion& completion, uint64_t ms);  // result -ETIME when it fires

@@ -1,0 +1,177 @@
+// shard/forward.cc: `/t/<tenant>/…` passed to the tenant's node (router.md §5): the tenant looked
+// up in the directory's snapshot, the request sent with its original target and body byte for
+// byte, the answer passed back — whole when it has a length, as it arrives when it has none (a
+// subscription). The node checks credentials: the client's Authorization passes untouched
+// (seed 000: the router holds no keys).
+#include <optional>
+
+#include "server/auth.h"
+#include "shard/router.h"
+
+namespace fenec::shard {
+
+namespace {
+
+// Headers the router sets itself or that belong to one hop (§5.3).
+bool dropped_request_header(std::string_view name) {
+    static constexpr std::string_view dropped[] = {
+        "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Transfer-Encoding",
+        "Proxy-Authorization", "Proxy-Authenticate", "Host", "Content-Length", "Fenec-Router",
+        "Fenec-Relay", "X-Request-Id", "Expect",
+    };
+    for (std::string_view d : dropped) {
+        if (http::iequals(name, d)) return true;
+    }
+    return false;
+}
+
+// Answer headers not passed back (§5.6): hop-by-hop, framing, and the router's own.
+bool dropped_answer_header(std::string_view name) {
+    static constexpr std::string_view dropped[] = {
+        "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Transfer-Encoding",
+        "Proxy-Authenticate", "Content-Length", "X-Request-Id", "Server",
+    };
+    for (std::string_view d : dropped) {
+        if (http::iequals(name, d)) return true;
+    }
+    return false;
+}
+
+// The peer's address without its port, as the node reads it in Fenec-Router.
+std::string client_address(std::string_view peer) {
+    const size_t colon = peer.rfind(':');
+    std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    return std::string(host);
+}
+
+// A HEAD answer keeps the node's length (§5.6), which write_response takes from the body; the
+// padding is never sent. Past this a HEAD answers a length of 0 rather than allocate more.
+constexpr uint64_t head_length_kept_max = 64ull << 20;
+
+class ForwardSink final : public UpstreamSink {
+  public:
+    ForwardSink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
+                std::string node, bool head_only)
+        : router_(router), exchange_(std::move(exchange)), a_(std::move(a)),
+          node_(std::move(node)), head_only_(head_only) {}
+
+    void on_answer(UpstreamAnswer answer) override {
+        http::Response r;
+        r.status = answer.status;
+        r.content_type = "";
+        for (auto& [name, value] : answer.headers) {
+            if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
+        }
+        r.header("X-Request-Id", a_.request_id);
+        router_.count(a_, answer.status);
+        if (answer.stream) {
+            r.stream = true;
+            r.close = true;
+            exchange_->start(std::move(r));
+            return;
+        }
+        if (head_only_ && answer.content_length && *answer.content_length <= head_length_kept_max) {
+            r.body.assign(*answer.content_length, ' ');
+        } else {
+            r.body = std::move(answer.body);
+        }
+        exchange_->reply(std::move(r));
+    }
+
+    void on_failure(UpstreamFailure failure, std::string message) override {
+        const int status = failure == UpstreamFailure::timeout ? 504 : 502;
+        http::Response r = Router::error(status, message);
+        // The body gains the node (and the outcome where it may have run): §5.5.
+        r.body.pop_back();
+        r.body += ",\"node\":";
+        std::string quoted;
+        ql_quote(node_, quoted);
+        r.body += quoted;
+        if (failure == UpstreamFailure::may_have_run) r.body += ",\"outcome\":\"unknown\"";
+        r.body += "}";
+        router_.metrics().upstream_errors->with({node_}).inc();
+        router_.answer(*exchange_, a_, std::move(r));
+    }
+
+    bool on_data(std::string bytes) override { return exchange_->write(std::move(bytes)); }
+    void on_end() override { exchange_->end(); }
+
+  private:
+    static void ql_quote(std::string_view s, std::string& out) {
+        out += '"';
+        for (char c : s) {  // node names are [a-z0-9_-]: nothing to escape
+            out += c;
+        }
+        out += '"';
+    }
+
+    Router& router_;
+    std::shared_ptr<server::Exchange> exchange_;
+    Router::Answering a_;
+    std::string node_;
+    bool head_only_;
+};
+
+}  // namespace
+
+void Router::forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
+                     Answering a) {
+    const http::RequestHead& h = request.head;
+    // `/t/<tenant>/…`: the tenant is the second segment (§5.1).
+    std::string_view rest = std::string_view(h.path).substr(3);
+    const std::string tenant(rest.substr(0, rest.find('/')));
+    if (h.path.size() <= 3 || tenant.empty()) {
+        return answer(*exchange, a, error(404, "no tenant in " + h.path + ": use /t/<tenant>/…"));
+    }
+    if (!valid_name(tenant)) {
+        return answer(*exchange, a,
+                      error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}"));
+    }
+    auto maps = directory_->maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) {
+        return answer(*exchange, a, error(404, "tenant `" + tenant + "` is not in the directory"));
+    }
+    auto n = maps->nodes.find(t->second.node);
+    if (n == maps->nodes.end()) {
+        http::Response r = error(502, "tenant `" + tenant + "` is placed on node `" +
+                                          t->second.node + "`, which is not in the directory");
+        return answer(*exchange, a, std::move(r));
+    }
+    const NodeRow& node = n->second;
+
+    UpstreamRequest up;
+    up.node = node.name;
+    up.addr = node.addr;
+    up.head_only = h.method == http::Method::head;
+    up.allow_stream = true;
+    up.resend_after_sent = h.method == http::Method::get || h.method == http::Method::head ||
+                           h.method == http::Method::options ||
+                           h.header("Idempotency-Key").has_value();
+    std::string& out = up.bytes;
+    out.reserve(h.raw.size() + request.body.size() + 256);
+    // The original target bytes, the client's method, as HTTP/1.1 (§5.3).
+    out.append(h.method_text).append(" ").append(h.target).append(" HTTP/1.1\r\n");
+    for (const http::Header& f : h.headers) {
+        if (dropped_request_header(f.name)) continue;
+        out.append(f.name).append(": ").append(f.value).append("\r\n");
+    }
+    out.append("Host: ").append(node.addr).append("\r\n");
+    out.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
+    out.append("Connection: keep-alive\r\n");
+    out.append("X-Request-Id: ").append(a.request_id).append("\r\n");
+    const std::string client = client_address(request.peer);
+    out.append("Fenec-Router: ").append(client).append(" ");
+    out.append(auth::router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
+    out.append(request.body);
+
+    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only);
+    std::weak_ptr<UpstreamCall> call = upstream_->start(std::move(up), std::move(sink));
+    // A client gone ends what the router has out for it (a subscription above all).
+    exchange->on_close([call] {
+        if (auto c = call.lock()) c->cancel();
+    });
+}
+
+}  // namespace fenec::shard

@@ -1,0 +1,46 @@
+// shard/options.h: fenec-shard's flags (router.md §2.2), read left to right. An unknown flag, a
+// missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
+// every flag with its default. The checks of the whole set (a public listener without --token,
+// a zero timeout) are check_options'. Flags of later work (moves, copies, leases, standbys,
+// regions, the query across tenants) are not taken yet: they are unknown flags until then.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fenec::shard {
+
+struct RouterOptions {
+    std::string listen = "127.0.0.1:8090";
+    std::optional<std::string> token;  // env FENEC_SHARD_TOKEN; guards /_shard/ and /_metrics
+    bool insecure = false;
+    std::string directory = "shard.fenec";
+    uint64_t upstream_timeout_ms = 60'000;
+    uint64_t upstream_idle_ms = 30'000;
+    uint32_t upstream_pool = 32;        // idle connections kept per node address
+    uint32_t max_connections = 1000;
+    uint64_t max_body_bytes = 64ull << 20;
+    uint64_t idle_timeout_ms = 60'000;
+    std::optional<std::string> audit;
+    uint32_t workers = 0;  // io_uring loops for clients (and as many for nodes); 0: CPU count
+};
+
+struct ParsedFlags {
+    RouterOptions options;
+    bool help = false;
+    std::string error;  // non-empty: exit 2 with it
+};
+
+// Reads argv (argv[0] skipped) and FENEC_SHARD_TOKEN (the flag wins).
+ParsedFlags parse_flags(const std::vector<std::string>& args);
+
+// Every flag with its default, for --help.
+std::string flags_help();
+
+// The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
+// unless --insecure. "" when fine.
+std::string check_options(const RouterOptions& options);
+
+}  // namespace fenec::shard

@@ -1,0 +1,412 @@
+// shard/router.cc: the router's Handler (shard/router.h): routes and tokens (router.md §3),
+// request ids, the answer's common headers, metrics (§14) and the audit log (§15).
+#include "shard/router.h"
+
+#include <openssl/crypto.h>
+
+#include <chrono>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "ql/json_writer.h"
+#include "server/audit.h"
+#include "server/workers.h"
+
+namespace fenec::shard {
+
+namespace {
+
+int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// Three base64url parts joined by two dots (§3): a JSON Web Token's shape.
+bool jwt_shaped(std::string_view v) {
+    size_t dots = 0;
+    size_t part = 0;
+    for (char c : v) {
+        if (c == '.') {
+            if (part == 0) return false;
+            ++dots;
+            part = 0;
+            continue;
+        }
+        const bool b64 = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '-' || c == '_';
+        if (!b64) return false;
+        ++part;
+    }
+    return dots == 2 && part > 0;
+}
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string first_segment(std::string_view path) {
+    if (path.empty() || path[0] != '/') return "";
+    path.remove_prefix(1);
+    return std::string(path.substr(0, path.find('/')));
+}
+
+Route route_of(std::string_view path) {
+    const std::string first = first_segment(path);
+    if (first == "t") return Route::tenant;
+    if (first == "_shard") return Route::shard;
+    if (first == "_metrics") return Route::metrics;
+    if (first == "_health") return Route::health;
+    return Route::other;
+}
+
+std::string_view code_class(int status) {
+    if (status < 200) return "1xx";
+    if (status < 300) return "2xx";
+    if (status < 400) return "3xx";
+    if (status < 500) return "4xx";
+    return "5xx";
+}
+
+}  // namespace
+
+std::string_view route_label(Route route) {
+    switch (route) {
+        case Route::tenant: return "tenant";
+        case Route::shard: return "shard";
+        case Route::metrics: return "metrics";
+        case Route::health: return "other";
+        case Route::other: return "other";
+    }
+    return "other";
+}
+
+Router::Router(RouterOptions options) : options_(std::move(options)) {
+    started_ms_ = wall_ms();
+    std::random_device rd;
+    id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    init_metrics();
+}
+
+Router::~Router() {
+    if (server_) server_->shutdown();
+    if (api_pool_) api_pool_->shutdown();
+    if (upstream_) upstream_->stop();
+    if (directory_) directory_->close();
+    if (audit_) audit_->close();
+}
+
+void Router::init_metrics() {
+    obs::Registry& m = registry_;
+    m.gauge("fenec_build_info", "the router's version", {"version"}).with({shard_version}).set(1);
+    m.gauge_fn("fenec_start_time_seconds", "when the router started (Unix seconds)",
+               [this] { return static_cast<double>(started_ms_) / 1000; });
+    metrics_.requests = &m.counter("fenec_router_requests_total", "answered requests",
+                                   {"route", "code"});
+    metrics_.durations = &m.histogram("fenec_router_request_duration_seconds",
+                                      "arrival to answer", {"route"});
+    UpstreamOptions& u = upstream_options_;
+    u.duration = &m.histogram("fenec_router_upstream_duration_seconds",
+                              "forwarded request: sent to answer head", {});
+    metrics_.upstream_errors = &m.counter("fenec_router_upstream_errors_total",
+                                          "forwarded requests answered 502 or 504", {"node"});
+    u.retries = &m.counter("fenec_router_retries_total", "requests sent again", {"reason"});
+    metrics_.refused = &m.counter("fenec_router_refused_total",
+                                  "401 and 403 refusals, the router's and relayed").with({});
+    m.gauge_fn("fenec_router_connections", "open client connections",
+               [this] { return server_ ? static_cast<double>(server_->connections()) : 0; });
+    u.idle_connections = &m.gauge("fenec_router_upstream_idle_connections", "pooled connections",
+                                  {"node"});
+    m.gauge_fn("fenec_router_nodes", "nodes in the directory", [this] {
+        return directory_ ? static_cast<double>(directory_->maps()->nodes.size()) : 0;
+    });
+    metrics_.tenants = &m.gauge("fenec_router_tenants", "tenants placed, every node listed",
+                                {"node"});
+    m.gauge_fn("fenec_router_tenants_moving", "tenants marked moving", [this] {
+        if (!directory_) return 0.0;
+        double n = 0;
+        for (const auto& [name, t] : directory_->maps()->tenants) n += t.state == "moving";
+        return n;
+    });
+    m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
+        return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
+    });
+    m.counter_fn("fenec_router_audit_lines_total", "audit lines written",
+                 [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
+}
+
+std::string Router::prepare() {
+    auto dir = Directory::open(options_.directory);
+    if (!dir.is_ok()) return dir.status().to_string();
+    directory_ = std::move(dir.value());
+    if (options_.audit) {
+        auto log = obs::LineLog::open(*options_.audit);
+        if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
+        audit_ = std::move(log.value());
+    }
+    uint32_t loops = options_.workers;
+    if (loops == 0) loops = std::max(1u, std::thread::hardware_concurrency());
+    upstream_options_.loops = loops;
+    upstream_options_.timeout_ms = options_.upstream_timeout_ms;
+    upstream_options_.idle_ms = options_.upstream_idle_ms;
+    upstream_options_.pool_max = options_.upstream_pool;
+    std::string error;
+    upstream_ = Upstream::create(upstream_options_, error);
+    if (!upstream_) return "the upstream loops: " + error;
+    api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
+    server::ServerOptions so;
+    so.listen = options_.listen;
+    so.loops = loops;
+    so.connections_max = options_.max_connections;
+    so.idle_timeout_ms = static_cast<uint32_t>(options_.idle_timeout_ms);
+    so.server_header = "fenec-shard/" + std::string(shard_version);
+    server_ = server::HttpServer::bind(so, *this, error);
+    if (!server_) return "--listen " + options_.listen + ": " + error;
+    return "";
+}
+
+void Router::serve() { server_->start(); }
+
+uint16_t Router::port() const { return server_ ? server_->port() : 0; }
+
+void Router::drain() {
+    server_->stop_accepting();
+    // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it.
+    for (int i = 0; i < 100 && server_->connections() > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    server_->shutdown();
+    api_pool_->shutdown();
+    upstream_->stop();
+    directory_->close();
+    if (audit_) audit_->close();
+}
+
+uint64_t Router::now_ms() const {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+std::string Router::new_request_id(std::optional<std::string_view> sent) {
+    // A splitmix64 step over a per-process seed and a counter: unique in the process.
+    uint64_t z = id_seed_ + 0x9e3779b97f4a7c15ull * (id_counter_.fetch_add(1) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return obs::request_id(sent, z);
+}
+
+http::Response Router::error(int status, std::string message) {
+    http::Response r;
+    r.status = status;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(message);
+    w.end_object();
+    return r;
+}
+
+void Router::count(const Answering& a, int status) {
+    const std::string_view route = route_label(a.route);
+    metrics_.requests->with({route, code_class(status)}).inc();
+    metrics_.durations->with({route}).observe(static_cast<double>(now_ms() - a.start_ms) / 1000);
+    if (status == 401 || status == 403) metrics_.refused->inc();
+}
+
+void Router::answer(server::Exchange& exchange, const Answering& a, http::Response response) {
+    response.header("X-Request-Id", a.request_id);
+    count(a, response.status);
+    exchange.reply(std::move(response));
+}
+
+void Router::audit_admin(const server::Request& request, const Answering& a, int status) {
+    if (!audit_) return;
+    std::string line;
+    ql::JsonWriter w(line);
+    w.begin_object();
+    w.key("at");
+    w.string(obs::iso_time_ms(wall_ms()));
+    w.key("event");
+    w.string("admin");
+    w.key("request_id");
+    w.string(a.request_id);
+    w.key("peer");
+    w.string(request.peer);
+    w.key("method");
+    w.string(request.head.method_text);
+    w.key("path");
+    w.string(request.head.path);
+    w.key("status");
+    w.int64(status);
+    w.end_object();
+    audit_->write(std::move(line));
+}
+
+void Router::audit_refused(const server::Request& request, std::string_view request_id) {
+    if (!audit_) return;
+    std::string line;
+    ql::JsonWriter w(line);
+    w.begin_object();
+    w.key("at");
+    w.string(obs::iso_time_ms(wall_ms()));
+    w.key("event");
+    w.string("refused");
+    w.key("request_id");
+    w.string(request_id);
+    w.key("peer");
+    w.string(request.peer);
+    w.key("method");
+    w.string(request.head.method_text);
+    w.key("path");
+    w.string(request.head.path);
+    w.end_object();
+    audit_->write(std::move(line));
+}
+
+bool Router::claim(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    return claims_.insert(tenant).second;
+}
+
+void Router::release(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    claims_.erase(tenant);
+}
+
+// §3: `Authorization: Bearer <--token>`, compared in constant time; a JWT is refused whatever
+// the router's token, since the router holds no keys.
+std::optional<http::Response> Router::check_token(const server::Request& request) {
+    const auto auth = request.head.header("Authorization");
+    std::string_view value;
+    if (auth && auth->size() > 7 && http::iequals(auth->substr(0, 7), "Bearer ")) {
+        value = auth->substr(7);
+    }
+    const char* why = nullptr;
+    if (!value.empty() && jwt_shaped(value)) {
+        why = "a JSON Web Token is refused here: the router holds no keys, and /_shard/ reaches "
+              "every tenant; use the router's --token";
+    } else if (options_.token && !equal_constant_time(value, *options_.token)) {
+        why = value.empty() ? "this route needs the router's token: Authorization: Bearer <token>"
+                            : "the token is not the router's --token";
+    }
+    if (!why) return std::nullopt;
+    http::Response r = error(401, why);
+    r.header("WWW-Authenticate", "Bearer");
+    return r;
+}
+
+server::HeadVerdict Router::check_head(const server::Request& request) {
+    server::HeadVerdict v;
+    v.body_bytes_max = options_.max_body_bytes;
+    const Route route = route_of(request.head.path);
+    std::optional<http::Response> refuse;
+    if (request.head.header("Upgrade")) {
+        refuse = error(501, "Upgrade is not supported by the router");
+    } else if (route == Route::tenant && request.head.expect_continue) {
+        // §5.2: `Expect: 100-continue` is answered only once the tenant is found, so a client
+        // does not send a body to a tenant the router cannot place.
+        std::string_view rest = std::string_view(request.head.path).substr(3);
+        const std::string tenant(rest.substr(0, rest.find('/')));
+        if (!valid_name(tenant)) {
+            refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
+        } else if (!directory_->maps()->tenants.contains(tenant)) {
+            refuse = error(404, "tenant `" + tenant + "` is not in the directory");
+        }
+    } else if (route == Route::shard || route == Route::metrics) {
+        refuse = check_token(request);
+        if (refuse) {
+            const std::string id = new_request_id(request.head.header("X-Request-Id"));
+            audit_refused(request, id);
+            refuse->header("X-Request-Id", id);
+            count({route, now_ms(), id}, refuse->status);
+        }
+        return {std::move(refuse), v.body_bytes_max};
+    }
+    if (refuse) {
+        const std::string id = new_request_id(request.head.header("X-Request-Id"));
+        refuse->header("X-Request-Id", id);
+        count({route, now_ms(), id}, refuse->status);
+        v.refuse = std::move(refuse);
+    }
+    return v;
+}
+
+http::Response Router::over_capacity() {
+    http::Response r = error(503, "the router has too many connections open");
+    r.header("Retry-After", "1");
+    r.close = true;
+    return r;
+}
+
+void Router::handle(server::Request request, std::shared_ptr<server::Exchange> exchange) {
+    Answering a;
+    a.route = route_of(request.head.path);
+    a.start_ms = now_ms();
+    a.request_id = new_request_id(request.head.header("X-Request-Id"));
+    switch (a.route) {
+        case Route::tenant:
+            return forward(std::move(request), std::move(exchange), std::move(a));
+        case Route::shard: {
+            auto req = std::make_shared<server::Request>(std::move(request));
+            const bool queued = api_pool_->submit([this, req, exchange, a] {
+                answer(*exchange, a, serve_api(*req, a));
+            });
+            if (!queued) {
+                http::Response r = error(503, "the router's /_shard/ queue is full");
+                r.header("Retry-After", "1");
+                answer(*exchange, a, std::move(r));
+            }
+            return;
+        }
+        case Route::metrics: {
+            const http::Method m = request.head.method;
+            if (m != http::Method::get && m != http::Method::head) {
+                http::Response r = error(405, "/_metrics takes GET and HEAD");
+                r.header("Allow", "GET, HEAD");
+                return answer(*exchange, a, std::move(r));
+            }
+            return answer(*exchange, a, serve_metrics());
+        }
+        case Route::health: {
+            http::Response r;
+            ql::JsonWriter w(r.body);
+            w.begin_object();
+            w.key("ok");
+            w.boolean(true);
+            w.key("role");
+            w.string("primary");
+            w.key("scope");
+            w.string("global");
+            w.key("term");
+            w.int64(directory_->maps()->term);
+            w.key("directory");
+            w.string("ready");
+            w.end_object();
+            return answer(*exchange, a, std::move(r));
+        }
+        case Route::other:
+            return answer(*exchange, a,
+                          error(404, "no route " + request.head.path +
+                                         ": the router serves /t/<tenant>/, /_shard/, /_metrics "
+                                         "and /_health"));
+    }
+}
+
+http::Response Router::serve_metrics() {
+    // Every node listed, even with no tenant (§14).
+    auto maps = directory_->maps();
+    std::map<std::string, double> per_node;
+    for (const auto& [name, n] : maps->nodes) per_node[name] = 0;
+    for (const auto& [name, t] : maps->tenants) per_node[t.node] += 1;
+    for (const auto& [node, n] : per_node) metrics_.tenants->with({node}).set(n);
+    http::Response r;
+    r.body = registry_.render();
+    r.content_type = std::string(obs::metrics_content_type);
+    return r;
+}
+
+}  // namespace fenec::shard

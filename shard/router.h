@@ -1,0 +1,121 @@
+// shard/router.h: fenec-shard's Handler (server/http_server.h) and what it wires together: the
+// directory (shard/directory.h), the connections to nodes (shard/upstream.h), the `/_shard/` API
+// (shard/api.cc), metrics and the audit log. Routes (router.md §3): `/t/<tenant>/…` forwarded to
+// the tenant's node (shard/forward.cc), `/_shard/` and `/_metrics` behind --token, `/_health`
+// open, anything else 404 naming the served prefixes.
+//
+// Threads: check_head and handle run on the HTTP server's loops and never block: a lookup is a
+// snapshot of the directory, a forward is handed to an upstream loop, and the `/_shard/` API runs
+// on a small worker pool, since it waits on nodes and on the directory's fsync.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "shard/directory.h"
+#include "shard/options.h"
+#include "shard/upstream.h"
+
+namespace fenec::obs {
+class LineLog;
+}
+namespace fenec::server {
+class WorkerPool;
+}
+
+namespace fenec::shard {
+
+inline constexpr std::string_view shard_version = "0.1.0";
+// Threads of the `/_shard/` API: changes are serialised by the directory anyway; a few let a
+// slow node's call not hold up a read of the directory.
+inline constexpr size_t api_threads = 4;
+// `/_shard/` requests waiting for a thread before 503: an operator's API, not a data plane.
+inline constexpr size_t api_queue_max = 256;
+
+enum class Route : uint8_t { tenant, shard, metrics, health, other };
+
+class Router final : public server::Handler {
+  public:
+    explicit Router(RouterOptions options);
+    ~Router() override;
+
+    // Opens the directory and the audit log, starts the upstream loops, binds. "" when fine,
+    // else why (exit 2).
+    std::string prepare();
+    // Starts serving; the port bound.
+    void serve();
+    uint16_t port() const;
+    // SIGTERM: stop accepting, let requests in flight finish (up to 10 s), sync, stop.
+    void drain();
+
+    server::HeadVerdict check_head(const server::Request& request) override;
+    void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
+    http::Response over_capacity() override;
+
+    // Shared with api.cc and forward.cc.
+    struct Answering {
+        Route route = Route::other;
+        uint64_t start_ms = 0;
+        std::string request_id;
+    };
+    // Adds X-Request-Id, counts the answer, hands it over.
+    void answer(server::Exchange& exchange, const Answering& a, http::Response response);
+    // Counts an answer given by other means (a stream's head).
+    void count(const Answering& a, int status);
+    static http::Response error(int status, std::string message);
+    void audit_admin(const server::Request& request, const Answering& a, int status);
+    void audit_refused(const server::Request& request, std::string_view request_id);
+    Directory& directory() { return *directory_; }
+    Upstream& upstream() { return *upstream_; }
+    const RouterOptions& options() const { return options_; }
+    uint64_t now_ms() const;
+    std::string new_request_id(std::optional<std::string_view> sent);
+
+    // Tenants claimed by an operation in progress (§6.1): false when already claimed.
+    bool claim(const std::string& tenant);
+    void release(const std::string& tenant);
+
+    struct Metrics {
+        obs::CounterFamily* requests = nullptr;
+        obs::HistogramFamily* durations = nullptr;
+        obs::CounterFamily* upstream_errors = nullptr;
+        obs::Counter* refused = nullptr;
+        obs::GaugeFamily* tenants = nullptr;
+    };
+    Metrics& metrics() { return metrics_; }
+
+  private:
+    void init_metrics();
+    std::optional<http::Response> check_token(const server::Request& request);
+    void forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
+                 Answering a);                                  // forward.cc
+    http::Response serve_api(const server::Request& request, const Answering& a);  // api.cc
+    http::Response serve_metrics();
+
+    RouterOptions options_;
+    std::unique_ptr<Directory> directory_;
+    std::unique_ptr<Upstream> upstream_;
+    std::unique_ptr<server::HttpServer> server_;
+    std::unique_ptr<server::WorkerPool> api_pool_;
+    std::unique_ptr<obs::LineLog> audit_;
+    obs::Registry registry_;
+    UpstreamOptions upstream_options_;  // metric families filled by init_metrics
+    Metrics metrics_;
+    int64_t started_ms_ = 0;
+    uint64_t id_seed_ = 0;
+    std::atomic<uint64_t> id_counter_{0};
+    std::mutex claims_mu_;
+    std::set<std::string> claims_;
+};
+
+// Route label of the metrics (§14).
+std::string_view route_label(Route route);
+
+}  // namespace fenec::shard

@@ -1,0 +1,181 @@
+// test/shard/shard_fixture.h: the real fenec-shard binary on a loopback port it picks, beside real
+// fenec-node processes (test/server/node/node_fixture.h's NodeProcess, Client, TempDir), and a
+// FaultNode: a node stand-in in the test process that answers the admin calls and cuts each data
+// request after reading it whole, to provoke the resend rules of seed 001 without a test hook.
+// Network traffic goes to 127.0.0.1 only.
+#pragma once
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::test {
+
+// A fenec-shard process. Its first stdout line names the port (`listening=127.0.0.1:<port>`).
+class RouterProcess {
+public:
+    RouterProcess(std::vector<std::string> flags, std::string stderr_path = {}) {
+        int out[2];
+        if (::pipe(out) != 0) return;
+        std::vector<std::string> args = {FENEC_SHARD_BIN, "--listen", "127.0.0.1:0", "--workers", "1"};
+        args.insert(args.end(), flags.begin(), flags.end());
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::dup2(out[1], 1);
+            if (!stderr_path.empty()) {
+                const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (err >= 0) ::dup2(err, 2);
+            }
+            ::close(out[0]);
+            ::close(out[1]);
+            std::vector<char*> argv;
+            for (auto& a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        ::close(out[1]);
+        out_ = out[0];
+        std::string line;
+        char c;
+        pollfd p{out_, POLLIN, 0};
+        while (::poll(&p, 1, 10'000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') line += c;
+        const size_t at = line.find("listening=127.0.0.1:");
+        if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 20)));
+    }
+    ~RouterProcess() {
+        kill(SIGKILL);
+        if (out_ >= 0) ::close(out_);
+    }
+    RouterProcess(const RouterProcess&) = delete;
+    RouterProcess& operator=(const RouterProcess&) = delete;
+
+    uint16_t port() const { return port_; }
+    int kill(int sig) {
+        if (pid_ <= 0) return -1;
+        ::kill(pid_, sig);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    // Waits for an exit the process makes on its own (a start-up refusal).
+    int wait_exit() {
+        if (pid_ <= 0) return -1;
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+
+private:
+    pid_t pid_ = -1;
+    int out_ = -1;
+    uint16_t port_ = 0;
+};
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Answers GET /_admin/… with 200 `[]` and PUT /_admin/tenants/… with 201; every other request is
+// read whole (head and Content-Length body) and its connection closed with no answer byte (or
+// held open, with `hang`).
+class FaultNode {
+public:
+    // `hang`: hold each data request read whole, answering nothing and closing nothing, until
+    // the router gives up on it (its --upstream-timeout) or the FaultNode is destroyed.
+    explicit FaultNode(bool hang = false) : hang_(hang) {
+
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ::listen(fd_, 16);
+        socklen_t len = sizeof a;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~FaultNode() {
+        stop_ = true;
+        ::shutdown(fd_, SHUT_RDWR);
+        thread_.join();
+        ::close(fd_);
+    }
+    uint16_t port() const { return port_; }
+    int cut() const { return cut_.load(); }  // data requests read whole and cut
+
+private:
+    void run() {
+        while (!stop_) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c < 0) continue;
+            serve(c);
+            ::close(c);
+        }
+    }
+    void serve(int c) {
+        std::string in;
+        for (;;) {
+            http::RequestHead head;
+            size_t used = 0;
+            http::ParseError err;
+            http::ParseStatus st = http::parse_request_head(in, head, used, err);
+            if (st == http::ParseStatus::error) return;
+            if (st == http::ParseStatus::done) {
+                const size_t need = used + head.content_length.value_or(0);
+                while (in.size() < need) {
+                    if (!fill(c, in)) return;
+                }
+                in.erase(0, need);
+                if (head.path.starts_with("/_admin/")) {
+                    const bool put = head.method == http::Method::put;
+                    const std::string body = put ? R"({"created":true,"lineage":"00000000000000aa"})" : "[]";
+                    std::string out = std::string("HTTP/1.1 ") + (put ? "201 Created" : "200 OK") +
+                                      "\r\nContent-Type: application/json\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\n\r\n" + body;
+                    ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+                    continue;
+                }
+                ++cut_;
+                while (hang_ && !stop_) {
+                    pollfd p{c, POLLIN, 0};
+                    if (::poll(&p, 1, 50) > 0) {
+                        char b;
+                        if (::recv(c, &b, 1, 0) <= 0) return;  // the router let go of it
+                    }
+                }
+                return;  // read whole, answered nothing: the caller closes
+            }
+            if (!fill(c, in)) return;
+        }
+    }
+    static bool fill(int c, std::string& in) {
+        pollfd p{c, POLLIN, 0};
+        if (::poll(&p, 1, 5'000) <= 0) return false;
+        char buf[16384];
+        const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) return false;
+        in.append(buf, static_cast<size_t>(n));
+        return true;
+    }
+
+    const bool hang_;
+    int fd_ = -1;
+    uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> cut_{0};
+    std::thread thread_;
+};
+
+}  // namespace fenec::test
