@@ -38,6 +38,9 @@ help:
 	@echo "  make bench       build, then run every $(BUILD)/bench/*_bench"
 	@echo "  make node-bench  build fenec-node, then wrk it beside PostgreSQL 15 pgbench -S"
 	@echo "                   (ci/setup-bench installs both); report in $(BUILD)/node-bench.txt"
+	@echo "  make shard-bench build fenec-node and fenec-shard, then time a row-by-id read straight,"
+	@echo "                   through the router, through HAProxy and a loopback round trip"
+	@echo "                   (ci/setup-bench installs HAProxy); report in $(BUILD)/shard-bench.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -130,3 +133,12 @@ node-bench: configure
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench.txt
+
+# The router's added latency against HAProxy's and a loopback round trip, in one run
+# (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench.
+.PHONY: shard-bench
+shard-bench: configure
+	@bash ci/setup-bench
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/shard_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/shard-bench.txt
