@@ -33,6 +33,8 @@ namespace fenec::server {
 
 namespace {
 
+thread_local std::shared_ptr<Loop> this_thread_loop;  // serving_loop()
+
 using internal::Connection;
 using internal::ConnectionOwner;
 
@@ -284,7 +286,9 @@ void ServerImpl::start() {
             if (ls->index == 0 && accepting_ && listen_fd_ >= 0) arm_accept();
         });
         ls->thread = std::thread([this, ls] {
+            this_thread_loop = ls->loop;
             ls->loop->run();
+            this_thread_loop.reset();
             loop_stopped();
         });
     }
@@ -435,6 +439,8 @@ void ServerImpl::shutdown() {
 }
 
 }  // namespace
+
+const std::shared_ptr<Loop>& serving_loop() { return this_thread_loop; }
 
 std::unique_ptr<HttpServer> HttpServer::bind(const ServerOptions& options, Handler& handler,
                                              std::string& error) {

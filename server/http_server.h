@@ -101,6 +101,11 @@ struct ServerOptions {
     std::string server_header = "fenec-node/0.1.0";
 };
 
+// The loop of the calling thread when it is one of an HttpServer's (so inside a Handler
+// callback), else an empty pointer. A handler may start I/O of its own on it (the router's calls
+// to nodes), and so answer without handing the request to another thread and back.
+const std::shared_ptr<Loop>& serving_loop();
+
 class HttpServer {
 public:
     // Binds and listens (so port() is known) but serves nothing until start().
