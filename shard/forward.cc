@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "server/auth.h"
+#include "shard/mark.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -163,7 +164,7 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     out.append("X-Request-Id: ").append(a.request_id).append("\r\n");
     const std::string client = client_address(request.peer);
     out.append("Fenec-Router: ").append(client).append(" ");
-    out.append(auth::router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
+    out.append(router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
     out.append(request.body);
 
     auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only);
