@@ -38,14 +38,6 @@ bool dropped_answer_header(std::string_view name) {
     return false;
 }
 
-// The peer's address without its port, as the node reads it in Fenec-Router.
-std::string client_address(std::string_view peer) {
-    const size_t colon = peer.rfind(':');
-    std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    return std::string(host);
-}
-
 // A HEAD answer keeps the node's length (§5.6), which write_response takes from the body; the
 // padding is never sent. Past this a HEAD answers a length of 0 rather than allocate more.
 constexpr uint64_t head_length_kept_max = 64ull << 20;
@@ -53,9 +45,9 @@ constexpr uint64_t head_length_kept_max = 64ull << 20;
 class ForwardSink final : public UpstreamSink {
   public:
     ForwardSink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
-                std::string node, bool head_only)
+                std::string node, bool head_only, std::string peer)
         : router_(router), exchange_(std::move(exchange)), a_(std::move(a)),
-          node_(std::move(node)), head_only_(head_only) {}
+          node_(std::move(node)), head_only_(head_only), peer_(std::move(peer)) {}
 
     void on_answer(UpstreamAnswer answer) override {
         http::Response r;
@@ -67,6 +59,7 @@ class ForwardSink final : public UpstreamSink {
         r.header("X-Request-Id", a_.request_id);
         router_.count(a_, answer.status);
         if (answer.stream) {
+            router_.accepted(peer_);
             r.stream = true;
             r.close = true;
             exchange_->start(std::move(r));
@@ -77,6 +70,13 @@ class ForwardSink final : public UpstreamSink {
         } else {
             r.body = std::move(answer.body);
         }
+        if (answer.status == 401) {  // the node refused the client's token: delayed here (§3)
+            auto later = std::make_shared<http::Response>(std::move(r));
+            return router_.after_refusal(peer_, [exchange = exchange_, later] {
+                exchange->reply(std::move(*later));
+            });
+        }
+        router_.accepted(peer_);
         exchange_->reply(std::move(r));
     }
 
@@ -112,6 +112,7 @@ class ForwardSink final : public UpstreamSink {
     Router::Answering a_;
     std::string node_;
     bool head_only_;
+    std::string peer_;  // the client's, host:port
 };
 
 }  // namespace
@@ -162,12 +163,13 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     out.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
     out.append("Connection: keep-alive\r\n");
     out.append("X-Request-Id: ").append(a.request_id).append("\r\n");
-    const std::string client = client_address(request.peer);
+    const std::string client = peer_host(request.peer);
     out.append("Fenec-Router: ").append(client).append(" ");
     out.append(router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
     out.append(request.body);
 
-    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only);
+    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only,
+                                              request.peer);
     std::weak_ptr<UpstreamCall> call = upstream_->start(std::move(up), std::move(sink));
     // A client gone ends what the router has out for it (a subscription above all).
     exchange->on_close([call] {

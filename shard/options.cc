@@ -92,6 +92,12 @@ const std::vector<Flag>& flags() {
          seconds(&RouterOptions::idle_timeout_ms)},
         {"--audit", "<path>", "append the audit log, JSON lines (default off)",
          [](RouterOptions& o, const std::string& v) { return !v.empty() && (o.audit = v, true); }},
+        {"--auth-delay", "<ms>",
+         "delay before a 401/403, doubling per refusal from one address within a minute, "
+         "capped at 5 s; 0 disables (default 100)",
+         [](RouterOptions& o, const std::string& v) {
+             return to_u64(v, o.auth_delay_ms, 60'000);
+         }},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          count(&RouterOptions::workers, 1, 256)},
     };

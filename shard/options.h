@@ -25,6 +25,7 @@ struct RouterOptions {
     uint64_t idle_timeout_ms = 60'000;
     std::optional<std::string> audit;
     uint32_t workers = 0;  // io_uring loops for clients (and as many for nodes); 0: CPU count
+    uint64_t auth_delay_ms = 100;  // before a refusal, doubling per address (§3); 0: none
 };
 
 struct ParsedFlags {

@@ -11,7 +11,9 @@
 
 #include "ql/json_writer.h"
 #include "server/audit.h"
+#include "server/auth.h"
 #include "server/workers.h"
+#include "shard/timers.h"
 
 namespace fenec::shard {
 
@@ -72,6 +74,13 @@ std::string_view code_class(int status) {
 
 }  // namespace
 
+std::string peer_host(std::string_view peer) {
+    const size_t colon = peer.rfind(':');
+    std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    return std::string(host);
+}
+
 std::string_view route_label(Route route) {
     switch (route) {
         case Route::tenant: return "tenant";
@@ -87,10 +96,13 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
     started_ms_ = wall_ms();
     std::random_device rd;
     id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    delay_ = std::make_unique<auth::RefusalDelay>(static_cast<int64_t>(options_.auth_delay_ms));
+    timers_ = std::make_unique<Timers>();
     init_metrics();
 }
 
 Router::~Router() {
+    timers_->stop();  // its callbacks answer through this
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
     if (upstream_) upstream_->stop();
@@ -178,6 +190,7 @@ void Router::drain() {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     server_->shutdown();
+    timers_->stop();
     api_pool_->shutdown();
     upstream_->stop();
     directory_->close();
@@ -267,6 +280,14 @@ void Router::audit_refused(const server::Request& request, std::string_view requ
     audit_->write(std::move(line));
 }
 
+void Router::after_refusal(std::string_view peer, std::function<void()> fn) {
+    const int64_t delay = delay_->refused(peer_host(peer), static_cast<int64_t>(now_ms()));
+    if (delay > 0 && timers_->after(delay, fn)) return;
+    fn();
+}
+
+void Router::accepted(std::string_view peer) { delay_->accepted(peer_host(peer)); }
+
 bool Router::claim(const std::string& tenant) {
     std::lock_guard lock(claims_mu_);
     return claims_.insert(tenant).second;
@@ -317,6 +338,8 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
     } else if (route == Route::shard || route == Route::metrics) {
+        // With a refusal delay the token is judged in handle(), where an answer can wait.
+        if (options_.auth_delay_ms > 0) return v;
         refuse = check_token(request);
         if (refuse) {
             const std::string id = new_request_id(request.head.header("X-Request-Id"));
@@ -347,6 +370,16 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     a.route = route_of(request.head.path);
     a.start_ms = now_ms();
     a.request_id = new_request_id(request.head.header("X-Request-Id"));
+    if (a.route == Route::shard || a.route == Route::metrics) {
+        if (std::optional<http::Response> refuse = check_token(request)) {
+            audit_refused(request, a.request_id);
+            auto r = std::make_shared<http::Response>(std::move(*refuse));
+            return after_refusal(request.peer, [this, exchange, a, r] {
+                answer(*exchange, a, std::move(*r));
+            });
+        }
+        accepted(request.peer);
+    }
     switch (a.route) {
         case Route::tenant:
             return forward(std::move(request), std::move(exchange), std::move(a));

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -29,8 +30,13 @@ class LineLog;
 namespace fenec::server {
 class WorkerPool;
 }
+namespace fenec::auth {
+class RefusalDelay;
+}
 
 namespace fenec::shard {
+
+class Timers;
 
 inline constexpr std::string_view shard_version = "0.1.0";
 // Threads of the `/_shard/` API: changes are serialised by the directory anyway; a few let a
@@ -78,6 +84,12 @@ class Router final : public server::Handler {
     uint64_t now_ms() const;
     std::string new_request_id(std::optional<std::string_view> sent);
 
+    // The refusal delay (§3): `fn` (which answers a 401 or 403 to `peer`, host:port) runs after
+    // the delay this refusal earns its address, on the timer thread, or at once when there is
+    // none. `accepted`: a request from `peer` whose token was not refused clears its address.
+    void after_refusal(std::string_view peer, std::function<void()> fn);
+    void accepted(std::string_view peer);
+
     // Tenants claimed by an operation in progress (§6.1): false when already claimed.
     bool claim(const std::string& tenant);
     void release(const std::string& tenant);
@@ -105,6 +117,8 @@ class Router final : public server::Handler {
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<auth::RefusalDelay> delay_;
+    std::unique_ptr<Timers> timers_;
     obs::Registry registry_;
     UpstreamOptions upstream_options_;  // metric families filled by init_metrics
     Metrics metrics_;
@@ -114,6 +128,10 @@ class Router final : public server::Handler {
     std::mutex claims_mu_;
     std::set<std::string> claims_;
 };
+
+// "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay
+// and of Fenec-Router.
+std::string peer_host(std::string_view peer);
 
 // Route label of the metrics (§14).
 std::string_view route_label(Route route);

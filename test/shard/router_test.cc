@@ -32,8 +32,9 @@ protected:
         ASSERT_NE(nodes_[i]->port(), 0) << nodes_[i]->first_line();
     }
     void start_router(std::vector<std::string> more) {
+        // No refusal delay unless a test asks (RefusalDelayDoubles): tests refuse often.
         std::vector<std::string> flags = {"--token", ROOT, "--directory", dir_.path() + "/shard.fenec",
-                                          "--audit", dir_.path() + "/audit.log"};
+                                          "--audit", dir_.path() + "/audit.log", "--auth-delay", "0"};
         flags.insert(flags.end(), more.begin(), more.end());
         client_.reset();
         router_.reset();
@@ -83,6 +84,47 @@ protected:
 };
 
 const char* kNotes = R"J({"node":"n1","schema":["create collection notes (title text, year int)"]})J";
+
+// §3 and §18 case 6: each refusal from one address waits --auth-delay doubled per refusal within
+// a minute — the router's own 401s and a node's 401 passed back alike; a token not refused
+// clears the address.
+TEST_F(Router, RefusalDelayDoubles) {
+    start_router({"--auth-delay", "50"});
+    add_node(0);
+    make_tenant("acme", kNotes);
+    auto timed = [&](std::string_view target, std::vector<std::pair<std::string, std::string>> h,
+                     int& status) {
+        const auto start = std::chrono::steady_clock::now();
+        status = call("GET", target, {}, std::move(h)).status;
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+            .count();
+    };
+    int status = 0;
+    const int64_t waits[] = {50, 100, 200};
+    for (int64_t want : waits) {
+        const int64_t took = timed("/_shard/tenants", bearer("wrong"), status);
+        EXPECT_EQ(status, 401);
+        EXPECT_GE(took, want - 5) << "refusal expected to wait " << want << " ms";
+        EXPECT_LT(took, want + 1000);
+    }
+    EXPECT_LT(timed("/_shard/tenants", bearer(ROOT), status), 1000);  // not delayed: clears
+    EXPECT_EQ(status, 200);
+    int64_t took = timed("/_shard/tenants", bearer("wrong"), status);
+    EXPECT_EQ(status, 401);
+    EXPECT_GE(took, 45);
+    EXPECT_LT(took, 95) << "the address was cleared: the first refusal again";
+    // A node's 401 passed back waits too (the second refusal now: 100 ms).
+    took = timed("/t/acme/c/notes", {}, status);
+    EXPECT_EQ(status, 401);
+    EXPECT_GE(took, 95);
+    EXPECT_EQ(timed("/t/acme/c/notes", bearer(D), status) < 1000, true);
+    EXPECT_EQ(status, 200);
+    took = timed("/t/acme/c/notes", {}, status);  // cleared by the data request
+    EXPECT_EQ(status, 401);
+    EXPECT_GE(took, 45);
+    EXPECT_LT(took, 95);
+}
 
 // §2.2: refusals exit 2 naming the problem; --help exits 0.
 TEST(RouterStart, RefusesBadFlags) {
