@@ -9,6 +9,7 @@ JOBS ?= 2
 FUZZ_SECONDS ?= 30
 DEMO_DIR ?= /tmp/fenec-demo
 LISTEN ?= 127.0.0.1:8081
+ROUTER_LISTEN ?= 127.0.0.1:8080
 CMAKE_ARGS ?=
 
 ASAN_BUILD := build-asan
@@ -27,8 +28,9 @@ FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
 
 help:
 	@echo "Fenec make targets:"
-	@echo "  make run         build, then start fenec-node on LISTEN ($(LISTEN)) with the tenant"
-	@echo "                   demo in DEMO_DIR ($(DEMO_DIR)) and print curl examples"
+	@echo "  make run         build, then start fenec-node on LISTEN ($(LISTEN)) and fenec-shard"
+	@echo "                   on ROUTER_LISTEN ($(ROUTER_LISTEN)), create the tenant demo through"
+	@echo "                   the router, files in DEMO_DIR ($(DEMO_DIR)); print curl examples"
 	@echo "  make test        build, then run the unit suite (ctest -L unit)"
 	@echo "  make test-slow   build, then run the slow suites (ctest -L slow)"
 	@echo "  make test-asan   the unit suite in an ASan+UBSan build ($(ASAN_BUILD)/)"
@@ -46,7 +48,7 @@ help:
 	@echo "  make format      clang-format -i every .h and .cc"
 	@echo "  make clean       remove the build folders"
 	@echo "Variables: BUILD=$(BUILD) JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS)" \
-	      "DEMO_DIR=$(DEMO_DIR) CMAKE_ARGS='$(CMAKE_ARGS)'"
+	      "DEMO_DIR=$(DEMO_DIR) LISTEN=$(LISTEN) ROUTER_LISTEN=$(ROUTER_LISTEN) CMAKE_ARGS='$(CMAKE_ARGS)'"
 
 deps:
 	@bash ci/setup
@@ -58,9 +60,10 @@ build: configure
 	ninja -C $(BUILD) -j$(JOBS)
 
 run: build
-	@if [ ! -x $(BUILD)/server/fenec-node ]; then \
-	    echo "make run: $(BUILD)/server/fenec-node was not built" >&2; exit 1; fi
-	tools/run-node-demo.sh $(BUILD)/server/fenec-node $(DEMO_DIR) $(LISTEN)
+	@for bin in $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard; do \
+	    if [ ! -x $$bin ]; then echo "make run: $$bin was not built" >&2; exit 1; fi; done
+	tools/run-demo.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard $(DEMO_DIR) \
+	    $(LISTEN) $(ROUTER_LISTEN)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j1
