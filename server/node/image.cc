@@ -98,6 +98,78 @@ http::Response exists(Node& node, const Call& call) {
     return node.refusal(409, "tenant " + call.tenant + " has a file here: delete it first");
 }
 
+// Installs the body under the tenant taken out of service; the answer is made while it is out
+// and sent once it is back, so a request after the answer finds it in service.
+http::Response install(Node& node, Call& call, const Expected& expected) {
+    const std::string& body = call.request.body;
+    Registry::TakenOut taken = node.registry().take_out(call.tenant, 0, {});
+    if (!taken.out) return node.refusal(409, taken.message);
+    if (taken.out->file_exists()) return exists(node, call);
+
+    const std::string incoming = node.registry().path_of(call.tenant) + ".incoming";
+    engine::Fs& fs = engine::posix_fs();
+    {
+        auto f = fs.open(incoming, engine::OpenMode::create_truncate);
+        engine::Status st = f.is_ok() ? (*f)->append(std::as_bytes(std::span(body))) : f.status();
+        if (!st.is_ok()) {
+            fs.remove(incoming).ignore();
+            return node.refusal(500, "the image could not be written: " + st.to_string());
+        }
+    }
+    auto check = [&](const engine::ImageInfo& info) {
+        if (expected.seq && *expected.seq != info.seq.v) {
+            return engine::Status::error(engine::Code::invalid_argument,
+                                         "Fenec-Seq is " + std::to_string(*expected.seq) +
+                                             ", the image's seq is " + std::to_string(info.seq.v));
+        }
+        if (expected.lineage && *expected.lineage != info.lineage.v) {
+            return engine::Status::error(engine::Code::invalid_argument,
+                                         "Fenec-Lineage is " + hex16(*expected.lineage) +
+                                             ", the image's lineage is " + hex16(info.lineage.v));
+        }
+        return engine::Status::ok();
+    };
+    engine::ImageInfo info;
+    engine::Status st = taken.out->install(incoming, engine::InstallMode::create_only, check, info);
+    if (st.code() == engine::Code::corruption) {
+        const uint64_t offset = st.detail().offset;
+        return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
+                            [&](ql::JsonWriter& w) {
+                                w.key("offset");
+                                w.uint64(offset);
+                            });
+    }
+    if (st.code() == engine::Code::invalid_argument) {
+        return node.refusal(400, std::string(st.message()));
+    }
+    if (st.code() == engine::Code::already_exists) return exists(node, call);
+    if (!st.is_ok()) {
+        return node.refusal(500, "the image could not be installed: " + st.to_string());
+    }
+    // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go;
+    // its quota stays. Removed before it is back in service, so no request sees it otherwise.
+    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
+        fs.remove(node.registry().sidecar_of(call.tenant, s)).ignore();
+    }
+    fs.sync_dir(node.options().data_dir).ignore();
+    http::Response r;
+    r.status = 201;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("installed");
+    w.string(call.tenant);
+    w.key("seq");
+    w.uint64(info.seq.v);
+    w.key("history");
+    w.string(hex16(info.history.current().v));
+    w.key("lineage");
+    w.string(hex16(info.lineage.v));
+    w.key("bytes");
+    w.uint64(info.bytes);
+    w.end_object();
+    return r;
+}
+
 }  // namespace
 
 void get_image(Node& node, const std::shared_ptr<Call>& call) {
@@ -139,76 +211,7 @@ void put_image(Node& node, Call& call) {
                                                                 "the body's SHA-256 is " + got));
         }
     }
-    Registry::TakenOut taken = node.registry().take_out(call.tenant, 0, {});
-    if (!taken.out) return answer_audited(node, call, node.refusal(409, taken.message));
-    if (taken.out->file_exists()) return answer_audited(node, call, exists(node, call));
-
-    const std::string incoming = node.registry().path_of(call.tenant) + ".incoming";
-    engine::Fs& fs = engine::posix_fs();
-    {
-        auto f = fs.open(incoming, engine::OpenMode::create_truncate);
-        engine::Status st = f.is_ok() ? (*f)->append(std::as_bytes(std::span(body))) : f.status();
-        if (!st.is_ok()) {
-            fs.remove(incoming).ignore();
-            return answer_audited(node, call, node.refusal(500, "the image could not be written: " +
-                                                                    st.to_string()));
-        }
-    }
-    auto check = [&](const engine::ImageInfo& info) {
-        if (expected.seq && *expected.seq != info.seq.v) {
-            return engine::Status::error(engine::Code::invalid_argument,
-                                         "Fenec-Seq is " + std::to_string(*expected.seq) +
-                                             ", the image's seq is " + std::to_string(info.seq.v));
-        }
-        if (expected.lineage && *expected.lineage != info.lineage.v) {
-            return engine::Status::error(engine::Code::invalid_argument,
-                                         "Fenec-Lineage is " + hex16(*expected.lineage) +
-                                             ", the image's lineage is " + hex16(info.lineage.v));
-        }
-        return engine::Status::ok();
-    };
-    engine::ImageInfo info;
-    engine::Status st = taken.out->install(incoming, engine::InstallMode::create_only, check, info);
-    if (st.code() == engine::Code::corruption) {
-        const uint64_t offset = st.detail().offset;
-        return answer_audited(node, call, node.refusal(400, "the image does not verify: " +
-                                                                std::string(st.message()),
-                                                       {}, [&](ql::JsonWriter& w) {
-                                                           w.key("offset");
-                                                           w.uint64(offset);
-                                                       }));
-    }
-    if (st.code() == engine::Code::invalid_argument) {
-        return answer_audited(node, call, node.refusal(400, std::string(st.message())));
-    }
-    if (st.code() == engine::Code::already_exists) return answer_audited(node, call, exists(node, call));
-    if (!st.is_ok()) {
-        return answer_audited(node, call, node.refusal(500, "the image could not be installed: " +
-                                                                st.to_string()));
-    }
-    // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go;
-    // its quota stays. Removed before it is back in service, so no request sees it otherwise.
-    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
-        fs.remove(node.registry().sidecar_of(call.tenant, s)).ignore();
-    }
-    (void)fs.sync_dir(node.options().data_dir);
-    taken.out.reset();
-    http::Response r;
-    r.status = 201;
-    ql::JsonWriter w(r.body);
-    w.begin_object();
-    w.key("installed");
-    w.string(call.tenant);
-    w.key("seq");
-    w.uint64(info.seq.v);
-    w.key("history");
-    w.string(hex16(info.history.current().v));
-    w.key("lineage");
-    w.string(hex16(info.lineage.v));
-    w.key("bytes");
-    w.uint64(info.bytes);
-    w.end_object();
-    answer_audited(node, call, std::move(r));
+    answer_audited(node, call, install(node, call, expected));
 }
 
 }  // namespace fenec::node

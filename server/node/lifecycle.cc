@@ -38,9 +38,9 @@ engine::Status remove_mark(Node& node, const std::string& path) {
     return fs.sync_dir(node.options().data_dir);
 }
 
-}  // namespace
-
-void delete_tenant(Node& node, Call& call, bool sidecars) {
+// The delete's answer, made while the tenant is out of service and sent once it is back (so a
+// request after the answer finds it absent, never still leaving).
+http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
     // Its streams end `gone` and its held requests are woken to answer 503 (the tenant is marked
     // leaving); asked again while references remain, for any that came in between.
     Registry::TakenOut taken =
@@ -48,20 +48,21 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
             node.subscriptions().end_tenant(t.name(), "gone");
             t.wake_all();
         });
-    if (!taken.out) return answer_audited(node, call, node.refusal(409, taken.message));
-    if (!taken.out->file_exists()) {
-        return answer_audited(node, call, node.refusal(404, "tenant " + call.tenant + " not found"));
-    }
+    if (!taken.out) return node.refusal(409, taken.message);
+    if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
     if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
-        return answer_audited(node, call, node.refusal(500, "tenant " + call.tenant +
-                                                                " could not be removed: " +
-                                                                st.to_string()));
+        return node.refusal(500, "tenant " + call.tenant + " could not be removed: " + st.to_string());
     }
-    taken.out.reset();  // back in service: absent now
     http::Response r;
     r.status = 204;
     r.content_type.clear();
-    answer_audited(node, call, std::move(r));
+    return r;
+}
+
+}  // namespace
+
+void delete_tenant(Node& node, Call& call, bool sidecars) {
+    answer_audited(node, call, remove_tenant(node, call, sidecars));
 }
 
 void freeze_tenant(Node& node, Call& call) {
