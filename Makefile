@@ -38,6 +38,8 @@ help:
 	@echo "  make bench       build, then run every $(BUILD)/bench/*_bench"
 	@echo "  make node-bench  build fenec-node, then wrk it beside PostgreSQL 15 pgbench -S"
 	@echo "                   (ci/setup-bench installs both); report in $(BUILD)/node-bench.txt"
+	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
+	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -125,6 +127,11 @@ clean:
 # goals. wrk and PostgreSQL come from ci/setup-bench, not ci/setup, so CI never installs them.
 .PHONY: node-bench
 node-bench: configure
+ifeq ($(ARGS),image)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench.sh image $(BUILD)/server/fenec-node $(BUILD)/node-bench-image.txt
+else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench.txt
+endif
