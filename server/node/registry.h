@@ -6,7 +6,8 @@
 //
 // Invariant: at most one Database per file. A name's slot is locked while its tenant opens or
 // closes, and a request for it waits on that lock; the slot leaves the map only after its
-// database has closed.
+// database has closed. A slot taken out of service (take_out: deleting, installing) stays locked
+// for as long, and requests for it answer not_found at once rather than wait.
 #pragma once
 
 #include <cstdint>
