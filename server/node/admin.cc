@@ -61,16 +61,19 @@ std::optional<std::string> schema_of(std::string_view body, std::vector<std::str
 
 void create_tenant(Node& node, Call& call) {
     std::vector<std::string> schema;
-    if (auto e = schema_of(call.request.body, schema)) return answer_audited(node, call, node.refusal(400, *e));
+    if (auto e = schema_of(call.request.body, schema)) {
+        return answer_audited(node, call, node.refusal(400, *e));
+    }
     std::vector<ql::ParsedStatement> parsed;
     for (const std::string& text : schema) {
         auto p = ql::parse(text);
         if (!p) return answer_audited(node, call, error_response(node, p.error()));
         if (p->statement.kind() != ql::StatementKind::create &&
             p->statement.kind() != ql::StatementKind::alter) {
-            return answer_audited(node, call, node.refusal(400, "a tenant's schema holds create and alter "
-                                                       "statements, not `" +
-                                                           std::string(p->statement.first_word()) + "`"));
+            return answer_audited(node, call,
+                                  node.refusal(400, "a tenant's schema holds create and alter "
+                                                    "statements, not `" +
+                                                        std::string(p->statement.first_word()) + "`"));
         }
         parsed.push_back(std::move(p.value()));
     }
@@ -283,9 +286,12 @@ void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
             if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
             return describe_tenant(node, c, *a.tenant);
         }
-        return answer_audited(node, c, not_allowed(node, "/_admin/tenants/<t>", "GET, PUT, DELETE"));
+        return answer_audited(node, c,
+                              not_allowed(node, "/_admin/tenants/<t>", "GET, PUT, DELETE"));
     }
-    if (seg.size() != 3) return node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
+    if (seg.size() != 3) {
+        return node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
+    }
     const std::string& what = seg[2];
     if (what == "query") {
         if (m != http::Method::post) {
@@ -297,7 +303,8 @@ void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
     }
     if (what == "freeze" || what == "thaw") {
         if (m != http::Method::post) {
-            return answer_audited(node, c, not_allowed(node, "/_admin/tenants/<t>/" + what, "POST"));
+            return answer_audited(node, c,
+                                  not_allowed(node, "/_admin/tenants/<t>/" + what, "POST"));
         }
         return what == "freeze" ? freeze_tenant(node, c) : thaw_tenant(node, c);
     }
@@ -317,7 +324,9 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
     const std::vector<std::string>& seg = call->rest;  // after "_admin"
     const http::Method m = call->request.head.method;
     if (seg.size() == 1 && (seg[0] == "tenants" || seg[0] == "hello")) {
-        if (m != http::Method::get) return node.answer(*call, not_allowed(node, "/_admin/" + seg[0], "GET"));
+        if (m != http::Method::get) {
+            return node.answer(*call, not_allowed(node, "/_admin/" + seg[0], "GET"));
+        }
         return seg[0] == "hello" ? hello(node, *call) : list_tenants(node, *call);
     }
     if (seg.size() >= 2 && seg[0] == "tenants") {

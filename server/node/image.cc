@@ -53,7 +53,8 @@ void stream_out(server::Exchange& ex, const std::vector<std::byte>& bytes) {
     auto last_progress = std::chrono::steady_clock::now();
     while (at < bytes.size() && !ex.closed()) {
         const size_t n = std::min(stream_chunk_bytes, bytes.size() - at);
-        if (ex.pending_bytes() + n <= stream_ahead_bytes_max && ex.write(std::string(data + at, n))) {
+        if (ex.pending_bytes() + n <= stream_ahead_bytes_max &&
+            ex.write(std::string(data + at, n))) {
             at += n;
             last_progress = std::chrono::steady_clock::now();
             continue;
@@ -178,9 +179,9 @@ void get_image(Node& node, const std::shared_ptr<Call>& call) {
     engine::Result<engine::Image> image = a.tenant->db().image();
     a.tenant.reset();  // the image holds its bytes; the tenant may close meanwhile
     if (!image.is_ok()) {
-        return node.answer(*call, node.refusal(500, "tenant " + call->tenant +
-                                                        ": the image could not be taken: " +
-                                                        image.status().to_string()));
+        return node.answer(
+            *call, node.refusal(500, "tenant " + call->tenant + ": the image could not be taken: " +
+                                         image.status().to_string()));
     }
     const std::vector<std::byte>& bytes = *image->bytes;
     http::Response head;
@@ -201,14 +202,20 @@ void put_image(Node& node, Call& call) {
     if (auto e = read_expected(call.request.head, expected)) {
         return answer_audited(node, call, node.refusal(400, *e));
     }
-    if (node.registry().file_exists(call.tenant)) return answer_audited(node, call, exists(node, call));
+    if (node.registry().file_exists(call.tenant))
+        return answer_audited(node, call, exists(node, call));
     const std::string& body = call.request.body;
-    if (body.empty()) return answer_audited(node, call, node.refusal(400, "the body holds no image"));
+    if (body.empty())
+        return answer_audited(node, call, node.refusal(400, "the body holds no image"));
     if (expected.digest) {
-        const std::string got = sha256_hex(reinterpret_cast<const std::byte*>(body.data()), body.size());
+        const std::string got =
+            sha256_hex(reinterpret_cast<const std::byte*>(body.data()), body.size());
         if (got != *expected.digest) {
-            return answer_audited(node, call, node.refusal(400, "Fenec-Image-Digest does not match: "
-                                                                "the body's SHA-256 is " + got));
+            return answer_audited(node, call,
+                                  node.refusal(400,
+                                               "Fenec-Image-Digest does not match: "
+                                               "the body's SHA-256 is " +
+                                                   got));
         }
     }
     answer_audited(node, call, install(node, call, expected));

@@ -12,7 +12,7 @@ namespace fenec::node {
 
 namespace {
 
-constexpr int64_t delete_wait_ms = 5'000;   // §8.1: requests in flight get 5 s, then 409
+constexpr int64_t delete_wait_ms = 5'000;  // §8.1: requests in flight get 5 s, then 409
 // How long a freeze waits for the writes in flight to be answered. A write is answered once its
 // fsync returns; one slower than this means the disk is failing, and the freeze says so (500)
 // with the tenant frozen all the same.
@@ -51,7 +51,8 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
     if (!taken.out) return node.refusal(409, taken.message);
     if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
     if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
-        return node.refusal(500, "tenant " + call.tenant + " could not be removed: " + st.to_string());
+        return node.refusal(500,
+                            "tenant " + call.tenant + " could not be removed: " + st.to_string());
     }
     http::Response r;
     r.status = 204;
@@ -72,20 +73,22 @@ void freeze_tenant(Node& node, Call& call) {
     // The mark first: a crash after it leaves the tenant frozen, as it was asked to be.
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = write_mark(node, mark); !st.is_ok()) {
-        return answer_audited(node, call, node.refusal(500, "tenant " + call.tenant +
-                                                                ": the freeze mark could not be "
-                                                                "written: " + st.to_string()));
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    ": the freeze mark could not be "
+                                                    "written: " +
+                                                    st.to_string()));
     }
     if (engine::Status st = t.db().freeze(); !st.is_ok()) {  // waits for the block in progress
         return answer_audited(node, call, node.refusal(500, st.to_string()));
     }
     t.wake_all();  // held requests answer 503 at once (§8.2), not at their deadline
     if (!t.wait_writes(freeze_wait_ms)) {
-        return answer_audited(node, call, node.refusal(500, "tenant " + call.tenant +
-                                                                " is frozen, but writes in flight "
-                                                                "were not answered within " +
-                                                                std::to_string(freeze_wait_ms / 1000) +
-                                                                " s"));
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    " is frozen, but writes in flight "
+                                                    "were not answered within " +
+                                                    std::to_string(freeze_wait_ms / 1000) + " s"));
     }
     http::Response r;
     ql::JsonWriter w(r.body);
@@ -106,9 +109,11 @@ void thaw_tenant(Node& node, Call& call) {
     // The mark first: a crash after it leaves the tenant thawed, as it was asked to be.
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
-        return answer_audited(node, call, node.refusal(500, "tenant " + call.tenant +
-                                                                ": the freeze mark could not be "
-                                                                "removed: " + st.to_string()));
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    ": the freeze mark could not be "
+                                                    "removed: " +
+                                                    st.to_string()));
     }
     a.tenant->db().thaw();
     http::Response r;

@@ -320,7 +320,8 @@ bool octet_stream_type(std::string_view ct) {
 // Whether the head carries what the admin plane takes (or the plane is open here): the image
 // route's larger bound and its 409 before the body are for the admin alone.
 bool Node::admin_credential(const http::RequestHead& h) {
-    if (auth_->plane_open(auth::Credential::admin) && (is_loopback(options_.listen) || options_.insecure)) {
+    if (auth_->plane_open(auth::Credential::admin) &&
+        (is_loopback(options_.listen) || options_.insecure)) {
         return true;
     }
     auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
@@ -352,13 +353,14 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
                                    " needs Content-Length");
         }
         if (h.content_length && *h.content_length > v.body_bytes_max) {
-            return refuse(413, "the body is " + std::to_string(*h.content_length) + " bytes, over " +
-                                   (image ? "--max-image" : "--max-body") + " of " +
-                                   std::to_string(v.body_bytes_max) + " bytes");
+            return refuse(413, "the body is " + std::to_string(*h.content_length) +
+                                   " bytes, over " + (image ? "--max-image" : "--max-body") +
+                                   " of " + std::to_string(v.body_bytes_max) + " bytes");
         }
         if (auto ct = h.header("Content-Type"); ct && h.content_length && *h.content_length > 0) {
             if (!image_tenant.empty() ? !octet_stream_type(*ct) : !json_type(*ct)) {
-                return refuse(415, "Content-Type " + std::string(*ct) + " is not taken here: send " +
+                return refuse(415, "Content-Type " + std::string(*ct) +
+                                       " is not taken here: send " +
                                        (!image_tenant.empty() ? "application/octet-stream"
                                                               : "application/json"));
             }

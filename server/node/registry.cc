@@ -243,7 +243,9 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         {
             std::lock_guard lock(mu_);
             auto it = slots_.find(name);
-            if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            if (it == slots_.end()) {
+                it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            }
             slot = it->second;
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,

@@ -99,8 +99,8 @@ public:
 
     private:
         friend class Registry;
-        OutOfService(Registry& registry, std::shared_ptr<Slot> slot, std::unique_lock<std::mutex> lock,
-                     std::string name)
+        OutOfService(Registry& registry, std::shared_ptr<Slot> slot,
+                     std::unique_lock<std::mutex> lock, std::string name)
             : registry_(registry), slot_(std::move(slot)), lock_(std::move(lock)),
               name_(std::move(name)) {}
         Registry& registry_;

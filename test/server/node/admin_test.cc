@@ -42,8 +42,8 @@ struct Node {
     explicit Node(std::vector<std::string> more = {}) { start(std::move(more)); }
 
     void start(std::vector<std::string> more = {}) {
-        std::vector<std::string> flags = {"--token", D, "--admin-token", A, "--replication-token", R,
-                                          "--auth-delay", "0"};
+        std::vector<std::string> flags = {
+            "--token", D, "--admin-token", A, "--replication-token", R, "--auth-delay", "0"};
         flags.insert(flags.end(), more.begin(), more.end());
         client.reset();
         process.reset();
@@ -58,7 +58,8 @@ struct Node {
     }
 
     Reply call(std::string_view method, std::string_view target, const std::string& token,
-               std::string_view body = {}, std::vector<std::pair<std::string, std::string>> more = {}) {
+               std::string_view body = {},
+               std::vector<std::pair<std::string, std::string>> more = {}) {
         auto headers = bearer(token);
         headers.insert(headers.end(), more.begin(), more.end());
         auto r = client->request(method, target, body, headers);
@@ -72,8 +73,8 @@ struct Node {
     }
     Reply query(const std::string& q, const std::string& params = "[]",
                 std::vector<std::pair<std::string, std::string>> more = {}) {
-        return call("POST", "/t/acme/query", D, "{\"query\":\"" + q + "\",\"params\":" + params + "}",
-                    std::move(more));
+        return call("POST", "/t/acme/query", D,
+                    "{\"query\":\"" + q + "\",\"params\":" + params + "}", std::move(more));
     }
     Reply admin_query(const std::string& q) {
         return admin("POST", "/_admin/tenants/acme/query", "{\"query\":\"" + q + "\"}");
@@ -82,7 +83,8 @@ struct Node {
 
     // §14's acme: notes with rows 1 "a" 2020, 2 "b" 2022, 3 "c" 2024.
     void make_acme(const std::string& more_schema = "") {
-        std::string schema = R"J("create collection notes (title text, year int @sorted, tags [text])")J";
+        std::string schema =
+            R"J("create collection notes (title text, year int @sorted, tags [text])")J";
         if (!more_schema.empty()) schema += ",\"" + more_schema + "\"";
         auto r = admin("PUT", "/_admin/tenants/acme", "{\"schema\":[" + schema + "]}");
         ASSERT_EQ(r.status, 201) << r.body;
@@ -106,7 +108,8 @@ struct Node {
 // Opens a stream; returns the client with the head consumed.
 std::unique_ptr<Client> subscribe(uint16_t port, const std::string& target) {
     auto c = std::make_unique<Client>(port);
-    c->send_raw("GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D + "\r\n\r\n");
+    c->send_raw("GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
+                "\r\n\r\n");
     std::string got = c->read_until("\r\n\r\n", 5000);
     EXPECT_NE(got.find("text/event-stream"), std::string::npos) << got;
     return c;
@@ -192,7 +195,8 @@ TEST(Admin, FreezeRefusesWritesAndSurvivesRestart) {
     EXPECT_EQ(rest.status, 503) << rest.body;
     EXPECT_EQ(n.query("get notes").status, 200);
     EXPECT_NE(n.admin("GET", "/_admin/tenants").body.find("\"frozen\":true"), std::string::npos);
-    EXPECT_NE(n.admin("GET", "/_admin/tenants/acme").body.find("\"frozen\":true"), std::string::npos);
+    EXPECT_NE(n.admin("GET", "/_admin/tenants/acme").body.find("\"frozen\":true"),
+              std::string::npos);
 
     auto t = n.admin("POST", "/_admin/tenants/acme/thaw");
     EXPECT_EQ(t.status, 200);
@@ -395,7 +399,8 @@ TEST(Admin, FreezeUnderConcurrentWriters) {
         Client c(n.process->port());
         for (int i = 0; !stop; ++i) {
             const std::string title = "w" + std::to_string(id) + "-" + std::to_string(i);
-            const std::string body = R"({"query":"put notes {title: $1}","params":[")" + title + "\"]}";
+            const std::string body =
+                R"({"query":"put notes {title: $1}","params":[")" + title + "\"]}";
             auto h = bearer(D);
             h.emplace_back("Idempotency-Key", title);
             auto r = c.request("POST", "/t/acme/query", body, h);
@@ -417,7 +422,8 @@ TEST(Admin, FreezeUnderConcurrentWriters) {
     auto reader = [&] {
         Client c(n.process->port());
         while (!stop) {
-            auto r = c.request("POST", "/t/acme/query", R"({"query":"get notes limit 1"})", bearer(D));
+            auto r =
+                c.request("POST", "/t/acme/query", R"({"query":"get notes limit 1"})", bearer(D));
             if (!r || r->status != 200) ++reads_failed;
         }
     };
@@ -464,8 +470,9 @@ TEST(Admin, MutatingRoutesAreAudited) {
         if (text.find("\"method\":\"DELETE\"") != std::string::npos) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    for (const char* want : {R"("path":"/_admin/tenants/acme/freeze")", R"("path":"/_admin/tenants/acme/thaw")",
-                             R"("method":"DELETE")", R"("status":204)"}) {
+    for (const char* want :
+         {R"("path":"/_admin/tenants/acme/freeze")", R"("path":"/_admin/tenants/acme/thaw")",
+          R"("method":"DELETE")", R"("status":204)"}) {
         EXPECT_NE(text.find(want), std::string::npos) << want << " in " << text;
     }
     EXPECT_EQ(text.find("/file"), std::string::npos) << "a GET is not audited: " << text;
