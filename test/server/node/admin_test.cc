@@ -326,6 +326,43 @@ TEST(Admin, ImageMovesBetweenNodes) {
               std::to_string(s + 1));
 }
 
+// Case 50, seed 000's move: freeze, copy the image, install, delete. The source's stream ends
+// `gone`; a client that had seen everything resumes on the target from its cursor with no seed,
+// and the target's next write is its next change.
+TEST(Admin, MovedTenantResumesOnTheTargetWithoutASeed) {
+    Node n;
+    n.make_acme();
+    auto s = subscribe(n.process->port(), "/t/acme/c/notes/changes");
+    ASSERT_NE(s->read_until("event: seed", 5000).find("event: seed"), std::string::npos);
+    ASSERT_EQ(n.query(R"(put notes {title: \"d\"})").status, 200);
+    const std::string seen = s->read_until("event: change", 5000);
+    ASSERT_NE(seen.find("event: change"), std::string::npos) << seen;
+    const std::string cursor = std::to_string(n.seq());
+
+    Node n2;
+    // The seed's steps 2, 3 and 5 (1 and 4 are the directory's).
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
+    auto img = n.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(img.status, 200);
+    auto put = n2.admin("PUT", "/_admin/tenants/acme/file", img.body,
+                        {{"Content-Type", "application/octet-stream"}});
+    ASSERT_EQ(put.status, 201) << put.body;
+    ASSERT_EQ(n.admin("DELETE", "/_admin/tenants/acme").status, 204);
+    const std::string ended = s->read_until("\"reason\":\"gone\"", 5000);
+    EXPECT_NE(ended.find("\"reason\":\"gone\""), std::string::npos) << ended;
+
+    Client c(n2.process->port());
+    c.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
+               "\r\nLast-Event-ID: " + cursor + "\r\n\r\n");
+    ASSERT_NE(c.read_until("\r\n\r\n", 5000).find("text/event-stream"), std::string::npos);
+    ASSERT_EQ(n2.query(R"(put notes {title: \"on n2\"})").status, 200);
+    const std::string got = c.read_until("on n2", 5000);
+    EXPECT_EQ(got.find("event: seed"), std::string::npos) << got;
+    EXPECT_NE(got.find("event: change\nid: " + std::to_string(std::stoull(cursor) + 1)),
+              std::string::npos)
+        << got;
+}
+
 // Case 55: a damaged image is refused 400 naming an offset, nothing installed; headers that do
 // not match are refused naming the header; an existing tenant is refused 409 before the body.
 TEST(Admin, DamagedImageRefusedNothingInstalled) {
