@@ -109,12 +109,13 @@ curl -sS --fail-with-body -X POST "$src/_admin/tenants/bench/freeze" >/dev/null
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 best() { sort -n | head -n 1; }
 
-get_ms=() put_ms=()
+get_ms=() first_ms=() put_ms=()
 bytes=0
 for ((r = 1; r <= rounds; r++)); do
     out=$(curl -sS --fail-with-body -o "$tmp/bench.img" -D "$tmp/get.head" \
-        -w '%{time_total} %{size_download}' "$src/_admin/tenants/bench/file")
+        -w '%{time_total} %{size_download} %{time_starttransfer}' "$src/_admin/tenants/bench/file")
     get_ms+=("$(awk '{printf "%.1f", $1 * 1000}' <<<"$out")")
+    first_ms+=("$(awk '{printf "%.1f", $3 * 1000}' <<<"$out")")
     bytes=$(awk '{print $2}' <<<"$out")
     digest=$(sed -n 's/^Fenec-Image-Digest: \([0-9a-f]*\).*/\1/ip' "$tmp/get.head")
     seq=$(sed -n 's/^Fenec-Seq: \([0-9]*\).*/\1/ip' "$tmp/get.head")
@@ -128,7 +129,7 @@ for ((r = 1; r <= rounds; r++)); do
         -o "$tmp/put.body" -w '%{time_total} %{http_code}' "$dst/_admin/tenants/bench/file")
     [[ "$out" == *" 201" ]] || { log "PUT answered: $out $(cat "$tmp/put.body")"; exit 1; }
     put_ms+=("$(awk '{printf "%.1f", $1 * 1000}' <<<"$out")")
-    log "round $r: GET ${get_ms[-1]} ms, PUT ${put_ms[-1]} ms, $bytes bytes"
+    log "round $r: GET ${get_ms[-1]} ms (first byte ${first_ms[-1]} ms), PUT ${put_ms[-1]} ms, $bytes bytes"
 done
 answer=$(curl -sS --fail-with-body -H 'Content-Type: application/json' "$dst/t/bench/query" \
     -d '{"query":"get docs select count(*)"}')
@@ -137,6 +138,7 @@ answer=$(curl -sS --fail-with-body -H 'Content-Type: application/json' "$dst/t/b
 mbs() { awk -v b="$bytes" -v ms="$1" 'BEGIN {printf "%.0f", b / 1e6 / (ms / 1000)}'; }
 get_med=$(printf '%s\n' "${get_ms[@]}" | median)
 get_best=$(printf '%s\n' "${get_ms[@]}" | best)
+first_med=$(printf '%s\n' "${first_ms[@]}" | median)
 put_med=$(printf '%s\n' "${put_ms[@]}" | median)
 put_best=$(printf '%s\n' "${put_ms[@]}" | best)
 mkdir -p "$(dirname "$report")"
@@ -149,5 +151,6 @@ mkdir -p "$(dirname "$report")"
         "$get_med" "$(mbs "$get_med")" "$get_best" "$(mbs "$get_best")"
     printf 'PUT  /_admin/tenants/bench/file  %8s ms  %5s MB/s   (best %s ms, %s MB/s)\n' \
         "$put_med" "$(mbs "$put_med")" "$put_best" "$(mbs "$put_best")"
-    echo "GET: image taken at one seq, SHA-256 digest, streamed; PUT: written, fsynced, verified, renamed"
+    echo "GET: image taken at one seq and its SHA-256 digest before the first byte (median $first_med ms), then streamed"
+    echo "PUT: the body read, written to <t>.fenec.incoming, fsynced, verified, renamed, the directory fsynced"
 } | tee "$report"
