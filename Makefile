@@ -43,6 +43,8 @@ help:
 	@echo "  make shard-bench build fenec-node and fenec-shard, then time a row-by-id read straight,"
 	@echo "                   through the router, through HAProxy and a loopback round trip"
 	@echo "                   (ci/setup-bench installs HAProxy); report in $(BUILD)/shard-bench.txt"
+	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
+	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -133,9 +135,14 @@ clean:
 # goals. wrk and PostgreSQL come from ci/setup-bench, not ci/setup, so CI never installs them.
 .PHONY: node-bench
 node-bench: configure
+ifeq ($(ARGS),image)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench.sh image $(BUILD)/server/fenec-node $(BUILD)/node-bench-image.txt
+else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench.txt
+endif
 
 # The router's added latency against HAProxy's and a loopback round trip, in one run
 # (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench.

@@ -24,8 +24,15 @@
 #
 # Usage: bench/node_bench.sh <path/to/fenec-node> [report file, default build/node-bench.txt]
 # Environment: NODE_BENCH_SECONDS (10), NODE_BENCH_WARMUP (3), NODE_BENCH_WORKERS ("1 2").
+#
+# `node_bench.sh image <fenec-node> [report]` runs bench/node_bench_image.sh instead: a tenant's file
+# image moved between two nodes (make node-bench ARGS=image).
 set -euo pipefail
 
+if [[ "${1:-}" == image ]]; then
+    shift
+    exec bash "$(cd "$(dirname "$0")" && pwd)/node_bench_image.sh" "$@"
+fi
 if (($# < 1)); then
     echo "usage: $0 <fenec-node> [report file]" >&2
     exit 2

@@ -1,18 +1,18 @@
-// server/node/admin.cc: the admin plane (node-http.md §8) as far as the data plane needs it:
-// tenants listed, created (with a schema landing as their first block), described, and the
-// read-only query (§8.4). Images, freeze, quotas, promotion, following and leases are the admin
-// plane's own work (issue 6) and answer 404 naming the route until then.
+// server/node/admin.cc: the admin plane's routes (node-http.md §8) and its reads: the node's hello
+// (§8.8), tenants listed (with `?detail`), created (a schema landing as their first block) and
+// described, and the read-only query (§8.4). Delete, freeze and thaw are lifecycle.cc's, the file
+// image image.cc's. Promotion, following and leases answer 404 naming the route until they exist.
+#include <fstream>
+
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/audit.h"
 #include "server/json_body.h"
-#include "server/node/handlers.h"
+#include "server/node/admin.h"
 #include <simdjson.h>
 
 namespace fenec::node {
-
-namespace {
 
 void audit_admin(Node& node, const Call& call, int status) {
     obs::LineLog* log = node.audit();
@@ -29,6 +29,13 @@ void audit_admin(Node& node, const Call& call, int status) {
                    {"status", status}};
     log->write(obs::audit_line(line));
 }
+
+void answer_audited(Node& node, Call& call, http::Response r) {
+    audit_admin(node, call, r.status);
+    node.answer(call, std::move(r));
+}
+
+namespace {
 
 // `{"schema":["create collection …",…]}` or an empty body.
 std::optional<std::string> schema_of(std::string_view body, std::vector<std::string>& out) {
@@ -54,16 +61,19 @@ std::optional<std::string> schema_of(std::string_view body, std::vector<std::str
 
 void create_tenant(Node& node, Call& call) {
     std::vector<std::string> schema;
-    if (auto e = schema_of(call.request.body, schema)) return node.answer(call, node.refusal(400, *e));
+    if (auto e = schema_of(call.request.body, schema)) {
+        return answer_audited(node, call, node.refusal(400, *e));
+    }
     std::vector<ql::ParsedStatement> parsed;
     for (const std::string& text : schema) {
         auto p = ql::parse(text);
-        if (!p) return node.answer(call, error_response(node, p.error()));
+        if (!p) return answer_audited(node, call, error_response(node, p.error()));
         if (p->statement.kind() != ql::StatementKind::create &&
             p->statement.kind() != ql::StatementKind::alter) {
-            return node.answer(call, node.refusal(400, "a tenant's schema holds create and alter "
-                                                       "statements, not `" +
-                                                           std::string(p->statement.first_word()) + "`"));
+            return answer_audited(node, call,
+                                  node.refusal(400, "a tenant's schema holds create and alter "
+                                                    "statements, not `" +
+                                                        std::string(p->statement.first_word()) + "`"));
         }
         parsed.push_back(std::move(p.value()));
     }
@@ -99,11 +109,47 @@ void create_tenant(Node& node, Call& call) {
         w.string(hex16(lineage.v));
         w.end_object();
     }
-    audit_admin(node, call, r.status);
-    node.answer(call, std::move(r));
+    answer_audited(node, call, std::move(r));
+}
+
+void write_forks(ql::JsonWriter& w, const engine::History& h) {
+    w.begin_array();
+    for (const engine::Fork& f : h.forks) {
+        w.begin_object();
+        w.key("history");
+        w.string(hex16(f.history.v));
+        w.key("at");
+        w.uint64(f.seq.v);
+        w.end_object();
+    }
+    w.end_array();
+}
+
+// `?detail` (§8): lineage, history, forks and following of each copy, for a router's repair
+// survey. A closed tenant is opened to tell (it closes again when idle); one that cannot be
+// opened now says null for each.
+void write_detail(Node& node, ql::JsonWriter& w, const std::string& name) {
+    Acquired a = node.registry().acquire(name);
+    if (!a.tenant) {
+        for (const char* k : {"lineage", "history", "forks"}) {
+            w.key(k);
+            w.null();
+        }
+    } else {
+        const engine::History h = a.tenant->db().history();
+        w.key("lineage");
+        w.string(hex16(a.tenant->db().lineage().v));
+        w.key("history");
+        w.string(hex16(h.current().v));
+        w.key("forks");
+        write_forks(w, h);
+    }
+    w.key("following");
+    w.null();  // replicas are replication's (§10); every copy here is a primary for now
 }
 
 void list_tenants(Node& node, Call& call) {
+    const bool detail = call.request.head.query_value("detail") != nullptr;
     http::Response r;
     ql::JsonWriter w(r.body);
     w.begin_array();
@@ -118,10 +164,52 @@ void list_tenants(Node& node, Call& call) {
         w.key("open");
         w.boolean(t.open);
         w.key("frozen");
-        w.boolean(false);
+        w.boolean(t.frozen);
+        if (detail) write_detail(node, w, t.name);
         w.end_object();
     }
     w.end_array();
+    node.answer(call, std::move(r));
+}
+
+// The machine's boot id, so a router tells a reboot from a restart (§8.8); "" if unreadable.
+std::string boot_id() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
+}
+
+void hello(Node& node, Call& call) {
+    const std::vector<TenantInfo> tenants = node.registry().list();
+    uint64_t disk = 0;
+    for (const TenantInfo& t : tenants) disk += t.bytes;
+    http::Response r;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("node");
+    w.string(node.options().node_name);
+    w.key("version");
+    w.string(fenec_version);
+    w.key("boot_id");
+    w.string(boot_id());
+    w.key("started");
+    w.string(obs::iso_time_ms(node.started_ms()));
+    w.key("takes_leases");
+    w.boolean(node.options().lease);
+    w.key("holder");
+    w.null();  // the lease holder: leases are wired in separately (§9)
+    w.key("tenants");
+    w.uint64(tenants.size());
+    w.key("open");
+    w.uint64(node.registry().open_count());
+    w.key("disk_bytes");
+    w.uint64(disk);
+    w.key("memory_bytes");
+    w.uint64(node.registry().memory_bytes());
+    w.key("memory_limit_bytes");
+    w.uint64(node.options().max_memory_mib << 20);
+    w.end_object();
     node.answer(call, std::move(r));
 }
 
@@ -138,16 +226,7 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.key("history");
     w.string(hex16(h.current().v));
     w.key("forks");
-    w.begin_array();
-    for (const engine::Fork& f : h.forks) {
-        w.begin_object();
-        w.key("history");
-        w.string(hex16(f.history.v));
-        w.key("at");
-        w.uint64(f.seq.v);
-        w.end_object();
-    }
-    w.end_array();
+    write_forks(w, h);
     w.key("seq");
     w.uint64(u.seq.v);
     w.key("durable");
@@ -188,41 +267,74 @@ void admin_query(Node& node, Call& call, Tenant& t) {
     node.answer(call, std::move(r));
 }
 
+
+http::Response not_allowed(Node& node, std::string_view path, std::string_view allow) {
+    return node.refusal(405, std::string(path) + " takes " + std::string(allow))
+        .header("Allow", std::string(allow));
+}
+
+// /_admin/tenants/<t>[/<what>]: the routes on one tenant.
+void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
+    const std::vector<std::string>& seg = call->rest;  // "tenants", <t>, ...
+    const http::Method m = call->request.head.method;
+    Call& c = *call;
+    if (seg.size() == 2) {
+        if (m == http::Method::put) return create_tenant(node, c);
+        if (m == http::Method::del) return delete_tenant(node, c, true);
+        if (m == http::Method::get) {
+            Acquired a = node.registry().acquire(c.tenant);
+            if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
+            return describe_tenant(node, c, *a.tenant);
+        }
+        return answer_audited(node, c,
+                              not_allowed(node, "/_admin/tenants/<t>", "GET, PUT, DELETE"));
+    }
+    if (seg.size() != 3) {
+        return node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
+    }
+    const std::string& what = seg[2];
+    if (what == "query") {
+        if (m != http::Method::post) {
+            return node.answer(c, not_allowed(node, "/_admin/tenants/<t>/query", "POST"));
+        }
+        Acquired a = node.registry().acquire(c.tenant);
+        if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
+        return admin_query(node, c, *a.tenant);
+    }
+    if (what == "freeze" || what == "thaw") {
+        if (m != http::Method::post) {
+            return answer_audited(node, c,
+                                  not_allowed(node, "/_admin/tenants/<t>/" + what, "POST"));
+        }
+        return what == "freeze" ? freeze_tenant(node, c) : thaw_tenant(node, c);
+    }
+    if (what == "file") {
+        if (m == http::Method::get) return get_image(node, call);
+        if (m == http::Method::put) return put_image(node, c);
+        if (m == http::Method::del) return delete_tenant(node, c, false);
+        return answer_audited(node, c,
+                              not_allowed(node, "/_admin/tenants/<t>/file", "GET, PUT, DELETE"));
+    }
+    node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
+}
+
 }  // namespace
 
 void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
     const std::vector<std::string>& seg = call->rest;  // after "_admin"
     const http::Method m = call->request.head.method;
-    if (seg.size() == 1 && seg[0] == "tenants") {
+    if (seg.size() == 1 && (seg[0] == "tenants" || seg[0] == "hello")) {
         if (m != http::Method::get) {
-            return node.answer(*call, node.refusal(405, "/_admin/tenants takes GET").header("Allow", "GET"));
+            return node.answer(*call, not_allowed(node, "/_admin/" + seg[0], "GET"));
         }
-        return list_tenants(node, *call);
+        return seg[0] == "hello" ? hello(node, *call) : list_tenants(node, *call);
     }
     if (seg.size() >= 2 && seg[0] == "tenants") {
         if (!valid_tenant_name(call->tenant)) {
             return node.answer(*call, node.refusal(400, "tenant name `" + call->tenant +
                                                             "` is not [a-z0-9_-]{1,64}"));
         }
-        if (seg.size() == 2 && m == http::Method::put) return create_tenant(node, *call);
-        const bool describe = seg.size() == 2 && m == http::Method::get;
-        const bool query = seg.size() == 3 && seg[2] == "query" && m == http::Method::post;
-        if (describe || query) {
-            Acquired a = node.registry().acquire(call->tenant);
-            if (!a.tenant) {
-                return node.answer(*call, acquire_refusal(node, a));
-            }
-            return describe ? describe_tenant(node, *call, *a.tenant) : admin_query(node, *call, *a.tenant);
-        }
-    }
-    // A path of §8 asked with another method: 405 naming the ones it takes.
-    if (seg.size() == 2 && seg[0] == "tenants") {
-        return node.answer(*call, node.refusal(405, "/_admin/tenants/<t> takes GET and PUT")
-                                      .header("Allow", "GET, PUT"));
-    }
-    if (seg.size() == 3 && seg[0] == "tenants" && seg[2] == "query") {
-        return node.answer(*call, node.refusal(405, "/_admin/tenants/<t>/query takes POST")
-                                      .header("Allow", "POST"));
+        return serve_tenant(node, call);
     }
     node.answer(*call, node.refusal(404, "no admin route " + call->request.head.path));
 }

@@ -299,6 +299,35 @@ http::Response Node::framing_error(int status, std::string_view message) {
     return r;
 }
 
+namespace {
+
+// `PUT /_admin/tenants/<t>/file` (§8.3): the one route whose body is an image. Its tenant name,
+// or "" for any other request.
+std::string image_put_tenant(const http::RequestHead& h) {
+    if (h.method != http::Method::put || !h.path.starts_with("/_admin/tenants/")) return "";
+    const std::vector<std::string> seg = split_path(h.path);
+    return seg.size() == 4 && seg[3] == "file" && valid_tenant_name(seg[2]) ? seg[2] : "";
+}
+
+bool octet_stream_type(std::string_view ct) {
+    std::string lower(ct);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower == "application/octet-stream";
+}
+
+}  // namespace
+
+// Whether the head carries what the admin plane takes (or the plane is open here): the image
+// route's larger bound and its 409 before the body are for the admin alone.
+bool Node::admin_credential(const http::RequestHead& h) {
+    if (auth_->plane_open(auth::Credential::admin) &&
+        (is_loopback(options_.listen) || options_.insecure)) {
+        return true;
+    }
+    auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
+    return v.ok && v.identity.credential == auth::Credential::admin;
+}
+
 server::HeadVerdict Node::check_head(const server::Request& request) {
     server::HeadVerdict v;
     v.body_bytes_max = options_.max_body_mib << 20;
@@ -312,20 +341,32 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
     if (h.transfer_encoding) {
         return refuse(411, "Transfer-Encoding is not taken: send the body with Content-Length");
     }
+    // An image install (§8.3) takes application/octet-stream up to --max-image, and is refused
+    // 409 before its body when the tenant has a file. Anyone but the admin gets --max-body, so
+    // no unauthenticated client can make the node read gigabytes before its 401.
+    const std::string image_tenant = image_put_tenant(h);
+    const bool image = !image_tenant.empty() && admin_credential(h);
+    if (image) v.body_bytes_max = options_.max_image_mib << 20;
     if (body_route(h)) {
-        if (!h.content_length && h.path.starts_with("/t/")) {
+        if (!h.content_length && (h.path.starts_with("/t/") || image)) {
             return refuse(411, "a " + std::string(h.method_text) + " to " + h.path +
                                    " needs Content-Length");
         }
         if (h.content_length && *h.content_length > v.body_bytes_max) {
             return refuse(413, "the body is " + std::to_string(*h.content_length) +
-                                   " bytes, over --max-body of " + std::to_string(v.body_bytes_max) +
-                                   " bytes");
+                                   " bytes, over " + (image ? "--max-image" : "--max-body") +
+                                   " of " + std::to_string(v.body_bytes_max) + " bytes");
         }
-        if (auto ct = h.header("Content-Type"); ct && h.content_length && *h.content_length > 0 &&
-                                                !json_type(*ct)) {
-            return refuse(415, "Content-Type " + std::string(*ct) +
-                                   " is not taken here: send application/json");
+        if (auto ct = h.header("Content-Type"); ct && h.content_length && *h.content_length > 0) {
+            if (!image_tenant.empty() ? !octet_stream_type(*ct) : !json_type(*ct)) {
+                return refuse(415, "Content-Type " + std::string(*ct) +
+                                       " is not taken here: send " +
+                                       (!image_tenant.empty() ? "application/octet-stream"
+                                                              : "application/json"));
+            }
+        }
+        if (image && registry_->file_exists(image_tenant)) {
+            return refuse(409, "tenant " + image_tenant + " has a file here: delete it first");
         }
     }
     return v;

@@ -76,6 +76,7 @@ public:
     obs::Registry& metrics() { return metrics_; }
     bool stopping() const { return stopping_.load(); }
     int64_t now_ms() const;
+    int64_t started_ms() const { return started_ms_; }
     // Finishes a call: headers every answer carries, metrics, slow log, then the reply.
     void answer(Call& call, http::Response response);
     // A JSON refusal {"error": message[, "reason": reason]} with `status` and the headers its
@@ -120,6 +121,7 @@ public:
 private:
     void dispatch(std::shared_ptr<Call> call);
     bool authorize(const std::shared_ptr<Call>& call, auth::Credential plane);
+    bool admin_credential(const http::RequestHead& head);
     void audit_refusal(const Call& call, int status, std::string_view why);
     void slow_log(const Call& call, int status, double seconds);
     void span(const Call& call, int status, double seconds);

@@ -2,7 +2,9 @@
 #include "server/node/registry.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "engine/io.h"
 
@@ -11,6 +13,10 @@ namespace fenec::node {
 namespace {
 
 constexpr int64_t open_failure_kept_ms = 10'000;  // §11: a damaged file is not reread per request
+// While a tenant is taken out of service: how often the references left are counted, and how
+// often `leave` is asked again (a stream or held request that arrived between two asks).
+constexpr int64_t take_out_poll_ms = 5;
+constexpr int64_t leave_repeat_ms = 250;
 
 }  // namespace
 
@@ -39,9 +45,17 @@ Acquired Registry::acquire(std::string_view name) {
                 it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
             }
             slot = it->second;
+            if (slot->out) {  // being deleted or installed: absent until it is back (§8.1, §8.3)
+                return Acquired{nullptr, AcquireError::not_found,
+                                "tenant " + std::string(name) + " not found"};
+            }
         }
         std::lock_guard slot_lock(slot->mu);
         if (slot->dead) continue;  // closed while we waited: take the new slot
+        if (slot->out) {
+            return Acquired{nullptr, AcquireError::not_found,
+                            "tenant " + std::string(name) + " not found"};
+        }
         if (slot->tenant) {
             slot->tenant->last_used_ms = options_.now_ms();
             return Acquired{slot->tenant, AcquireError::none, {}};
@@ -78,7 +92,7 @@ std::shared_ptr<Tenant> Registry::try_get(std::string_view name) {
     {
         std::lock_guard lock(mu_);  // slot tenants may be read under mu_ (registry.h)
         auto it = slots_.find(name);
-        if (it == slots_.end() || it->second->dead) return nullptr;
+        if (it == slots_.end() || it->second->dead || it->second->out) return nullptr;
         t = it->second->tenant;
     }
     if (t) t->last_used_ms = options_.now_ms();
@@ -122,6 +136,8 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         slot.failure = "tenant " + std::string(name) + " cannot be opened: " + db.status().to_string();
         return Acquired{nullptr, AcquireError::open_failed, slot.failure};
     }
+    // A tenant frozen before a restart opens frozen (§8.2: the mark is `<t>.frozen`).
+    if (std::filesystem::exists(sidecar_of(name, sidecar_frozen), ec)) (void)(*db)->freeze();
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (options_.on_open) options_.on_open(*tenant);
     tenant->refresh_memory();
@@ -190,17 +206,165 @@ std::vector<TenantInfo> Registry::list() const {
         if (!file.ends_with(".fenec")) continue;
         std::string name = file.substr(0, file.size() - 6);
         if (!valid_tenant_name(name)) continue;
-        TenantInfo info{name, entry.file_size(ec), false};
+        TenantInfo info{name, entry.file_size(ec), false, false};
+        std::shared_ptr<Tenant> open;
         {
             std::lock_guard lock(mu_);
             auto it = slots_.find(name);
-            info.open = it != slots_.end() && it->second->tenant != nullptr;
+            if (it != slots_.end() && !it->second->out) open = it->second->tenant;
         }
+        // Holding the reference keeps it from closing while its mark is read (evict_one and
+        // take_out close a tenant only when the registry's is the last one).
+        info.open = open != nullptr;
+        info.frozen = open ? open->db().frozen()
+                           : std::filesystem::exists(sidecar_of(name, sidecar_frozen), ec);
+        open.reset();
         out.push_back(std::move(info));
     }
     std::sort(out.begin(), out.end(),
               [](const TenantInfo& a, const TenantInfo& b) { return a.name < b.name; });
     return out;
+}
+
+bool Registry::file_exists(std::string_view name) const {
+    std::error_code ec;
+    return std::filesystem::exists(path_of(name), ec);
+}
+
+std::string Registry::sidecar_of(std::string_view name, std::string_view suffix) const {
+    return options_.data_dir + "/" + std::string(name) + std::string(suffix);
+}
+
+Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
+                                      const std::function<void(Tenant&)>& leave) {
+    std::shared_ptr<Slot> slot;
+    std::unique_lock<std::mutex> slot_lock;
+    for (;;) {  // as create: a slot that died while we waited is replaced by a new one
+        {
+            std::lock_guard lock(mu_);
+            auto it = slots_.find(name);
+            if (it == slots_.end()) {
+                it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            }
+            slot = it->second;
+            if (slot->out) {
+                return TakenOut{nullptr, TakeOutError::busy,
+                                "tenant " + std::string(name) + " is being deleted or installed"};
+            }
+        }
+        slot_lock = std::unique_lock(slot->mu);
+        if (!slot->dead) break;
+        slot_lock.unlock();
+    }
+    std::shared_ptr<Tenant> tenant;
+    {
+        std::lock_guard lock(mu_);
+        if (slot->out) {  // another took it out while we waited for the slot
+            return TakenOut{nullptr, TakeOutError::busy,
+                            "tenant " + std::string(name) + " is being deleted or installed"};
+        }
+        slot->out = true;
+        tenant = slot->tenant;
+    }
+    auto out = std::unique_ptr<OutOfService>(
+        new OutOfService(*this, slot, std::move(slot_lock), std::string(name)));
+    if (!tenant) return TakenOut{std::move(out), TakeOutError::none, {}};
+    tenant->leaving = true;
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed_ms = [&] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+            .count();
+    };
+    int64_t asked_ms = -leave_repeat_ms;
+    // Two references are ours (the slot's and `tenant`); any other is a request, a stream, a
+    // held request or a follower still on it.
+    while (tenant.use_count() > 2) {
+        const int64_t now = elapsed_ms();
+        if (now >= wait_ms) {
+            tenant->leaving = false;
+            tenant.reset();
+            {
+                std::lock_guard lock(mu_);
+                slot->out = false;  // still served: nothing was removed
+            }
+            out.reset();
+            return TakenOut{nullptr, TakeOutError::in_use,
+                            "tenant " + std::string(name) + " still in use after " +
+                                std::to_string(wait_ms / 1000) + " s"};
+        }
+        if (now - asked_ms >= leave_repeat_ms) {
+            if (leave) leave(*tenant);
+            asked_ms = now;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(take_out_poll_ms));
+    }
+    {
+        std::lock_guard lock(mu_);  // out of the slot first: from here nobody can take a reference
+        slot->tenant.reset();
+    }
+    close_tenant(tenant);
+    return TakenOut{std::move(out), TakeOutError::none, {}};
+}
+
+void Registry::back_in_service(Slot& slot, const std::string& name) {
+    std::lock_guard lock(mu_);
+    slot.out = false;
+    if (slot.tenant) return;  // never closed (in use): served as before
+    // Closed: the slot leaves the map, and the next request opens whatever file is there now.
+    slot.dead = true;
+    auto it = slots_.find(name);
+    if (it != slots_.end() && it->second.get() == &slot) slots_.erase(it);
+}
+
+Registry::OutOfService::~OutOfService() {
+    registry_.back_in_service(*slot_, name_);
+}
+
+bool Registry::OutOfService::file_exists() const { return registry_.file_exists(name_); }
+
+engine::Status Registry::OutOfService::remove_files(bool sidecars) {
+    engine::Fs& fs = engine::posix_fs();
+    const std::string path = registry_.path_of(name_);
+    if (engine::Status st = fs.remove(path); !st.is_ok() && st.code() != engine::Code::not_found) {
+        return st;
+    }
+    if (sidecars) {
+        for (std::string_view s : {sidecar_quota, sidecar_follows, sidecar_frozen}) {
+            engine::Status st = fs.remove(registry_.sidecar_of(name_, s));
+            if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
+        }
+    }
+    return fs.sync_dir(registry_.options_.data_dir);
+}
+
+engine::Status Registry::OutOfService::install(
+    const std::string& incoming, engine::InstallMode mode,
+    const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info) {
+    engine::Fs& fs = engine::posix_fs();
+    auto fail = [&](engine::Status st) {
+        fs.remove(incoming).ignore();
+        return st;
+    };
+    {
+        auto f = fs.open(incoming, engine::OpenMode::read_write);
+        if (!f.is_ok()) return fail(f.status());
+        if (engine::Status st = (*f)->sync(); !st.is_ok()) return fail(st);
+    }
+    // engine::Database::install_image's steps, with the caller's check between the verification
+    // and the rename (the image's seq and lineage against the headers that came with it).
+    auto verified = engine::Database::verify_image(fs, incoming);
+    if (!verified.is_ok()) return fail(verified.status());
+    info = *verified;
+    if (check) {
+        if (engine::Status st = check(info); !st.is_ok()) return fail(st);
+    }
+    const std::string target = registry_.path_of(name_);
+    if (engine::Status st = fs.rename(incoming, target, mode == engine::InstallMode::replace);
+        !st.is_ok()) {
+        return fail(st);
+    }
+    return fs.sync_dir(registry_.options_.data_dir);
 }
 
 void Registry::close_tenant(const std::shared_ptr<Tenant>& t) {
@@ -218,7 +382,7 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
         std::lock_guard lock(mu_);
         int64_t oldest = INT64_MAX;
         for (const auto& [name, slot] : slots_) {
-            if (!slot->tenant) continue;
+            if (!slot->tenant || slot->out) continue;
             if (slot->tenant.use_count() != 1) continue;  // a request, stream or follower holds it
             const int64_t used = slot->tenant->last_used_ms;
             if (idle_only_past_timeout &&

@@ -6,7 +6,8 @@
 //
 // Invariant: at most one Database per file. A name's slot is locked while its tenant opens or
 // closes, and a request for it waits on that lock; the slot leaves the map only after its
-// database has closed.
+// database has closed. A slot taken out of service (take_out: deleting, installing) stays locked
+// for as long, and requests for it answer not_found at once rather than wait.
 #pragma once
 
 #include <cstdint>
@@ -51,13 +52,69 @@ struct TenantInfo {
     std::string name;
     uint64_t bytes = 0;
     bool open = false;
+    bool frozen = false;  // the open tenant's mark, or its `<t>.frozen` sidecar when closed
 };
+
+// The sidecars beside `<t>.fenec` (§11): kept across restarts, removed with the tenant.
+inline constexpr std::string_view sidecar_quota = ".quota";
+inline constexpr std::string_view sidecar_follows = ".follows";
+inline constexpr std::string_view sidecar_frozen = ".frozen";
+
+// Why a tenant could not be taken out of service.
+enum class TakeOutError : uint8_t { none, busy, in_use };
 
 // Why a tenant closed, as fenec_tenant_closes_total labels it.
 enum class CloseReason : uint8_t { idle, memory, shutdown };
 
 class Registry {
+    struct Slot;
+
 public:
+    // A tenant taken out of service (§11's deleting and installing states): its slot stays locked
+    // while this lives, so nothing opens, creates or closes it meanwhile, and every new request
+    // for it is answered as for an absent tenant (not_found) without waiting. Its database, if it
+    // was open, has been closed. Destroyed, the slot goes back into service: the next request
+    // opens whatever file is there then (an installed image), or finds none (a delete).
+    // Holders: a delete, an image install, a follower replacing its copy with an image.
+    class OutOfService {
+    public:
+        ~OutOfService();
+        OutOfService(const OutOfService&) = delete;
+        OutOfService& operator=(const OutOfService&) = delete;
+
+        const std::string& name() const { return name_; }
+        // `<t>.fenec` is on disk.
+        bool file_exists() const;
+        // Removes `<t>.fenec` and, with `sidecars`, `<t>.quota`, `<t>.follows`, `<t>.frozen`,
+        // then fsyncs the directory.
+        engine::Status remove_files(bool sidecars);
+        // Installs `incoming` (a whole image written and closed by the caller) as `<t>.fenec`:
+        // fsynced, verified as the engine opens any file, `check`ed against what the caller was
+        // told of it, renamed into place (`create_only`: refused if a file is there) and the
+        // directory fsynced. On any failure `incoming` is removed and nothing else changes; a
+        // verification failure is `corruption` naming the offset. `info` is the image's.
+        engine::Status install(const std::string& incoming, engine::InstallMode mode,
+                               const std::function<engine::Status(const engine::ImageInfo&)>& check,
+                               engine::ImageInfo& info);
+
+    private:
+        friend class Registry;
+        OutOfService(Registry& registry, std::shared_ptr<Slot> slot,
+                     std::unique_lock<std::mutex> lock, std::string name)
+            : registry_(registry), slot_(std::move(slot)), lock_(std::move(lock)),
+              name_(std::move(name)) {}
+        Registry& registry_;
+        std::shared_ptr<Slot> slot_;
+        std::unique_lock<std::mutex> lock_;  // the slot's mu
+        std::string name_;
+    };
+
+    struct TakenOut {
+        std::unique_ptr<OutOfService> out;  // null on error
+        TakeOutError error = TakeOutError::none;
+        std::string message;
+    };
+
     explicit Registry(RegistryOptions options);
     ~Registry();
 
@@ -73,6 +130,19 @@ public:
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
     std::vector<TenantInfo> list() const;
+    // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
+    // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
+    // requests so they answer), again every leave_repeat_ms, until the registry holds the only
+    // reference; then it is closed. Past `wait_ms` with references left → in_use, the tenant
+    // still open and served. Another holder already has it out → busy. Blocks: call from a
+    // worker.
+    TakenOut take_out(std::string_view name, int64_t wait_ms,
+                      const std::function<void(Tenant&)>& leave);
+    // `<t>.fenec` is on disk: one stat, cheap enough for a loop's head check (§8.3's 409 before
+    // the body).
+    bool file_exists(std::string_view name) const;
+    // `<data-dir>/<t><suffix>`: a sidecar's path.
+    std::string sidecar_of(std::string_view name, std::string_view suffix) const;
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
     void sweep();
@@ -92,6 +162,7 @@ private:
         std::mutex mu;                    // held while the tenant opens or closes
         std::shared_ptr<Tenant> tenant;   // null: not open (or failed)
         bool dead = false;                // closed and leaving the map: look again
+        bool out = false;                 // out of service (under both locks): new requests 404
         int64_t failed_ms = 0;            // an open failure kept 10 s
         std::string failure;
     };
@@ -100,6 +171,7 @@ private:
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
                                      index::IndexSet& indexes) const;
     void close_tenant(const std::shared_ptr<Tenant>& t);
+    void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
 
     RegistryOptions options_;

@@ -50,6 +50,7 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
         return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
     }
+    const Tenant::WriteTicket ticket = t.admit_write();  // until answered (§8.2)
     if (auto r = write_refusal(node, t)) return node.answer(*call, std::move(*r));
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, t, refusal);

@@ -206,6 +206,7 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
     auto ran = std::make_shared<std::atomic<bool>>(false);
     auto run = [&node, call, t, s, last, ran]() -> bool {
         *ran = true;
+        const Tenant::WriteTicket ticket = t->admit_write();  // until this run answers (§8.2)
         if (auto r = write_refusal(node, *t)) {  // each run is a write (§5.5)
             node.answer(*call, std::move(*r));
             return true;
@@ -274,7 +275,12 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     if (holds == Holds::yes) return run();
     if (holds == Holds::never) return node.answer(*call, not_held(node, *t, *ra.after, ra.history));
     const int64_t wait = ra.wait_ms ? static_cast<int64_t>(*ra.wait_ms) : after_wait_default_ms;
-    auto attempt = [t, ra, run]() {
+    auto attempt = [&node, call, t, ra, run]() {
+        if (t->leaving) {  // deleted or replaced while it waited (§8.1: held requests get 503)
+            node.answer(*call, node.refusal(503, "tenant " + t->name() + " is leaving this node",
+                                            "gone"));
+            return true;
+        }
         if (holds_write(*t, *ra.after, ra.history) != Holds::yes) return false;
         run();
         return true;
@@ -295,6 +301,10 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
     if (t.db().frozen()) {
         node.counters().writes_refused->with({"frozen"}).inc();
         return node.refusal(503, "tenant " + t.name() + " is frozen", "frozen");
+    }
+    if (t.leaving) {  // being deleted or replaced (Registry::take_out)
+        node.counters().writes_refused->with({"gone"}).inc();
+        return node.refusal(503, "tenant " + t.name() + " is leaving this node", "gone");
     }
     return std::nullopt;
 }
@@ -328,6 +338,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (!s->writes) return run_reads(node, call, t, s, ra);
 
     if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
+    const Tenant::WriteTicket ticket = t->admit_write();  // until answered (§8.2)
     if (auto r = write_refusal(node, *t)) return node.answer(*call, std::move(*r));
     if (s->compact && s->parsed.size() > 1) {
         if (call->request.head.header("Idempotency-Key")) {

@@ -2,6 +2,7 @@
 #include "server/node/tenant.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace fenec::node {
 
@@ -59,6 +60,30 @@ void Tenant::unwatch(const ChangeWatcher* w) {
         auto s = x.lock();
         return !s || s.get() == w;
     });
+}
+
+void Tenant::wake_all() {
+    std::vector<std::shared_ptr<ChangeWatcher>> wake;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& w : watchers_) {
+            if (auto s = w.lock()) wake.push_back(std::move(s));
+        }
+    }
+    for (const auto& w : wake) w->wake();
+}
+
+void Tenant::write_done() {
+    if (writes_in_flight_.fetch_sub(1) == 1) {
+        std::lock_guard lock(writes_mu_);  // so a waiter between its check and its wait hears it
+        writes_cv_.notify_all();
+    }
+}
+
+bool Tenant::wait_writes(int64_t wait_ms) {
+    std::unique_lock lock(writes_mu_);
+    return writes_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                               [&] { return writes_in_flight_.load() == 0; });
 }
 
 bool Tenant::held_join(const std::string& key, const std::shared_ptr<ChangeWatcher>& w) {

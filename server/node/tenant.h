@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/database.h"
@@ -80,11 +81,41 @@ public:
     bool held_first(const std::string& key, const ChangeWatcher* w) const;
     std::shared_ptr<ChangeWatcher> held_leave(const std::string& key, const ChangeWatcher* w);
 
+    // Wakes every watcher as a landed block would: held requests run again (and answer a freeze
+    // or a deletion 503), reads waiting on Fenec-After look again.
+    void wake_all();
+
+    // A write admitted and not yet answered (§8.2: a freeze answers only once writes in flight
+    // were). Taken before the admission check, so a freeze that sets its mark and then counts
+    // zero has missed none: a write counted after that finds the mark.
+    class WriteTicket {
+    public:
+        explicit WriteTicket(Tenant& t) : t_(&t) { t.writes_in_flight_.fetch_add(1); }
+        WriteTicket(WriteTicket&& o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
+        WriteTicket(const WriteTicket&) = delete;
+        WriteTicket& operator=(const WriteTicket&) = delete;
+        WriteTicket& operator=(WriteTicket&&) = delete;
+        ~WriteTicket() {
+            if (t_) t_->write_done();
+        }
+
+    private:
+        Tenant* t_;
+    };
+    WriteTicket admit_write() { return WriteTicket(*this); }
+    // Waits until no write is in flight, at most `wait_ms`; false at the bound.
+    bool wait_writes(int64_t wait_ms);
+
     std::atomic<int64_t> last_used_ms{0};
     std::atomic<uint32_t> streams{0};
     std::atomic<uint32_t> requests{0};
+    // Being taken out of service (a deletion, an image put in its place): writes and held
+    // requests are answered 503 rather than run (Registry::take_out).
+    std::atomic<bool> leaving{false};
 
 private:
+    void write_done();
+
     const std::string name_;
     const size_t ring_max_;
     std::atomic<uint64_t> memory_{0};
@@ -103,6 +134,10 @@ private:
     std::condition_variable keys_cv_;
     std::map<std::string, engine::DocId> keys_;
     std::set<std::string> keys_in_flight_;
+
+    std::atomic<int64_t> writes_in_flight_{0};
+    std::mutex writes_mu_;
+    std::condition_variable writes_cv_;
 };
 
 }  // namespace fenec::node

@@ -96,7 +96,9 @@ public:
                 for (const auto& h : head.headers) r.headers.emplace_back(h.name, h.value);
                 buf_.erase(0, used);
                 if (r.status == 100) continue;
-                if (head.content_length) {
+                if (r.status == 204 || r.status == 304) {
+                    // No content by definition (RFC 9110 §6.4.1): nothing to read.
+                } else if (head.content_length) {
                     while (buf_.size() < *head.content_length) {
                         if (!fill()) return std::nullopt;
                     }

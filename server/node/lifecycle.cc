@@ -1,0 +1,124 @@
+// server/node/lifecycle.cc: a tenant's life on the admin plane (node-http.md §8.1, §8.2): its
+// deletion, which takes it out of service before anything is removed, and freeze and thaw,
+// whose mark `<t>.frozen` outlives a restart (the registry applies it as the tenant opens).
+//
+// Invariants: a delete removes nothing while anything still holds the tenant (409 after
+// delete_wait_ms); a freeze answers only once every write admitted before its mark was set has
+// been answered (Tenant::WriteTicket), so the seq it reports is final until a thaw.
+#include "server/node/admin.h"
+#include "server/node/subscriptions.h"
+
+namespace fenec::node {
+
+namespace {
+
+constexpr int64_t delete_wait_ms = 5'000;  // §8.1: requests in flight get 5 s, then 409
+// How long a freeze waits for the writes in flight to be answered. A write is answered once its
+// fsync returns; one slower than this means the disk is failing, and the freeze says so (500)
+// with the tenant frozen all the same.
+constexpr int64_t freeze_wait_ms = 30'000;
+
+// The sidecar written (a line naming when) and fsynced with its directory, or removed.
+engine::Status write_mark(Node& node, const std::string& path) {
+    engine::Fs& fs = engine::posix_fs();
+    {
+        auto f = fs.open(path, engine::OpenMode::create_truncate);
+        if (!f.is_ok()) return f.status();
+        const std::string line = "{\"frozen_ms\":" + std::to_string(node.now_ms()) + "}\n";
+        if (auto st = (*f)->append(std::as_bytes(std::span(line))); !st.is_ok()) return st;
+        if (auto st = (*f)->sync(); !st.is_ok()) return st;
+    }
+    return fs.sync_dir(node.options().data_dir);
+}
+
+engine::Status remove_mark(Node& node, const std::string& path) {
+    engine::Fs& fs = engine::posix_fs();
+    engine::Status st = fs.remove(path);
+    if (!st.is_ok()) return st.code() == engine::Code::not_found ? engine::Status::ok() : st;
+    return fs.sync_dir(node.options().data_dir);
+}
+
+// The delete's answer, made while the tenant is out of service and sent once it is back (so a
+// request after the answer finds it absent, never still leaving).
+http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
+    // Its streams end `gone` and its held requests are woken to answer 503 (the tenant is marked
+    // leaving); asked again while references remain, for any that came in between.
+    Registry::TakenOut taken =
+        node.registry().take_out(call.tenant, delete_wait_ms, [&node](Tenant& t) {
+            node.subscriptions().end_tenant(t.name(), "gone");
+            t.wake_all();
+        });
+    if (!taken.out) return node.refusal(409, taken.message);
+    if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
+    if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
+        return node.refusal(500,
+                            "tenant " + call.tenant + " could not be removed: " + st.to_string());
+    }
+    http::Response r;
+    r.status = 204;
+    r.content_type.clear();
+    return r;
+}
+
+}  // namespace
+
+void delete_tenant(Node& node, Call& call, bool sidecars) {
+    answer_audited(node, call, remove_tenant(node, call, sidecars));
+}
+
+void freeze_tenant(Node& node, Call& call) {
+    Acquired a = node.registry().acquire(call.tenant);
+    if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
+    Tenant& t = *a.tenant;
+    // The mark first: a crash after it leaves the tenant frozen, as it was asked to be.
+    const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
+    if (engine::Status st = write_mark(node, mark); !st.is_ok()) {
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    ": the freeze mark could not be "
+                                                    "written: " +
+                                                    st.to_string()));
+    }
+    if (engine::Status st = t.db().freeze(); !st.is_ok()) {  // waits for the block in progress
+        return answer_audited(node, call, node.refusal(500, st.to_string()));
+    }
+    t.wake_all();  // held requests answer 503 at once (§8.2), not at their deadline
+    if (!t.wait_writes(freeze_wait_ms)) {
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    " is frozen, but writes in flight "
+                                                    "were not answered within " +
+                                                    std::to_string(freeze_wait_ms / 1000) + " s"));
+    }
+    http::Response r;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("frozen");
+    w.boolean(true);
+    w.key("seq");
+    w.uint64(t.db().seq().v);
+    w.key("history");
+    w.string(hex16(t.db().history().current().v));
+    w.end_object();
+    answer_audited(node, call, std::move(r));
+}
+
+void thaw_tenant(Node& node, Call& call) {
+    Acquired a = node.registry().acquire(call.tenant);
+    if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
+    // The mark first: a crash after it leaves the tenant thawed, as it was asked to be.
+    const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
+    if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
+        return answer_audited(node, call,
+                              node.refusal(500, "tenant " + call.tenant +
+                                                    ": the freeze mark could not be "
+                                                    "removed: " +
+                                                    st.to_string()));
+    }
+    a.tenant->db().thaw();
+    http::Response r;
+    r.body = "{\"frozen\":false}";
+    answer_audited(node, call, std::move(r));
+}
+
+}  // namespace fenec::node

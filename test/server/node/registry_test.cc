@@ -1,0 +1,147 @@
+// test/server/node/registry_test.cc: Registry::take_out, the one way a tenant leaves service
+// (node-http.md §8.1, §8.3, §11), in process: while out, every request finds the tenant absent
+// at once; references still held past the bound leave it served and untouched (a delete's 409);
+// released references let it close, and its files go or an image comes in its place, verified
+// and checked before the rename; the `.frozen` mark is applied as a tenant opens.
+#include "server/node/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::node {
+namespace {
+
+using fenec::test::TempDir;
+
+RegistryOptions options_for(const TempDir& dir) {
+    RegistryOptions o;
+    o.data_dir = dir.path();
+    o.now_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    return o;
+}
+
+void create(Registry& r, const std::string& name) {
+    engine::LineageId lineage;
+    ASSERT_TRUE(r.create(
+                     name, [](Tenant&) { return engine::Status::ok(); }, lineage)
+                    .is_ok());
+}
+
+TEST(RegistryTakeOut, InUsePastTheBoundLeavesTheTenantServed) {
+    TempDir dir;
+    Registry r(options_for(dir));
+    create(r, "acme");
+    Acquired held = r.acquire("acme");  // a request that does not let go
+    ASSERT_TRUE(held.tenant);
+    int asked = 0;
+    const auto start = std::chrono::steady_clock::now();
+    Registry::TakenOut t = r.take_out("acme", 300, [&](Tenant& tenant) {
+        ++asked;
+        EXPECT_TRUE(tenant.leaving);
+    });
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    EXPECT_FALSE(t.out);
+    EXPECT_EQ(t.error, TakeOutError::in_use);
+    EXPECT_NE(t.message.find("still in use"), std::string::npos) << t.message;
+    EXPECT_GE(ms, 300);
+    EXPECT_GE(asked, 2);  // asked again while it waited
+    EXPECT_FALSE(held.tenant->leaving);
+    Acquired again = r.acquire("acme");
+    EXPECT_EQ(again.tenant, held.tenant);  // the same open tenant, never closed
+    EXPECT_TRUE(r.file_exists("acme"));
+}
+
+TEST(RegistryTakeOut, AbsentWhileOutThenRemoved) {
+    TempDir dir;
+    Registry r(options_for(dir));
+    create(r, "acme");
+    std::ofstream(r.sidecar_of("acme", sidecar_quota)) << "{}";
+    std::ofstream(r.sidecar_of("acme", sidecar_frozen)) << "{}";
+    Acquired stream = r.acquire("acme");  // a stream, ended by `leave`
+    Registry::TakenOut t = r.take_out("acme", 5000, [&](Tenant&) { stream.tenant.reset(); });
+    ASSERT_TRUE(t.out) << t.message;
+    EXPECT_EQ(r.acquire("acme").error, AcquireError::not_found);
+    EXPECT_EQ(r.try_get("acme"), nullptr);
+    EXPECT_EQ(r.take_out("acme", 0, {}).error, TakeOutError::busy);
+    EXPECT_EQ(r.open_count(), 0u);
+    ASSERT_TRUE(t.out->file_exists());
+    ASSERT_TRUE(t.out->remove_files(true).is_ok());
+    t.out.reset();
+    EXPECT_EQ(r.acquire("acme").error, AcquireError::not_found);
+    EXPECT_TRUE(r.list().empty());
+    EXPECT_FALSE(std::filesystem::exists(r.sidecar_of("acme", sidecar_quota)));
+    EXPECT_FALSE(std::filesystem::exists(r.sidecar_of("acme", sidecar_frozen)));
+}
+
+TEST(RegistryTakeOut, InstallChecksBeforeTheRename) {
+    TempDir dir;
+    Registry r(options_for(dir));
+    create(r, "src");
+    auto image = r.acquire("src").tenant->db().image();
+    ASSERT_TRUE(image.is_ok());
+    auto write_incoming = [&](const std::string& path, bool flip) {
+        std::vector<std::byte> bytes = *image->bytes;
+        if (flip) bytes[bytes.size() / 2] ^= std::byte{0x40};
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+    };
+    const std::string incoming = r.path_of("copy") + ".incoming";
+    {
+        Registry::TakenOut t = r.take_out("copy", 0, {});
+        ASSERT_TRUE(t.out);
+        engine::ImageInfo info;
+        write_incoming(incoming, true);
+        engine::Status st = t.out->install(incoming, engine::InstallMode::create_only, {}, info);
+        EXPECT_EQ(st.code(), engine::Code::corruption) << st.to_string();
+        EXPECT_FALSE(std::filesystem::exists(incoming));
+        write_incoming(incoming, false);
+        st = t.out->install(
+            incoming, engine::InstallMode::create_only,
+            [](const engine::ImageInfo&) {
+                return engine::Status::error(engine::Code::invalid_argument, "no");
+            },
+            info);
+        EXPECT_EQ(st.code(), engine::Code::invalid_argument);
+        EXPECT_FALSE(std::filesystem::exists(incoming));
+        EXPECT_FALSE(t.out->file_exists());
+        write_incoming(incoming, false);
+        ASSERT_TRUE(t.out->install(incoming, engine::InstallMode::create_only, {}, info).is_ok());
+        EXPECT_EQ(info.seq.v, image->info.seq.v);
+        EXPECT_EQ(info.lineage.v, image->info.lineage.v);
+        EXPECT_EQ(r.acquire("copy").error, AcquireError::not_found);  // until it is back
+    }
+    Acquired copy = r.acquire("copy");
+    ASSERT_TRUE(copy.tenant) << copy.message;
+    EXPECT_EQ(copy.tenant->db().lineage().v, image->info.lineage.v);
+}
+
+TEST(RegistryTakeOut, FrozenMarkAppliedAsTheTenantOpens) {
+    TempDir dir;
+    {
+        Registry r(options_for(dir));
+        create(r, "acme");
+    }
+    Registry r(options_for(dir));
+    std::ofstream(r.sidecar_of("acme", sidecar_frozen)) << "{}";
+    ASSERT_EQ(r.list().size(), 1u);
+    EXPECT_TRUE(r.list()[0].frozen);  // closed: the mark
+    Acquired a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant);
+    EXPECT_TRUE(a.tenant->db().frozen());
+    EXPECT_TRUE(r.list()[0].frozen);  // open: the database's
+}
+
+}  // namespace
+}  // namespace fenec::node
