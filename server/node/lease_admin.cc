@@ -185,8 +185,10 @@ void post_grant(Node& node, Call& call, Leases& leases) {
     std::optional<Grant> g = read_grant(call.request.body, error);
     if (!g) return node.answer(call, node.refusal(400, error));
     GrantOutcome out = leases.take(*g);
+    if (out.fence.fenced) node.counters().lease_grants->with({"fenced"}).inc();
     if (!out.fence.ok()) return node.answer(call, fence_refusal(node, out.fence));
     const GrantAnswer& a = out.answer;
+    node.counters().lease_grants->with({a.outcome}).inc();
     std::string body;
     ql::JsonWriter w(body);
     w.begin_object();

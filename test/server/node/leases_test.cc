@@ -145,7 +145,11 @@ TEST_F(Leases, WritesWaitForASecondGrantAndReadsDoNot) {  // cases 65, 66
     EXPECT_TRUE(has(r.body, "\"takes_leases\":true,\"holder\":{\"authority\":\"" + D1 + "\",\"term\":3"))
         << r.body;
     EXPECT_TRUE(has(r.body, "\"list\":1,\"tenants\":[\"acme\"]")) << r.body;
-    EXPECT_TRUE(has(admin("GET", "/_metrics").body, "fenec_lease_left_seconds")) << "metrics";
+    const std::string metrics = admin("GET", "/_metrics").body;
+    EXPECT_TRUE(has(metrics, "fenec_lease_left_seconds ")) << metrics;
+    EXPECT_TRUE(has(metrics, "fenec_lease_term 3")) << metrics;
+    EXPECT_TRUE(has(metrics, "fenec_lease_grants_total{outcome=\"ran\"} 1")) << metrics;
+    EXPECT_TRUE(has(metrics, "fenec_lease_grants_total{outcome=\"took\"} 1")) << metrics;
     // A release drops it at once.
     r = admin("DELETE", "/_admin/lease", "{\"authority\":\"" + D1 + "\",\"term\":3}");
     EXPECT_EQ(r.status, 200);
