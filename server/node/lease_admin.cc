@@ -2,6 +2,9 @@
 // grant's one wire format read and answered. The grant logic is Leases' (lease.h); this file
 // reads bodies (400 naming the field), answers 409 for a fence or a node without `--lease`, and
 // records each 200's answer instant as the last thing before the answer is handed to the loop.
+#include <algorithm>
+#include <array>
+
 #include <simdjson.h>
 
 #include "server/node/handlers.h"
@@ -86,7 +89,7 @@ bool valid_authority(std::string_view s) {
 }
 
 // Reads one body member into `out`; a message naming the field when it is missing or wrong.
-struct BodyReader {
+struct Fields {
     simdjson::dom::object obj;
 
     std::optional<std::string> authority(std::string& out) {
@@ -104,15 +107,15 @@ struct BodyReader {
     }
 };
 
-const std::vector<std::string_view> grant_fields = {"authority", "term",     "history", "grant",
-                                                    "acked",     "lease_ms", "list",    "tenants"};
+constexpr std::array<std::string_view, 8> grant_fields = {"authority", "term",     "history", "grant",
+                                                          "acked",     "lease_ms", "list",    "tenants"};
 
 // §9.2's request. nullopt with `error` naming the field at fault.
 std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
     simdjson::dom::element doc;
-    BodyReader r;
+    Fields r;
     if (parser.parse(padded).get(doc) || doc.get(r.obj)) {
         error = "a grant is a JSON object {\"authority\",\"term\",\"history\",\"grant\",\"acked\","
                 "\"lease_ms\",\"list\",\"tenants\"}";
@@ -169,7 +172,7 @@ std::optional<std::string> read_release(std::string_view body, std::string& auth
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
     simdjson::dom::element doc;
-    BodyReader r;
+    Fields r;
     if (parser.parse(padded).get(doc) || doc.get(r.obj)) {
         return "a release is a JSON object {\"authority\",\"term\"}";
     }

@@ -216,6 +216,21 @@ TEST_F(Leases, ALowerTermIsFencedAlsoAfterARestart) {  // case 72
     EXPECT_EQ(admin("DELETE", "/_admin/lease", "{\"authority\":\"" + D1 + "\",\"term\":3}").status, 409);
 }
 
+TEST_F(Leases, AnotherAuthorityIsTakenOnceTheLeaseLapsed) {  // case 73
+    start(true);
+    create("acme");
+    lease(300);
+    const std::string D2 = "1111222233334444/us";
+    auto r = grant(grant_body(1, 0, 300, 1, "[\"acme\"]", 1, D2));
+    EXPECT_EQ(r.status, 409);
+    EXPECT_TRUE(has(r.body, "\"holder\":{\"authority\":\"" + D1 + "\",\"term\":3")) << r.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    r = grant(grant_body(1, 0, 300, 1, "[\"acme\"]", 1, D2));
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, "\"took\":true")) << r.body;
+    EXPECT_TRUE(has(admin("GET", "/_admin/lease").body, "\"holder\":{\"authority\":\"" + D2)) << "holder";
+}
+
 TEST_F(Leases, AWriteAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {  // case 75
     start(true);
     create("acme");
