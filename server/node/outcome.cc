@@ -70,6 +70,10 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
     }
 #endif
     Leases* leases = node.leases();
+    if (o.error && leases && o.error->engine_code == engine::Code::not_leased && o.error->engine_detail) {
+        // Refused at begin or landing by the engine's guard: the node's words for it (§9.4).
+        o.error->message = leases->refusal_message(o.error->engine_detail->lease, tenant.name());
+    }
     if (o.landed && o.error) {  // its fsync failed, or a compact batch refused part-way (§5.8)
         node.counters().outcome_unknown->inc();
         return node.answer(call, unknown_outcome(node, o, o.error->message, place));
@@ -81,10 +85,6 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
             return node.answer(call, unknown_outcome(node, o, leases->refusal_message(v, tenant.name()),
                                                      std::nullopt));
         }
-    }
-    if (o.error && leases && o.error->engine_code == engine::Code::not_leased && o.error->engine_detail) {
-        // Refused at begin or landing by the engine's guard: the node's words for it (§9.4).
-        o.error->message = leases->refusal_message(o.error->engine_detail->lease, tenant.name());
     }
     node.answer(call, respond(o));
 }
