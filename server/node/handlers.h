@@ -61,6 +61,11 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome outco
 
 // lease_admin.cc: POST, GET and DELETE /_admin/lease (§9.2).
 void serve_lease(Node& node, const std::shared_ptr<Call>& call);
+// lease_admin.cc: what a fence that is not ok answers (§9.5): 409 {"error","holder":{...}}
+// naming the holder, or 500 when the raised term could not be persisted. For promote and
+// follow: `auto f = node.fencing().fence(authority, term); if (!f.ok()) answer fence_refusal`.
+struct FenceOutcome;
+http::Response fence_refusal(const Node& node, const FenceOutcome& fence);
 
 
 // idempotency.cc (§5.7).

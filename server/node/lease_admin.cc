@@ -74,12 +74,6 @@ http::Response fenced_answer(const Node& node, const Fenced& f) {
     });
 }
 
-// The refusal a fence outcome that is not ok answers: 409 naming the holder, or 500.
-http::Response fence_refusal(const Node& node, const FenceOutcome& f) {
-    if (f.fenced) return fenced_answer(node, *f.fenced);
-    return node.refusal(500, std::string(f.status.message()));
-}
-
 bool valid_authority(std::string_view s) {
     if (s.empty() || s.size() > authority_bytes_max) return false;
     for (char c : s) {
@@ -253,6 +247,11 @@ void delete_lease(Node& node, Call& call, Leases& leases) {
 }
 
 }  // namespace
+
+http::Response fence_refusal(const Node& node, const FenceOutcome& f) {
+    if (f.fenced) return fenced_answer(node, *f.fenced);
+    return node.refusal(500, std::string(f.status.message()));
+}
 
 void serve_lease(Node& node, const std::shared_ptr<Call>& call) {
     const http::Method m = call->request.head.method;

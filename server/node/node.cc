@@ -112,10 +112,10 @@ void Node::init_metrics() {
     counters_.lease_grants = &m.counter("fenec_lease_grants_total", "grants answered, by outcome",
                                         {"outcome"});
     m.gauge_fn("fenec_lease_left_seconds", "lease left (-1 without --lease)", [this] {
-        return leases_ ? static_cast<double>(leases_->left_ms()) / 1000 : -1.0;
+        return leases() ? static_cast<double>(leases()->left_ms()) / 1000 : -1.0;
     });
     m.gauge_fn("fenec_lease_term", "the holder's term (0: none)", [this] {
-        const std::optional<Holder> h = leases_ ? leases_->holder() : std::nullopt;
+        const std::optional<Holder> h = leases() ? leases()->holder() : std::nullopt;
         return h ? static_cast<double>(h->term) : 0.0;
     });
     m.counter_fn("fenec_trace_spans_dropped_total", "spans dropped with the queue full",
@@ -194,14 +194,13 @@ std::string Node::prepare() {
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
-    if (options_.lease) {
-        leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",
-                                           boot_clock_);
-        if (engine::Status st = leases_->load(); !st.is_ok()) return st.to_string();
-    }
+    // Terms fence promotions and follows with or without --lease; the guard gates only with it.
+    leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",
+                                       boot_clock_);
+    if (engine::Status st = leases_->load(); !st.is_ok()) return st.to_string();
     RegistryOptions ro;
     ro.data_dir = options_.data_dir;
-    ro.gate = leases_ ? &leases_->gate() : nullptr;
+    ro.gate = leases() ? &leases()->gate() : nullptr;
     ro.sync = sync;
     ro.close_idle_ms = int64_t{options_.close_idle_s} * 1000;
     ro.memory_max_bytes = options_.max_memory_mib << 20;

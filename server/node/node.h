@@ -100,9 +100,12 @@ public:
     void abandoned() { in_flight_.fetch_sub(1); }
     Subscriptions& subscriptions() { return *subscriptions_; }
     obs::LineLog* audit() { return audit_.get(); }
-    // The node's leases and fences (§9); null when started without --lease.
-    Leases* leases() { return leases_.get(); }
-    const Leases* leases() const { return leases_.get(); }
+    // The node's leases (§9): null when started without --lease, so writes ask no lease.
+    Leases* leases() { return options_.lease ? leases_.get() : nullptr; }
+    const Leases* leases() const { return options_.lease ? leases_.get() : nullptr; }
+    // Fencing by term (§9.5), with or without --lease: promote and follow call fence() on it
+    // and answer a refusal with fence_refusal (handlers.h). Set from prepare() on.
+    Leases& fencing() { return *leases_; }
 
     struct Counters {
         obs::CounterFamily* requests = nullptr;     // route, code
