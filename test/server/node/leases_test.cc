@@ -1,5 +1,5 @@
 // test/server/node/leases_test.cc: leases and fencing over HTTP against the real binary
-// (node-http.md §9, §14 cases 64-68, 72, 75, 76): a node without --lease refuses grants and
+// (node-http.md §9, §14 cases 64-68, 72, 73, 75-77): a node without --lease refuses grants and
 // writes on; with it, writes wait for a lease naming their tenant (503 with Fenec-Lease and its
 // reason), a lease runs from the acknowledged grant's answer, a term fence survives a restart,
 // and a write that lands under a lease and is answered after it lapsed is 500 "outcome":"unknown"
@@ -214,6 +214,20 @@ TEST_F(Leases, ALowerTermIsFencedAlsoAfterARestart) {  // case 72
     EXPECT_EQ(r.status, 409);
     EXPECT_EQ(r.body, held);
     EXPECT_EQ(admin("DELETE", "/_admin/lease", "{\"authority\":\"" + D1 + "\",\"term\":3}").status, 409);
+}
+
+TEST_F(Leases, ARestartedNodeNeedsTwoGrantsAgain) {  // case 77
+    start(true);
+    create("acme");
+    lease(5000);
+    ASSERT_EQ(node_->kill(SIGTERM), 0);
+    start(true);
+    expect_lease_refusal(put("acme", "a"), "none", "n1 holds no lease yet");
+    auto r = grant(grant_body(3, 2, 5000, 1));
+    EXPECT_TRUE(has(r.body, "\"took\":true,\"ran\":false")) << r.body;
+    r = grant(grant_body(4, 3, 5000, 1, ""));
+    EXPECT_TRUE(has(r.body, "\"took\":true,\"ran\":true")) << r.body;
+    EXPECT_EQ(put("acme", "a").status, 200);
 }
 
 TEST_F(Leases, AnotherAuthorityIsTakenOnceTheLeaseLapsed) {  // case 73
