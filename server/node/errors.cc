@@ -1,19 +1,33 @@
 // server/node/errors.cc: the one function that turns a refusal into an HTTP answer (§6). The
 // status is the FenecQL error's (ql::engine_error maps engine codes once, in ql/); what is added
-// here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason.
+// here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason and, for a
+// lease refusal, Fenec-Lease by the engine's verdict (§9.4).
 #include "server/node/handlers.h"
 
 #include "ql/error_json.h"
 #include "ql/json_writer.h"
+#include "server/node/lease.h"
 
 namespace fenec::node {
 
 namespace {
 
-std::string_view reason_of(engine::Code code) {
+// §9.4: the lease refusal's name on the wire, as `Fenec-Lease` carries it.
+std::string_view lease_word(engine::LeaseVerdict v) {
+    switch (v) {
+        case engine::LeaseVerdict::lapsed: return "lapsed";
+        case engine::LeaseVerdict::not_named: return "elsewhere";
+        default: return "none";
+    }
+}
+
+std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
     switch (code) {
         case engine::Code::frozen: return "frozen";
-        case engine::Code::not_leased: return "lease-none";
+        case engine::Code::not_leased:
+            return lease == engine::LeaseVerdict::lapsed      ? "lease-lapsed"
+                   : lease == engine::LeaseVerdict::not_named ? "lease-elsewhere"
+                                                              : "lease-none";
         case engine::Code::read_only: return "replica";
         default: return "";
     }
@@ -29,7 +43,9 @@ http::Response error_response(const Node& node, const ql::Error& e,
     const engine::Code code = e.engine_code.value_or(engine::Code::ok);
     const std::string quota =
         e.engine_detail ? std::string(engine::quota_kind_name(e.engine_detail->quota)) : "";
-    const std::string_view reason = reason_of(code);
+    const engine::LeaseVerdict lease =
+        e.engine_detail ? e.engine_detail->lease : engine::LeaseVerdict::no_lease;
+    const std::string_view reason = reason_of(code, lease);
     ql::JsonWriter w(r.body);
     w.begin_object();
     ql::write_error_members(w, e);
@@ -48,8 +64,19 @@ http::Response error_response(const Node& node, const ql::Error& e,
         int64_t ms = e.engine_detail ? e.engine_detail->retry_after_ms : 1000;
         r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));
     }
-    if (code == engine::Code::not_leased) r.header("Fenec-Lease", "none");
+    if (code == engine::Code::not_leased) r.header("Fenec-Lease", std::string(lease_word(lease)));
     return r;
+}
+
+http::Response lease_refusal(const Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
+                             const std::function<void(ql::JsonWriter&)>& more) {
+    ql::Error e;
+    e.status_code = 503;
+    e.message = node.leases() ? node.leases()->refusal_message(verdict, tenant)
+                              : "tenant " + std::string(tenant) + " is not leased here";
+    e.engine_code = engine::Code::not_leased;
+    e.engine_detail = engine::Detail{.lease = verdict};
+    return error_response(node, e, more);
 }
 
 http::Response acquire_refusal(const Node& node, const Acquired& a) {

@@ -8,6 +8,7 @@
 
 #include "engine/database.h"
 #include "ql/error.h"
+#include "ql/executor.h"
 #include "ql/json_writer.h"
 #include "server/http.h"
 #include "server/node/node.h"
@@ -39,6 +40,32 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& tenant);
 // `more` writes members after the error's own (a batch's `completed` and `at`).
 http::Response error_response(const Node& node, const ql::Error& error,
                               const std::function<void(ql::JsonWriter&)>& more = {});
+// A write refused for the lease (§9.4): 503, Retry-After: 1, Fenec-Lease and the reason by
+// `verdict`, the message naming the node (and `tenant` for lease-elsewhere).
+http::Response lease_refusal(const Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
+                             const std::function<void(ql::JsonWriter&)>& more = {});
+
+// outcome.cc: §5.8 steps 10 and 11, the one way every write's outcome is answered (statements,
+// batches, held runs, REST): a landed write stalls under the test hook `Fenec-Test-Stall:
+// land=<ms>`, is checked against the lease again, and one that landed and then failed that check
+// or its fsync is answered 500 "outcome":"unknown" with `seq` and `history` and no Fenec-Seq;
+// any other outcome is answered by `respond`. `place`, for a batch whose outcome already carries
+// its error, gives the `completed` and `at` of the unknown answer.
+struct BatchPlace {
+    size_t completed = 0;
+    size_t at = 0;
+};
+using Respond = std::function<http::Response(const ql::BlockOutcome&)>;
+void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome outcome,
+                  const Respond& respond, std::optional<BatchPlace> place = std::nullopt);
+
+// lease_admin.cc: POST, GET and DELETE /_admin/lease (§9.2).
+void serve_lease(Node& node, const std::shared_ptr<Call>& call);
+// lease_admin.cc: what a fence that is not ok answers (§9.5): 409 {"error","holder":{...}}
+// naming the holder, or 500 when the raised term could not be persisted. For promote and
+// follow: `auto f = node.fencing().fence(authority, term); if (!f.ok()) answer fence_refusal`.
+struct FenceOutcome;
+http::Response fence_refusal(const Node& node, const FenceOutcome& fence);
 
 
 // idempotency.cc (§5.7).

@@ -12,6 +12,7 @@
 
 #include "ql/json_writer.h"
 #include "server/node/handlers.h"
+#include "server/node/lease.h"
 #include "server/node/parked.h"
 #include "server/node/subscriptions.h"
 
@@ -106,6 +107,17 @@ void Node::init_metrics() {
     counters_.tenant_closes = &m.counter("fenec_tenant_closes_total", "tenants closed, by reason",
                                          {"reason"});
     counters_.spans = &m.counter("fenec_trace_spans_total", "spans written").with({});
+    counters_.outcome_unknown = &m.counter("fenec_outcome_unknown_total",
+                                           "writes landed and answered 500 outcome unknown").with({});
+    counters_.lease_grants = &m.counter("fenec_lease_grants_total", "grants answered, by outcome",
+                                        {"outcome"});
+    m.gauge_fn("fenec_lease_left_seconds", "lease left (-1 without --lease)", [this] {
+        return leases() ? static_cast<double>(leases()->left_ms()) / 1000 : -1.0;
+    });
+    m.gauge_fn("fenec_lease_term", "the holder's term (0: none)", [this] {
+        const std::optional<Holder> h = leases() ? leases()->holder() : std::nullopt;
+        return h ? static_cast<double>(h->term) : 0.0;
+    });
     m.counter_fn("fenec_trace_spans_dropped_total", "spans dropped with the queue full",
                  [this] { return trace_ ? static_cast<double>(trace_->lines_dropped()) : 0; });
     m.counter_fn("fenec_audit_lines_total", "audit lines written",
@@ -182,8 +194,13 @@ std::string Node::prepare() {
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
+    // Terms fence promotions and follows with or without --lease; the guard gates only with it.
+    leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",
+                                       boot_clock_);
+    if (engine::Status st = leases_->load(); !st.is_ok()) return st.to_string();
     RegistryOptions ro;
     ro.data_dir = options_.data_dir;
+    ro.gate = leases() ? &leases()->gate() : nullptr;
     ro.sync = sync;
     ro.close_idle_ms = int64_t{options_.close_idle_s} * 1000;
     ro.memory_max_bytes = options_.max_memory_mib << 20;
@@ -464,6 +481,10 @@ void Node::dispatch(std::shared_ptr<Call> call) {
             r.body = metrics_.render();
             r.content_type = std::string(obs::metrics_content_type);
             return answer(*call, std::move(r));
+        }
+        if (seg.size() == 2 && seg[1] == "lease") {
+            call->route = Route::lease;
+            return submit(call, [this](const std::shared_ptr<Call>& c) { serve_lease(*this, c); });
         }
         if (seg.size() >= 3 && seg[1] == "tenants") call->tenant = seg[2];
         call->rest.assign(seg.begin() + 1, seg.end());

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/clock.h"
 #include "engine/flusher.h"
 #include "ql/json_writer.h"
 #include "server/audit.h"
@@ -24,6 +25,7 @@ namespace fenec::node {
 
 class Subscriptions;
 class Parked;
+class Leases;
 
 // The routes a request can take, as fenec_http_requests_total labels them.
 enum class Route : uint8_t {
@@ -99,6 +101,12 @@ public:
     void abandoned() { in_flight_.fetch_sub(1); }
     Subscriptions& subscriptions() { return *subscriptions_; }
     obs::LineLog* audit() { return audit_.get(); }
+    // The node's leases (§9): null when started without --lease, so writes ask no lease.
+    Leases* leases() { return options_.lease ? leases_.get() : nullptr; }
+    const Leases* leases() const { return options_.lease ? leases_.get() : nullptr; }
+    // Fencing by term (§9.5), with or without --lease: promote and follow call fence() on it
+    // and answer a refusal with fence_refusal (handlers.h). Set from prepare() on.
+    Leases& fencing() { return *leases_; }
 
     struct Counters {
         obs::CounterFamily* requests = nullptr;     // route, code
@@ -115,6 +123,8 @@ public:
         obs::CounterFamily* subscriptions_ended = nullptr;  // reason
         obs::CounterFamily* tenant_closes = nullptr;        // reason
         obs::Counter* spans = nullptr;
+        obs::Counter* outcome_unknown = nullptr;
+        obs::CounterFamily* lease_grants = nullptr;  // outcome
     };
     Counters& counters() { return counters_; }
 
@@ -133,6 +143,9 @@ private:
     NodeOptions options_;
     std::unique_ptr<auth::Authenticator> auth_;
     std::unique_ptr<auth::RefusalDelay> delay_;
+    engine::PosixBootClock boot_clock_;
+    // Before registry_: every tenant it opens holds the guard as its gate, so it goes after them.
+    std::unique_ptr<Leases> leases_;
     std::unique_ptr<engine::Flusher> flusher_;
     std::unique_ptr<Registry> registry_;
     std::unique_ptr<server::WorkerPool> workers_;

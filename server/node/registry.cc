@@ -77,13 +77,14 @@ Acquired Registry::acquire(std::string_view name) {
 // How every tenant's file is opened: the node's sync policy and flusher, its indexes as the hook
 // and the tenant itself told of each landed block.
 engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant,
-                                           index::IndexSet& indexes) const {
+                                           index::IndexSet& indexes, bool gated) const {
     engine::OpenOptions o;
     o.tenant = std::string(name);
     o.sync = options_.sync;
     o.hook = &indexes;
     o.listener = &tenant;
     o.flusher = options_.flusher;
+    if (gated) o.gate = options_.gate;
     return o;
 }
 
@@ -175,7 +176,7 @@ engine::Status Registry::create(std::string_view name,
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    auto db = engine::Database::create(path, open_options(name, *tenant, *indexes));
+    auto db = engine::Database::create(path, open_options(name, *tenant, *indexes, false));
     if (!db.is_ok()) return db.status();
     lineage = (*db)->lineage();
     tenant->attach(std::move(indexes), std::move(db.value()));
@@ -187,6 +188,11 @@ engine::Status Registry::create(std::string_view name,
         return st;
     }
     if (engine::Status st = tenant->db().sync(); !st.is_ok()) return st;
+    if (options_.gate) {
+        // Opened without the gate for its schema: closed, to be opened behind it on first use.
+        std::unique_ptr<engine::Database> d = tenant->detach_db();
+        return d->close();
+    }
     if (options_.on_open) options_.on_open(*tenant);
     tenant->refresh_memory();
     tenant->last_used_ms = options_.now_ms();

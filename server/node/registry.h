@@ -35,6 +35,10 @@ struct RegistryOptions {
     uint64_t memory_max_bytes = 0;     // 0: no bound
     size_t changes_max = 4096;         // change-ring entries per tenant
     engine::Flusher* flusher = nullptr;
+    // Under --lease the node's LeaseGuard (node-http.md §9.4): asked as every write begins and
+    // lands. A create's schema asks none (§9.4): create opens the new file without it and closes
+    // it, so the first request opens it again behind the gate.
+    const engine::LandingGate* gate = nullptr;
     std::function<int64_t()> now_ms;   // the wall clock, passed in
     std::function<void(Tenant&)> on_open;  // after the tenant opened, before it is served
     std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
@@ -169,7 +173,7 @@ private:
 
     Acquired open_locked(Slot& slot, std::string_view name);
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
-                                     index::IndexSet& indexes) const;
+                                     index::IndexSet& indexes, bool gated = true) const;
     void close_tenant(const std::shared_ptr<Tenant>& t);
     void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);

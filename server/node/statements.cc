@@ -9,6 +9,7 @@
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/handlers.h"
+#include "server/node/lease.h"
 #include "server/node/parked.h"
 
 namespace fenec::node {
@@ -62,33 +63,10 @@ void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
     r.header("Fenec-History", hex16(history));
 }
 
-// The answer to a block's outcome (§5.1, §5.2, §5.8).
+// The answer to a block's outcome that answer_write leaves to its caller (§5.1, §5.2): a
+// refusal, or the success with its seq. A write's outcome goes through answer_write (outcome.cc).
 http::Response outcome_response(Node& node, const ql::BlockOutcome& o, bool batch,
                                 size_t completed_before = 0) {
-    if (o.error && o.landed) {
-        // Landed, then its fsync (or the answer check) failed: in the file, the client not told.
-        http::Response r = node.refusal(500, "");
-        r.body.clear();
-        ql::JsonWriter w(r.body);
-        w.begin_object();
-        w.key("error");
-        w.string("the write landed at seq " + std::to_string(o.seq.v) +
-                 " and could not be confirmed: " + o.error->message);
-        w.key("outcome");
-        w.string("unknown");
-        w.key("seq");
-        w.uint64(o.seq.v);
-        w.key("history");
-        w.string(hex16(o.history.v));
-        if (batch) {
-            w.key("completed");
-            w.uint64(completed_before);
-            w.key("at");
-            w.uint64(completed_before + o.failed_at);
-        }
-        w.end_object();
-        return r;
-    }
     if (o.error) {
         return error_response(node, *o.error, [&](ql::JsonWriter& w) {
             if (!batch) return;
@@ -149,25 +127,37 @@ void count_statements(Node& node, const Statements& s) {
 }
 
 // A batch holding `compact` runs each statement alone, stopping at the first failure (§5.2).
-http::Response run_one_by_one(Node& node, const Call& call, Tenant& t, const Statements& s) {
+// One refused for the lease after earlier ones landed would tell the client to come back as if
+// none had: its outcome is unknown, at the last landed statement's seq (§5.8, seed 001).
+void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
     ql::Executor ex(t.db(), t.indexes());
-    std::vector<ql::Answer> answers;
-    uint64_t seq = t.db().seq().v, history = t.db().history().current().v;
+    ql::BlockOutcome all;
+    all.seq = t.db().seq();
+    all.history = t.db().history().current();
     for (size_t i = 0; i < s.parsed.size(); ++i) {
         ql::Item item{s.parsed[i].get(), s.bodies[i].params};
         ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
         if (o.error) {
             o.failed_at = 0;
-            return outcome_response(node, o, true, i);
+            if (!o.landed && all.landed && o.error->engine_code == engine::Code::not_leased) {
+                o.landed = true;
+                o.seq = all.seq;
+                o.history = all.history;
+            }
+            return answer_write(node, call, t, std::move(o), [&](const ql::BlockOutcome& r) {
+                return outcome_response(node, r, true, i);
+            }, BatchPlace{i, i});
         }
-        answers.push_back(std::move(o.answers.front()));
-        seq = o.seq.v;
-        history = o.history.v;
+        all.answers.push_back(std::move(o.answers.front()));
+        all.landed |= o.landed;
+        if (o.landed || o.seq.v > all.seq.v) {
+            all.seq = o.seq;
+            all.history = o.history;
+        }
     }
-    http::Response r;
-    r.body = success_body(answers, true);
-    seq_headers(r, seq, history);
-    return r;
+    answer_write(node, call, t, std::move(all), [&](const ql::BlockOutcome& r) {
+        return outcome_response(node, r, true);
+    });
 }
 
 // §5.5: a held write may hold set, del and reads only.
@@ -224,7 +214,11 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
             *last = outcome_response(node, o, s->batch);
             return false;
         }
-        node.answer(*call, outcome_response(node, o, s->batch));
+        const std::optional<BatchPlace> place =
+            s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
+        answer_write(node, *call, *t, std::move(o), [&node, s](const ql::BlockOutcome& r) {
+            return outcome_response(node, r, s->batch);
+        }, place);
         return true;
     };
     const std::string queue = held_key(*s);
@@ -306,6 +300,17 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
         node.counters().writes_refused->with({"gone"}).inc();
         return node.refusal(503, "tenant " + t.name() + " is leaving this node", "gone");
     }
+    if (const Leases* leases = node.leases()) {  // §9.4: refused unrun, before the key is looked up
+        const engine::LeaseVerdict v = leases->check(t.name());
+        if (v != engine::LeaseVerdict::ok) {
+            http::Response r = lease_refusal(node, v, t.name());
+            node.counters().writes_refused->with({v == engine::LeaseVerdict::lapsed      ? "lease-lapsed"
+                                                  : v == engine::LeaseVerdict::not_named ? "lease-elsewhere"
+                                                                                         : "lease-none"})
+                .inc();
+            return r;
+        }
+    }
     return std::nullopt;
 }
 
@@ -345,7 +350,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
             return node.answer(*call, node.refusal(400, "a batch holding `compact` lands statement by "
                                                         "statement and takes no Idempotency-Key"));
         }
-        return node.answer(*call, run_one_by_one(node, *call, *t, *s));
+        return run_one_by_one(node, *call, *t, *s);
     }
     if (ra.wait_ms && *ra.wait_ms > 0) {
         if (auto r = held_refusal(node, *s)) return node.answer(*call, std::move(*r));
@@ -356,7 +361,11 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (refusal) return node.answer(*call, std::move(*refusal));
     ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
     if (key) finish_key(*t, *key, !o.error);
-    node.answer(*call, outcome_response(node, o, s->batch));
+    const std::optional<BatchPlace> place =
+        s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
+    answer_write(node, *call, *t, std::move(o), [&](const ql::BlockOutcome& r) {
+        return outcome_response(node, r, s->batch);
+    }, place);
 }
 
 }  // namespace fenec::node

@@ -1,0 +1,92 @@
+// server/node/outcome.cc: how a write is answered (node-http.md §5.8 steps 10-11, §9.4). Every
+// write path hands its outcome to answer_write, so the answer check runs once for all of them:
+// a write that landed while the lease ran and is answered after it lapsed, or after a grant
+// dropped its tenant, is in this copy's file while its tenant may have been failed over without
+// it — the client is told the outcome is unknown, with the seq and history to settle it by
+// (§5.6), and never a Fenec-Seq it would take as its own position.
+#include <chrono>
+#include <thread>
+
+#include "server/node/handlers.h"
+#include "server/node/lease.h"
+
+namespace fenec::node {
+
+namespace {
+
+#ifdef FENEC_TEST_HOOKS
+// A stall bounds a worker's sleep; the longest the test cases ask for is 6 s (§14 case 63).
+constexpr int64_t test_stall_ms_max = 60'000;
+
+// `Fenec-Test-Stall: land=<ms>` (several hooks may share the header, comma-separated; `apply=`
+// is a follower's and ignored here).
+int64_t land_stall_ms(const Call& call) {
+    auto h = call.request.head.header("Fenec-Test-Stall");
+    if (!h) return 0;
+    std::string_view rest = *h;
+    while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        std::string_view part = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+        while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+        if (!part.starts_with("land=")) continue;
+        if (auto ms = parse_decimal(part.substr(5))) {
+            return static_cast<int64_t>(std::min<uint64_t>(*ms, test_stall_ms_max));
+        }
+    }
+    return 0;
+}
+#endif
+
+// 500 {"error","outcome":"unknown","seq","history"[,"completed","at"]}, no Fenec-Seq (§4.2).
+http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std::string_view why,
+                               const std::optional<BatchPlace>& place) {
+    return node.refusal(500,
+                        "the write landed at seq " + std::to_string(o.seq.v) +
+                            " and could not be confirmed: " + std::string(why),
+                        {}, [&](ql::JsonWriter& w) {
+                            w.key("outcome");
+                            w.string("unknown");
+                            w.key("seq");
+                            w.uint64(o.seq.v);
+                            w.key("history");
+                            w.string(hex16(o.history.v));
+                            if (!place) return;
+                            w.key("completed");
+                            w.uint64(place->completed);
+                            w.key("at");
+                            w.uint64(place->at);
+                        });
+}
+
+}  // namespace
+
+void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, const Respond& respond,
+                  std::optional<BatchPlace> place) {
+#ifdef FENEC_TEST_HOOKS
+    if (o.landed) {
+        if (const int64_t ms = land_stall_ms(call)) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+#endif
+    Leases* leases = node.leases();
+    if (o.error && leases && o.error->engine_code == engine::Code::not_leased && o.error->engine_detail) {
+        // Refused at begin or landing by the engine's guard: the node's words for it (§9.4).
+        o.error->message = leases->refusal_message(o.error->engine_detail->lease, tenant.name());
+    }
+    if (o.landed && o.error) {  // its fsync failed, or a compact batch refused part-way (§5.8)
+        node.counters().outcome_unknown->inc();
+        return node.answer(call, unknown_outcome(node, o, o.error->message, place));
+    }
+    if (o.landed && leases) {  // §5.8 step 10: the answer check
+        const engine::LeaseVerdict v = leases->check(tenant.name());
+        if (v != engine::LeaseVerdict::ok) {
+            node.counters().outcome_unknown->inc();
+            return node.answer(call, unknown_outcome(node, o, leases->refusal_message(v, tenant.name()),
+                                                     std::nullopt));
+        }
+    }
+    node.answer(call, respond(o));
+}
+
+}  // namespace fenec::node
