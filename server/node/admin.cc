@@ -8,6 +8,7 @@
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/handlers.h"
+#include "server/node/quota.h"
 #include <simdjson.h>
 
 namespace fenec::node {
@@ -205,6 +206,7 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
                                                             "` is not [a-z0-9_-]{1,64}"));
         }
         if (seg.size() == 2 && m == http::Method::put) return create_tenant(node, *call);
+        if (seg.size() == 3 && seg[2] == "quota") return serve_quota(node, call);  // quota.cc
         const bool describe = seg.size() == 2 && m == http::Method::get;
         const bool query = seg.size() == 3 && seg[2] == "query" && m == http::Method::post;
         if (describe || query) {

@@ -35,7 +35,7 @@ using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
 
 // The outcome's error, or `shape`'s answer with the seq it stands at where it succeeded.
 void answer_shaped(Node& node, Call& call, const ql::BlockOutcome& o, const Shape& shape) {
-    if (o.error) return node.answer(call, error_response(node, *o.error));
+    if (o.error) return node.answer(call, error_response(node, call.tenant, *o.error));
     http::Response r = shape(o);
     if (r.status < 400) {
         r.header("Fenec-Seq", std::to_string(o.seq.v));

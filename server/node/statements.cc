@@ -5,6 +5,7 @@
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
+#include "ql/timestamp.h"
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/handlers.h"
@@ -62,8 +63,8 @@ void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
 }
 
 // The answer to a block's outcome (§5.1, §5.2, §5.8).
-http::Response outcome_response(Node& node, const ql::BlockOutcome& o, bool batch,
-                                size_t completed_before = 0) {
+http::Response outcome_response(Node& node, const Tenant& t, const ql::BlockOutcome& o,
+                                bool batch, size_t completed_before = 0) {
     if (o.error && o.landed) {
         // Landed, then its fsync (or the answer check) failed: in the file, the client not told.
         http::Response r = node.refusal(500, "");
@@ -89,7 +90,7 @@ http::Response outcome_response(Node& node, const ql::BlockOutcome& o, bool batc
         return r;
     }
     if (o.error) {
-        return error_response(node, *o.error, [&](ql::JsonWriter& w) {
+        return error_response(node, t.name(), *o.error, [&](ql::JsonWriter& w) {
             if (!batch) return;
             w.key("completed");
             w.uint64(completed_before);
@@ -157,7 +158,7 @@ http::Response run_one_by_one(Node& node, const Call& call, Tenant& t, const Sta
         ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
         if (o.error) {
             o.failed_at = 0;
-            return outcome_response(node, o, true, i);
+            return outcome_response(node, t, o, true, i);
         }
         answers.push_back(std::move(o.answers.front()));
         seq = o.seq.v;
@@ -219,10 +220,10 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
         if (key) finish_key(*t, *key, !o.error);
         const bool unmet = o.error && !o.landed && o.error->status() == 412;
         if ((!o.error && written_rows(o.answers) == 0) || unmet) {
-            *last = outcome_response(node, o, s->batch);
+            *last = outcome_response(node, *t, o, s->batch);
             return false;
         }
-        node.answer(*call, outcome_response(node, o, s->batch));
+        node.answer(*call, outcome_response(node, *t, o, s->batch));
         return true;
     };
     const std::string queue = held_key(*s);
@@ -266,7 +267,7 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     auto run = [&node, call, t, s] {
         ql::Executor ex(t->db(), t->indexes());
         const std::vector<ql::Item> items = s->items();
-        node.answer(*call, outcome_response(node, ex.run_block(items, run_options(*call)), s->batch));
+        node.answer(*call, outcome_response(node, *t, ex.run_block(items, run_options(*call)), s->batch));
     };
     if (!ra.after) return run();
     const Holds holds = holds_write(*t, *ra.after, ra.history);
@@ -344,7 +345,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (refusal) return node.answer(*call, std::move(*refusal));
     ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
     if (key) finish_key(*t, *key, !o.error);
-    node.answer(*call, outcome_response(node, o, s->batch));
+    node.answer(*call, outcome_response(node, *t, o, s->batch));
 }
 
 }  // namespace fenec::node

@@ -83,6 +83,12 @@ public:
     std::atomic<int64_t> last_used_ms{0};
     std::atomic<uint32_t> streams{0};
     std::atomic<uint32_t> requests{0};
+    // The node's own quotas on those counts (quota.cc, node-http.md §7); quota_none: no limit.
+    // quota_mu orders a quota's change (side file, then these and the engine's limits).
+    static constexpr uint64_t quota_none = UINT64_MAX;
+    std::atomic<uint64_t> streams_max{quota_none};
+    std::atomic<uint64_t> requests_max{quota_none};
+    std::mutex quota_mu;
 
 private:
     const std::string name_;
