@@ -88,16 +88,13 @@ engine::Result<std::optional<std::string>> read_side_file(const std::string& pat
     return std::optional<std::string>(std::move(text));
 }
 
-// The quota as the tenant holds it now: the engine's limits and the node's two counts' limits.
-Quota applied_quota(Tenant& t) {
+// The quota kept for `t`, which is the one applied to it: each PUT keeps then applies under
+// quota_mu, and an open applies what it reads (a side file that does not read applies none).
+// Read from the file rather than back from the engine, whose rates are doubles.
+Quota kept_quota(const Node& node, const Tenant& t) {
     Quota q;
-    const engine::Limits l = t.db().limits();
-    q.bytes = l.bytes;
-    q.rows = l.rows;
-    if (l.rows_per_s) q.rows_per_s = static_cast<uint64_t>(*l.rows_per_s);
-    if (l.bytes_per_s) q.bytes_per_s = static_cast<uint64_t>(*l.bytes_per_s);
-    if (uint64_t s = t.streams_max.load(); s != Tenant::quota_none) q.streams = s;
-    if (uint64_t r = t.requests_max.load(); r != Tenant::quota_none) q.requests = r;
+    auto text = read_side_file(side_path(node, t.name()));
+    if (!text.is_ok() || !text->has_value() || !parse_quota(**text, q).empty()) return Quota{};
     return q;
 }
 
@@ -190,7 +187,7 @@ void get_quota(Node& node, Call& call, Tenant& t) {
     Quota q;
     {
         std::lock_guard lock(t.quota_mu);
-        q = applied_quota(t);
+        q = kept_quota(node, t);
     }
     const engine::Usage u = t.db().usage();
     http::Response r;
