@@ -170,6 +170,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     if (!query && !document) return false;
     if (h.header("Fenec-After") || h.header("Fenec-Wait") || h.header("Fenec-History")) return false;
     std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
+    // A tenant with a `requests` quota counts every request (quota.h): the pool's path.
     if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
     std::string text;
     std::vector<engine::Value> params;
