@@ -222,7 +222,9 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         return node.answer(*call, acquire_refusal(node, a));
     }
     std::shared_ptr<Tenant> t = std::move(a.tenant);
-    if (auto refused = admit_request(node, *call, t)) return node.answer(*call, std::move(*refused));
+    if (auto refused = admit_request(node, *call, t)) {
+        return node.answer(*call, std::move(*refused));
+    }
     // Idle is counted from when a request lets go of its tenant, not from when it took it (§11).
     struct Touch {
         Node& node;

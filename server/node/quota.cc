@@ -308,7 +308,8 @@ void load_quota(Node& node, Tenant& t) {
     if (!why.empty()) {
         // The node wrote this file whole (write_durably); one that does not read was put there
         // by hand. Said loudly, and no quota rather than a guessed one.
-        const std::string line = "fenec-node: " + path + " ignored, no quota applied: " + why + "\n";
+        const std::string line =
+            "fenec-node: " + path + " ignored, no quota applied: " + why + "\n";
         (void)!::write(2, line.data(), line.size());
         return;
     }
@@ -343,7 +344,9 @@ std::optional<http::Response> admit_request(Node& node, Call& call,
     const uint64_t before = t->requests.fetch_add(1);
     auto slot = std::make_shared<RequestSlot>(t);
     const uint64_t max = t->requests_max.load(std::memory_order_relaxed);
-    if (max != Tenant::quota_none && before >= max) return quota_refusal(node, t->name(), "requests");
+    if (max != Tenant::quota_none && before >= max) {
+        return quota_refusal(node, t->name(), "requests");
+    }
     call.admitted = std::move(slot);
     return std::nullopt;
 }

@@ -267,7 +267,8 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     auto run = [&node, call, t, s] {
         ql::Executor ex(t->db(), t->indexes());
         const std::vector<ql::Item> items = s->items();
-        node.answer(*call, outcome_response(node, *t, ex.run_block(items, run_options(*call)), s->batch));
+        const ql::BlockOutcome o = ex.run_block(items, run_options(*call));
+        node.answer(*call, outcome_response(node, *t, o, s->batch));
     };
     if (!ra.after) return run();
     const Holds holds = holds_write(*t, *ra.after, ra.history);

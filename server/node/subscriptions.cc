@@ -319,7 +319,9 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
                                                               std::to_string(node_.options().max_streams) + ")",
                                                      "streams"));
         }
-        if (auto refused = streams_refusal(node_, *tenant)) return node_.answer(*call, std::move(*refused));
+        if (auto refused = streams_refusal(node_, *tenant)) {
+            return node_.answer(*call, std::move(*refused));
+        }
         if (tenant->streams.load() >= node_.options().tenant_streams) {
             return node_.answer(*call, node_.refusal(429, "tenant " + tenant->name() +
                                                               " is at --tenant-streams (" +

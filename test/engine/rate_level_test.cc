@@ -34,7 +34,9 @@ TEST(RateLevel, UsageReportsEachBucketsLevelAndNothingWithoutARate) {
     {
         auto b = db->begin();
         ASSERT_TRUE(b.is_ok());
-        for (int i = 0; i < 50; ++i) ASSERT_TRUE(b->insert(c, std::nullopt, Doc{{0, Value(int64_t{i})}}).is_ok());
+        for (int i = 0; i < 50; ++i) {
+            ASSERT_TRUE(b->insert(c, std::nullopt, Doc{{0, Value(int64_t{i})}}).is_ok());
+        }
         ASSERT_TRUE(b->commit().is_ok());
     }
     EXPECT_DOUBLE_EQ(*db->usage().rows_per_s_level, -40.0);  // 50 rows from a bucket of 10
