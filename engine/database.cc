@@ -280,6 +280,11 @@ Usage Database::usage() const {
     u.seq = seq();
     u.durable_seq = durable_seq();
     u.quota_checks = quota_checks_;
+    if (quota_ && (quota_->rows_bucket || quota_->bytes_bucket)) {
+        const int64_t now_ns = clock_->steady_ns();
+        if (quota_->rows_bucket) u.rows_per_s_level = quota_->rows_bucket->level(now_ns);
+        if (quota_->bytes_bucket) u.bytes_per_s_level = quota_->bytes_bucket->level(now_ns);
+    }
     return u;
 }
 

@@ -117,6 +117,10 @@ struct Usage {
     Seq seq;
     Seq durable_seq;
     uint64_t quota_checks = 0;   // times the landing ran quota code (zero without limits)
+    // The rate buckets' levels now (§9): tokens, at most a second's worth, negative in debt;
+    // unset where the rate is not limited.
+    std::optional<double> rows_per_s_level;
+    std::optional<double> bytes_per_s_level;
 };
 
 struct CollectionInfo {

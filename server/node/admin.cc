@@ -10,6 +10,8 @@
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/admin.h"
+#include "server/node/handlers.h"
+#include "server/node/quota.h"
 #include <simdjson.h>
 
 namespace fenec::node {
@@ -293,6 +295,7 @@ void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
         return node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
     }
     const std::string& what = seg[2];
+    if (what == "quota") return serve_quota(node, call);  // quota.cc
     if (what == "query") {
         if (m != http::Method::post) {
             return node.answer(c, not_allowed(node, "/_admin/tenants/<t>/query", "POST"));

@@ -11,6 +11,7 @@
 #include "server/json_body.h"
 #include "server/node/handlers.h"
 #include "server/node/parked.h"
+#include "server/node/quota.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -169,7 +170,8 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     if (!query && !document) return false;
     if (h.header("Fenec-After") || h.header("Fenec-Wait") || h.header("Fenec-History")) return false;
     std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
-    if (!t) return false;
+    // A tenant with a `requests` quota counts every request (quota.h): the pool's path.
+    if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
     std::string text;
     std::vector<engine::Value> params;
     if (query) {
@@ -220,6 +222,9 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         return node.answer(*call, acquire_refusal(node, a));
     }
     std::shared_ptr<Tenant> t = std::move(a.tenant);
+    if (auto refused = admit_request(node, *call, t)) {
+        return node.answer(*call, std::move(*refused));
+    }
     // Idle is counted from when a request lets go of its tenant, not from when it took it (§11).
     struct Touch {
         Node& node;

@@ -1,8 +1,11 @@
 // server/node/errors.cc: the one function that turns a refusal into an HTTP answer (§6). The
 // status is the FenecQL error's (ql::engine_error maps engine codes once, in ql/); what is added
 // here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason and, for a
-// lease refusal, Fenec-Lease by the engine's verdict (§9.4).
+// lease refusal, Fenec-Lease by the engine's verdict (§9.4). A quota's refusal is written whole
+// here: the tenant and the quota, never the engine's limit.
 #include "server/node/handlers.h"
+
+#include "server/node/quota.h"
 
 #include "ql/error_json.h"
 #include "ql/json_writer.h"
@@ -35,9 +38,13 @@ std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
 
 }  // namespace
 
-http::Response error_response(const Node& node, const ql::Error& e,
+http::Response error_response(Node& node, const ql::Error& e,
                               const std::function<void(ql::JsonWriter&)>& more) {
-    (void)node;
+    return error_response(node, {}, e, more);
+}
+
+http::Response error_response(Node& node, std::string_view tenant, const ql::Error& e,
+                              const std::function<void(ql::JsonWriter&)>& more) {
     http::Response r;
     r.status = e.status();
     const engine::Code code = e.engine_code.value_or(engine::Code::ok);
@@ -48,10 +55,16 @@ http::Response error_response(const Node& node, const ql::Error& e,
     const std::string_view reason = reason_of(code, lease);
     ql::JsonWriter w(r.body);
     w.begin_object();
-    ql::write_error_members(w, e);
     if ((r.status == 507 || r.status == 429) && !quota.empty() && quota != "none") {
+        // §7: the quota named, never an amount; the engine's message holds the limit, and the
+        // collection the write was to says nothing a full tenant's user can act on.
+        w.key("error");
+        w.string(quota_refusal_message(tenant, quota));
         w.key("quota");
         w.string(quota);
+        node.counters().quota_refusals->with({quota}).inc();
+    } else {
+        ql::write_error_members(w, e);
     }
     if (r.status == 503 && !reason.empty()) {
         w.key("reason");
@@ -68,7 +81,7 @@ http::Response error_response(const Node& node, const ql::Error& e,
     return r;
 }
 
-http::Response lease_refusal(const Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
+http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
                              const std::function<void(ql::JsonWriter&)>& more) {
     ql::Error e;
     e.status_code = 503;

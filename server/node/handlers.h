@@ -37,12 +37,16 @@ http::Response acquire_refusal(const Node& node, const Acquired& acquired);
 // stopping, the tenant frozen (503 with the reason). nullopt: admitted.
 std::optional<http::Response> write_refusal(Node& node, Tenant& tenant);
 
-// `more` writes members after the error's own (a batch's `completed` and `at`).
-http::Response error_response(const Node& node, const ql::Error& error,
+// `more` writes members after the error's own (a batch's `completed` and `at`). A quota's
+// refusal (507, 429) names `tenant` and the quota, never an amount (§7), and is counted.
+http::Response error_response(Node& node, std::string_view tenant, const ql::Error& error,
+                              const std::function<void(ql::JsonWriter&)>& more = {});
+// As above, for a refusal on no tenant's behalf (a parse error, an admin route's).
+http::Response error_response(Node& node, const ql::Error& error,
                               const std::function<void(ql::JsonWriter&)>& more = {});
 // A write refused for the lease (§9.4): 503, Retry-After: 1, Fenec-Lease and the reason by
 // `verdict`, the message naming the node (and `tenant` for lease-elsewhere).
-http::Response lease_refusal(const Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
+http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
                              const std::function<void(ql::JsonWriter&)>& more = {});
 
 // outcome.cc: §5.8 steps 10 and 11, the one way every write's outcome is answered (statements,

@@ -14,6 +14,7 @@
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/parked.h"
+#include "server/node/quota.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -207,7 +208,10 @@ std::string Node::prepare() {
     ro.changes_max = options_.changes;
     ro.flusher = flusher_.get();
     ro.now_ms = [this] { return now_ms(); };
-    ro.on_open = [](Tenant& t) { load_idempotency_keys(t); };
+    ro.on_open = [this](Tenant& t) {
+        load_idempotency_keys(t);
+        load_quota(*this, t);
+    };
     ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
     registry_ = std::make_unique<Registry>(std::move(ro));
     const uint32_t threads = std::max<uint32_t>(2, options_.workers * 2);
@@ -584,6 +588,7 @@ void Node::audit_refusal(const Call& call, int status, std::string_view why) {
 }
 
 void Node::answer(Call& call, http::Response response) {
+    call.admitted.reset();  // in flight no more (§7 `requests`)
     response.header("X-Request-Id", call.request_id);
     if (options_.cors) {
         response.header("Access-Control-Allow-Origin", *options_.cors);

@@ -49,6 +49,8 @@ struct Call {
     std::optional<obs::TraceParent> parent;
     std::string trace_id;         // empty: not traced
     std::string span_id;
+    // quota.cc: the tenant's count of requests in flight, held until the call is answered.
+    std::shared_ptr<void> admitted;
 };
 
 inline constexpr std::string_view fenec_version = "0.1.0";

@@ -34,8 +34,8 @@ std::optional<ql::Error> prepare(Prepared& p, std::string_view text, std::vector
 using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
 
 // The outcome's error, or `shape`'s answer with the seq it stands at where it succeeded.
-http::Response shaped(const Node& node, const ql::BlockOutcome& o, const Shape& shape) {
-    if (o.error) return error_response(node, *o.error);
+http::Response shaped(Node& node, const Tenant& t, const ql::BlockOutcome& o, const Shape& shape) {
+    if (o.error) return error_response(node, t.name(), *o.error);
     http::Response r = shape(o);
     if (r.status < 400) {
         r.header("Fenec-Seq", std::to_string(o.seq.v));
@@ -72,7 +72,7 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
     answer_write(node, *call, t, std::move(o),
-                 [&](const ql::BlockOutcome& r) { return shaped(node, r, shape); });
+                 [&](const ql::BlockOutcome& r) { return shaped(node, t, r, shape); });
 }
 
 void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
@@ -81,7 +81,7 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
     const std::vector<ql::Item> items = p.items();
     ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{});
     node.counters().statements->with({"read"}).inc();
-    node.answer(*call, shaped(node, o, shape));
+    node.answer(*call, shaped(node, t, o, shape));
 }
 
 http::Response json_answer(int status, std::string body) {

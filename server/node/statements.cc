@@ -65,10 +65,10 @@ void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
 
 // The answer to a block's outcome that answer_write leaves to its caller (§5.1, §5.2): a
 // refusal, or the success with its seq. A write's outcome goes through answer_write (outcome.cc).
-http::Response outcome_response(Node& node, const ql::BlockOutcome& o, bool batch,
-                                size_t completed_before = 0) {
+http::Response outcome_response(Node& node, const Tenant& t, const ql::BlockOutcome& o,
+                                bool batch, size_t completed_before = 0) {
     if (o.error) {
-        return error_response(node, *o.error, [&](ql::JsonWriter& w) {
+        return error_response(node, t.name(), *o.error, [&](ql::JsonWriter& w) {
             if (!batch) return;
             w.key("completed");
             w.uint64(completed_before);
@@ -145,7 +145,7 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
                 o.history = all.history;
             }
             return answer_write(node, call, t, std::move(o), [&](const ql::BlockOutcome& r) {
-                return outcome_response(node, r, true, i);
+                return outcome_response(node, t, r, true, i);
             }, BatchPlace{i, i});
         }
         all.answers.push_back(std::move(o.answers.front()));
@@ -156,7 +156,7 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
         }
     }
     answer_write(node, call, t, std::move(all), [&](const ql::BlockOutcome& r) {
-        return outcome_response(node, r, true);
+        return outcome_response(node, t, r, true);
     });
 }
 
@@ -211,13 +211,13 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
         if (key) finish_key(*t, *key, !o.error);
         const bool unmet = o.error && !o.landed && o.error->status() == 412;
         if ((!o.error && written_rows(o.answers) == 0) || unmet) {
-            *last = outcome_response(node, o, s->batch);
+            *last = outcome_response(node, *t, o, s->batch);
             return false;
         }
         const std::optional<BatchPlace> place =
             s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
-        answer_write(node, *call, *t, std::move(o), [&node, s](const ql::BlockOutcome& r) {
-            return outcome_response(node, r, s->batch);
+        answer_write(node, *call, *t, std::move(o), [&node, s, t](const ql::BlockOutcome& r) {
+            return outcome_response(node, *t, r, s->batch);
         }, place);
         return true;
     };
@@ -262,7 +262,8 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     auto run = [&node, call, t, s] {
         ql::Executor ex(t->db(), t->indexes());
         const std::vector<ql::Item> items = s->items();
-        node.answer(*call, outcome_response(node, ex.run_block(items, run_options(*call)), s->batch));
+        const ql::BlockOutcome o = ex.run_block(items, run_options(*call));
+        node.answer(*call, outcome_response(node, *t, o, s->batch));
     };
     if (!ra.after) return run();
     const Holds holds = holds_write(*t, *ra.after, ra.history);
@@ -364,7 +365,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     const std::optional<BatchPlace> place =
         s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
     answer_write(node, *call, *t, std::move(o), [&](const ql::BlockOutcome& r) {
-        return outcome_response(node, r, s->batch);
+        return outcome_response(node, *t, r, s->batch);
     }, place);
 }
 

@@ -13,6 +13,7 @@
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/node/handlers.h"
+#include "server/node/quota.h"
 #include "server/rest_filter.h"
 
 namespace fenec::node {
@@ -317,6 +318,9 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
             return node_.answer(*call, node_.refusal(503, "the node is at --max-streams (" +
                                                               std::to_string(node_.options().max_streams) + ")",
                                                      "streams"));
+        }
+        if (auto refused = streams_refusal(node_, *tenant)) {
+            return node_.answer(*call, std::move(*refused));
         }
         if (tenant->streams.load() >= node_.options().tenant_streams) {
             return node_.answer(*call, node_.refusal(429, "tenant " + tenant->name() +

@@ -112,6 +112,12 @@ public:
     // Being taken out of service (a deletion, an image put in its place): writes and held
     // requests are answered 503 rather than run (Registry::take_out).
     std::atomic<bool> leaving{false};
+    // The node's own quotas on those counts (quota.cc, node-http.md §7); quota_none: no limit.
+    // quota_mu orders a quota's change (side file, then these and the engine's limits).
+    static constexpr uint64_t quota_none = UINT64_MAX;
+    std::atomic<uint64_t> streams_max{quota_none};
+    std::atomic<uint64_t> requests_max{quota_none};
+    std::mutex quota_mu;
 
 private:
     void write_done();
