@@ -11,6 +11,7 @@
 #include "server/json_body.h"
 #include "server/node/admin.h"
 #include "server/node/handlers.h"
+#include "server/node/lease.h"
 #include "server/node/quota.h"
 #include <simdjson.h>
 
@@ -200,7 +201,7 @@ void hello(Node& node, Call& call) {
     w.key("takes_leases");
     w.boolean(node.options().lease);
     w.key("holder");
-    w.null();  // the lease holder: leases are wired in separately (§9)
+    write_holder(w, node.fencing().holder());
     w.key("tenants");
     w.uint64(tenants.size());
     w.key("open");

@@ -69,7 +69,10 @@ void serve_lease(Node& node, const std::shared_ptr<Call>& call);
 // naming the holder, or 500 when the raised term could not be persisted. For promote and
 // follow: `auto f = node.fencing().fence(authority, term); if (!f.ok()) answer fence_refusal`.
 struct FenceOutcome;
+struct Holder;
 http::Response fence_refusal(const Node& node, const FenceOutcome& fence);
+// lease_admin.cc: a holder as §9.2 and §8.8 write it, `null` for none.
+void write_holder(ql::JsonWriter& w, const std::optional<Holder>& holder);
 
 
 // idempotency.cc (§5.7).

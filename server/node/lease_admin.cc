@@ -25,6 +25,8 @@ http::Response json_answer(int status, std::string body) {
     return r;
 }
 
+}  // namespace
+
 void write_holder(ql::JsonWriter& w, const std::optional<Holder>& h) {
     if (!h) return w.null();
     w.begin_object();
@@ -40,6 +42,8 @@ void write_holder(ql::JsonWriter& w, const std::optional<Holder>& h) {
     }
     w.end_object();
 }
+
+namespace {
 
 void write_lease(ql::JsonWriter& w, const std::optional<LeaseFrom>& l) {
     if (!l) return w.null();
