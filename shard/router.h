@@ -45,7 +45,7 @@ inline constexpr size_t api_threads = 4;
 // `/_shard/` requests waiting for a thread before 503: an operator's API, not a data plane.
 inline constexpr size_t api_queue_max = 256;
 
-enum class Route : uint8_t { tenant, shard, metrics, health, other };
+enum class Route : uint8_t { tenant, shard, query, metrics, health, other };
 
 class Router final : public server::Handler {
   public:
@@ -78,6 +78,11 @@ class Router final : public server::Handler {
     static http::Response error(int status, std::string message);
     void audit_admin(const server::Request& request, const Answering& a, int status);
     void audit_refused(const server::Request& request, std::string_view request_id);
+    // One line of the audit log, when there is one (§15).
+    void audit_line(std::string line);
+    // The --trace log, or nullptr (§16).
+    obs::LineLog* trace_log() { return trace_.get(); }
+    static int64_t wall_ms();
     Directory& directory() { return *directory_; }
     Upstream& upstream() { return *upstream_; }
     const RouterOptions& options() const { return options_; }
@@ -100,6 +105,9 @@ class Router final : public server::Handler {
         obs::CounterFamily* upstream_errors = nullptr;
         obs::Counter* refused = nullptr;
         obs::GaugeFamily* tenants = nullptr;
+        obs::CounterFamily* fanouts = nullptr;        // {merge, outcome}
+        obs::CounterFamily* fanout_calls = nullptr;   // {outcome}
+        obs::HistogramFamily* fanout_duration = nullptr;  // {merge}
     };
     Metrics& metrics() { return metrics_; }
 
@@ -110,6 +118,8 @@ class Router final : public server::Handler {
                  Answering a);                                  // forward.cc
     http::Response serve_api(const server::Request& request, const Answering& a);  // api.cc
     http::Response serve_metrics();
+    // POST /_shard/query (§12), on an API worker: it waits for the tenants' answers.
+    http::Response serve_query(const server::Request& request, const Answering& a);  // query.cc
 
     RouterOptions options_;
     std::unique_ptr<Directory> directory_;
@@ -117,6 +127,7 @@ class Router final : public server::Handler {
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<auth::RefusalDelay> delay_;
     std::unique_ptr<Timers> timers_;
     obs::Registry registry_;

@@ -181,6 +181,10 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     }
     uint64_t now() const { return slot_.loop->now_ms(); }
     void arm_deadline();
+    uint64_t timeout_ms() const;  // the request's own bound, else the options'
+    bool too_large(uint64_t bytes) const {
+        return req_.body_bytes_max != 0 && bytes > req_.body_bytes_max;
+    }
     std::string who() const { return "node `" + req_.node + "` (" + req_.addr + ")"; }
 
     UpstreamImpl& up_;
@@ -353,7 +357,11 @@ void Call::cancel() {
     });
 }
 
-void Call::arm_deadline() { deadline_ms_ = now() + up_.options().timeout_ms; }
+uint64_t Call::timeout_ms() const {
+    return req_.timeout_ms != 0 ? req_.timeout_ms : up_.options().timeout_ms;
+}
+
+void Call::arm_deadline() { deadline_ms_ = now() + timeout_ms(); }
 
 void Call::attempt(bool fresh) {
     close_fd();
@@ -426,7 +434,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::unreachable,
                             who() + " did not accept a connection within " +
-                                seconds_text(up_.options().timeout_ms) + " s");
+                                seconds_text(timeout_ms()) + " s");
             }
             if (result < 0) {
                 return resend_or(UpstreamFailure::unreachable,
@@ -450,7 +458,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::timeout,
                             "node `" + req_.node + "` did not answer within " +
-                                seconds_text(up_.options().timeout_ms) + " s");
+                                seconds_text(timeout_ms()) + " s");
             }
             if (result <= 0) {
                 if (!in_.empty()) {
@@ -468,7 +476,7 @@ void Call::step(int32_t result) {
         case Phase::body:
             if (timed_out) {
                 return fail(UpstreamFailure::timeout, "node `" + req_.node + "` did not answer within " +
-                                                          seconds_text(up_.options().timeout_ms) +
+                                                          seconds_text(timeout_ms()) +
                                                           " s");
             }
             if (result <= 0) return fail(UpstreamFailure::cut, who() + " ended its answer part-way");
@@ -484,6 +492,11 @@ void Call::step(int32_t result) {
                 return answer_whole();
             }
             in_.append(buf_.get(), static_cast<size_t>(result));
+            if (too_large(in_.size())) {
+                return fail(UpstreamFailure::too_large, who() + " answered past " +
+                                                            std::to_string(req_.body_bytes_max) +
+                                                            " bytes");
+            }
             return recv_more();
         case Phase::stream:
             if (result <= 0) {
@@ -528,6 +541,11 @@ bool Call::take_head() {
             answer_whole();
         } else if (head.content_length && !head.transfer_encoding) {
             body_bytes_ = *head.content_length;
+            if (too_large(body_bytes_)) {
+                fail(UpstreamFailure::too_large, who() + " answered " +
+                                                     std::to_string(body_bytes_) + " bytes");
+                return true;
+            }
             phase_ = Phase::body;
             if (in_.size() >= body_bytes_) answer_whole();
             else recv_more();
