@@ -310,6 +310,15 @@ struct QueryRequest {
     uint64_t timeout_ms = 0;
 };
 
+// `r`'s JSON body gains `"key":"value"` as its last member.
+void add_member(Response& r, std::string_view key, std::string_view value) {
+    std::string quoted;
+    ql::JsonWriter w(quoted);
+    w.string(value);
+    r.body.pop_back();
+    r.body.append(",\"").append(key).append("\":").append(quoted).append("}");
+}
+
 std::optional<Response> read_request(const std::string& body, uint64_t timeout_max_ms,
                                      QueryRequest& q) {
     auto bad = [](std::string m) { return Router::error(400, std::move(m)); };
@@ -352,15 +361,7 @@ std::optional<Response> read_request(const std::string& body, uint64_t timeout_m
     if (q.statement.empty()) return bad("`statement` is required: one FenecQL statement");
     if (auto refusal = parse_merge(merge, q.spec)) {
         Response r = Router::error(400, refusal->message);
-        if (!refusal->member.empty()) {
-            r.body.pop_back();
-            ql::JsonWriter w(r.body);
-            w.raw(",");
-            w.string(refusal->member);
-            w.raw(":");
-            w.string(refusal->value);
-            r.body += "}";
-        }
+        if (!refusal->member.empty()) add_member(r, refusal->member, refusal->value);
         return r;
     }
     return std::nullopt;
@@ -499,11 +500,7 @@ Response Router::serve_query(const server::Request& request, const Answering& a)
         outcome = "failed";
     } else if (q.spec.kind == MergeKind::fold && !merge_fold(q.spec, inputs, folded, overflow)) {
         r = error(400, "the sum of `" + overflow + "` does not fit a 64-bit integer");
-        r.body.pop_back();
-        ql::JsonWriter w(r.body);
-        w.raw(",\"column\":");
-        w.string(overflow);
-        r.body += "}";
+        add_member(r, "column", overflow);
         outcome = "refused";
     } else {
         if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
