@@ -87,6 +87,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         answered_.assign(names.size(), false);
         std::unique_lock lock(mu_);
         launch(lock);
+        if (!lock.owns_lock()) lock.lock();  // launch lets go of it when the query ended
         cv_.wait(lock, [&] { return finished_; });
     }
 

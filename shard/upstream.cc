@@ -97,6 +97,9 @@ class Pool {
 
 class UpstreamImpl;
 class Call;
+struct LoopSlot;
+// The LoopSlot of the calling thread when it is one of an Upstream's own loops.
+thread_local LoopSlot* own_slot = nullptr;
 
 // One loop and the calls on it: one of the upstream's own (with a thread), or an HTTP server's
 // loop a call was started from (server::serving_loop), whose thread is the server's.
@@ -230,6 +233,7 @@ class UpstreamImpl final : public Upstream {
         for (auto& s : slots_) {
             LoopSlot* slot = s.get();
             slot->thread = std::thread([slot] {
+                own_slot = slot;
                 slot->loop->timeout(slot->tick, upstream_tick_ms);
                 slot->loop->run();
             });
@@ -241,7 +245,10 @@ class UpstreamImpl final : public Upstream {
                                         std::shared_ptr<UpstreamSink> sink) override {
         // On a server loop the call runs right there: no hand-off to an upstream loop and back,
         // which costs two thread wake-ups per request (`make shard-bench`).
-        if (LoopSlot* here = serving_slot()) {
+        // Likewise on one of this Upstream's own loops: a call started from another call's
+        // callback (the query across tenants' next tenant) begins on the same loop.
+        LoopSlot* here = own_slot && own_slot->owner == this ? own_slot : serving_slot();
+        if (here) {
             auto call = std::make_shared<Call>(*this, *here, std::move(request), std::move(sink));
             call->begin();
             return call;
