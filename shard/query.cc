@@ -9,13 +9,16 @@
 // The router parses no FenecQL and reads no schema: the statement and its parameters go to every
 // tenant as they came; how rows combine is said in the request.
 //
-// Threads: serve_query runs on an API worker and waits; a Fanout's state is shared with the
-// upstream loops' callbacks under its mutex; a callback that comes after the query ended (a call
-// cancelled past a limit) finds `finished` and drops its answer.
+// Threads: serve_query runs on the client's server loop and never waits: the calls start there
+// (Upstream::start runs a call on the loop that starts it), each answer is prepared in its call's
+// callback on that loop, and the callback that ends the query merges and answers, so a query
+// crosses no thread. A Fanout's state is under its mutex all the same (a call cancelled past a
+// limit, or one started off a loop, ends elsewhere); a callback that comes after the query
+// ended finds `finished_` and drops its answer.
 #include <simdjson.h>
 #include <xxhash.h>
 
-#include <condition_variable>
+#include <functional>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -64,11 +67,13 @@ uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+}  // namespace
+
 class Fanout : public std::enable_shared_from_this<Fanout> {
   public:
     Fanout(Router& router, MergeSpec spec) : router_(router), spec_(std::move(spec)) {}
 
-    // Set before run().
+    // Set before start().
     bool partial = false;
     uint64_t timeout_ms = 0;
     std::string node_body;    // {"query":…,"params":…}
@@ -82,16 +87,17 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
 
     // Asks every tenant (or until the first failure without `partial`, or a limit); returns once
     // every call out has ended, or at once past a limit.
-    void run() {
+    // Starts asking; `done` runs once, on the thread that ends the query (the last answer's, one
+    // past a limit's, or this one when there is nothing to ask), without the lock held.
+    void start(std::function<void(Fanout&)> done) {
         inputs_.resize(names.size());
         answered_.assign(names.size(), false);
+        done_ = std::move(done);
         std::unique_lock lock(mu_);
         launch(lock);
-        if (!lock.owns_lock()) lock.lock();  // launch lets go of it when the query ended
-        cv_.wait(lock, [&] { return finished_; });
     }
 
-    // Read after run().
+    // Read in `done`.
     std::vector<TenantInput> inputs_;
     std::vector<bool> answered_;
     std::vector<Failure> failures;
@@ -201,11 +207,10 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
             finished_ = true;
             auto calls = std::move(calls_);
             lock.unlock();
-            cv_.notify_all();
             for (auto& weak : calls) {  // abandoned: their connections closed
                 if (auto c = weak.lock()) c->cancel();
             }
-            return;
+            return end();
         }
         launch(lock);
     }
@@ -223,8 +228,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         if (go.empty() && out_ == 0) {
             finished_ = true;
             lock.unlock();
-            cv_.notify_all();
-            return;
+            return end();
         }
         const uint64_t room = router_.options().fanout_max_bytes - std::min(
             bytes, router_.options().fanout_max_bytes);
@@ -249,6 +253,12 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         }
         lock.lock();
         for (auto& c : started) calls_.push_back(std::move(c));
+    }
+
+    void end() {
+        auto done = std::move(done_);  // the callback holds this Fanout: let go of it after
+        done_ = nullptr;
+        done(*this);
     }
 
     UpstreamRequest request(const Job& job, const NodeSpan& span) {
@@ -294,7 +304,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     Router& router_;
     const MergeSpec spec_;
     std::mutex mu_;
-    std::condition_variable cv_;
+    std::function<void(Fanout&)> done_;
     size_t out_ = 0;
     bool stop_ = false;
     bool finished_ = false;
@@ -310,6 +320,9 @@ struct QueryRequest {
     bool partial = false;
     uint64_t timeout_ms = 0;
 };
+
+
+namespace {
 
 // `r`'s JSON body gains `"key":"value"` as its last member.
 void add_member(Response& r, std::string_view key, std::string_view value) {
@@ -406,28 +419,29 @@ void write_failures(ql::JsonWriter& w, const std::vector<Failure>& failures) {
 
 }  // namespace
 
-Response Router::serve_query(const server::Request& request, const Answering& a) {
+void Router::serve_query(const server::Request& request,
+                         std::shared_ptr<server::Exchange> exchange, const Answering& a) {
     if (request.head.method != http::Method::post) {
         Response r = error(405, "/_shard/query takes POST");
         r.header("Allow", "POST");
-        return r;
+        return answer(*exchange, a, std::move(r));
     }
     const int64_t start_wall = wall_ms();
-    QueryRequest q;
-    if (auto refused = read_request(request.body, options_.upstream_timeout_ms, q)) {
-        metrics_.fanouts->with({merge_name(q.spec.kind), "refused"}).inc();
-        return std::move(*refused);
+    auto q = std::make_shared<QueryRequest>();
+    if (auto refused = read_request(request.body, options_.upstream_timeout_ms, *q)) {
+        metrics_.fanouts->with({merge_name(q->spec.kind), "refused"}).inc();
+        return answer(*exchange, a, std::move(*refused));
     }
-    auto f = std::make_shared<Fanout>(*this, q.spec);
-    f->partial = q.partial;
-    f->timeout_ms = q.timeout_ms;
+    auto f = std::make_shared<Fanout>(*this, q->spec);
+    f->partial = q->partial;
+    f->timeout_ms = q->timeout_ms;
     {
         ql::JsonWriter w(f->node_body);
         w.begin_object();
         w.key("query");
-        w.string(q.statement);
+        w.string(q->statement);
         w.key("params");
-        w.raw(q.params);
+        w.raw(q->params);
         w.end_object();
     }
     f->request_id = a.request_id;
@@ -448,8 +462,18 @@ Response Router::serve_query(const server::Request& request, const Answering& a)
     }
     f->maps = directory_->maps();
     call_order(*f->maps, *f);
-    f->run();
+    const std::string peer = request.peer;
+    // Started here, on the client's loop, the calls run on it (Upstream::start), and the last
+    // answer's callback merges and answers: no thread hand-off in the whole query.
+    f->start([this, q, exchange, a, peer, start_wall, root_span, parent_span](Fanout& done) {
+        answer(*exchange, a, finish_query(done, *q, a, peer, start_wall, root_span, parent_span));
+    });
+}
 
+Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answering& a,
+                              const std::string& peer, int64_t start_wall,
+                              const std::string& root_span, const std::string& parent_span) {
+    Fanout* f = &fanout;
     // The merge, over the tenants in name order.
     std::vector<const TenantInput*> inputs(f->names.size(), nullptr);
     size_t answered = 0;
@@ -554,7 +578,7 @@ Response Router::serve_query(const server::Request& request, const Answering& a)
         w.key("request_id");
         w.string(a.request_id);
         w.key("peer");
-        w.string(request.peer);
+        w.string(peer);
         w.key("status");
         w.int64(r.status);
         w.key("merge");

@@ -404,12 +404,12 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     switch (a.route) {
         case Route::tenant:
             return forward(std::move(request), std::move(exchange), std::move(a));
-        case Route::shard:
-        case Route::query: {
+        case Route::query:
+            return serve_query(request, std::move(exchange), a);
+        case Route::shard: {
             auto req = std::make_shared<server::Request>(std::move(request));
             const bool queued = api_pool_->submit([this, req, exchange, a] {
-                answer(*exchange, a,
-                       a.route == Route::query ? serve_query(*req, a) : serve_api(*req, a));
+                answer(*exchange, a, serve_api(*req, a));
             });
             if (!queued) {
                 http::Response r = error(503, "the router's /_shard/ queue is full");

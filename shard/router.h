@@ -37,6 +37,8 @@ class RefusalDelay;
 namespace fenec::shard {
 
 class Timers;
+class Fanout;
+struct QueryRequest;
 
 inline constexpr std::string_view shard_version = "0.1.0";
 // Threads of the `/_shard/` API: changes are serialised by the directory anyway; a few let a
@@ -118,8 +120,13 @@ class Router final : public server::Handler {
                  Answering a);                                  // forward.cc
     http::Response serve_api(const server::Request& request, const Answering& a);  // api.cc
     http::Response serve_metrics();
-    // POST /_shard/query (§12), on an API worker: it waits for the tenants' answers.
-    http::Response serve_query(const server::Request& request, const Answering& a);  // query.cc
+    // POST /_shard/query (§12), on the client's loop: the tenants' calls start there, and the
+    // query is answered from the callback of the call that ends it (query.cc).
+    void serve_query(const server::Request& request, std::shared_ptr<server::Exchange> exchange,
+                     const Answering& a);
+    http::Response finish_query(Fanout& fanout, const QueryRequest& q, const Answering& a,
+                                const std::string& peer, int64_t start_wall,
+                                const std::string& root_span, const std::string& parent_span);
 
     RouterOptions options_;
     std::unique_ptr<Directory> directory_;
