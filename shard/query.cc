@@ -83,7 +83,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     uint64_t random = 0;
     std::vector<std::string> names;           // the tenants, name order
     std::deque<Job> queue;                    // calls not yet made, in call order
-    std::shared_ptr<const DirectoryMaps> maps;
+    std::shared_ptr<const DirectoryMaps> maps;        // the directory as last looked at
+    std::shared_ptr<const DirectoryMaps> first_maps;  // as the query began
 
     // Asks every tenant (or until the first failure without `partial`, or a limit); returns once
     // every call out has ended, or at once past a limit.
@@ -220,10 +221,16 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         std::vector<Job> go;
         const size_t concurrency = router_.options().fanout_concurrency;
         while (!stop_ && out_ < concurrency && !queue.empty()) {
-            go.push_back(std::move(queue.front()));
+            Job job = std::move(queue.front());
             queue.pop_front();
+            if (job.asks == 0) ++asked;
+            if (!find_node(job.node)) {  // a directory whose tenant names a node it lacks
+                fail(job, 502, "placed on node `" + job.node + "`, which is not in the directory",
+                     "unreachable");
+                continue;
+            }
             ++out_;
-            if (go.back().asks == 0) ++asked;
+            go.push_back(std::move(job));
         }
         if (go.empty() && out_ == 0) {
             finished_ = true;
@@ -261,8 +268,18 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         done(*this);
     }
 
+    // A node by name in the directory as last looked at, else as the query began.
+    const NodeRow* find_node(const std::string& name) const {
+        for (const DirectoryMaps* m : {maps.get(), first_maps.get()}) {
+            if (!m) continue;
+            auto it = m->nodes.find(name);
+            if (it != m->nodes.end()) return &it->second;
+        }
+        return nullptr;
+    }
+
     UpstreamRequest request(const Job& job, const NodeSpan& span) {
-        const NodeRow& node = maps->nodes.at(job.node);
+        const NodeRow& node = *find_node(job.node);
         UpstreamRequest r;
         r.node = node.name;
         r.addr = node.addr;
@@ -461,6 +478,7 @@ void Router::serve_query(const server::Request& request,
         root_span = obs::span_id(f->random);
     }
     f->maps = directory_->maps();
+    f->first_maps = f->maps;
     call_order(*f->maps, *f);
     const std::string peer = request.peer;
     // Started here, on the client's loop, the calls run on it (Upstream::start), and the last
