@@ -59,7 +59,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 start_listening() {  # name binary args...
-    local name=$1 i port=""
+    local name=$1 i
+    port=""
     shift
     "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pids+=($!)
@@ -70,7 +71,6 @@ start_listening() {  # name binary args...
         sleep 0.1
     done
     [[ -n "$port" ]] || { log "$name printed no listening= line in 10 s"; exit 1; }
-    echo "$port"
 }
 
 client=$tmp/fanout_client
@@ -81,12 +81,14 @@ router_token=bench-router-token
 declare -a node_ports
 for n in 1 2 3; do
     mkdir -p "$tmp/node$n"
-    node_ports[$n]=$(start_listening "node$n" "$node_bin" --listen 127.0.0.1:0 \
-        --data-dir "$tmp/node$n" --workers "$workers" --token "$data" --admin-token "admin-$n")
+    start_listening "node$n" "$node_bin" --listen 127.0.0.1:0 \
+        --data-dir "$tmp/node$n" --workers "$workers" --token "$data" --admin-token "admin-$n"
+    node_ports[$n]=$port
 done
 mkdir -p "$tmp/router"
-router_port=$(start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
-    --directory "$tmp/router/shard.fenec" --token "$router_token")
+start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
+    --directory "$tmp/router/shard.fenec" --token "$router_token"
+router_port=$port
 log "nodes on ${node_ports[*]}, fenec-shard on $router_port"
 
 rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $router_token" "$@"; }

@@ -652,8 +652,10 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         span.us = static_cast<int64_t>((end_ms - a.start_ms) * 1000);
         span.request_id = a.request_id;
         span.attrs.push_back(obs::JsonField{"fenec.merge", merge});
-        span.attrs.push_back(obs::JsonField{"fenec.tenants", static_cast<int64_t>(f->names.size())});
-        span.attrs.push_back(obs::JsonField{"fenec.failed", static_cast<int64_t>(f->failures.size())});
+        span.attrs.push_back(
+            obs::JsonField{"fenec.tenants", static_cast<int64_t>(f->names.size())});
+        span.attrs.push_back(
+            obs::JsonField{"fenec.failed", static_cast<int64_t>(f->failures.size())});
         span.attrs.push_back(obs::JsonField{"http.response.status_code", r.status});
         trace_->write(obs::span_line(span));
     }
