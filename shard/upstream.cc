@@ -578,8 +578,10 @@ bool Call::take_head() {
 }
 
 void Call::answer_whole() {
-    answer_.body = in_.substr(0, body_bytes_);
     const bool reusable = phase_ != Phase::to_end && !answer_.close && in_.size() == body_bytes_;
+    // The body is moved out whole, not copied, when nothing was read past it.
+    if (in_.size() == body_bytes_) answer_.body = std::move(in_);
+    else answer_.body = in_.substr(0, body_bytes_);
     if (reusable) {
         up_.pool().put(req_.addr, req_.node, fd_, now());
         fd_ = -1;
