@@ -42,7 +42,9 @@ help:
 	@echo "                   (ci/setup-bench installs both); report in $(BUILD)/node-bench.txt"
 	@echo "  make shard-bench build fenec-node and fenec-shard, then time a row-by-id read straight,"
 	@echo "                   through the router, through HAProxy and a loopback round trip"
-	@echo "                   (ci/setup-bench installs HAProxy); report in $(BUILD)/shard-bench.txt"
+	@echo "                   (ci/setup-bench installs HAProxy); report in $(BUILD)/shard-bench.txt;"
+	@echo "                   ARGS=fanout: POST /_shard/query over 100 tenants on three nodes"
+	@echo "                   beside a client asking them 16 at once ($(BUILD)/fanout-bench.txt)"
 	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
@@ -150,5 +152,10 @@ endif
 shard-bench: configure
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
-	bash bench/shard_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
-	    $(BUILD)/shard-bench.txt
+	if [ "$(ARGS)" = fanout ]; then \
+	    bash bench/fanout_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	        $(BUILD)/fanout-bench.txt; \
+	else \
+	    bash bench/shard_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	        $(BUILD)/shard-bench.txt; \
+	fi

@@ -79,9 +79,11 @@ free_port() {  # a port nothing listens on (HAProxy needs one named)
     return 1
 }
 
-# Starts a binary printing `listening=127.0.0.1:<port>` first; echoes the port.
+# Starts a binary printing `listening=127.0.0.1:<port>` first; sets `port`. Not to be run in
+# a $(…) subshell: the pid must reach `pids` here, or cleanup would leave the process running.
 start_listening() {  # name binary args...
-    local name=$1 i port=""
+    local name=$1 i
+    port=""
     shift
     : >"$tmp/$name.out"
     "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
@@ -93,7 +95,6 @@ start_listening() {  # name binary args...
         sleep 0.1
     done
     [[ -n "$port" ]] || { log "$name printed no listening= line in 10 s"; exit 1; }
-    echo "$port"
 }
 
 client=$tmp/latency_client
@@ -102,10 +103,12 @@ client=$tmp/latency_client
 admin=bench-admin-token
 router_token=bench-router-token
 mkdir -p "$tmp/node" "$tmp/router"
-node_port=$(start_listening node "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/node" \
-    --workers "$workers" --admin-token "$admin")
-router_port=$(start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
-    --directory "$tmp/router/shard.fenec" --token "$router_token")
+start_listening node "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/node" \
+    --workers "$workers" --admin-token "$admin"
+node_port=$port
+start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
+    --directory "$tmp/router/shard.fenec" --token "$router_token"
+router_port=$port
 log "fenec-node on $node_port, fenec-shard on $router_port"
 
 rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $router_token" "$@"; }

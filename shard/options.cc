@@ -98,6 +98,17 @@ const std::vector<Flag>& flags() {
          [](RouterOptions& o, const std::string& v) {
              return to_u64(v, o.auth_delay_ms, 60'000);
          }},
+        {"--fanout-concurrency", "<n>",
+         "tenant calls out at once for one POST /_shard/query, 1-256 (default 16)",
+         count(&RouterOptions::fanout_concurrency, 1, 256)},
+        {"--fanout-max-rows", "<n>", "rows gathered from the tenants of one query (default 100000)",
+         [](RouterOptions& o, const std::string& v) {
+             return to_u64(v, o.fanout_max_rows, 1ull << 40) && o.fanout_max_rows > 0;
+         }},
+        {"--fanout-max-bytes", "<size>", "bytes of the tenants' answers to one query (default 64m)",
+         size(&RouterOptions::fanout_max_bytes)},
+        {"--trace", "<path>", "spans as JSON lines (default off)",
+         [](RouterOptions& o, const std::string& v) { return !v.empty() && (o.trace = v, true); }},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          count(&RouterOptions::workers, 1, 256)},
     };

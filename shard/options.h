@@ -2,7 +2,7 @@
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
 // a zero timeout) are check_options'. Flags of later work (moves, copies, leases, standbys,
-// regions, the query across tenants) are not taken yet: they are unknown flags until then.
+// regions) are not taken yet: they are unknown flags until then.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,10 @@ struct RouterOptions {
     std::optional<std::string> audit;
     uint32_t workers = 0;  // io_uring loops for clients (and as many for nodes); 0: CPU count
     uint64_t auth_delay_ms = 100;  // before a refusal, doubling per address (§3); 0: none
+    uint32_t fanout_concurrency = 16;          // tenant calls out at once for one query (§12.4)
+    uint64_t fanout_max_rows = 100'000;        // rows gathered for one query (§12.7)
+    uint64_t fanout_max_bytes = 64ull << 20;   // bytes of the tenants' answers for one query
+    std::optional<std::string> trace;          // spans as JSON lines (§16), like the node's
 };
 
 struct ParsedFlags {

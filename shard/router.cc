@@ -19,12 +19,6 @@ namespace fenec::shard {
 
 namespace {
 
-int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // Three base64url parts joined by two dots (§3): a JSON Web Token's shape.
 bool jwt_shaped(std::string_view v) {
     size_t dots = 0;
@@ -58,6 +52,7 @@ std::string first_segment(std::string_view path) {
 Route route_of(std::string_view path) {
     const std::string first = first_segment(path);
     if (first == "t") return Route::tenant;
+    if (path == "/_shard/query") return Route::query;
     if (first == "_shard") return Route::shard;
     if (first == "_metrics") return Route::metrics;
     if (first == "_health") return Route::health;
@@ -85,11 +80,18 @@ std::string_view route_label(Route route) {
     switch (route) {
         case Route::tenant: return "tenant";
         case Route::shard: return "shard";
+        case Route::query: return "query";
         case Route::metrics: return "metrics";
         case Route::health: return "other";
         case Route::other: return "other";
     }
     return "other";
+}
+
+int64_t Router::wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 Router::Router(RouterOptions options) : options_(std::move(options)) {
@@ -108,6 +110,7 @@ Router::~Router() {
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
     if (audit_) audit_->close();
+    if (trace_) trace_->close();
 }
 
 void Router::init_metrics() {
@@ -145,6 +148,12 @@ void Router::init_metrics() {
     m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
         return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
     });
+    metrics_.fanouts = &m.counter("fenec_router_fanouts_total", "queries across tenants",
+                                  {"merge", "outcome"});
+    metrics_.fanout_calls = &m.counter("fenec_router_fanout_calls_total", "tenant calls",
+                                       {"outcome"});
+    metrics_.fanout_duration = &m.histogram("fenec_router_fanout_duration_seconds",
+                                            "query across tenants: arrival to answer", {"merge"});
     m.counter_fn("fenec_router_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
 }
@@ -157,6 +166,13 @@ std::string Router::prepare() {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
+    }
+    if (options_.trace) {
+        obs::LineLogOptions lo;
+        lo.queue_lines_max = obs::trace_queue_lines_max;  // full: dropped, never waited on
+        auto log = obs::LineLog::open(*options_.trace, lo);
+        if (!log.is_ok()) return "--trace " + *options_.trace + ": " + log.status().to_string();
+        trace_ = std::move(log.value());
     }
     uint32_t loops = options_.workers;
     if (loops == 0) loops = std::max(1u, std::thread::hardware_concurrency());
@@ -195,6 +211,7 @@ void Router::drain() {
     upstream_->stop();
     directory_->close();
     if (audit_) audit_->close();
+    if (trace_) trace_->close();
 }
 
 uint64_t Router::now_ms() const {
@@ -257,6 +274,10 @@ void Router::audit_admin(const server::Request& request, const Answering& a, int
     w.int64(status);
     w.end_object();
     audit_->write(std::move(line));
+}
+
+void Router::audit_line(std::string line) {
+    if (audit_) audit_->write(std::move(line));
 }
 
 void Router::audit_refused(const server::Request& request, std::string_view request_id) {
@@ -337,7 +358,7 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         } else if (!directory_->maps()->tenants.contains(tenant)) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
-    } else if (route == Route::shard || route == Route::metrics) {
+    } else if (route == Route::shard || route == Route::query || route == Route::metrics) {
         // With a refusal delay the token is judged in handle(), where an answer can wait.
         if (options_.auth_delay_ms > 0) return v;
         refuse = check_token(request);
@@ -370,7 +391,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     a.route = route_of(request.head.path);
     a.start_ms = now_ms();
     a.request_id = new_request_id(request.head.header("X-Request-Id"));
-    if (a.route == Route::shard || a.route == Route::metrics) {
+    if (a.route == Route::shard || a.route == Route::query || a.route == Route::metrics) {
         if (std::optional<http::Response> refuse = check_token(request)) {
             audit_refused(request, a.request_id);
             auto r = std::make_shared<http::Response>(std::move(*refuse));
@@ -383,6 +404,8 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     switch (a.route) {
         case Route::tenant:
             return forward(std::move(request), std::move(exchange), std::move(a));
+        case Route::query:
+            return serve_query(request, std::move(exchange), a);
         case Route::shard: {
             auto req = std::make_shared<server::Request>(std::move(request));
             const bool queued = api_pool_->submit([this, req, exchange, a] {

@@ -37,6 +37,8 @@ class RefusalDelay;
 namespace fenec::shard {
 
 class Timers;
+class Fanout;
+struct QueryRequest;
 
 inline constexpr std::string_view shard_version = "0.1.0";
 // Threads of the `/_shard/` API: changes are serialised by the directory anyway; a few let a
@@ -45,7 +47,7 @@ inline constexpr size_t api_threads = 4;
 // `/_shard/` requests waiting for a thread before 503: an operator's API, not a data plane.
 inline constexpr size_t api_queue_max = 256;
 
-enum class Route : uint8_t { tenant, shard, metrics, health, other };
+enum class Route : uint8_t { tenant, shard, query, metrics, health, other };
 
 class Router final : public server::Handler {
   public:
@@ -78,6 +80,11 @@ class Router final : public server::Handler {
     static http::Response error(int status, std::string message);
     void audit_admin(const server::Request& request, const Answering& a, int status);
     void audit_refused(const server::Request& request, std::string_view request_id);
+    // One line of the audit log, when there is one (§15).
+    void audit_line(std::string line);
+    // The --trace log, or nullptr (§16).
+    obs::LineLog* trace_log() { return trace_.get(); }
+    static int64_t wall_ms();
     Directory& directory() { return *directory_; }
     Upstream& upstream() { return *upstream_; }
     const RouterOptions& options() const { return options_; }
@@ -100,6 +107,9 @@ class Router final : public server::Handler {
         obs::CounterFamily* upstream_errors = nullptr;
         obs::Counter* refused = nullptr;
         obs::GaugeFamily* tenants = nullptr;
+        obs::CounterFamily* fanouts = nullptr;        // {merge, outcome}
+        obs::CounterFamily* fanout_calls = nullptr;   // {outcome}
+        obs::HistogramFamily* fanout_duration = nullptr;  // {merge}
     };
     Metrics& metrics() { return metrics_; }
 
@@ -110,6 +120,13 @@ class Router final : public server::Handler {
                  Answering a);                                  // forward.cc
     http::Response serve_api(const server::Request& request, const Answering& a);  // api.cc
     http::Response serve_metrics();
+    // POST /_shard/query (§12), on the client's loop: the tenants' calls start there, and the
+    // query is answered from the callback of the call that ends it (query.cc).
+    void serve_query(const server::Request& request, std::shared_ptr<server::Exchange> exchange,
+                     const Answering& a);
+    http::Response finish_query(Fanout& fanout, const QueryRequest& q, const Answering& a,
+                                const std::string& peer, int64_t start_wall,
+                                const std::string& root_span, const std::string& parent_span);
 
     RouterOptions options_;
     std::unique_ptr<Directory> directory_;
@@ -117,6 +134,7 @@ class Router final : public server::Handler {
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<auth::RefusalDelay> delay_;
     std::unique_ptr<Timers> timers_;
     obs::Registry registry_;

@@ -97,6 +97,9 @@ class Pool {
 
 class UpstreamImpl;
 class Call;
+struct LoopSlot;
+// The LoopSlot of the calling thread when it is one of an Upstream's own loops.
+thread_local LoopSlot* own_slot = nullptr;
 
 // One loop and the calls on it: one of the upstream's own (with a thread), or an HTTP server's
 // loop a call was started from (server::serving_loop), whose thread is the server's.
@@ -181,6 +184,10 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     }
     uint64_t now() const { return slot_.loop->now_ms(); }
     void arm_deadline();
+    uint64_t timeout_ms() const;  // the request's own bound, else the options'
+    bool too_large(uint64_t bytes) const {
+        return req_.body_bytes_max != 0 && bytes > req_.body_bytes_max;
+    }
     std::string who() const { return "node `" + req_.node + "` (" + req_.addr + ")"; }
 
     UpstreamImpl& up_;
@@ -226,6 +233,7 @@ class UpstreamImpl final : public Upstream {
         for (auto& s : slots_) {
             LoopSlot* slot = s.get();
             slot->thread = std::thread([slot] {
+                own_slot = slot;
                 slot->loop->timeout(slot->tick, upstream_tick_ms);
                 slot->loop->run();
             });
@@ -237,7 +245,10 @@ class UpstreamImpl final : public Upstream {
                                         std::shared_ptr<UpstreamSink> sink) override {
         // On a server loop the call runs right there: no hand-off to an upstream loop and back,
         // which costs two thread wake-ups per request (`make shard-bench`).
-        if (LoopSlot* here = serving_slot()) {
+        // Likewise on one of this Upstream's own loops: a call started from another call's
+        // callback (the query across tenants' next tenant) begins on the same loop.
+        LoopSlot* here = own_slot && own_slot->owner == this ? own_slot : serving_slot();
+        if (here) {
             auto call = std::make_shared<Call>(*this, *here, std::move(request), std::move(sink));
             call->begin();
             return call;
@@ -353,7 +364,11 @@ void Call::cancel() {
     });
 }
 
-void Call::arm_deadline() { deadline_ms_ = now() + up_.options().timeout_ms; }
+uint64_t Call::timeout_ms() const {
+    return req_.timeout_ms != 0 ? req_.timeout_ms : up_.options().timeout_ms;
+}
+
+void Call::arm_deadline() { deadline_ms_ = now() + timeout_ms(); }
 
 void Call::attempt(bool fresh) {
     close_fd();
@@ -426,7 +441,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::unreachable,
                             who() + " did not accept a connection within " +
-                                seconds_text(up_.options().timeout_ms) + " s");
+                                seconds_text(timeout_ms()) + " s");
             }
             if (result < 0) {
                 return resend_or(UpstreamFailure::unreachable,
@@ -450,7 +465,7 @@ void Call::step(int32_t result) {
             if (timed_out) {
                 return fail(UpstreamFailure::timeout,
                             "node `" + req_.node + "` did not answer within " +
-                                seconds_text(up_.options().timeout_ms) + " s");
+                                seconds_text(timeout_ms()) + " s");
             }
             if (result <= 0) {
                 if (!in_.empty()) {
@@ -468,7 +483,7 @@ void Call::step(int32_t result) {
         case Phase::body:
             if (timed_out) {
                 return fail(UpstreamFailure::timeout, "node `" + req_.node + "` did not answer within " +
-                                                          seconds_text(up_.options().timeout_ms) +
+                                                          seconds_text(timeout_ms()) +
                                                           " s");
             }
             if (result <= 0) return fail(UpstreamFailure::cut, who() + " ended its answer part-way");
@@ -484,6 +499,11 @@ void Call::step(int32_t result) {
                 return answer_whole();
             }
             in_.append(buf_.get(), static_cast<size_t>(result));
+            if (too_large(in_.size())) {
+                return fail(UpstreamFailure::too_large, who() + " answered past " +
+                                                            std::to_string(req_.body_bytes_max) +
+                                                            " bytes");
+            }
             return recv_more();
         case Phase::stream:
             if (result <= 0) {
@@ -528,6 +548,11 @@ bool Call::take_head() {
             answer_whole();
         } else if (head.content_length && !head.transfer_encoding) {
             body_bytes_ = *head.content_length;
+            if (too_large(body_bytes_)) {
+                fail(UpstreamFailure::too_large, who() + " answered " +
+                                                     std::to_string(body_bytes_) + " bytes");
+                return true;
+            }
             phase_ = Phase::body;
             if (in_.size() >= body_bytes_) answer_whole();
             else recv_more();
@@ -553,8 +578,10 @@ bool Call::take_head() {
 }
 
 void Call::answer_whole() {
-    answer_.body = in_.substr(0, body_bytes_);
     const bool reusable = phase_ != Phase::to_end && !answer_.close && in_.size() == body_bytes_;
+    // The body is moved out whole, not copied, when nothing was read past it.
+    if (in_.size() == body_bytes_) answer_.body = std::move(in_);
+    else answer_.body = in_.substr(0, body_bytes_);
     if (reusable) {
         up_.pool().put(req_.addr, req_.node, fd_, now());
         fd_ = -1;

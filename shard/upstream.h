@@ -49,6 +49,8 @@ struct UpstreamRequest {
     bool resend_after_sent = false;  // running it twice is harmless (see the file comment)
     bool head_only = false;    // a HEAD: the answer has no body whatever its length says
     bool allow_stream = false; // an answer without a length is a stream (else read to its end)
+    uint64_t timeout_ms = 0;   // this call's bound in place of UpstreamOptions::timeout_ms; 0: it
+    uint64_t body_bytes_max = 0;  // an answer body past it fails `too_large` as it is read; 0: none
 };
 
 struct UpstreamAnswer {
@@ -65,6 +67,7 @@ enum class UpstreamFailure : uint8_t {
     may_have_run,  // sent whole, the connection ended before an answer, not resendable
     timeout,       // no answer within the timeout
     cut,           // the answer began and ended short
+    too_large,     // the answer's body passed the request's body_bytes_max
 };
 
 // The far end of one call; its callbacks run on the call's loop thread.
