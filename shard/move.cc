@@ -195,6 +195,25 @@ struct Copied {
     std::string seq, history, lineage, digest;
 };
 
+// Where a move's time went, in ms, answered under `steps` (the bench reads it): the image built
+// on the source (the GET sent to its head: the image taken and its digest), its bytes passed on
+// (`transfer`), and the target's verify (the last byte sent to its answer: written, fsynced,
+// verified, renamed).
+struct Steps {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point at = Clock::now();
+    double mark = 0, freeze = 0, image = 0, transfer = 0, verify = 0, flip = 0, remove = 0;
+    // The ms since the last lap.
+    double lap() {
+        const Clock::time_point now = Clock::now();
+        const double ms = std::chrono::duration<double, std::milli>(now - at).count();
+        at = now;
+        return ms;
+    }
+};
+
+double tenth(double ms) { return static_cast<double>(static_cast<int64_t>(ms * 10 + 0.5)) / 10; }
+
 // The tenant claimed for the move's life (§6.1).
 struct Claim {
     Router& router;
@@ -256,6 +275,7 @@ class Move {
     TenantRow row_;     // as it was before the move
     NodeRow from_, to_;
     std::string path_;  // /_admin/tenants/<t>
+    Steps steps_;
 };
 
 Response Move::fail(const Failure& f, bool counted) {
@@ -339,6 +359,7 @@ Response Move::run(const server::Request& request) {
     }
     path_ = "/_admin/tenants/" + tenant_;
     const uint64_t start = router_.now_ms();
+    steps_.lap();
 
     // A copy a stopped move left on another node than this one's target is stale: it goes.
     if (row_.state == "moving" && !row_.moving_to.empty() && row_.moving_to != to_.name) {
@@ -355,6 +376,7 @@ Response Move::run(const server::Request& request) {
         return fail({500, "mark", "the directory could not mark `" + tenant_ +
                                       "` moving: " + st.to_string()});
     }
+    steps_.mark = steps_.lap();
     stall_after("marked");
 
     // Step 3: the source frozen; writes in flight finish, new ones get 503 Retry-After: 1.
@@ -363,6 +385,7 @@ Response Move::run(const server::Request& request) {
         roll_back(false);
         return fail(*f);
     }
+    steps_.freeze = steps_.lap();
     stall_after("frozen");
 
     // Steps 4 and 5: the image from the source onto the target.
@@ -379,6 +402,7 @@ Response Move::run(const server::Request& request) {
         return fail({500, "flip", "the directory could not point `" + tenant_ + "` at node `" +
                                       to_.name + "`: " + st.to_string()});
     }
+    steps_.flip = steps_.lap();
     stall_after("flipped");
 
     // Step 11: the source copy deleted; its subscriptions end `gone` and reconnect to the target.
@@ -386,6 +410,7 @@ Response Move::run(const server::Request& request) {
     const bool removed =
         del.answer && (del.answer->status == 204 || del.answer->status == 200 ||
                        del.answer->status == 404);
+    steps_.remove = steps_.lap();
     if (!removed) {
         std::cerr << "fenec-shard: move of `" << tenant_ << "` to `" << to_.name
                   << "`: the source copy on `" << from_.name << "` was not deleted ("
@@ -415,6 +440,16 @@ Response Move::run(const server::Request& request) {
     w.boolean(removed);
     w.key("seq");
     w.string(copied.seq);
+    w.key("steps");
+    w.begin_object();
+    for (const auto& [name, took] : {std::pair{"mark", steps_.mark}, {"freeze", steps_.freeze},
+                                   {"image", steps_.image}, {"transfer", steps_.transfer},
+                                   {"verify", steps_.verify}, {"flip", steps_.flip},
+                                   {"delete", steps_.remove}}) {
+        w.key(name);
+        w.float64(tenth(took));
+    }
+    w.end_object();
     w.end_object();
     return r;
 }
@@ -449,6 +484,7 @@ std::optional<Failure> Move::copy_image(const std::string& frozen_seq, Copied& o
     }
     http::ResponseHead head;
     if (!source.read_head(head, error)) return Failure{502, "image", error};
+    steps_.image = steps_.lap();
     if (head.status != 200) {
         std::string body;
         (void)source.read_body(head.content_length.value_or(0), body, error);
@@ -518,42 +554,48 @@ std::optional<Failure> Move::install(Conn& source, const http::ResponseHead& ima
                        who(to_) + " answered " + std::to_string(head.status) +
                            " to the install: " + node_error(body)};
     }
-    // The body, from one connection to the other through a bounded buffer.
+    // The body, from one connection to the other through a bounded buffer: the bytes read past
+    // the source's head first, then each recv sent on from the buffer it landed in.
+    auto refused = [&](const std::string& why) -> Failure {
+        // The target may have answered why it stopped taking the body.
+        http::ResponseHead h;
+        std::string ignored;
+        if (target.read_head(h, ignored) && h.status >= 400) {
+            std::string body;
+            (void)target.read_body(h.content_length.value_or(0), body, ignored);
+            return Failure{node_status(h.status), "install",
+                           who(to_) + " answered " + std::to_string(h.status) +
+                               " to the install: " + node_error(body)};
+        }
+        return Failure{502, "install", why};
+    };
     uint64_t left = out.bytes;
-    std::string& in = source.in();
-    in.reserve(move_buffer_bytes);
+    std::string& early = source.in();
+    if (!early.empty()) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, early.size()));
+        if (!target.send_all(std::string_view(early).substr(0, n), error)) return refused(error);
+        left -= n;
+        early.clear();
+    }
     auto buf = std::make_unique_for_overwrite<char[]>(move_buffer_bytes);
     while (left > 0) {
-        if (in.empty()) {
-            const ssize_t n = ::recv(source.fd(), buf.get(),
-                                     static_cast<size_t>(std::min<uint64_t>(left, move_buffer_bytes)),
-                                     0);
-            if (n <= 0) {
-                return Failure{502, "image",
-                               who(from_) + " ended the image after " +
-                                   std::to_string(out.bytes - left) + " of " +
-                                   std::to_string(out.bytes) + " bytes"};
-            }
-            in.assign(buf.get(), static_cast<size_t>(n));
+        const ssize_t n = ::recv(source.fd(), buf.get(),
+                                 static_cast<size_t>(std::min<uint64_t>(left, move_buffer_bytes)),
+                                 0);
+        if (n <= 0) {
+            return Failure{502, "image",
+                           who(from_) + " ended the image after " +
+                               std::to_string(out.bytes - left) + " of " +
+                               std::to_string(out.bytes) + " bytes"};
         }
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, in.size()));
-        if (!target.send_all(std::string_view(in).substr(0, n), error)) {
-            // The target may have answered why it stopped taking the body.
-            http::ResponseHead refused;
-            std::string ignored;
-            if (target.read_head(refused, ignored) && refused.status >= 400) {
-                std::string body;
-                (void)target.read_body(refused.content_length.value_or(0), body, ignored);
-                return Failure{node_status(refused.status), "install",
-                               who(to_) + " answered " + std::to_string(refused.status) +
-                                   " to the install: " + node_error(body)};
-            }
-            return Failure{502, "install", error};
+        if (!target.send_all(std::string_view(buf.get(), static_cast<size_t>(n)), error)) {
+            return refused(error);
         }
-        in.erase(0, n);
-        left -= n;
+        left -= static_cast<uint64_t>(n);
     }
+    steps_.transfer = steps_.lap();
     if (!target.read_head(head, error)) return Failure{502, "install", error};
+    steps_.verify = steps_.lap();
     std::string body;
     if (!target.read_body(head.content_length.value_or(0), body, error)) {
         return Failure{502, "install", error};
