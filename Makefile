@@ -47,6 +47,8 @@ help:
 	@echo "                   beside a client asking them 16 at once ($(BUILD)/fanout-bench.txt)"
 	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
+	@echo "  make shard-bench ARGS=move   that tenant moved between two nodes through the router, and"
+	@echo "                   the first near query after; report in $(BUILD)/shard-bench-move.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -147,9 +149,15 @@ else
 endif
 
 # The router's added latency against HAProxy's and a loopback round trip, in one run
-# (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench.
+# (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench. ARGS=move: a
+# 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh).
 .PHONY: shard-bench
 shard-bench: configure
+ifeq ($(ARGS),move)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/shard_bench_move.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/shard-bench-move.txt
+else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	if [ "$(ARGS)" = fanout ]; then \
@@ -159,3 +167,4 @@ shard-bench: configure
 	    bash bench/shard_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	        $(BUILD)/shard-bench.txt; \
 	fi
+endif

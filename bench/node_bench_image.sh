@@ -30,9 +30,10 @@ report=${2:-build/node-bench-image.txt}
 docs=${NODE_BENCH_IMAGE_DOCS:-100000}
 rounds=${NODE_BENCH_IMAGE_ROUNDS:-3}
 dim=128
-chunk=1000  # documents per insert statement; 10 statements per /batch request
 
 command -v curl >/dev/null || { echo "node_bench_image: curl is missing" >&2; exit 1; }
+# shellcheck source=bench/vector_tenant.sh
+source "$(dirname "$0")/vector_tenant.sh"
 log() { echo "node_bench_image: $*" >&2; }
 
 tmp=$(mktemp -d /tmp/fenec-image-bench.XXXXXX)
@@ -83,22 +84,7 @@ log "loading $docs documents of a $dim-dimension @hnsw vector"
 curl -sS --fail-with-body -X PUT -H 'Content-Type: application/json' "$src/_admin/tenants/bench" \
     -d "{\"schema\":[\"create collection docs (title text, v vector<$dim> @hnsw)\"]}" >/dev/null
 load_start=$(date +%s.%N)
-for ((from = 1; from <= docs; from += chunk * 10)); do
-    awk -v from="$from" -v docs="$docs" -v chunk="$chunk" -v dim="$dim" 'BEGIN {
-        srand(from)
-        for (s = from; s < from + 10 * chunk && s <= docs; s += chunk) {
-            line = "{\"query\":\"insert docs $1\",\"params\":[["
-            for (id = s; id < s + chunk && id <= docs; id++) {
-                v = sprintf("%.4f", rand() + 0.0001)
-                for (d = 1; d < dim; d++) v = v "," sprintf("%.4f", rand() - 0.5)
-                line = line (id > s ? "," : "") "{\"_id\":" id ",\"title\":\"doc " id "\",\"v\":[" v "]}"
-            }
-            print line "]]}"
-        }
-    }' >"$tmp/batch.ndjson"
-    curl -sS --fail-with-body -X POST -H 'Content-Type: application/x-ndjson' \
-        --data-binary @"$tmp/batch.ndjson" "$src/t/bench/batch" >/dev/null
-done
+load_vector_docs "$src/t/bench" "$docs" "$dim" "$tmp/batch.ndjson"
 load_s=$(awk -v a="$load_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 answer=$(curl -sS --fail-with-body -H 'Content-Type: application/json' "$src/t/bench/query" \
     -d '{"query":"get docs select count(*)"}')

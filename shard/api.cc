@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ql/json_writer.h"
+#include "shard/move.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -232,6 +233,12 @@ class Api {
             if (m == http::Method::del) return changed(delete_tenant(seg[2]));
             return method_not_allowed(request_.head.path, "GET, PUT, DELETE");
         }
+        if (seg.size() == 4 && seg[1] == "tenants" && seg[3] == "move") {  // §7: shard/move.cc
+            if (!valid_name(seg[2])) {
+                return Router::error(400, "tenant name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
+            }
+            return changed(serve_move(router_, request_, a_, seg[2]));
+        }
         return Router::error(404, "no route " + request_.head.path +
                                       ": /_shard/ serves nodes and tenants in this version");
     }
@@ -430,16 +437,21 @@ class Api {
         Router& router;
         std::string tenant;
         bool held;
-        Claim(Router& r, std::string t) : router(r), tenant(std::move(t)), held(r.claim(tenant)) {}
+        Claim(Router& r, std::string t, std::string_view what)
+            : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
         ~Claim() {
             if (held) router.release(tenant);
         }
     };
 
-    static Response busy(const std::string& tenant, std::string_view what) {
-        Response r = Router::error(409, "another operation on `" + tenant + "` is in progress");
+    // §6.1: `held_by` names the operation holding the claim, not the one refused.
+    Response busy(const std::string& tenant, std::string_view what) {
+        std::string holder = router_.held_by(tenant);
+        if (holder.empty()) holder = std::string(what);
+        Response r = Router::error(409, "another operation on `" + tenant + "` is in progress: " +
+                                            holder);
         r.body.pop_back();
-        r.body += ",\"held_by\":\"" + std::string(what) + "\"}";
+        r.body += ",\"held_by\":\"" + holder + "\"}";
         return r;
     }
 
@@ -460,7 +472,7 @@ class Api {
         if (schema && (schema->empty() || schema->front() != '[')) {
             return Router::error(400, "field `schema` must be an array of FenecQL statements");
         }
-        Claim claim(router_, name);
+        Claim claim(router_, name, "create");
         if (!claim.held) return busy(name, "create");
         auto maps = router_.directory().maps();
         if (maps->tenants.contains(name)) {
@@ -560,7 +572,7 @@ class Api {
     // §6.4 Delete: the node first (204 or 404 is done), then the row, so a tenant is never
     // unroutable while its file still serves.
     Response delete_tenant(const std::string& name) {
-        Claim claim(router_, name);
+        Claim claim(router_, name, "delete");
         if (!claim.held) return busy(name, "delete");
         auto maps = router_.directory().maps();
         auto it = maps->tenants.find(name);

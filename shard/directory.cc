@@ -264,6 +264,22 @@ Status Directory::put_tenant(const TenantRow& t) {
     return Status::ok();
 }
 
+Status Directory::flip_tenant(std::string_view name, const std::string& to) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
+                               "failed_from: null} where name = $1 require 1",
+                               {std::string(name), to}}});
+    if (!st.is_ok()) return st;
+    auto next = std::make_shared<DirectoryMaps>(*maps());
+    if (auto it = next->tenants.find(name); it != next->tenants.end()) {
+        it->second.node = to;
+        it->second.state = "active";
+        it->second.moving_to.clear();
+    }
+    publish(std::move(next));
+    return Status::ok();
+}
+
 Status Directory::remove_tenant(std::string_view name) {
     std::lock_guard lock(write_mu_);
     Status st = write_locked({{"del tenants where name = $1", {std::string(name)}}});

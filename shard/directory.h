@@ -79,6 +79,9 @@ class Directory {
     [[nodiscard]] engine::Status remove_node(std::string_view name);
     [[nodiscard]] engine::Status put_tenant(const TenantRow& tenant);
     [[nodiscard]] engine::Status remove_tenant(std::string_view name);
+    // A move's flip (§7.2 step 6): `node: to`, `state: "active"`, `moving_to` and `failed_from`
+    // cleared, in one statement, so the tenant is on one node or the other, never both or neither.
+    [[nodiscard]] engine::Status flip_tenant(std::string_view name, const std::string& to);
 
     // Closes the file (a sync first). Later writes fail. Idempotent.
     void close();

@@ -13,6 +13,7 @@
 #include "server/audit.h"
 #include "server/auth.h"
 #include "server/workers.h"
+#include "shard/move.h"
 #include "shard/timers.h"
 
 namespace fenec::shard {
@@ -145,6 +146,12 @@ void Router::init_metrics() {
         for (const auto& [name, t] : directory_->maps()->tenants) n += t.state == "moving";
         return n;
     });
+    metrics_.moves = &m.counter("fenec_router_moves_total", "moves begun",
+                                {"outcome", "scope"});
+    metrics_.move_duration = &m.histogram("fenec_router_move_duration_seconds",
+                                          "successful moves", {},
+                                          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25,
+                                           50, 100, 250, 500, 1000});
     m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
         return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
     });
@@ -183,6 +190,7 @@ std::string Router::prepare() {
     std::string error;
     upstream_ = Upstream::create(upstream_options_, error);
     if (!upstream_) return "the upstream loops: " + error;
+    settle_moves(*this);  // §2.3 step 4: sources of moves a stop left behind thawed
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
     so.listen = options_.listen;
@@ -309,9 +317,15 @@ void Router::after_refusal(std::string_view peer, std::function<void()> fn) {
 
 void Router::accepted(std::string_view peer) { delay_->accepted(peer_host(peer)); }
 
-bool Router::claim(const std::string& tenant) {
+bool Router::claim(const std::string& tenant, std::string_view what) {
     std::lock_guard lock(claims_mu_);
-    return claims_.insert(tenant).second;
+    return claims_.emplace(tenant, std::string(what)).second;
+}
+
+std::string Router::held_by(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    auto it = claims_.find(tenant);
+    return it == claims_.end() ? "" : it->second;
 }
 
 void Router::release(const std::string& tenant) {

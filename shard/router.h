@@ -14,7 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -97,9 +97,11 @@ class Router final : public server::Handler {
     void after_refusal(std::string_view peer, std::function<void()> fn);
     void accepted(std::string_view peer);
 
-    // Tenants claimed by an operation in progress (§6.1): false when already claimed.
-    bool claim(const std::string& tenant);
+    // Tenants claimed by an operation in progress (§6.1): false when already claimed; `what`
+    // (create, delete, move) is what held_by answers while it holds the claim.
+    bool claim(const std::string& tenant, std::string_view what = "");
     void release(const std::string& tenant);
+    std::string held_by(const std::string& tenant);
 
     struct Metrics {
         obs::CounterFamily* requests = nullptr;
@@ -110,6 +112,8 @@ class Router final : public server::Handler {
         obs::CounterFamily* fanouts = nullptr;        // {merge, outcome}
         obs::CounterFamily* fanout_calls = nullptr;   // {outcome}
         obs::HistogramFamily* fanout_duration = nullptr;  // {merge}
+        obs::CounterFamily* moves = nullptr;            // {outcome, scope} (shard/move.cc)
+        obs::HistogramFamily* move_duration = nullptr;  // successful moves
     };
     Metrics& metrics() { return metrics_; }
 
@@ -144,7 +148,7 @@ class Router final : public server::Handler {
     uint64_t id_seed_ = 0;
     std::atomic<uint64_t> id_counter_{0};
     std::mutex claims_mu_;
-    std::set<std::string> claims_;
+    std::map<std::string, std::string> claims_;  // tenant → what holds it
 };
 
 // "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# bench/shard_bench_move.sh: a tenant moved between two nodes through fenec-shard (router.md §7,
+# §17 `ARGS=move`), as `make shard-bench ARGS=move` runs it.
+#
+# What it measures: a tenant of SHARD_BENCH_MOVE_DOCS documents (100 000), each a 128-dimension
+# vector under @hnsw (cosine) and a title (bench/vector_tenant.sh, node_bench_image.sh's loader),
+# moved n1 → n2, n2 → n1, n1 → n2 (SHARD_BENCH_MOVE_RUNS, 3) with POST /_shard/tenants/bench/move;
+# for each run
+#   - the move end to end (curl's time_total: request to answer), and the router's own `steps`
+#     from the answer: mark, freeze, image (the source building its image and digest: the GET's
+#     head), transfer (the bytes passed from source to target), verify (the target writing,
+#     fsyncing, verifying and renaming it), flip, delete (the source copy);
+#   - the first query on the target after it, a `near` query of 10 through the router (the
+#     target opens the installed file for it), and a second one, warm.
+# Goals (the task's): a move ≤ 150 ms, the first query ≤ 30 ms. Seed 001's references: 188–267 ms
+# and about 70 ms.
+#
+# How: two nodes and one router on loopback, port 0, their own data dirs in a temp dir, every
+# node's data plane open; everything it started is stopped and the temp dir removed on exit.
+#
+# Usage: bench/shard_bench_move.sh <fenec-node> <fenec-shard> [report, default build/shard-bench-move.txt]
+# Environment: SHARD_BENCH_MOVE_DOCS (100000), SHARD_BENCH_MOVE_RUNS (3).
+set -euo pipefail
+
+if (($# < 2)); then
+    echo "usage: $0 <fenec-node> <fenec-shard> [report file]" >&2
+    exit 2
+fi
+node_bin=$(realpath "$1")
+shard_bin=$(realpath "$2")
+report=${3:-build/shard-bench-move.txt}
+docs=${SHARD_BENCH_MOVE_DOCS:-100000}
+runs=${SHARD_BENCH_MOVE_RUNS:-3}
+dim=128
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/vector_tenant.sh
+source "$here/vector_tenant.sh"
+command -v curl >/dev/null || { echo "shard_bench_move: curl is missing" >&2; exit 1; }
+log() { echo "shard_bench_move: $*" >&2; }
+
+tmp=$(mktemp -d /tmp/fenec-shard-move.XXXXXX)
+pids=()
+cleanup() {
+    local status=$? pid i
+    trap - EXIT INT TERM
+    for pid in "${pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || continue
+        for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if ((status != 0)); then
+        for f in "$tmp"/*.err; do [[ -s "$f" ]] && { echo "== $f" >&2; tail -n 20 "$f" >&2; }; done
+    fi
+    rm -rf -- "$tmp"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_listening() {  # name binary args...; echoes the port
+    local name=$1 i port=""
+    shift
+    : >"$tmp/$name.out"
+    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    pids+=($!)
+    for ((i = 0; i < 100; i++)); do
+        port=$(sed -n '1s/.*listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$name.out")
+        [[ -n "$port" ]] && break
+        kill -0 "${pids[-1]}" 2>/dev/null || { log "$name exited at start"; exit 1; }
+        sleep 0.1
+    done
+    [[ -n "$port" ]] || { log "$name printed no listening= line in 10 s"; exit 1; }
+    echo "$port"
+}
+
+token=bench-router-token
+mkdir -p "$tmp/n1" "$tmp/n2" "$tmp/router"
+declare -A port
+for n in n1 n2; do
+    port[$n]=$(start_listening "$n" "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/$n" \
+        --workers 1 --admin-token "admin-$n")
+done
+router_port=$(start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers 1 \
+    --directory "$tmp/router/shard.fenec" --token "$token")
+router="http://127.0.0.1:$router_port"
+rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $token" "$@"; }
+for n in n1 n2; do
+    rcurl -X PUT "$router/_shard/nodes/$n" \
+        -d "{\"addr\":\"127.0.0.1:${port[$n]}\",\"token\":\"admin-$n\"}" >/dev/null
+done
+rcurl -X PUT "$router/_shard/tenants/bench" \
+    -d "{\"node\":\"n1\",\"schema\":[\"create collection docs (title text, v vector<$dim> @hnsw)\"]}" \
+    >/dev/null
+
+log "loading $docs documents of a $dim-dimension @hnsw vector through the router"
+load_start=$(date +%s.%N)
+load_vector_docs "$router/t/bench" "$docs" "$dim" "$tmp/batch.ndjson"
+load_s=$(awk -v a="$load_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+answer=$(curl -sS --fail-with-body -H "Content-Type: application/json" "$router/t/bench/query" -d '{"query":"get docs select count(*)"}')
+[[ "$answer" == *":$docs}"* ]] || { log "count after load: $answer"; exit 1; }
+log "loaded in $load_s s"
+
+near=$(awk -v dim="$dim" 'BEGIN {
+    srand(7); v = sprintf("%.4f", rand()); for (d = 1; d < dim; d++) v = v "," sprintf("%.4f", rand() - 0.5)
+    printf "{\"query\":\"get docs select title near v $1 limit 10\",\"params\":[[%s]]}", v }')
+query_ms() {
+    local out
+    out=$(curl -sS --fail-with-body -H "Content-Type: application/json" -o "$tmp/near.body" -w "%{time_total}" "$router/t/bench/query" \
+        -d "$near")
+    grep -q '"title":"doc ' "$tmp/near.body" || { log "near: $(head -c 300 "$tmp/near.body")"; exit 1; }
+    awk '{printf "%.1f", $1 * 1000}' <<<"$out"
+}
+query_ms >/dev/null  # the source's graph warm, as a served tenant's is
+
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
+move_ms=() first_ms=() warm_ms=() lines=()
+from=n1 to=n2
+for ((r = 1; r <= runs; r++)); do
+    out=$(rcurl -o "$tmp/move.body" -w '%{time_total}' -X POST "$router/_shard/tenants/bench/move" \
+        -d "{\"to\":\"$to\"}")
+    body=$(cat "$tmp/move.body")
+    [[ "$body" == *'"source_removed":true'* ]] || { log "move: $body"; exit 1; }
+    move_ms+=("$(awk '{printf "%.1f", $1 * 1000}' <<<"$out")")
+    first_ms+=("$(query_ms)")
+    warm_ms+=("$(query_ms)")
+    bytes=$(field bytes "$body")
+    steps=$(sed -n 's/.*"steps":{\([^}]*\)}.*/\1/p' <<<"$body" | tr -d '"' | tr ',' ' ')
+    lines+=("$(printf 'run %d %s→%s: move %7s ms (router %s ms: %s); first near %6s ms, warm %5s ms' \
+        "$r" "$from" "$to" "${move_ms[-1]}" "$(field ms "$body")" "$steps" "${first_ms[-1]}" \
+        "${warm_ms[-1]}")")
+    log "${lines[-1]}"
+    tmp_n=$from from=$to to=$tmp_n
+done
+
+verdict() { awk -v v="$1" -v goal="$2" 'BEGIN { print (v <= goal) ? "MET" : "NOT MET" }'; }
+move_med=$(printf '%s\n' "${move_ms[@]}" | median)
+first_med=$(printf '%s\n' "${first_ms[@]}" | median)
+mkdir -p "$(dirname "$report")"
+{
+    echo "make shard-bench ARGS=move ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs," \
+        "load $(cut -d' ' -f1-3 /proc/loadavg); $(head -n 1 "$tmp/n1.out" | awk '{print $1, $2}')," \
+        "$(head -n 1 "$tmp/router.out" | awk '{print $1, $2}'))"
+    echo "tenant: $docs documents, vector<$dim> @hnsw (cosine), loaded through the router in $load_s s;" \
+        "image $bytes bytes ($(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB)"
+    printf '%s\n' "${lines[@]}"
+    echo "move end to end, median of $runs: $move_med ms   goal <= 150 ms: $(verdict "$move_med" 150)"
+    echo "first near query on the target, median: $first_med ms   goal <= 30 ms: $(verdict "$first_med" 30)"
+} | tee "$tmp/report"
+cp "$tmp/report" "$report"
+log "report written to $report"

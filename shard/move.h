@@ -1,0 +1,33 @@
+// shard/move.h: moving a tenant between nodes within one directory (router.md §7.1–§7.4, seed
+// 000's five steps): `POST /_shard/tenants/<t>/move` and the settling of moves a stopped router
+// left behind, as it starts. Regions (§11) are not built: a move naming `region` answers 501.
+//
+// The steps, each before the next: claim; the row marked `moving` (synced, still routed to the
+// source); the source frozen; its image streamed from the source's GET …/file into the target's
+// PUT …/file through a bounded buffer, the Fenec-* headers passed along and the answers checked
+// against them; the flip, one statement, synced; the source copy deleted. A failure before the
+// flip thaws the source and puts the row back.
+#pragma once
+
+#include <string>
+
+#include "server/http.h"
+#include "shard/router.h"
+
+namespace fenec::shard {
+
+// Bytes of the image in the router's hands at once while it passes from source to target: the
+// buffer of one recv/send pair, so a move of any size holds this much, not the image.
+inline constexpr size_t move_buffer_bytes = 1 << 20;
+
+// §7: the move of `tenant` the request asks for; on an API worker (it waits on both nodes and
+// on the directory's fsync). Counts the move (fenec_router_moves_total) once begun.
+http::Response serve_move(Router& router, const server::Request& request,
+                          const Router::Answering& a, const std::string& tenant);
+
+// §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed, so it
+// takes writes where it is; it stays `moving` (and routed to the source) until moved again. One
+// stderr line each. Never fails the start: a source that does not answer is logged.
+void settle_moves(Router& router);
+
+}  // namespace fenec::shard
