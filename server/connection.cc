@@ -77,7 +77,10 @@ void Connection::arm_recv() {
         buffer = space.data();
         bytes = space.size();
     }
-    loop_.recv(recv_c_, fd_, buffer, bytes);
+    // A request just read whole with nothing after it: its client waits for the answer, so the
+    // next bytes are not there yet and a first recv attempt would only fail.
+    const bool poll_first = phase_ == Phase::handling && in_.size() == 0;
+    loop_.recv(recv_c_, fd_, buffer, bytes, poll_first);
     ++ops_;
 }
 

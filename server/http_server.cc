@@ -448,7 +448,7 @@ std::unique_ptr<HttpServer> HttpServer::bind(const ServerOptions& options, Handl
     if (!server->listen_on(error)) return nullptr;
     uint32_t loops = std::max<uint32_t>(1, options.loops);
     for (uint32_t i = 0; i < loops; ++i) {
-        std::shared_ptr<Loop> loop = Loop::create(error);
+        std::shared_ptr<Loop> loop = Loop::create(error, options.busy_poll_us);
         if (!loop) return nullptr;
         server->loops.push_back(std::make_unique<LoopState>(*server, i, std::move(loop)));
     }

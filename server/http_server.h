@@ -99,6 +99,9 @@ struct ServerOptions {
     uint32_t send_timeout_ms = 30'000;       // an answer or stream unread this long: cut
     size_t stream_buffer_max = 1 << 20;      // bytes a stream may hold unsent (node-http.md §5.4)
     std::string server_header = "fenec-node/0.1.0";
+    // Each loop polls for completions this long after a turn before it sleeps (Loop::create):
+    // the next request of a kept-alive connection is then picked up without a thread wake-up.
+    uint32_t busy_poll_us = 0;
 };
 
 // The loop of the calling thread when it is one of an HttpServer's (so inside a Handler

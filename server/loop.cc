@@ -1,18 +1,27 @@
 // server/loop.cc: the io_uring event loop, the one file that includes liburing (STYLE.md,
-// ci/check-boundaries). A turn: one io_uring_submit_and_wait for everything callbacks queued,
-// reap up to the ready bound into `ready_`, then run callbacks, then posted tasks. The invariant
-// kept: a completion's callback never runs inside the reap loop, and `in_flight_` counts the
-// completions the kernel still holds (multishot ones until their last CQE).
+// ci/check-boundaries). A turn: submit everything callbacks queued, poll the CQ for at most
+// busy_poll_us (running the kernel's pending task work when it flags some), and only then wait
+// in io_uring_enter; reap up to the ready bound into `ready_`, then run callbacks, then posted
+// tasks. The invariant kept: a completion's callback never runs inside the reap loop, and
+// `in_flight_` counts the completions the kernel still holds (multishot ones until their last CQE).
+//
+// The ring, where the kernel allows it (6.1+), is single-issuer with deferred task work: the
+// kernel finishes a recv or a polled send only when the loop asks for events (io_uring_enter with
+// GETEVENTS), never by interrupting it, and flags IORING_SQ_TASKRUN when it has such work. The
+// ring is created disabled and enabled by run() on the loop's own thread, its one issuer.
 #include "server/loop.h"
 
 #include <liburing.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cassert>
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -28,6 +37,21 @@ uint64_t steady_ms() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
+}
+
+// The ring set-ups tried in order: single issuer with task work deferred to GETEVENTS (6.1+),
+// cooperative task work (5.19+), then a plain ring. TASKRUN_FLAG makes the kernel say, in the SQ
+// flags, that task work waits, so the busy poll runs it without a blind syscall.
+constexpr unsigned setup_deferred = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                                    IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
+constexpr unsigned setup_coop = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
 }
 
 // A posted std::function, owned by its own task.
@@ -52,14 +76,19 @@ Loop::Loop() : ring_(std::make_unique<Ring>()) {
     wake_.context = this;
 }
 
-std::shared_ptr<Loop> Loop::create(std::string& error) {
+std::shared_ptr<Loop> Loop::create(std::string& error, uint32_t busy_poll_us) {
     std::shared_ptr<Loop> loop(new Loop());
-    // Task work runs when the loop enters the kernel anyway, not through an interrupt (5.19+);
-    // older kernels refuse the flag and get a plain ring.
-    io_uring_params params{};
-    params.flags = IORING_SETUP_COOP_TASKRUN;
-    int rc = io_uring_queue_init_params(ring_entries, &loop->ring_->ring, &params);
-    if (rc == -EINVAL) rc = io_uring_queue_init(ring_entries, &loop->ring_->ring, 0);
+    loop->busy_poll_us_ = std::min(busy_poll_us, busy_poll_us_max);
+    int rc = -EINVAL;
+    for (unsigned flags : {setup_deferred, setup_coop, 0u}) {
+        io_uring_params params{};
+        params.flags = flags;
+        rc = io_uring_queue_init_params(ring_entries, &loop->ring_->ring, &params);
+        if (rc != -EINVAL) {
+            loop->disabled_ = rc >= 0 && (flags & IORING_SETUP_R_DISABLED) != 0;
+            break;
+        }
+    }
     if (rc < 0) {
         error = std::string("io_uring_queue_init: ") + std::strerror(-rc);
         loop->ring_.reset();
@@ -122,9 +151,10 @@ void Loop::accept_multishot(Completion& completion, int listen_fd) {
     prepared(sqe, completion);
 }
 
-void Loop::recv(Completion& completion, int fd, void* buffer, size_t bytes) {
+void Loop::recv(Completion& completion, int fd, void* buffer, size_t bytes, bool poll_first) {
     auto* sqe = static_cast<io_uring_sqe*>(get_sqe());
     io_uring_prep_recv(sqe, fd, buffer, bytes, 0);
+    if (poll_first) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
     prepared(sqe, completion);
 }
 
@@ -189,6 +219,17 @@ bool Loop::in_loop_thread() const {
 
 void Loop::run() {
     thread_.store(std::this_thread::get_id(), std::memory_order_release);
+    if (disabled_) {
+        // This thread becomes the ring's single issuer; nothing was submitted before. (Debian's
+        // liburing 2.3 declares io_uring_enable_rings but does not export it.)
+        [[maybe_unused]] long rc = ::syscall(__NR_io_uring_register, ring_->ring.ring_fd,
+                                             IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+        assert(rc == 0);
+        disabled_ = false;
+    }
+    // Registered for this thread, io_uring_enter skips the descriptor lookup; let go below, as
+    // another thread could not use the registration.
+    const bool registered = io_uring_register_ring_fd(&ring_->ring) == 1;
     now_ms_ = steady_ms();
     arm_wake();
     while (!stop_requested_.load(std::memory_order_acquire)) turn();
@@ -204,13 +245,16 @@ void Loop::run() {
     // The ring's owner lets go of it: whatever is still in flight (the wake-up read, operations of
     // connections a forced shutdown leaves) is cancelled here, so no other thread submits.
     cancel_all_and_drain();
+    if (registered) io_uring_unregister_ring_fd(&ring_->ring);
 }
 
 void Loop::turn() {
+    if (busy_poll_us_ != 0) busy_poll();
     // Dekker with post(): either we see tasks_pending_ or the poster sees sleeping_ and wakes us.
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (tasks_pending_.load(std::memory_order_seq_cst)) {
-        io_uring_submit(&ring_->ring);
+    if (tasks_pending_.load(std::memory_order_seq_cst) || io_uring_cq_ready(&ring_->ring) > 0 ||
+        stop_requested_.load(std::memory_order_acquire)) {
+        io_uring_submit(&ring_->ring);  // no syscall when nothing is queued and no work flagged
     } else {
         io_uring_submit_and_wait(&ring_->ring, 1);  // -EINTR and the like: just turn again
     }
@@ -227,6 +271,32 @@ void Loop::turn() {
     }
     ready_.clear();
     run_tasks();
+}
+
+// Submits what the callbacks queued (an answer goes out now), then watches the CQ without
+// sleeping for up to busy_poll_us_: on a kept-alive connection the next request then lands
+// without the wake-up of a sleeping thread (the kernel's scheduler, not the loop, was most of a
+// small request's latency). Work the kernel flags (IORING_SQ_TASKRUN: a recv's data came) is run
+// by asking for events. Returns as soon as a completion, a posted task or stop() is there.
+void Loop::busy_poll() {
+    io_uring& ring = ring_->ring;
+    io_uring_submit(&ring);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(busy_poll_us_);
+    for (uint32_t spins = 1;; ++spins) {
+        if (IO_URING_READ_ONCE(*ring.sq.kflags) & IORING_SQ_TASKRUN) io_uring_get_events(&ring);
+        if (io_uring_cq_ready(&ring) > 0) return;
+        if (tasks_pending_.load(std::memory_order_acquire)) return;
+        if (stop_requested_.load(std::memory_order_relaxed)) return;
+        // Every 64 turns of the spin (a pause is tens of ns, so every few microseconds): the
+        // clock, and the CPU offered to any thread that waits for it here (a client on the same
+        // core, a worker), so polling never starves what it waits for.
+        if (spins % 64 == 0) {
+            if (std::chrono::steady_clock::now() >= deadline) return;
+            ::sched_yield();
+        }
+        cpu_relax();
+    }
 }
 
 void Loop::reap() {

@@ -62,6 +62,9 @@ inline constexpr size_t linger_bytes_max = 1 << 20;
 inline constexpr uint32_t refusals_in_flight_max = 64;
 // Accept failing for lack of descriptors or memory is retried after this long, not spun on.
 inline constexpr uint32_t accept_retry_ms = 100;
+// A loop polls its CQ for at most this long after a turn before it sleeps (Loop::create): past
+// a few hundred microseconds a spin only burns a core a sleeping thread would leave to others.
+inline constexpr uint32_t busy_poll_us_max = 1'000;
 // How long shutdown() waits for the loops to close their connections before it stops them.
 inline constexpr uint32_t shutdown_wait_ms = 2'000;
 
@@ -88,15 +91,18 @@ struct Task {
 class Loop {
   public:
     // Sets up a ring of ring_entries and the wake-up eventfd; nullptr and `error` if the kernel
-    // refuses (io_uring disabled, out of locked memory).
-    static std::shared_ptr<Loop> create(std::string& error);
+    // refuses (io_uring disabled, out of locked memory). After each turn the loop polls its CQ
+    // for up to `busy_poll_us` (at most busy_poll_us_max) before it sleeps; 0: it sleeps at once.
+    static std::shared_ptr<Loop> create(std::string& error, uint32_t busy_poll_us = 0);
     ~Loop();
     Loop(const Loop&) = delete;
     Loop& operator=(const Loop&) = delete;
 
     // Operations (loop thread). Results arrive in `completion.result` as the syscall's would.
     void accept_multishot(Completion& completion, int listen_fd);  // result: the new fd
-    void recv(Completion& completion, int fd, void* buffer, size_t bytes);
+    // `poll_first`: the caller expects no data yet (it just answered), so the kernel waits for
+    // readiness without trying a recv that would only fail with EAGAIN.
+    void recv(Completion& completion, int fd, void* buffer, size_t bytes, bool poll_first = false);
     void send(Completion& completion, int fd, const void* buffer, size_t bytes);  // may be partial
     // Connects `fd` (a fresh stream socket) to `address`, which must stay alive and untouched
     // until the callback: result 0 or -errno (-ECONNREFUSED, ...). For the router's upstreams.
@@ -116,7 +122,9 @@ class Loop {
     void stop();
     // After run() returned (any thread): cancels what is still in flight and waits for the
     // kernel to let go of every completion and buffer, without running callbacks. Then the
-    // completions' owners may be freed.
+    // completions' owners may be freed. run() does it on its own thread before it returns, the
+    // only thread a single-issuer ring accepts; a later call from elsewhere finds nothing left
+    // (the kernel would refuse it with -EEXIST).
     void cancel_all_and_drain();
 
     // Any thread. False, and nothing queued, once run() has returned. From another thread the
@@ -142,6 +150,7 @@ class Loop {
     void* get_sqe();
     void prepared(void* sqe, Completion& completion);
     void turn();
+    void busy_poll();
     void reap();
     void run_tasks();
     void arm_wake();
@@ -155,6 +164,8 @@ class Loop {
     std::vector<Ready> ready_;  // capacity 2 × ring_entries, reused every turn
     uint64_t now_ms_ = 0;
     uint32_t in_flight_ = 0;
+    uint32_t busy_poll_us_ = 0;
+    bool disabled_ = false;  // created R_DISABLED: run() enables it on the loop thread
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::thread::id> thread_{};
 

@@ -224,6 +224,7 @@ std::string Node::serve() {
     server::ServerOptions so;
     so.listen = options_.listen;
     so.loops = options_.workers;
+    so.busy_poll_us = options_.busy_poll_us;
     so.connections_max = options_.max_connections;
     so.idle_timeout_ms = options_.idle_timeout_s * 1000;
     std::string error;

@@ -140,8 +140,10 @@ const std::vector<Flag>& flags() {
          opt_text(&NodeOptions::cors)},
         {"--node-name", "<name>", "how the node names itself (default the host name)",
          text(&NodeOptions::node_name)},
-        {"--workers", "<n>", "io_uring event loops (default the CPU count)",
+        {"--workers", "<n>", "io_uring event loops (default half the CPU count)",
          number(&NodeOptions::workers, 256)},
+        {"--busy-poll-us", "<us>", "a loop polls this long before it sleeps; 0 = off (default 50)",
+         number(&NodeOptions::busy_poll_us, 1000)},
         {"--insecure", nullptr, "allow a non-loopback --listen with an unguarded data plane",
          [](NodeOptions& o, const std::string&) { return o.insecure = true; }},
     };
@@ -200,7 +202,7 @@ ParsedFlags parse_flags(const std::vector<std::string>& args) {
     }
     if (o.workers == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        o.workers = n > 0 ? static_cast<uint32_t>(n) : 1;
+        o.workers = n > 1 ? static_cast<uint32_t>(n / 2) : 1;  // busy-polling loops: half
     }
     return out;
 }

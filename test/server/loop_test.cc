@@ -810,6 +810,62 @@ TEST(LoopCompletion, InFlightUntilItsCallbackRuns) {
     for (int fd : {a[0], a[1], b[0], b[1]}) ::close(fd);
 }
 
+// A busy-polling loop (the node's default) does not sleep between turns: a recv whose data
+// arrives while it polls is finished by the task work it runs on the kernel's flag, a send goes
+// out at once, and a task posted meanwhile is seen without an eventfd wake-up. 200 round trips
+// of one byte with a peer thread, a post on every 50th, then stop() ends the poll promptly.
+TEST(LoopBusyPoll, RoundTripsAndPostsArriveWhilePolling) {
+    std::string error;
+    auto loop = Loop::create(error, 200);
+    ASSERT_TRUE(loop) << error;
+    int s[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), 0);
+    constexpr int trips = 200;
+    struct State {
+        Loop* loop;
+        int fd;
+        Completion recv_c, send_c;
+        char in = 0;
+        char out = 0;
+        int received = 0;
+        std::atomic<int> posted_ran{0};
+    } st;
+    st.loop = loop.get();
+    st.fd = s[0];
+    st.recv_c.context = st.send_c.context = &st;
+    st.recv_c.callback = [](Completion& c) {
+        auto* x = static_cast<State*>(c.context);
+        ASSERT_EQ(c.result, 1);
+        ++x->received;
+        x->out = x->in;
+        x->loop->send(x->send_c, x->fd, &x->out, 1);
+    };
+    st.send_c.callback = [](Completion& c) {
+        auto* x = static_cast<State*>(c.context);
+        ASSERT_EQ(c.result, 1);
+        if (x->received < trips) x->loop->recv(x->recv_c, x->fd, &x->in, 1, true);
+    };
+    ASSERT_TRUE(loop->post([&] { loop->recv(st.recv_c, st.fd, &st.in, 1, true); }));
+    std::thread runner([&] { loop->run(); });
+    for (int i = 0; i < trips; ++i) {
+        char b = static_cast<char>('a' + i % 26);
+        ASSERT_EQ(::write(s[1], &b, 1), 1);
+        if (i % 50 == 0) {
+            ASSERT_TRUE(loop->post([&] { st.posted_ran++; }));
+        }
+        char echo = 0;
+        ASSERT_EQ(::read(s[1], &echo, 1), 1);
+        EXPECT_EQ(echo, b);
+    }
+    EXPECT_TRUE(eventually([&] { return st.posted_ran.load() == trips / 50; }));
+    auto t0 = Clock::now();
+    loop->stop();
+    runner.join();
+    EXPECT_LT(Clock::now() - t0, 1000ms);
+    EXPECT_EQ(st.received, trips);
+    for (int fd : s) ::close(fd);
+}
+
 TEST(WorkerPool, BoundedQueueRefusesWhenFull) {
     WorkerPool pool(1, 2);
     std::mutex gate;
