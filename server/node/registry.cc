@@ -407,14 +407,21 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
     if (!victim->tenant || victim->tenant.use_count() != 1) return true;  // taken meanwhile: look again
     std::shared_ptr<Tenant> closing;
     {
-        // Out of the map first, under both locks: from here nobody can take a reference.
+        // Out of the slot first, under both locks: from here nobody can take a reference.
         std::lock_guard lock(mu_);
         closing = std::move(victim->tenant);
+    }
+    // The slot stays in the map, locked, until the file is closed: a request meanwhile waits on
+    // the slot, finds it dead and opens the file anew. Out of the map before the close, it would
+    // open a second copy while this one still holds the file's lock, fail `busy`, and answer 500
+    // for open_failure_kept_ms.
+    close_tenant(closing);
+    {
+        std::lock_guard lock(mu_);
         victim->dead = true;
         auto it = slots_.find(victim_name);
         if (it != slots_.end() && it->second == victim) slots_.erase(it);
     }
-    close_tenant(closing);
     ++closes_[static_cast<int>(reason)];
     if (options_.on_close) options_.on_close(reason == CloseReason::idle ? "idle" : "memory");
     return true;

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "test/server/node/node_fixture.h"
 
@@ -141,6 +143,35 @@ TEST(RegistryTakeOut, FrozenMarkAppliedAsTheTenantOpens) {
     ASSERT_TRUE(a.tenant);
     EXPECT_TRUE(a.tenant->db().frozen());
     EXPECT_TRUE(r.list()[0].frozen);  // open: the database's
+}
+
+// An idle close races the next request: the reopen waits for the close to release the file (its
+// flock) and opens it, never failing `busy` (which would be answered 500 and kept 10 s).
+TEST(RegistryIdle, ReopenDuringAnIdleCloseWaitsForIt) {
+    TempDir dir;
+    RegistryOptions o = options_for(dir);
+    o.close_idle_ms = 1;
+    auto clock = std::make_shared<std::atomic<int64_t>>(0);
+    o.now_ms = [clock] { return clock->fetch_add(10); };  // every tenant idle at every sweep
+    Registry r(std::move(o));
+    create(r, "acme");
+    std::atomic<bool> stop{false};
+    std::thread sweeper([&] {
+        while (!stop) r.sweep();
+    });
+    int failed = 0;
+    std::string first_failure;
+    for (int i = 0; i < 3000; ++i) {
+        Acquired a = r.acquire("acme");
+        if (!a.tenant) {
+            if (failed++ == 0) first_failure = a.message;
+            continue;
+        }
+        EXPECT_EQ(a.tenant->db().seq().v, 0u);  // created empty
+    }
+    stop = true;
+    sweeper.join();
+    EXPECT_EQ(failed, 0) << first_failure;
 }
 
 }  // namespace
