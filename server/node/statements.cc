@@ -5,6 +5,7 @@
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
+#include "ql/timestamp.h"
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/handlers.h"
