@@ -8,6 +8,7 @@
 #include "server/audit.h"
 #include "server/json_body.h"
 #include "server/node/handlers.h"
+#include "server/node/replication.h"
 #include <simdjson.h>
 
 namespace fenec::node {
@@ -155,16 +156,15 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.key("bytes");
     w.uint64(u.file_bytes);
     w.key("role");
-    w.string(h.replica ? "replica" : "primary");
+    w.string(h.replica || node.replication().following(t.name()) ? "replica" : "primary");
     w.key("open");
     w.boolean(true);
     w.key("frozen");
     w.boolean(t.db().frozen());
     w.key("followers");
-    w.begin_array();
-    w.end_array();
+    node.replication().write_followers(t.name(), w);
     w.key("following");
-    w.null();
+    node.replication().write_following(t.name(), w);
     w.end_object();
     node.answer(call, std::move(r));
 }

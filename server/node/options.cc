@@ -108,6 +108,10 @@ const std::vector<Flag>& flags() {
              return true;
          }},
         {"--audit", "<path>", "audit log, JSON lines (default off)", opt_text(&NodeOptions::audit)},
+        {"--feed-buffer", "<MiB>", "landed blocks kept per tenant for followers (default 64)",
+         number(&NodeOptions::feed_buffer_mib, 1ull << 20)},
+        {"--upstream-timeout", "<ms>", "a follower's connect to its primary (default 5000)",
+         number(&NodeOptions::upstream_timeout_ms)},
         {"--trace", "<path>", "spans as JSON lines (default off)", opt_text(&NodeOptions::trace)},
         {"--trace-sample", "<0..1>", "share of requests traced without a sampled traceparent (default 0)",
          [](NodeOptions& o, const std::string& v) {

@@ -44,6 +44,8 @@ struct NodeOptions {
     std::string node_name;  // default: the host name
     uint32_t workers = 0;   // io_uring loops; 0: the CPU count
     bool insecure = false;
+    uint64_t feed_buffer_mib = 64;       // --feed-buffer: the replication feed per tenant (§10.3)
+    uint32_t upstream_timeout_ms = 5000; // --upstream-timeout: a follower's connect (§10.4)
 };
 
 struct ParsedFlags {
