@@ -285,7 +285,11 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     while (!ex->closed()) {
         if (stopping_ || node_.stopping()) return end("closing");
         engine::FeedNext n = cursor->next(std::chrono::milliseconds(200));
-        if (n.kind == engine::FeedNext::Kind::closed) return end(db.failure() ? "closing" : "closing");
+        if (n.kind == engine::FeedNext::Kind::closed) {
+            // The copy closed under the stream: told to follow another (demoted), or the node
+            // or the tenant closing.
+            return end(following(stream->tenant) ? "demoted" : "closing");
+        }
         if (n.kind == engine::FeedNext::Kind::behind) return end("behind");
         if (n.kind == engine::FeedNext::Kind::idle) {
             if (std::chrono::steady_clock::now() - idle_since <

@@ -197,6 +197,20 @@ TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     EXPECT_EQ(member(again.body, "history"), member(p.body, "history"));
 }
 
+// §14 case 84: the hello is remembered across a restart.
+TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
+    follow();
+    n.proc->kill(SIGKILL);
+    n2.proc->kill(SIGTERM);
+    n2.start();
+    auto d = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_NE(d.body.find("\"heard\":{\"history\""), std::string::npos) << d.body;
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote",
+                      "{\"lineage\":\"" + lineage + "\",\"forked\":\"00000000000000aa\"}");
+    EXPECT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(member(p.body, "forked"), "true") << p.body;
+}
+
 TEST_F(Replication, ForcedPromotionIsAuditedFirst) {
     follow();
     auto f = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
