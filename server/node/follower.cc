@@ -18,6 +18,7 @@
 #include "server/audit.h"
 #include "server/http.h"
 #include "server/node/handlers.h"
+#include "server/node/subscriptions.h"
 
 namespace fenec::node {
 
@@ -459,6 +460,9 @@ bool Follower::handle(const Frame& f, std::string& error) {
                 return false;
             }
             ++images_;
+            // Its subscribers end `closing` (§5.4) and reopen with their cursors on the new
+            // copy, whose change ring does not reach them: a reseed.
+            repl_.node().subscriptions().end_tenant(tenant_, "closing");
             Acquired a = registry.acquire(tenant_);
             if (!a.tenant) {
                 error = a.message;

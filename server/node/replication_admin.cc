@@ -9,6 +9,7 @@
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
 #include "server/node/replication.h"
+#include "server/node/subscriptions.h"
 
 namespace fenec::node {
 
@@ -155,6 +156,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     if (auto open = node_.registry().try_get(c.tenant); open && !open->db().history().replica) {
         open.reset();
         (void)node_.registry().replace(c.tenant, [] { return engine::Status::ok(); });
+        node_.subscriptions().end_tenant(c.tenant, "closing");
     }
     std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
     bool heard = false;
