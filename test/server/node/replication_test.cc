@@ -211,6 +211,22 @@ TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
     EXPECT_EQ(member(p.body, "forked"), "true") << p.body;
 }
 
+// §14 case 81: an old primary that wrote past the fork takes an image when it follows.
+TEST_F(Replication, OldPrimaryPastTheForkTakesAnImage) {
+    follow();
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"lost\"]").status, 200);  // past the fork
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"n2a\"]").status, 200);
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"n2b\"]").status, 200);
+    auto f = n.admin("POST", "/_admin/tenants/acme/follow",
+                     "{\"from\":\"" + n2.url() + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    EXPECT_TRUE(eventually([&] { return n.count() == R"({"count":3})"; })) << n.count();
+    EXPECT_EQ(n.query("get notes where title = $1", "[\"lost\"]").body.find("lost"), std::string::npos);
+    EXPECT_EQ(member(n.admin("GET", "/_admin/tenants/acme").body, "images"), "1");
+}
+
 TEST_F(Replication, ForcedPromotionIsAuditedFirst) {
     follow();
     auto f = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
