@@ -26,7 +26,6 @@ namespace {
 
 constexpr int64_t backoff_first_ms = 100;   // §10.4
 constexpr int64_t backoff_max_ms = 5000;
-constexpr int read_timeout_s = 10;          // five keep-alives missed: the primary is gone
 constexpr size_t head_bytes_max = 64 << 10;
 
 std::optional<uint64_t> hex16_of(std::string_view s) {
@@ -293,7 +292,7 @@ bool Follower::session(std::string& error) {
     ::freeaddrinfo(res);
     if (rc != 0 && errno == EINPROGRESS) {
         pollfd p{fd, POLLOUT, 0};
-        rc = ::poll(&p, 1, static_cast<int>(repl_.node().options().upstream_timeout_ms)) == 1 ? 0 : -1;
+        rc = ::poll(&p, 1, static_cast<int>(repl_.node().options().upstream_timeout_s * 1000)) == 1 ? 0 : -1;
         int so = 0;
         socklen_t len = sizeof so;
         if (rc == 0 && (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len) != 0 || so != 0)) rc = -1;
@@ -303,7 +302,7 @@ bool Follower::session(std::string& error) {
         return false;
     }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    timeval tv{read_timeout_s, 0};
+    timeval tv{static_cast<time_t>(repl_.node().options().upstream_timeout_s), 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (!held_) {
         Acquired a = repl_.node().registry().acquire(tenant_);

@@ -99,6 +99,7 @@ struct Replication::Stream {
     std::string tenant;
     std::string peer;
     std::atomic<uint64_t> sent{0};
+    std::atomic<bool> live{false};  // past its image: a write's answer waits for it
     std::atomic<bool> done{false};
 };
 
@@ -280,6 +281,16 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         cursor.emplace(std::get<engine::FeedCursor>(std::move(s)));
     }
     stream->sent = cursor->position().v;
+    stream->live = true;
+    ++live_streams_;
+    struct Unlive {
+        Replication* r;
+        ~Unlive() {
+            --r->live_streams_;
+            { std::lock_guard lock(r->mu_); }
+            r->handed_cv_.notify_all();
+        }
+    } unlive{this};
     auto idle_since = std::chrono::steady_clock::now();
     const size_t keep_unsent_below = 512 << 10;
     while (!ex->closed()) {
@@ -320,11 +331,28 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
             payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
             ok = send('B', payload, keep_unsent_below);
-            if (ok) stream->sent = e.last.v;
+            if (ok) {
+                stream->sent = e.last.v;
+                { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
+                handed_cv_.notify_all();
+            }
         }
         if (!ok) return ex->end();
         idle_since = std::chrono::steady_clock::now();
     }
+}
+
+void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
+    const NodeOptions& o = node_.options();
+    if (o.sync != NodeOptions::Sync::always || o.replica_wait_ms == 0 || live_streams_ == 0) return;
+    std::unique_lock lock(mu_);
+    handed_cv_.wait_for(lock, std::chrono::milliseconds(o.replica_wait_ms), [&] {
+        for (const auto& s : streams_) {
+            const Stream& st = *s.stream;
+            if (st.live && !st.done && st.tenant == tenant && st.sent < seq) return false;
+        }
+        return true;
+    });
 }
 
 void Replication::write_followers(std::string_view tenant, ql::JsonWriter& w) const {

@@ -83,6 +83,9 @@ public:
     void write_followers(std::string_view tenant, ql::JsonWriter& w) const;
     void write_following(std::string_view tenant, ql::JsonWriter& w) const;
     bool following(std::string_view tenant) const;
+    // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
+    // `tenant` past its image has handed block `seq` to its connection. On a worker only.
+    void wait_handed(std::string_view tenant, uint64_t seq);
 
     // The follows side file's path; reading and writing it (fsync, rename).
     std::string follows_path(std::string_view tenant) const;
@@ -108,6 +111,8 @@ private:
         std::thread thread;
     };
     std::vector<StreamThread> streams_;
+    std::condition_variable handed_cv_;    // a stream handed a block on (under mu_)
+    std::atomic<uint32_t> live_streams_{0};  // streams past their image: writes wait for these
     std::map<std::string, std::shared_ptr<Follower>, std::less<>> followers_;
 };
 
