@@ -35,7 +35,8 @@ Block::Block(Block&& o) noexcept
       spill_bytes_(o.spill_bytes_),
       spills_(std::move(o.spills_)),
       scratch_(std::move(o.scratch_)),
-      refused_(std::move(o.refused_)) {}
+      refused_(std::move(o.refused_)),
+      applying_(o.applying_) {}
 
 Block::~Block() {
     if (db_) rollback();
@@ -497,7 +498,8 @@ void Block::finish() {
 
 // Appends the unspilled ops as a spill record once they reach the threshold (engine.md §5.2).
 Status Block::maybe_spill() {
-    if (unspilled_bytes_ < limits::spill_threshold_bytes) return Status::ok();
+    // A follower's apply writes its primary's records verbatim, never spills of its own.
+    if (applying_ || unspilled_bytes_ < limits::spill_threshold_bytes) return Status::ok();
     Status st = spill();
     if (!st.is_ok()) refused_ = st;
     return st;
@@ -535,8 +537,9 @@ Status Block::spill() {
     }
     FENEC_RETURN_IF_ERROR(db_->append_locked(rec));
     const uint64_t checksum = format::load_u64(rec.data() + 4);
-    spills_.push_back(SpillDone{part, count, checksum, rec.size()});
     spill_bytes_ += rec.size();
+    const uint64_t framed = rec.size();
+    spills_.push_back(SpillDone{part, count, checksum, framed, std::move(rec)});
     spilled_ops_ = ops_.size();
     unspilled_bytes_ = 0;
     return Status::ok();
@@ -631,24 +634,16 @@ Result<Landed> Block::commit() {
     for (const Database::Undo& u : undo_) {
         if (u.prev) db.dead_bytes_ += u.prev->size;
     }
-    if (ChangeListener* listener = db.options_.listener) {
-        BlockSummary sum{Seq{first}, Seq{last}, now_ms_, options_.internal, {}};
-        for (const Op& op : ops_) {
-            CollectionId c;
-            std::visit([&](const auto& o) { c = o.collection; }, op.v);
-            if (sum.changes.empty() || sum.changes.back().collection != c) {
-                sum.changes.push_back(CollectionChange{c, {}, {}, false});
-            }
-            CollectionChange& ch = sum.changes.back();
-            if (auto* p = std::get_if<Op::Put>(&op.v)) {
-                for (uint64_t id : p->ids) ch.put.push_back(DocId{id});
-            } else if (auto* d = std::get_if<Op::Delete>(&op.v)) {
-                for (uint64_t id : d->ids) ch.deleted.push_back(DocId{id});
-            } else {
-                ch.schema_changed = true;
-            }
+    db.notify_locked(*this, Seq{first}, Seq{last}, options_.internal);
+    {
+        // The feed keeps the block as the file holds it: its spills, then its record (§11).
+        std::vector<std::byte> records;
+        records.reserve(spill_bytes_ + rec.size());
+        for (const SpillDone& sp : spills_) {
+            records.insert(records.end(), sp.record.begin(), sp.record.end());
         }
-        listener->on_block(sum);
+        records.insert(records.end(), rec.begin(), rec.end());
+        db.feed_->push(Seq{first}, Seq{last}, now_ms_, std::move(records));
     }
     Landed landed{Seq{first}, Seq{last}, db.history_.current(), spill_bytes_ + rec.size(), false};
     const SyncPolicy policy = db.options_.sync;
@@ -659,6 +654,34 @@ Result<Landed> Block::commit() {
         landed.durable = true;
     }
     return landed;
+}
+
+}  // namespace fenec::engine
+
+namespace fenec::engine {
+
+// The listener hears of a landed block once, in seq order, under the writer lock (§5.5).
+void Database::notify_locked(const Block& block, Seq first, Seq last, bool internal) {
+    ChangeListener* listener = options_.listener;
+    if (!listener) return;
+    using Op = Block::Op;
+    BlockSummary sum{first, last, block.now_ms_, internal, {}};
+    for (const Op& op : block.ops_) {
+        CollectionId c;
+        std::visit([&](const auto& o) { c = o.collection; }, op.v);
+        if (sum.changes.empty() || sum.changes.back().collection != c) {
+            sum.changes.push_back(CollectionChange{c, {}, {}, false});
+        }
+        CollectionChange& ch = sum.changes.back();
+        if (auto* p = std::get_if<Op::Put>(&op.v)) {
+            for (uint64_t id : p->ids) ch.put.push_back(DocId{id});
+        } else if (auto* d = std::get_if<Op::Delete>(&op.v)) {
+            for (uint64_t id : d->ids) ch.deleted.push_back(DocId{id});
+        } else {
+            ch.schema_changed = true;
+        }
+    }
+    listener->on_block(sum);
 }
 
 }  // namespace fenec::engine

@@ -27,6 +27,8 @@ Database::Database(std::string path, const OpenOptions& options)
         random_ = own_random_.get();
     }
     read_only_ = options.read_only;
+    feed_ = std::make_unique<Feed>(options.feed_bytes);
+    following_ = options.role == Role::follower;
 }
 
 Database::~Database() {
@@ -83,7 +85,9 @@ Status Database::refusal_locked() const {
                              f->detail());
     }
     if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
-    if (history_.replica) return Status::error(Code::read_only, "the tenant is a replica");
+    if (history_.replica || following_) {
+        return Status::error(Code::read_only, "the tenant is a replica");
+    }
     if (frozen_) return Status::error(Code::frozen, "the tenant is frozen");
     return Status::ok();
 }
@@ -177,6 +181,7 @@ Status Database::wait_durable(Seq s) {
             if (!failure_) failure_ = st;
         } else {
             durable_seq_ = std::max(durable_seq_, target);
+            feed_->durable(Seq{durable_seq_});
         }
         sync_cv_.notify_all();
         if (st.is_ok() && options_.listener) {
@@ -307,8 +312,16 @@ Result<History> Database::fork_history() {
     h.replica = false;
     FENEC_RETURN_IF_ERROR(append_history_locked(h));
     history_ = h;
+    following_ = false;
+    pending_forks_.reset();
     lock.unlock();
     // A fork is durable before it is answered: a promotion must survive a crash.
+    FENEC_RETURN_IF_ERROR(sync_now());
+    feed_->set_forks(h.forks);
+    return h;
+}
+
+Status Database::sync_now() {
     std::unique_lock<std::mutex> l(sync_mu_);
     while (syncing_) sync_cv_.wait(l);
     syncing_ = true;
@@ -319,14 +332,13 @@ Result<History> Database::fork_history() {
     syncing_ = false;
     if (!st.is_ok() && !failure_) failure_ = st;
     sync_cv_.notify_all();
-    if (!st.is_ok()) return st;
-    return h;
+    return st;
 }
 
 Result<History> Database::promote() {
     {
         std::shared_lock<std::shared_mutex> lock(mu_);
-        if (!history_.replica) {
+        if (!history_.replica && !following_) {
             return Status::error(Code::invalid_argument, "the tenant is not a replica");
         }
     }
@@ -378,6 +390,7 @@ Result<uint64_t> Database::sweep_expired() {
 }
 
 Status Database::close(CloseMode mode) {
+    feed_->close();  // streams end; a reopened database has a feed of its own
     if (!file_) return Status::ok();
     if (options_.flusher && !read_only_) options_.flusher->remove(this);
     Status result;

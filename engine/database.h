@@ -25,6 +25,7 @@
 
 #include "engine/clock.h"
 #include "engine/collection.h"
+#include "engine/feed.h"
 #include "engine/hooks.h"
 #include "engine/ids.h"
 #include "engine/io.h"
@@ -67,6 +68,7 @@ struct OpenOptions {
     IndexHook* hook = nullptr;
     ChangeListener* listener = nullptr;
     Flusher* flusher = nullptr;     // syncs `interval` databases and sweeps TTL in the background
+    uint64_t feed_bytes = 64ull << 20;  // the replication feed's bound (engine.md §11)
 };
 
 struct Fork {
@@ -192,6 +194,16 @@ public:
     Result<History> promote();
     Result<History> fork_history();
 
+    // The replication feed (engine.md §11): landed blocks, readable once durable.
+    Feed& feed() { return *feed_; }
+    // A follower's apply (a database opened as Role::follower or holding a replica's history):
+    // a forks entry is written as this file's history with replica = true and fsynced; a block
+    // entry must start at seq + 1, its records are checked, appended verbatim and applied as a
+    // landing would (index hook, listener, feed; no quota, no lease), synced by the policy.
+    Status apply(const FeedEntry& entry);
+    // Starts following: writes `primary`'s forks as this file's history, replica = true, fsynced.
+    Status follow(const History& primary);
+
     Status freeze();  // waits for the block in progress
     void thaw();
     bool frozen() const;
@@ -222,6 +234,12 @@ private:
     Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
     Status append_locked(std::span<const std::byte> record);
     Status append_history_locked(const History& h);
+    Status sync_now();  // an fsync outside the writer lock, for a history record
+    Status apply_block(const FeedEntry& entry);
+    Status write_forks_locked(std::vector<Fork> forks);
+    Status apply_record(Block& block, uint8_t kind, std::span<const std::byte> body);
+    void seed_feed(const ReplayState& replay);
+    void notify_locked(const Block& block, Seq first, Seq last, bool internal);
     Snapshot snapshot_locked() const;
     void rebuild_retired_graphs_locked();
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
@@ -254,6 +272,8 @@ private:
     bool frozen_ = false;
     bool read_only_ = false;
     bool rewriting_ = false;
+    bool following_ = false;           // opened as Role::follower and not promoted since
+    std::optional<History> pending_forks_;  // a primary's forks past this file's seq (apply.cc)
     std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
     // Per @hnsw field (collection, slot), the seq its last graph record describes.
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_seq_;
@@ -265,6 +285,8 @@ private:
     bool syncing_ = false;
     uint64_t durable_seq_ = 0;
     std::optional<Status> failure_;
+
+    std::unique_ptr<Feed> feed_;
 };
 
 // A write in progress: holds the writer lock until commit() or rollback(). Move-only; the
@@ -355,6 +377,7 @@ private:
     // A spill refused (quota, latch, limit) refuses the whole block: every later write and the
     // commit answer this, and the commit puts the block back (engine.md §5.2).
     std::optional<Status> refused_;
+    bool applying_ = false;  // a follower's apply (Database::apply): no spills
 };
 
 // A consistent read at one seq, holding the lock shared while it lives (or, from

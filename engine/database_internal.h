@@ -45,6 +45,7 @@ struct Block::SpillDone {
     uint64_t count = 0;
     uint64_t checksum = 0;
     uint64_t framed = 0;
+    std::vector<std::byte> record;  // the framed spill, for the feed once the block lands
 };
 
 struct Database::Undo {
@@ -108,6 +109,10 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<void>>> op_values(
 uint64_t count_writes(const std::vector<Block::Op>& ops, size_t begin, size_t end);
 
 std::span<const std::byte> body_of(const flatbuffers::FlatBufferBuilder& b);
+
+// The AlterSpec an AlterCollection op records, against the collection's schema before it
+// (replay and a follower's apply); corruption at `offset` when it names no field.
+Result<AlterSpec> alter_spec_of(const fb::AlterCollection* a, const Schema& before, uint64_t offset);
 
 }  // namespace codec
 }  // namespace fenec::engine

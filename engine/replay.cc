@@ -45,6 +45,15 @@ struct ReplayState {
     std::map<std::pair<uint32_t, uint16_t>, GraphRecord> graphs;
     std::map<uint32_t, uint64_t> image_rows;  // collection -> rows its state promised
     std::map<uint32_t, uint64_t> last_write;  // collection -> offset of the last record writing it
+    // Landed blocks of the appended region, in order, for the feed's seed (engine.md §6.1 step 5):
+    // the (offset, framed) of each record, a spilled block's spills first.
+    struct LandedSeen {
+        uint64_t first = 0;
+        uint64_t last = 0;
+        int64_t at_ms = 0;
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+    };
+    std::vector<LandedSeen> landed;
 
     Status corrupt(uint64_t at, const std::string& what) const {
         return Status::error(Code::corruption, what + " at offset " + std::to_string(at),
@@ -353,6 +362,7 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
             FENEC_RETURN_IF_ERROR(apply_ops(p, b->ops_type(), b->ops(), writes));
             if (writes != b->count() || writes == 0) return corrupt(p, "block count does not match its writes");
             db.seq_.store(b->first_seq() + b->count() - 1);
+            landed.push_back({b->first_seq(), db.seq_.load(), b->at_ms(), {{p, framed}}});
             return Status::ok();
         }
         case K::spill: {
@@ -402,6 +412,10 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
             writes += own;
             if (writes != l->count() || writes == 0) return corrupt(p, "landing count does not match its writes");
             db.seq_.store(l->first_seq() + l->count() - 1);
+            LandedSeen seen{l->first_seq(), db.seq_.load(), l->at_ms(), {}};
+            for (const SpillSeen* sp : parts) seen.pieces.emplace_back(sp->offset, sp->framed);
+            seen.pieces.emplace_back(p, framed);
+            landed.push_back(std::move(seen));
             return Status::ok();
         }
     }
@@ -470,21 +484,7 @@ Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* typ
                 const auto* a = static_cast<const fb::AlterCollection*>(v);
                 Collection* col = db.collection_locked(CollectionId{a->collection()});
                 if (!col) return corrupt(p, "alter of an unknown collection");
-                AlterSpec spec;
-                const unsigned k = static_cast<unsigned>(a->kind());
-                if (k > 3) return corrupt(p, "unknown AlterKind " + std::to_string(k));
-                spec.kind = static_cast<AlterKind>(k);
-                if (spec.kind == AlterKind::add_field) {
-                    FENEC_ASSIGN_OR_RETURN(spec.field_desc, codec::from_fb(a->field(), p));
-                } else {
-                    if (a->slot() >= col->schema().fields.size() || col->schema().fields[a->slot()].dropped) {
-                        return corrupt(p, "alter names a slot that holds no field");
-                    }
-                    spec.field = col->schema().fields[a->slot()].name;
-                }
-                if (a->new_name()) spec.new_name = a->new_name()->str();
-                if (a->keys()) for (const auto* key : *a->keys()) spec.keys.push_back(key->str());
-                FENEC_ASSIGN_OR_RETURN(spec.index, codec::from_fb(a->index(), p));
+                FENEC_ASSIGN_OR_RETURN(AlterSpec spec, codec::alter_spec_of(a, col->schema(), p));
                 FENEC_ASSIGN_OR_RETURN(Schema recorded, codec::from_fb(a->after(), p));
                 uint16_t slot = 0;
                 Result<Schema> after = apply_alter(col->name(), col->schema(), spec, &slot);
@@ -529,6 +529,33 @@ Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* typ
     }
     return Status::ok();
 }
+
+namespace codec {
+
+Result<AlterSpec> alter_spec_of(const fb::AlterCollection* a, const Schema& before, uint64_t p) {
+    auto corrupt = [&](const std::string& what) {
+        return Status::error(Code::corruption, what + " at offset " + std::to_string(p),
+                             Detail{.offset = p});
+    };
+    AlterSpec spec;
+    const unsigned k = static_cast<unsigned>(a->kind());
+    if (k > 3) return corrupt("unknown AlterKind " + std::to_string(k));
+    spec.kind = static_cast<AlterKind>(k);
+    if (spec.kind == AlterKind::add_field) {
+        FENEC_ASSIGN_OR_RETURN(spec.field_desc, from_fb(a->field(), p));
+    } else {
+        if (a->slot() >= before.fields.size() || before.fields[a->slot()].dropped) {
+            return corrupt("alter names a slot that holds no field");
+        }
+        spec.field = before.fields[a->slot()].name;
+    }
+    if (a->new_name()) spec.new_name = a->new_name()->str();
+    if (a->keys()) for (const auto* key : *a->keys()) spec.keys.push_back(key->str());
+    FENEC_ASSIGN_OR_RETURN(spec.index, from_fb(a->index(), p));
+    return spec;
+}
+
+}  // namespace codec
 
 // ---- open
 
@@ -585,11 +612,35 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
         gone.ignore();  // usually there is none
     }
     durable_seq_ = seq_.load();
+    seed_feed(replay);
     if (history_.replica && options_.promote) {
         FENEC_RETURN_IF_ERROR(promote().status());
     }
     if (options_.flusher && !read_only_) options_.flusher->add(this);
     return Status::ok();
+}
+
+// The feed starts with the last feed_bytes of landed blocks the file holds, every one durable
+// now (engine.md §6.1 step 5), so a follower outlives a primary restart without an image.
+void Database::seed_feed(const ReplayState& replay) {
+    feed_->reset(seq(), Seq{durable_seq_}, history_.forks);
+    size_t from = replay.landed.size();
+    uint64_t bytes = 0;
+    while (from > 0) {
+        uint64_t n = 0;
+        for (const auto& [off, framed] : replay.landed[from - 1].pieces) n += framed;
+        if (bytes + n > options_.feed_bytes && from != replay.landed.size()) break;
+        bytes += n;
+        --from;
+    }
+    for (size_t i = from; i < replay.landed.size(); ++i) {
+        const auto& seen = replay.landed[i];
+        std::vector<std::byte> records;
+        for (const auto& [off, framed] : seen.pieces) {
+            records.insert(records.end(), replay.buf + off, replay.buf + off + framed);
+        }
+        feed_->push(Seq{seen.first}, Seq{seen.last}, seen.at_ms, std::move(records));
+    }
 }
 
 Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {

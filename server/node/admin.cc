@@ -13,6 +13,7 @@
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/quota.h"
+#include "server/node/replication.h"
 #include <simdjson.h>
 
 namespace fenec::node {
@@ -237,16 +238,15 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.key("bytes");
     w.uint64(u.file_bytes);
     w.key("role");
-    w.string(h.replica ? "replica" : "primary");
+    w.string(h.replica || node.replication().following(t.name()) ? "replica" : "primary");
     w.key("open");
     w.boolean(true);
     w.key("frozen");
     w.boolean(t.db().frozen());
     w.key("followers");
-    w.begin_array();
-    w.end_array();
+    node.replication().write_followers(t.name(), w);
     w.key("following");
-    w.null();
+    node.replication().write_following(t.name(), w);
     w.end_object();
     node.answer(call, std::move(r));
 }

@@ -15,6 +15,7 @@
 #include "server/node/lease.h"
 #include "server/node/parked.h"
 #include "server/node/quota.h"
+#include "server/node/replication.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -213,10 +214,13 @@ std::string Node::prepare() {
         load_quota(*this, t);
     };
     ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
+    ro.feed_bytes = options_.feed_buffer_mib << 20;
     registry_ = std::make_unique<Registry>(std::move(ro));
     const uint32_t threads = std::max<uint32_t>(2, options_.workers * 2);
     workers_ = std::make_unique<server::WorkerPool>(threads, worker_queue_max);
     subscriptions_ = std::make_unique<Subscriptions>(*this);
+    replication_ = std::make_unique<Replication>(*this);
+    replication_->start();
     return "";
 }
 
@@ -262,6 +266,7 @@ void Node::drain() {
     stopping_ = true;
     if (server_) server_->stop_accepting();
     subscriptions_->end_all("shutdown");
+    if (replication_) replication_->stop();  // streams end `closing`; followers let go
     // Held requests are answered at once with their last run's answer (§1.3).
     std::vector<std::weak_ptr<Parked>> parked;
     {
@@ -493,12 +498,18 @@ void Node::dispatch(std::shared_ptr<Call> call) {
         }
         if (seg.size() >= 3 && seg[1] == "tenants") call->tenant = seg[2];
         call->rest.assign(seg.begin() + 1, seg.end());
+        if (seg.size() == 4 && seg[1] == "tenants" && (seg[3] == "follow" || seg[3] == "promote")) {
+            const bool follow = seg[3] == "follow";
+            return submit(call, [this, follow](const std::shared_ptr<Call>& c) {
+                follow ? replication_->serve_follow(c) : replication_->serve_promote(c);
+            });
+        }
         return submit(call, [this](const std::shared_ptr<Call>& c) { serve_admin(*this, c); });
     }
     if (first == "_replication") {
         call->route = Route::replication;
         if (!authorize(call, auth::Credential::replication)) return;
-        return answer(*call, refusal(404, "no copy here follows or is followed"));
+        return replication_->serve_stream(call);
     }
     answer(*call, refusal(404, "no route " + h.path +
                                    ": the node serves /t/, /_admin/, /_replication/, /_metrics and "

@@ -26,6 +26,7 @@ namespace fenec::node {
 class Subscriptions;
 class Parked;
 class Leases;
+class Replication;
 
 // The routes a request can take, as fenec_http_requests_total labels them.
 enum class Route : uint8_t {
@@ -102,6 +103,7 @@ public:
     // A call that ends without an answer (its client went away while parked).
     void abandoned() { in_flight_.fetch_sub(1); }
     Subscriptions& subscriptions() { return *subscriptions_; }
+    Replication& replication() { return *replication_; }
     obs::LineLog* audit() { return audit_.get(); }
     // The node's leases (§9): null when started without --lease, so writes ask no lease.
     Leases* leases() { return options_.lease ? leases_.get() : nullptr; }
@@ -155,6 +157,7 @@ private:
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<Subscriptions> subscriptions_;
+    std::unique_ptr<Replication> replication_;  // streams and followers (replication.h)
     obs::Registry metrics_;
     Counters counters_;
     // The per-answer metric children, looked up once per (route, status) and kept: the family's

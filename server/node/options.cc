@@ -108,6 +108,14 @@ const std::vector<Flag>& flags() {
              return true;
          }},
         {"--audit", "<path>", "audit log, JSON lines (default off)", opt_text(&NodeOptions::audit)},
+        {"--feed-buffer", "<MiB>", "landed blocks kept per tenant for followers (default 64)",
+         number(&NodeOptions::feed_buffer_mib, 1ull << 20)},
+        {"--upstream-timeout", "<s>", "connect and read bound when following a node (default 10)",
+         number(&NodeOptions::upstream_timeout_s, 3600)},
+        {"--replica-wait", "<ms>",
+         "under --sync always, how long an answer waits for its block to reach each connected "
+         "follower's stream (default 50)",
+         number(&NodeOptions::replica_wait_ms, 60000)},
         {"--trace", "<path>", "spans as JSON lines (default off)", opt_text(&NodeOptions::trace)},
         {"--trace-sample", "<0..1>", "share of requests traced without a sampled traceparent (default 0)",
          [](NodeOptions& o, const std::string& v) {

@@ -45,6 +45,9 @@ struct NodeOptions {
     uint32_t workers = 0;   // io_uring loops; 0: half the CPU count
     uint32_t busy_poll_us = 50;  // a loop polls this long before it sleeps (ServerOptions)
     bool insecure = false;
+    uint64_t feed_buffer_mib = 64;       // --feed-buffer: the replication feed per tenant (§10.3)
+    uint32_t upstream_timeout_s = 10;    // --upstream-timeout: a follower's connect and read bound
+    uint32_t replica_wait_ms = 50;       // --replica-wait: an answer waits for the streams (§5.8)
 };
 
 struct ParsedFlags {

@@ -85,6 +85,12 @@ engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant
     o.listener = &tenant;
     o.flusher = options_.flusher;
     if (gated) o.gate = options_.gate;
+    o.feed_bytes = options_.feed_bytes;
+    // A copy with a `<t>.follows` is a replica (node-http.md §10.1): opened as a follower.
+    std::error_code ec;
+    if (std::filesystem::exists(options_.data_dir + "/" + std::string(name) + ".follows", ec)) {
+        o.role = engine::Role::follower;
+    }
     return o;
 }
 
@@ -202,6 +208,38 @@ engine::Status Registry::create(std::string_view name,
     }
     ++opens_;
     return engine::Status::ok();
+}
+
+engine::Status Registry::replace(std::string_view name,
+                                 const std::function<engine::Status()>& install) {
+    std::shared_ptr<Slot> slot;
+    std::unique_lock<std::mutex> slot_lock;
+    for (;;) {
+        {
+            std::lock_guard lock(mu_);
+            auto it = slots_.find(name);
+            if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
+            slot = it->second;
+        }
+        slot_lock = std::unique_lock(slot->mu);
+        if (!slot->dead) break;
+        slot_lock.unlock();
+    }
+    std::shared_ptr<Tenant> old;
+    {
+        std::lock_guard lock(mu_);
+        old = std::move(slot->tenant);
+    }
+    if (old) (void)old->db().close(engine::CloseMode::plain);
+    engine::Status st = install();
+    {
+        std::lock_guard lock(mu_);
+        slot->dead = true;
+        slot->failure.clear();
+        auto it = slots_.find(name);
+        if (it != slots_.end() && it->second == slot) slots_.erase(it);
+    }
+    return st;
 }
 
 std::vector<TenantInfo> Registry::list() const {

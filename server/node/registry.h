@@ -42,6 +42,7 @@ struct RegistryOptions {
     std::function<int64_t()> now_ms;   // the wall clock, passed in
     std::function<void(Tenant&)> on_open;  // after the tenant opened, before it is served
     std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
+    uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
 enum class AcquireError : uint8_t { none, not_found, open_failed, memory };
@@ -147,6 +148,11 @@ public:
     bool file_exists(std::string_view name) const;
     // `<data-dir>/<t><suffix>`: a sidecar's path.
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
+    // Puts a new file in the tenant's place (a follower's image, node-http.md §10.4): with the
+    // slot locked, the open tenant (if any) leaves the map and its database closes (holders keep
+    // reading what it held; it takes no write), `install` renames the new file in, and the next
+    // acquire opens it.
+    engine::Status replace(std::string_view name, const std::function<engine::Status()>& install);
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
     void sweep();

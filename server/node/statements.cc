@@ -11,6 +11,7 @@
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/parked.h"
+#include "server/node/replication.h"
 
 namespace fenec::node {
 
@@ -115,8 +116,10 @@ ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statem
             return store_key(block, *key, 200, success_body(answers, s.batch));
         };
     }
-    (void)node;
-    return ex.run_block(items, run_options(call), before);
+    ql::BlockOutcome o = ex.run_block(items, run_options(call), before);
+    // §5.8 step 9: up to --replica-wait for the block to reach the followers' streams.
+    if (o.landed && !o.error) node.replication().wait_handed(t.name(), o.seq.v);
+    return o;
 }
 
 void count_statements(Node& node, const Statements& s) {

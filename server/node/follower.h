@@ -1,0 +1,60 @@
+// server/node/follower.h: one followed copy (node-http.md §10.4): a thread with a plain blocking
+// socket to the primary's feed, reconnecting with backoff (100 ms to 5 s), applying what it is
+// sent and taking an image when told. A blocking socket on a thread per followed copy is a choice
+// made here for simplicity: the copies a node follows are few, and the engine's apply and the
+// image install block on disk anyway; the io_uring loops never see these sockets.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "server/node/replication.h"
+
+namespace fenec::node {
+
+class Tenant;
+
+class Follower {
+public:
+    Follower(Replication& replication, std::string tenant, Follows follows);
+    ~Follower();
+
+    void begin();
+    // Stops at once: a pending connect or read is cut (the socket shut down); joins the thread.
+    void stop();
+    // Waits up to `ms` for a hello: true when heard; false with `error` when the primary refused
+    // or was not reached (or the wait ran out: error empty).
+    bool wait_heard(int64_t ms, std::string& error);
+    void write_json(ql::JsonWriter& w) const;
+    uint64_t images() const { return images_; }
+
+private:
+    void run();
+    bool session(std::string& error);
+    bool handle(const Frame& f, std::string& error);
+    bool sleep_ms(int64_t ms);  // false when stopped meanwhile
+
+    Replication& repl_;
+    const std::string tenant_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    Follows follows_;
+    bool stop_ = false;
+    int fd_ = -1;
+    bool connected_ = false;
+    std::string error_;
+    uint64_t attempts_failed_ = 0;  // answers other than a hello since the last hello
+    int64_t last_contact_ms_ = 0;
+    uint64_t primary_seq_ = 0;
+    std::atomic<uint64_t> images_{0};
+    std::atomic<uint64_t> reconnects_{0};
+    std::shared_ptr<Tenant> held_;  // a following copy holds its tenant open (§10.4)
+    int image_fd_ = -1;             // the image being received, <t>.fenec.incoming
+    std::thread thread_;
+};
+
+}  // namespace fenec::node

@@ -1,0 +1,373 @@
+// server/node/replication.cc: the feed frames and the primary's side of a stream (node-http.md
+// §10.2, §10.3): hello, an image when the follower's position is not on this copy's history or
+// out of its feed, then every durable block, forks when they change, keep-alives, and an end.
+#define XXH_STATIC_LINKING_ONLY
+#include "server/node/replication.h"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "engine/format.h"
+#include "server/node/follower.h"
+#include "server/node/handlers.h"
+
+namespace fenec::node {
+
+namespace {
+
+uint64_t frame_check(char kind, std::string_view payload) {
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, &kind, 1);
+    XXH3_64bits_update(&st, payload.data(), payload.size());
+    return XXH3_64bits_digest(&st);
+}
+
+void put_le(std::string& out, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t get_le(const char* p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+    return v;
+}
+
+std::optional<uint64_t> hex16_of(std::string_view s) {
+    if (s.size() != 16) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : s) {
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return std::nullopt;
+        v = (v << 4) | uint64_t(d);
+    }
+    return v;
+}
+
+std::string forks_json(const std::vector<std::pair<engine::HistoryId, engine::Seq>>& forks) {
+    std::string out;
+    ql::JsonWriter w(out);
+    w.begin_array();
+    for (const auto& [h, s] : forks) {
+        w.begin_object();
+        w.key("history");
+        w.string(engine::format::hex16(h.v));
+        w.key("at");
+        w.uint64(s.v);
+        w.end_object();
+    }
+    w.end_array();
+    return out;
+}
+
+}  // namespace
+
+std::string encode_frame(char kind, std::string_view payload) {
+    std::string out;
+    out.reserve(feed_frame_head_bytes + payload.size() + feed_frame_tail_bytes);
+    out.push_back(kind);
+    put_le(out, payload.size(), 4);
+    out.append(payload);
+    put_le(out, frame_check(kind, payload), 8);
+    return out;
+}
+
+FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error) {
+    if (buf.size() < feed_frame_head_bytes) return FrameRead::more;
+    const uint32_t length = static_cast<uint32_t>(get_le(buf.data() + 1, 4));
+    if (length > feed_frame_bytes_max) {
+        error = "a frame of " + std::to_string(length) + " bytes is over the bound";
+        return FrameRead::bad;
+    }
+    const size_t total = feed_frame_head_bytes + length + feed_frame_tail_bytes;
+    if (buf.size() < total) return FrameRead::more;
+    const std::string_view payload = buf.substr(feed_frame_head_bytes, length);
+    if (get_le(buf.data() + feed_frame_head_bytes + length, 8) != frame_check(buf[0], payload)) {
+        error = std::string("frame `") + buf[0] + "` fails its check";
+        return FrameRead::bad;
+    }
+    out.kind = buf[0];
+    out.payload.assign(payload);
+    consumed = total;
+    return FrameRead::frame;
+}
+
+// One stream being served: what GET /_admin/tenants/<t> shows in `followers`.
+struct Replication::Stream {
+    std::string tenant;
+    std::string peer;
+    std::atomic<uint64_t> sent{0};
+    std::atomic<bool> live{false};  // past its image: a write's answer waits for it
+    std::atomic<bool> done{false};
+};
+
+Replication::Replication(Node& node) : node_(node) {}
+
+Replication::~Replication() { stop(); }
+
+void Replication::stop() {
+    stopping_ = true;
+    std::vector<std::shared_ptr<Follower>> followers;
+    std::vector<StreamThread> streams;
+    {
+        std::lock_guard lock(mu_);
+        for (auto& [name, f] : followers_) followers.push_back(f);
+        followers_.clear();
+        streams.swap(streams_);
+    }
+    for (auto& f : followers) f->stop();
+    for (auto& s : streams) {
+        if (s.thread.joinable()) s.thread.join();
+    }
+}
+
+void Replication::reap_locked() {
+    for (auto it = streams_.begin(); it != streams_.end();) {
+        if (it->stream->done) {
+            it->thread.join();
+            it = streams_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Replication::serve_stream(const std::shared_ptr<Call>& call) {
+    const http::RequestHead& h = call->request.head;
+    const std::vector<std::string> seg = [&] {
+        std::vector<std::string> out;
+        size_t at = 1;
+        while (at <= h.path.size()) {
+            size_t end = h.path.find('/', at);
+            if (end == std::string::npos) end = h.path.size();
+            out.push_back(h.path.substr(at, end - at));
+            at = end + 1;
+        }
+        return out;
+    }();
+    if (seg.size() != 3 || seg[1] != "tenants") {
+        return node_.answer(*call, node_.refusal(404, "no route " + h.path +
+                                                          ": the feed is /_replication/tenants/<t>"));
+    }
+    if (h.method != http::Method::get) {
+        return node_.answer(*call, node_.refusal(405, "the feed takes GET").header("Allow", "GET"));
+    }
+    call->tenant = seg[2];
+    if (!valid_tenant_name(call->tenant)) {
+        return node_.answer(*call, node_.refusal(400, "tenant name `" + call->tenant +
+                                                          "` is not [a-z0-9_-]{1,64}"));
+    }
+    if (stopping_ || node_.stopping()) {
+        return node_.answer(*call, node_.refusal(503, "the node is stopping", "stopping"));
+    }
+    auto stream = std::make_shared<Stream>();
+    stream->tenant = call->tenant;
+    stream->peer = std::string(call->request.peer);
+    std::lock_guard lock(mu_);
+    reap_locked();
+    streams_.push_back(StreamThread{stream, std::thread([this, call, stream] {
+                                        run_stream(call, stream);
+                                        stream->done = true;
+                                    })});
+}
+
+// The stream's body, on its own thread: waits on the feed and on the exchange's unsent bytes.
+void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream> stream) {
+    Acquired a = node_.registry().acquire(call->tenant);
+    if (!a.tenant) {
+        if (a.error == AcquireError::not_found) {
+            return node_.answer(*call, node_.refusal(404, "no copy of " + call->tenant + " here"));
+        }
+        return node_.answer(*call, acquire_refusal(node_, a));
+    }
+    std::shared_ptr<Tenant> tenant = std::move(a.tenant);
+    engine::Database& db = tenant->db();
+    const http::RequestHead& h = call->request.head;
+    std::optional<uint64_t> since, history, lineage;
+    if (auto v = h.query_value("since")) {
+        uint64_t n = 0;
+        auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || p != v->data() + v->size()) {
+            return node_.answer(*call, node_.refusal(400, "`since` must be a seq"));
+        }
+        since = n;
+    }
+    if (auto v = h.query_value("history"); v && !v->empty()) {
+        history = hex16_of(*v);
+        if (!history) return node_.answer(*call, node_.refusal(400, "`history` must be 16 hex"));
+    }
+    if (auto v = h.query_value("lineage"); v && !v->empty()) {
+        lineage = hex16_of(*v);
+        if (!lineage) return node_.answer(*call, node_.refusal(400, "`lineage` must be 16 hex"));
+    }
+    // Where the follower continues, or why it takes an image (§10.3).
+    std::optional<engine::FeedCursor> cursor;
+    if (since && history && lineage && *lineage == db.lineage().v) {
+        auto s = db.feed().since(engine::Position{engine::Seq{*since}, engine::HistoryId{*history}});
+        if (auto* c = std::get_if<engine::FeedCursor>(&s)) cursor.emplace(std::move(*c));
+    }
+    std::shared_ptr<server::Exchange> ex = call->exchange;
+    http::Response head;
+    head.stream = true;
+    head.content_type = "application/x-fenec-feed";
+    head.close = true;
+    node_.answer(*call, std::move(head));
+    // Bounded unsent bytes: wait for the peer rather than queue past the exchange's bound.
+    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
+        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return !stopping_ && ex->write(encode_frame(kind, payload));
+    };
+    auto end = [&](std::string_view reason) {
+        std::string body;
+        ql::JsonWriter w(body);
+        w.begin_object();
+        w.key("reason");
+        w.string(reason);
+        w.end_object();
+        ex->write(encode_frame('E', body));
+        ex->end();
+    };
+    const engine::History hist = db.history();
+    {
+        std::string hello;
+        ql::JsonWriter w(hello);
+        w.begin_object();
+        w.key("node");
+        w.string(node_.options().node_name);
+        w.key("lineage");
+        w.string(engine::format::hex16(db.lineage().v));
+        w.key("history");
+        w.string(engine::format::hex16(hist.current().v));
+        w.key("forks");
+        std::vector<std::pair<engine::HistoryId, engine::Seq>> fk;
+        for (const auto& f : hist.forks) fk.emplace_back(f.history, f.seq);
+        w.raw(forks_json(fk));
+        w.key("seq");
+        w.uint64(db.seq().v);
+        w.key("durable");
+        w.uint64(db.durable_seq().v);
+        w.key("image");
+        w.boolean(!cursor);
+        w.end_object();
+        if (!send('H', hello, 0)) return ex->end();
+    }
+    if (!cursor) {
+        auto img = db.image();
+        if (!img.is_ok()) return end("closing");
+        const std::vector<std::byte>& bytes = *img->bytes;
+        for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {
+            const size_t n = std::min(feed_image_chunk_bytes_max, bytes.size() - at);
+            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return ex->end();
+        }
+        std::string done;
+        ql::JsonWriter w(done);
+        w.begin_object();
+        w.key("seq");
+        w.uint64(img->info.seq.v);
+        w.key("history");
+        w.string(engine::format::hex16(img->info.history.current().v));
+        w.key("bytes");
+        w.uint64(bytes.size());
+        w.key("digest");
+        w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
+        w.end_object();
+        if (!send('i', done, 0)) return ex->end();
+        auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
+        if (!std::holds_alternative<engine::FeedCursor>(s)) return end("behind");
+        cursor.emplace(std::get<engine::FeedCursor>(std::move(s)));
+    }
+    stream->sent = cursor->position().v;
+    stream->live = true;
+    ++live_streams_;
+    struct Unlive {
+        Replication* r;
+        ~Unlive() {
+            --r->live_streams_;
+            { std::lock_guard lock(r->mu_); }
+            r->handed_cv_.notify_all();
+        }
+    } unlive{this};
+    auto idle_since = std::chrono::steady_clock::now();
+    const size_t keep_unsent_below = 512 << 10;
+    while (!ex->closed()) {
+        if (stopping_ || node_.stopping()) return end("closing");
+        engine::FeedNext n = cursor->next(std::chrono::milliseconds(200));
+        if (n.kind == engine::FeedNext::Kind::closed) {
+            // The copy closed under the stream: told to follow another (demoted), or the node
+            // or the tenant closing.
+            return end(following(stream->tenant) ? "demoted" : "closing");
+        }
+        if (n.kind == engine::FeedNext::Kind::behind) return end("behind");
+        if (n.kind == engine::FeedNext::Kind::idle) {
+            if (std::chrono::steady_clock::now() - idle_since <
+                std::chrono::milliseconds(feed_keepalive_ms)) {
+                continue;
+            }
+            std::string k;
+            ql::JsonWriter w(k);
+            w.begin_object();
+            w.key("seq");
+            w.uint64(db.seq().v);
+            w.key("durable");
+            w.uint64(db.durable_seq().v);
+            w.end_object();
+            if (!send('K', k, keep_unsent_below)) return ex->end();
+            idle_since = std::chrono::steady_clock::now();
+            continue;
+        }
+        const engine::FeedEntry& e = n.entry;
+        bool ok = false;
+        if (e.type == engine::FeedEntry::Type::forks) {
+            ok = send('F', "{\"forks\":" + forks_json(e.forks) + "}", keep_unsent_below);
+        } else {
+            std::string payload;
+            payload.reserve(20 + e.records->size());
+            put_le(payload, e.first.v, 8);
+            put_le(payload, e.last.v - e.first.v + 1, 4);
+            put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
+            payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
+            ok = send('B', payload, keep_unsent_below);
+            if (ok) {
+                stream->sent = e.last.v;
+                { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
+                handed_cv_.notify_all();
+            }
+        }
+        if (!ok) return ex->end();
+        idle_since = std::chrono::steady_clock::now();
+    }
+}
+
+void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
+    const NodeOptions& o = node_.options();
+    if (o.sync != NodeOptions::Sync::always || o.replica_wait_ms == 0 || live_streams_ == 0) return;
+    std::unique_lock lock(mu_);
+    handed_cv_.wait_for(lock, std::chrono::milliseconds(o.replica_wait_ms), [&] {
+        for (const auto& s : streams_) {
+            const Stream& st = *s.stream;
+            if (st.live && !st.done && st.tenant == tenant && st.sent < seq) return false;
+        }
+        return true;
+    });
+}
+
+void Replication::write_followers(std::string_view tenant, ql::JsonWriter& w) const {
+    std::lock_guard lock(mu_);
+    w.begin_array();
+    for (const auto& s : streams_) {
+        if (s.stream->done || s.stream->tenant != tenant) continue;
+        w.begin_object();
+        w.key("peer");
+        w.string(s.stream->peer);
+        w.key("sent");
+        w.uint64(s.stream->sent.load());
+        w.end_object();
+    }
+    w.end_array();
+}
+
+}  // namespace fenec::node

@@ -1,0 +1,119 @@
+// server/node/replication.h: replication between nodes (node-http.md §10): the feed stream a
+// primary serves on GET /_replication/tenants/<t>, the follower that reads one, the `<t>.follows`
+// side file, and the admin routes that start and end following (§8.6 promote, §8.7 follow).
+//
+// Frame layout (one codec, used by both ends; engine.md §11 frames the records inside `B`):
+//   frame = kind u8 | length u32 LE | payload[length] | check u64 LE = XXH3-64(kind ‖ payload)
+//   H hello (JSON), I image chunk (≤ 1 MiB), i image end (JSON), B block (first u64, count u32,
+//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end (JSON).
+//
+// Threads: each stream runs on a thread of its own (it waits on the tenant's feed, never on a
+// loop); each followed copy has one thread holding a plain blocking socket. Both are bounded by
+// the copies a node holds, and are joined by stop().
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "ql/json_writer.h"
+
+namespace fenec::node {
+
+class Node;
+struct Call;
+
+inline constexpr size_t feed_image_chunk_bytes_max = 1 << 20;  // §10.2: `I` chunks
+inline constexpr uint32_t feed_frame_bytes_max = 64u << 20;   // a block record tops at 33 MiB
+inline constexpr int64_t feed_keepalive_ms = 2000;            // §10.2: `K` after 2 s idle
+inline constexpr size_t feed_frame_head_bytes = 5;
+inline constexpr size_t feed_frame_tail_bytes = 8;
+
+std::string encode_frame(char kind, std::string_view payload);
+
+struct Frame {
+    char kind = 0;
+    std::string payload;
+};
+enum class FrameRead : uint8_t { frame, more, bad };
+// Decodes one frame at the front of `buf`: `frame` (and `consumed`), `more` (incomplete), or
+// `bad` (length over the bound, a check that fails; `error` says which).
+FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error);
+
+// `<t>.follows` (§8.7, §10.4): what a copy was told to follow and the last hello it heard.
+struct Follows {
+    std::string from;          // http://host:port
+    uint64_t told = 0;         // times told to follow (n+1 at each follow)
+    struct Heard {
+        std::string history;   // 16 hex
+        uint64_t seq = 0;
+        int64_t at_ms = 0;
+    };
+    std::optional<Heard> heard;  // heard since it was last told
+    int64_t apply_stall_ms = 0;  // Fenec-Test-Stall: apply=<ms> (FENEC_TEST_HOOKS builds)
+};
+
+class Follower;
+
+class Replication {
+public:
+    explicit Replication(Node& node);
+    ~Replication();
+
+    // Resumes every copy with a `<t>.follows` (§10.4).
+    void start();
+    // Ends the streams (`E closing`) and the followers; joins their threads.
+    void stop();
+
+    // GET /_replication/tenants/<t> (§10.2), past its credential check.
+    void serve_stream(const std::shared_ptr<Call>& call);
+    // POST /_admin/tenants/<t>/follow (§8.7) and …/promote (§8.6), on a worker.
+    void serve_follow(const std::shared_ptr<Call>& call);
+    void serve_promote(const std::shared_ptr<Call>& call);
+
+    // For GET /_admin/tenants/<t> (§8.8): writes the `followers` and `following` members' values.
+    void write_followers(std::string_view tenant, ql::JsonWriter& w) const;
+    void write_following(std::string_view tenant, ql::JsonWriter& w) const;
+    bool following(std::string_view tenant) const;
+    // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
+    // `tenant` past its image has handed block `seq` to its connection. On a worker only.
+    void wait_handed(std::string_view tenant, uint64_t seq);
+
+    // The follows side file's path; reading and writing it (fsync, rename).
+    std::string follows_path(std::string_view tenant) const;
+    std::optional<Follows> read_follows(std::string_view tenant) const;
+    bool write_follows(std::string_view tenant, const Follows& f) const;
+
+    Node& node() { return node_; }
+
+private:
+    struct Stream;
+    void run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream> stream);
+    void reap_locked();
+    std::shared_ptr<Follower> start_follower(const std::string& tenant, const Follows& f);
+    std::shared_ptr<Follower> find_follower(std::string_view tenant) const;
+    // Stops following `tenant` at once (a pending connect included) and joins its thread.
+    void end_follower(std::string_view tenant);
+
+    Node& node_;
+    std::atomic<bool> stopping_{false};
+    mutable std::mutex mu_;
+    struct StreamThread {
+        std::shared_ptr<Stream> stream;
+        std::thread thread;
+    };
+    std::vector<StreamThread> streams_;
+    std::condition_variable handed_cv_;    // a stream handed a block on (under mu_)
+    std::atomic<uint32_t> live_streams_{0};  // streams past their image: writes wait for these
+    std::map<std::string, std::shared_ptr<Follower>, std::less<>> followers_;
+};
+
+}  // namespace fenec::node

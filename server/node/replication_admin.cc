@@ -1,0 +1,301 @@
+// server/node/replication_admin.cc: POST /_admin/tenants/<t>/follow (node-http.md §8.7) and
+// …/promote (§8.6): bodies checked, the follows side file, the checks of a promotion in order,
+// a forced promotion's audit line written and fsynced before the answer.
+#include <filesystem>
+#include <simdjson.h>
+
+#include "engine/format.h"
+#include "server/audit.h"
+#include "server/node/follower.h"
+#include "server/node/handlers.h"
+#include "server/node/lease.h"
+#include "server/node/replication.h"
+#include "server/node/subscriptions.h"
+
+namespace fenec::node {
+
+namespace {
+
+constexpr uint64_t follow_wait_ms_max = 60'000;  // an admin call is not held longer than this
+
+std::optional<uint64_t> hex16(std::string_view s) {
+    if (s.size() != 16) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : s) {
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return std::nullopt;
+        v = (v << 4) | uint64_t(d);
+    }
+    return v;
+}
+
+struct ReplicationBody {
+    std::optional<std::string> from;
+    std::optional<uint64_t> lineage;
+    std::optional<uint64_t> forked;
+    std::optional<std::string> authority;
+    std::optional<uint64_t> term;
+    uint64_t wait_ms = 0;
+    bool force = false;
+};
+
+// The members a follow or promote body may hold; "" or the problem.
+std::string parse_body(std::string_view text, bool promote, ReplicationBody& out) {
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return "";
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(text);
+    simdjson::dom::element doc;
+    simdjson::dom::object obj;
+    if (parser.parse(padded).get(doc)) return "the body is not JSON";
+    if (doc.get(obj)) return "the body must be a JSON object";
+    for (auto [key, value] : obj) {
+        std::string_view s;
+        if (key == "lineage" || (promote && key == "forked")) {
+            if (value.is_null()) continue;
+            if (value.get(s) || !hex16(s)) return "`" + std::string(key) + "` must be 16 hex digits";
+            (key == "lineage" ? out.lineage : out.forked) = hex16(s);
+        } else if (key == "authority") {
+            if (value.get(s) || s.empty()) return "`authority` must be a non-empty string";
+            out.authority = std::string(s);
+        } else if (key == "term") {
+            uint64_t n = 0;
+            if (value.get(n)) return "`term` must be a non-negative integer";
+            out.term = n;
+        } else if (!promote && key == "from") {
+            if (value.get(s)) return "`from` must be a string http://host:port";
+            out.from = std::string(s);
+        } else if (!promote && key == "wait_ms") {
+            uint64_t n = 0;
+            if (value.get(n) || n > follow_wait_ms_max) {
+                return "`wait_ms` must be an integer 0.." + std::to_string(follow_wait_ms_max);
+            }
+            out.wait_ms = n;
+        } else if (promote && key == "force") {
+            bool b = false;
+            if (value.get(b)) return "`force` must be true or false";
+            out.force = b;
+        } else {
+            return "unknown member `" + std::string(key) + "`";
+        }
+    }
+    if (out.term && !out.authority) return "`term` needs `authority`";
+    if (out.authority && !out.term) return "`authority` needs `term`";
+    return "";
+}
+
+bool from_is_valid(std::string_view from) {
+    if (!from.starts_with("http://")) return false;
+    std::string_view rest = from.substr(7);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || rest.find('/') != std::string_view::npos) {
+        return false;
+    }
+    const std::string_view port = rest.substr(colon + 1);
+    return !port.empty() && port.size() <= 5 &&
+           port.find_first_not_of("0123456789") == std::string_view::npos && std::stoul(std::string(port)) > 0 &&
+           std::stoul(std::string(port)) < 65536;
+}
+
+void audit(Node& node, const Call& call, int status) {
+    obs::LineLog* log = node.audit();
+    if (!log) return;
+    obs::AuditLine line;
+    line.at_ms = node.now_ms();
+    line.event = obs::AuditEvent::admin;
+    line.who.credential = static_cast<obs::Credential>(call.who.credential);
+    line.peer = call.request.peer;
+    line.request_id = call.request_id;
+    line.fields = {{"method", std::string(call.request.head.method_text)},
+                   {"path", call.request.head.path},
+                   {"tenant", call.tenant},
+                   {"status", status}};
+    log->write(obs::audit_line(line));
+}
+
+}  // namespace
+
+void Replication::serve_follow(const std::shared_ptr<Call>& call) {
+    Call& c = *call;
+    auto answer = [&](http::Response r) {
+        audit(node_, c, r.status);
+        node_.answer(c, std::move(r));
+    };
+    if (c.request.head.method != http::Method::post) {
+        return answer(node_.refusal(405, "follow takes POST").header("Allow", "POST"));
+    }
+    if (!valid_tenant_name(c.tenant)) {
+        return answer(node_.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}"));
+    }
+    ReplicationBody body;
+    if (std::string e = parse_body(c.request.body, false, body); !e.empty()) {
+        return answer(node_.refusal(400, e));
+    }
+    if (!body.from) return answer(node_.refusal(400, "`from` is required: http://host:port"));
+    if (!from_is_valid(*body.from)) {
+        return answer(node_.refusal(400, "`from` must be http://host:port with no path"));
+    }
+    const std::string self_port = ":" + std::to_string(node_.port());
+    if (body.from->ends_with(self_port) &&
+        (body.from->starts_with("http://127.") || body.from->starts_with("http://localhost:") ||
+         *body.from == "http://" + node_.options().listen)) {
+        return answer(node_.refusal(400, "`from` is this node"));
+    }
+    // §9.5: a lower term from `authority` → 409 naming the holder; a higher one is kept first.
+    if (body.authority) {
+        const FenceOutcome fenced = node_.fencing().fence(*body.authority, *body.term);
+        if (!fenced.ok()) return answer(fence_refusal(node_, fenced));
+    }
+    Follows f;
+    if (auto old = read_follows(c.tenant)) f.told = old->told;
+    f.from = *body.from;
+    f.told += 1;
+#ifdef FENEC_TEST_HOOKS
+    if (auto stall = c.request.head.header("Fenec-Test-Stall"); stall && stall->starts_with("apply=")) {
+        f.apply_stall_ms = std::atoll(std::string(stall->substr(6)).c_str());
+    }
+#endif
+    end_follower(c.tenant);
+    if (!write_follows(c.tenant, f)) {
+        return answer(node_.refusal(500, "the follows file of " + c.tenant + " cannot be written"));
+    }
+    // An open primary copy reopens as a replica: writes in flight finish, later ones get 503.
+    if (auto open = node_.registry().try_get(c.tenant); open && !open->db().history().replica) {
+        open.reset();
+        (void)node_.registry().replace(c.tenant, [] { return engine::Status::ok(); });
+        node_.subscriptions().end_tenant(c.tenant, "closing");
+    }
+    std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
+    bool heard = false;
+    std::string error;
+    if (body.wait_ms > 0) {
+        heard = follower->wait_heard(static_cast<int64_t>(body.wait_ms), error);
+        if (!heard && !error.empty()) {
+            return answer(node_.refusal(502, error, {}, [&](ql::JsonWriter& w) {
+                w.key("following");
+                w.string(c.tenant);
+            }));
+        }
+    }
+    http::Response r;
+    ql::JsonWriter w(r.body);
+    w.begin_object();
+    w.key("following");
+    w.string(c.tenant);
+    w.key("from");
+    w.string(f.from);
+    w.key("told");
+    w.uint64(f.told);
+    w.key("heard");
+    w.boolean(heard);
+    w.end_object();
+    answer(std::move(r));
+}
+
+void Replication::serve_promote(const std::shared_ptr<Call>& call) {
+    Call& c = *call;
+    auto answer = [&](http::Response r) {
+        audit(node_, c, r.status);
+        node_.answer(c, std::move(r));
+    };
+    if (c.request.head.method != http::Method::post) {
+        return answer(node_.refusal(405, "promote takes POST").header("Allow", "POST"));
+    }
+    if (!valid_tenant_name(c.tenant)) {
+        return answer(node_.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}"));
+    }
+    ReplicationBody body;
+    if (std::string e = parse_body(c.request.body, true, body); !e.empty()) {
+        return answer(node_.refusal(400, e));
+    }
+    if (!body.force && !body.lineage) {
+        return answer(node_.refusal(400, "`lineage` is required unless `force`"));
+    }
+    // 1. Fenced (§9.5): a lower term from `authority` → 409 naming the holder.
+    if (body.authority) {
+        const FenceOutcome fenced = node_.fencing().fence(*body.authority, *body.term);
+        if (!fenced.ok()) return answer(fence_refusal(node_, fenced));
+    }
+    // 2. No copy.
+    Acquired a = node_.registry().acquire(c.tenant);
+    if (!a.tenant) {
+        if (a.error == AcquireError::not_found) {
+            return answer(node_.refusal(404, "no copy of " + c.tenant + " here"));
+        }
+        return answer(acquire_refusal(node_, a));
+    }
+    engine::Database& db = a.tenant->db();
+    const std::optional<Follows> follows = read_follows(c.tenant);
+    const bool replica = follows || db.history().replica;
+    if (!body.force) {
+        // 3. Another lineage.
+        if (*body.lineage != db.lineage().v) {
+            const std::string copy = engine::format::hex16(db.lineage().v);
+            return answer(node_.refusal(409, c.tenant + ": this copy is of another lineage (" +
+                                                 copy + ")", {}, [&](ql::JsonWriter& w) {
+                w.key("lineage");
+                w.string(copy);
+            }));
+        }
+        // 4. Heard from the node it follows since told: promoted whatever it holds.
+        const bool heard = follows && follows->heard.has_value();
+        // 5. An old primary's copy that has not heard from the new primary since.
+        if (!heard && body.forked) {
+            bool among = false;
+            for (const engine::Fork& fk : db.history().forks) among |= fk.history.v == *body.forked;
+            if (!among) {
+                return answer(node_.refusal(
+                    409, c.tenant + ": this copy never saw history " +
+                             engine::format::hex16(*body.forked) +
+                             " and has not heard from its primary since; promoting it would take "
+                             "back every write after that failover"));
+            }
+        }
+    }
+    auto promoted = [&](const engine::History& h, bool forked) {
+        http::Response r;
+        ql::JsonWriter w(r.body);
+        w.begin_object();
+        w.key("promoted");
+        w.string(c.tenant);
+        w.key("lineage");
+        w.string(engine::format::hex16(db.lineage().v));
+        w.key("history");
+        w.string(engine::format::hex16(h.current().v));
+        w.key("seq");
+        w.uint64(db.seq().v);
+        w.key("forked");
+        w.boolean(forked);
+        w.end_object();
+        return r;
+    };
+    if (!replica) return answer(promoted(db.history(), false));
+    // Stops following at once, a pending connect included; the block being applied finishes.
+    end_follower(c.tenant);
+    auto h = db.promote();
+    if (!h.is_ok()) {
+        return answer(node_.refusal(500, c.tenant + " cannot be promoted: " + h.status().to_string()));
+    }
+    std::error_code ec;
+    std::filesystem::remove(follows_path(c.tenant), ec);
+    if (body.force) {
+        if (obs::LineLog* log = node_.audit()) {
+            obs::AuditLine line;
+            line.at_ms = node_.now_ms();
+            line.event = obs::AuditEvent::promote;
+            line.who.credential = static_cast<obs::Credential>(c.who.credential);
+            line.peer = c.request.peer;
+            line.request_id = c.request_id;
+            line.fields = {{"tenant", c.tenant},
+                           {"history", engine::format::hex16(h->current().v)},
+                           {"seq", db.seq().v},
+                           {"forced", true}};
+            if (engine::Status st = log->write_synced(obs::audit_line(line)); !st.is_ok()) {
+                return answer(node_.refusal(500, "promoted, but the audit line was not written: " +
+                                                     st.to_string()));
+            }
+        }
+    }
+    answer(promoted(*h, true));
+}
+
+}  // namespace fenec::node

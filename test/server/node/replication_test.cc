@@ -1,0 +1,286 @@
+// test/server/node/replication_test.cc: replication between two real fenec-node processes
+// (node-http.md §10, §8.6, §8.7; §14 cases 32, 78, 79, 80, 82, 83, 85, 86): the feed's
+// credentials and first frame, a follower catching up live and after a restart, writes refused
+// on a replica, Fenec-After on a stalled replica, promotion's checks and its audit line.
+#include <fstream>
+#include <thread>
+
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+const std::string D = "data-token-d";
+const std::string A = "admin-token-a";
+const std::string R = "replication-token-r";
+
+struct Node {
+    TempDir dir;
+    std::unique_ptr<NodeProcess> proc;
+    std::vector<std::string> extra;
+
+    void start() {
+        std::vector<std::string> flags = {"--token", D, "--admin-token", A, "--replication-token", R,
+                                          "--auth-delay", "0", "--audit", dir.path() + "/audit.log"};
+        flags.insert(flags.end(), extra.begin(), extra.end());
+        proc.reset();
+        proc = std::make_unique<NodeProcess>(dir.path(), flags);
+        ASSERT_NE(proc->port(), 0) << proc->first_line();
+    }
+    uint16_t port() const { return proc->port(); }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+    Reply call(std::string_view method, std::string_view target, std::string_view body,
+               const std::string& token, std::vector<std::pair<std::string, std::string>> more = {}) {
+        Client c(port());
+        auto headers = bearer(token);
+        headers.insert(headers.end(), more.begin(), more.end());
+        auto r = c.request(method, target, body, headers);
+        return r.value_or(Reply{});
+    }
+    Reply admin(std::string_view method, std::string_view target, std::string_view body = {},
+                std::vector<std::pair<std::string, std::string>> more = {}) {
+        return call(method, target, body, A, std::move(more));
+    }
+    Reply query(const std::string& q, const std::string& params = "[]",
+                std::vector<std::pair<std::string, std::string>> more = {}) {
+        return call("POST", "/t/acme/query", "{\"query\":\"" + q + "\",\"params\":" + params + "}", D,
+                    std::move(more));
+    }
+    std::string count() { return call("GET", "/t/acme/c/notes?count", {}, D).body; }
+};
+
+std::string member(const std::string& body, const std::string& key) {
+    const size_t at = body.find("\"" + key + "\":");
+    if (at == std::string::npos) return "";
+    size_t from = at + key.size() + 3;
+    size_t end = from;
+    if (body[from] == '"') {
+        end = body.find('"', from + 1);
+        return body.substr(from + 1, end - from - 1);
+    }
+    while (end < body.size() && body[end] != ',' && body[end] != '}') ++end;
+    return body.substr(from, end - from);
+}
+
+bool eventually(const std::function<bool()>& ok, int ms = 5000) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+        if (ok()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return ok();
+}
+
+class Replication : public ::testing::Test {
+protected:
+    void SetUp() override {
+        n.start();
+        n2.start();
+        auto r = n.admin("PUT", "/_admin/tenants/acme",
+                         R"J({"schema":["create collection notes (title text)"]})J");
+        ASSERT_EQ(r.status, 201) << r.body;
+        lineage = member(r.body, "lineage");
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"a\"]").status, 200);
+    }
+    void follow(std::vector<std::pair<std::string, std::string>> more = {}) {
+        auto r = n2.admin("POST", "/_admin/tenants/acme/follow",
+                          "{\"from\":\"" + n.url() + "\",\"wait_ms\":3000}", std::move(more));
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(member(r.body, "heard"), "true") << r.body;
+        ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; })) << n2.count();
+    }
+    Node n, n2;
+    std::string lineage;
+};
+
+// §14 case 86.
+TEST_F(Replication, FeedTakesTheReplicationTokenAndSaysHelloFirst) {
+    EXPECT_EQ(n.call("GET", "/_replication/tenants/acme", {}, D).status, 403);
+    Client none(n.port());
+    EXPECT_EQ(none.request("GET", "/_replication/tenants/acme")->status, 401);
+    EXPECT_EQ(n.call("GET", "/_replication/tenants/nosuch", {}, R).status, 404);
+    // The stream never ends by itself: the client reads until 500 ms pass without a byte.
+    Client c(n.port(), 500);
+    auto r = c.request("GET", "/_replication/tenants/acme", {}, bearer(R));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("Content-Type").value_or(""), "application/x-fenec-feed");
+    const std::string got = r->body;
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(got[0], 'H');
+    EXPECT_NE(got.find("\"lineage\":\"" + lineage + "\""), std::string::npos) << got;
+    // No position: the image follows the hello.
+    EXPECT_NE(got.find("\"image\":true"), std::string::npos);
+    EXPECT_NE(got.find("\"digest\""), std::string::npos);
+}
+
+// §14 case 78.
+TEST_F(Replication, FollowHearsReplicatesAndRefusesWritesOnTheReplica) {
+    auto bad = n2.admin("POST", "/_admin/tenants/acme/follow", R"({"from":"ftp://x"})");
+    EXPECT_EQ(bad.status, 400) << bad.body;
+    EXPECT_EQ(n2.admin("POST", "/_admin/tenants/acme/follow", R"({"wait_ms":1})").status, 400);
+    EXPECT_EQ(n2.admin("POST", "/_admin/tenants/acme/follow", R"({"from":"http://127.0.0.1:1","x":1})").status, 400);
+    follow();
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"b\"]").status, 200);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
+    auto w = n2.query("put notes {title: $1}", "[\"c\"]");
+    EXPECT_EQ(w.status, 503) << w.body;
+    EXPECT_EQ(member(w.body, "reason"), "replica") << w.body;
+    EXPECT_EQ(w.header("Retry-After").value_or(""), "1");
+    auto d = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_EQ(member(d.body, "role"), "replica") << d.body;
+    EXPECT_EQ(member(d.body, "images"), "1") << d.body;
+    auto p = n.admin("GET", "/_admin/tenants/acme");
+    EXPECT_NE(p.body.find("\"followers\":[{\"peer\""), std::string::npos) << p.body;
+}
+
+// §14 case 79: a follower restarted catches up from the feed, no image.
+TEST_F(Replication, RestartedFollowerCatchesUpWithoutAnImage) {
+    follow();
+    n2.proc->kill(SIGTERM);
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"x\"]").status, 200);
+    }
+    n2.start();
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":11})"; })) << n2.count();
+    auto d = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_EQ(member(d.body, "images"), "0") << d.body;
+    EXPECT_EQ(member(d.body, "seq"), member(n.admin("GET", "/_admin/tenants/acme").body, "seq"));
+}
+
+// §14 case 80: past the feed's buffer the follower takes an image.
+TEST_F(Replication, FollowerPastTheFeedTakesAnImage) {
+    n.extra = {"--feed-buffer", "1"};
+    n.start();
+    follow();
+    n2.proc->kill(SIGTERM);
+    const std::string big(64 << 10, 'z');
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + big + "\"]").status, 200);
+    }
+    n2.start();
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":41})"; })) << n2.count();
+    EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "images"), "1");
+}
+
+// §14 case 32: Fenec-After on a replica waits for the stalled apply.
+TEST_F(Replication, FenecAfterWaitsForTheReplicasApply) {
+    follow({{"Fenec-Test-Stall", "apply=300"}});
+    auto w = n.query("put notes {title: $1}", "[\"late\"]");
+    ASSERT_EQ(w.status, 200);
+    const std::string seq = w.header("Fenec-Seq").value_or("");
+    ASSERT_FALSE(seq.empty());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = n2.query("get notes where title = $1", "[\"late\"]", {{"Fenec-After", seq}});
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("late"), std::string::npos) << r.body;
+    EXPECT_GE(ms, 150);
+}
+
+// §14 cases 85 and 82.
+TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
+    follow();
+    auto other = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"lineage":"0123456789abcdef"})");
+    EXPECT_EQ(other.status, 409) << other.body;
+    EXPECT_EQ(member(other.body, "lineage"), lineage);
+    EXPECT_EQ(n2.admin("POST", "/_admin/tenants/acme/promote", R"({"forked":"xyz"})").status, 400);
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(member(p.body, "forked"), "true");
+    EXPECT_NE(member(p.body, "history"), lineage);
+    EXPECT_EQ(n2.query("put notes {title: $1}", "[\"mine\"]").status, 200);
+    auto again = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    EXPECT_EQ(again.status, 200);
+    EXPECT_EQ(member(again.body, "forked"), "false");
+    EXPECT_EQ(member(again.body, "history"), member(p.body, "history"));
+}
+
+// §14 case 84: the hello is remembered across a restart.
+TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
+    follow();
+    n.proc->kill(SIGKILL);
+    n2.proc->kill(SIGTERM);
+    n2.start();
+    auto d = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_NE(d.body.find("\"heard\":{\"history\""), std::string::npos) << d.body;
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote",
+                      "{\"lineage\":\"" + lineage + "\",\"forked\":\"00000000000000aa\"}");
+    EXPECT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(member(p.body, "forked"), "true") << p.body;
+}
+
+// §14 case 81: an old primary that wrote past the fork takes an image when it follows.
+TEST_F(Replication, OldPrimaryPastTheForkTakesAnImage) {
+    follow();
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"lost\"]").status, 200);  // past the fork
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"n2a\"]").status, 200);
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"n2b\"]").status, 200);
+    auto f = n.admin("POST", "/_admin/tenants/acme/follow",
+                     "{\"from\":\"" + n2.url() + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    EXPECT_TRUE(eventually([&] { return n.count() == R"({"count":3})"; })) << n.count();
+    EXPECT_EQ(n.query("get notes where title = $1", "[\"lost\"]").body.find("lost"), std::string::npos);
+    EXPECT_EQ(member(n.admin("GET", "/_admin/tenants/acme").body, "images"), "1");
+}
+
+TEST_F(Replication, ForcedPromotionIsAuditedFirst) {
+    follow();
+    auto f = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
+    ASSERT_EQ(f.status, 200) << f.body;
+    std::ifstream in(n2.dir.path() + "/audit.log");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"event\":\"promote\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"forced\":true"), std::string::npos) << text;
+}
+
+// §14 case 83: an old primary's copy that never saw the new history is refused, then promoted
+// once it has heard from the new primary.
+TEST_F(Replication, ForkedCheckUntilTheOldPrimaryHears) {
+    follow();
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    const std::string h2 = member(p.body, "history");
+    const std::string body = "{\"lineage\":\"" + lineage + "\",\"forked\":\"" + h2 + "\"}";
+    auto refused = n.admin("POST", "/_admin/tenants/acme/promote", body);
+    EXPECT_EQ(refused.status, 409) << refused.body;
+    auto f = n.admin("POST", "/_admin/tenants/acme/follow",
+                     "{\"from\":\"" + n2.url() + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    EXPECT_EQ(member(f.body, "heard"), "true") << f.body;
+    auto ok = n.admin("POST", "/_admin/tenants/acme/promote", body);
+    EXPECT_EQ(ok.status, 200) << ok.body;
+    EXPECT_EQ(member(ok.body, "forked"), "true") << ok.body;
+}
+
+}  // namespace
+// §14 case 72 for promote and follow (§9.5): a term taken from an authority fences its lower
+// terms, across a restart; a call without `authority` is an operator's and is not fenced.
+TEST_F(Replication, PromoteAndFollowAreFencedByTerm) {
+    const std::string d1 = "9e2d41c07a5b3f18/eu";
+    auto p = n.admin("POST", "/_admin/tenants/acme/promote",
+                     "{\"lineage\":\"" + lineage + "\",\"authority\":\"" + d1 + "\",\"term\":4}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(n.admin("POST", "/_admin/tenants/acme/promote",
+                      "{\"authority\":\"" + d1 + "\",\"lineage\":\"" + lineage + "\"}")
+                  .status,
+              400);
+    n.start();  // the term is kept in fenec-node.state
+    auto f = n.admin("POST", "/_admin/tenants/acme/follow",
+                     "{\"from\":\"" + n2.url() + "\",\"authority\":\"" + d1 + "\",\"term\":3}");
+    EXPECT_EQ(f.status, 409) << f.body;
+    EXPECT_NE(f.body.find("\"holder\":{\"authority\":\"" + d1 + "\",\"term\":4"), std::string::npos)
+        << f.body;
+    auto low = n.admin("POST", "/_admin/tenants/acme/promote",
+                       "{\"lineage\":\"" + lineage + "\",\"authority\":\"" + d1 + "\",\"term\":3}");
+    EXPECT_EQ(low.status, 409) << low.body;
+    // Nothing changed: still the primary, writable.
+    EXPECT_EQ(n.query("put notes {title: $1}", "[\"b\"]").status, 200);
+    auto op = n.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    EXPECT_EQ(op.status, 200) << op.body;
+}
+
+}  // namespace fenec::test
