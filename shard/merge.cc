@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
 #include <set>
 
 #include "ql/compare.h"
@@ -295,6 +294,11 @@ void write_json(ql::JsonWriter& w, const Value& v) {
 Value to_value(const Element& e, bool told) { return convert(e, told, false); }
 
 Value key_value(const Element& e, const MergeColumn& column) {
+    // A text under a rule (a told column: never a timestamp) goes to its sort key straight.
+    std::string_view text;
+    if (column.rule != bytes_rule && column.told && !e.get_string().get(text)) {
+        return Value{index::sort_key(text, column.rule)};
+    }
     Value v = convert(e, column.told, false);
     if (column.rule != bytes_rule) to_sort_keys(v, column.rule);
     return v;
@@ -571,8 +575,7 @@ FoldLayout fold_layout(const MergeSpec& spec) {
     return l;
 }
 
-int compare_keys(const MergeSpec& spec, const std::vector<Value>& a, const std::vector<Value>& b,
-                 size_t* decided) {
+int compare_keys(const MergeSpec& spec, const Value* a, const Value* b, size_t* decided) {
     for (size_t i = 0; i < spec.keys.size(); ++i) {
         int c = ql::compare_values(a[i], b[i], bytes_rule);
         if (c == 0) continue;
@@ -601,6 +604,7 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
         return false;
     }
     if (spec.kind == MergeKind::fold) return prepare_fold(spec, rows, out, why);
+    if (spec.kind == MergeKind::order) out.keys.reserve(out.rows.size() * spec.keys.size());
     size_t n = 0;
     for (Element row : rows) {
         simdjson::dom::object o;
@@ -609,23 +613,22 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
             return false;
         }
         if (spec.kind == MergeKind::order) {
-            std::vector<Value> keys;
-            keys.reserve(spec.keys.size());
+            const size_t width = spec.keys.size();
             for (const MergeColumn& k : spec.keys) {
                 Element e;
                 if (o.at_key(k.column).get(e)) {
                     why = row_no(n) + " lacks the key column `" + k.column + "`";
                     return false;
                 }
-                keys.push_back(key_value(e, k));
+                out.keys.push_back(key_value(e, k));
             }
+            const Value* here = out.keys.data() + n * width;
             size_t decided = 0;
-            if (n > 0 && compare_keys(spec, out.keys.back(), keys, &decided) > 0) {
+            if (n > 0 && compare_keys(spec, here - width, here, &decided) > 0) {
                 why = row_no(n) + " comes before " + row_no(n - 1) + " by `" +
                       spec.keys[decided].label + "`";
                 return false;
             }
-            out.keys.push_back(std::move(keys));
         }
         ++n;
     }
@@ -644,28 +647,132 @@ std::vector<MergedRow> merge_concat(const std::vector<const TenantInput*>& input
     return out;
 }
 
+namespace {
+
+// How a key column compares over every row of every input: by its values' own alternative when
+// they all hold the same plain one (what ql::compare_values does for two of them under the
+// bytes rule, without looking at their ranks), else by ql::compare_values.
+enum class KeyKind : uint8_t { general, integer, timestamp, text };
+
+KeyKind kind_of(const Value& v) {
+    if (std::holds_alternative<int64_t>(v.rep)) return KeyKind::integer;
+    if (std::holds_alternative<engine::Timestamp>(v.rep)) return KeyKind::timestamp;
+    if (std::holds_alternative<std::string>(v.rep)) return KeyKind::text;
+    return KeyKind::general;
+}
+
+template <class T>
+int three_way(const T& a, const T& b) {
+    return (a > b) - (a < b);
+}
+
+// A tenant's next row in the merge: its keys, and for a single integer or timestamp key its
+// number, compared without a look at the variant.
+struct Head {
+    const Value* key = nullptr;
+    int64_t number = 0;
+    uint32_t tenant = 0;
+    uint32_t row = 0;
+};
+
+}  // namespace
+
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs) {
-    // A heap of each tenant's next row; on a tie the lower tenant index (name order) first.
-    auto after = [&](const MergedRow& a, const MergedRow& b) {
-        const int c = compare_keys(spec, inputs[a.tenant]->keys[a.row],
-                                   inputs[b.tenant]->keys[b.row]);
-        return c != 0 ? c > 0 : a.tenant > b.tenant;
-    };
-    std::priority_queue<MergedRow, std::vector<MergedRow>, decltype(after)> heap(after);
+    const size_t width = spec.keys.size();
+    std::vector<KeyKind> kinds(width, KeyKind::general);
+    std::vector<bool> seen(width, false);
     size_t total = 0;
+    for (const TenantInput* in : inputs) {
+        if (!in) continue;
+        total += in->rows.size();
+        for (size_t at = 0; at < in->keys.size(); ++at) {
+            const size_t i = at % width;
+            const KeyKind k = kind_of(in->keys[at]);
+            if (!seen[i]) kinds[i] = k;
+            else if (kinds[i] != k) kinds[i] = KeyKind::general;
+            seen[i] = true;
+        }
+    }
+    const bool numeric = width == 1 && (kinds[0] == KeyKind::integer ||
+                                        kinds[0] == KeyKind::timestamp);
+    const int first_sign = width > 0 && spec.keys[0].desc ? -1 : 1;
+    auto number = [&](const Value* key) -> int64_t {
+        if (!numeric) return 0;
+        if (kinds[0] == KeyKind::integer) return *std::get_if<int64_t>(&key->rep);
+        return std::get_if<engine::Timestamp>(&key->rep)->ms;
+    };
+    auto compare = [&](const Head& a, const Head& b) {
+        if (numeric) return first_sign * three_way(a.number, b.number);
+        for (size_t i = 0; i < width; ++i) {
+            const Value& x = a.key[i];
+            const Value& y = b.key[i];
+            int c = 0;
+            switch (kinds[i]) {
+                case KeyKind::integer:
+                    c = three_way(*std::get_if<int64_t>(&x.rep), *std::get_if<int64_t>(&y.rep));
+                    break;
+                case KeyKind::timestamp:
+                    c = three_way(std::get_if<engine::Timestamp>(&x.rep)->ms,
+                                  std::get_if<engine::Timestamp>(&y.rep)->ms);
+                    break;
+                case KeyKind::text: {
+                    const int r = std::get_if<std::string>(&x.rep)->compare(
+                        *std::get_if<std::string>(&y.rep));
+                    c = (r > 0) - (r < 0);
+                    break;
+                }
+                case KeyKind::general:
+                    c = ql::compare_values(x, y, bytes_rule);
+                    break;
+            }
+            if (c != 0) return spec.keys[i].desc ? -c : c;
+        }
+        return 0;
+    };
+    // A binary min-heap of each tenant's next row; on a tie the lower tenant index (name order)
+    // first. The top is replaced in place as its tenant moves on: one sift per row.
+    auto before = [&](const Head& a, const Head& b) {
+        const int c = compare(a, b);
+        return c != 0 ? c < 0 : a.tenant < b.tenant;
+    };
+    std::vector<Head> heap;
+    heap.reserve(inputs.size());
+    auto sift_down = [&](size_t at) {
+        const size_t n = heap.size();
+        const Head moving = heap[at];
+        for (;;) {
+            size_t child = 2 * at + 1;
+            if (child >= n) break;
+            if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
+            if (!before(heap[child], moving)) break;
+            heap[at] = heap[child];
+            at = child;
+        }
+        heap[at] = moving;
+    };
+    auto head_of = [&](uint32_t t, uint32_t r) {
+        const Value* key = inputs[t]->keys.data() + static_cast<size_t>(r) * width;
+        return Head{key, number(key), t, r};
+    };
     for (uint32_t t = 0; t < inputs.size(); ++t) {
         if (!inputs[t] || inputs[t]->rows.empty()) continue;
-        heap.push({t, 0});
-        total += inputs[t]->rows.size();
+        heap.push_back(head_of(t, 0));
     }
+    for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
     std::vector<MergedRow> out;
     out.reserve(total);
     while (!heap.empty()) {
-        const MergedRow top = heap.top();
-        heap.pop();
-        out.push_back(top);
-        if (top.row + 1 < inputs[top.tenant]->rows.size()) heap.push({top.tenant, top.row + 1});
+        const Head top = heap.front();
+        out.push_back({top.tenant, top.row});
+        if (top.row + 1 < inputs[top.tenant]->rows.size()) {
+            heap.front() = head_of(top.tenant, top.row + 1);
+        } else {
+            heap.front() = heap.back();
+            heap.pop_back();
+            if (heap.empty()) break;
+        }
+        sift_down(0);
     }
     return out;
 }
