@@ -284,6 +284,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         r.node = node.name;
         r.addr = node.addr;
         r.resend_after_sent = true;  // a read-only statement: asking twice is harmless
+        r.queue_send = true;         // many calls at once: see UpstreamRequest::queue_send
         r.timeout_ms = timeout_ms;
         std::string& out = r.bytes;
         out.reserve(512 + node_body.size());
