@@ -3,6 +3,7 @@
 #include "shard/merge.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -204,12 +205,20 @@ std::optional<MergeRefusal> parse_merge(const Element* merge, MergeSpec& out) {
 namespace {
 
 // The engine's form of a timestamp (ql::format_timestamp): 20 or 24 bytes, ending in Z.
+// `s` is in the engine's form exactly when it has that form's shape (`YYYY-MM-DDTHH:MM:SSZ`,
+// or `.mmm` before the Z with mmm not 000: ql::format_timestamp writes no `.000`) and
+// ql::parse_timestamp reads it: then writing the time back gives `s` again, the same test as
+// comparing with format_timestamp's text, without making that text for every row.
 bool timestamp_text(std::string_view s, int64_t& ms) {
-    if ((s.size() != 20 && s.size() != 24) || s.back() != 'Z' || s[4] != '-' || s[10] != 'T') {
-        return false;
+    static constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+    if (s.size() != 20 && s.size() != 24) return false;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+        const char want = shape[i];
+        if (want == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != want) return false;
     }
+    if (s.back() != 'Z' || (s.size() == 24 && s.substr(20, 3) == "000")) return false;
     const auto t = ql::parse_timestamp(s);
-    if (!t || ql::format_timestamp(*t) != s) return false;
+    if (!t) return false;
     ms = *t;
     return true;
 }
@@ -387,14 +396,20 @@ class RowSplitter {
             ++at_;
         }
     }
+    // To the quote that ends the string: memchr to each quote, which ends it unless an odd run
+    // of backslashes stands before it (the rows are mostly texts: this is the scan's bulk).
     bool skip_string() {
         if (!eat('"')) return false;
-        while (at_ < s_.size()) {
-            const char c = s_[at_++];
-            if (c == '\\') ++at_;
-            else if (c == '"') return true;
+        const size_t open = at_;
+        for (;;) {
+            const void* q = std::memchr(s_.data() + at_, '"', s_.size() - at_);
+            if (!q) return false;
+            const size_t quote = static_cast<size_t>(static_cast<const char*>(q) - s_.data());
+            size_t run = quote;
+            while (run > open && s_[run - 1] == '\\') --run;
+            at_ = quote + 1;
+            if ((quote - run) % 2 == 0) return true;
         }
-        return false;
     }
     bool skip_value() {
         const char c = peek();
