@@ -28,12 +28,16 @@
 #include "shard/mark.h"
 #include "shard/merge.h"
 #include "shard/router.h"
+#include "shard/upstream.h"
 
 namespace fenec::shard {
 
 namespace {
 
 using Response = http::Response;
+
+// prepare_tenant parses a node's answer where it lies when the body has simdjson's padding.
+static_assert(simdjson::SIMDJSON_PADDING <= upstream_body_spare_bytes);
 
 // A node's calls are re-asked at most this often when the directory moved its tenant (§12.4.5).
 constexpr int reasks_max = 2;

@@ -557,6 +557,9 @@ bool Call::take_head() {
                 return true;
             }
             phase_ = Phase::body;
+            if (body_bytes_ <= upstream_body_reserve_max) {
+                in_.reserve(body_bytes_ + upstream_body_spare_bytes);  // it grows in place
+            }
             if (in_.size() >= body_bytes_) answer_whole();
             else recv_more();
         } else if (req_.allow_stream) {

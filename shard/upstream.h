@@ -39,6 +39,12 @@ namespace fenec::shard {
 
 // The read buffer of one call's recv: an answer head fits (http::head_bytes_max) in a few.
 inline constexpr size_t upstream_recv_bytes = 64 * 1024;
+// Spare room kept past an answer body of known length: a JSON parser reading in 64-byte blocks
+// (simdjson's SIMDJSON_PADDING) then takes UpstreamAnswer::body as it is, without a copy.
+inline constexpr size_t upstream_body_spare_bytes = 64;
+// A body up to this length is given its whole room when its head comes; a longer one grows as
+// its bytes arrive, so a length a node claims and never sends reserves nothing big.
+inline constexpr size_t upstream_body_reserve_max = 1024 * 1024;
 // How often each upstream loop looks for calls past their deadline: the timeout's resolution.
 inline constexpr uint32_t upstream_tick_ms = 50;
 
