@@ -683,10 +683,11 @@ int three_way(const T& a, const T& b) {
 }
 
 // A tenant's next row in the merge: its keys, and for a single integer or timestamp key its
-// number, compared without a look at the variant.
+// number, for a single text key its text, compared without a look at the variant.
 struct Head {
     const Value* key = nullptr;
     int64_t number = 0;
+    std::string_view text;
     uint32_t tenant = 0;
     uint32_t row = 0;
 };
@@ -712,14 +713,14 @@ std::vector<MergedRow> merge_order(const MergeSpec& spec,
     }
     const bool numeric = width == 1 && (kinds[0] == KeyKind::integer ||
                                         kinds[0] == KeyKind::timestamp);
+    const bool textual = width == 1 && kinds[0] == KeyKind::text;
     const int first_sign = width > 0 && spec.keys[0].desc ? -1 : 1;
-    auto number = [&](const Value* key) -> int64_t {
-        if (!numeric) return 0;
-        if (kinds[0] == KeyKind::integer) return *std::get_if<int64_t>(&key->rep);
-        return std::get_if<engine::Timestamp>(&key->rep)->ms;
-    };
     auto compare = [&](const Head& a, const Head& b) {
         if (numeric) return first_sign * three_way(a.number, b.number);
+        if (textual) {
+            const int r = a.text.compare(b.text);
+            return first_sign * ((r > 0) - (r < 0));
+        }
         for (size_t i = 0; i < width; ++i) {
             const Value& x = a.key[i];
             const Value& y = b.key[i];
@@ -768,8 +769,16 @@ std::vector<MergedRow> merge_order(const MergeSpec& spec,
         heap[at] = moving;
     };
     auto head_of = [&](uint32_t t, uint32_t r) {
-        const Value* key = inputs[t]->keys.data() + static_cast<size_t>(r) * width;
-        return Head{key, number(key), t, r};
+        Head h;
+        h.key = inputs[t]->keys.data() + static_cast<size_t>(r) * width;
+        h.tenant = t;
+        h.row = r;
+        if (numeric && kinds[0] == KeyKind::integer) h.number = *std::get_if<int64_t>(&h.key->rep);
+        if (numeric && kinds[0] == KeyKind::timestamp) {
+            h.number = std::get_if<engine::Timestamp>(&h.key->rep)->ms;
+        }
+        if (textual) h.text = *std::get_if<std::string>(&h.key->rep);
+        return h;
     };
     for (uint32_t t = 0; t < inputs.size(); ++t) {
         if (!inputs[t] || inputs[t]->rows.empty()) continue;
