@@ -65,7 +65,7 @@ start_listening() {  # name binary args...
     "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pids+=($!)
     for ((i = 0; i < 100; i++)); do
-        port=$(sed -n '1s/.*listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$name.out")
+        port=$(sed -n '1s/.*listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$name.out" 2>/dev/null || true)
         [[ -n "$port" ]] && break
         kill -0 "${pids[-1]}" 2>/dev/null || { log "$name exited at start"; exit 1; }
         sleep 0.1

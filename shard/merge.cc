@@ -3,8 +3,8 @@
 #include "shard/merge.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
-#include <queue>
 #include <set>
 
 #include "ql/compare.h"
@@ -205,12 +205,20 @@ std::optional<MergeRefusal> parse_merge(const Element* merge, MergeSpec& out) {
 namespace {
 
 // The engine's form of a timestamp (ql::format_timestamp): 20 or 24 bytes, ending in Z.
+// `s` is in the engine's form exactly when it has that form's shape (`YYYY-MM-DDTHH:MM:SSZ`,
+// or `.mmm` before the Z with mmm not 000: ql::format_timestamp writes no `.000`) and
+// ql::parse_timestamp reads it: then writing the time back gives `s` again, the same test as
+// comparing with format_timestamp's text, without making that text for every row.
 bool timestamp_text(std::string_view s, int64_t& ms) {
-    if ((s.size() != 20 && s.size() != 24) || s.back() != 'Z' || s[4] != '-' || s[10] != 'T') {
-        return false;
+    static constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+    if (s.size() != 20 && s.size() != 24) return false;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+        const char want = shape[i];
+        if (want == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != want) return false;
     }
+    if (s.back() != 'Z' || (s.size() == 24 && s.substr(20, 3) == "000")) return false;
     const auto t = ql::parse_timestamp(s);
-    if (!t || ql::format_timestamp(*t) != s) return false;
+    if (!t) return false;
     ms = *t;
     return true;
 }
@@ -295,6 +303,11 @@ void write_json(ql::JsonWriter& w, const Value& v) {
 Value to_value(const Element& e, bool told) { return convert(e, told, false); }
 
 Value key_value(const Element& e, const MergeColumn& column) {
+    // A text under a rule (a told column: never a timestamp) goes to its sort key straight.
+    std::string_view text;
+    if (column.rule != bytes_rule && column.told && !e.get_string().get(text)) {
+        return Value{index::sort_key(text, column.rule)};
+    }
     Value v = convert(e, column.told, false);
     if (column.rule != bytes_rule) to_sort_keys(v, column.rule);
     return v;
@@ -383,14 +396,20 @@ class RowSplitter {
             ++at_;
         }
     }
+    // To the quote that ends the string: memchr to each quote, which ends it unless an odd run
+    // of backslashes stands before it (the rows are mostly texts: this is the scan's bulk).
     bool skip_string() {
         if (!eat('"')) return false;
-        while (at_ < s_.size()) {
-            const char c = s_[at_++];
-            if (c == '\\') ++at_;
-            else if (c == '"') return true;
+        const size_t open = at_;
+        for (;;) {
+            const void* q = std::memchr(s_.data() + at_, '"', s_.size() - at_);
+            if (!q) return false;
+            const size_t quote = static_cast<size_t>(static_cast<const char*>(q) - s_.data());
+            size_t run = quote;
+            while (run > open && s_[run - 1] == '\\') --run;
+            at_ = quote + 1;
+            if ((quote - run) % 2 == 0) return true;
         }
-        return false;
     }
     bool skip_value() {
         const char c = peek();
@@ -571,8 +590,7 @@ FoldLayout fold_layout(const MergeSpec& spec) {
     return l;
 }
 
-int compare_keys(const MergeSpec& spec, const std::vector<Value>& a, const std::vector<Value>& b,
-                 size_t* decided) {
+int compare_keys(const MergeSpec& spec, const Value* a, const Value* b, size_t* decided) {
     for (size_t i = 0; i < spec.keys.size(); ++i) {
         int c = ql::compare_values(a[i], b[i], bytes_rule);
         if (c == 0) continue;
@@ -587,6 +605,7 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
     thread_local simdjson::dom::parser parser;
     out = TenantInput{};
     out.body = std::move(body);
+    // An upstream answer has this room already (shard/query.cc): no copy then.
     out.body.reserve(out.body.size() + simdjson::SIMDJSON_PADDING);
     const char* const no_rows = "the answer has no `rows` array of row objects";
     Element doc;
@@ -601,6 +620,7 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
         return false;
     }
     if (spec.kind == MergeKind::fold) return prepare_fold(spec, rows, out, why);
+    if (spec.kind == MergeKind::order) out.keys.reserve(out.rows.size() * spec.keys.size());
     size_t n = 0;
     for (Element row : rows) {
         simdjson::dom::object o;
@@ -609,23 +629,22 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
             return false;
         }
         if (spec.kind == MergeKind::order) {
-            std::vector<Value> keys;
-            keys.reserve(spec.keys.size());
+            const size_t width = spec.keys.size();
             for (const MergeColumn& k : spec.keys) {
                 Element e;
                 if (o.at_key(k.column).get(e)) {
                     why = row_no(n) + " lacks the key column `" + k.column + "`";
                     return false;
                 }
-                keys.push_back(key_value(e, k));
+                out.keys.push_back(key_value(e, k));
             }
+            const Value* here = out.keys.data() + n * width;
             size_t decided = 0;
-            if (n > 0 && compare_keys(spec, out.keys.back(), keys, &decided) > 0) {
+            if (n > 0 && compare_keys(spec, here - width, here, &decided) > 0) {
                 why = row_no(n) + " comes before " + row_no(n - 1) + " by `" +
                       spec.keys[decided].label + "`";
                 return false;
             }
-            out.keys.push_back(std::move(keys));
         }
         ++n;
     }
@@ -644,28 +663,141 @@ std::vector<MergedRow> merge_concat(const std::vector<const TenantInput*>& input
     return out;
 }
 
+namespace {
+
+// How a key column compares over every row of every input: by its values' own alternative when
+// they all hold the same plain one (what ql::compare_values does for two of them under the
+// bytes rule, without looking at their ranks), else by ql::compare_values.
+enum class KeyKind : uint8_t { general, integer, timestamp, text };
+
+KeyKind kind_of(const Value& v) {
+    if (std::holds_alternative<int64_t>(v.rep)) return KeyKind::integer;
+    if (std::holds_alternative<engine::Timestamp>(v.rep)) return KeyKind::timestamp;
+    if (std::holds_alternative<std::string>(v.rep)) return KeyKind::text;
+    return KeyKind::general;
+}
+
+template <class T>
+int three_way(const T& a, const T& b) {
+    return (a > b) - (a < b);
+}
+
+// A tenant's next row in the merge: its keys, and for a single integer or timestamp key its
+// number, for a single text key its text, compared without a look at the variant.
+struct Head {
+    const Value* key = nullptr;
+    int64_t number = 0;
+    std::string_view text;
+    uint32_t tenant = 0;
+    uint32_t row = 0;
+};
+
+}  // namespace
+
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs) {
-    // A heap of each tenant's next row; on a tie the lower tenant index (name order) first.
-    auto after = [&](const MergedRow& a, const MergedRow& b) {
-        const int c = compare_keys(spec, inputs[a.tenant]->keys[a.row],
-                                   inputs[b.tenant]->keys[b.row]);
-        return c != 0 ? c > 0 : a.tenant > b.tenant;
-    };
-    std::priority_queue<MergedRow, std::vector<MergedRow>, decltype(after)> heap(after);
+    const size_t width = spec.keys.size();
+    std::vector<KeyKind> kinds(width, KeyKind::general);
+    std::vector<bool> seen(width, false);
     size_t total = 0;
+    for (const TenantInput* in : inputs) {
+        if (!in) continue;
+        total += in->rows.size();
+        for (size_t at = 0; at < in->keys.size(); ++at) {
+            const size_t i = at % width;
+            const KeyKind k = kind_of(in->keys[at]);
+            if (!seen[i]) kinds[i] = k;
+            else if (kinds[i] != k) kinds[i] = KeyKind::general;
+            seen[i] = true;
+        }
+    }
+    const bool numeric = width == 1 && (kinds[0] == KeyKind::integer ||
+                                        kinds[0] == KeyKind::timestamp);
+    const bool textual = width == 1 && kinds[0] == KeyKind::text;
+    const int first_sign = width > 0 && spec.keys[0].desc ? -1 : 1;
+    auto compare = [&](const Head& a, const Head& b) {
+        if (numeric) return first_sign * three_way(a.number, b.number);
+        if (textual) {
+            const int r = a.text.compare(b.text);
+            return first_sign * ((r > 0) - (r < 0));
+        }
+        for (size_t i = 0; i < width; ++i) {
+            const Value& x = a.key[i];
+            const Value& y = b.key[i];
+            int c = 0;
+            switch (kinds[i]) {
+                case KeyKind::integer:
+                    c = three_way(*std::get_if<int64_t>(&x.rep), *std::get_if<int64_t>(&y.rep));
+                    break;
+                case KeyKind::timestamp:
+                    c = three_way(std::get_if<engine::Timestamp>(&x.rep)->ms,
+                                  std::get_if<engine::Timestamp>(&y.rep)->ms);
+                    break;
+                case KeyKind::text: {
+                    const int r = std::get_if<std::string>(&x.rep)->compare(
+                        *std::get_if<std::string>(&y.rep));
+                    c = (r > 0) - (r < 0);
+                    break;
+                }
+                case KeyKind::general:
+                    c = ql::compare_values(x, y, bytes_rule);
+                    break;
+            }
+            if (c != 0) return spec.keys[i].desc ? -c : c;
+        }
+        return 0;
+    };
+    // A binary min-heap of each tenant's next row; on a tie the lower tenant index (name order)
+    // first. The top is replaced in place as its tenant moves on: one sift per row.
+    auto before = [&](const Head& a, const Head& b) {
+        const int c = compare(a, b);
+        return c != 0 ? c < 0 : a.tenant < b.tenant;
+    };
+    std::vector<Head> heap;
+    heap.reserve(inputs.size());
+    auto sift_down = [&](size_t at) {
+        const size_t n = heap.size();
+        const Head moving = heap[at];
+        for (;;) {
+            size_t child = 2 * at + 1;
+            if (child >= n) break;
+            if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
+            if (!before(heap[child], moving)) break;
+            heap[at] = heap[child];
+            at = child;
+        }
+        heap[at] = moving;
+    };
+    auto head_of = [&](uint32_t t, uint32_t r) {
+        Head h;
+        h.key = inputs[t]->keys.data() + static_cast<size_t>(r) * width;
+        h.tenant = t;
+        h.row = r;
+        if (numeric && kinds[0] == KeyKind::integer) h.number = *std::get_if<int64_t>(&h.key->rep);
+        if (numeric && kinds[0] == KeyKind::timestamp) {
+            h.number = std::get_if<engine::Timestamp>(&h.key->rep)->ms;
+        }
+        if (textual) h.text = *std::get_if<std::string>(&h.key->rep);
+        return h;
+    };
     for (uint32_t t = 0; t < inputs.size(); ++t) {
         if (!inputs[t] || inputs[t]->rows.empty()) continue;
-        heap.push({t, 0});
-        total += inputs[t]->rows.size();
+        heap.push_back(head_of(t, 0));
     }
+    for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
     std::vector<MergedRow> out;
     out.reserve(total);
     while (!heap.empty()) {
-        const MergedRow top = heap.top();
-        heap.pop();
-        out.push_back(top);
-        if (top.row + 1 < inputs[top.tenant]->rows.size()) heap.push({top.tenant, top.row + 1});
+        const Head top = heap.front();
+        out.push_back({top.tenant, top.row});
+        if (top.row + 1 < inputs[top.tenant]->rows.size()) {
+            heap.front() = head_of(top.tenant, top.row + 1);
+        } else {
+            heap.front() = heap.back();
+            heap.pop_back();
+            if (heap.empty()) break;
+        }
+        sift_down(0);
     }
     return out;
 }

@@ -108,7 +108,7 @@ void write_value(std::string& out, const engine::Value& v);
 struct TenantInput {
     std::string body;                         // the node's answer; `rows` points into it
     std::vector<std::string_view> rows;       // each row's JSON text
-    std::vector<std::vector<engine::Value>> keys;  // order: each row's key values
+    std::vector<engine::Value> keys;          // order: row r's key i at r * keys' count + i
     std::vector<FoldGroup> groups;            // fold: this tenant's groups, folded
     std::vector<std::string> fold_order;      // fold: the fold columns in the order it gave them
 };
@@ -122,9 +122,10 @@ std::optional<std::string_view> member_bytes(std::string_view json, std::string_
 // grouped nor folded, a text in a sum) and false is returned.
 bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, std::string& why);
 
-// The order's comparison of two rows' keys: <0, 0, >0. `decided` is the key that decided.
-int compare_keys(const MergeSpec& spec, const std::vector<engine::Value>& a,
-                 const std::vector<engine::Value>& b, size_t* decided = nullptr);
+// The order's comparison of two rows' keys (spec.keys.size() values each, as TenantInput::keys
+// holds them): <0, 0, >0. `decided` is the key that decided.
+int compare_keys(const MergeSpec& spec, const engine::Value* a, const engine::Value* b,
+                 size_t* decided = nullptr);
 
 // A row of the merged answer: the tenant's index among the inputs, and the row's.
 struct MergedRow {

@@ -28,12 +28,16 @@
 #include "shard/mark.h"
 #include "shard/merge.h"
 #include "shard/router.h"
+#include "shard/upstream.h"
 
 namespace fenec::shard {
 
 namespace {
 
 using Response = http::Response;
+
+// prepare_tenant parses a node's answer where it lies when the body has simdjson's padding.
+static_assert(simdjson::SIMDJSON_PADDING <= upstream_body_spare_bytes);
 
 // A node's calls are re-asked at most this often when the directory moved its tenant (§12.4.5).
 constexpr int reasks_max = 2;
@@ -284,6 +288,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         r.node = node.name;
         r.addr = node.addr;
         r.resend_after_sent = true;  // a read-only statement: asking twice is harmless
+        r.queue_send = true;         // many calls at once: see UpstreamRequest::queue_send
         r.timeout_ms = timeout_ms;
         std::string& out = r.bytes;
         out.reserve(512 + node_body.size());
@@ -556,13 +561,22 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         w.string(merge);
         w.key("rows");
         w.begin_array();
+        // Each row `{"tenant":<name>,"row":<the node's bytes>}`, the same bytes the writer would
+        // give, with a tenant's `{"tenant":<name>,"row":` quoted once rather than per row: the
+        // writer places the comma before it, and the row and `}` go straight after.
+        std::vector<std::string> heads(f->names.size());
         for (const MergedRow& m : merged) {
-            w.begin_object();
-            w.key("tenant");
-            w.string(f->names[m.tenant]);
-            w.key("row");
-            w.raw(f->inputs_[m.tenant].rows[m.row]);
-            w.end_object();
+            std::string& head = heads[m.tenant];
+            if (head.empty()) {
+                ql::JsonWriter h(head);
+                h.begin_object();
+                h.key("tenant");
+                h.string(f->names[m.tenant]);
+                h.key("row");
+            }
+            w.raw(head);
+            b.append(f->inputs_[m.tenant].rows[m.row]);
+            b.push_back('}');
         }
         for (const std::string& row : folded) w.raw(row);
         w.end_array();

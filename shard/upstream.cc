@@ -410,8 +410,11 @@ void Call::send_more() {
     // the answer's recv is queued in this turn rather than after a send completion's (one loop
     // turn and one syscall less per request, `make shard-bench`). Anything else (a part, an
     // error) goes through the loop, whose completion takes the rules above.
-    const ssize_t n = ::send(fd_, req_.bytes.data() + sent_, req_.bytes.size() - sent_,
-                             MSG_DONTWAIT | MSG_NOSIGNAL);
+    // (Unless the request asks to be queued: see UpstreamRequest::queue_send.)
+    const ssize_t n = req_.queue_send ? -1
+                                      : ::send(fd_, req_.bytes.data() + sent_,
+                                               req_.bytes.size() - sent_,
+                                               MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
         sent_ += static_cast<size_t>(n);
         if (sent_ == req_.bytes.size()) {
@@ -554,6 +557,9 @@ bool Call::take_head() {
                 return true;
             }
             phase_ = Phase::body;
+            if (body_bytes_ <= upstream_body_reserve_max) {
+                in_.reserve(body_bytes_ + upstream_body_spare_bytes);  // it grows in place
+            }
             if (in_.size() >= body_bytes_) answer_whole();
             else recv_more();
         } else if (req_.allow_stream) {

@@ -39,6 +39,12 @@ namespace fenec::shard {
 
 // The read buffer of one call's recv: an answer head fits (http::head_bytes_max) in a few.
 inline constexpr size_t upstream_recv_bytes = 64 * 1024;
+// Spare room kept past an answer body of known length: a JSON parser reading in 64-byte blocks
+// (simdjson's SIMDJSON_PADDING) then takes UpstreamAnswer::body as it is, without a copy.
+inline constexpr size_t upstream_body_spare_bytes = 64;
+// A body up to this length is given its whole room when its head comes; a longer one grows as
+// its bytes arrive, so a length a node claims and never sends reserves nothing big.
+inline constexpr size_t upstream_body_reserve_max = 1024 * 1024;
 // How often each upstream loop looks for calls past their deadline: the timeout's resolution.
 inline constexpr uint32_t upstream_tick_ms = 50;
 
@@ -51,6 +57,12 @@ struct UpstreamRequest {
     bool allow_stream = false; // an answer without a length is a stream (else read to its end)
     uint64_t timeout_ms = 0;   // this call's bound in place of UpstreamOptions::timeout_ms; 0: it
     uint64_t body_bytes_max = 0;  // an answer body past it fails `too_large` as it is read; 0: none
+    // Sent with the loop's next submission instead of by a send(2) at once. For many calls
+    // started together (the query across tenants): an inline send wakes the node, and the
+    // kernel may switch to it at the syscall's return, so the loop stalls between one call and
+    // the next; queued, a turn's requests all go out in the one io_uring_enter that then waits.
+    // A lone call is faster inline (one loop turn less), hence the default.
+    bool queue_send = false;
 };
 
 struct UpstreamAnswer {

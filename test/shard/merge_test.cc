@@ -158,6 +158,118 @@ TEST(Merge, OrderEqualsStableSortOfUnion) {
     }
 }
 
+// merge_order compares a key whose values are all ints, all timestamps or all texts without
+// compare_values (and a lone int or timestamp key as a plain number): the same stable sort of
+// the union, for each kind, ascending and descending, one key or two.
+TEST(Merge, OrderOfOneKindOfKeyEqualsStableSortOfUnion) {
+    std::mt19937_64 rng(31);
+    for (int round = 0; round < 300; ++round) {
+        const int kind = static_cast<int>(rng() % 3);  // 0 int, 1 timestamp, 2 text
+        const bool desc = rng() % 2;
+        const bool two = rng() % 3 == 0;  // then `n` breaks ties
+        const std::string json = std::string("{\"kind\":\"order\",\"keys\":[") +
+                                 (desc ? "\"a desc\"" : "\"a\"") + (two ? ",\"n\"" : "") + "]}";
+        const MergeSpec spec = must_spec(json);
+        auto value = [&]() -> Value {
+            const auto v = static_cast<int64_t>(rng() % 9) - 4;
+            if (kind == 0) return Value{v};
+            if (kind == 1) return Value{engine::Timestamp{1'714'557'600'000 + v * 500}};
+            return Value{std::string(1 + rng() % 2, static_cast<char>('m' + v))};
+        };
+        auto less = [&](const GenRow& x, const GenRow& y) {
+            int c = ql::compare_values(x.a, y.a, {});
+            if (desc) c = -c;
+            if (c == 0 && two) c = ql::compare_values(x.n, y.n, {});
+            return c < 0;
+        };
+        const size_t tenants = 1 + rng() % 6;
+        std::vector<std::vector<GenRow>> data(tenants);
+        std::vector<TenantInput> inputs(tenants);
+        std::vector<const TenantInput*> ptrs;
+        std::vector<std::pair<uint32_t, uint32_t>> oracle_rows;
+        for (size_t t = 0; t < tenants; ++t) {
+            for (size_t i = 0, n = rng() % 12; i < n; ++i) {
+                GenRow r = random_row(rng);
+                r.a = value();
+                r.n = Value{static_cast<int64_t>(rng() % 3)};
+                data[t].push_back(r);
+            }
+            std::stable_sort(data[t].begin(), data[t].end(), less);
+            std::string body = "{\"rows\":[";
+            for (size_t i = 0; i < data[t].size(); ++i) {
+                body += (i ? "," : "") + row_json(data[t][i]);
+                oracle_rows.emplace_back(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+            }
+            body += "]}";
+            std::string why;
+            ASSERT_TRUE(prepare_tenant(spec, body, inputs[t], why)) << json << " " << why;
+            ptrs.push_back(rng() % 8 ? &inputs[t] : nullptr);  // a failed tenant now and then
+        }
+        std::erase_if(oracle_rows, [&](auto p) { return ptrs[p.first] == nullptr; });
+        std::stable_sort(oracle_rows.begin(), oracle_rows.end(), [&](auto p, auto q) {
+            return less(data[p.first][p.second], data[q.first][q.second]);
+        });
+        const std::vector<MergedRow> merged = merge_order(spec, ptrs);
+        ASSERT_EQ(merged.size(), oracle_rows.size()) << json;
+        for (size_t i = 0; i < merged.size(); ++i) {
+            ASSERT_EQ(merged[i].tenant, oracle_rows[i].first) << json << " at " << i;
+            ASSERT_EQ(merged[i].row, oracle_rows[i].second) << json << " at " << i;
+        }
+    }
+}
+
+// The rows are split out byte for byte whatever their texts hold: escaped quotes, backslash
+// runs before a closing quote, brackets and braces inside texts.
+TEST(Merge, RowsSplitThroughEscapes) {
+    const std::vector<std::string> rows = {
+        R"({"s":"a\"b","t":1})", R"({"s":"\\","t":[1,{"u":"]"}]})", R"({"s":"\\\"}{","t":2})",
+        R"({"s":"","t":"\\\\"})", R"({ "s" : "x" , "t" : null })"};
+    std::string body = "{\"affected\":0,\"rows\":[";
+    for (size_t i = 0; i < rows.size(); ++i) body += (i ? " , " : "") + rows[i];
+    body += "],\"x\":\"\\\"\"}";
+    TenantInput in;
+    std::string why;
+    ASSERT_TRUE(prepare_tenant(MergeSpec{}, body, in, why)) << why << body;
+    ASSERT_EQ(in.rows.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(in.rows[i], rows[i]);
+    EXPECT_EQ(member_bytes(body, "x"), R"("\"")");
+}
+
+// A text is a timestamp exactly when format_timestamp(parse_timestamp(text)) gives it back.
+TEST(Merge, TimestampTextIsTheEngineFormExactly) {
+    std::mt19937_64 rng(5);
+    std::vector<std::string> texts = {
+        "2024-05-01T10:00:00Z", "2024-05-01T10:00:00.500Z", "2024-05-01T10:00:00.000Z",
+        "2024-05-01t10:00:00Z", "2024-05-01T10:00:00z", "2024-05-01 10:00:00Z",
+        "2024-02-30T10:00:00Z", "2024-02-29T23:59:59.999Z", "2023-02-29T00:00:00Z",
+        "2024-05-01T24:00:00Z", "2024-05-01T10:60:00Z", "2024-05-01T10:00:60Z",
+        "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "2024-05-01T10:00:00.5Z",
+        "2024-05-01T10:00:00.05Z", "2024-05-01T10:00:00+00Z", "+024-05-01T10:00:00Z",
+        "2024-5-01T10:00:00.500Z", "2024-05-01T10:00:00.5000", "2024-05-01T10:00:00.50aZ"};
+    for (int i = 0; i < 2000; ++i) {
+        const int64_t ms = ql::timestamp_ms_min +
+                           static_cast<int64_t>(rng() % static_cast<uint64_t>(
+                                                    ql::timestamp_ms_max - ql::timestamp_ms_min));
+        std::string t = ql::format_timestamp(i % 2 ? ms : ms - ms % 1000);
+        if (i % 5 == 0) t[rng() % t.size()] = "0159:-.TZ"[rng() % 9];  // mostly broken
+        texts.push_back(t);
+    }
+    simdjson::dom::parser parser;
+    for (const std::string& t : texts) {
+        const auto parsed = ql::parse_timestamp(t);
+        const bool engine_form = parsed && ql::format_timestamp(*parsed) == t;
+        simdjson::dom::element e;
+        const std::string json = "\"" + t + "\"";
+        ASSERT_FALSE(parser.parse(json).get(e));
+        const Value v = to_value(e, false);
+        const auto* ts = std::get_if<engine::Timestamp>(&v.rep);
+        EXPECT_EQ(ts != nullptr, engine_form) << t;
+        if (ts && parsed) {
+            EXPECT_EQ(ts->ms, *parsed) << t;
+        }
+    }
+}
+
 TEST(Merge, FoldEqualsFoldOfUnion) {
     std::mt19937_64 rng(7);
     for (int round = 0; round < 300; ++round) {
