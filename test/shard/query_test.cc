@@ -473,7 +473,12 @@ TEST_F(Query, ConcurrencyOrderAndTimeout) {
     for (const char* t : {"b1", "b2"}) ASSERT_EQ(shard("PUT", std::string("/_shard/tenants/") + t, R"J({"node":"q"})J").status, 201);
     auto r = query(R"J({"statement":"get orders"})J");
     EXPECT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(p.max_at_once() + q.max_at_once(), 2);
+    // At most two calls out at once: unbounded, p would hold its three tenants' calls together.
+    // Which node gets the second slot as one frees depends on which answer lands first, so only
+    // the bound is checked, not the sum.
+    EXPECT_LE(p.max_at_once(), 2);
+    EXPECT_LE(q.max_at_once(), 2);
+    EXPECT_GE(p.max_at_once() + q.max_at_once(), 2);
     EXPECT_EQ(p.asked(), (V{"a1", "a2", "a3"}));
     EXPECT_EQ(q.asked(), (V{"b1", "b2"}));
     r = query(R"J({"statement":"get orders","timeout":0.05,"partial":true})J");
