@@ -283,4 +283,28 @@ TEST_F(Replication, PromoteAndFollowAreFencedByTerm) {
     EXPECT_EQ(op.status, 200) << op.body;
 }
 
+// §14 case 35 (§5.6): a copy promoted at seq s left history H1 there; a read after s on H1 is
+// answered, one after s+1 on H1 is 504 at once, since this copy will never hold it.
+TEST_F(Replication, FenecAfterOnAHistoryThisCopyLeft) {
+    follow();
+    auto w = n.query("put notes {title: $1}", "[\"b\"]");
+    ASSERT_EQ(w.status, 200) << w.body;
+    const std::string s = w.header("Fenec-Seq").value_or("");
+    const std::string h1 = w.header("Fenec-History").value_or("");
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    ASSERT_NE(member(p.body, "history"), h1);
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"c\"]").status, 200);
+    auto held = n2.query("get notes", "[]", {{"Fenec-After", s}, {"Fenec-History", h1}});
+    EXPECT_EQ(held.status, 200) << held.body;
+    const auto start = std::chrono::steady_clock::now();
+    auto never = n2.query("get notes", "[]",
+                          {{"Fenec-After", std::to_string(std::stoull(s) + 1)},
+                           {"Fenec-History", h1},
+                           {"Fenec-Wait", "2000"}});
+    EXPECT_EQ(never.status, 504) << never.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+}
+
 }  // namespace fenec::test
