@@ -19,7 +19,11 @@
 # node's data plane open; everything it started is stopped and the temp dir removed on exit.
 #
 # Usage: bench/shard_bench_move.sh <fenec-node> <fenec-shard> [report, default build/shard-bench-move.txt]
-# Environment: SHARD_BENCH_MOVE_DOCS (100000), SHARD_BENCH_MOVE_RUNS (3).
+# Environment: SHARD_BENCH_MOVE_DOCS (100000), SHARD_BENCH_MOVE_RUNS (3),
+#   SHARD_BENCH_MOVE_CACHE (unset): a folder where the loaded tenant (n1's file and the router's
+#   directory) is kept after a load and taken from on the next run instead of loading again (the
+#   load is minutes on a shared machine and is not what is measured); the nodes' addresses are
+#   put again, so only the tenant's bytes are reused. Delete the folder to load afresh.
 set -euo pipefail
 
 if (($# < 2)); then
@@ -78,18 +82,31 @@ start_listening() {  # name binary args...; echoes the port
 token=bench-router-token
 mkdir -p "$tmp/n1" "$tmp/n2" "$tmp/router"
 declare -A port
+cache=${SHARD_BENCH_MOVE_CACHE:-}
+cached=0
+if [[ -n "$cache" && -s "$cache/bench.fenec" && -s "$cache/shard.fenec" ]]; then
+    cp "$cache/bench.fenec" "$tmp/n1/bench.fenec"
+    cp "$cache/shard.fenec" "$tmp/router/shard.fenec"
+    cached=1
+fi
 for n in n1 n2; do
     port[$n]=$(start_listening "$n" "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/$n" \
         --workers 1 --admin-token "admin-$n")
 done
+# The load's batches of 10 000 @hnsw documents may take past the default 60 s on a loaded
+# machine; the moves are bounded by it too, and take well under a second.
 router_port=$(start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers 1 \
-    --directory "$tmp/router/shard.fenec" --token "$token")
+    --directory "$tmp/router/shard.fenec" --token "$token" --upstream-timeout 600)
 router="http://127.0.0.1:$router_port"
 rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $token" "$@"; }
 for n in n1 n2; do
     rcurl -X PUT "$router/_shard/nodes/$n" \
         -d "{\"addr\":\"127.0.0.1:${port[$n]}\",\"token\":\"admin-$n\"}" >/dev/null
 done
+if ((cached)); then
+    load_s="(cached in $cache)"
+    log "tenant taken from $cache"
+else
 rcurl -X PUT "$router/_shard/tenants/bench" \
     -d "{\"node\":\"n1\",\"schema\":[\"create collection docs (title text, v vector<$dim> @hnsw)\"]}" \
     >/dev/null
@@ -98,6 +115,13 @@ log "loading $docs documents of a $dim-dimension @hnsw vector through the router
 load_start=$(date +%s.%N)
 load_vector_docs "$router/t/bench" "$docs" "$dim" "$tmp/batch.ndjson"
 load_s=$(awk -v a="$load_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+if [[ -n "$cache" ]]; then
+    sleep 2  # the flusher's graph checkpoint, so the cached file opens without a rebuild
+    mkdir -p "$cache"
+    cp "$tmp/n1/bench.fenec" "$cache/bench.fenec"
+    cp "$tmp/router/shard.fenec" "$cache/shard.fenec"
+fi
+fi
 answer=$(curl -sS --fail-with-body -H "Content-Type: application/json" "$router/t/bench/query" -d '{"query":"get docs select count(*)"}')
 [[ "$answer" == *":$docs}"* ]] || { log "count after load: $answer"; exit 1; }
 log "loaded in $load_s s"
