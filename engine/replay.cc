@@ -609,6 +609,55 @@ Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
     return info;
 }
 
+Result<std::unique_ptr<Database>> Database::install_open(
+    std::span<const std::byte> image, std::string_view incoming, std::string_view target,
+    InstallMode mode, const OpenOptions& options,
+    const std::function<Status(const ImageInfo&)>& check, ImageInfo& info) {
+    std::unique_ptr<Database> db(new Database(std::string(target), options));
+    Fs& fs = *db->fs_;
+    auto fail = [&](Status st) -> Status {
+        if (db) {
+            db->close(CloseMode::plain).ignore();  // its descriptor is incoming's
+            db.reset();
+        }
+        fs.remove(incoming).ignore();
+        return st;
+    };
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, fs.open(incoming, OpenMode::create_truncate));
+    if (Status st = file->append(image); !st.is_ok()) return fail(st);
+    if (Status st = file->sync(); !st.is_ok()) return fail(st);
+    if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
+    // Records are read in place, as open() reads them from its buffer: 8-byte aligned. A body
+    // that is not (any heap allocation is) is copied once.
+    std::vector<uint64_t> aligned;
+    const std::byte* buf = image.data();
+    if (reinterpret_cast<uintptr_t>(buf) % alignof(uint64_t) != 0) {
+        aligned.resize((image.size() + 7) / 8);
+        std::memcpy(aligned.data(), image.data(), image.size());
+        buf = reinterpret_cast<const std::byte*>(aligned.data());
+    }
+    ReplayState replay{*db, buf, image.size(), ReplayState::Mode::verify_image};
+    if (Status st = replay.run(); !st.is_ok()) return fail(st);
+    info = ImageInfo{db->seq(), db->history_, db->lineage_, db->created_ms_, image.size()};
+    if (check) {
+        if (Status st = check(info); !st.is_ok()) return fail(st);
+    }
+    // The live documents are copied out of `image` here (repack), the graphs loaded from theirs.
+    if (Status st = db->finish_open(replay, std::move(file), image.size()); !st.is_ok()) {
+        return fail(st);
+    }
+    if (Status st = fs.rename(incoming, target, mode == InstallMode::replace); !st.is_ok()) {
+        return fail(st);
+    }
+    if (Status st = fs.sync_dir(dir_of(target)); !st.is_ok()) {
+        // Renamed but the directory's fsync failed: the file is in place, its entry perhaps not
+        // durable. Refused, as install_image refuses it; the caller is told and serves nothing.
+        db->close(CloseMode::plain).ignore();
+        return st;
+    }
+    return db;
+}
+
 Status Database::install_image(Fs& fs, std::string_view incoming, std::string_view target,
                                InstallMode mode) {
     auto fail = [&](Status st) {
