@@ -47,6 +47,8 @@ pids=()
 cleanup() {
     local status=$? pid i
     trap - EXIT INT TERM
+    # start_listening runs in a $(…) subshell, so its pids come back through files.
+    for f in "$tmp"/*.pid; do [[ -s "$f" ]] && pids+=("$(cat "$f")"); done
     for pid in "${pids[@]}"; do
         kill -TERM "$pid" 2>/dev/null || continue
         for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -69,6 +71,7 @@ start_listening() {  # name binary args...; echoes the port
     : >"$tmp/$name.out"
     "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pids+=($!)
+    echo "$!" >"$tmp/$name.pid"
     for ((i = 0; i < 100; i++)); do
         port=$(sed -n '1s/.*listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$name.out")
         [[ -n "$port" ]] && break

@@ -229,7 +229,11 @@ private:
     Database(std::string path, const OpenOptions& options);
 
     Status write_fresh(Fs& fs);
+    // finish_replay (the hook told, documents repacked out of the replay's buffer, indexes
+    // built) then adopt_file (the file kept, synced, the flusher told).
     Status finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);
+    Status finish_replay(ReplayState& replay, uint64_t file_size);
+    Status adopt_file(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);
     void latch(const Status& cause);
     Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
     Status append_locked(std::span<const std::byte> record);
