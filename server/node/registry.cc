@@ -255,7 +255,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             slot = it->second;
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,
-                                "tenant " + std::string(name) + " is being deleted or installed"};
+                                "tenant " + std::string(name) + " is being deleted or installed", nullptr};
             }
         }
         slot_lock = std::unique_lock(slot->mu);
@@ -267,14 +267,14 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         std::lock_guard lock(mu_);
         if (slot->out) {  // another took it out while we waited for the slot
             return TakenOut{nullptr, TakeOutError::busy,
-                            "tenant " + std::string(name) + " is being deleted or installed"};
+                            "tenant " + std::string(name) + " is being deleted or installed", nullptr};
         }
         slot->out = true;
         tenant = slot->tenant;
     }
     auto out = std::unique_ptr<OutOfService>(
         new OutOfService(*this, slot, std::move(slot_lock), std::string(name)));
-    if (!tenant) return TakenOut{std::move(out), TakeOutError::none, {}};
+    if (!tenant) return TakenOut{std::move(out), TakeOutError::none, {}, nullptr};
     tenant->leaving = true;
     const auto start = std::chrono::steady_clock::now();
     auto elapsed_ms = [&] {
@@ -297,7 +297,8 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             out.reset();
             return TakenOut{nullptr, TakeOutError::in_use,
                             "tenant " + std::string(name) + " still in use after " +
-                                std::to_string(wait_ms / 1000) + " s"};
+                                std::to_string(wait_ms / 1000) + " s",
+                            nullptr};
         }
         if (now - asked_ms >= leave_repeat_ms) {
             if (leave) leave(*tenant);
@@ -315,7 +316,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
     // old file is written after it is removed, and a file that stays (a refused install, a
     // failed remove) is whole, its log replayed on the next open as after any plain close.
     close_tenant(tenant, engine::CloseMode::plain);
-    return TakenOut{std::move(out), TakeOutError::none, {}};
+    return TakenOut{std::move(out), TakeOutError::none, {}, std::move(tenant)};
 }
 
 void Registry::back_in_service(Slot& slot, const std::string& name) {

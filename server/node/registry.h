@@ -125,6 +125,10 @@ public:
         std::unique_ptr<OutOfService> out;  // null on error
         TakeOutError error = TakeOutError::none;
         std::string message;
+        // The tenant that was open, closed: its indexes' memory goes with the last holder, so a
+        // caller may keep it until its answer is on its way (a delete's 12-20 ms for a 69 MB
+        // @hnsw tenant).
+        std::shared_ptr<Tenant> closed;
     };
 
     explicit Registry(RegistryOptions options);
