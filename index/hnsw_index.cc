@@ -408,10 +408,12 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
     try {
         f.new_graph(n);
         Hnsw& h = *f.graph;
+        h.label_lookup_.reserve(n);
         for (size_t i = 0; i < n; ++i) {
             const auto node = static_cast<tableint>(i);
-            std::memset(h.data_level0_memory_ + i * h.size_data_per_element_, 0,
-                        h.size_data_per_element_);
+            // The link list zeroed; the vector and the label after it are written whole below.
+            std::memset(h.data_level0_memory_ + i * h.size_data_per_element_ + h.offsetLevel0_, 0,
+                        h.size_links_level0_);
             linklistsizeint* ll0 = h.get_linklist0(node);
             const uint32_t count0 = g->level0()->Get(i * stride0);
             h.setListCount(ll0, static_cast<unsigned short>(count0));
