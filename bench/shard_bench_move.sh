@@ -7,11 +7,13 @@
 # moved n1 → n2, n2 → n1, n1 → n2 (SHARD_BENCH_MOVE_RUNS, 3) with POST /_shard/tenants/bench/move;
 # for each run
 #   - the move end to end (curl's time_total: request to answer), and the router's own `steps`
-#     from the answer: mark, freeze, image (the source building its image and digest: the GET's
-#     head), transfer (the bytes passed from source to target), verify (the target writing,
-#     fsyncing, verifying and renaming it), flip, delete (the source copy);
+#     from the answer: mark, freeze, image (the source building its image and XXH3-128 digest:
+#     the GET's head), transfer (the bytes passed from source to target), verify (the target
+#     checking the digest, writing and fsyncing the image beside replaying it from memory,
+#     building its indexes and loading its HNSW graph, renaming it), flip, delete (the source
+#     copy);
 #   - the first query on the target after it, a `near` query of 10 through the router (the
-#     target opens the installed file for it), and a second one, warm.
+#     install left the tenant open, so it is warm), and a second one.
 # Goals (the task's): a move ≤ 150 ms, the first query ≤ 30 ms. Seed 001's references: 188–267 ms
 # and about 70 ms.
 #

@@ -633,7 +633,8 @@ Result<std::unique_ptr<Database>> Database::install_open(
         fs.remove(incoming).ignore();
         return st;
     };
-    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, fs.open(incoming, OpenMode::create_truncate));
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
+                           fs.open(incoming, OpenMode::create_truncate));
     if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
     // The file is written and fsynced on a thread of its own while the image is verified and
     // replayed from memory here: the disk's time and the CPU's overlap. Nothing else touches

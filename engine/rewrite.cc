@@ -152,8 +152,10 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
             uint8_t* dst = nullptr;
             auto bv = b.CreateUninitializedVector(bytes, &dst);
             for (size_t k = first; k < i; ++k) {
-                const auto* from = dropped.empty() ? c.docs[k].second.data : cleaned[k - first].data();
-                const size_t n = dropped.empty() ? c.docs[k].second.size : cleaned[k - first].size();
+                const auto* from =
+                    dropped.empty() ? c.docs[k].second.data : cleaned[k - first].data();
+                const size_t n =
+                    dropped.empty() ? c.docs[k].second.size : cleaned[k - first].size();
                 if (n) std::memcpy(dst, from, n);
                 dst += n;
             }

@@ -15,11 +15,11 @@
 // write during the freeze or stop the router mid-move.
 #include "shard/move.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <simdjson.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -540,16 +540,17 @@ std::optional<SpliceFailure> splice_body(Conn& source, Conn& target, uint64_t& l
     (void)::fcntl(pipe.fds[1], F_SETPIPE_SZ, static_cast<int>(move_buffer_bytes));
     bool moved_any = false;
     while (left > 0) {
-        const ssize_t in = ::splice(source.fd(), nullptr, pipe.fds[1], nullptr,
-                                    static_cast<size_t>(std::min<uint64_t>(left, move_buffer_bytes)),
-                                    SPLICE_F_MOVE | SPLICE_F_MORE);
+        const ssize_t in =
+            ::splice(source.fd(), nullptr, pipe.fds[1], nullptr,
+                     static_cast<size_t>(std::min<uint64_t>(left, move_buffer_bytes)),
+                     SPLICE_F_MOVE | SPLICE_F_MORE);
         if (in < 0 && errno == EINTR) continue;
         if (in < 0 && errno == EINVAL && !moved_any) return std::nullopt;
         if (in <= 0) {
-            return SpliceFailure{true, source.peer() + " ended the image after " +
-                                           std::to_string(total - left) + " of " +
-                                           std::to_string(total) + " bytes" +
-                                           (in < 0 ? ": " + std::string(std::strerror(errno)) : "")};
+            return SpliceFailure{
+                true, source.peer() + " ended the image after " + std::to_string(total - left) +
+                          " of " + std::to_string(total) + " bytes" +
+                          (in < 0 ? ": " + std::string(std::strerror(errno)) : "")};
         }
         moved_any = true;
         size_t pending = static_cast<size_t>(in);

@@ -88,7 +88,8 @@ std::optional<std::string> read_expected(const http::RequestHead& h, Expected& o
     if (auto v = h.header("Fenec-Image-Digest")) {
         std::string d(*v);
         for (char& c : d) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (d.size() != digest_hex_chars || d.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        if (d.size() != digest_hex_chars ||
+            d.find_first_not_of("0123456789abcdef") != std::string::npos) {
             return "Fenec-Image-Digest must be 32 hex digits (XXH3-128 of the image, as "
                    "xxhsum -H2 prints it)";
         }

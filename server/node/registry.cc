@@ -255,7 +255,8 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             slot = it->second;
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,
-                                "tenant " + std::string(name) + " is being deleted or installed", nullptr};
+                                "tenant " + std::string(name) + " is being deleted or installed",
+                                nullptr};
             }
         }
         slot_lock = std::unique_lock(slot->mu);
@@ -267,7 +268,8 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         std::lock_guard lock(mu_);
         if (slot->out) {  // another took it out while we waited for the slot
             return TakenOut{nullptr, TakeOutError::busy,
-                            "tenant " + std::string(name) + " is being deleted or installed", nullptr};
+                            "tenant " + std::string(name) + " is being deleted or installed",
+                            nullptr};
         }
         slot->out = true;
         tenant = slot->tenant;

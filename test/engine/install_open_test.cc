@@ -43,7 +43,8 @@ std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
 }
 
 Result<std::unique_ptr<Database>> install(EngineEnv& env, std::span<const std::byte> image,
-                                          ImageInfo& info, InstallMode mode = InstallMode::create_only,
+                                          ImageInfo& info,
+                                          InstallMode mode = InstallMode::create_only,
                                           std::function<Status(const ImageInfo&)> check = {}) {
     return Database::install_open(image, kIncoming, kTarget, mode, env.options(), check, info);
 }
@@ -73,8 +74,9 @@ TEST(InstallOpen, OpensTheImageAsTheSourceStoodAndWritesItByteForByte) {
     ASSERT_TRUE(b.is_ok());
     auto c = b->find("items");
     ASSERT_TRUE(c.is_ok());
-    ASSERT_TRUE(b->insert(*c, std::nullopt, Doc{{0, Value(int64_t{7})}, {1, Value(std::string("x"))}})
-                    .is_ok());
+    ASSERT_TRUE(
+        b->insert(*c, std::nullopt, Doc{{0, Value(int64_t{7})}, {1, Value(std::string("x"))}})
+            .is_ok());
     auto l = b->commit();
     ASSERT_TRUE(l.is_ok()) << why(l.status());
     EXPECT_EQ(l->first.v, img->info.seq.v + 1);

@@ -34,7 +34,8 @@ struct Node {
         client.reset();
         process.reset();
         process = std::make_unique<NodeProcess>(
-            dir.path(), std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
+            dir.path(),
+            std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
         ASSERT_NE(process->port(), 0) << process->first_line();
         client = std::make_unique<Client>(process->port());
     }
@@ -56,8 +57,9 @@ struct Node {
         return call("POST", "/t/acme/query", D, "{\"query\":\"" + q + "\"}");
     }
     Reply put_image(const std::string& body, const std::string& digest) {
-        return admin("PUT", "/_admin/tenants/acme/file", body,
-                     {{"Content-Type", "application/octet-stream"}, {"Fenec-Image-Digest", digest}});
+        return admin(
+            "PUT", "/_admin/tenants/acme/file", body,
+            {{"Content-Type", "application/octet-stream"}, {"Fenec-Image-Digest", digest}});
     }
     std::string path(const std::string& file) const { return dir.path() + "/" + file; }
 
