@@ -37,8 +37,10 @@ constexpr size_t stream_ahead_bytes_max = 768 << 10;
 constexpr int64_t stream_stall_ms_max = 60'000;  // no byte taken this long: the peer is gone
 // How long the streamer waits for the connection to take bytes before it looks again. Loopback
 // drains 768 KiB in ~0.2 ms, so a 1 ms sleep held a 69 MB image to ~700 MB/s; the exchange has
-// no writable wake-up for a worker yet, so this polls, finely.
-constexpr int64_t stream_poll_us = 50;
+// no writable wake-up for a worker yet, so this polls, finely while bytes move and backing off
+// (doubling) to the old 1 ms while the peer takes nothing, so a slow reader costs no busy loop.
+constexpr int64_t stream_poll_us_min = 50;
+constexpr int64_t stream_poll_us_max = 1000;
 
 constexpr size_t digest_hex_chars = 32;  // XXH3-128
 
@@ -60,19 +62,22 @@ void stream_out(server::Exchange& ex, const std::vector<std::byte>& bytes) {
     const char* data = reinterpret_cast<const char*>(bytes.data());
     size_t at = 0;
     auto last_progress = std::chrono::steady_clock::now();
+    int64_t poll_us = stream_poll_us_min;
     while (at < bytes.size() && !ex.closed()) {
         const size_t n = std::min(stream_chunk_bytes, bytes.size() - at);
         if (ex.pending_bytes() + n <= stream_ahead_bytes_max &&
             ex.write(std::string(data + at, n))) {
             at += n;
             last_progress = std::chrono::steady_clock::now();
+            poll_us = stream_poll_us_min;
             continue;
         }
         if (std::chrono::steady_clock::now() - last_progress >
             std::chrono::milliseconds(stream_stall_ms_max)) {
             break;
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(stream_poll_us));
+        std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+        poll_us = std::min(poll_us * 2, stream_poll_us_max);
     }
     ex.end();
 }
