@@ -162,6 +162,18 @@ public:
     // leaves `target` untouched.
     static Status install_image(Fs& fs, std::string_view incoming, std::string_view target,
                                 InstallMode mode);
+    // Installs an image held in memory and opens it, in one pass over its bytes: `image` is
+    // written to `incoming` (created or truncated) and fsynced once, replayed and verified from
+    // memory as verify_image checks a file (so `info` is what it would say), `check`ed, renamed
+    // onto `target` (`create_only`: refused if a file is there) and the directory fsynced. The
+    // database comes back open on `target` with `options` (its indexes built, its graphs loaded
+    // from their records), as open() would leave it, without reading the file back. On any
+    // failure `incoming` is removed and `target` left untouched; a damaged image is
+    // `corruption` naming the offset.
+    static Result<std::unique_ptr<Database>> install_open(
+        std::span<const std::byte> image, std::string_view incoming, std::string_view target,
+        InstallMode mode, const OpenOptions& options,
+        const std::function<Status(const ImageInfo&)>& check, ImageInfo& info);
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
@@ -229,7 +241,11 @@ private:
     Database(std::string path, const OpenOptions& options);
 
     Status write_fresh(Fs& fs);
+    // finish_replay (the hook told, documents repacked out of the replay's buffer, indexes
+    // built) then adopt_file (the file kept, synced, the flusher told).
     Status finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);
+    Status finish_replay(ReplayState& replay, uint64_t file_size);
+    Status adopt_file(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);
     void latch(const Status& cause);
     Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
     Status append_locked(std::span<const std::byte> record);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 #include "engine/database_internal.h"
@@ -577,6 +578,11 @@ Result<std::unique_ptr<Database>> Database::open(std::string_view path, const Op
 }
 
 Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t size) {
+    FENEC_RETURN_IF_ERROR(finish_replay(replay, size));
+    return adopt_file(replay, std::move(file), size);
+}
+
+Status Database::finish_replay(ReplayState& replay, uint64_t size) {
     if (history_.replica && options_.role == Role::primary && !options_.promote) {
         return Status::error(Code::invalid_argument, "the file is a replica's; follow or promote it");
     }
@@ -600,6 +606,10 @@ Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, ui
         for (const auto& [id, c] : collections_) options_.hook->on_schema(c->id(), &c->schema(), c.get());
     }
     peak_buffer_bytes_ = size + live;
+    return Status::ok();
+}
+
+Status Database::adopt_file(ReplayState& replay, std::unique_ptr<File> file, uint64_t size) {
     uint64_t end = replay.cut_at.value_or(size);
     if (replay.cut_at && !read_only_) {
         FENEC_RETURN_IF_ERROR(file->truncate(end));
@@ -658,6 +668,73 @@ Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
     ImageInfo info{db->seq(), db->history_, db->lineage_, db->created_ms_, size};
     db->collections_.clear();  // their refs point into `storage`
     return info;
+}
+
+Result<std::unique_ptr<Database>> Database::install_open(
+    std::span<const std::byte> image, std::string_view incoming, std::string_view target,
+    InstallMode mode, const OpenOptions& options,
+    const std::function<Status(const ImageInfo&)>& check, ImageInfo& info) {
+    std::unique_ptr<Database> db(new Database(std::string(target), options));
+    Fs& fs = *db->fs_;
+    auto fail = [&](Status st) -> Status {
+        if (db) {
+            db->close(CloseMode::plain).ignore();  // its descriptor is incoming's
+            db.reset();
+        }
+        fs.remove(incoming).ignore();
+        return st;
+    };
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
+                           fs.open(incoming, OpenMode::create_truncate));
+    if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
+    // The file is written and fsynced on a thread of its own while the image is verified and
+    // replayed from memory here: the disk's time and the CPU's overlap. Nothing else touches
+    // `file` until the thread is joined, and the rename waits for both.
+    Status written;
+    std::thread writer([&] {
+        written = file->append(image);
+        if (written.is_ok()) written = file->sync();
+    });
+    struct Join {
+        std::thread& t;
+        ~Join() {
+            if (t.joinable()) t.join();
+        }
+    } join{writer};
+    // Records are read in place, as open() reads them from its buffer: 8-byte aligned. A body
+    // that is not (any heap allocation is) is copied once.
+    std::vector<uint64_t> aligned;
+    const std::byte* buf = image.data();
+    if (reinterpret_cast<uintptr_t>(buf) % alignof(uint64_t) != 0) {
+        aligned.resize((image.size() + 7) / 8);
+        std::memcpy(aligned.data(), image.data(), image.size());
+        buf = reinterpret_cast<const std::byte*>(aligned.data());
+    }
+    ReplayState replay{*db, buf, image.size(), ReplayState::Mode::verify_image};
+    Status replayed = replay.run();
+    if (replayed.is_ok()) {
+        info = ImageInfo{db->seq(), db->history_, db->lineage_, db->created_ms_, image.size()};
+        if (check) replayed = check(info);
+    }
+    // The live documents are copied out of `image` (repack), the indexes built and the graphs
+    // loaded from their records, still beside the writer.
+    if (replayed.is_ok()) replayed = db->finish_replay(replay, image.size());
+    writer.join();
+    if (!replayed.is_ok()) return fail(replayed);  // a damaged image says so before a bad disk
+    if (!written.is_ok()) return fail(written);
+    if (Status st = db->adopt_file(replay, std::move(file), image.size()); !st.is_ok()) {
+        return fail(st);
+    }
+    if (Status st = fs.rename(incoming, target, mode == InstallMode::replace); !st.is_ok()) {
+        return fail(st);
+    }
+    if (Status st = fs.sync_dir(dir_of(target)); !st.is_ok()) {
+        // Renamed but the directory's fsync failed: the file is in place, its entry perhaps not
+        // durable. Refused, as install_image refuses it; the caller is told and serves nothing.
+        db->close(CloseMode::plain).ignore();
+        return st;
+    }
+    return db;
 }
 
 Status Database::install_image(Fs& fs, std::string_view incoming, std::string_view target,

@@ -3,6 +3,8 @@
 // appends what landed meanwhile and renames the side file over the file, so a crash leaves the
 // old file whole before the rename and the new one after it.
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 
 #include "engine/database_internal.h"
 #include "engine/limits.h"
@@ -65,14 +67,45 @@ Database::Snapshot Database::snapshot_locked() const {
     return s;
 }
 
+namespace {
+
+// The checkpoint record's body. Every field written (ForceDefaults), so its size does not
+// depend on the values and the image's prefix can be set aside before they are known.
+flatbuffers::FlatBufferBuilder checkpoint_body(uint64_t seq, uint64_t image_bytes,
+                                               uint32_t next_collection, int64_t made_ms) {
+    flatbuffers::FlatBufferBuilder b(128);
+    b.ForceDefaults(true);
+    b.Finish(fb::CreateCheckpoint(b, seq, image_bytes, next_collection, made_ms));
+    return b;
+}
+
+}  // namespace
+
+// Writes the image into one buffer sized once: a prefix set aside for the header and the
+// checkpoint (which holds the length of what follows it), then the records, then the prefix.
+// Document bodies are copied from their segments straight into the image_docs record being
+// built, then once into the image.
 Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const {
-    std::vector<std::byte> rest;
+    // The bytes the image will take, a little over: reserved once so no append reallocates (a
+    // 69 MB image grown by doubling copied ~130 MB more and faulted in twice the pages).
+    uint64_t estimate = 64 << 10;
+    for (const Snapshot::Coll& c : snap.collections) {
+        estimate += 4096 + c.docs.size() * (sizeof(uint64_t) + sizeof(uint32_t));
+        estimate += (c.docs.size() / 1024 + 1) * 4096;  // image_docs records' heads and padding
+        for (const auto& [id, ref] : c.docs) estimate += ref.size;
+        for (const auto& [slot, graph] : c.graphs) estimate += format::framed_size(graph.size());
+    }
+    std::vector<std::byte> out;
+    out.reserve(estimate);
+    const size_t prefix =
+        format::kHeaderBytes + format::framed_size(checkpoint_body(0, 0, 0, 0).GetSize());
+    out.resize(prefix);
     {
         flatbuffers::FlatBufferBuilder b;
         std::vector<fb::Fork> forks;
         for (const Fork& f : snap.history.forks) forks.emplace_back(f.history.v, f.seq.v);
         b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), snap.history.replica));
-        format::append_record(rest, format::Kind::history, codec::body_of(b));
+        format::append_record(out, format::Kind::history, codec::body_of(b));
     }
     for (const Snapshot::Coll& c : snap.collections) {
         std::vector<uint16_t> dropped;
@@ -84,48 +117,71 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
             auto name = b.CreateString(c.name);
             auto schema = codec::to_fb(b, c.schema);
             b.Finish(fb::CreateCollectionState(b, c.id.v, name, schema, c.next_id, c.docs.size()));
-            format::append_record(rest, format::Kind::collection_state, codec::body_of(b));
+            format::append_record(out, format::Kind::collection_state, codec::body_of(b));
         }
         size_t i = 0;
+        // One builder for every image_docs record of the collection: Clear() keeps its memory,
+        // so its ~16 MiB are faulted in once, not once a record.
+        uint64_t coll_bytes = 4096 + c.docs.size() * 12;
+        for (const auto& [id, ref] : c.docs) coll_bytes += ref.size;
+        flatbuffers::FlatBufferBuilder b(static_cast<size_t>(
+            std::min<uint64_t>(coll_bytes, limits::spill_threshold_bytes + (1 << 20))));
+        std::vector<uint64_t> ids;
+        std::vector<uint32_t> ends;
+        std::vector<std::vector<std::byte>> cleaned;  // bodies with dropped slots nulled
         while (i < c.docs.size()) {
             // One image_docs record per ~16 MiB of bodies.
-            std::vector<uint64_t> ids;
-            std::vector<uint32_t> ends;
-            std::vector<std::byte> bodies;
-            while (i < c.docs.size() && (bodies.empty() || bodies.size() < limits::spill_threshold_bytes)) {
+            ids.clear();
+            ends.clear();
+            cleaned.clear();
+            uint64_t bytes = 0;
+            const size_t first = i;
+            while (i < c.docs.size() && (bytes == 0 || bytes < limits::spill_threshold_bytes)) {
                 const auto& [id, ref] = c.docs[i];
                 if (dropped.empty()) {
-                    bodies.insert(bodies.end(), ref.data, ref.data + ref.size);
+                    bytes += ref.size;
                 } else {
-                    std::vector<std::byte> cleaned = null_slots(ref.bytes(), dropped);
-                    bodies.insert(bodies.end(), cleaned.begin(), cleaned.end());
+                    cleaned.push_back(null_slots(ref.bytes(), dropped));
+                    bytes += cleaned.back().size();
                 }
                 ids.push_back(id);
-                ends.push_back(static_cast<uint32_t>(bodies.size()));
+                ends.push_back(static_cast<uint32_t>(bytes));
                 ++i;
             }
-            flatbuffers::FlatBufferBuilder b(bodies.size() + ids.size() * 12 + 256);
-            auto bv = b.CreateVector(reinterpret_cast<const uint8_t*>(bodies.data()), bodies.size());
+            b.Clear();
+            uint8_t* dst = nullptr;
+            auto bv = b.CreateUninitializedVector(bytes, &dst);
+            for (size_t k = first; k < i; ++k) {
+                const auto* from =
+                    dropped.empty() ? c.docs[k].second.data : cleaned[k - first].data();
+                const size_t n =
+                    dropped.empty() ? c.docs[k].second.size : cleaned[k - first].size();
+                if (n) std::memcpy(dst, from, n);
+                dst += n;
+            }
             auto ev = b.CreateVector(ends);
             auto iv = b.CreateVector(ids);
             b.Finish(fb::CreateImageDocs(b, c.id.v, iv, ev, bv));
-            format::append_record(rest, format::Kind::image_docs, codec::body_of(b));
+            format::append_record(out, format::Kind::image_docs, codec::body_of(b));
         }
         for (const auto& [slot, graph] : c.graphs) {
-            format::append_record(rest, format::Kind::graph, graph);
+            format::append_record(out, format::Kind::graph, graph);
         }
     }
-    std::vector<std::byte> out;
+    std::vector<std::byte> head;
+    head.reserve(prefix);
     const auto header = format::encode_header({lineage_.v, created_ms_});
-    out.insert(out.end(), header.begin(), header.end());
-    {
-        flatbuffers::FlatBufferBuilder b;
-        b.Finish(fb::CreateCheckpoint(b, snap.seq.v, rest.size(), snap.next_collection,
-                                      clock_->wall_ms()));
-        format::append_record(out, format::Kind::checkpoint, codec::body_of(b));
+    head.insert(head.end(), header.begin(), header.end());
+    flatbuffers::FlatBufferBuilder ck =
+        checkpoint_body(snap.seq.v, out.size() - prefix, snap.next_collection, clock_->wall_ms());
+    format::append_record(head, format::Kind::checkpoint, codec::body_of(ck));
+    if (head.size() != prefix) {  // never (every field is written); correct, if slow, anyway
+        assert(false);
+        out.erase(out.begin(), out.begin() + static_cast<ptrdiff_t>(prefix));
+        out.insert(out.begin(), head.begin(), head.end());
+        return out;
     }
-    out.reserve(out.size() + rest.size());
-    out.insert(out.end(), rest.begin(), rest.end());
+    std::memcpy(out.data(), head.data(), prefix);
     return out;
 }
 

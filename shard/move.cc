@@ -2,8 +2,9 @@
 //
 // The image does not pass through the upstream loops (shard/upstream.h), which read an answer
 // with a length whole: it is copied here, on the API worker, over two blocking connections of its
-// own, the source's GET answer read into a buffer of move_buffer_bytes and written on to the
-// target's PUT as it comes, so the router holds a megabyte of it at a time whatever its size. The
+// own, the source's GET answer spliced (splice(2), through a pipe of move_buffer_bytes) on to the
+// target's PUT as it comes, or where splice is not to be had read into a buffer of that size and
+// written on, so the router holds a megabyte of it at a time whatever its size. The
 // PUT goes with `Expect: 100-continue`, so a target that already has a file refuses (409) before
 // a byte of the body is sent; that copy is stale by definition (the directory never pointed at
 // it) and is deleted (DELETE …/file) and the install tried once more. Every other call to a node
@@ -14,6 +15,7 @@
 // write during the freeze or stop the router mid-move.
 #include "shard/move.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -176,6 +178,7 @@ class Conn {
         return true;
     }
     int fd() const { return fd_; }
+    std::string peer() const { return node_ ? who(*node_) : "a node"; }
     std::string& in() { return in_; }
 
   private:
@@ -512,6 +515,63 @@ std::optional<Failure> Move::copy_image(const std::string& frozen_seq, Copied& o
     return install(source, head, false, out);
 }
 
+// Passes up to `left` body bytes from `source` to `target` through a pipe with splice(2), so they
+// never enter the router's memory (two copies of 69 MB fewer than recv and send; the kernel moves
+// page references). Counts `left` down as bytes reach the target. Where splice is not to be had
+// (EINVAL before any byte: not a socket the kernel splices), it returns with `left` as it was and
+// the caller's recv/send loop goes on. A failure is said for the client, and whose it is.
+struct SpliceFailure {
+    bool source = false;  // the source ended or stalled; else the target refused the bytes
+    std::string message;
+};
+std::optional<SpliceFailure> splice_body(Conn& source, Conn& target, uint64_t& left,
+                                         uint64_t total) {
+    int pipe_fds[2];
+    if (left == 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
+    struct Pipe {
+        int fds[2];
+        ~Pipe() {
+            ::close(fds[0]);
+            ::close(fds[1]);
+        }
+    } pipe{{pipe_fds[0], pipe_fds[1]}};
+    // As large as the system lets a pipe be (1 MiB by default): fewer trips, the same bound as
+    // move_buffer_bytes on what is in flight here.
+    (void)::fcntl(pipe.fds[1], F_SETPIPE_SZ, static_cast<int>(move_buffer_bytes));
+    bool moved_any = false;
+    while (left > 0) {
+        const ssize_t in =
+            ::splice(source.fd(), nullptr, pipe.fds[1], nullptr,
+                     static_cast<size_t>(std::min<uint64_t>(left, move_buffer_bytes)),
+                     SPLICE_F_MOVE | SPLICE_F_MORE);
+        if (in < 0 && errno == EINTR) continue;
+        if (in < 0 && errno == EINVAL && !moved_any) return std::nullopt;
+        if (in <= 0) {
+            return SpliceFailure{
+                true, source.peer() + " ended the image after " + std::to_string(total - left) +
+                          " of " + std::to_string(total) + " bytes" +
+                          (in < 0 ? ": " + std::string(std::strerror(errno)) : "")};
+        }
+        moved_any = true;
+        size_t pending = static_cast<size_t>(in);
+        while (pending > 0) {
+            const ssize_t outn = ::splice(pipe.fds[0], nullptr, target.fd(), nullptr, pending,
+                                          SPLICE_F_MOVE | SPLICE_F_MORE);
+            if (outn < 0 && errno == EINTR) continue;
+            if (outn <= 0) {
+                return SpliceFailure{
+                    false, target.peer() + (outn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+                                                ? " took nothing within the timeout"
+                                                : " ended the connection: " +
+                                                      std::string(std::strerror(errno)))};
+            }
+            pending -= static_cast<size_t>(outn);
+            left -= static_cast<uint64_t>(outn);
+        }
+    }
+    return std::nullopt;
+}
+
 // Step 5: PUT …/file on the target with `Expect: 100-continue`, then the body passed on from the
 // source as it arrives. A 409 before the body (a copy is there) deletes that copy and goes once
 // more (`again`).
@@ -576,6 +636,9 @@ std::optional<Failure> Move::install(Conn& source, const http::ResponseHead& ima
         if (!target.send_all(std::string_view(early).substr(0, n), error)) return refused(error);
         left -= n;
         early.clear();
+    }
+    if (std::optional<SpliceFailure> failed = splice_body(source, target, left, out.bytes)) {
+        return failed->source ? Failure{502, "image", failed->message} : refused(failed->message);
     }
     auto buf = std::make_unique_for_overwrite<char[]>(move_buffer_bytes);
     while (left > 0) {

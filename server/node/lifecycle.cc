@@ -40,7 +40,9 @@ engine::Status remove_mark(Node& node, const std::string& path) {
 
 // The delete's answer, made while the tenant is out of service and sent once it is back (so a
 // request after the answer finds it absent, never still leaving).
-http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
+// `closed`: the tenant if it was open, for the caller to release after the answer.
+http::Response remove_tenant(Node& node, Call& call, bool sidecars,
+                             std::shared_ptr<Tenant>& closed) {
     // Its streams end `gone` and its held requests are woken to answer 503 (the tenant is marked
     // leaving); asked again while references remain, for any that came in between.
     Registry::TakenOut taken =
@@ -49,6 +51,7 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
             t.wake_all();
         });
     if (!taken.out) return node.refusal(409, taken.message);
+    closed = std::move(taken.closed);
     if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
     if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
         return node.refusal(500,
@@ -63,7 +66,9 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
 }  // namespace
 
 void delete_tenant(Node& node, Call& call, bool sidecars) {
-    answer_audited(node, call, remove_tenant(node, call, sidecars));
+    std::shared_ptr<Tenant> closed;
+    answer_audited(node, call, remove_tenant(node, call, sidecars, closed));
+    closed.reset();  // its graphs and indexes freed once the answer is on its way
 }
 
 void freeze_tenant(Node& node, Call& call) {
