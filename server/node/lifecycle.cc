@@ -6,6 +6,7 @@
 // delete_wait_ms); a freeze answers only once every write admitted before its mark was set has
 // been answered (Tenant::WriteTicket), so the seq it reports is final until a thaw.
 #include "server/node/admin.h"
+#include "server/node/replication.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -41,11 +42,12 @@ engine::Status remove_mark(Node& node, const std::string& path) {
 // The delete's answer, made while the tenant is out of service and sent once it is back (so a
 // request after the answer finds it absent, never still leaving).
 http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
-    // Its streams end `gone` and its held requests are woken to answer 503 (the tenant is marked
+    // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken to answer 503 (the tenant is marked
     // leaving); asked again while references remain, for any that came in between.
     Registry::TakenOut taken =
         node.registry().take_out(call.tenant, delete_wait_ms, [&node](Tenant& t) {
             node.subscriptions().end_tenant(t.name(), "gone");
+            node.replication().end_streams(t.name(), "deleted");  // §10.2: `E deleted`
             t.wake_all();
         });
     if (!taken.out) return node.refusal(409, taken.message);

@@ -12,6 +12,7 @@
 #include "engine/format.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
+#include "server/node/subscriptions.h"
 
 namespace fenec::node {
 
@@ -101,6 +102,7 @@ struct Replication::Stream {
     std::atomic<uint64_t> sent{0};
     std::atomic<bool> live{false};  // past its image: a write's answer waits for it
     std::atomic<bool> done{false};
+    std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
 
 Replication::Replication(Node& node) : node_(node) {}
@@ -132,6 +134,24 @@ void Replication::reap_locked() {
             ++it;
         }
     }
+}
+
+void Replication::end_streams(std::string_view tenant, const char* reason) {
+    std::lock_guard lock(mu_);
+    for (auto& s : streams_) {
+        if (s.stream->tenant != tenant || s.stream->done) continue;
+        const char* none = nullptr;
+        s.stream->ending.compare_exchange_strong(none, reason);
+    }
+}
+
+Registry::TakenOut Replication::take_copy_out(std::string_view tenant, const char* stream_reason,
+                                              int64_t wait_ms) {
+    return node_.registry().take_out(tenant, wait_ms, [this, stream_reason](Tenant& t) {
+        node_.subscriptions().end_tenant(t.name(), "closing");
+        end_streams(t.name(), stream_reason);
+        t.wake_all();
+    });
 }
 
 void Replication::serve_stream(const std::shared_ptr<Call>& call) {
@@ -216,10 +236,10 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     node_.answer(*call, std::move(head));
     // Bounded unsent bytes: wait for the peer rather than queue past the exchange's bound.
     auto send = [&](char kind, std::string_view payload, size_t wait_below) {
-        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_) {
+        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_ && !stream->ending) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        return !stopping_ && ex->write(encode_frame(kind, payload));
+        return !stopping_ && !stream->ending && ex->write(encode_frame(kind, payload));
     };
     auto end = [&](std::string_view reason) {
         std::string body;
@@ -229,6 +249,11 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.string(reason);
         w.end_object();
         ex->write(encode_frame('E', body));
+        ex->end();
+    };
+    // A send refused: ended by end_streams (say why), or the peer gone.
+    auto cut = [&] {
+        if (const char* reason = stream->ending) return end(reason);
         ex->end();
     };
     const engine::History hist = db.history();
@@ -253,7 +278,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.key("image");
         w.boolean(!cursor);
         w.end_object();
-        if (!send('H', hello, 0)) return ex->end();
+        if (!send('H', hello, 0)) return cut();
     }
     if (!cursor) {
         auto img = db.image();
@@ -261,7 +286,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         const std::vector<std::byte>& bytes = *img->bytes;
         for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {
             const size_t n = std::min(feed_image_chunk_bytes_max, bytes.size() - at);
-            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return ex->end();
+            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return cut();
         }
         std::string done;
         ql::JsonWriter w(done);
@@ -275,7 +300,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.key("digest");
         w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
         w.end_object();
-        if (!send('i', done, 0)) return ex->end();
+        if (!send('i', done, 0)) return cut();
         auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
         if (!std::holds_alternative<engine::FeedCursor>(s)) return end("behind");
         cursor.emplace(std::get<engine::FeedCursor>(std::move(s)));
@@ -295,10 +320,12 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     const size_t keep_unsent_below = 512 << 10;
     while (!ex->closed()) {
         if (stopping_ || node_.stopping()) return end("closing");
+        if (const char* reason = stream->ending) return end(reason);
         engine::FeedNext n = cursor->next(std::chrono::milliseconds(200));
         if (n.kind == engine::FeedNext::Kind::closed) {
             // The copy closed under the stream: told to follow another (demoted), or the node
             // or the tenant closing.
+            if (const char* reason = stream->ending) return end(reason);
             return end(following(stream->tenant) ? "demoted" : "closing");
         }
         if (n.kind == engine::FeedNext::Kind::behind) return end("behind");
@@ -315,7 +342,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             w.key("durable");
             w.uint64(db.durable_seq().v);
             w.end_object();
-            if (!send('K', k, keep_unsent_below)) return ex->end();
+            if (!send('K', k, keep_unsent_below)) return cut();
             idle_since = std::chrono::steady_clock::now();
             continue;
         }
@@ -337,7 +364,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
                 handed_cv_.notify_all();
             }
         }
-        if (!ok) return ex->end();
+        if (!ok) return cut();
         idle_since = std::chrono::steady_clock::now();
     }
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ql/json_writer.h"
+#include "server/node/registry.h"
 
 namespace fenec::node {
 
@@ -86,6 +87,16 @@ public:
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has handed block `seq` to its connection. On a worker only.
     void wait_handed(std::string_view tenant, uint64_t seq);
+
+    // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
+    // `closing`) within one feed wait (200 ms); a stream's thread lets its tenant go as it ends.
+    // `reason` is a literal: it outlives the streams.
+    void end_streams(std::string_view tenant, const char* reason);
+    // Takes `tenant`'s copy out of service (Registry::take_out) to put another file in its
+    // place or reopen it in another role: its subscribers end `closing` (§5.4), its feed streams
+    // end with `stream_reason`, its held requests wake; past `wait_ms` with holders left → in_use.
+    Registry::TakenOut take_copy_out(std::string_view tenant, const char* stream_reason,
+                                     int64_t wait_ms);
 
     // The follows side file's path; reading and writing it (fsync, rename).
     std::string follows_path(std::string_view tenant) const;
