@@ -363,11 +363,13 @@ bool Follower::session(std::string& error) {
     }
     buf.erase(0, consumed);
     bool heard = false;
+    std::string continued;  // `C` pieces of the next `B` payload (a block past the frame bound)
+    const uint32_t bound = feed_frame_bound();
     for (;;) {
         Frame f;
         size_t used = 0;
         std::string ferr;
-        const FrameRead r = decode_frame(buf, f, used, ferr);
+        const FrameRead r = decode_frame(buf, f, used, ferr, bound);
         if (r == FrameRead::bad) {
             error = follows_.from + ": " + ferr;
             return heard;
@@ -380,6 +382,24 @@ bool Follower::session(std::string& error) {
             continue;
         }
         buf.erase(0, used);
+        if (f.kind == 'C') {
+            if (continued.size() + f.payload.size() > feed_block_bytes_max) {
+                error = follows_.from + ": a block over " +
+                        std::to_string(feed_block_bytes_max >> 30) + " GiB";
+                return heard;
+            }
+            continued.append(f.payload);
+            continue;
+        }
+        if (!continued.empty()) {
+            if (f.kind != 'B') {
+                error = follows_.from + ": a continued block ended by `" + f.kind + "`";
+                return heard;
+            }
+            continued.append(f.payload);
+            f.payload = std::move(continued);
+            continued.clear();
+        }
         if (f.kind == 'H') heard = true;
         if (f.kind == 'E') return heard;
         if (!handle(f, error)) return heard;

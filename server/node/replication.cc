@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/format.h"
@@ -75,10 +76,34 @@ std::string encode_frame(char kind, std::string_view payload) {
     return out;
 }
 
-FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error) {
+uint32_t feed_frame_bound() {
+#ifdef FENEC_TEST_HOOKS
+    static const uint32_t bound = [] {
+        const char* v = std::getenv("FENEC_TEST_FEED_FRAME_BYTES");
+        const unsigned long n = v ? std::strtoul(v, nullptr, 10) : 0;
+        return n > 0 && n < feed_frame_bytes_max ? static_cast<uint32_t>(n) : feed_frame_bytes_max;
+    }();
+    return bound;
+#else
+    return feed_frame_bytes_max;
+#endif
+}
+
+std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound) {
+    std::vector<std::string> out;
+    while (payload.size() > bound) {
+        out.push_back(encode_frame('C', payload.substr(0, bound)));
+        payload.remove_prefix(bound);
+    }
+    out.push_back(encode_frame('B', payload));
+    return out;
+}
+
+FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
+                       uint32_t bound) {
     if (buf.size() < feed_frame_head_bytes) return FrameRead::more;
     const uint32_t length = static_cast<uint32_t>(get_le(buf.data() + 1, 4));
-    if (length > feed_frame_bytes_max) {
+    if (length > bound) {
         error = "a frame of " + std::to_string(length) + " bytes is over the bound";
         return FrameRead::bad;
     }
@@ -235,11 +260,14 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     head.close = true;
     node_.answer(*call, std::move(head));
     // Bounded unsent bytes: wait for the peer rather than queue past the exchange's bound.
-    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
+    auto send_frame = [&](std::string frame, size_t wait_below) {
         while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_ && !stream->ending) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        return !stopping_ && !stream->ending && ex->write(encode_frame(kind, payload));
+        return !stopping_ && !stream->ending && ex->write(std::move(frame));
+    };
+    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
+        return send_frame(encode_frame(kind, payload), wait_below);
     };
     auto end = [&](std::string_view reason) {
         std::string body;
@@ -357,7 +385,12 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             put_le(payload, e.last.v - e.first.v + 1, 4);
             put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
             payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
-            ok = send('B', payload, keep_unsent_below);
+            // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
+            const std::vector<std::string> frames = encode_block_frames(payload, feed_frame_bound());
+            ok = true;
+            for (const std::string& fr : frames) {
+                if (!(ok = send_frame(fr, keep_unsent_below))) break;
+            }
             if (ok) {
                 stream->sent = e.last.v;
                 { std::lock_guard lock(mu_); }  // a waiter between its check and its wait

@@ -2,9 +2,12 @@
 // replication (node-http.md §8.1, §8.7, §10.2, §10.4, §11): a delete ends the tenant's feed
 // streams `deleted`; a follower's image goes through the registry's out-of-service install,
 // ending the copy's subscribers and the streams served from it `closing`; a follow with no copy
-// here makes an empty one of the given lineage, which answers lineage checks and promotes.
+// here makes an empty one of the given lineage, which answers lineage checks and promotes; a
+// block over the frame bound goes as `C` continuation frames and replicates whole.
+#include <cstdlib>
 #include <thread>
 
+#include "server/node/replication.h"
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test {
@@ -172,6 +175,67 @@ TEST_F(ReplicationCopy, AnEmptyCopyOfThePrimarysLineageCatchesUp) {
     EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
     EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "lineage"), lineage);
 }
+
+// §10.2: a `B` payload past the bound is `C` pieces, each within it, then `B`; joined, it is the
+// payload again. One within the bound is a lone `B`.
+TEST(FeedFrames, ABlockPastTheBoundGoesInContinuationFrames) {
+    std::string payload(10'000, '\0');
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 7);
+    const std::vector<std::string> frames = node::encode_block_frames(payload, 4096);
+    ASSERT_EQ(frames.size(), 3u);
+    std::string joined;
+    for (size_t i = 0; i < frames.size(); ++i) {
+        node::Frame f;
+        size_t used = 0;
+        std::string error;
+        ASSERT_EQ(node::decode_frame(frames[i], f, used, error, 4096), node::FrameRead::frame)
+            << error;
+        EXPECT_EQ(used, frames[i].size());
+        EXPECT_EQ(f.kind, i + 1 < frames.size() ? 'C' : 'B');
+        EXPECT_LE(f.payload.size(), 4096u);
+        joined += f.payload;
+    }
+    EXPECT_EQ(joined, payload);
+    EXPECT_EQ(node::encode_block_frames("small", 4096).size(), 1u);
+    // The receiver's bound refuses a frame past it.
+    node::Frame f;
+    size_t used = 0;
+    std::string error;
+    EXPECT_EQ(node::decode_frame(node::encode_frame('B', payload), f, used, error, 4096),
+              node::FrameRead::bad);
+    EXPECT_NE(error.find("over the bound"), std::string::npos) << error;
+}
+
+#ifdef FENEC_TEST_HOOKS
+// §10.2 end to end: with the frame bound at 4 KiB on both nodes, a 64 KiB block replicates.
+TEST(ReplicationBigBlock, ABlockPastTheFrameBoundReplicates) {
+    ::setenv("FENEC_TEST_FEED_FRAME_BYTES", "4096", 1);
+    Node n, n2;
+    n.start();
+    n2.start();
+    ::unsetenv("FENEC_TEST_FEED_FRAME_BYTES");
+    auto r = n.admin("PUT", "/_admin/tenants/acme",
+                     R"J({"schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_EQ(n.put("a").status, 200);
+    auto f = n2.admin("POST", "/_admin/tenants/acme/follow",
+                      "{\"from\":\"" + n.url() + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; })) << n2.count();
+    const std::string big(64 << 10, 'q');
+    ASSERT_EQ(n.put(big).status, 200);
+    ASSERT_EQ(n.put("after").status, 200);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":3})"; })) << n2.count();
+    auto q = n2.call("POST", "/t/acme/query",
+                     R"J({"query":"get notes where title = $1 select count(*)","params":[")J" +
+                         big + "\"]}",
+                     D);
+    EXPECT_NE(q.body.find(":1}"), std::string::npos) << q.body.substr(0, 200);
+    auto look = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_EQ(member(look.body, "images"), "1") << look.body;  // the first only: no reconnect
+    EXPECT_EQ(member(look.body, "reconnects"), "0") << look.body;
+}
+#endif
 
 }  // namespace
 }  // namespace fenec::test
