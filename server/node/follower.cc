@@ -633,6 +633,17 @@ void Replication::end_follower(std::string_view tenant) {
     f->stop();
 }
 
+bool Replication::stop_following(std::string_view tenant) {
+    if (!find_follower(tenant)) return false;
+    end_follower(tenant);
+    return true;
+}
+
+void Replication::resume_following(std::string_view tenant) {
+    if (stopping_ || find_follower(tenant)) return;
+    if (auto f = read_follows(tenant)) start_follower(std::string(tenant), *f);
+}
+
 bool Replication::following(std::string_view tenant) const { return find_follower(tenant) != nullptr; }
 
 void Replication::write_following(std::string_view tenant, ql::JsonWriter& w) const {

@@ -65,7 +65,12 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
 }  // namespace
 
 void delete_tenant(Node& node, Call& call, bool sidecars) {
-    answer_audited(node, call, remove_tenant(node, call, sidecars));
+    // A followed copy's follower holds it (§11): it stops first, and starts again if
+    // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
+    const bool followed = node.replication().stop_following(call.tenant);
+    http::Response r = remove_tenant(node, call, sidecars);
+    if (followed) node.replication().resume_following(call.tenant);
+    answer_audited(node, call, std::move(r));
 }
 
 void freeze_tenant(Node& node, Call& call) {

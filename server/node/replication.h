@@ -111,6 +111,12 @@ public:
     Registry::TakenOut take_copy_out(std::string_view tenant, const char* stream_reason,
                                      int64_t wait_ms);
 
+    // A delete's (§8.1): stops following `tenant` (the follower lets its copy go, so the delete
+    // does not wait on it); true if it was followed. resume_following starts it again from
+    // `<t>.follows` if that is still there (the delete refused, or the file removed alone).
+    bool stop_following(std::string_view tenant);
+    void resume_following(std::string_view tenant);
+
     // The follows side file's path; reading and writing it (fsync, rename).
     std::string follows_path(std::string_view tenant) const;
     std::optional<Follows> read_follows(std::string_view tenant) const;

@@ -5,6 +5,7 @@
 // here makes an empty one of the given lineage, which answers lineage checks and promotes; a
 // block over the frame bound goes as `C` continuation frames and replicates whole.
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "server/node/replication.h"
@@ -110,6 +111,23 @@ TEST_F(ReplicationCopy, DeleteEndsItsFeedStreamsDeleted) {
     const std::string got = feed.read_until("\"reason\":\"deleted\"", 3000);
     EXPECT_NE(got.find("\"reason\":\"deleted\""), std::string::npos);
     EXPECT_TRUE(feed.closed_within(3000));
+}
+
+// §8.1: deleting a followed copy stops its follower rather than wait on it, and removes
+// `<t>.follows` with the file: the copy stays gone.
+TEST_F(ReplicationCopy, DeletingAFollowedCopyStopsFollowing) {
+    auto f = n2.admin("POST", "/_admin/tenants/acme/follow",
+                      "{\"from\":\"" + n.url() + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; })) << n2.count();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto d = n2.admin("DELETE", "/_admin/tenants/acme");
+    EXPECT_EQ(d.status, 204) << d.body;
+    EXPECT_LT(ms_since(t0), 3000);
+    ASSERT_EQ(n.put("b").status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(n2.admin("GET", "/_admin/tenants/acme").status, 404);
+    EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
 }
 
 // §10.4, §11: a follower's image installs with its copy out of service: the copy's subscribers
