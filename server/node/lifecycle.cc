@@ -42,8 +42,9 @@ engine::Status remove_mark(Node& node, const std::string& path) {
 // The delete's answer, made while the tenant is out of service and sent once it is back (so a
 // request after the answer finds it absent, never still leaving).
 http::Response remove_tenant(Node& node, Call& call, bool sidecars) {
-    // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken to answer 503 (the tenant is marked
-    // leaving); asked again while references remain, for any that came in between.
+    // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken
+    // to answer 503 (the tenant is marked leaving); asked again while references remain, for any
+    // that came in between.
     Registry::TakenOut taken =
         node.registry().take_out(call.tenant, delete_wait_ms, [&node](Tenant& t) {
             node.subscriptions().end_tenant(t.name(), "gone");

@@ -81,7 +81,8 @@ public:
     // was open, has been closed. Destroyed, the slot goes back into service: the next request
     // opens whatever file is there then (an installed image), or finds none (a delete).
     // Holders: a delete, an image install, a follower replacing its copy with an image, a
-    // primary copy told to follow (reopened as a replica). The one way a file takes a tenant's place.
+    // primary copy told to follow (reopened as a replica). The one way a file takes a tenant's
+    // place.
     class OutOfService {
     public:
         ~OutOfService();

@@ -386,7 +386,8 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
             payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
             // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
-            const std::vector<std::string> frames = encode_block_frames(payload, feed_frame_bound());
+            const std::vector<std::string> frames =
+                encode_block_frames(payload, feed_frame_bound());
             ok = true;
             for (const std::string& fr : frames) {
                 if (!(ok = send_frame(fr, keep_unsent_below))) break;

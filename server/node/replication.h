@@ -5,9 +5,10 @@
 // Frame layout (one codec, used by both ends; engine.md §11 frames the records inside `B`):
 //   frame = kind u8 | length u32 LE | payload[length] | check u64 LE = XXH3-64(kind ‖ payload)
 //   H hello (JSON), I image chunk (≤ 1 MiB), i image end (JSON), B block (first u64, count u32,
-//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end (JSON),
-//   C continuation (a piece of the next `B` payload: a spilled block can pass the frame bound, so
-//   its payload goes as `C` frames then a `B` frame with the last piece, each within the bound).
+//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end
+//   (JSON), C continuation (a piece of the next `B` payload: a spilled block can pass the frame
+//   bound, so its payload goes as `C` frames then a `B` frame with the last piece, each within
+//   the bound).
 //
 // Threads: each stream runs on a thread of its own (it waits on the tenant's feed, never on a
 // loop); each followed copy has one thread holding a plain blocking socket. Both are bounded by
@@ -107,7 +108,8 @@ public:
     void end_streams(std::string_view tenant, const char* reason);
     // Takes `tenant`'s copy out of service (Registry::take_out) to put another file in its
     // place or reopen it in another role: its subscribers end `closing` (§5.4), its feed streams
-    // end with `stream_reason`, its held requests wake; past `wait_ms` with holders left → in_use.
+    // end with `stream_reason`, its held requests wake; past `wait_ms` with holders left:
+    // in_use.
     Registry::TakenOut take_copy_out(std::string_view tenant, const char* stream_reason,
                                      int64_t wait_ms);
 

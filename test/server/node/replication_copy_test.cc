@@ -77,8 +77,8 @@ bool eventually(const std::function<bool()>& ok, int ms = 8000) {
 }
 
 int64_t ms_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
-        .count();
+    const auto d = std::chrono::steady_clock::now() - t;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
 class ReplicationCopy : public ::testing::Test {
