@@ -47,6 +47,9 @@ help:
 	@echo "                   beside a client asking them 16 at once ($(BUILD)/fanout-bench.txt)"
 	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
+	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
+	@echo "                   follower's /changes event, 300 puts/s for 10 s"
+	@echo "                   ($(BUILD)/node-bench-replication.txt)"
 	@echo "  make shard-bench ARGS=move   that tenant moved between two nodes through the router, and"
 	@echo "                   the first near query after; report in $(BUILD)/shard-bench-move.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
@@ -142,6 +145,10 @@ node-bench: configure
 ifeq ($(ARGS),image)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench.sh image $(BUILD)/server/fenec-node $(BUILD)/node-bench-image.txt
+else ifeq ($(ARGS),replication)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench_replication.sh $(BUILD)/server/fenec-node \
+	    $(BUILD)/node-bench-replication.txt
 else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node

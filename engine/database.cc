@@ -48,7 +48,7 @@ Status Database::write_fresh(Fs& fs) {
     if (there) {
         return Status::error(Code::already_exists, "the file `" + path_ + "` already exists");
     }
-    uint64_t lineage = 0;
+    uint64_t lineage = options_.lineage.v;
     while (lineage == 0) lineage = random_->next_u64();
     const auto header = format::encode_header({lineage, clock_->wall_ms()});
     std::vector<std::byte> bytes(header.begin(), header.end());

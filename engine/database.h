@@ -69,6 +69,9 @@ struct OpenOptions {
     ChangeListener* listener = nullptr;
     Flusher* flusher = nullptr;     // syncs `interval` databases and sweeps TTL in the background
     uint64_t feed_bytes = 64ull << 20;  // the replication feed's bound (engine.md §11)
+    // create only: the new file's lineage (0: a random one). An empty copy made to follow a
+    // primary takes the primary's (node-http.md §8.7), so it answers lineage checks as one.
+    LineageId lineage;
 };
 
 struct Fork {

@@ -27,6 +27,10 @@ namespace {
 constexpr int64_t backoff_first_ms = 100;   // §10.4
 constexpr int64_t backoff_max_ms = 5000;
 constexpr size_t head_bytes_max = 64 << 10;
+// How long an image's install waits for the copy's holders (requests, subscribers and streams
+// told to end) to let it go, as a delete does (§8.1); past it the image is dropped and asked
+// again on the next connection.
+constexpr int64_t image_wait_ms = 5'000;
 
 std::optional<uint64_t> hex16_of(std::string_view s) {
     if (s.size() != 16) return std::nullopt;
@@ -359,11 +363,13 @@ bool Follower::session(std::string& error) {
     }
     buf.erase(0, consumed);
     bool heard = false;
+    std::string continued;  // `C` pieces of the next `B` payload (a block past the frame bound)
+    const uint32_t bound = feed_frame_bound();
     for (;;) {
         Frame f;
         size_t used = 0;
         std::string ferr;
-        const FrameRead r = decode_frame(buf, f, used, ferr);
+        const FrameRead r = decode_frame(buf, f, used, ferr, bound);
         if (r == FrameRead::bad) {
             error = follows_.from + ": " + ferr;
             return heard;
@@ -376,6 +382,24 @@ bool Follower::session(std::string& error) {
             continue;
         }
         buf.erase(0, used);
+        if (f.kind == 'C') {
+            if (continued.size() + f.payload.size() > feed_block_bytes_max) {
+                error = follows_.from + ": a block over " +
+                        std::to_string(feed_block_bytes_max >> 30) + " GiB";
+                return heard;
+            }
+            continued.append(f.payload);
+            continue;
+        }
+        if (!continued.empty()) {
+            if (f.kind != 'B') {
+                error = follows_.from + ": a continued block ended by `" + f.kind + "`";
+                return heard;
+            }
+            continued.append(f.payload);
+            f.payload = std::move(continued);
+            continued.clear();
+        }
         if (f.kind == 'H') heard = true;
         if (f.kind == 'E') return heard;
         if (!handle(f, error)) return heard;
@@ -445,23 +469,47 @@ bool Follower::handle(const Frame& f, std::string& error) {
             }
             ::close(image_fd_);
             image_fd_ = -1;
+            std::optional<uint64_t> told_seq;
+            {
+                simdjson::dom::parser parser;
+                simdjson::padded_string padded(f.payload);
+                simdjson::dom::element doc;
+                uint64_t seq = 0;
+                if (!parser.parse(padded).get(doc) && !doc["seq"].get(seq)) told_seq = seq;
+            }
             {
                 std::lock_guard lock(mu_);
-                held_.reset();  // the copy is replaced under the registry's slot lock
+                held_.reset();  // the copy is taken out of service: nothing may hold it
             }
-            engine::Status st = registry.replace(tenant_, [&] {
-                return engine::Database::install_image(engine::posix_fs(), incoming,
-                                                       registry.path_of(tenant_),
-                                                       engine::InstallMode::replace);
-            });
+            // One way to put a file in a tenant's place (§11's installing): out of service, its
+            // subscribers ended `closing` (§5.4: they reopen and are reseeded), streams served
+            // from this copy ended `closing`, held requests woken; the image verified as an
+            // install is (§8.3) and renamed over the copy.
+            Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", image_wait_ms);
+            if (!taken.out) {
+                ::unlink(incoming.c_str());
+                error = "the image does not install: " + taken.message;
+                return false;
+            }
+            engine::ImageInfo info;
+            engine::Status st = taken.out->install(
+                incoming, engine::InstallMode::replace,
+                [&](const engine::ImageInfo& got) {
+                    if (told_seq && *told_seq != got.seq.v) {
+                        return engine::Status::error(
+                            engine::Code::corruption,
+                            "the image's seq is " + std::to_string(got.seq.v) +
+                                ", its end frame said " + std::to_string(*told_seq));
+                    }
+                    return engine::Status::ok();
+                },
+                info);
+            taken.out.reset();  // back in service: the next acquire opens the new file
             if (!st.is_ok()) {
                 error = "the image does not install: " + st.to_string();
                 return false;
             }
             ++images_;
-            // Its subscribers end `closing` (§5.4) and reopen with their cursors on the new
-            // copy, whose change ring does not reach them: a reseed.
-            repl_.node().subscriptions().end_tenant(tenant_, "closing");
             Acquired a = registry.acquire(tenant_);
             if (!a.tenant) {
                 error = a.message;
@@ -583,6 +631,17 @@ void Replication::end_follower(std::string_view tenant) {
         followers_.erase(it);
     }
     f->stop();
+}
+
+bool Replication::stop_following(std::string_view tenant) {
+    if (!find_follower(tenant)) return false;
+    end_follower(tenant);
+    return true;
+}
+
+void Replication::resume_following(std::string_view tenant) {
+    if (stopping_ || find_follower(tenant)) return;
+    if (auto f = read_follows(tenant)) start_follower(std::string(tenant), *f);
 }
 
 bool Replication::following(std::string_view tenant) const { return find_follower(tenant) != nullptr; }

@@ -6,6 +6,7 @@
 // delete_wait_ms); a freeze answers only once every write admitted before its mark was set has
 // been answered (Tenant::WriteTicket), so the seq it reports is final until a thaw.
 #include "server/node/admin.h"
+#include "server/node/replication.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -43,11 +44,13 @@ engine::Status remove_mark(Node& node, const std::string& path) {
 // `closed`: the tenant if it was open, for the caller to release after the answer.
 http::Response remove_tenant(Node& node, Call& call, bool sidecars,
                              std::shared_ptr<Tenant>& closed) {
-    // Its streams end `gone` and its held requests are woken to answer 503 (the tenant is marked
-    // leaving); asked again while references remain, for any that came in between.
+    // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken
+    // to answer 503 (the tenant is marked leaving); asked again while references remain, for any
+    // that came in between.
     Registry::TakenOut taken =
         node.registry().take_out(call.tenant, delete_wait_ms, [&node](Tenant& t) {
             node.subscriptions().end_tenant(t.name(), "gone");
+            node.replication().end_streams(t.name(), "deleted");  // §10.2: `E deleted`
             t.wake_all();
         });
     if (!taken.out) return node.refusal(409, taken.message);
@@ -66,8 +69,13 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars,
 }  // namespace
 
 void delete_tenant(Node& node, Call& call, bool sidecars) {
+    // A followed copy's follower holds it (§11): it stops first, and starts again if
+    // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
+    const bool followed = node.replication().stop_following(call.tenant);
     std::shared_ptr<Tenant> closed;
-    answer_audited(node, call, remove_tenant(node, call, sidecars, closed));
+    http::Response r = remove_tenant(node, call, sidecars, closed);
+    if (followed) node.replication().resume_following(call.tenant);
+    answer_audited(node, call, std::move(r));
     closed.reset();  // its graphs and indexes freed once the answer is on its way
 }
 

@@ -182,7 +182,9 @@ engine::Status Registry::create(std::string_view name,
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    auto db = engine::Database::create(path, open_options(name, *tenant, *indexes, false));
+    engine::OpenOptions oo = open_options(name, *tenant, *indexes, false);
+    oo.lineage = lineage;
+    auto db = engine::Database::create(path, oo);
     if (!db.is_ok()) return db.status();
     lineage = (*db)->lineage();
     tenant->attach(std::move(indexes), std::move(db.value()));
@@ -208,38 +210,6 @@ engine::Status Registry::create(std::string_view name,
     }
     ++opens_;
     return engine::Status::ok();
-}
-
-engine::Status Registry::replace(std::string_view name,
-                                 const std::function<engine::Status()>& install) {
-    std::shared_ptr<Slot> slot;
-    std::unique_lock<std::mutex> slot_lock;
-    for (;;) {
-        {
-            std::lock_guard lock(mu_);
-            auto it = slots_.find(name);
-            if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
-            slot = it->second;
-        }
-        slot_lock = std::unique_lock(slot->mu);
-        if (!slot->dead) break;
-        slot_lock.unlock();
-    }
-    std::shared_ptr<Tenant> old;
-    {
-        std::lock_guard lock(mu_);
-        old = std::move(slot->tenant);
-    }
-    if (old) (void)old->db().close(engine::CloseMode::plain);
-    engine::Status st = install();
-    {
-        std::lock_guard lock(mu_);
-        slot->dead = true;
-        slot->failure.clear();
-        auto it = slots_.find(name);
-        if (it != slots_.end() && it->second == slot) slots_.erase(it);
-    }
-    return st;
 }
 
 std::vector<TenantInfo> Registry::list() const {

@@ -80,7 +80,9 @@ public:
     // for it is answered as for an absent tenant (not_found) without waiting. Its database, if it
     // was open, has been closed. Destroyed, the slot goes back into service: the next request
     // opens whatever file is there then (an installed image), or finds none (a delete).
-    // Holders: a delete, an image install, a follower replacing its copy with an image.
+    // Holders: a delete, an image install, a follower replacing its copy with an image, a
+    // primary copy told to follow (reopened as a replica). The one way a file takes a tenant's
+    // place.
     class OutOfService {
     public:
         ~OutOfService();
@@ -142,7 +144,8 @@ public:
     std::shared_ptr<Tenant> try_get(std::string_view name);
     // Creates `<t>.fenec` and lands `schema` (FenecQL statements) as its first blocks before the
     // tenant is served; `run_schema` runs them and answers the failing statement's error.
-    // Exists → already_exists.
+    // Exists → already_exists. `lineage`: in, the lineage to take (0: a random one); out, the
+    // file's.
     engine::Status create(std::string_view name,
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
@@ -160,11 +163,6 @@ public:
     bool file_exists(std::string_view name) const;
     // `<data-dir>/<t><suffix>`: a sidecar's path.
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
-    // Puts a new file in the tenant's place (a follower's image, node-http.md §10.4): with the
-    // slot locked, the open tenant (if any) leaves the map and its database closes (holders keep
-    // reading what it held; it takes no write), `install` renames the new file in, and the next
-    // acquire opens it.
-    engine::Status replace(std::string_view name, const std::function<engine::Status()>& install);
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
     void sweep();

@@ -7,11 +7,13 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/format.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
+#include "server/node/subscriptions.h"
 
 namespace fenec::node {
 
@@ -74,10 +76,34 @@ std::string encode_frame(char kind, std::string_view payload) {
     return out;
 }
 
-FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error) {
+uint32_t feed_frame_bound() {
+#ifdef FENEC_TEST_HOOKS
+    static const uint32_t bound = [] {
+        const char* v = std::getenv("FENEC_TEST_FEED_FRAME_BYTES");
+        const unsigned long n = v ? std::strtoul(v, nullptr, 10) : 0;
+        return n > 0 && n < feed_frame_bytes_max ? static_cast<uint32_t>(n) : feed_frame_bytes_max;
+    }();
+    return bound;
+#else
+    return feed_frame_bytes_max;
+#endif
+}
+
+std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound) {
+    std::vector<std::string> out;
+    while (payload.size() > bound) {
+        out.push_back(encode_frame('C', payload.substr(0, bound)));
+        payload.remove_prefix(bound);
+    }
+    out.push_back(encode_frame('B', payload));
+    return out;
+}
+
+FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
+                       uint32_t bound) {
     if (buf.size() < feed_frame_head_bytes) return FrameRead::more;
     const uint32_t length = static_cast<uint32_t>(get_le(buf.data() + 1, 4));
-    if (length > feed_frame_bytes_max) {
+    if (length > bound) {
         error = "a frame of " + std::to_string(length) + " bytes is over the bound";
         return FrameRead::bad;
     }
@@ -101,6 +127,7 @@ struct Replication::Stream {
     std::atomic<uint64_t> sent{0};
     std::atomic<bool> live{false};  // past its image: a write's answer waits for it
     std::atomic<bool> done{false};
+    std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
 
 Replication::Replication(Node& node) : node_(node) {}
@@ -132,6 +159,24 @@ void Replication::reap_locked() {
             ++it;
         }
     }
+}
+
+void Replication::end_streams(std::string_view tenant, const char* reason) {
+    std::lock_guard lock(mu_);
+    for (auto& s : streams_) {
+        if (s.stream->tenant != tenant || s.stream->done) continue;
+        const char* none = nullptr;
+        s.stream->ending.compare_exchange_strong(none, reason);
+    }
+}
+
+Registry::TakenOut Replication::take_copy_out(std::string_view tenant, const char* stream_reason,
+                                              int64_t wait_ms) {
+    return node_.registry().take_out(tenant, wait_ms, [this, stream_reason](Tenant& t) {
+        node_.subscriptions().end_tenant(t.name(), "closing");
+        end_streams(t.name(), stream_reason);
+        t.wake_all();
+    });
 }
 
 void Replication::serve_stream(const std::shared_ptr<Call>& call) {
@@ -215,11 +260,14 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     head.close = true;
     node_.answer(*call, std::move(head));
     // Bounded unsent bytes: wait for the peer rather than queue past the exchange's bound.
-    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
-        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_) {
+    auto send_frame = [&](std::string frame, size_t wait_below) {
+        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_ && !stream->ending) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        return !stopping_ && ex->write(encode_frame(kind, payload));
+        return !stopping_ && !stream->ending && ex->write(std::move(frame));
+    };
+    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
+        return send_frame(encode_frame(kind, payload), wait_below);
     };
     auto end = [&](std::string_view reason) {
         std::string body;
@@ -229,6 +277,11 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.string(reason);
         w.end_object();
         ex->write(encode_frame('E', body));
+        ex->end();
+    };
+    // A send refused: ended by end_streams (say why), or the peer gone.
+    auto cut = [&] {
+        if (const char* reason = stream->ending) return end(reason);
         ex->end();
     };
     const engine::History hist = db.history();
@@ -253,7 +306,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.key("image");
         w.boolean(!cursor);
         w.end_object();
-        if (!send('H', hello, 0)) return ex->end();
+        if (!send('H', hello, 0)) return cut();
     }
     if (!cursor) {
         auto img = db.image();
@@ -261,7 +314,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         const std::vector<std::byte>& bytes = *img->bytes;
         for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {
             const size_t n = std::min(feed_image_chunk_bytes_max, bytes.size() - at);
-            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return ex->end();
+            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return cut();
         }
         std::string done;
         ql::JsonWriter w(done);
@@ -275,7 +328,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         w.key("digest");
         w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
         w.end_object();
-        if (!send('i', done, 0)) return ex->end();
+        if (!send('i', done, 0)) return cut();
         auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
         if (!std::holds_alternative<engine::FeedCursor>(s)) return end("behind");
         cursor.emplace(std::get<engine::FeedCursor>(std::move(s)));
@@ -295,10 +348,12 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     const size_t keep_unsent_below = 512 << 10;
     while (!ex->closed()) {
         if (stopping_ || node_.stopping()) return end("closing");
+        if (const char* reason = stream->ending) return end(reason);
         engine::FeedNext n = cursor->next(std::chrono::milliseconds(200));
         if (n.kind == engine::FeedNext::Kind::closed) {
             // The copy closed under the stream: told to follow another (demoted), or the node
             // or the tenant closing.
+            if (const char* reason = stream->ending) return end(reason);
             return end(following(stream->tenant) ? "demoted" : "closing");
         }
         if (n.kind == engine::FeedNext::Kind::behind) return end("behind");
@@ -315,7 +370,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             w.key("durable");
             w.uint64(db.durable_seq().v);
             w.end_object();
-            if (!send('K', k, keep_unsent_below)) return ex->end();
+            if (!send('K', k, keep_unsent_below)) return cut();
             idle_since = std::chrono::steady_clock::now();
             continue;
         }
@@ -330,14 +385,20 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             put_le(payload, e.last.v - e.first.v + 1, 4);
             put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
             payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
-            ok = send('B', payload, keep_unsent_below);
+            // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
+            const std::vector<std::string> frames =
+                encode_block_frames(payload, feed_frame_bound());
+            ok = true;
+            for (const std::string& fr : frames) {
+                if (!(ok = send_frame(fr, keep_unsent_below))) break;
+            }
             if (ok) {
                 stream->sent = e.last.v;
                 { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
                 handed_cv_.notify_all();
             }
         }
-        if (!ok) return ex->end();
+        if (!ok) return cut();
         idle_since = std::chrono::steady_clock::now();
     }
 }

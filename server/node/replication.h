@@ -5,7 +5,10 @@
 // Frame layout (one codec, used by both ends; engine.md §11 frames the records inside `B`):
 //   frame = kind u8 | length u32 LE | payload[length] | check u64 LE = XXH3-64(kind ‖ payload)
 //   H hello (JSON), I image chunk (≤ 1 MiB), i image end (JSON), B block (first u64, count u32,
-//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end (JSON).
+//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end
+//   (JSON), C continuation (a piece of the next `B` payload: a spilled block can pass the frame
+//   bound, so its payload goes as `C` frames then a `B` frame with the last piece, each within
+//   the bound).
 //
 // Threads: each stream runs on a thread of its own (it waits on the tenant's feed, never on a
 // loop); each followed copy has one thread holding a plain blocking socket. Both are bounded by
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "ql/json_writer.h"
+#include "server/node/registry.h"
 
 namespace fenec::node {
 
@@ -32,12 +36,22 @@ class Node;
 struct Call;
 
 inline constexpr size_t feed_image_chunk_bytes_max = 1 << 20;  // §10.2: `I` chunks
-inline constexpr uint32_t feed_frame_bytes_max = 64u << 20;   // a block record tops at 33 MiB
+// A frame's payload: one `block` record tops at 33 MiB; a spilled block's records, which have
+// no top, go in pieces (`C` frames) of at most this.
+inline constexpr uint32_t feed_frame_bytes_max = 64u << 20;
+// A block joined from `C` frames: past this the follower drops the connection rather than hold
+// it (the engine's spills are bounded by the tenant's memory, far below).
+inline constexpr uint64_t feed_block_bytes_max = 4ull << 30;
 inline constexpr int64_t feed_keepalive_ms = 2000;            // §10.2: `K` after 2 s idle
 inline constexpr size_t feed_frame_head_bytes = 5;
 inline constexpr size_t feed_frame_tail_bytes = 8;
 
 std::string encode_frame(char kind, std::string_view payload);
+// The frame bound both ends use: feed_frame_bytes_max, or in FENEC_TEST_HOOKS builds the
+// environment's FENEC_TEST_FEED_FRAME_BYTES (so a test can pass it with a small block).
+uint32_t feed_frame_bound();
+// A `B` payload as frames: `C` pieces then the `B` with the last piece, each at most `bound`.
+std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound);
 
 struct Frame {
     char kind = 0;
@@ -46,7 +60,8 @@ struct Frame {
 enum class FrameRead : uint8_t { frame, more, bad };
 // Decodes one frame at the front of `buf`: `frame` (and `consumed`), `more` (incomplete), or
 // `bad` (length over the bound, a check that fails; `error` says which).
-FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error);
+FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
+                       uint32_t bound = feed_frame_bytes_max);
 
 // `<t>.follows` (§8.7, §10.4): what a copy was told to follow and the last hello it heard.
 struct Follows {
@@ -86,6 +101,23 @@ public:
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has handed block `seq` to its connection. On a worker only.
     void wait_handed(std::string_view tenant, uint64_t seq);
+
+    // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
+    // `closing`) within one feed wait (200 ms); a stream's thread lets its tenant go as it ends.
+    // `reason` is a literal: it outlives the streams.
+    void end_streams(std::string_view tenant, const char* reason);
+    // Takes `tenant`'s copy out of service (Registry::take_out) to put another file in its
+    // place or reopen it in another role: its subscribers end `closing` (§5.4), its feed streams
+    // end with `stream_reason`, its held requests wake; past `wait_ms` with holders left:
+    // in_use.
+    Registry::TakenOut take_copy_out(std::string_view tenant, const char* stream_reason,
+                                     int64_t wait_ms);
+
+    // A delete's (§8.1): stops following `tenant` (the follower lets its copy go, so the delete
+    // does not wait on it); true if it was followed. resume_following starts it again from
+    // `<t>.follows` if that is still there (the delete refused, or the file removed alone).
+    bool stop_following(std::string_view tenant);
+    void resume_following(std::string_view tenant);
 
     // The follows side file's path; reading and writing it (fsync, rename).
     std::string follows_path(std::string_view tenant) const;

@@ -17,6 +17,9 @@ namespace fenec::node {
 namespace {
 
 constexpr uint64_t follow_wait_ms_max = 60'000;  // an admin call is not held longer than this
+// A primary copy told to follow waits this long for its holders to let it go, as a delete does
+// (§8.1): requests in flight finish, held requests and streams are told to end.
+constexpr int64_t demote_wait_ms = 5'000;
 
 std::optional<uint64_t> hex16(std::string_view s) {
     if (s.size() != 16) return std::nullopt;
@@ -155,14 +158,31 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     }
 #endif
     end_follower(c.tenant);
+    // An open primary copy reopens as a replica: taken out of service while `<t>.follows` is
+    // written (writes in flight finish; its streams end `demoted`, its subscribers `closing`),
+    // so it opens again as a follower. Still held past demote_wait_ms → 409, nothing changed.
+    std::unique_ptr<Registry::OutOfService> out;
+    if (auto open = node_.registry().try_get(c.tenant); open && !open->db().history().replica) {
+        open.reset();
+        Registry::TakenOut taken = take_copy_out(c.tenant, "demoted", demote_wait_ms);
+        if (!taken.out) return answer(node_.refusal(409, taken.message));
+        out = std::move(taken.out);
+    }
     if (!write_follows(c.tenant, f)) {
         return answer(node_.refusal(500, "the follows file of " + c.tenant + " cannot be written"));
     }
-    // An open primary copy reopens as a replica: writes in flight finish, later ones get 503.
-    if (auto open = node_.registry().try_get(c.tenant); open && !open->db().history().replica) {
-        open.reset();
-        (void)node_.registry().replace(c.tenant, [] { return engine::Status::ok(); });
-        node_.subscriptions().end_tenant(c.tenant, "closing");
+    out.reset();
+    // No copy here → an empty one, of `lineage` when given (§8.7): it stands at 0 of that
+    // lineage (§10.3), answers lineage checks and can be promoted before any image reached it.
+    // Made after `<t>.follows`, so it opens as a follower.
+    if (!node_.registry().file_exists(c.tenant)) {
+        engine::LineageId lineage{body.lineage.value_or(0)};
+        engine::Status st = node_.registry().create(
+            c.tenant, [](Tenant&) { return engine::Status::ok(); }, lineage);
+        if (!st.is_ok() && st.code() != engine::Code::already_exists) {
+            return answer(node_.refusal(500, "an empty copy of " + c.tenant +
+                                                 " cannot be made: " + st.to_string()));
+        }
     }
     std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
     bool heard = false;
