@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <utility>
 
 #include "server/exchange.h"
@@ -240,11 +240,12 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
     take_body();
 }
 
-void Connection::on_body_wanted() {
-    if (phase_ != Phase::body || !body_streamed_ || !exchange_) return;
+bool Connection::on_body_wanted() {
+    if (phase_ != Phase::body || !body_streamed_ || !exchange_) return false;
     body_wanted_ = true;
     last_activity_ms_ = loop_.now_ms();  // the peer's silence is timed from here
     stream_body_step();
+    return true;
 }
 
 // Hands the handler what is buffered, or reads for it; only while it wants a chunk.

@@ -120,8 +120,9 @@ class Connection {
     void on_stream_start(http::Response head);
     void on_stream_bytes(std::string bytes);
     void on_stream_end();
-    // A streamed body's next chunk is asked for (Exchange::read_body).
-    void on_body_wanted();
+    // A streamed body's next chunk is asked for (Exchange::read_body); false when no body is
+    // being streamed (the exchange then fails the ask).
+    bool on_body_wanted();
 
     Connection* prev = nullptr;  // the owner's list
     Connection* next = nullptr;

@@ -10,6 +10,19 @@
 
 namespace fenec::server::internal {
 
+namespace {
+
+BodyChunk body_failed(std::string error) {
+    BodyChunk chunk;
+    chunk.failed = true;
+    chunk.error = std::move(error);
+    return chunk;
+}
+
+constexpr const char* body_gone = "the connection closed before the body was whole";
+
+}  // namespace
+
 bool ExchangeImpl::schedule_locked() {
     if (queued_) return false;
     queued_ = true;
@@ -20,9 +33,19 @@ bool ExchangeImpl::schedule_locked() {
 void ExchangeImpl::post_scheduled() {
     if (loop_->post(static_cast<Task&>(*this))) return;
     std::shared_ptr<ExchangeImpl> drop;  // the loop has stopped: nothing will send it
-    std::lock_guard lock(mutex_);
-    queued_ = false;
-    drop = std::move(self_);
+    std::function<void(BodyChunk)> body_fn;
+    {
+        std::lock_guard lock(mutex_);
+        queued_ = false;
+        drop = std::move(self_);
+        if (body_asked_) {  // a read_body waiting on it must not wait forever
+            body_asked_ = false;
+            body_over_ = true;
+            body_fn = std::move(body_fn_);
+            body_fn_ = nullptr;
+        }
+    }
+    if (body_fn) body_fn(body_failed(body_gone));
 }
 
 void ExchangeImpl::reply(http::Response response) {
@@ -97,19 +120,6 @@ void ExchangeImpl::on_close(std::function<void()> fn) {
     auto shared = std::make_shared<std::function<void()>>(std::move(fn));
     if (!loop_->post([shared] { (*shared)(); })) (*shared)();  // loop gone: run it here
 }
-
-namespace {
-
-BodyChunk body_failed(std::string error) {
-    BodyChunk chunk;
-    chunk.failed = true;
-    chunk.error = std::move(error);
-    return chunk;
-}
-
-constexpr const char* body_gone = "the connection closed before the body was whole";
-
-}  // namespace
 
 void ExchangeImpl::read_body(std::function<void(BodyChunk)> fn) {
     std::unique_lock lock(mutex_);
@@ -188,12 +198,8 @@ void ExchangeImpl::run_task(Task& task, bool cancelled) {
         if (body_asked) self.deliver_body(body_failed(body_gone));
         return;
     }
-    if (body_asked) {
-        if (self.connection_ != nullptr) {
-            self.connection_->on_body_wanted();
-        } else {
-            self.deliver_body(body_failed(body_gone));
-        }
+    if (body_asked && (self.connection_ == nullptr || !self.connection_->on_body_wanted())) {
+        self.deliver_body(body_failed(body_gone));
     }
     if (answer && self.connection_ != nullptr) {
         if (use == Use::stream) {

@@ -8,15 +8,16 @@
 // The digest is SHA-256 over the image's bytes, 64 lowercase hex digits: what `sha256sum` prints
 // for the file a client saved, so anyone can check a copy without our tools.
 //
-// PUT: the body (read whole by the connection, up to --max-image) written to `<t>.fenec.incoming`,
-// fsynced, verified as the engine opens any file, checked against the headers sent with it, and
-// renamed into place under Registry::OutOfService, so the tenant is absent (404) until then.
+// PUT: the body (up to --max-image) streamed to `<t>.fenec.incoming` chunk by chunk as it arrives
+// and hashed on the way (server/body_reader.h), fsynced, verified as the engine opens any file,
+// checked against the headers sent with it, and renamed into place under Registry::OutOfService, so the tenant is absent (404) until then.
 // Any failure answers 400 naming the offset or the header and installs nothing.
 #include <openssl/evp.h>
 
 #include <chrono>
 #include <thread>
 
+#include "server/body_reader.h"
 #include "server/node/admin.h"
 
 namespace fenec::node {
@@ -99,10 +100,54 @@ http::Response exists(Node& node, const Call& call) {
     return node.refusal(409, "tenant " + call.tenant + " has a file here: delete it first");
 }
 
+// Writes the body to `file` as it arrives (HeadVerdict::stream_body: one chunk in memory at a
+// time, pulled on this worker), hashing it on the way, then fsyncs it; a refusal if the body did
+// not come whole, could not be written, or does not match Fenec-Image-Digest.
+std::optional<http::Response> receive_body(Node& node, Call& call, engine::File& file,
+                                           const Expected& expected) {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    auto take = [&](std::string_view bytes) {
+        EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
+        return file.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    };
+    std::optional<http::Response> refused;
+    engine::Status st = engine::Status::ok();
+    if (!call.request.body.empty()) {  // read whole by the connection (not streamed)
+        st = take(call.request.body);
+    } else {
+        server::BodyReader reader(call.exchange);
+        while (st.is_ok() && !reader.over()) {
+            server::BodyChunk chunk = reader.next();
+            if (chunk.failed) {
+                refused = node.refusal(400, "the image was not received whole: " + chunk.error);
+                break;
+            }
+            st = take(chunk.bytes);
+        }
+    }
+    if (!refused && st.is_ok()) st = file.sync();
+    if (!refused && !st.is_ok()) {
+        refused = node.refusal(500, "the image could not be written: " + st.to_string());
+    }
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+    if (refused || !expected.digest) return refused;
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string got;
+    for (unsigned int i = 0; i < len; ++i) {
+        got += digits[md[i] >> 4];
+        got += digits[md[i] & 15];
+    }
+    if (got == *expected.digest) return std::nullopt;
+    return node.refusal(400, "Fenec-Image-Digest does not match: the body's SHA-256 is " + got);
+}
+
 // Installs the body under the tenant taken out of service; the answer is made while it is out
 // and sent once it is back, so a request after the answer finds it in service.
 http::Response install(Node& node, Call& call, const Expected& expected) {
-    const std::string& body = call.request.body;
     Registry::TakenOut taken = node.registry().take_out(call.tenant, 0, {});
     if (!taken.out) return node.refusal(409, taken.message);
     if (taken.out->file_exists()) return exists(node, call);
@@ -111,10 +156,13 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     engine::Fs& fs = engine::posix_fs();
     {
         auto f = fs.open(incoming, engine::OpenMode::create_truncate);
-        engine::Status st = f.is_ok() ? (*f)->append(std::as_bytes(std::span(body))) : f.status();
-        if (!st.is_ok()) {
+        std::optional<http::Response> refused =
+            f.is_ok() ? receive_body(node, call, **f, expected)
+                      : node.refusal(500, "the image could not be written: " +
+                                              f.status().to_string());
+        if (refused) {
             fs.remove(incoming).ignore();
-            return node.refusal(500, "the image could not be written: " + st.to_string());
+            return std::move(*refused);
         }
     }
     auto check = [&](const engine::ImageInfo& info) {
@@ -204,20 +252,9 @@ void put_image(Node& node, Call& call) {
     }
     if (node.registry().file_exists(call.tenant))
         return answer_audited(node, call, exists(node, call));
-    const std::string& body = call.request.body;
-    if (body.empty())
+    // The body is streamed (Node::check_head): its bytes reach the file in install().
+    if (call.request.body.empty() && call.request.head.content_length.value_or(0) == 0)
         return answer_audited(node, call, node.refusal(400, "the body holds no image"));
-    if (expected.digest) {
-        const std::string got =
-            sha256_hex(reinterpret_cast<const std::byte*>(body.data()), body.size());
-        if (got != *expected.digest) {
-            return answer_audited(node, call,
-                                  node.refusal(400,
-                                               "Fenec-Image-Digest does not match: "
-                                               "the body's SHA-256 is " +
-                                                   got));
-        }
-    }
     answer_audited(node, call, install(node, call, expected));
 }
 
