@@ -5,10 +5,11 @@
 // server/http_server.cc's.
 //
 // A connection lives on one loop and is touched by that loop's thread only; the Exchange
-// (server/exchange.h) reaches it by posting to that loop. One request at a time (the phases
-// below): a head is parsed only when the answer before it is sent, so answers go out strictly in
-// order; bytes read ahead wait in the bounded read buffer. A connection is freed only once no
-// operation of its is in flight and its close has completed (Loop's completion contract).
+// (server/exchange.h) reaches it by posting to that loop, or directly when it is already on it.
+// One request at a time (the phases below): a head is parsed only when the answer before it is
+// sent, so answers go out strictly in order; bytes read ahead wait in the bounded read buffer. A
+// connection is freed only once no operation of its is in flight and its close has completed
+// (Loop's completion contract).
 // Bounds: server/loop.h.
 #pragma once
 

@@ -1,9 +1,10 @@
 // server/exchange.h: ExchangeImpl, the far end of one request's answer (the Exchange of
 // server/http_server.h), internal to fenec_loop. It is the one object of the HTTP server shared
 // with other threads: its caller-side state sits under its own mutex, and it reaches the
-// connection only by posting itself (a Task) to the connection's loop, so the Connection
-// (server/connection.h) is still touched by its loop's thread alone. At most one task per
-// Exchange is queued at a time (loop.h's bound on posted tasks).
+// connection by posting itself (a Task) to the connection's loop, or, for a reply made on that
+// loop's thread, by handing it over at once; so the Connection (server/connection.h) is still
+// touched by its loop's thread alone. A streamed body's chunks come back through read_body. At
+// most one task per Exchange is queued at a time (loop.h's bound on posted tasks).
 #pragma once
 
 #include <atomic>

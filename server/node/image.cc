@@ -10,7 +10,8 @@
 //
 // PUT: the body (up to --max-image) streamed to `<t>.fenec.incoming` chunk by chunk as it arrives
 // and hashed on the way (server/body_reader.h), fsynced, verified as the engine opens any file,
-// checked against the headers sent with it, and renamed into place under Registry::OutOfService, so the tenant is absent (404) until then.
+// checked against the headers sent with it, and renamed into place under Registry::OutOfService,
+// so the tenant is absent (404) until then.
 // Any failure answers 400 naming the offset or the header and installs nothing.
 #include <openssl/evp.h>
 

@@ -7,7 +7,10 @@
 // closing silently; 408 for half a head; a stream's bytes; write()==false for a stream whose
 // client does not read, and cut after send_timeout_ms; a half-closed client still answered;
 // 503 over connections_max; on_close when a streaming client leaves;
-// a prompt shutdown with connections open; Loop::post from other threads; the pool's bound.
+// a prompt shutdown with connections open; Loop::post from other threads; the pool's bound;
+// pipelined requests answered inline in order; streamed bodies (HeadVerdict::stream_body): in
+// order in bounded chunks, reading stopped while the handler holds one, a client leaving or
+// silent part-way reported to the handler, an early answer closing, read_body refused otherwise.
 #include "server/loop.h"
 
 #include <arpa/inet.h>
