@@ -327,7 +327,7 @@ void Connection::detach_exchange() {
     exchange_.reset();
 }
 
-void Connection::on_answer(http::Response response) {
+void Connection::on_answer(http::Response response, bool now) {
     const bool body_unread = phase_ == Phase::body && body_streamed_;
     if (phase_ != Phase::handling && !body_unread) return;
     if (body_unread) {  // answered before its streamed body was whole: the rest is not read
@@ -341,7 +341,7 @@ void Connection::on_answer(http::Response response) {
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     detach_exchange();
     phase_ = response.close ? Phase::closing : Phase::answering;
-    flush();
+    flush(now);
 }
 
 void Connection::on_stream_start(http::Response head) {
@@ -373,10 +373,11 @@ void Connection::on_stream_end() {
     flush();
 }
 
-// Tries a non-blocking send(2) first: a small answer then leaves in this turn, with no SQE
-// waiting for the next kernel call and no completion to reap; what the socket buffer does not
-// take goes as an io_uring send.
-void Connection::flush() {
+// Hands what is queued to the ring. `try_now` (a reply made on the loop thread): a non-blocking
+// send(2) first, so a small answer leaves in this turn with no SQE waiting for the next kernel
+// call and no completion to reap; what the socket buffer does not take goes as a ring send.
+// Answers posted from other threads keep the ring's send: `make shard-bench` showed no gain.
+void Connection::flush(bool try_now) {
     if (phase_ == Phase::dead || send_c_.in_flight) return;
     for (;;) {
         if (sent_ == sending_.size()) {
@@ -386,6 +387,7 @@ void Connection::flush() {
         }
         if (sending_.empty()) return on_drained();
         last_send_ms_ = loop_.now_ms();
+        if (!try_now) break;
         ssize_t n = ::send(fd_, sending_.data() + sent_, sending_.size() - sent_,
                            MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
