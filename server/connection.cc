@@ -252,8 +252,8 @@ bool Connection::on_body_wanted() {
 void Connection::stream_body_step() {
     if (!body_wanted_) return;
     if (in_.size() > 0) {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(
-            {body_length_ - body_got_, in_.size(), body_chunk_bytes_max}));
+        size_t take = static_cast<size_t>(
+            std::min<uint64_t>({body_length_ - body_got_, in_.size(), body_chunk_bytes_max}));
         std::string bytes(in_.view().substr(0, take));
         in_.consume(take);
         body_got_ += take;

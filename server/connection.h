@@ -174,7 +174,7 @@ class Connection {
     Request request_;
     uint64_t body_length_ = 0;
     uint64_t body_got_ = 0;
-    bool recv_into_body_ = false;  // where the recv in flight writes
+    bool recv_into_body_ = false;   // where the recv in flight writes
     bool recv_into_chunk_ = false;  // ... or into body_chunk_ (a streamed body)
     bool body_streamed_ = false;    // phase body: the handler pulls it (HeadVerdict::stream_body)
     bool body_wanted_ = false;      // ... and has asked for its next chunk

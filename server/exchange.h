@@ -73,10 +73,10 @@ class ExchangeImpl final : public Exchange,
     bool queued_ = false;                 // the task is posted
     std::shared_ptr<ExchangeImpl> self_;  // held while the task is posted
     std::function<void()> on_close_;
-    bool body_streamed_ = false;                 // set before the handler has the exchange
-    bool body_over_ = false;                     // `last` or `failed` was delivered
-    bool body_asked_ = false;                    // a read_body waits to be handed to the loop
-    std::function<void(BodyChunk)> body_fn_;     // the outstanding read_body
+    bool body_streamed_ = false;              // set before the handler has the exchange
+    bool body_over_ = false;                  // `last` or `failed` was delivered
+    bool body_asked_ = false;                 // a read_body waits to be handed to the loop
+    std::function<void(BodyChunk)> body_fn_;  // the outstanding read_body
 };
 
 }  // namespace fenec::server::internal

@@ -20,8 +20,8 @@ const std::string A = "admin-token-a";
 struct Node {
     Node() {
         process = std::make_unique<NodeProcess>(
-            dir.path(), std::vector<std::string>{"--token", D, "--admin-token", A,
-                                                 "--auth-delay", "0"});
+            dir.path(),
+            std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
     }
     std::optional<Reply> call(std::string_view method, std::string_view target,
                               const std::string& token, std::string_view body = {},
