@@ -4,10 +4,12 @@
 // answer to a request the server could not frame.
 #include "server/connection.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <utility>
 
 #include "server/exchange.h"
@@ -64,8 +66,15 @@ void Connection::arm_recv() {
     if (recv_c_.in_flight || phase_ == Phase::dead || peer_closed_) return;
     char* buffer = nullptr;
     size_t bytes = 0;
-    recv_into_body_ = phase_ == Phase::body;
-    if (recv_into_body_) {
+    recv_into_body_ = phase_ == Phase::body && !body_streamed_;
+    recv_into_chunk_ = phase_ == Phase::body && body_streamed_;
+    if (recv_into_chunk_) {
+        if (!body_wanted_) return;  // backpressure: the handler still holds the last chunk
+        uint64_t want = std::min<uint64_t>(body_length_ - body_got_, body_chunk_bytes_max);
+        body_chunk_.resize(want);
+        buffer = body_chunk_.data();
+        bytes = want;
+    } else if (recv_into_body_) {
         uint64_t want = std::min<uint64_t>(body_length_ - body_got_, body_recv_bytes_max);
         request_.body.resize(body_got_ + want);  // sized back to body_got_ when it lands
         buffer = request_.body.data() + body_got_;
@@ -92,7 +101,15 @@ void Connection::on_recv(int32_t result) {
     last_activity_ms_ = loop_.now_ms();
     // Where the bytes went was decided when the recv was armed: a read-ahead armed while an
     // answer was sent may land once the next head has begun a body.
-    if (recv_into_body_) {
+    if (recv_into_chunk_) {
+        recv_into_chunk_ = false;
+        body_chunk_.resize(n);
+        if (phase_ == Phase::body && body_streamed_) {
+            body_got_ += n;
+            return deliver_chunk(std::move(body_chunk_));
+        }
+        body_chunk_.clear();  // answered meanwhile: the rest of the body is not read
+    } else if (recv_into_body_) {
         body_got_ += n;
         request_.body.resize(body_got_);
     } else if (phase_ < Phase::streaming) {
@@ -100,7 +117,7 @@ void Connection::on_recv(int32_t result) {
     }
     switch (phase_) {
         case Phase::body:
-            return take_body();
+            return body_streamed_ ? stream_body_step() : take_body();
         case Phase::head:
             return process_input();
         case Phase::handling:
@@ -145,7 +162,23 @@ bool Connection::head_may_be_whole() const {
            tail.find("\n\n") != std::string_view::npos;
 }
 
+// An answer sent at once from inside a handler (Exchange::reply on the loop thread) ends in
+// on_drained while process_input is still on the stack: the next head is then parsed by the loop
+// here, not by a deeper call, so pipelined requests answered synchronously never recurse.
 void Connection::process_input() {
+    if (in_input_) {
+        input_again_ = true;
+        return;
+    }
+    in_input_ = true;
+    do {
+        input_again_ = false;
+        if (phase_ == Phase::head) process_head();
+    } while (input_again_);
+    in_input_ = false;
+}
+
+void Connection::process_head() {
     assert(phase_ == Phase::head);
     head_only_ = false;
     if (in_.size() == 0) {
@@ -198,7 +231,49 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
     body_length_ = length;
     body_got_ = 0;
     phase_ = Phase::body;
+    if (verdict.stream_body) {
+        // The handler has the request now and pulls the body; nothing is read until it asks.
+        body_streamed_ = true;
+        body_wanted_ = false;
+        return hand_to_handler();
+    }
     take_body();
+}
+
+bool Connection::on_body_wanted() {
+    if (phase_ != Phase::body || !body_streamed_ || !exchange_) return false;
+    body_wanted_ = true;
+    last_activity_ms_ = loop_.now_ms();  // the peer's silence is timed from here
+    stream_body_step();
+    return true;
+}
+
+// Hands the handler what is buffered, or reads for it; only while it wants a chunk.
+void Connection::stream_body_step() {
+    if (!body_wanted_) return;
+    if (in_.size() > 0) {
+        size_t take = static_cast<size_t>(
+            std::min<uint64_t>({body_length_ - body_got_, in_.size(), body_chunk_bytes_max}));
+        std::string bytes(in_.view().substr(0, take));
+        in_.consume(take);
+        body_got_ += take;
+        return deliver_chunk(std::move(bytes));
+    }
+    arm_recv();
+}
+
+void Connection::deliver_chunk(std::string bytes) {
+    body_wanted_ = false;
+    BodyChunk chunk;
+    chunk.bytes = std::move(bytes);
+    chunk.last = body_got_ == body_length_;
+    if (chunk.last) {
+        body_streamed_ = false;
+        phase_ = Phase::handling;
+    }
+    std::shared_ptr<ExchangeImpl> exchange = exchange_;  // the handler may reply in the call
+    exchange->deliver_body(std::move(chunk));
+    if (phase_ == Phase::handling) arm_recv();  // read ahead (bounded), and hear the peer close
 }
 
 // Moves body bytes already buffered into the request; dispatches once it is whole.
@@ -215,13 +290,25 @@ void Connection::take_body() {
 
 void Connection::dispatch() {
     phase_ = Phase::handling;
-    exchange_ = std::make_shared<ExchangeImpl>(owner_.loop, this, owner_.options.stream_buffer_max);
-    std::shared_ptr<Exchange> exchange = exchange_;
-    owner_.handler.handle(std::move(request_), std::move(exchange));
+    hand_to_handler();
     arm_recv();  // read ahead (bounded), and hear the peer close
 }
 
+void Connection::hand_to_handler() {
+    exchange_ = std::make_shared<ExchangeImpl>(owner_.loop, this, owner_.options.stream_buffer_max);
+    if (body_streamed_) exchange_->stream_body();
+    std::shared_ptr<Exchange> exchange = exchange_;
+    owner_.handler.handle(std::move(request_), std::move(exchange));
+}
+
 void Connection::answer_and_close(http::Response response) {
+    if (exchange_) {  // a streamed body cut short (408): its handler learns it
+        std::shared_ptr<ExchangeImpl> exchange = std::move(exchange_);
+        exchange->connection_ = nullptr;
+        exchange->mark_closed();
+    }
+    body_streamed_ = false;
+    body_wanted_ = false;
     response.close = true;
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     phase_ = Phase::closing;
@@ -240,15 +327,21 @@ void Connection::detach_exchange() {
     exchange_.reset();
 }
 
-void Connection::on_answer(http::Response response) {
-    if (phase_ != Phase::handling) return;
+void Connection::on_answer(http::Response response, bool now) {
+    const bool body_unread = phase_ == Phase::body && body_streamed_;
+    if (phase_ != Phase::handling && !body_unread) return;
+    if (body_unread) {  // answered before its streamed body was whole: the rest is not read
+        body_streamed_ = false;
+        body_wanted_ = false;
+        in_.clear();
+    }
     // A reply framed as a stream has no length: only the close can end it.
-    response.close = response.close || response.stream || !keep_alive_;
+    response.close = response.close || response.stream || !keep_alive_ || body_unread;
     if (!response.close && version_minor_ == 0) response.header("Connection", "keep-alive");
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     detach_exchange();
     phase_ = response.close ? Phase::closing : Phase::answering;
-    flush();
+    flush(now);
 }
 
 void Connection::on_stream_start(http::Response head) {
@@ -280,30 +373,49 @@ void Connection::on_stream_end() {
     flush();
 }
 
-void Connection::flush() {
+// Hands what is queued to the ring. `try_now` (a reply made on the loop thread): a non-blocking
+// send(2) first, so a small answer leaves in this turn with no SQE waiting for the next kernel
+// call and no completion to reap; what the socket buffer does not take goes as a ring send.
+// Answers posted from other threads keep the ring's send: `make shard-bench` showed no gain.
+void Connection::flush(bool try_now) {
     if (phase_ == Phase::dead || send_c_.in_flight) return;
-    if (sent_ == sending_.size()) {
-        sending_.clear();
-        sent_ = 0;
-        sending_.swap(queued_);  // both keep their capacity for the next answers
+    for (;;) {
+        if (sent_ == sending_.size()) {
+            sending_.clear();
+            sent_ = 0;
+            sending_.swap(queued_);  // both keep their capacity for the next answers
+        }
+        if (sending_.empty()) return on_drained();
+        last_send_ms_ = loop_.now_ms();
+        if (!try_now) break;
+        ssize_t n = ::send(fd_, sending_.data() + sent_, sending_.size() - sent_,
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return cut();  // the peer is gone
+        if (n > 0) {
+            on_sent(static_cast<size_t>(n));
+            if (sent_ == sending_.size()) continue;  // all of it: the next bytes, or drained
+        }
+        break;  // the socket buffer is full: the ring waits for room
     }
-    if (sending_.empty()) return on_drained();
-    last_send_ms_ = loop_.now_ms();
     loop_.send(send_c_, fd_, sending_.data() + sent_, sending_.size() - sent_);
     ++ops_;
 }
 
-void Connection::on_send(int32_t result) {
-    --ops_;
-    if (phase_ == Phase::dead) return finish_if_idle();
-    if (result <= 0) return cut();  // EPIPE, ECONNRESET: the peer is gone
-    auto n = static_cast<size_t>(result);
+void Connection::on_sent(size_t n) {
     sent_ += n;
     if (exchange_ && phase_ == Phase::streaming) {
         size_t head = std::min(n, stream_head_unsent_);  // the head is not the stream's bytes
         stream_head_unsent_ -= head;
         exchange_->pending_.fetch_sub(n - head, std::memory_order_acq_rel);
     }
+}
+
+void Connection::on_send(int32_t result) {
+    --ops_;
+    if (phase_ == Phase::dead) return finish_if_idle();
+    if (result <= 0) return cut();  // EPIPE, ECONNRESET: the peer is gone
+    on_sent(static_cast<size_t>(result));
     flush();
 }
 
@@ -383,6 +495,7 @@ void Connection::sweep(uint64_t now) {
             if (in_.size() == 0) return cut();  // between requests: closed, no answer
             return framing_error(408, "the request was not completed in time");
         case Phase::body:
+            if (body_streamed_ && !body_wanted_) return;  // the handler holds a chunk
             if (idle) framing_error(408, "the request body was not completed in time");
             return;
         case Phase::handling:

@@ -5,10 +5,11 @@
 // server/http_server.cc's.
 //
 // A connection lives on one loop and is touched by that loop's thread only; the Exchange
-// (server/exchange.h) reaches it by posting to that loop. One request at a time (the phases
-// below): a head is parsed only when the answer before it is sent, so answers go out strictly in
-// order; bytes read ahead wait in the bounded read buffer. A connection is freed only once no
-// operation of its is in flight and its close has completed (Loop's completion contract).
+// (server/exchange.h) reaches it by posting to that loop, or directly when it is already on it.
+// One request at a time (the phases below): a head is parsed only when the answer before it is
+// sent, so answers go out strictly in order; bytes read ahead wait in the bounded read buffer. A
+// connection is freed only once no operation of its is in flight and its close has completed
+// (Loop's completion contract).
 // Bounds: server/loop.h.
 #pragma once
 
@@ -74,7 +75,7 @@ class ReadBuffer {
 // The phases of a connection, in the order a request goes through them.
 enum class Phase : uint8_t {
     head,       // reading a head (idle when nothing is buffered)
-    body,       // reading a body straight into the request
+    body,       // reading a body straight into the request, or for the handler (stream_body)
     handling,   // the handler has the request; bytes after it are read ahead, not parsed
     answering,  // sending an answer; the next head follows it
     streaming,  // a stream was started; it closes after end()
@@ -116,10 +117,15 @@ class Connection {
     void abandon();
     void sweep(uint64_t now_ms);
     // From the Exchange's task, on the loop thread.
-    void on_answer(http::Response response);
+    // `now`: the reply was made on this loop's thread (Exchange::reply), so its sender waits for
+    // nothing else in this turn: it is tried at once with a non-blocking send(2).
+    void on_answer(http::Response response, bool now = false);
     void on_stream_start(http::Response head);
     void on_stream_bytes(std::string bytes);
     void on_stream_end();
+    // A streamed body's next chunk is asked for (Exchange::read_body); false when no body is
+    // being streamed (the exchange then fails the ask).
+    bool on_body_wanted();
 
     Connection* prev = nullptr;  // the owner's list
     Connection* next = nullptr;
@@ -140,13 +146,18 @@ class Connection {
     void on_peer_closed();
     void arm_recv();
     void process_input();
+    void process_head();
     bool head_may_be_whole() const;
     void on_head(http::RequestHead head, size_t consumed);
     void take_body();
+    void stream_body_step();
+    void deliver_chunk(std::string bytes);
     void dispatch();
+    void hand_to_handler();
     void answer_and_close(http::Response response);
     void framing_error(int status, std::string_view message);
-    void flush();
+    void flush(bool try_now = false);
+    void on_sent(size_t n);
     void on_drained();
     void begin_linger();
     void detach_exchange();
@@ -163,7 +174,11 @@ class Connection {
     Request request_;
     uint64_t body_length_ = 0;
     uint64_t body_got_ = 0;
-    bool recv_into_body_ = false;  // where the recv in flight writes
+    bool recv_into_body_ = false;   // where the recv in flight writes
+    bool recv_into_chunk_ = false;  // ... or into body_chunk_ (a streamed body)
+    bool body_streamed_ = false;    // phase body: the handler pulls it (HeadVerdict::stream_body)
+    bool body_wanted_ = false;      // ... and has asked for its next chunk
+    std::string body_chunk_;        // a streamed body's recv lands here
     bool keep_alive_ = true;
     bool head_only_ = false;
     int version_minor_ = 1;
@@ -174,6 +189,8 @@ class Connection {
     bool stream_ended_ = false;
     size_t stream_head_unsent_ = 0;  // bytes of a stream's head not sent yet (not in pending_)
     bool peer_closed_ = false;
+    bool in_input_ = false;     // process_input is on the stack
+    bool input_again_ = false;  // an answer drained meanwhile: parse the next head
     bool close_submitted_ = false;
     uint32_t ops_ = 0;  // operations whose callback has not run yet
     Completion recv_c_, send_c_, shut_c_, close_c_;

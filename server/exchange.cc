@@ -10,6 +10,19 @@
 
 namespace fenec::server::internal {
 
+namespace {
+
+BodyChunk body_failed(std::string error) {
+    BodyChunk chunk;
+    chunk.failed = true;
+    chunk.error = std::move(error);
+    return chunk;
+}
+
+constexpr const char* body_gone = "the connection closed before the body was whole";
+
+}  // namespace
+
 bool ExchangeImpl::schedule_locked() {
     if (queued_) return false;
     queued_ = true;
@@ -20,15 +33,32 @@ bool ExchangeImpl::schedule_locked() {
 void ExchangeImpl::post_scheduled() {
     if (loop_->post(static_cast<Task&>(*this))) return;
     std::shared_ptr<ExchangeImpl> drop;  // the loop has stopped: nothing will send it
-    std::lock_guard lock(mutex_);
-    queued_ = false;
-    drop = std::move(self_);
+    std::function<void(BodyChunk)> body_fn;
+    {
+        std::lock_guard lock(mutex_);
+        queued_ = false;
+        drop = std::move(self_);
+        if (body_asked_) {  // a read_body waiting on it must not wait forever
+            body_asked_ = false;
+            body_over_ = true;
+            body_fn = std::move(body_fn_);
+            body_fn_ = nullptr;
+        }
+    }
+    if (body_fn) body_fn(body_failed(body_gone));
 }
 
 void ExchangeImpl::reply(http::Response response) {
     std::unique_lock lock(mutex_);
     if (use_ != Use::none) return;  // a second answer to one request is dropped
     use_ = Use::reply;
+    if (!queued_ && loop_->in_loop_thread()) {
+        // On the connection's own loop (a handler answering in handle(), or the router on its
+        // upstream's completion): handed over now, so it is sent in this turn, not after it.
+        lock.unlock();
+        if (connection_ != nullptr) connection_->on_answer(std::move(response), true);
+        return;
+    }
     answer_ = std::move(response);
     bool post = schedule_locked();
     lock.unlock();
@@ -91,14 +121,56 @@ void ExchangeImpl::on_close(std::function<void()> fn) {
     if (!loop_->post([shared] { (*shared)(); })) (*shared)();  // loop gone: run it here
 }
 
+void ExchangeImpl::read_body(std::function<void(BodyChunk)> fn) {
+    std::unique_lock lock(mutex_);
+    const char* refusal = nullptr;
+    if (!body_streamed_) {
+        refusal = "the request's body is not streamed";
+    } else if (body_over_) {
+        refusal = "the body was already read to its end";
+    } else if (closed()) {
+        refusal = body_gone;
+    } else if (body_fn_) {
+        refusal = "a read_body is already outstanding";
+    }
+    if (refusal != nullptr) {
+        lock.unlock();
+        if (fn) fn(body_failed(refusal));
+        return;
+    }
+    body_fn_ = std::move(fn);
+    body_asked_ = true;
+    bool post = schedule_locked();
+    lock.unlock();
+    if (post) post_scheduled();
+}
+
+void ExchangeImpl::deliver_body(BodyChunk chunk) {
+    std::function<void(BodyChunk)> fn;
+    {
+        std::lock_guard lock(mutex_);
+        if (chunk.last || chunk.failed) body_over_ = true;
+        fn = std::move(body_fn_);
+        body_fn_ = nullptr;
+    }
+    if (fn) fn(std::move(chunk));
+}
+
 void ExchangeImpl::mark_closed() {
     std::function<void()> fn;
+    std::function<void(BodyChunk)> body_fn;
     {
         std::lock_guard lock(mutex_);
         if (closed()) return;
         closed_.store(true, std::memory_order_release);
         fn = std::move(on_close_);
+        if (body_streamed_ && !body_over_) {
+            body_over_ = true;
+            body_fn = std::move(body_fn_);
+            body_fn_ = nullptr;
+        }
     }
+    if (body_fn) body_fn(body_failed(body_gone));
     if (fn) fn();
 }
 
@@ -108,6 +180,7 @@ void ExchangeImpl::run_task(Task& task, bool cancelled) {
     std::optional<http::Response> answer;
     std::string bytes;
     bool end = false;
+    bool body_asked = false;
     Use use = Use::none;
     {
         std::lock_guard lock(self.mutex_);
@@ -118,8 +191,16 @@ void ExchangeImpl::run_task(Task& task, bool cancelled) {
         end = self.end_pending_;
         self.end_pending_ = false;
         use = self.use_;
+        body_asked = self.body_asked_;
+        self.body_asked_ = false;
     }
-    if (cancelled) return;
+    if (cancelled) {
+        if (body_asked) self.deliver_body(body_failed(body_gone));
+        return;
+    }
+    if (body_asked && (self.connection_ == nullptr || !self.connection_->on_body_wanted())) {
+        self.deliver_body(body_failed(body_gone));
+    }
     if (answer && self.connection_ != nullptr) {
         if (use == Use::stream) {
             self.connection_->on_stream_start(std::move(*answer));

@@ -1,9 +1,10 @@
 // server/exchange.h: ExchangeImpl, the far end of one request's answer (the Exchange of
 // server/http_server.h), internal to fenec_loop. It is the one object of the HTTP server shared
 // with other threads: its caller-side state sits under its own mutex, and it reaches the
-// connection only by posting itself (a Task) to the connection's loop, so the Connection
-// (server/connection.h) is still touched by its loop's thread alone. At most one task per
-// Exchange is queued at a time (loop.h's bound on posted tasks).
+// connection by posting itself (a Task) to the connection's loop, or, for a reply made on that
+// loop's thread, by handing it over at once; so the Connection (server/connection.h) is still
+// touched by its loop's thread alone. A streamed body's chunks come back through read_body. At
+// most one task per Exchange is queued at a time (loop.h's bound on posted tasks).
 #pragma once
 
 #include <atomic>
@@ -41,6 +42,12 @@ class ExchangeImpl final : public Exchange,
     bool closed() const override { return closed_.load(std::memory_order_acquire); }
     void on_close(std::function<void()> fn) override;
     size_t pending_bytes() const override { return pending_.load(std::memory_order_acquire); }
+    void read_body(std::function<void(BodyChunk)> fn) override;
+
+    // Loop thread, before the handler has it: the request's body comes through read_body.
+    void stream_body() { body_streamed_ = true; }
+    // Loop thread: hands `chunk` to the outstanding read_body, if any.
+    void deliver_body(BodyChunk chunk);
 
     // Loop thread: the peer closed or the connection was cut; runs on_close once.
     void mark_closed();
@@ -66,6 +73,10 @@ class ExchangeImpl final : public Exchange,
     bool queued_ = false;                 // the task is posted
     std::shared_ptr<ExchangeImpl> self_;  // held while the task is posted
     std::function<void()> on_close_;
+    bool body_streamed_ = false;              // set before the handler has the exchange
+    bool body_over_ = false;                  // `last` or `failed` was delivered
+    bool body_asked_ = false;                 // a read_body waits to be handed to the loop
+    std::function<void(BodyChunk)> body_fn_;  // the outstanding read_body
 };
 
 }  // namespace fenec::server::internal

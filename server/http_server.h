@@ -40,6 +40,16 @@ struct Request {
     uint64_t connection = 0; // id of the connection, unique per server run
 };
 
+// One piece of a streamed request body (HeadVerdict::stream_body), in order. `last`: the body is
+// whole with these bytes. `failed`: the body will not be whole (the peer closed or was cut
+// part-way, or timed out: `error` says which); no more chunks come and no answer can be sent.
+struct BodyChunk {
+    std::string bytes;
+    bool last = false;
+    bool failed = false;
+    std::string error;
+};
+
 // The far end of one request's answer. Thread-safe: any thread may call it; the connection's loop
 // does the writing. A plain answer is `reply` (once). A stream is `start` (its head, sent with no
 // Content-Length), then `write` any number of times, then `end`; the connection closes after it.
@@ -65,12 +75,24 @@ public:
     virtual void on_close(std::function<void()> fn) = 0;
     // Bytes queued on a stream and not yet sent.
     virtual size_t pending_bytes() const = 0;
+    // A streamed body (HeadVerdict::stream_body): asks for its next chunk (at most
+    // body_chunk_bytes_max, server/loop.h). `fn` runs once, on the loop thread, with the bytes
+    // that came next (those already read first), or with `failed`; at once on the caller's
+    // thread if the connection is already gone. Any thread. Backpressure: the connection reads
+    // no body byte while no read_body is outstanding, so the handler holds at most one chunk.
+    // After `last` or `failed`, or for a body not streamed, `fn` gets `failed` at once. The
+    // handler may reply before the body is whole; the connection then closes after the answer.
+    virtual void read_body(std::function<void(BodyChunk)> fn) = 0;
 };
 
 // What the handler says of a head before any body byte is read.
 struct HeadVerdict {
     std::optional<http::Response> refuse;  // answered at once; the body is not read, it closes
     uint64_t body_bytes_max = 64ull << 20; // the body bound for this route (413 past it)
+    // The body is not read into Request::body: handle() gets the request at once (body empty,
+    // its length in head.content_length) and pulls the body through Exchange::read_body.
+    // Ignored when the request has no body.
+    bool stream_body = false;
 };
 
 class Handler {

@@ -15,7 +15,8 @@
 //                         handed-off connection (at most connections_max), one per on_close after close.
 //   read buffer           read_buffer_bytes_max per connection (a head, plus read-ahead of
 //                         pipelined bytes; reading stops when it is full).
-//   request body          HeadVerdict::body_bytes_max, judged before the first body byte.
+//   request body          HeadVerdict::body_bytes_max, judged before the first body byte;
+//                         a streamed one (stream_body) body_chunk_bytes_max at a time.
 //   answer                one at a time per connection (pipelined heads wait unparsed).
 //   stream                ServerOptions::stream_buffer_max unsent (+ one write that began it).
 //   connections           ServerOptions::connections_max, plus refusals_in_flight_max being
@@ -53,6 +54,9 @@ inline constexpr size_t read_buffer_bytes_max = http::head_bytes_max + 16 * 1024
 // One recv straight into a request body: large enough for throughput, small enough that a body
 // announced big but sent slowly does not reserve its whole size up front.
 inline constexpr size_t body_recv_bytes_max = 256 * 1024;
+// One chunk of a streamed body (Exchange::read_body): one recv's worth, held by the handler
+// while it writes it somewhere; the connection reads no more until it asks again.
+inline constexpr size_t body_chunk_bytes_max = body_recv_bytes_max;
 // After an answer that closes, the write side is shut and the peer's leftover bytes are read and
 // dropped (so the close is a FIN, not an RST that would destroy the answer in flight) for at most
 // this long and this many bytes.

@@ -13,17 +13,23 @@
 // nothing here, and SHA-256 over a 69 MB image cost 150-250 ms on each side of a move where
 // XXH3-128 costs a few (engine records are checked with XXH3 already).
 //
-// PUT: the body (read whole by the connection, up to --max-image) checked against its digest,
-// written to `<t>.fenec.incoming` and fsynced once, verified as the engine replays it from the
-// body in memory (never read back from disk), checked against the headers sent with it, renamed
-// into place under Registry::OutOfService, so the tenant is absent (404) until then, and left
-// open: the database the verification built is the one served (Registry's install_open).
+// PUT: the body (up to --max-image) arrives chunk by chunk (HeadVerdict::stream_body,
+// server/body_reader.h) and is hashed on the way. One up to image_in_memory_bytes_max is gathered
+// in memory, written to `<t>.fenec.incoming` and fsynced once while the engine verifies it as it
+// replays it from memory (never read back), and the tenant is left open: the database the
+// verification built is the one served (Registry's install_open), so the first query is warm. A
+// larger one is streamed straight to `<t>.fenec.incoming` (one chunk in memory at a time),
+// fsynced, and verified as the engine opens any file; its first query opens it. Either way it is
+// checked against the headers sent with it and renamed into place under Registry::OutOfService,
+// so the tenant is absent (404) until then.
 // Any failure answers 400 naming the offset or the header and installs nothing.
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
+#include "server/body_reader.h"
 #include "server/node/admin.h"
 
 namespace fenec::node {
@@ -115,16 +121,106 @@ http::Response exists(Node& node, const Call& call) {
     return node.refusal(409, "tenant " + call.tenant + " has a file here: delete it first");
 }
 
+// An image up to this size is gathered in memory and installed open (the first query warm);
+// a larger one goes to disk a chunk at a time so a node never holds a whole big image, and pays
+// one read of the file and a cold first query instead. 1 GiB: a 100,000 x 128-dim tenant with its
+// graph is ~70 MB, and a node whose tenants are this large has memory for one being moved in.
+constexpr uint64_t image_in_memory_bytes_max = uint64_t{1} << 30;
+
+// The bound above; a test-hook build reads FENEC_TEST_IMAGE_IN_MEMORY_BYTES from the environment
+// so a test can send a small image down the on-disk path.
+uint64_t image_in_memory_max() {
+#ifdef FENEC_TEST_HOOKS
+    if (const char* v = std::getenv("FENEC_TEST_IMAGE_IN_MEMORY_BYTES")) {
+        if (auto n = parse_decimal(v)) return *n;
+    }
+#endif
+    return image_in_memory_bytes_max;
+}
+
+// Passes the body to `take` as it arrives (HeadVerdict::stream_body: one chunk in memory at a
+// time, pulled on this worker), hashing it on the way; a refusal if the body did not come whole,
+// `take` failed, or it does not match Fenec-Image-Digest.
+std::optional<http::Response> receive_body(
+    Node& node, Call& call, const Expected& expected,
+    const std::function<engine::Status(std::string_view)>& take) {
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(),
+                                                                 &XXH3_freeState);
+    XXH3_128bits_reset(hash.get());
+    auto step = [&](std::string_view bytes) {
+        XXH3_128bits_update(hash.get(), bytes.data(), bytes.size());
+        return take(bytes);
+    };
+    engine::Status st = engine::Status::ok();
+    if (!call.request.body.empty()) {  // read whole by the connection (not streamed)
+        st = step(call.request.body);
+    } else {
+        server::BodyReader reader(call.exchange);
+        while (st.is_ok() && !reader.over()) {
+            server::BodyChunk chunk = reader.next();
+            if (chunk.failed) {
+                return node.refusal(400, "the image was not received whole: " + chunk.error);
+            }
+            st = step(chunk.bytes);
+        }
+    }
+    if (!st.is_ok()) return node.refusal(500, "the image could not be written: " + st.to_string());
+    if (!expected.digest) return std::nullopt;
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hash.get()));
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string got;
+    for (unsigned char b : c.digest) {
+        got += digits[b >> 4];
+        got += digits[b & 15];
+    }
+    if (got == *expected.digest) return std::nullopt;
+    return node.refusal(400, "Fenec-Image-Digest does not match: the body's XXH3-128 is " + got);
+}
+
 // Installs the body under the tenant taken out of service; the answer is made while it is out
 // and sent once it is back, so a request after the answer finds it in service.
 http::Response install(Node& node, Call& call, const Expected& expected) {
-    const std::string& body = call.request.body;
     Registry::TakenOut taken = node.registry().take_out(call.tenant, 0, {});
     if (!taken.out) return node.refusal(409, taken.message);
     if (taken.out->file_exists()) return exists(node, call);
 
     const std::string incoming = node.registry().path_of(call.tenant) + ".incoming";
     engine::Fs& fs = engine::posix_fs();
+    const uint64_t length = call.request.body.empty()
+                                ? call.request.head.content_length.value_or(0)
+                                : call.request.body.size();
+    const bool in_memory = length <= image_in_memory_max();
+    std::vector<std::byte> body;
+    {
+        std::optional<http::Response> refused;
+        if (in_memory) {
+            body.reserve(length);
+            refused = receive_body(node, call, expected, [&](std::string_view bytes) {
+                const auto* b = reinterpret_cast<const std::byte*>(bytes.data());
+                body.insert(body.end(), b, b + bytes.size());
+                return engine::Status::ok();
+            });
+        } else {
+            auto f = fs.open(incoming, engine::OpenMode::create_truncate);
+            if (!f.is_ok()) {
+                return node.refusal(500, "the image could not be written: " + f.status().to_string());
+            }
+            engine::File& file = **f;
+            refused = receive_body(node, call, expected, [&](std::string_view bytes) {
+                return file.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+            });
+            if (!refused) {
+                if (engine::Status st = file.sync(); !st.is_ok()) {
+                    refused = node.refusal(500, "the image could not be written: " + st.to_string());
+                }
+            }
+        }
+        if (refused) {
+            fs.remove(incoming).ignore();
+            return std::move(*refused);
+        }
+    }
     auto check = [&](const engine::ImageInfo& info) {
         if (expected.seq && *expected.seq != info.seq.v) {
             return engine::Status::error(engine::Code::invalid_argument,
@@ -139,10 +235,13 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
         return engine::Status::ok();
     };
     engine::ImageInfo info;
-    // Written, fsynced once, verified while replayed from the body in memory, renamed, and left
-    // open: the first query finds the tenant's indexes built and its graphs loaded.
-    engine::Status st = taken.out->install_open(std::as_bytes(std::span(body)), incoming,
-                                                engine::InstallMode::create_only, check, info);
+    // In memory: written, fsynced once, verified while replayed from the body, renamed, and left
+    // open, so the first query finds the tenant's indexes built and its graphs loaded. On disk:
+    // verified as any file is opened, renamed; the first query opens it.
+    engine::Status st =
+        in_memory ? taken.out->install_open(body, incoming, engine::InstallMode::create_only,
+                                            check, info)
+                  : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
     if (st.code() == engine::Code::corruption) {
         const uint64_t offset = st.detail().offset;
         return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
@@ -215,19 +314,9 @@ void put_image(Node& node, Call& call) {
     }
     if (node.registry().file_exists(call.tenant))
         return answer_audited(node, call, exists(node, call));
-    const std::string& body = call.request.body;
-    if (body.empty())
+    // The body is streamed (Node::check_head): its bytes reach the file in install().
+    if (call.request.body.empty() && call.request.head.content_length.value_or(0) == 0)
         return answer_audited(node, call, node.refusal(400, "the body holds no image"));
-    if (expected.digest) {
-        const std::string got = image_digest_hex(body.data(), body.size());
-        if (got != *expected.digest) {
-            return answer_audited(node, call,
-                                  node.refusal(400,
-                                               "Fenec-Image-Digest does not match: "
-                                               "the body's XXH3-128 is " +
-                                                   got));
-        }
-    }
     answer_audited(node, call, install(node, call, expected));
 }
 

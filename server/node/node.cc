@@ -373,7 +373,10 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
     // no unauthenticated client can make the node read gigabytes before its 401.
     const std::string image_tenant = image_put_tenant(h);
     const bool image = !image_tenant.empty() && admin_credential(h);
-    if (image) v.body_bytes_max = options_.max_image_mib << 20;
+    if (image) {
+        v.body_bytes_max = options_.max_image_mib << 20;
+        v.stream_body = true;  // to the file as it comes (image.cc), never whole in memory
+    }
     if (body_route(h)) {
         if (!h.content_length && (h.path.starts_with("/t/") || image)) {
             return refuse(411, "a " + std::string(h.method_text) + " to " + h.path +

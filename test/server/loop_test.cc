@@ -7,7 +7,10 @@
 // closing silently; 408 for half a head; a stream's bytes; write()==false for a stream whose
 // client does not read, and cut after send_timeout_ms; a half-closed client still answered;
 // 503 over connections_max; on_close when a streaming client leaves;
-// a prompt shutdown with connections open; Loop::post from other threads; the pool's bound.
+// a prompt shutdown with connections open; Loop::post from other threads; the pool's bound;
+// pipelined requests answered inline in order; streamed bodies (HeadVerdict::stream_body): in
+// order in bounded chunks, reading stopped while the handler holds one, a client leaving or
+// silent part-way reported to the handler, an early answer closing, read_body refused otherwise.
 #include "server/loop.h"
 
 #include <arpa/inet.h>
@@ -172,6 +175,7 @@ class EchoHandler : public Handler {
     HeadVerdict check_head(const Request& request) override {
         HeadVerdict v;
         v.body_bytes_max = body_bytes_max.load();
+        v.stream_body = !stream_prefix.empty() && request.head.path.rfind(stream_prefix, 0) == 0;
         if (request.head.path == "/refuse") {
             http::Response r;
             r.status = 403;
@@ -182,7 +186,8 @@ class EchoHandler : public Handler {
     }
     void handle(Request request, std::shared_ptr<Exchange> exchange) override {
         if (request.head.path.rfind("/stream", 0) == 0 ||
-            request.head.path.rfind("/hold", 0) == 0) {
+            request.head.path.rfind("/hold", 0) == 0 ||
+            (!stream_prefix.empty() && request.head.path.rfind(stream_prefix, 0) == 0)) {
             on_special(std::move(request), std::move(exchange));
             return;
         }
@@ -205,6 +210,7 @@ class EchoHandler : public Handler {
     }
 
     std::atomic<uint64_t> body_bytes_max{1 << 20};
+    std::string stream_prefix;  // paths whose body is streamed (set before start)
     std::function<void(Request, std::shared_ptr<Exchange>)> on_special =
         [](Request, std::shared_ptr<Exchange>) {};
     WorkerPool pool{2, 1024};
@@ -345,6 +351,200 @@ TEST_F(ServerTest, ReadAheadLandsInTheNextBody) {
     r = c.read_reply();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->body, "POST /p hello");
+}
+
+// Many pipelined requests answered synchronously inside handle(): in order, and the next head is
+// parsed by the connection's loop, not by a deeper call per answer.
+TEST_F(ServerTest, PipelinedRequestsAnsweredInlineInOrder) {
+    handler.on_special = [](Request request, std::shared_ptr<Exchange> ex) {
+        http::Response r;
+        r.body = request.head.path;
+        ex->reply(std::move(r));
+    };
+    start();
+    Client c(port());
+    std::string all;
+    constexpr int n = 1500;  // ~25 bytes each: the read buffer is full of heads
+    for (int i = 0; i < n; ++i) all += "GET /hold/" + std::to_string(i) + " HTTP/1.1\r\n\r\n";
+    std::thread sender([&] { c.send_all(all); });
+    for (int i = 0; i < n; ++i) {
+        auto r = c.read_reply();
+        ASSERT_TRUE(r) << i;
+        ASSERT_EQ(r->body, "/hold/" + std::to_string(i));
+    }
+    sender.join();
+}
+
+// What a handler consuming a streamed body (HeadVerdict::stream_body) saw.
+struct Sink {
+    std::mutex m;
+    std::string got;
+    size_t chunks = 0;
+    size_t chunk_max = 0;
+    bool last = false;
+    bool failed = false;
+    std::string error;
+    bool hold = false;  // stop asking after the first chunk
+};
+
+// Pulls `ex`'s body chunk by chunk, each taken on a worker (as a file would be written there);
+// answers "<bytes>" once it is whole.
+void pump(std::shared_ptr<Exchange> ex, std::shared_ptr<Sink> sink, WorkerPool& pool) {
+    ex->read_body([ex, sink, &pool](BodyChunk chunk) {
+        auto c = std::make_shared<BodyChunk>(std::move(chunk));
+        pool.submit([ex, sink, c, &pool] {
+            bool more = false;
+            {
+                std::lock_guard lock(sink->m);
+                sink->got += c->bytes;
+                sink->chunks++;
+                sink->chunk_max = std::max(sink->chunk_max, c->bytes.size());
+                sink->last = c->last;
+                sink->failed = c->failed;
+                sink->error = c->error;
+                more = !c->last && !c->failed && !sink->hold;
+            }
+            std::this_thread::sleep_for(100us);  // a slow disk
+            if (c->last) {
+                http::Response r;
+                r.body = std::to_string(sink->got.size());
+                ex->reply(std::move(r));
+            }
+            if (more) pump(ex, sink, pool);
+        });
+    });
+}
+
+class StreamBodyTest : public ServerTest {
+  protected:
+    void SetUp() override {
+        handler.stream_prefix = "/sink";
+        handler.body_bytes_max = 1ull << 30;
+        handler.on_special = [this](Request request, std::shared_ptr<Exchange> ex) {
+            if (request.head.path == "/sink/early") {  // answers without reading the body
+                http::Response r;
+                r.status = 400;
+                r.body = "no";
+                ex->reply(std::move(r));
+                return;
+            }
+            pump(std::move(ex), sink, handler.pool);
+        };
+    }
+    std::shared_ptr<Sink> sink = std::make_shared<Sink>();
+};
+
+std::string pattern(size_t n) {
+    std::string s(n, '\0');
+    for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
+    return s;
+}
+
+TEST_F(StreamBodyTest, ABodyLargerThanTheReadBufferArrivesInOrderInBoundedChunks) {
+    start();
+    Client c(port());
+    const std::string body = pattern(3 * 1024 * 1024 + 17);
+    // The next request pipelined behind the body: served after the streamed one, in order.
+    std::string all = "PUT /sink HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n\r\n" + body + get("/after");
+    std::thread sender([&] { c.send_all(all); });
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::to_string(body.size()));
+    EXPECT_FALSE(r->close);
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "GET /after ");
+    sender.join();
+    std::lock_guard lock(sink->m);
+    EXPECT_TRUE(sink->got == body) << sink->got.size();
+    EXPECT_TRUE(sink->last);
+    EXPECT_GT(sink->chunks, body.size() / body_chunk_bytes_max);
+    EXPECT_LE(sink->chunk_max, body_chunk_bytes_max);
+}
+
+// A handler that holds its chunk: the connection reads nothing more, so the client's sends stall
+// far short of the body, and the server holds no more than a chunk and its read buffer.
+TEST_F(StreamBodyTest, TheConnectionStopsReadingWhileTheHandlerHoldsAChunk) {
+    sink->hold = true;
+    start();
+    Client c(port());
+    const size_t length = 256u << 20;
+    c.send_all("PUT /sink HTTP/1.1\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n");
+    const std::string block(64 * 1024, 'x');
+    size_t sent = 0;
+    auto quiet_since = Clock::now();
+    while (Clock::now() - quiet_since < 300ms && sent < length) {
+        ssize_t n = ::send(c.fd(), block.data(), block.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += static_cast<size_t>(n);
+            quiet_since = Clock::now();
+        } else {
+            std::this_thread::sleep_for(1ms);
+        }
+    }
+    EXPECT_LT(sent, 64u << 20);  // the kernel's socket buffers, not the body
+    std::lock_guard lock(sink->m);
+    EXPECT_EQ(sink->chunks, 1u);
+    EXPECT_LE(sink->got.size(), body_chunk_bytes_max);
+}
+
+TEST_F(StreamBodyTest, AClientStoppingMidBodyIsReportedToTheHandler) {
+    start();
+    {
+        Client c(port());
+        c.send_all("PUT /sink HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n");
+        c.send_all(pattern(300'000));
+    }
+    EXPECT_TRUE(eventually([&] {
+        std::lock_guard lock(sink->m);
+        return sink->failed;
+    }));
+    std::lock_guard lock(sink->m);
+    EXPECT_FALSE(sink->last);
+    EXPECT_EQ(sink->got, pattern(300'000));
+    EXPECT_NE(sink->error.find("closed"), std::string::npos) << sink->error;
+}
+
+TEST_F(StreamBodyTest, SilenceMidBodyIs408AndTheHandlerIsTold) {
+    ServerOptions o;
+    o.idle_timeout_ms = 200;
+    start(o);
+    Client c(port());
+    c.send_all("PUT /sink HTTP/1.1\r\nContent-Length: 1000\r\n\r\n" + pattern(10));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    EXPECT_TRUE(eventually([&] {
+        std::lock_guard lock(sink->m);
+        return sink->failed;
+    }));
+}
+
+TEST_F(StreamBodyTest, AnAnswerBeforeTheBodyIsWholeCloses) {
+    start();
+    Client c(port());
+    c.send_all("PUT /sink/early HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + pattern(1000));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_TRUE(r->close);
+    EXPECT_TRUE(c.sees_eof());
+}
+
+TEST_F(StreamBodyTest, ABodyNotStreamedRefusesReadBody) {
+    std::atomic<bool> failed{false};
+    handler.on_special = [&](Request, std::shared_ptr<Exchange> ex) {
+        ex->read_body([&failed](BodyChunk c) { failed = c.failed; });
+        http::Response r;
+        ex->reply(std::move(r));
+    };
+    start();
+    Client c(port());
+    c.send_all("POST /hold HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi");
+    ASSERT_TRUE(c.read_reply());
+    EXPECT_TRUE(failed);
 }
 
 TEST_F(ServerTest, KeepAliveReusesTheConnection) {
