@@ -14,7 +14,7 @@
 #include "server/auth.h"
 #include "server/workers.h"
 #include "shard/move.h"
-#include "shard/timers.h"
+#include "server/timers.h"
 
 namespace fenec::shard {
 
@@ -100,7 +100,7 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
     std::random_device rd;
     id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     delay_ = std::make_unique<auth::RefusalDelay>(static_cast<int64_t>(options_.auth_delay_ms));
-    timers_ = std::make_unique<Timers>();
+    timers_ = std::make_unique<server::Timers>();
     init_metrics();
 }
 

@@ -29,6 +29,7 @@ class LineLog;
 }
 namespace fenec::server {
 class WorkerPool;
+class Timers;
 }
 namespace fenec::auth {
 class RefusalDelay;
@@ -36,7 +37,6 @@ class RefusalDelay;
 
 namespace fenec::shard {
 
-class Timers;
 class Fanout;
 struct QueryRequest;
 
@@ -140,7 +140,7 @@ class Router final : public server::Handler {
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<auth::RefusalDelay> delay_;
-    std::unique_ptr<Timers> timers_;
+    std::unique_ptr<server::Timers> timers_;
     obs::Registry registry_;
     UpstreamOptions upstream_options_;  // metric families filled by init_metrics
     Metrics metrics_;

@@ -18,7 +18,7 @@
 #include "server/node/options.h"
 #include "server/node/registry.h"
 #include "server/node/statement_cache.h"
-#include "server/node/timers.h"
+#include "server/timers.h"
 #include "server/workers.h"
 
 namespace fenec::node {
@@ -96,7 +96,7 @@ public:
                 std::function<void(const std::shared_ptr<Call>&)> fn);
     // Work that answers no call directly (a parked request's retry); false when the pool is full.
     bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
-    Timers& timers() { return timers_; }
+    server::Timers& timers() { return timers_; }
     StatementCache& statements() { return statements_; }
     // A parked request (parked.h): a drain answers it at once (§1.3).
     void track(const std::shared_ptr<Parked>& p);
@@ -165,7 +165,7 @@ private:
     static constexpr size_t routes_max = 11;
     std::array<std::array<std::atomic<obs::Counter*>, 500>, routes_max> answered_{};
     std::array<std::atomic<obs::Histogram*>, routes_max> durations_{};
-    Timers timers_;
+    server::Timers timers_;
     StatementCache statements_;
     std::atomic<int64_t> in_flight_{0};
     std::mutex parked_mu_;

@@ -1,5 +1,6 @@
-// server/node/timers.h: one thread that runs callbacks at their time: a 401's delay (§3.3), a
-// held request's deadline, a parked request's poll. Callbacks must be short (hand work to the
+// server/timers.h: one thread that runs callbacks at their time, for the node (a 401's delay,
+// node-http.md §3.3, a held request's deadline, a parked request's poll) and the router (its
+// refusal delay, router.md §3). Callbacks must be short (hand work to the
 // pool); at most timers_max wait at once. `after` refuses (false) past that bound or once stopped,
 // and never runs the callback itself: the caller decides what a refusal means.
 #pragma once
@@ -12,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-namespace fenec::node {
+namespace fenec::server {
 
 class Timers {
 public:
@@ -40,7 +41,7 @@ public:
         }
         cv_.notify_one();
         thread_.join();
-        queue_.clear();  // the node answers what waits before it stops the timers
+        queue_.clear();  // what waits at stop() is dropped: the owner answers it first
     }
 
 private:
@@ -71,4 +72,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace fenec::node
+}  // namespace fenec::server
