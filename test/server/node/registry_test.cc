@@ -46,7 +46,9 @@ TEST(RegistryTakeOut, InUsePastTheBoundLeavesTheTenantServed) {
     ASSERT_TRUE(held.tenant);
     int asked = 0;
     const auto start = std::chrono::steady_clock::now();
-    Registry::TakenOut t = r.take_out("acme", 300, [&](Tenant& tenant) {
+    // The bound is a few of take_out's 250 ms re-asks wide, so a loaded machine's late wake-up
+    // cannot leave it asked only once.
+    Registry::TakenOut t = r.take_out("acme", 800, [&](Tenant& tenant) {
         ++asked;
         EXPECT_TRUE(tenant.leaving);
     });
@@ -56,7 +58,7 @@ TEST(RegistryTakeOut, InUsePastTheBoundLeavesTheTenantServed) {
     EXPECT_FALSE(t.out);
     EXPECT_EQ(t.error, TakeOutError::in_use);
     EXPECT_NE(t.message.find("still in use"), std::string::npos) << t.message;
-    EXPECT_GE(ms, 300);
+    EXPECT_GE(ms, 800);
     EXPECT_GE(asked, 2);  // asked again while it waited
     EXPECT_FALSE(held.tenant->leaving);
     Acquired again = r.acquire("acme");
