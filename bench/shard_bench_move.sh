@@ -172,7 +172,8 @@ done
 # from the tenant's file, which is in the page cache), the least any install can wait for; the
 # move reads as a ratio to it on a disk slower or busier than the one the goal was set on.
 floor_ms=()
-holder=$(ls "$tmp"/n1/bench.fenec "$tmp"/n2/bench.fenec 2>/dev/null | head -n 1)
+holder=""
+for f in "$tmp"/n1/bench.fenec "$tmp"/n2/bench.fenec; do [[ -s "$f" ]] && holder=$f; done
 for ((r = 1; r <= 3; r++)); do
     start=$(date +%s%N)
     dd if="$holder" of="$tmp/floor.bin" bs=1M conv=fsync status=none
