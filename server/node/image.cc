@@ -23,8 +23,8 @@
 // only is left by then -- while the engine verifies it as it replays it from memory (never read
 // back), and the tenant is left open: the database the verification built is the one served
 // (Registry's install_open), so the first query is warm. The answer's Server-Timing header says
-// where the time went (receive, install), which a move reports. An image is any whole file, a built one or
-// a file image; a tear in it is corruption, never cut. A
+// where the time went (receive, install), which a move reports. An image is any whole file, a
+// built one or a file image; a tear in it is corruption, never cut. A
 // larger one is streamed straight to `<t>.fenec.incoming` (one chunk in memory at a time),
 // fsynced, and verified as the engine opens any file; its first query opens it. Either way it is
 // checked against the headers sent with it and renamed into place under Registry::OutOfService,

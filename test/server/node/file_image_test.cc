@@ -1,5 +1,6 @@
 // test/server/node/file_image_test.cc: a frozen tenant's file sent as its image and the install
-// that writes a body as it arrives (node-http.md §8.3; engine/file_image.cc, server/node/image.cc),
+// that writes a body as it arrives (node-http.md §8.3; engine/file_image.cc,
+// server/node/image.cc),
 // against the real binary: the GET of a frozen tenant is its file on disk byte for byte (nothing
 // built), its digest the file's XXH3-128; that file installs on another node, open and answering
 // as the source does, and reopens whole after a restart; an install whose body is cut half-way
@@ -89,7 +90,8 @@ void frozen_acme(Node& n) {
     for (int i = 0; i < 40; ++i) {
         const std::string v = "[" + std::to_string(i % 7 + 1) + "," + std::to_string(i % 5) + "," +
                               std::to_string(i % 3) + "]";
-        auto p = n.query("put docs {title: \\\"d" + std::to_string(i) + pad + "\\\", v: " + v + "}");
+        auto p = n.query("put docs {title: \\\"d" + std::to_string(i) + pad + "\\\", v: " + v +
+                         "}");
         ASSERT_EQ(p.status, 200) << p.body;
     }
     ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
@@ -109,9 +111,10 @@ TEST(FileImage, AFrozenTenantsImageIsItsFileAndInstallsOpenAndWhole) {
     EXPECT_EQ(n.admin("GET", "/_admin/tenants/acme/file").body, img.body) << "nothing more written";
 
     Node n2;
+    const std::string lineage = img.header("Fenec-Lineage").value_or("");
     auto put = n2.put_image(img.body, {{"Fenec-Image-Digest", xxh128_hex(img.body)},
                                        {"Fenec-Seq", img.header("Fenec-Seq").value_or("")},
-                                       {"Fenec-Lineage", img.header("Fenec-Lineage").value_or("")}});
+                                       {"Fenec-Lineage", lineage}});
     ASSERT_EQ(put.status, 201) << put.body;
     const std::string timing = put.header("Server-Timing").value_or("");
     EXPECT_NE(timing.find("receive;dur="), std::string::npos) << timing;
