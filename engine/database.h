@@ -148,6 +148,14 @@ struct Image {
     std::shared_ptr<const std::vector<std::byte>> bytes;  // a whole file, header included
 };
 
+// A frozen primary's file as it stands, taken as its image (Database::file_image): the first
+// `info.bytes` bytes of `file`, read at will; the file is append-only and nothing is appended
+// below that length, so they stay what they were whatever happens to the database meanwhile.
+struct FileImage {
+    ImageInfo info;
+    std::shared_ptr<File> file;
+};
+
 class Database {
 public:
     ~Database();
@@ -172,11 +180,15 @@ public:
     // database comes back open on `target` with `options` (its indexes built, its graphs loaded
     // from their records), as open() would leave it, without reading the file back. On any
     // failure `incoming` is removed and `target` left untouched; a damaged image is
-    // `corruption` naming the offset.
+    // `corruption` naming the offset. `written`, when given, is `incoming` already opened,
+    // locked and holding `image` whole (the caller wrote it as it arrived, its write-back
+    // started): only its fsync is left, and it runs beside the replay.
+    // An image here is any whole file, as file_image() sends one: a tear is `corruption` too.
     static Result<std::unique_ptr<Database>> install_open(
         std::span<const std::byte> image, std::string_view incoming, std::string_view target,
         InstallMode mode, const OpenOptions& options,
-        const std::function<Status(const ImageInfo&)>& check, ImageInfo& info);
+        const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
+        std::unique_ptr<File> written = nullptr);
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
@@ -190,6 +202,12 @@ public:
     Status checkpoint();
     Status compact();
     Result<Image> image();
+    // The file itself as the image, where it may stand for one (engine/file_image.cc): the
+    // database frozen, a primary's, not latched, its graph records current (written now if
+    // not, once) and at most file_image_dead_share of it dead. Nothing is built: the caller
+    // reads the bytes from the file. nullopt where the file may not stand for its image (take
+    // image() then).
+    Result<std::optional<FileImage>> file_image();
     Status append_graph(CollectionId collection, uint16_t slot);
     // Appends a graph record for every @hnsw field whose tenant has written since that field's
     // last graph record (the background checkpoint of engine.md §6.3; the Flusher calls it).
@@ -296,6 +314,10 @@ private:
     std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
     // Per @hnsw field (collection, slot), the seq its last graph record describes.
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_seq_;
+    // Per @hnsw field, the framed bytes of its last graph record in the file; the records it
+    // superseded are dead space (graph_dead_bytes_) until a rewrite, which file_image weighs.
+    std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_framed_;
+    uint64_t graph_dead_bytes_ = 0;
     uint64_t quota_checks_ = 0;
 
     // Durability and the latch.

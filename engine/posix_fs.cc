@@ -96,6 +96,15 @@ public:
         return Status::ok();
     }
 
+    Status write_behind(uint64_t offset, uint64_t n) override {
+        if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n),
+                              SYNC_FILE_RANGE_WRITE) != 0 &&
+            errno != EINTR) {
+            return io_error("sync_file_range", path_, errno);
+        }
+        return Status::ok();
+    }
+
     Status truncate(uint64_t size) override {
         while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
             if (errno != EINTR) return io_error("ftruncate", path_, errno);

@@ -18,6 +18,10 @@ namespace fenec::engine {
 namespace fb = fenec::format;
 
 struct ReplayState {
+    // verify_image: an image as a PUT brings it (install_open, verify_image): any whole file,
+    // a pure image (starting with a checkpoint) or a file with records after one, with no tear:
+    // a fault anywhere is corruption, never a cut. Spills at the tail that no landing names
+    // are dead space and are cut as open cuts them.
     enum class Mode { open, verify_image };
 
     ReplayState(Database& d, const std::byte* b, uint64_t n, Mode m)
@@ -244,10 +248,6 @@ Status ReplayState::run() {
         return corrupt(pos, "image cut short at " + std::to_string(size) + " of " +
                                 std::to_string(image_end) + " bytes");
     }
-    if (mode == Mode::verify_image) {
-        if (image_end == 0) return corrupt(format::kHeaderBytes, "an image starts with a checkpoint");
-        if (size > image_end) return corrupt(image_end, "bytes after the image");
-    }
     if (!have_history) return corrupt(format::kHeaderBytes, "the file holds no history record");
     // Spills at the tail that no landing names are cut with the tear (engine.md §6.2).
     if (trailing_spill && !cut_at) cut_at = trailing_spill;
@@ -346,6 +346,9 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
             const auto* g = root<fb::Graph>(body);
             graphs[{g->collection(), g->slot()}] =
                 GraphRecord{CollectionId{g->collection()}, g->slot(), p, body};
+            uint64_t& last = db.graph_framed_[{g->collection(), g->slot()}];
+            db.graph_dead_bytes_ += last;  // the record this one supersedes
+            last = framed;
             return Status::ok();
         }
         case K::block: {
@@ -673,7 +676,8 @@ Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
 Result<std::unique_ptr<Database>> Database::install_open(
     std::span<const std::byte> image, std::string_view incoming, std::string_view target,
     InstallMode mode, const OpenOptions& options,
-    const std::function<Status(const ImageInfo&)>& check, ImageInfo& info) {
+    const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
+    std::unique_ptr<File> written) {
     std::unique_ptr<Database> db(new Database(std::string(target), options));
     Fs& fs = *db->fs_;
     auto fail = [&](Status st) -> Status {
@@ -684,16 +688,22 @@ Result<std::unique_ptr<Database>> Database::install_open(
         fs.remove(incoming).ignore();
         return st;
     };
-    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
-                           fs.open(incoming, OpenMode::create_truncate));
-    if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
-    // The file is written and fsynced on a thread of its own while the image is verified and
-    // replayed from memory here: the disk's time and the CPU's overlap. Nothing else touches
-    // `file` until the thread is joined, and the rename waits for both.
-    Status written;
+    const bool pre_written = written != nullptr;
+    std::unique_ptr<File> file = std::move(written);
+    if (!pre_written) {
+        Result<std::unique_ptr<File>> opened = fs.open(incoming, OpenMode::create_truncate);
+        if (!opened.is_ok()) return opened.status();
+        file = std::move(*opened);
+        if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
+    }
+    // The file is written (unless the caller wrote it) and fsynced on a thread of its own while
+    // the image is verified and replayed from memory here: the disk's time and the CPU's
+    // overlap. Nothing else touches `file` until the thread is joined, and the rename waits for
+    // both, so the tenant is served only from a file that is durable.
+    Status wrote;
     std::thread writer([&] {
-        written = file->append(image);
-        if (written.is_ok()) written = file->sync();
+        if (!pre_written) wrote = file->append(image);
+        if (wrote.is_ok()) wrote = file->sync();
     });
     struct Join {
         std::thread& t;
@@ -721,7 +731,7 @@ Result<std::unique_ptr<Database>> Database::install_open(
     if (replayed.is_ok()) replayed = db->finish_replay(replay, image.size());
     writer.join();
     if (!replayed.is_ok()) return fail(replayed);  // a damaged image says so before a bad disk
-    if (!written.is_ok()) return fail(written);
+    if (!wrote.is_ok()) return fail(wrote);
     if (Status st = db->adopt_file(replay, std::move(file), image.size()); !st.is_ok()) {
         return fail(st);
     }

@@ -266,10 +266,15 @@ Status Database::rewrite(bool compact) {
     }
     file_bytes_ = image_size + (end - snap.file_end);
     dead_bytes_ = 0;
+    // An estimate from here: a graph appended while the side file was written came with the
+    // tail and supersedes the image's without being counted.
+    graph_dead_bytes_ = 0;
+    graph_framed_.clear();
     for (const Snapshot::Coll& sc : snap.collections) {
         for (const auto& [slot, graph] : sc.graphs) {
             uint64_t& at = graph_seq_[{sc.id.v, slot}];
             at = std::max(at, snap.seq.v);
+            graph_framed_[{sc.id.v, slot}] = format::framed_size(graph.size());
         }
     }
     // The image wrote null into dropped slots: a document still at the version imaged takes that
@@ -326,6 +331,9 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
     format::append_record(rec, format::Kind::graph, body);
     FENEC_RETURN_IF_ERROR(append_locked(rec));  // no seq, no quota, no follower
     graph_seq_[{collection.v, slot}] = seq().v;
+    uint64_t& last = graph_framed_[{collection.v, slot}];
+    graph_dead_bytes_ += last;  // the record this one supersedes
+    last = rec.size();
     return Status::ok();
 }
 

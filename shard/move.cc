@@ -206,6 +206,8 @@ struct Steps {
     using Clock = std::chrono::steady_clock;
     Clock::time_point at = Clock::now();
     double mark = 0, freeze = 0, image = 0, transfer = 0, verify = 0, flip = 0, remove = 0;
+    // The target's own account, from its answer: the body received and written, then installed.
+    double receive = 0, install = 0;
     // The ms since the last lap.
     double lap() {
         const Clock::time_point now = Clock::now();
@@ -448,7 +450,8 @@ Response Move::run(const server::Request& request) {
     for (const auto& [name, took] : {std::pair{"mark", steps_.mark}, {"freeze", steps_.freeze},
                                    {"image", steps_.image}, {"transfer", steps_.transfer},
                                    {"verify", steps_.verify}, {"flip", steps_.flip},
-                                   {"delete", steps_.remove}}) {
+                                   {"delete", steps_.remove}, {"target_receive", steps_.receive},
+                                   {"target_install", steps_.install}}) {
         w.key(name);
         w.float64(tenth(took));
     }
@@ -676,6 +679,15 @@ std::optional<Failure> Move::install(Conn& source, const http::ResponseHead& ima
     if (parser.parse(body).get(doc) || doc["seq"].get_uint64().get(seq) ||
         doc["lineage"].get_string().get(lineage)) {
         return Failure{502, "install", who(to_) + " answered the install without seq and lineage"};
+    }
+    // The target's own account, where it gives one: Server-Timing's receive and install.
+    const std::string timing = header_of(head, "Server-Timing");
+    for (auto [name, into] : {std::pair{"receive;dur=", &steps_.receive},
+                              std::pair{"install;dur=", &steps_.install}}) {
+        const size_t at = timing.find(name);
+        if (at != std::string::npos) {
+            *into = std::strtod(timing.c_str() + at + std::strlen(name), nullptr);
+        }
     }
     if (std::to_string(seq) != out.seq || lineage != out.lineage) {
         // Installed, but not the image sent: it goes, since nothing routes to it.

@@ -391,12 +391,14 @@ engine::Status Registry::OutOfService::install(
 
 engine::Status Registry::OutOfService::install_open(
     std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
-    const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info) {
+    const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info,
+    std::unique_ptr<engine::File> written) {
     Registry& r = registry_;
     auto tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     auto db = engine::Database::install_open(image, incoming, r.path_of(name_), mode,
-                                             r.open_options(name_, *tenant, *indexes), check, info);
+                                             r.open_options(name_, *tenant, *indexes), check, info,
+                                             std::move(written));
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));
