@@ -20,7 +20,8 @@ engine::Schema schema_of(size_t fields) {
 
 SelectList select_of(const std::vector<std::string>& names) {
     SelectList list;
-    for (const std::string& n : names) list.items.push_back(SelectItem{0, Column{n, {}}, std::nullopt});
+    for (const std::string& n : names)
+        list.items.push_back(SelectItem{0, Column{n, {}}, std::nullopt});
     return list;
 }
 
