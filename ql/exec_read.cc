@@ -262,6 +262,7 @@ namespace {
 
 std::vector<SelectItem> all_fields(const engine::Schema& schema) {
     std::vector<SelectItem> items;
+    items.reserve(schema.fields.size() + 1);
     items.push_back(SelectItem{0, Column{"_id", {}}, std::nullopt});
     for (const engine::FieldDesc& f : schema.fields) {
         if (!f.dropped) items.push_back(SelectItem{0, Column{f.name, {}}, std::nullopt});
@@ -277,12 +278,25 @@ const std::vector<SelectItem>& items_of(const std::optional<SelectList>& select,
     return storage;
 }
 
+// Up to this many columns, names are compared pairwise: no set to allocate for every answer (a
+// point read's answer is a few columns, and project() runs once per read).
+constexpr size_t unique_names_pairwise_max = 32;
+
 Failure unique_names(const std::vector<std::string>& names, uint32_t pos) {
+    const auto twice = [pos](const std::string& n) -> Failure {
+        return error_at(pos, "two columns of the answer are named `" + n + "` (use `as`)");
+    };
+    if (names.size() <= unique_names_pairwise_max) {
+        for (size_t i = 1; i < names.size(); ++i) {
+            for (size_t j = 0; j < i; ++j) {
+                if (names[i] == names[j]) return twice(names[i]);
+            }
+        }
+        return std::nullopt;
+    }
     std::set<std::string> seen;
     for (const std::string& n : names) {
-        if (!seen.insert(n).second) {
-            return error_at(pos, "two columns of the answer are named `" + n + "` (use `as`)");
-        }
+        if (!seen.insert(n).second) return twice(n);
     }
     return std::nullopt;
 }
@@ -294,7 +308,9 @@ QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& selec
     std::vector<SelectItem> storage;
     const std::vector<SelectItem>& items = items_of(select, schema, storage);
     std::vector<FieldRef> refs;
+    refs.reserve(items.size());
     auto names = std::make_shared<std::vector<std::string>>();
+    names->reserve(items.size());
     for (const SelectItem& item : items) {
         const Column* col = std::get_if<Column>(&item.what);
         if (!col) return error_at(item.pos, "an aggregate cannot stand here");

@@ -116,10 +116,8 @@ class Connection {
     // After the loop's thread is gone and its ring drained: closes without the ring.
     void abandon();
     void sweep(uint64_t now_ms);
-    // From the Exchange's task, on the loop thread.
-    // `now`: the reply was made on this loop's thread (Exchange::reply), so its sender waits for
-    // nothing else in this turn: it is tried at once with a non-blocking send(2).
-    void on_answer(http::Response response, bool now = false);
+    // From the Exchange's task, or its reply() on the loop thread.
+    void on_answer(http::Response response);
     void on_stream_start(http::Response head);
     void on_stream_bytes(std::string bytes);
     void on_stream_end();
@@ -156,7 +154,7 @@ class Connection {
     void hand_to_handler();
     void answer_and_close(http::Response response);
     void framing_error(int status, std::string_view message);
-    void flush(bool try_now = false);
+    void flush();
     void on_sent(size_t n);
     void on_drained();
     void begin_linger();

@@ -56,7 +56,7 @@ void ExchangeImpl::reply(http::Response response) {
         // On the connection's own loop (a handler answering in handle(), or the router on its
         // upstream's completion): handed over now, so it is sent in this turn, not after it.
         lock.unlock();
-        if (connection_ != nullptr) connection_->on_answer(std::move(response), true);
+        if (connection_ != nullptr) connection_->on_answer(std::move(response));
         return;
     }
     answer_ = std::move(response);

@@ -201,6 +201,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         return true;
     }
     http::Response r;
+    r.headers.reserve(3);  // Fenec-Seq, Fenec-History, and Node::answer's X-Request-Id
     if (query) {
         r.body = ql::to_json(o.answers.front());
     } else if (o.answers.front().table.rows.empty()) {
