@@ -53,6 +53,7 @@ class ForwardSink final : public UpstreamSink {
         http::Response r;
         r.status = answer.status;
         r.content_type = "";
+        r.headers.reserve(answer.headers.size() + 1);
         for (auto& [name, value] : answer.headers) {
             if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
         }
