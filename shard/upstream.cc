@@ -450,10 +450,13 @@ void Call::send_more() {
 
 void Call::recv_more() {
     if (phase_ != Phase::stream) arm_deadline();
-    // The answer to a request just sent comes within microseconds from a node nearby: polled
-    // for, it is taken without a sleeping thread woken (`make shard-bench`).
-    if (phase_ == Phase::head && in_.empty()) slot_.loop->poll_next_turn(up_.options().poll_us);
-    slot_.loop->recv(op_, fd_, buf_.get(), upstream_recv_bytes);
+    // Waiting for the head of an answer to a request just sent: nothing can be there yet, so
+    // the kernel is asked to wait for readiness rather than try a recv first that would only
+    // fail with EAGAIN. And with --upstream-poll-us the loop polls for it before it sleeps: from
+    // a node nearby it comes within microseconds, and is then taken without a thread woken.
+    const bool awaited = phase_ == Phase::head && in_.empty();
+    if (awaited) slot_.loop->poll_next_turn(up_.options().poll_us);
+    slot_.loop->recv(op_, fd_, buf_.get(), upstream_recv_bytes, awaited);
 }
 
 void Call::step(int32_t result) {
