@@ -173,8 +173,9 @@ int listen_and_serve(const char* port_file, const char* what, Serve serve) {
 }
 
 int echo(const char* port_file, size_t body_bytes) {
-    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                               std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
+    const std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
     return listen_and_serve(port_file, "echo",
                             [answer](int fd) { serve_echo_connection(fd, answer); });
 }
