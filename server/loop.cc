@@ -279,7 +279,8 @@ void Loop::turn() {
 // sleeping for up to `us` (busy_poll_us_, or poll_next_turn's): on a kept-alive connection the
 // next request then lands without the wake-up of a sleeping thread (the kernel's scheduler, not
 // the loop, was most of a small request's latency). Work the kernel flags (IORING_SQ_TASKRUN: a
-// recv's data came) is run by asking for events. Returns as soon as a completion, a posted task or stop() is there.
+// recv's data came) is run by asking for events. Returns as soon as a completion, a posted task
+// or stop() is there.
 void Loop::busy_poll(uint32_t us) {
     io_uring& ring = ring_->ring;
     io_uring_submit(&ring);
