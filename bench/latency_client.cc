@@ -6,6 +6,11 @@
 //       listens on 127.0.0.1:0, writes the port to <port-file>, and on each connection answers
 //       every request head (bytes up to a blank line) at once with a fixed
 //       `HTTP/1.1 200 OK` of <body bytes>: a loopback round trip with no work behind it.
+//   latency_client hop <port-file> <upstream port>
+//       listens on 127.0.0.1:0 and passes each request head, byte for byte, to 127.0.0.1:<upstream
+//       port> over a kept connection of its own (one per client connection, a blocking thread
+//       each), and the answer back whole by its Content-Length: one more loopback hop with no
+//       work behind it, the floor of what any proxy that sleeps between requests adds.
 //   latency_client measure <requests> <warmup> <path with %d> <ids> <name=port>...
 //       one kept TCP connection per target, each with TCP_NODELAY. Requests go round-robin over
 //       the targets (one to each in turn), so a change in the machine's load touches all alike;
@@ -80,7 +85,65 @@ void serve_echo_connection(int fd, std::string answer) {
     ::close(fd);
 }
 
-int echo(const char* port_file, size_t body_bytes) {
+// ---- hop ----
+
+size_t content_length(const std::string& head);
+
+// Reads from `fd` into `in` until it holds `\r\n\r\n`; its end (past the blank line), or 0.
+size_t read_head(int fd, std::string& in, char* buf, size_t buf_bytes) {
+    for (;;) {
+        const size_t end = in.find("\r\n\r\n");
+        if (end != std::string::npos) return end + 4;
+        if (in.size() > head_bytes_max) return 0;
+        const ssize_t r = ::recv(fd, buf, buf_bytes, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        in.append(buf, static_cast<size_t>(r));
+    }
+}
+
+void serve_hop_connection(int fd, int upstream_port) {
+    set_nodelay(fd);
+    const int up = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(upstream_port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (up < 0 || ::connect(up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        if (up >= 0) ::close(up);
+        return;
+    }
+    set_nodelay(up);
+    std::string in;
+    std::string answer;
+    std::vector<char> buf(64 * 1024);
+    for (;;) {
+        const size_t request_end = read_head(fd, in, buf.data(), buf.size());
+        if (request_end == 0 || !send_all(up, in.data(), request_end)) break;  // GETs: no body
+        in.erase(0, request_end);
+        const size_t head_end = read_head(up, answer, buf.data(), buf.size());
+        if (head_end == 0) break;
+        const size_t need = head_end + content_length(answer.substr(0, head_end - 2));
+        while (answer.size() < need) {
+            const ssize_t r = ::recv(up, buf.data(), buf.size(), 0);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            answer.append(buf.data(), static_cast<size_t>(r));
+        }
+        if (answer.size() < need || !send_all(fd, answer.data(), need)) break;
+        answer.erase(0, need);
+    }
+    ::close(up);
+    ::close(fd);
+}
+
+// ---- listening (echo, hop) ----
+
+// Listens on 127.0.0.1:0, writes the port to `port_file`, and serves each connection on a
+// thread of its own with `serve(fd)`.
+template <class Serve>
+int listen_and_serve(const char* port_file, const char* what, Serve serve) {
     const int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -88,7 +151,7 @@ int echo(const char* port_file, size_t body_bytes) {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(ls, 16) != 0) {
-        std::perror("echo: bind");
+        std::fprintf(stderr, "%s: bind: %s\n", what, std::strerror(errno));
         return 1;
     }
     socklen_t len = sizeof a;
@@ -99,16 +162,27 @@ int echo(const char* port_file, size_t body_bytes) {
     std::fprintf(f, "%u\n", ntohs(a.sin_port));
     std::fclose(f);
     std::rename(tmp.c_str(), port_file);
-    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                               std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
     for (;;) {
         const int fd = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR) continue;
             return 1;
         }
-        std::thread(serve_echo_connection, fd, answer).detach();
+        std::thread(serve, fd).detach();
     }
+}
+
+int echo(const char* port_file, size_t body_bytes) {
+    const std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
+    return listen_and_serve(port_file, "echo",
+                            [answer](int fd) { serve_echo_connection(fd, answer); });
+}
+
+int hop(const char* port_file, int upstream_port) {
+    return listen_and_serve(port_file, "hop",
+                            [upstream_port](int fd) { serve_hop_connection(fd, upstream_port); });
 }
 
 // ---- measure ----
@@ -231,12 +305,16 @@ int main(int argc, char** argv) {
     if (argc >= 4 && std::strcmp(argv[1], "echo") == 0) {
         return echo(argv[2], std::strtoul(argv[3], nullptr, 10));
     }
+    if (argc >= 4 && std::strcmp(argv[1], "hop") == 0) {
+        return hop(argv[2], std::atoi(argv[3]));
+    }
     if (argc >= 7 && std::strcmp(argv[1], "measure") == 0) {
         return measure(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::atoi(argv[5]),
                        argc - 6, argv + 6);
     }
     std::fprintf(stderr,
                  "usage: latency_client echo <port-file> <body bytes>\n"
+                 "       latency_client hop <port-file> <upstream port>\n"
                  "       latency_client measure <requests> <warmup> <path with %%d> <ids> "
                  "<name=port>...\n");
     return 2;

@@ -10,8 +10,12 @@
 #                 front of the same node (mode http, http-reuse always, one thread)
 #   (d) loopback: a trivial server answering each request head at once with a canned 200 of the
 #                 node's answer size, over a kept TCP connection: the floor of one round trip
+#   (e) hop:      a trivial proxy in front of the node (latency_client hop: a blocking thread
+#                 passing the head and the answer on as they are, parsing nothing but the
+#                 framing): the floor of what one extra hop adds with a thread that sleeps
 # and the router's added p50 (b − a) over HAProxy's (c − a) and over the loopback round trip (d);
-# the goals are ≤ 1.0 for both.
+# the goals are ≤ 1.0 for both. The hop's added p50 (e − a) over the loopback round trip is
+# printed beside them: where it is itself near 1.0, so is the best any sleeping proxy can do.
 #
 # How: bench/latency_client.cc (built here with the system compiler) holds one TCP_NODELAY
 # connection per path and sends one request to each path in turn, timing each with
@@ -154,17 +158,23 @@ haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.out" 2>"$tmp/haproxy.err" &
 pids+=($!)
 "$client" echo "$tmp/echo.port" "$answer_bytes" 2>"$tmp/echo.err" &
 pids+=($!)
+"$client" hop "$tmp/hop.port" "$node_port" 2>"$tmp/hop.err" &
+pids+=($!)
 for ((i = 0; i < 100; i++)); do
-    [[ -s "$tmp/echo.port" && -n "$(ss -Htln "sport = :$haproxy_port")" ]] && break
+    [[ -s "$tmp/echo.port" && -s "$tmp/hop.port" &&
+        -n "$(ss -Htln "sport = :$haproxy_port")" ]] && break
     sleep 0.1
 done
 echo_port=$(cat "$tmp/echo.port")
+hop_port=$(cat "$tmp/hop.port")
 curl -sS --fail-with-body "http://127.0.0.1:$haproxy_port/t/bench/c/accounts/1" >/dev/null
 
-log "$requests requests after $warmup of warm-up, round-robin over node, router, haproxy, loopback"
+log "$requests requests after $warmup of warm-up, round-robin over node, router, haproxy," \
+    "loopback, hop"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 out=$("$client" measure "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
-    node="$node_port" router="$router_port" haproxy="$haproxy_port" loopback="$echo_port")
+    node="$node_port" router="$router_port" haproxy="$haproxy_port" loopback="$echo_port" \
+    hop="$hop_port")
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 declare -A r
@@ -180,6 +190,8 @@ router_added=$(minus "${r[router/p50_us]}" "${r[node/p50_us]}")
 haproxy_added=$(minus "${r[haproxy/p50_us]}" "${r[node/p50_us]}")
 over_haproxy=$(ratio "$router_added" "$haproxy_added")
 over_loopback=$(ratio "$router_added" "${r[loopback/p50_us]}")
+hop_added=$(minus "${r[hop/p50_us]}" "${r[node/p50_us]}")
+hop_over_loopback=$(ratio "$hop_added" "${r[loopback/p50_us]}")
 {
     echo "make shard-bench: the router's added latency on a row-by-id read, one run"
     echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nproc) CPUs; load average before $load_before," \
@@ -191,7 +203,7 @@ over_loopback=$(ratio "$router_added" "${r[loopback/p50_us]}")
         "latencies in microseconds"
     echo
     printf "%-10s %9s %9s %9s %9s\n" path p50 p95 p99 min
-    for p in node router haproxy loopback; do
+    for p in node router haproxy loopback hop; do
         printf "%-10s %9s %9s %9s %9s\n" "$p" "${r[$p/p50_us]}" "${r[$p/p95_us]}" \
             "${r[$p/p99_us]}" "${r[$p/min_us]}"
     done
@@ -200,6 +212,8 @@ over_loopback=$(ratio "$router_added" "${r[loopback/p50_us]}")
     echo "haproxy added p50 (haproxy − node): $haproxy_added"
     echo "router added / haproxy added:       $over_haproxy   goal <= 1.0: $(verdict "$over_haproxy")"
     echo "router added / loopback round trip: $over_loopback   goal <= 1.0: $(verdict "$over_loopback")"
+    echo "hop added p50 (hop − node):         $hop_added"
+    echo "hop added / loopback round trip:    $hop_over_loopback   (the floor of a sleeping proxy)"
 } | tee "$tmp/report"
 mkdir -p "$(dirname "$report")"
 cp "$tmp/report" "$report"

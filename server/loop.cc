@@ -249,7 +249,9 @@ void Loop::run() {
 }
 
 void Loop::turn() {
-    if (busy_poll_us_ != 0) busy_poll();
+    const uint32_t poll_us = std::max(busy_poll_us_, poll_once_us_);
+    poll_once_us_ = 0;
+    if (poll_us != 0) busy_poll(poll_us);
     // Dekker with post(): either we see tasks_pending_ or the poster sees sleeping_ and wakes us.
     sleeping_.store(true, std::memory_order_seq_cst);
     if (tasks_pending_.load(std::memory_order_seq_cst) || io_uring_cq_ready(&ring_->ring) > 0 ||
@@ -274,15 +276,15 @@ void Loop::turn() {
 }
 
 // Submits what the callbacks queued (an answer goes out now), then watches the CQ without
-// sleeping for up to busy_poll_us_: on a kept-alive connection the next request then lands
-// without the wake-up of a sleeping thread (the kernel's scheduler, not the loop, was most of a
-// small request's latency). Work the kernel flags (IORING_SQ_TASKRUN: a recv's data came) is run
-// by asking for events. Returns as soon as a completion, a posted task or stop() is there.
-void Loop::busy_poll() {
+// sleeping for up to `us` (busy_poll_us_, or poll_next_turn's): on a kept-alive connection the
+// next request then lands without the wake-up of a sleeping thread (the kernel's scheduler, not
+// the loop, was most of a small request's latency). Work the kernel flags (IORING_SQ_TASKRUN: a
+// recv's data came) is run by asking for events. Returns as soon as a completion, a posted task
+// or stop() is there.
+void Loop::busy_poll(uint32_t us) {
     io_uring& ring = ring_->ring;
     io_uring_submit(&ring);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(busy_poll_us_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
     for (uint32_t spins = 1;; ++spins) {
         if (IO_URING_READ_ONCE(*ring.sq.kflags) & IORING_SQ_TASKRUN) io_uring_get_events(&ring);
         if (io_uring_cq_ready(&ring) > 0) return;

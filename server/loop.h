@@ -25,6 +25,7 @@
 //   worker queue          WorkerPool::queue_max (server/workers.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -137,6 +138,14 @@ class Loop {
     // As post(Task&), allocating the task; `fn` is dropped when refused.
     bool post(std::function<void()> fn);
 
+    // Loop thread: the next turn polls its CQ for up to `us` (at most busy_poll_us_max) before it
+    // sleeps, whatever `busy_poll_us` says; for a caller that expects a completion within
+    // microseconds (the router, having sent a request to a node), so that it comes while the
+    // thread still runs rather than by waking it. A longer poll already set wins.
+    void poll_next_turn(uint32_t us) {
+        poll_once_us_ = std::max(poll_once_us_, std::min(us, busy_poll_us_max));
+    }
+
     // Milliseconds on the steady clock, read once per turn (loop thread).
     uint64_t now_ms() const { return now_ms_; }
     bool in_loop_thread() const;
@@ -154,7 +163,7 @@ class Loop {
     void* get_sqe();
     void prepared(void* sqe, Completion& completion);
     void turn();
-    void busy_poll();
+    void busy_poll(uint32_t us);
     void reap();
     void run_tasks();
     void arm_wake();
@@ -169,6 +178,7 @@ class Loop {
     uint64_t now_ms_ = 0;
     uint32_t in_flight_ = 0;
     uint32_t busy_poll_us_ = 0;
+    uint32_t poll_once_us_ = 0;  // poll_next_turn's, for the next turn only
     bool disabled_ = false;  // created R_DISABLED: run() enables it on the loop thread
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::thread::id> thread_{};

@@ -13,6 +13,16 @@ namespace fenec::shard {
 
 namespace {
 
+// True when `name` is one of `names`, case-insensitively; the lengths are compared first, so a
+// header of a length none has costs one pass of size comparisons (headers are many per request).
+template <size_t N>
+bool one_of(std::string_view name, const std::string_view (&names)[N]) {
+    for (std::string_view d : names) {
+        if (d.size() == name.size() && http::iequals(name, d)) return true;
+    }
+    return false;
+}
+
 // Headers the router sets itself or that belong to one hop (§5.3).
 bool dropped_request_header(std::string_view name) {
     static constexpr std::string_view dropped[] = {
@@ -20,10 +30,7 @@ bool dropped_request_header(std::string_view name) {
         "Proxy-Authorization", "Proxy-Authenticate", "Host", "Content-Length", "Fenec-Router",
         "Fenec-Relay", "X-Request-Id", "Expect",
     };
-    for (std::string_view d : dropped) {
-        if (http::iequals(name, d)) return true;
-    }
-    return false;
+    return one_of(name, dropped);
 }
 
 // Answer headers not passed back (§5.6): hop-by-hop, framing, and the router's own.
@@ -32,10 +39,7 @@ bool dropped_answer_header(std::string_view name) {
         "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Transfer-Encoding",
         "Proxy-Authenticate", "Content-Length", "X-Request-Id", "Server",
     };
-    for (std::string_view d : dropped) {
-        if (http::iequals(name, d)) return true;
-    }
-    return false;
+    return one_of(name, dropped);
 }
 
 // A HEAD answer keeps the node's length (§5.6), which write_response takes from the body; the
@@ -53,6 +57,7 @@ class ForwardSink final : public UpstreamSink {
         http::Response r;
         r.status = answer.status;
         r.content_type = "";
+        r.headers.reserve(answer.headers.size() + 1);
         for (auto& [name, value] : answer.headers) {
             if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
         }

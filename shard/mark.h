@@ -1,7 +1,8 @@
 // shard/mark.h: the router's mark on a forwarded request (`Fenec-Router`, server/auth.h
 // router_mark), made from HMAC-SHA256 states prepared once per node token and kept per thread:
-// OpenSSL's one-shot HMAC() fetches its algorithm on every call (about 1.7 us; this is about
-// 0.2 us), and the mark is made on every forwarded request.
+// OpenSSL's one-shot HMAC() fetches its algorithm on every call (about 1.7 us), an EVP context
+// copied per mark allocates and frees its provider state (about 0.2 us); the plain SHA256_CTX
+// copied by value here allocates nothing. The mark is made on every forwarded request.
 #pragma once
 
 #include <string>

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include "server/loop.h"
+
 namespace fenec::shard {
 
 namespace {
@@ -109,6 +111,15 @@ const std::vector<Flag>& flags() {
          size(&RouterOptions::fanout_max_bytes)},
         {"--trace", "<path>", "spans as JSON lines (default off)",
          [](RouterOptions& o, const std::string& v) { return !v.empty() && (o.trace = v, true); }},
+        {"--upstream-poll-us", "<us>",
+         "a loop awaiting a node's answer polls this long before it sleeps, up to 1000; "
+         "0 = off (default 0)",
+         [](RouterOptions& o, const std::string& v) {
+             uint64_t us = 0;
+             if (!to_u64(v, us, server::busy_poll_us_max)) return false;
+             o.upstream_poll_us = static_cast<uint32_t>(us);
+             return true;
+         }},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          count(&RouterOptions::workers, 1, 256)},
     };

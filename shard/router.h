@@ -9,6 +9,7 @@
 // on a small worker pool, since it waits on nodes and on the directory's fsync.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -142,6 +143,12 @@ class Router final : public server::Handler {
     std::unique_ptr<auth::RefusalDelay> delay_;
     std::unique_ptr<server::Timers> timers_;
     obs::Registry registry_;
+    // The children count() adds to, looked up once (a family's `with` takes its mutex and
+    // builds its key: four of them a request cost more than the rest of counting).
+    static constexpr size_t routes_ = 6;         // Route's values
+    static constexpr size_t code_classes_ = 5;   // 1xx … 5xx
+    std::array<std::array<obs::Counter*, code_classes_>, routes_> request_counters_{};
+    std::array<obs::Histogram*, routes_> request_durations_{};
     UpstreamOptions upstream_options_;  // metric families filled by init_metrics
     Metrics metrics_;
     int64_t started_ms_ = 0;

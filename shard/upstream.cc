@@ -17,7 +17,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "server/http_server.h"
@@ -37,8 +36,8 @@ class Pool {
     Pool(uint64_t idle_ms, uint32_t max, obs::GaugeFamily* gauge)
         : idle_ms_(idle_ms), max_(max), gauge_(gauge) {}
     ~Pool() {
-        for (auto& [addr, list] : idle_) {
-            for (const Idle& i : list) ::close(i.fd);
+        for (auto& [addr, entry] : idle_) {
+            for (const Idle& i : entry.list) ::close(i.fd);
         }
     }
 
@@ -46,10 +45,12 @@ class Pool {
     int take(const std::string& addr, const std::string& node, uint64_t now_ms) {
         std::lock_guard lock(mu_);
         auto it = idle_.find(addr);
-        while (it != idle_.end() && !it->second.empty()) {
-            Idle i = it->second.back();
-            it->second.pop_back();
-            count(node, -1);
+        if (it == idle_.end()) return -1;
+        Entry& e = it->second;
+        while (!e.list.empty()) {
+            Idle i = e.list.back();
+            e.list.pop_back();
+            count(e, node, -1);
             if (now_ms - i.since_ms <= idle_ms_ && still_open(i.fd)) return i.fd;
             ::close(i.fd);
         }
@@ -58,24 +59,31 @@ class Pool {
 
     void put(const std::string& addr, const std::string& node, int fd, uint64_t now_ms) {
         std::lock_guard lock(mu_);
-        auto& list = idle_[addr];
         if (max_ == 0) {
             ::close(fd);
             return;
         }
-        if (list.size() >= max_) {
-            ::close(list.front().fd);
-            list.pop_front();
-            count(node, -1);
+        Entry& e = idle_[addr];
+        if (e.list.size() >= max_) {
+            ::close(e.list.front().fd);
+            e.list.pop_front();
+            count(e, node, -1);
         }
-        list.push_back({fd, now_ms});
-        count(node, +1);
+        e.list.push_back({fd, now_ms});
+        count(e, node, +1);
     }
 
   private:
     struct Idle {
         int fd;
         uint64_t since_ms;
+    };
+    struct Entry {
+        std::deque<Idle> list;
+        // The gauge child of the node last seen at this address, looked up once, not per
+        // request (a family's `with` takes its mutex and builds its key).
+        std::string node;
+        obs::Gauge* gauge = nullptr;
     };
     // A peek that finds end-of-file (the node closed it for its silence) or bytes nobody asked
     // for makes the connection unusable; only "nothing to read yet" keeps it.
@@ -84,16 +92,24 @@ class Pool {
         const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     }
-    void count(const std::string& node, double delta) {
-        if (gauge_) gauge_->with({node}).add(delta);
+    void count(Entry& e, const std::string& node, double delta) {
+        if (!gauge_) return;
+        if (!e.gauge || e.node != node) {
+            e.node = node;
+            e.gauge = &gauge_->with({node});
+        }
+        e.gauge->add(delta);
     }
 
     const uint64_t idle_ms_;
     const uint32_t max_;
     obs::GaugeFamily* const gauge_;
     std::mutex mu_;
-    std::map<std::string, std::deque<Idle>> idle_;
+    std::map<std::string, Entry, std::less<>> idle_;
 };
+
+// Read buffers a loop keeps for its next calls: one per call in flight at once, a few.
+constexpr size_t upstream_buffers_kept = 16;
 
 class UpstreamImpl;
 class Call;
@@ -107,7 +123,10 @@ struct LoopSlot {
     std::shared_ptr<Loop> loop;
     std::thread thread;  // own loops only
     Completion tick;
-    std::set<Call*> active;  // loop thread only
+    Call* active = nullptr;  // loop thread only: the calls in progress, an intrusive list
+    // Read buffers of calls that ended, handed to the next (loop thread only): a 64 KiB
+    // allocation and its free per request cost more than the rest of a call's allocations.
+    std::vector<std::unique_ptr<char[]>> buffers;
     UpstreamImpl* owner = nullptr;
 };
 
@@ -152,10 +171,10 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
         : up_(up), slot_(slot), req_(std::move(request)), sink_(std::move(sink)) {
         op_.callback = &Call::on_op;
         op_.context = this;
-        buf_ = std::make_unique_for_overwrite<char[]>(upstream_recv_bytes);
     }
 
     void begin();  // loop thread
+    Call* next_active() const { return next_active_; }
     void cancel() override;
     // Loop thread, from the tick: cancel the operation of a call past its deadline.
     void judge(uint64_t now_ms) {
@@ -192,6 +211,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
 
     UpstreamImpl& up_;
     LoopSlot& slot_;
+    Call* prev_active_ = nullptr;  // LoopSlot::active, linked through the calls themselves (no
+    Call* next_active_ = nullptr;  // node allocated per request, as a std::set would)
     UpstreamRequest req_;
     std::shared_ptr<UpstreamSink> sink_;
     std::shared_ptr<Call> self_;  // held from begin() to finish()
@@ -216,7 +237,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
 class UpstreamImpl final : public Upstream {
   public:
     explicit UpstreamImpl(const UpstreamOptions& o)
-        : options_(o), pool_(o.idle_ms, o.pool_max, o.idle_connections) {}
+        : options_(o), pool_(o.idle_ms, o.pool_max, o.idle_connections),
+          duration_(o.duration ? &o.duration->with({}) : nullptr) {}
     ~UpstreamImpl() override { stop(); }
 
     bool init(std::string& error) {
@@ -324,6 +346,7 @@ class UpstreamImpl final : public Upstream {
 
     const UpstreamOptions& options() const { return options_; }
     Pool& pool() { return pool_; }
+    obs::Histogram* duration() const { return duration_; }
     void retried(const char* reason) {
         if (options_.retries) options_.retries->with({reason}).inc();
     }
@@ -333,12 +356,15 @@ class UpstreamImpl final : public Upstream {
         auto* slot = static_cast<LoopSlot*>(c.context);
         const uint64_t now = slot->loop->now_ms();
         // judge() may cancel but never ends a call, so the set is not changed while walked.
-        for (Call* call : slot->active) call->judge(now);
+        for (Call* call = slot->active; call != nullptr; call = call->next_active()) {
+            call->judge(now);
+        }
         slot->loop->timeout(slot->tick, upstream_tick_ms);
     }
 
     const UpstreamOptions options_;
     Pool pool_;
+    obs::Histogram* const duration_;  // options_.duration's one child, looked up once
     std::vector<std::unique_ptr<LoopSlot>> slots_;
     // Server loops calls were started on; their loops stop with the server (before stop()), and
     // a slot lives as long as this, so a tick still armed never points at freed memory.
@@ -349,8 +375,16 @@ class UpstreamImpl final : public Upstream {
 };
 
 void Call::begin() {
+    if (!slot_.buffers.empty()) {
+        buf_ = std::move(slot_.buffers.back());
+        slot_.buffers.pop_back();
+    } else {
+        buf_ = std::make_unique_for_overwrite<char[]>(upstream_recv_bytes);
+    }
     self_ = shared_from_this();
-    slot_.active.insert(this);
+    next_active_ = slot_.active;
+    if (next_active_) next_active_->prev_active_ = this;
+    slot_.active = this;
     attempt(false);
 }
 
@@ -427,7 +461,13 @@ void Call::send_more() {
 
 void Call::recv_more() {
     if (phase_ != Phase::stream) arm_deadline();
-    slot_.loop->recv(op_, fd_, buf_.get(), upstream_recv_bytes);
+    // Waiting for the head of an answer to a request just sent: nothing can be there yet, so
+    // the kernel is asked to wait for readiness rather than try a recv first that would only
+    // fail with EAGAIN. And with --upstream-poll-us the loop polls for it before it sleeps: from
+    // a node nearby it comes within microseconds, and is then taken without a thread woken.
+    const bool awaited = phase_ == Phase::head && in_.empty();
+    if (awaited) slot_.loop->poll_next_turn(up_.options().poll_us);
+    slot_.loop->recv(op_, fd_, buf_.get(), upstream_recv_bytes, awaited);
 }
 
 void Call::step(int32_t result) {
@@ -538,12 +578,13 @@ bool Call::take_head() {
         }
         in_.erase(0, used);
         if (head.status >= 100 && head.status < 200) continue;  // 100 Continue and the like
-        if (up_.options().duration) {
-            up_.options().duration->with({}).observe(static_cast<double>(now() - sent_at_ms_) / 1000);
+        if (obs::Histogram* d = up_.duration()) {
+            d->observe(static_cast<double>(now() - sent_at_ms_) / 1000);
         }
         answer_.status = head.status;
         answer_.content_length = head.content_length;
         answer_.close = !head.keep_alive;
+        answer_.headers.reserve(head.headers.size());
         for (const http::Header& h : head.headers) answer_.headers.emplace_back(h.name, h.value);
         const bool no_body = req_.head_only || head.status == 204 || head.status == 304;
         if (no_body) {
@@ -619,7 +660,15 @@ void Call::fail(UpstreamFailure failure, std::string message) {
 void Call::finish() {
     phase_ = Phase::done;
     deadline_ms_ = 0;
-    slot_.active.erase(this);
+    if (prev_active_) prev_active_->next_active_ = next_active_;
+    else if (slot_.active == this) slot_.active = next_active_;
+    if (next_active_) next_active_->prev_active_ = prev_active_;
+    prev_active_ = next_active_ = nullptr;
+    // No operation is in flight once a call is done (finish runs from a completion's callback, or
+    // before anything was submitted), so its buffer may serve the next call.
+    if (buf_ && slot_.buffers.size() < upstream_buffers_kept) {
+        slot_.buffers.push_back(std::move(buf_));
+    }
     sink_.reset();
     self_.reset();
 }

@@ -107,6 +107,8 @@ struct UpstreamOptions {
     uint64_t timeout_ms = 60'000;
     uint64_t idle_ms = 30'000;
     uint32_t pool_max = 32;
+    // A loop that sent a request polls this long for its answer before it sleeps (RouterOptions).
+    uint32_t poll_us = 0;
     // Metrics, optional: retries_total{reason}, upstream_idle_connections{node},
     // upstream_duration_seconds.
     obs::CounterFamily* retries = nullptr;

@@ -136,7 +136,8 @@ TEST(RouterStart, RefusesBadFlags) {
         EXPECT_NE(read_file(err).find("/_shard/"), std::string::npos) << read_file(err);
     }
     for (std::vector<std::string> flags : std::vector<std::vector<std::string>>{
-             {"--upstream-timeout", "0"}, {"--no-such-flag"}, {"--workers"}, {"--max-body", "x"}}) {
+             {"--upstream-timeout", "0"}, {"--no-such-flag"}, {"--workers"}, {"--max-body", "x"},
+             {"--upstream-poll-us", "1001"}, {"--upstream-poll-us", "-1"}}) {
         RouterProcess r(flags, err);
         EXPECT_EQ(r.wait_exit(), 2) << flags[0];
         EXPECT_NE(read_file(err).find(flags[0]), std::string::npos) << read_file(err);
@@ -389,6 +390,36 @@ TEST_F(Router, CutAfterSentFollowsTheResendRules) {
     EXPECT_EQ(fault.cut(), 5);
     auto m = shard("GET", "/_metrics");
     EXPECT_NE(m.body.find("fenec_router_retries_total{reason=\"idempotent\"} 2"), std::string::npos) << m.body;
+}
+
+// --upstream-poll-us: a loop polling for a node's answer forwards as one that sleeps, reuses its
+// pooled connection (and read buffer) request after request, and keeps the resend rules.
+TEST_F(Router, PollingForAnswersKeepsTheRules) {
+    start_router({"--upstream-poll-us", "200"});
+    add_node(0);
+    make_tenant("acme", kNotes);
+    for (int i = 0; i < 3; ++i) {
+        auto w = data("POST", "/t/acme/query", R"({"query":"put notes {title: \"p\"}"})");
+        EXPECT_EQ(w.status, 200) << w.body;
+        EXPECT_EQ(data("GET", "/t/acme/c/notes?count").body,
+                  R"({"count":)" + std::to_string(i + 1) + "}");
+    }
+    auto m = shard("GET", "/_metrics");
+    EXPECT_NE(m.body.find("fenec_router_upstream_idle_connections{node=\"n1\"} 1\n"),
+              std::string::npos)
+        << m.body;
+    FaultNode fault;
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/f1",
+                    "{\"addr\":\"127.0.0.1:" + std::to_string(fault.port()) + "\",\"token\":\"t\"}")
+                  .status,
+              201);
+    make_tenant("cut", R"({"node":"f1"})");
+    auto write = data("POST", "/t/cut/query", R"({"query":"put notes {title: \"x\"}"})");
+    EXPECT_EQ(write.status, 502) << write.body;
+    EXPECT_NE(write.body.find("\"outcome\":\"unknown\""), std::string::npos) << write.body;
+    EXPECT_EQ(fault.cut(), 1);
+    EXPECT_EQ(data("GET", "/t/cut/c/notes").status, 502);
+    EXPECT_EQ(fault.cut(), 3);  // sent twice
 }
 
 // §5.5: no answer head within --upstream-timeout is 504 naming the node, counted per node.
