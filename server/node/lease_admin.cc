@@ -7,8 +7,9 @@
 
 #include <simdjson.h>
 
+#include "server/node/lease_admin.h"
+
 #include "server/node/handlers.h"
-#include "server/node/lease.h"
 
 namespace fenec::node {
 
@@ -108,7 +109,8 @@ struct Fields {
 constexpr std::array<std::string_view, 8> grant_fields = {"authority", "term",     "history", "grant",
                                                           "acked",     "lease_ms", "list",    "tenants"};
 
-// §9.2's request. nullopt with `error` naming the field at fault.
+}  // namespace
+
 std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
@@ -165,8 +167,8 @@ std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     return g;
 }
 
-// `DELETE /_admin/lease`'s body {"authority","term"}.
-std::optional<std::string> read_release(std::string_view body, std::string& authority, uint64_t& term) {
+std::optional<std::string> read_release(std::string_view body, std::string& authority,
+                                        uint64_t& term) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
     simdjson::dom::element doc;
@@ -180,6 +182,8 @@ std::optional<std::string> read_release(std::string_view body, std::string& auth
     if (auto e = r.authority(authority)) return e;
     return r.count("term", term);
 }
+
+namespace {
 
 void post_grant(Node& node, Call& call, Leases& leases) {
     std::string error;
