@@ -254,6 +254,10 @@ Status Database::apply_record(Block& block, uint8_t kind, std::span<const std::b
                     FENEC_RETURN_IF_ERROR(block.write_doc(*col, DocId{id}, doc));
                     start = end;
                 }
+                // Replay refuses bytes past the last document (engine/replay.cc apply_put).
+                if (n > 0 && start != d->bodies()->size()) {
+                    return bad("bodies longer than their documents");
+                }
                 break;
             }
             case fb::Op::DeleteDocs: {

@@ -18,6 +18,8 @@
 //   - the highest term kept per authority only grows, and a lease in an answer never comes from
 //     a term above it; `took` holds the grant's list; `ran` runs the lease from this grant, no
 //     longer than its lease_ms; left_ms is never negative;
+//   - a lease runs only from an answer instant recorded (answered()) for the grant it
+//     acknowledges, and is left no longer than lease_ms past that instant;
 //   - the same grant taken twice at once is idempotent (the same answer and view) or, where the
 //     first ran a lease, refused as not newer with nothing changed;
 //   - a release is fenced by term as a grant is, and one that released holds nothing after;
@@ -29,10 +31,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "engine/clock.h"
@@ -118,6 +122,8 @@ struct Kept {
 // What §9.5 keeps, modelled beside the Leases: the highest term per authority and its history.
 struct Model {
     std::map<std::string, Kept> kept;
+    // The boot-clock instant of the latest answered() for each (authority, term, grant).
+    std::map<std::tuple<std::string, uint64_t, uint64_t>, int64_t> answered_ns;
 
     // Whether a call from `authority` at `term` (with `history`, when it carries one) is fenced
     // by term.
@@ -171,7 +177,7 @@ void check_answer(const Grant& g, const GrantOutcome& out, const Model& model) {
     }
 }
 
-void grant_step(Leases& leases, Model& model, std::string_view body) {
+void grant_step(Leases& leases, Model& model, std::string_view body, int64_t now_ns) {
     std::string error;
     std::optional<Grant> read = node::read_grant(body, error);
     if (!read) return check_refusal(error, "grant");
@@ -213,6 +219,20 @@ void grant_step(Leases& leases, Model& model, std::string_view body) {
     }
     model.raise(g.authority, g.term, g.history);
     check_answer(g, first, model);
+    if (first.answer.ran) {
+        // lease.h: a lease runs only from an answer instant this process recorded for the
+        // grant this one acknowledges, and ends lease_ms after it.
+        auto it = model.answered_ns.find({g.authority, g.term, g.acked});
+        if (it == model.answered_ns.end()) broken("a lease ran from a grant never answered");
+        constexpr int64_t max = std::numeric_limits<int64_t>::max();
+        const int64_t end_ns = g.lease_ms > (max - it->second) / 1'000'000
+                                   ? max
+                                   : it->second + g.lease_ms * 1'000'000;
+        if (end_ns <= now_ns) broken("a lease ran from an answer older than its lease_ms");
+        if (first.answer.left_ms > (end_ns - now_ns) / 1'000'000 + 1) {
+            broken("a lease left longer than from its acknowledged answer");
+        }
+    }
     const LeaseView after = leases.view();
     if (!after.holder && first.answer.took) broken("a grant took, but no holder is named");
     if (after.holder) {
@@ -234,6 +254,7 @@ void grant_step(Leases& leases, Model& model, std::string_view body) {
     }
     if (!same_view(after, leases.view())) broken("a grant taken twice changed the lease");
     leases.answered(g.authority, g.term, g.grant);
+    model.answered_ns[{g.authority, g.term, g.grant}] = now_ns;
 }
 
 void release_step(Leases& leases, Model& model, std::string_view body) {
@@ -278,7 +299,7 @@ void run(std::string_view input) {
             } else if (line.starts_with("DELETE ")) {
                 release_step(leases, model, line.substr(7));
             } else {
-                grant_step(leases, model, line);
+                grant_step(leases, model, line, clock.now_ns());
             }
         }
     }
