@@ -91,8 +91,10 @@ void apply_entry(Database& db, const FeedEntry& e) {
     const State before = state_of(db);
     const Status st = db.apply(e);
     if (verbose()) {
-        std::fprintf(stderr, "apply %s %llu..%llu: %s\n", e.type == FeedEntry::Type::block ? "block" : "forks",
-                     (unsigned long long)e.first.v, (unsigned long long)e.last.v, st.to_string().c_str());
+        std::fprintf(stderr, "apply %s %llu..%llu: %s\n",
+                     e.type == FeedEntry::Type::block ? "block" : "forks",
+                     (unsigned long long)e.first.v, (unsigned long long)e.last.v,
+                     st.to_string().c_str());
     }
     if (!st.is_ok()) {
         check_refusal(st, "apply");
@@ -119,7 +121,8 @@ void run(std::string_view input) {
     State live;
     {
         Result<std::unique_ptr<Database>> made = Database::create(kPath, env.options(fs));
-        if (!made.is_ok()) broken("an empty follower copy is not created", made.status().to_string());
+        if (!made.is_ok())
+            broken("an empty follower copy is not created", made.status().to_string());
         Database& db = **made;
         node::FrameJoiner joiner(kBlockBytesMax);
         for (size_t frames = 0; frames < kFramesMax; ++frames) {
@@ -132,7 +135,8 @@ void run(std::string_view input) {
                 if (error.empty()) broken("a bad frame without a reason");
                 break;
             }
-            if (used > input.size() || node::encode_frame(f.kind, f.payload) != input.substr(0, used)) {
+            if (used > input.size() ||
+                node::encode_frame(f.kind, f.payload) != input.substr(0, used)) {
                 broken("a frame decoded is not the bytes it was read from");
             }
             input.remove_prefix(used);
@@ -143,8 +147,8 @@ void run(std::string_view input) {
                 break;
             }
             if (f.kind != 'B' && f.kind != 'F') continue;  // H, I, i, K, E: not the copy's
-            Result<FeedEntry> e = f.kind == 'B' ? node::decode_block(f.payload)
-                                                : node::decode_forks(f.payload);
+            Result<FeedEntry> e =
+                f.kind == 'B' ? node::decode_block(f.payload) : node::decode_forks(f.payload);
             if (!e.is_ok()) {
                 if (verbose()) std::fprintf(stderr, "decode: %s\n", e.status().to_string().c_str());
                 check_refusal(e.status(), "decode");
@@ -159,7 +163,8 @@ void run(std::string_view input) {
         if (Status st = db.close(); !st.is_ok()) broken("close failed", st.to_string());
     }
     Result<std::unique_ptr<Database>> again = Database::open(kPath, env.options(fs));
-    if (!again.is_ok()) broken("a follower copy that was fed does not reopen", again.status().to_string());
+    if (!again.is_ok())
+        broken("a follower copy that was fed does not reopen", again.status().to_string());
     if (!(state_of(**again) == live)) broken("a reopen shows another state than what landed");
 }
 
@@ -190,7 +195,8 @@ std::string reseal(std::string_view in) {
     while (in.size() >= node::feed_frame_head_bytes) {
         uint32_t length = 0;
         for (int i = 4; i >= 1; --i) length = length << 8 | static_cast<uint8_t>(in[i]);
-        const size_t total = node::feed_frame_head_bytes + size_t{length} + node::feed_frame_tail_bytes;
+        const size_t total =
+            node::feed_frame_head_bytes + size_t{length} + node::feed_frame_tail_bytes;
         if (length > kFrameBound || in.size() < total) break;
         std::string payload(in.substr(node::feed_frame_head_bytes, length));
         if (in[0] == 'B' && !continued) reseal_records(payload);

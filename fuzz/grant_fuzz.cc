@@ -67,7 +67,9 @@ constexpr int64_t kAdvanceMsMax = 10'000'000;
 const std::string& state_path() {
     static const std::string path = [] {
         const char* base = std::getenv("TMPDIR");
-        std::string dir = base && *base ? base : ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        std::string dir = base && *base                     ? base
+                          : ::access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+                                                            : "/tmp";
         std::string tmpl = dir + "/fuzz_grant.XXXXXX";
         if (!::mkdtemp(tmpl.data())) broken("mkdtemp failed");
         return tmpl + "/fenec-node.state";
@@ -89,9 +91,8 @@ bool same_holder(const std::optional<node::Holder>& a, const std::optional<node:
 
 bool same_lease(const std::optional<node::LeaseFrom>& a, const std::optional<node::LeaseFrom>& b) {
     if (a.has_value() != b.has_value()) return false;
-    return !a || (a->authority == b->authority && a->term == b->term &&
-                  a->history == b->history && a->grant == b->grant && a->acked == b->acked &&
-                  a->lease_ms == b->lease_ms);
+    return !a || (a->authority == b->authority && a->term == b->term && a->history == b->history &&
+                  a->grant == b->grant && a->acked == b->acked && a->lease_ms == b->lease_ms);
 }
 
 bool same_view(const LeaseView& a, const LeaseView& b) {
@@ -172,7 +173,8 @@ void check_answer(const Grant& g, const GrantOutcome& out, const Model& model) {
     if (o != "ran" && o != "took" && o != "not_newer" && o != "list_needed") {
         broken("an outcome of no name", std::string(o));
     }
-    if ((o == "ran") != a.ran || (o == "took" && !a.took) || (a.took && o != "ran" && o != "took")) {
+    if ((o == "ran") != a.ran || (o == "took" && !a.took) ||
+        (a.took && o != "ran" && o != "took")) {
         broken("an outcome that disagrees with took/ran", std::string(o));
     }
 }
@@ -225,9 +227,8 @@ void grant_step(Leases& leases, Model& model, std::string_view body, int64_t now
         auto it = model.answered_ns.find({g.authority, g.term, g.acked});
         if (it == model.answered_ns.end()) broken("a lease ran from a grant never answered");
         constexpr int64_t max = std::numeric_limits<int64_t>::max();
-        const int64_t end_ns = g.lease_ms > (max - it->second) / 1'000'000
-                                   ? max
-                                   : it->second + g.lease_ms * 1'000'000;
+        const int64_t end_ns =
+            g.lease_ms > (max - it->second) / 1'000'000 ? max : it->second + g.lease_ms * 1'000'000;
         if (end_ns <= now_ns) broken("a lease ran from an answer older than its lease_ms");
         if (first.answer.left_ms > (end_ns - now_ns) / 1'000'000 + 1) {
             broken("a lease left longer than from its acknowledged answer");
@@ -268,7 +269,8 @@ void release_step(Leases& leases, Model& model, std::string_view body) {
     if (!f.status.is_ok()) return;  // the bound on authorities kept
     if (f.fenced.has_value() != expect_fenced) broken("a release fenced otherwise than a grant");
     if (f.fenced) {
-        if (released || !same_view(before, leases.view())) broken("a fenced release changed things");
+        if (released || !same_view(before, leases.view()))
+            broken("a fenced release changed things");
         return;
     }
     model.raise(authority, term, "");
@@ -277,7 +279,8 @@ void release_step(Leases& leases, Model& model, std::string_view body) {
         broken("a release left a lease or a list held");
     }
     // Nothing held from it: nothing changes (the holder is another authority's, its term too).
-    if (!released && !same_view(before, after)) broken("a release that released nothing changed things");
+    if (!released && !same_view(before, after))
+        broken("a release that released nothing changed things");
 }
 
 void run(std::string_view input) {

@@ -243,7 +243,8 @@ void write_text(const std::string& dir, const std::string& name, const std::stri
 std::vector<std::string> feed_frames(Database& db, uint32_t bound) {
     const Position from{Seq{0}, HistoryId{kFeedLineage}};
     auto since = db.feed().since(from);
-    if (!std::holds_alternative<FeedCursor>(since)) die("feed", Status::error(Code::not_found, "no cursor"));
+    if (!std::holds_alternative<FeedCursor>(since))
+        die("feed", Status::error(Code::not_found, "no cursor"));
     FeedCursor cursor = std::get<FeedCursor>(std::move(since));
     std::vector<std::string> out;
     for (;;) {
@@ -254,8 +255,8 @@ std::vector<std::string> feed_frames(Database& db, uint32_t bound) {
             std::string json = "{\"forks\":[";
             for (size_t i = 0; i < e.forks.size(); ++i) {
                 json += (i ? "," : "") + std::string("{\"history\":\"") +
-                        format::hex16(e.forks[i].first.v) + "\",\"at\":" +
-                        std::to_string(e.forks[i].second.v) + "}";
+                        format::hex16(e.forks[i].first.v) +
+                        "\",\"at\":" + std::to_string(e.forks[i].second.v) + "}";
             }
             out.push_back(fenec::node::encode_frame('F', json + "]}"));
             continue;
@@ -281,10 +282,11 @@ std::string join(const std::vector<std::string>& frames, size_t skip = 0) {
 
 void write_feed_corpus(const std::string& dir) {
     using fenec::node::encode_frame;
-    const std::string hello = encode_frame(
-        'H', "{\"node\":\"n1\",\"lineage\":\"" + format::hex16(kFeedLineage) +
-                 "\",\"history\":\"" + format::hex16(kFeedLineage) + "\",\"forks\":[{\"history\":\"" +
-                 format::hex16(kFeedLineage) + "\",\"at\":0}],\"seq\":5,\"durable\":5,\"image\":false}");
+    const std::string hello =
+        encode_frame('H', "{\"node\":\"n1\",\"lineage\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"history\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"forks\":[{\"history\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"at\":0}],\"seq\":5,\"durable\":5,\"image\":false}");
     const std::string forks = encode_frame(
         'F', "{\"forks\":[{\"history\":\"" + format::hex16(kFeedLineage) + "\",\"at\":0}]}");
     const std::string keep = encode_frame('K', "{\"seq\":5,\"durable\":5}");
@@ -301,15 +303,16 @@ void write_feed_corpus(const std::string& dir) {
     {
         // The first block's frame with count 0 in its head (bytes 13..16 of the frame).
         std::string f = blocks.front();
-        std::string payload = f.substr(fenec::node::feed_frame_head_bytes,
-                                       f.size() - fenec::node::feed_frame_head_bytes -
-                                           fenec::node::feed_frame_tail_bytes);
+        std::string payload = f.substr(
+            fenec::node::feed_frame_head_bytes,
+            f.size() - fenec::node::feed_frame_head_bytes - fenec::node::feed_frame_tail_bytes);
         payload.replace(8, 4, std::string(4, '\0'));
         write_text(dir, "count_zero.feed", hello + encode_frame('B', payload));
     }
     must(db->fork_history(), "fork");
     write_more(*db, 60);
-    write_text(dir, "forked.feed", hello + join(feed_frames(*db, fenec::node::feed_frame_bytes_max)));
+    write_text(dir, "forked.feed",
+               hello + join(feed_frames(*db, fenec::node::feed_frame_bytes_max)));
     must(db->close(), "close");
 }
 

@@ -182,9 +182,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const TenantInput* a = ok[0] ? &inputs[0] : &none;
     const TenantInput* b = ok[1] ? &inputs[1] : &none;
     switch (spec.kind) {
-        case MergeKind::concat: check_concat(a, b); break;
-        case MergeKind::order: check_order(spec, a, b); break;
-        case MergeKind::fold: check_fold(spec, a, b); break;
+        case MergeKind::concat:
+            check_concat(a, b);
+            break;
+        case MergeKind::order:
+            check_order(spec, a, b);
+            break;
+        case MergeKind::fold:
+            check_fold(spec, a, b);
+            break;
     }
     return 0;
 }

@@ -2,12 +2,12 @@
 // grant's one wire format read and answered. The grant logic is Leases' (lease.h); this file
 // reads bodies (400 naming the field), answers 409 for a fence or a node without `--lease`, and
 // records each 200's answer instant as the last thing before the answer is handed to the loop.
+#include "server/node/lease_admin.h"
+
 #include <algorithm>
 #include <array>
 
 #include <simdjson.h>
-
-#include "server/node/lease_admin.h"
 
 #include "server/node/handlers.h"
 

@@ -40,7 +40,8 @@ struct Pair {
         auto* cursor = std::get_if<FeedCursor>(&s);
         EXPECT_TRUE(cursor);
         if (!cursor) return out;
-        for (FeedNext n = cursor->next(0ms); n.kind == FeedNext::Kind::entry; n = cursor->next(0ms)) {
+        for (FeedNext n = cursor->next(0ms); n.kind == FeedNext::Kind::entry;
+             n = cursor->next(0ms)) {
             if (n.entry.type == FeedEntry::Type::block) out.push_back(n.entry);
         }
         return out;
@@ -95,7 +96,8 @@ TEST(ApplyRefusals, PutDocsWithBytesPastItsLastDocument) {
     ASSERT_TRUE(p.follower->apply(blocks[0]).is_ok());
     // The put's block again, its bodies three bytes longer than its one document.
     const std::vector<std::byte>& rec = *blocks[1].records;
-    const auto* block = flatbuffers::GetRoot<fb::Block>(rec.data() + engine::format::kRecordHeadBytes);
+    const auto* block =
+        flatbuffers::GetRoot<fb::Block>(rec.data() + engine::format::kRecordHeadBytes);
     ASSERT_EQ(block->ops()->size(), 1u);
     const auto* put = static_cast<const fb::PutDocs*>(block->ops()->Get(0));
     ASSERT_EQ(block->ops_type()->Get(0), fb::Op::PutDocs);
@@ -103,19 +105,22 @@ TEST(ApplyRefusals, PutDocsWithBytesPastItsLastDocument) {
     flatbuffers::FlatBufferBuilder b;
     std::vector<uint8_t> bodies(put->bodies()->begin(), put->bodies()->end());
     bodies.resize(bodies.size() + 3);
-    auto op = fb::CreatePutDocs(b, put->collection(),
-                                b.CreateVector(std::vector<uint64_t>(put->ids()->begin(), put->ids()->end())),
-                                b.CreateVector(std::vector<uint32_t>(put->ends()->begin(), put->ends()->end())),
-                                b.CreateVector(bodies));
+    auto op = fb::CreatePutDocs(
+        b, put->collection(),
+        b.CreateVector(std::vector<uint64_t>(put->ids()->begin(), put->ids()->end())),
+        b.CreateVector(std::vector<uint32_t>(put->ends()->begin(), put->ends()->end())),
+        b.CreateVector(bodies));
     std::vector<uint8_t> types{static_cast<uint8_t>(fb::Op::PutDocs)};
     std::vector<flatbuffers::Offset<void>> ops;
     ops.push_back(op.Union());
-    b.Finish(fb::CreateBlock(b, block->first_seq(), block->count(), block->at_ms(), block->internal(),
-                             b.CreateVector(reinterpret_cast<const fb::Op*>(types.data()), types.size()),
-                             b.CreateVector(ops)));
+    b.Finish(
+        fb::CreateBlock(b, block->first_seq(), block->count(), block->at_ms(), block->internal(),
+                        b.CreateVector(reinterpret_cast<const fb::Op*>(types.data()), types.size()),
+                        b.CreateVector(ops)));
     auto longer = std::make_shared<std::vector<std::byte>>();
-    engine::format::append_record(*longer, engine::format::Kind::block,
-                          std::span(reinterpret_cast<const std::byte*>(b.GetBufferPointer()), b.GetSize()));
+    engine::format::append_record(
+        *longer, engine::format::Kind::block,
+        std::span(reinterpret_cast<const std::byte*>(b.GetBufferPointer()), b.GetSize()));
     FeedEntry e = blocks[1];
     e.records = longer;
     const Status st = p.follower->apply(e);

@@ -50,7 +50,8 @@ TEST(FeedDecode, BlockOfCountZeroOrShortOrPastTheLastSeqIsRefused) {
 }
 
 TEST(FeedDecode, ForksPayload) {
-    auto e = decode_forks(R"({"forks":[{"history":"00f33d5eed000001","at":0},{"history":"0123456789abcdef","at":5}]})");
+    auto e = decode_forks(
+        R"({"forks":[{"history":"00f33d5eed000001","at":0},{"history":"0123456789abcdef","at":5}]})");
     ASSERT_TRUE(e.is_ok()) << e.status().to_string();
     EXPECT_EQ(e->type, engine::FeedEntry::Type::forks);
     ASSERT_EQ(e->forks.size(), 2u);
