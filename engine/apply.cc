@@ -96,6 +96,14 @@ Status Database::write_forks_locked(std::vector<Fork> forks) {
     if (forks.empty() || forks.front().seq.v != 0 || forks.size() > limits::forks_max) {
         return Status::error(Code::invalid_argument, "a fork list starts at seq 0, ≤ 1024 forks");
     }
+    // What replay requires of a history record (engine/replay.cc): written otherwise, the
+    // copy's own file would not reopen.
+    for (size_t i = 0; i < forks.size(); ++i) {
+        if (forks[i].history.v == 0 || (i > 0 && forks[i].seq.v < forks[i - 1].seq.v)) {
+            return Status::error(Code::invalid_argument,
+                                 "a fork list names history 0 or goes back in seq");
+        }
+    }
     History h{std::move(forks), true};
     if (h.forks.back().seq.v > seq().v) {
         pending_forks_ = std::move(h);
@@ -206,8 +214,18 @@ Status Database::apply_record(Block& block, uint8_t kind, std::span<const std::b
             case fb::Op::AlterCollection: {
                 const auto* a = static_cast<const fb::AlterCollection*>(v);
                 const Schema* before = block.schema(CollectionId{a->collection()});
-                if (!before) return bad("an alter of an unknown collection");
+                const Collection* col = collection_locked(CollectionId{a->collection()});
+                if (!before || !col) return bad("an alter of an unknown collection");
                 FENEC_ASSIGN_OR_RETURN(AlterSpec spec, codec::alter_spec_of(a, *before, 0));
+                // The record carries the schema after it and the slot it took; replay refuses
+                // a file where they differ from what it computes, so the copy refuses them
+                // here rather than append a block its own reopen would refuse.
+                FENEC_ASSIGN_OR_RETURN(Schema recorded, codec::from_fb(a->after(), 0));
+                uint16_t slot = 0;
+                Result<Schema> after = apply_alter(col->name(), *before, spec, &slot);
+                if (!after.is_ok() || !(*after == recorded) || slot != a->slot()) {
+                    return bad("an alter's schema differs from the one the copy computes");
+                }
                 FENEC_RETURN_IF_ERROR(block.alter_collection(CollectionId{a->collection()}, spec));
                 break;
             }
@@ -235,6 +253,10 @@ Status Database::apply_record(Block& block, uint8_t kind, std::span<const std::b
                     FENEC_RETURN_IF_ERROR(validate_body(doc, 0));
                     FENEC_RETURN_IF_ERROR(block.write_doc(*col, DocId{id}, doc));
                     start = end;
+                }
+                // Replay refuses bytes past the last document (engine/replay.cc apply_put).
+                if (n > 0 && start != d->bodies()->size()) {
+                    return bad("bodies longer than their documents");
                 }
                 break;
             }

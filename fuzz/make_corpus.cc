@@ -16,16 +16,31 @@
 //   zero_tail.fenec    types.fenec plus 4 KiB of zeros (a zero-filled tail)
 // The regress_*.fenec files beside them are not generated: they are inputs that once broke an
 // invariant (fuzz/README.md), kept so the bug stays fixed.
+//
+// `fenec_make_corpus --feed fuzz/corpus/feed` writes instead the seeds of fuzz/corpus/feed/:
+// frames of node-http.md §10.2 as a primary sends them (server/node/replication.h's encoder),
+// of a database created with lineage kFeedLineage (the one fuzz/feed_fuzz.cc's follower takes),
+// read from its feed since seq 0:
+//   types.feed      H, F, the B frames of write_types' blocks, K and E
+//   continued.feed  the same blocks framed with a 200-byte bound: `C` pieces then a `B`
+//   forked.feed     write_types, a fork, more blocks: the F the feed sends for the fork
+//   gap.feed        types.feed with its first block left out (a gap, refused)
+//   count_zero.feed the first block's frame with count 0 (refused as such: its last seq would
+//                   fall before its first)
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine/clock.h"
 #include "engine/database.h"
+#include "engine/format.h"
 #include "fuzz/mem_fs.h"
+#include "server/node/replication.h"
 
 namespace {
 
@@ -215,11 +230,101 @@ FileBytes close_and_read(Env& env, std::unique_ptr<Database> db) {
     return env.fs.get(kPath);
 }
 
+// The lineage of the feed seeds' primary; fuzz/feed_fuzz.cc creates its follower with it.
+constexpr uint64_t kFeedLineage = 0x00f33d5eed000001;
+
+void write_text(const std::string& dir, const std::string& name, const std::string& text) {
+    const auto* b = reinterpret_cast<const std::byte*>(text.data());
+    write_out(dir, name, FileBytes(b, b + text.size()));
+}
+
+// The frames of everything `db`'s feed holds after seq 0 on its first history, each `B` framed
+// with `bound` (as Replication::run_stream frames them).
+std::vector<std::string> feed_frames(Database& db, uint32_t bound) {
+    const Position from{Seq{0}, HistoryId{kFeedLineage}};
+    auto since = db.feed().since(from);
+    if (!std::holds_alternative<FeedCursor>(since))
+        die("feed", Status::error(Code::not_found, "no cursor"));
+    FeedCursor cursor = std::get<FeedCursor>(std::move(since));
+    std::vector<std::string> out;
+    for (;;) {
+        FeedNext n = cursor.next(std::chrono::milliseconds(0));
+        if (n.kind != FeedNext::Kind::entry) break;
+        const FeedEntry& e = n.entry;
+        if (e.type == FeedEntry::Type::forks) {
+            std::string json = "{\"forks\":[";
+            for (size_t i = 0; i < e.forks.size(); ++i) {
+                json += (i ? "," : "") + std::string("{\"history\":\"") +
+                        format::hex16(e.forks[i].first.v) +
+                        "\",\"at\":" + std::to_string(e.forks[i].second.v) + "}";
+            }
+            out.push_back(fenec::node::encode_frame('F', json + "]}"));
+            continue;
+        }
+        std::string payload;
+        auto put = [&](uint64_t v, int bytes) {
+            for (int i = 0; i < bytes; ++i) payload.push_back(static_cast<char>(v >> (8 * i)));
+        };
+        put(e.first.v, 8);
+        put(e.last.v - e.first.v + 1, 4);
+        put(static_cast<uint64_t>(e.landed_ms), 8);
+        payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
+        for (std::string& f : fenec::node::encode_block_frames(payload, bound)) out.push_back(f);
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& frames, size_t skip = 0) {
+    std::string out;
+    for (size_t i = skip; i < frames.size(); ++i) out += frames[i];
+    return out;
+}
+
+void write_feed_corpus(const std::string& dir) {
+    using fenec::node::encode_frame;
+    const std::string hello =
+        encode_frame('H', "{\"node\":\"n1\",\"lineage\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"history\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"forks\":[{\"history\":\"" + format::hex16(kFeedLineage) +
+                              "\",\"at\":0}],\"seq\":5,\"durable\":5,\"image\":false}");
+    const std::string forks = encode_frame(
+        'F', "{\"forks\":[{\"history\":\"" + format::hex16(kFeedLineage) + "\",\"at\":0}]}");
+    const std::string keep = encode_frame('K', "{\"seq\":5,\"durable\":5}");
+    const std::string end = encode_frame('E', "{\"reason\":\"closing\"}");
+    Env env;
+    OpenOptions o = env.options();
+    o.lineage = LineageId{kFeedLineage};
+    auto db = must(Database::create(kPath, o), "create");
+    write_types(*db);
+    const std::vector<std::string> blocks = feed_frames(*db, fenec::node::feed_frame_bytes_max);
+    write_text(dir, "types.feed", hello + forks + join(blocks) + keep + end);
+    write_text(dir, "continued.feed", hello + join(feed_frames(*db, 200)) + end);
+    write_text(dir, "gap.feed", hello + join(blocks, 1));
+    {
+        // The first block's frame with count 0 in its head (bytes 13..16 of the frame).
+        std::string f = blocks.front();
+        std::string payload = f.substr(
+            fenec::node::feed_frame_head_bytes,
+            f.size() - fenec::node::feed_frame_head_bytes - fenec::node::feed_frame_tail_bytes);
+        payload.replace(8, 4, std::string(4, '\0'));
+        write_text(dir, "count_zero.feed", hello + encode_frame('B', payload));
+    }
+    must(db->fork_history(), "fork");
+    write_more(*db, 60);
+    write_text(dir, "forked.feed",
+               hello + join(feed_frames(*db, fenec::node::feed_frame_bytes_max)));
+    must(db->close(), "close");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 3 && std::string(argv[1]) == "--feed") {
+        write_feed_corpus(argv[2]);
+        return 0;
+    }
     if (argc != 2) {
-        std::fprintf(stderr, "usage: %s <output dir>\n", argv[0]);
+        std::fprintf(stderr, "usage: %s <output dir> | --feed <output dir>\n", argv[0]);
         return 2;
     }
     const std::string dir = argv[1];

@@ -32,23 +32,6 @@ constexpr size_t head_bytes_max = 64 << 10;
 // again on the next connection.
 constexpr int64_t image_wait_ms = 5'000;
 
-std::optional<uint64_t> hex16_of(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return std::nullopt;
-        v = (v << 4) | uint64_t(d);
-    }
-    return v;
-}
-
-uint64_t le(const std::string& s, size_t at, int bytes) {
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[at + i]);
-    return v;
-}
-
 // `http://host:port` with no path: host and port, or false.
 bool split_from(std::string_view from, std::string& host, uint16_t& port) {
     if (!from.starts_with("http://")) return false;
@@ -363,7 +346,7 @@ bool Follower::session(std::string& error) {
     }
     buf.erase(0, consumed);
     bool heard = false;
-    std::string continued;  // `C` pieces of the next `B` payload (a block past the frame bound)
+    FrameJoiner joiner;  // `C` pieces of the next `B` payload (a block past the frame bound)
     const uint32_t bound = feed_frame_bound();
     for (;;) {
         Frame f;
@@ -382,24 +365,12 @@ bool Follower::session(std::string& error) {
             continue;
         }
         buf.erase(0, used);
-        if (f.kind == 'C') {
-            if (continued.size() + f.payload.size() > feed_block_bytes_max) {
-                error = follows_.from + ": a block over " +
-                        std::to_string(feed_block_bytes_max >> 30) + " GiB";
-                return heard;
-            }
-            continued.append(f.payload);
-            continue;
+        const FrameJoiner::Step step = joiner.take(f, ferr);
+        if (step == FrameJoiner::Step::bad) {
+            error = follows_.from + ": " + ferr;
+            return heard;
         }
-        if (!continued.empty()) {
-            if (f.kind != 'B') {
-                error = follows_.from + ": a continued block ended by `" + f.kind + "`";
-                return heard;
-            }
-            continued.append(f.payload);
-            f.payload = std::move(continued);
-            continued.clear();
-        }
+        if (step == FrameJoiner::Step::held) continue;
         if (f.kind == 'H') heard = true;
         if (f.kind == 'E') return heard;
         if (!handle(f, error)) return heard;
@@ -525,51 +496,37 @@ bool Follower::handle(const Frame& f, std::string& error) {
             return true;
         }
         case 'B': {
-            if (f.payload.size() < 20 || !held_) {
+            if (!held_) {
                 error = "a block out of place";
                 return false;
             }
-            engine::FeedEntry e;
-            e.type = engine::FeedEntry::Type::block;
-            e.first = engine::Seq{le(f.payload, 0, 8)};
-            const uint64_t count = le(f.payload, 8, 4);
-            e.last = engine::Seq{e.first.v + count - 1};
-            e.landed_ms = static_cast<int64_t>(le(f.payload, 12, 8));
-            auto recs = std::make_shared<std::vector<std::byte>>(f.payload.size() - 20);
-            std::memcpy(recs->data(), f.payload.data() + 20, recs->size());
-            e.records = std::move(recs);
+            engine::Result<engine::FeedEntry> e = decode_block(f.payload);
+            if (!e.is_ok()) {
+                error = std::string(e.status().message());
+                return false;
+            }
 #ifdef FENEC_TEST_HOOKS
             if (follows_.apply_stall_ms > 0) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(follows_.apply_stall_ms));
             }
 #endif
-            if (engine::Status st = held_->db().apply(e); !st.is_ok()) {
+            if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
                 error = st.to_string();
                 return false;
             }
             return true;
         }
         case 'F': {
-            simdjson::dom::parser parser;
-            simdjson::padded_string padded(f.payload);
-            simdjson::dom::element doc;
-            simdjson::dom::array arr;
-            if (parser.parse(padded).get(doc) || doc["forks"].get(arr) || !held_) {
+            if (!held_) {
                 error = "forks out of place";
                 return false;
             }
-            engine::FeedEntry e;
-            e.type = engine::FeedEntry::Type::forks;
-            for (simdjson::dom::element fk : arr) {
-                std::string_view h;
-                uint64_t at = 0;
-                if (fk["history"].get(h) || fk["at"].get(at) || !hex16_of(h)) {
-                    error = "a fork that does not parse";
-                    return false;
-                }
-                e.forks.emplace_back(engine::HistoryId{*hex16_of(h)}, engine::Seq{at});
+            engine::Result<engine::FeedEntry> e = decode_forks(f.payload);
+            if (!e.is_ok()) {
+                error = std::string(e.status().message());
+                return false;
             }
-            if (engine::Status st = held_->db().apply(e); !st.is_ok()) {
+            if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
                 error = st.to_string();
                 return false;
             }

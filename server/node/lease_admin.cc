@@ -2,13 +2,14 @@
 // grant's one wire format read and answered. The grant logic is Leases' (lease.h); this file
 // reads bodies (400 naming the field), answers 409 for a fence or a node without `--lease`, and
 // records each 200's answer instant as the last thing before the answer is handed to the loop.
+#include "server/node/lease_admin.h"
+
 #include <algorithm>
 #include <array>
 
 #include <simdjson.h>
 
 #include "server/node/handlers.h"
-#include "server/node/lease.h"
 
 namespace fenec::node {
 
@@ -108,7 +109,8 @@ struct Fields {
 constexpr std::array<std::string_view, 8> grant_fields = {"authority", "term",     "history", "grant",
                                                           "acked",     "lease_ms", "list",    "tenants"};
 
-// §9.2's request. nullopt with `error` naming the field at fault.
+}  // namespace
+
 std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
@@ -165,8 +167,8 @@ std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     return g;
 }
 
-// `DELETE /_admin/lease`'s body {"authority","term"}.
-std::optional<std::string> read_release(std::string_view body, std::string& authority, uint64_t& term) {
+std::optional<std::string> read_release(std::string_view body, std::string& authority,
+                                        uint64_t& term) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
     simdjson::dom::element doc;
@@ -180,6 +182,8 @@ std::optional<std::string> read_release(std::string_view body, std::string& auth
     if (auto e = r.authority(authority)) return e;
     return r.count("term", term);
 }
+
+namespace {
 
 void post_grant(Node& node, Call& call, Leases& leases) {
     std::string error;

@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+
+#include <simdjson.h>
 
 #include "engine/format.h"
 #include "server/node/follower.h"
@@ -118,6 +121,80 @@ FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::
     out.payload.assign(payload);
     consumed = total;
     return FrameRead::frame;
+}
+
+engine::Result<engine::FeedEntry> decode_block(std::string_view payload) {
+    auto refused = [](std::string why) {
+        return engine::Status::error(engine::Code::invalid_argument, "a `B` frame " + why);
+    };
+    if (payload.size() < feed_block_head_bytes) {
+        return refused("of " + std::to_string(payload.size()) + " bytes, shorter than its " +
+                       std::to_string(feed_block_head_bytes) + "-byte head");
+    }
+    const uint64_t first = get_le(payload.data(), 8);
+    const uint64_t count = get_le(payload.data() + 8, 4);
+    if (count == 0) return refused("of count 0: a block holds at least one seq");
+    if (first == 0 || first - 1 > std::numeric_limits<uint64_t>::max() - count) {
+        return refused("whose seqs " + std::to_string(first) + " + " + std::to_string(count) +
+                       " are out of range");
+    }
+    engine::FeedEntry e;
+    e.type = engine::FeedEntry::Type::block;
+    e.first = engine::Seq{first};
+    e.last = engine::Seq{first + count - 1};
+    e.landed_ms = static_cast<int64_t>(get_le(payload.data() + 12, 8));
+    const std::string_view records = payload.substr(feed_block_head_bytes);
+    auto bytes = std::make_shared<std::vector<std::byte>>(records.size());
+    if (!records.empty()) std::memcpy(bytes->data(), records.data(), records.size());
+    e.records = std::move(bytes);
+    return e;
+}
+
+engine::Result<engine::FeedEntry> decode_forks(std::string_view payload) {
+    auto refused = [](const char* why) {
+        return engine::Status::error(engine::Code::invalid_argument, why);
+    };
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    simdjson::dom::array arr;
+    if (parser.parse(padded).get(doc) || doc["forks"].get(arr)) {
+        return refused("an `F` frame that is not {\"forks\":[…]}");
+    }
+    engine::FeedEntry e;
+    e.type = engine::FeedEntry::Type::forks;
+    for (simdjson::dom::element fk : arr) {
+        std::string_view h;
+        uint64_t at = 0;
+        std::optional<uint64_t> history;
+        if (fk["history"].get(h) || fk["at"].get(at) || !(history = hex16_of(h))) {
+            return refused("a fork that does not parse");
+        }
+        e.forks.emplace_back(engine::HistoryId{*history}, engine::Seq{at});
+    }
+    return e;
+}
+
+FrameJoiner::Step FrameJoiner::take(Frame& f, std::string& error) {
+    if (f.kind == 'C') {
+        if (continued_.size() + f.payload.size() > block_bytes_max_) {
+            error = block_bytes_max_ % (1ull << 30) == 0
+                        ? "a block over " + std::to_string(block_bytes_max_ >> 30) + " GiB"
+                        : "a block over " + std::to_string(block_bytes_max_) + " bytes";
+            return Step::bad;
+        }
+        continued_.append(f.payload);
+        return Step::held;
+    }
+    if (continued_.empty()) return Step::whole;
+    if (f.kind != 'B') {
+        error = std::string("a continued block ended by `") + f.kind + "`";
+        return Step::bad;
+    }
+    continued_.append(f.payload);
+    f.payload = std::move(continued_);
+    continued_.clear();
+    return Step::whole;
 }
 
 // One stream being served: what GET /_admin/tenants/<t> shows in `followers`.

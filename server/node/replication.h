@@ -8,7 +8,8 @@
 //   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end
 //   (JSON), C continuation (a piece of the next `B` payload: a spilled block can pass the frame
 //   bound, so its payload goes as `C` frames then a `B` frame with the last piece, each within
-//   the bound).
+//   the bound). decode_frame, FrameJoiner, decode_block and decode_forks are the follower's
+//   readers of these outside bytes (fuzz/feed_fuzz.cc feeds them).
 //
 // Threads: each stream runs on a thread of its own (it waits on the tenant's feed, never on a
 // loop); each followed copy has one thread holding a plain blocking socket. Both are bounded by
@@ -27,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/feed.h"
+#include "engine/status.h"
 #include "ql/json_writer.h"
 #include "server/node/registry.h"
 
@@ -62,6 +65,41 @@ enum class FrameRead : uint8_t { frame, more, bad };
 // `bad` (length over the bound, a check that fails; `error` says which).
 FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
                        uint32_t bound = feed_frame_bytes_max);
+
+// A `B` payload's head (§10.2): first seq u64, count u32, landed_ms i64, all LE; the block's
+// records follow it.
+inline constexpr size_t feed_block_head_bytes = 20;
+
+// A `B` payload (joined from its `C` pieces) as the block entry it carries: seqs first to
+// first + count - 1, the records after the head copied out. Refused (invalid_argument, the
+// message saying why) when shorter than its head, of count 0 (a block holds at least one seq:
+// `last` would fall before `first`) or ending past the last seq. The records are the engine's
+// to check (Database::apply).
+engine::Result<engine::FeedEntry> decode_block(std::string_view payload);
+// An `F` payload {"forks":[{"history":<16 hex>,"at":<seq>},…]} as a forks entry; refused
+// (invalid_argument) when it is not that shape. The list's rules (starts at 0, its bound) are
+// the engine's (Database::apply).
+engine::Result<engine::FeedEntry> decode_forks(std::string_view payload);
+
+// Joins the `C` pieces of a block past the frame bound to the `B` frame that ends them (§10.2).
+// One a connection: a new connection starts with none held.
+class FrameJoiner {
+public:
+    enum class Step : uint8_t {
+        whole,  // `f` is a frame to handle: a `B` with the held pieces put before its payload
+        held,   // `f` was a `C` piece, kept: read the next frame
+        bad,    // `error` says why: a piece past `block_bytes_max` held, or pieces ended by
+                // a frame other than `B`; drop the connection
+    };
+    explicit FrameJoiner(uint64_t block_bytes_max = feed_block_bytes_max)
+        : block_bytes_max_(block_bytes_max) {}
+    Step take(Frame& f, std::string& error);
+    size_t held_bytes() const { return continued_.size(); }
+
+private:
+    uint64_t block_bytes_max_;
+    std::string continued_;  // `C` pieces of the next `B` payload
+};
 
 // `<t>.follows` (§8.7, §10.4): what a copy was told to follow and the last hello it heard.
 struct Follows {

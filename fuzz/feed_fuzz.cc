@@ -1,0 +1,228 @@
+// fuzz/feed_fuzz.cc: fuzz_feed, bytes as the replication feed a follower reads from a primary
+// (node-http.md §10.2): frames cut by decode_frame under a small bound, `C` pieces joined by a
+// FrameJoiner, `B` and `F` payloads decoded by decode_block / decode_forks
+// (server/node/replication.h, the follower's own readers), and each decoded entry applied to a
+// follower database (engine Database::apply) opened on an in-memory file system (fuzz/mem_fs.h).
+// Seeds: fuzz/corpus/feed/, frames a real primary sent, written by `fenec_make_corpus --feed`.
+//
+// Each input runs twice: as given, and "resealed" (each whole frame's check, and each whole
+// record's head check and checksum inside a `B` payload, recomputed), so that a mutation passes
+// the checks and reaches the decoders and apply. The resealed run is skipped when resealing
+// changes nothing. A frame that fails (a bad frame, a bad join) ends the connection as it ends
+// the follower's; a refused payload or apply is noted and the next frame read, as the follower
+// would after reconnecting from its seq.
+//
+// Invariants (a broken one traps, so libFuzzer keeps the input):
+//   - decode_frame: a frame consumed lies within the input and is re-encoded to the same bytes;
+//     `bad` says why;
+//   - a refused decode or apply is a Status with a message; a refused apply changes nothing (the
+//     copy's state, seq included, is as before);
+//   - a block applied moves the copy's seq to the block's last seq;
+//   - a forks entry applied is the copy's history when its last fork is within the copy's seq;
+//   - whatever landed reopens to the same state (a follower reopened on its file).
+#include <xxhash.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/clock.h"
+#include "engine/database.h"
+#include "engine/format.h"
+#include "fuzz/mem_fs.h"
+#include "fuzz/state.h"
+#include "server/node/replication.h"
+
+namespace {
+
+using namespace fenec::engine;
+using fenec::fuzz::MemFs;
+using fenec::fuzz::State;
+using fenec::fuzz::state_of;
+namespace node = fenec::node;
+
+constexpr const char* kPath = "/t/t.fenec";
+// As fuzz/make_corpus.cc's feed seeds: the follower is an empty copy of their primary's lineage.
+constexpr uint64_t kFeedLineage = 0x00f33d5eed000001;
+constexpr size_t kInputBytesMax = 256 << 10;
+// Small bounds so that the search reaches the bounds' own paths: a frame past kFrameBound is
+// bad, a block joined past kBlockBytesMax is bad.
+constexpr uint32_t kFrameBound = 4096;
+constexpr uint64_t kBlockBytesMax = 64 << 10;
+constexpr size_t kFramesMax = 256;
+
+[[noreturn]] void broken(const char* what, const std::string& detail = "") {
+    std::fprintf(stderr, "fuzz_feed: invariant broken: %s %s\n", what, detail.c_str());
+    __builtin_trap();
+}
+
+struct Env {
+    FakeClock clock;
+    SeededRandom random{7};
+    OpenOptions options(Fs& fs) {
+        OpenOptions o;
+        o.fs = &fs;
+        o.clock = &clock;
+        o.random = &random;
+        o.tenant = "t";
+        o.sync = SyncPolicy::every_block();
+        o.role = Role::follower;
+        o.lineage = LineageId{kFeedLineage};
+        return o;
+    }
+};
+
+// FENEC_FUZZ_VERBOSE=1 prints each frame's outcome (to read what a seed or a crash does).
+bool verbose() {
+    static const bool on = std::getenv("FENEC_FUZZ_VERBOSE") != nullptr;
+    return on;
+}
+
+void check_refusal(const Status& st, const char* what) {
+    if (st.is_ok() || st.message().empty()) broken("a refusal without a message", what);
+}
+
+void apply_entry(Database& db, const FeedEntry& e) {
+    const State before = state_of(db);
+    const Status st = db.apply(e);
+    if (verbose()) {
+        std::fprintf(stderr, "apply %s %llu..%llu: %s\n",
+                     e.type == FeedEntry::Type::block ? "block" : "forks",
+                     (unsigned long long)e.first.v, (unsigned long long)e.last.v,
+                     st.to_string().c_str());
+    }
+    if (!st.is_ok()) {
+        check_refusal(st, "apply");
+        if (!(state_of(db) == before)) broken("a refused apply changed the copy", st.to_string());
+        return;
+    }
+    if (e.type == FeedEntry::Type::block) {
+        if (db.seq().v != e.last.v) broken("a block applied, but the seq is not its last");
+        return;
+    }
+    if (!e.forks.empty() && e.forks.back().second.v <= db.seq().v) {
+        const std::vector<Fork>& got = db.history().forks;
+        bool same = got.size() == e.forks.size();
+        for (size_t i = 0; same && i < got.size(); ++i) {
+            same = got[i].history.v == e.forks[i].first.v && got[i].seq.v == e.forks[i].second.v;
+        }
+        if (!same) broken("a forks entry applied is not the copy's history");
+    }
+}
+
+void run(std::string_view input) {
+    MemFs fs;
+    Env env;
+    State live;
+    {
+        Result<std::unique_ptr<Database>> made = Database::create(kPath, env.options(fs));
+        if (!made.is_ok())
+            broken("an empty follower copy is not created", made.status().to_string());
+        Database& db = **made;
+        node::FrameJoiner joiner(kBlockBytesMax);
+        for (size_t frames = 0; frames < kFramesMax; ++frames) {
+            node::Frame f;
+            size_t used = 0;
+            std::string error;
+            const node::FrameRead r = node::decode_frame(input, f, used, error, kFrameBound);
+            if (r == node::FrameRead::more) break;
+            if (r == node::FrameRead::bad) {
+                if (error.empty()) broken("a bad frame without a reason");
+                break;
+            }
+            if (used > input.size() ||
+                node::encode_frame(f.kind, f.payload) != input.substr(0, used)) {
+                broken("a frame decoded is not the bytes it was read from");
+            }
+            input.remove_prefix(used);
+            const node::FrameJoiner::Step step = joiner.take(f, error);
+            if (step == node::FrameJoiner::Step::held) continue;
+            if (step == node::FrameJoiner::Step::bad) {
+                if (error.empty()) broken("a bad join without a reason");
+                break;
+            }
+            if (f.kind != 'B' && f.kind != 'F') continue;  // H, I, i, K, E: not the copy's
+            Result<FeedEntry> e =
+                f.kind == 'B' ? node::decode_block(f.payload) : node::decode_forks(f.payload);
+            if (!e.is_ok()) {
+                if (verbose()) std::fprintf(stderr, "decode: %s\n", e.status().to_string().c_str());
+                check_refusal(e.status(), "decode");
+                continue;
+            }
+            if (e->type == FeedEntry::Type::block && e->last.v < e->first.v) {
+                broken("a block decoded whose last seq is before its first");
+            }
+            apply_entry(db, *e);
+        }
+        live = state_of(db);
+        if (Status st = db.close(); !st.is_ok()) broken("close failed", st.to_string());
+    }
+    Result<std::unique_ptr<Database>> again = Database::open(kPath, env.options(fs));
+    if (!again.is_ok())
+        broken("a follower copy that was fed does not reopen", again.status().to_string());
+    if (!(state_of(**again) == live)) broken("a reopen shows another state than what landed");
+}
+
+void reseal_records(std::string& payload) {
+    namespace f = fenec::engine::format;
+    auto* b = reinterpret_cast<std::byte*>(payload.data());
+    uint64_t p = node::feed_block_head_bytes;
+    while (payload.size() >= p && payload.size() - p >= f::kRecordHeadBytes) {
+        std::byte* h = b + p;
+        const uint32_t length = f::load_u32(h);
+        const uint64_t framed = f::framed_size(length);
+        if (framed > payload.size() - p) break;
+        const uint8_t kind = std::to_integer<uint8_t>(h[12]);
+        f::store_u64(h + 4, f::checksum(kind, std::span(h + f::kRecordHeadBytes, length)));
+        const uint32_t hc = f::head_check(length, kind);
+        h[13] = std::byte(hc);
+        h[14] = std::byte(hc >> 8);
+        h[15] = std::byte(hc >> 16);
+        p += framed;
+    }
+}
+
+// The input with every whole frame's check recomputed, and inside a `B` frame not continued,
+// every whole record's checks; a frame running past the end, or past the bound, ends it as is.
+std::string reseal(std::string_view in) {
+    std::string out;
+    bool continued = false;
+    while (in.size() >= node::feed_frame_head_bytes) {
+        uint32_t length = 0;
+        for (int i = 4; i >= 1; --i) length = length << 8 | static_cast<uint8_t>(in[i]);
+        const size_t total =
+            node::feed_frame_head_bytes + size_t{length} + node::feed_frame_tail_bytes;
+        if (length > kFrameBound || in.size() < total) break;
+        std::string payload(in.substr(node::feed_frame_head_bytes, length));
+        if (in[0] == 'B' && !continued) reseal_records(payload);
+        continued = in[0] == 'C';
+        out += node::encode_frame(in[0], payload);
+        in.remove_prefix(total);
+    }
+    out.append(in);
+    return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size > kInputBytesMax) return -1;
+    const std::string_view input(reinterpret_cast<const char*>(data), size);
+    if (verbose()) std::fprintf(stderr, "input: %zu bytes\n", size);
+    run(input);
+    const std::string sealed = reseal(input);
+    if (sealed != input) {
+        if (verbose()) {
+            size_t at = 0;
+            while (at < sealed.size() && at < input.size() && sealed[at] == input[at]) ++at;
+            std::fprintf(stderr, "resealed: differs from byte %zu\n", at);
+        }
+        run(sealed);
+    }
+    return 0;
+}
