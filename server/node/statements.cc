@@ -108,7 +108,6 @@ ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statem
                            std::optional<KeyedWrite>& key, bool store_only_if_written) {
     ql::Executor ex(t.db(), t.indexes());
     const std::vector<ql::Item> items = s.items();
-    std::optional<engine::DocId> row;
     ql::BeforeCommit before;
     if (key) {
         before = [&](engine::Block& block, std::span<const ql::Answer> answers) {
