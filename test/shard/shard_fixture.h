@@ -5,7 +5,11 @@
 // Network traffic goes to 127.0.0.1 only.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -63,11 +67,23 @@ public:
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     // Waits for an exit the process makes on its own (a start-up refusal).
-    int wait_exit() {
+    // The router's exit status, waiting at most `ms`: a router still running then (a flag it
+    // should have refused, taken) is killed and answers -2, so the test fails rather than hangs.
+    int wait_exit(int ms = 10000) {
         if (pid_ <= 0) return -1;
         int status = 0;
-        ::waitpid(pid_, &status, 0);
+        pid_t got = 0;
+        for (int waited = 0; (got = ::waitpid(pid_, &status, WNOHANG)) == 0; waited += 10) {
+            if (waited >= ms) {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                pid_ = -1;
+                return -2;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         pid_ = -1;
+        if (got < 0) return -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
 
