@@ -37,10 +37,16 @@ void Segments::rewind(Mark m) {
     if (!segs_.empty()) segs_.back().used = m.used;
 }
 
+void Segments::keep(std::shared_ptr<const std::byte[]> backing, uint64_t bytes) {
+    kept_.push_back(std::move(backing));
+    held_ += bytes;
+}
+
 std::vector<std::shared_ptr<const std::byte[]>> Segments::share() const {
     std::vector<std::shared_ptr<const std::byte[]>> out;
-    out.reserve(segs_.size());
+    out.reserve(segs_.size() + kept_.size());
     for (const Seg& s : segs_) out.push_back(s.data);
+    out.insert(out.end(), kept_.begin(), kept_.end());
     return out;
 }
 
@@ -67,6 +73,19 @@ void Collection::repack() {
     Segments fresh;
     docs_.rewrite_all([&](const DocRef& ref) { return fresh.add(ref.bytes()); });
     segs_ = std::move(fresh);
+}
+
+uint64_t Collection::live_bytes() const {
+    uint64_t n = 0;
+    docs_.each_from(0, [&](uint64_t, const DocRef& ref) {
+        n += ref.size;
+        return true;
+    });
+    return n;
+}
+
+void Collection::adopt(std::shared_ptr<const std::byte[]> backing) {
+    segs_.keep(std::move(backing), live_bytes());
 }
 
 }  // namespace fenec::engine

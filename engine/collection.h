@@ -32,6 +32,10 @@ public:
     Mark mark() const;
     void rewind(Mark m);  // forget everything added after `m` (undo of a failed block)
     uint64_t bytes_held() const { return held_; }
+    // Keeps `backing` (memory bodies already point into, read only) alive with these segments,
+    // counted as `bytes` held: an open's read buffer adopted rather than copied (Collection::
+    // adopt). Nothing is ever added into it.
+    void keep(std::shared_ptr<const std::byte[]> backing, uint64_t bytes);
     // The segments themselves, for snapshots that must outlive later writes.
     std::vector<std::shared_ptr<const std::byte[]>> share() const;
 
@@ -42,6 +46,7 @@ private:
         size_t used = 0;
     };
     std::vector<Seg> segs_;
+    std::vector<std::shared_ptr<const std::byte[]>> kept_;  // see keep()
     uint64_t held_ = 0;
 };
 
@@ -75,6 +80,12 @@ public:
 
     // Copies every live body into fresh segments, dropping superseded versions.
     void repack();
+    // The bytes of the live bodies (what repack() would copy).
+    uint64_t live_bytes() const;
+    // Instead of repack(): every live body already points into `backing` (an open's read
+    // buffer), which the collection now keeps alive, so nothing is copied. Superseded versions
+    // and other records in it stay held until the next repack (a rewrite).
+    void adopt(std::shared_ptr<const std::byte[]> backing);
 
     // DocSource: every stored row in id order (expiry is the reader's to judge).
     void each(const std::function<bool(DocId, DocView)>& visit) const override;

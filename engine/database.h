@@ -184,11 +184,13 @@ public:
     // locked and holding `image` whole (the caller wrote it as it arrived, its write-back
     // started): only its fsync is left, and it runs beside the replay.
     // An image here is any whole file, as file_image() sends one: a tear is `corruption` too.
+    // `owner`, when given, owns `image` (owner.get() == image.data()) and hands it over: the
+    // database may keep it as its documents' store instead of copying them out of it.
     static Result<std::unique_ptr<Database>> install_open(
         std::span<const std::byte> image, std::string_view incoming, std::string_view target,
         InstallMode mode, const OpenOptions& options,
         const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
-        std::unique_ptr<File> written = nullptr);
+        std::unique_ptr<File> written = nullptr, std::shared_ptr<const std::byte[]> owner = nullptr);
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;

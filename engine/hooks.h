@@ -30,7 +30,9 @@ struct GraphRecord {
     CollectionId collection;
     uint16_t slot = 0;
     uint64_t offset = 0;                 // of the record in the file
-    std::span<const std::byte> body;     // valid only during on_open
+    // In the open's read buffer: valid during on_open and the open's on_schema calls that follow
+    // it, until on_opened (a hook may keep the span that long instead of copying the record).
+    std::span<const std::byte> body;
     // A write to the collection landed after the graph: its nodes may not match the documents
     // (index/ then rebuilds, or applies the change set when it can tell it).
     bool written_after = false;
@@ -55,6 +57,8 @@ public:
     // rows as they stand (null for a drop). Called under the writer lock.
     virtual void on_schema(CollectionId, const Schema*, const DocSource* docs) = 0;
     virtual void on_open(OpenReport&) = 0;
+    // The open's on_schema calls are done: the OpenReport's bodies are no longer valid.
+    virtual void on_opened() {}
     virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at) = 0;
     // compact() first rebuilds every graph holding retired nodes, so the image it writes holds
     // none (engine.md §7). Called under the writer lock. Hooks keeping no graph keep the default.

@@ -537,8 +537,14 @@ void VectorIndexes::on_open(engine::OpenReport& report) {
             stats_.last_discard = "a write landed after the graph record";
             continue;
         }
-        stashed_[{g.collection.v, g.slot}].assign(g.body.begin(), g.body.end());
+        stashed_[{g.collection.v, g.slot}] = g.body;
     }
+}
+
+void VectorIndexes::on_opened() {
+    // Left only for collections the open did not load (a dropped collection's last graph): their
+    // bytes are about to go.
+    stashed_.clear();
 }
 
 engine::Result<std::vector<std::byte>> VectorIndexes::encode_graph(engine::CollectionId c,

@@ -61,9 +61,11 @@ class VectorIndexes final : public engine::IndexHook {
     void on_undo(const engine::WriteEvent& ev) override;
     void on_schema(engine::CollectionId c, const engine::Schema* schema,
                    const engine::DocSource* docs) override;
-    // Forgets every graph (a tenant is being opened) and keeps a copy of each graph record not
-    // followed by a write, for on_schema to restore.
+    // Forgets every graph (a tenant is being opened) and keeps each graph record not followed by
+    // a write, for on_schema to restore: the record's bytes in the open's buffer, not a copy
+    // (valid until on_opened, which forgets those no on_schema took).
     void on_open(engine::OpenReport& report) override;
+    void on_opened() override;
     // The Graph table (format.fbs) of the field's graph at `at`; not_found when this object keeps
     // no graph for (c, slot); invalid_argument when the graph is unusable or does not fit the
     // table (the engine then writes none and the next open rebuilds).
@@ -94,7 +96,8 @@ class VectorIndexes final : public engine::IndexHook {
   private:
     using Key = std::pair<uint32_t, uint16_t>;
     std::map<Key, std::unique_ptr<Field>> fields_;
-    std::map<Key, std::vector<std::byte>> stashed_;  // graph records from on_open, until on_schema
+    // Graph records from on_open, until on_schema takes them or on_opened forgets them.
+    std::map<Key, std::span<const std::byte>> stashed_;
     VectorIndexStats stats_;
 };
 

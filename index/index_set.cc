@@ -167,6 +167,10 @@ void IndexSet::on_open(engine::OpenReport& report) {
     for (engine::IndexHook* x : extensions_) x->on_open(report);
 }
 
+void IndexSet::on_opened() {
+    for (engine::IndexHook* x : extensions_) x->on_opened();
+}
+
 bool IndexSet::has_retired(engine::CollectionId c, uint16_t slot) const {
     for (engine::IndexHook* x : extensions_) {
         if (x->has_retired(c, slot)) return true;

@@ -69,6 +69,7 @@ public:
     void on_schema(engine::CollectionId c, const engine::Schema* schema,
                    const engine::DocSource* docs) override;
     void on_open(engine::OpenReport& report) override;
+    void on_opened() override;
     bool has_retired(engine::CollectionId c, uint16_t slot) const override;
     engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,

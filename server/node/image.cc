@@ -281,10 +281,16 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // In memory: written, fsynced once, verified while replayed from the body, renamed, and left
     // open, so the first query finds the tenant's indexes built and its graphs loaded. On disk:
     // verified as any file is opened, renamed; the first query opens it.
+    // The body handed over: the tenant keeps it as its documents' store rather than copying
+    // them out of it (Collection::adopt), and frees it with itself.
+    auto owned = std::make_shared<std::vector<std::byte>>(std::move(body));
+    std::span<const std::byte> image(*owned);
     engine::Status st =
-        in_memory ? taken.out->install_open(body, incoming, engine::InstallMode::create_only,
-                                            check, info, std::move(written))
+        in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
+                                            check, info, std::move(written),
+                                            std::shared_ptr<const std::byte[]>(owned, owned->data()))
                   : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
+    owned.reset();
     if (st.code() == engine::Code::corruption) {
         const uint64_t offset = st.detail().offset;
         return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},

@@ -41,9 +41,14 @@ engine::Status remove_mark(Node& node, const std::string& path) {
 
 // The delete's answer, made while the tenant is out of service and sent once it is back (so a
 // request after the answer finds it absent, never still leaving).
+// The tenant if it was open and its database, closed, for the caller to free after the answer.
+struct Closed {
+    std::unique_ptr<engine::Database> db;  // freed first: it points at the tenant's indexes
+    std::shared_ptr<Tenant> tenant;
+};
+
 // `closed`: the tenant if it was open, for the caller to release after the answer.
-http::Response remove_tenant(Node& node, Call& call, bool sidecars,
-                             std::shared_ptr<Tenant>& closed) {
+http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& closed) {
     // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken
     // to answer 503 (the tenant is marked leaving); asked again while references remain, for any
     // that came in between.
@@ -54,7 +59,8 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars,
             t.wake_all();
         });
     if (!taken.out) return node.refusal(409, taken.message);
-    closed = std::move(taken.closed);
+    closed.tenant = std::move(taken.closed);
+    closed.db = std::move(taken.closed_db);
     if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
     if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
         return node.refusal(500,
@@ -72,11 +78,16 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     // A followed copy's follower holds it (§11): it stops first, and starts again if
     // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
     const bool followed = node.replication().stop_following(call.tenant);
-    std::shared_ptr<Tenant> closed;
+    Closed closed;
     http::Response r = remove_tenant(node, call, sidecars, closed);
     if (followed) node.replication().resume_following(call.tenant);
     answer_audited(node, call, std::move(r));
-    closed.reset();  // its graphs and indexes freed once the answer is on its way
+    // Its documents, graphs and indexes freed once the answer is on its way (a 69 MB @hnsw
+    // tenant: ~250 MB given back, 15-30 ms the delete's caller no longer waits for). The file
+    // was removed and its directory fsynced before the answer; what is freed here holds no
+    // file and no slot, so a create of the same name meanwhile opens a tenant of its own.
+    closed.db.reset();
+    closed.tenant.reset();
 }
 
 void freeze_tenant(Node& node, Call& call) {

@@ -264,7 +264,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,
                                 "tenant " + std::string(name) + " is being deleted or installed",
-                                nullptr};
+                                nullptr, nullptr};
             }
         }
         slot_lock = std::unique_lock(slot->mu);
@@ -277,14 +277,14 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         if (slot->out) {  // another took it out while we waited for the slot
             return TakenOut{nullptr, TakeOutError::busy,
                             "tenant " + std::string(name) + " is being deleted or installed",
-                            nullptr};
+                            nullptr, nullptr};
         }
         slot->out = true;
         tenant = slot->tenant;
     }
     auto out = std::unique_ptr<OutOfService>(
         new OutOfService(*this, slot, std::move(slot_lock), std::string(name)));
-    if (!tenant) return TakenOut{std::move(out), TakeOutError::none, {}, nullptr};
+    if (!tenant) return TakenOut{std::move(out), TakeOutError::none, {}, nullptr, nullptr};
     tenant->leaving = true;
     const auto start = std::chrono::steady_clock::now();
     auto elapsed_ms = [&] {
@@ -308,7 +308,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             return TakenOut{nullptr, TakeOutError::in_use,
                             "tenant " + std::string(name) + " still in use after " +
                                 std::to_string(wait_ms / 1000) + " s",
-                            nullptr};
+                            nullptr, nullptr};
         }
         if (now - asked_ms >= leave_repeat_ms) {
             if (leave) leave(*tenant);
@@ -325,8 +325,9 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
     // still syncs what landed and closes the descriptor before this returns, so nothing of the
     // old file is written after it is removed, and a file that stays (a refused install, a
     // failed remove) is whole, its log replayed on the next open as after any plain close.
-    close_tenant(tenant, engine::CloseMode::plain);
-    return TakenOut{std::move(out), TakeOutError::none, {}, std::move(tenant)};
+    std::unique_ptr<engine::Database> db = tenant->detach_db();
+    if (db) (void)db->close(engine::CloseMode::plain);
+    return TakenOut{std::move(out), TakeOutError::none, {}, std::move(tenant), std::move(db)};
 }
 
 void Registry::back_in_service(Slot& slot, const std::string& name) {
@@ -392,13 +393,13 @@ engine::Status Registry::OutOfService::install(
 engine::Status Registry::OutOfService::install_open(
     std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
     const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info,
-    std::unique_ptr<engine::File> written) {
+    std::unique_ptr<engine::File> written, std::shared_ptr<const std::byte[]> owner) {
     Registry& r = registry_;
     auto tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     auto db = engine::Database::install_open(image, incoming, r.path_of(name_), mode,
                                              r.open_options(name_, *tenant, *indexes), check, info,
-                                             std::move(written));
+                                             std::move(written), std::move(owner));
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));

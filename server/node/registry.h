@@ -108,10 +108,12 @@ public:
         // verifies the image as it replays it (Database::install_open), so the file is written
         // and fsynced once and never read back, and the first request finds its indexes built.
         // `written`: `incoming` opened, locked and holding `image` already (only its fsync left).
+        // `owner`: owns `image`, handed to the tenant to keep as its documents' store.
         engine::Status install_open(
             std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
             const std::function<engine::Status(const engine::ImageInfo&)>& check,
-            engine::ImageInfo& info, std::unique_ptr<engine::File> written = nullptr);
+            engine::ImageInfo& info, std::unique_ptr<engine::File> written = nullptr,
+            std::shared_ptr<const std::byte[]> owner = nullptr);
 
     private:
         friend class Registry;
@@ -133,6 +135,11 @@ public:
         // caller may keep it until its answer is on its way (a delete's 12-20 ms for a 69 MB
         // @hnsw tenant).
         std::shared_ptr<Tenant> closed;
+        // Its database, closed (synced, its descriptor and lock released, the flusher told) but
+        // not yet freed: its documents' memory (a 69 MB image's worth) goes when the caller drops
+        // it, after its answer. Nothing of it touches the file or the slot any more, so a tenant
+        // of the same name may be created or installed while it is being freed.
+        std::unique_ptr<engine::Database> closed_db;
     };
 
     explicit Registry(RegistryOptions options);

@@ -1,0 +1,142 @@
+// test/engine/adopt_buffer_test.cc: proves that an open or an install keeps the buffer it
+// replayed as its documents' store (Collection::adopt) rather than copying them out, only when
+// the buffer is mostly live, and holds it exactly as long as the documents point into it: an
+// install handed its body's owner keeps it for the database's life (reads and writes go on),
+// lets it go at the next rewrite (the documents repacked), and frees it with the database; a
+// mostly dead file is copied out and its buffer freed, as before.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/database.h"
+#include "test/support/engine_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+using namespace engine;
+
+const std::string kSource = "/d/src.fenec";
+const std::string kTarget = "/d/t.fenec";
+const std::string kIncoming = "/d/t.fenec.incoming";
+
+std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
+    auto db = Database::create(kSource, env.options());
+    if (!db.is_ok()) {
+        ADD_FAILURE() << "create: " << db.status().to_string();
+        return nullptr;
+    }
+    auto b = (*db)->begin();
+    EXPECT_TRUE(b.is_ok());
+    auto c = b->create_collection("items", schema_of("n:int, s:text"));
+    EXPECT_TRUE(c.is_ok());
+    for (int i = 0; i < rows; ++i) {
+        Doc d{{0, Value(int64_t{i})}, {1, Value(std::string(200, char('a' + i % 26)))}};
+        EXPECT_TRUE(b->insert(*c, std::nullopt, d).is_ok());
+    }
+    EXPECT_TRUE(b->commit().is_ok());
+    return std::move(*db);
+}
+
+void add_row(Database& db, int n) {
+    auto b = db.begin();
+    ASSERT_TRUE(b.is_ok());
+    auto c = b->find("items");
+    ASSERT_TRUE(c.is_ok());
+    ASSERT_TRUE(b->insert(*c, std::nullopt, Doc{{0, Value(int64_t{n})}, {1, Value(std::string("x"))}})
+                    .is_ok());
+    ASSERT_TRUE(b->commit().is_ok());
+}
+
+TEST(AdoptBuffer, AnInstallKeepsItsBodyForTheDatabasesLifeAndARewriteLetsItGo) {
+    EngineEnv env;
+    auto src = source_with_rows(env, 400);
+    ASSERT_NE(src, nullptr);
+    auto img = src->image();
+    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+    auto owned = std::make_shared<std::vector<std::byte>>(*img->bytes);
+    const std::weak_ptr<std::vector<std::byte>> watch = owned;
+
+    EngineEnv env2;
+    ImageInfo info;
+    auto db = Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only,
+                                     env2.options(), {}, info, nullptr,
+                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    ASSERT_TRUE(db.is_ok()) << db.status().to_string();
+    // Handed over: the caller's reference goes, the database's stays.
+    owned.reset();
+    EXPECT_FALSE(watch.expired()) << "the documents were copied out, not adopted";
+    EXPECT_EQ((*db)->usage().peak_buffer_bytes, info.bytes);
+    EXPECT_EQ(dump(**db), dump(*src));
+
+    // Writes go on beside the adopted store; a rewrite repacks the documents and lets it go.
+    add_row(**db, 9999);
+    const std::string live = dump(**db);
+    ASSERT_TRUE((*db)->compact().is_ok());
+    EXPECT_TRUE(watch.expired()) << "a rewrite kept the adopted body";
+    EXPECT_EQ(dump(**db), live);
+    ASSERT_TRUE((*db)->close().is_ok());
+    auto again = Database::open(kTarget, env2.options());
+    ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+    EXPECT_EQ(dump(**again), live);
+}
+
+TEST(AdoptBuffer, TheBodyGoesWithTheDatabase) {
+    EngineEnv env;
+    auto src = source_with_rows(env, 100);
+    ASSERT_NE(src, nullptr);
+    auto img = src->image();
+    ASSERT_TRUE(img.is_ok());
+    auto owned = std::make_shared<std::vector<std::byte>>(*img->bytes);
+    const std::weak_ptr<std::vector<std::byte>> watch = owned;
+    EngineEnv env2;
+    ImageInfo info;
+    auto db = Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only,
+                                     env2.options(), {}, info, nullptr,
+                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    ASSERT_TRUE(db.is_ok()) << db.status().to_string();
+    owned.reset();
+    EXPECT_FALSE(watch.expired());
+    db->reset();
+    EXPECT_TRUE(watch.expired()) << "the database's end did not free its adopted body";
+}
+
+TEST(AdoptBuffer, AMostlyLiveFileIsAdoptedAtOpenAMostlyDeadOneCopiedOut) {
+    EngineEnv env;
+    std::string before;
+    {
+        auto src = source_with_rows(env, 300);
+        ASSERT_NE(src, nullptr);
+        ASSERT_TRUE(src->close().is_ok());
+    }
+    {
+        auto db = Database::open(kSource, env.options());
+        ASSERT_TRUE(db.is_ok()) << db.status().to_string();
+        // Adopted: the buffer is the peak, no copy beside it.
+        EXPECT_EQ((*db)->usage().peak_buffer_bytes, env.fs.contents(kSource).size());
+        // Every row overwritten three times: three quarters of the file dead.
+        for (int round = 0; round < 3; ++round) {
+            auto b = (*db)->begin();
+            ASSERT_TRUE(b.is_ok());
+            auto c = b->find("items");
+            ASSERT_TRUE(c.is_ok());
+            for (uint64_t id = 1; id <= 300; ++id) {
+                Doc d{{0, Value(int64_t(id))}, {1, Value(std::string(200, 'z'))}};
+                ASSERT_TRUE(b->put(*c, DocId{id}, d).is_ok());
+            }
+            ASSERT_TRUE(b->commit().is_ok());
+        }
+        before = dump(**db);
+        ASSERT_TRUE((*db)->close().is_ok());
+    }
+    auto db = Database::open(kSource, env.options());
+    ASSERT_TRUE(db.is_ok()) << db.status().to_string();
+    const uint64_t size = env.fs.contents(kSource).size();
+    EXPECT_GT((*db)->usage().peak_buffer_bytes, size) << "a mostly dead buffer was kept";
+    EXPECT_EQ(dump(**db), before);
+}
+
+}  // namespace
+}  // namespace fenec::test
