@@ -320,13 +320,27 @@ QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& selec
         names->push_back(item.answer_name());
     }
     if (auto f = unique_names(*names, select ? select->pos : 0)) return *f;
+    // Every row is read in one pass over its body up to the last slot a column names, not one
+    // pass per column (DocView::raw re-skips the fields before the one it reads).
+    size_t slots = 0;
+    for (const FieldRef& ref : refs) {
+        if (!ref.is_id) slots = std::max<size_t>(slots, size_t(ref.slot) + 1);
+    }
+    std::vector<std::span<const std::byte>> raws(slots);
     Table t;
     t.columns = names;
     t.rows.reserve(rows.rows.size());
     for (const auto& [id, doc] : rows.rows) {
+        doc.raw_slots(raws);
         Row r;
         r.cells.reserve(refs.size());
-        for (const FieldRef& ref : refs) r.cells.push_back(read_column(ref, id, doc));
+        for (const FieldRef& ref : refs) {
+            if (ref.is_id || !ref.keys.empty()) {
+                r.cells.push_back(read_column(ref, id, doc));
+            } else {
+                r.cells.push_back(DocView::value_of(raws[ref.slot]));
+            }
+        }
         t.rows.push_back(std::move(r));
     }
     return t;
@@ -1080,6 +1094,22 @@ QlResult<Answer> run_get(const Get& g, const engine::ReadView& view, const index
     if (!g.lookups.empty()) {
         attach_tables(t.value(), g.lookups[0].answer_name(), children, page.value().from);
     }
+    Answer a;
+    a.kind = Answer::Kind::rows;
+    a.table = std::move(t.value());
+    return a;
+}
+
+QlResult<Answer> read_by_id(const engine::ReadView& view, const std::string& collection,
+                            uint64_t id) {
+    engine::Result<engine::CollectionId> c = view.find(collection);
+    if (!c.is_ok() || collection.starts_with("_")) return not_found_collection(Name{collection, 0});
+    Rows rows;
+    if (id > 0 && id <= uint64_t(INT64_MAX)) {
+        if (std::optional<DocView> doc = view.get(*c, DocId{id})) rows.rows.emplace_back(DocId{id}, *doc);
+    }
+    QlResult<Table> t = project(rows, std::nullopt, *view.schema(*c), collection);
+    if (!t) return t.take_error();
     Answer a;
     a.kind = Answer::Kind::rows;
     a.table = std::move(t.value());
