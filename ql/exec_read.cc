@@ -1121,7 +1121,8 @@ QlResult<Answer> read_by_id(const engine::ReadView& view, const std::string& col
     if (!c.is_ok() || collection.starts_with("_")) return not_found_collection(Name{collection, 0});
     Rows rows;
     if (id > 0 && id <= uint64_t(INT64_MAX)) {
-        if (std::optional<DocView> doc = view.get(*c, DocId{id})) rows.rows.emplace_back(DocId{id}, *doc);
+        std::optional<DocView> doc = view.get(*c, DocId{id});
+        if (doc) rows.rows.emplace_back(DocId{id}, *doc);
     }
     QlResult<Table> t = project(rows, std::nullopt, *view.schema(*c), collection);
     if (!t) return t.take_error();

@@ -179,7 +179,8 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         auto body = reader.query_body(call->request.body);
         if (!body) return false;  // the pool answers the 400
         ql::Error error;
-        std::shared_ptr<const ql::ParsedStatement> parsed = node.statements().get(body->query, error);
+        std::shared_ptr<const ql::ParsedStatement> parsed =
+            node.statements().get(body->query, error);
         if (!parsed || parsed->statement.writes()) return false;
         std::optional<engine::ReadView> view = t->db().try_read();
         if (!view || !ql::is_point_read(parsed->statement, *view)) return false;

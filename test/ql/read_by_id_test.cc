@@ -55,9 +55,11 @@ struct Tenant {
 
 TEST(ReadById, AnswersAsTheStatement) {
     Tenant t;
-    ASSERT_EQ(t.run("create collection a (n int @unique, s text, j json, f float)"), R"({"ok":true})");
-    ASSERT_EQ(t.run(R"(insert a [{_id: 3, n: 1, s: "x", j: {"k": [1, 2]}, f: 1.5}, {_id: 4, n: 2}])"),
-              R"({"affected":2,"ids":[3,4]})");
+    ASSERT_EQ(t.run("create collection a (n int @unique, s text, j json, f float)"),
+              R"({"ok":true})");
+    ASSERT_EQ(
+        t.run(R"(insert a [{_id: 3, n: 1, s: "x", j: {"k": [1, 2]}, f: 1.5}, {_id: 4, n: 2}])"),
+        R"({"affected":2,"ids":[3,4]})");
     EXPECT_EQ(t.by_id("a", 3), R"({"rows":[{"_id":3,"n":1,"s":"x","j":{"k":[1,2]},"f":1.5}]})");
     for (uint64_t id : {uint64_t(3), uint64_t(4), uint64_t(5), uint64_t(INT64_MAX), UINT64_MAX}) {
         t.same("a", id);

@@ -11,14 +11,16 @@ const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
 
 class ReadById : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
-        node_ = std::make_unique<NodeProcess>(dir_.path(), std::vector<std::string>{
-                                                               "--token", D, "--admin-token", A, "--auth-delay", "0"});
+        node_ = std::make_unique<NodeProcess>(
+            dir_.path(),
+            std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
         ASSERT_NE(node_->port(), 0) << node_->first_line();
         client_ = std::make_unique<Client>(node_->port());
         ASSERT_TRUE(client_->ok());
-        auto r = call("PUT", "/_admin/tenants/acme", R"J({"schema":["create collection n (a int, b text)"]})J", A);
+        auto r = call("PUT", "/_admin/tenants/acme",
+                      R"J({"schema":["create collection n (a int, b text)"]})J", A);
         ASSERT_EQ(r.status, 201) << r.body;
     }
     Reply call(std::string_view method, std::string_view target, std::string_view body = {},
