@@ -484,14 +484,33 @@ std::span<const std::byte> DocView::raw(uint16_t slot) const {
     return {p, static_cast<size_t>(end - p)};
 }
 
-bool DocView::is_null(uint16_t slot) const { return raw(slot).empty(); }
+void DocView::raw_slots(std::span<std::span<const std::byte>> out) const {
+    size_t s = 0;
+    if (!body_.empty()) {
+        const std::byte* p = body_.data();
+        const uint64_t count = read_uvarint(p);
+        for (; s < out.size() && s < count; ++s) {
+            const std::byte* end = skip_value(p);
+            if (std::to_integer<uint8_t>(*p) == kNull) {
+                out[s] = {};
+            } else {
+                out[s] = {p, static_cast<size_t>(end - p)};
+            }
+            p = end;
+        }
+    }
+    for (; s < out.size(); ++s) out[s] = {};
+}
 
-Value DocView::get(uint16_t slot) const {
-    std::span<const std::byte> r = raw(slot);
-    if (r.empty()) return Null{};
-    const std::byte* p = r.data();
+Value DocView::value_of(std::span<const std::byte> raw) {
+    if (raw.empty()) return Null{};
+    const std::byte* p = raw.data();
     return read_value(p);
 }
+
+bool DocView::is_null(uint16_t slot) const { return raw(slot).empty(); }
+
+Value DocView::get(uint16_t slot) const { return value_of(raw(slot)); }
 
 Doc DocView::decode() const {
     Doc doc;

@@ -94,6 +94,10 @@ public:
     uint32_t slot_count() const;
     Value get(uint16_t slot) const;                            // null past slot_count
     std::span<const std::byte> raw(uint16_t slot) const;        // the encoded value; empty: null
+    // raw() of slots 0..out.size()-1 in one pass over the body, for a reader of several fields
+    // (raw() of each would skip the earlier ones again); past slot_count an entry is empty.
+    void raw_slots(std::span<std::span<const std::byte>> out) const;
+    static Value value_of(std::span<const std::byte> raw);      // a raw() value; empty: null
     bool is_null(uint16_t slot) const;
     Doc decode() const;                                         // every non-null slot
 

@@ -146,6 +146,7 @@ QlResult<CNode> Compiler::compare(const Expr& e, const Compare& c) {
             n.turkish = true;
         }
     }
+    n.kids.reserve(2);  // one allocation, not two
     n.kids.push_back(std::move(l.value()));
     n.kids.push_back(std::move(r.value()));
     return n;

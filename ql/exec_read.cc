@@ -305,28 +305,57 @@ Failure unique_names(const std::vector<std::string>& names, uint32_t pos) {
 
 QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& select,
                         const engine::Schema& schema, const std::string& collection) {
-    std::vector<SelectItem> storage;
-    const std::vector<SelectItem>& items = items_of(select, schema, storage);
     std::vector<FieldRef> refs;
-    refs.reserve(items.size());
     auto names = std::make_shared<std::vector<std::string>>();
-    names->reserve(items.size());
-    for (const SelectItem& item : items) {
-        const Column* col = std::get_if<Column>(&item.what);
-        if (!col) return error_at(item.pos, "an aggregate cannot stand here");
-        QlResult<FieldRef> ref = resolve_column(schema, *col, item.pos, collection);
-        if (!ref) return ref.take_error();
-        refs.push_back(std::move(ref.value()));
-        names->push_back(item.answer_name());
+    if (!select || select->star) {
+        // `_id` and every live field, straight from the schema: its names are unique and none is
+        // `_id`, so there is nothing to resolve or check (the REST read of a row comes here).
+        refs.reserve(schema.fields.size() + 1);
+        names->reserve(schema.fields.size() + 1);
+        refs.emplace_back().is_id = true;
+        names->emplace_back("_id");
+        for (size_t slot = 0; slot < schema.fields.size(); ++slot) {
+            const engine::FieldDesc& f = schema.fields[slot];
+            if (f.dropped) continue;
+            FieldRef& ref = refs.emplace_back();
+            ref.slot = static_cast<uint16_t>(slot);
+            ref.field = &f;
+            names->push_back(f.name);
+        }
+    } else {
+        refs.reserve(select->items.size());
+        names->reserve(select->items.size());
+        for (const SelectItem& item : select->items) {
+            const Column* col = std::get_if<Column>(&item.what);
+            if (!col) return error_at(item.pos, "an aggregate cannot stand here");
+            QlResult<FieldRef> ref = resolve_column(schema, *col, item.pos, collection);
+            if (!ref) return ref.take_error();
+            refs.push_back(std::move(ref.value()));
+            names->push_back(item.answer_name());
+        }
+        if (auto f = unique_names(*names, select->pos)) return *f;
     }
-    if (auto f = unique_names(*names, select ? select->pos : 0)) return *f;
+    // Every row is read in one pass over its body up to the last slot a column names, not one
+    // pass per column (DocView::raw re-skips the fields before the one it reads).
+    size_t slots = 0;
+    for (const FieldRef& ref : refs) {
+        if (!ref.is_id) slots = std::max<size_t>(slots, size_t(ref.slot) + 1);
+    }
+    std::vector<std::span<const std::byte>> raws(slots);
     Table t;
     t.columns = names;
     t.rows.reserve(rows.rows.size());
     for (const auto& [id, doc] : rows.rows) {
+        doc.raw_slots(raws);
         Row r;
         r.cells.reserve(refs.size());
-        for (const FieldRef& ref : refs) r.cells.push_back(read_column(ref, id, doc));
+        for (const FieldRef& ref : refs) {
+            if (ref.is_id || !ref.keys.empty()) {
+                r.cells.push_back(read_column(ref, id, doc));
+            } else {
+                r.cells.push_back(DocView::value_of(raws[ref.slot]));
+            }
+        }
         t.rows.push_back(std::move(r));
     }
     return t;
@@ -1080,6 +1109,23 @@ QlResult<Answer> run_get(const Get& g, const engine::ReadView& view, const index
     if (!g.lookups.empty()) {
         attach_tables(t.value(), g.lookups[0].answer_name(), children, page.value().from);
     }
+    Answer a;
+    a.kind = Answer::Kind::rows;
+    a.table = std::move(t.value());
+    return a;
+}
+
+QlResult<Answer> read_by_id(const engine::ReadView& view, const std::string& collection,
+                            uint64_t id) {
+    engine::Result<engine::CollectionId> c = view.find(collection);
+    if (!c.is_ok() || collection.starts_with("_")) return not_found_collection(Name{collection, 0});
+    Rows rows;
+    if (id > 0 && id <= uint64_t(INT64_MAX)) {
+        std::optional<DocView> doc = view.get(*c, DocId{id});
+        if (doc) rows.rows.emplace_back(DocId{id}, *doc);
+    }
+    QlResult<Table> t = project(rows, std::nullopt, *view.schema(*c), collection);
+    if (!t) return t.take_error();
     Answer a;
     a.kind = Answer::Kind::rows;
     a.table = std::move(t.value());

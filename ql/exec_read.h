@@ -40,6 +40,13 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view, const in
 QlResult<Answer> run_get(const Get& get, const engine::ReadView& view,
                          const index::IndexSet& indexes, const Context& ctx);
 
+// `get <collection> where _id = <id>` without its compilation: the row (none where `id` names no
+// live document) with every field, `_id` first, as that statement answers it; the same 404 where
+// the collection does not exist. For the REST read of one document (node-http.md §5.3), whose
+// statement is always this one.
+QlResult<Answer> read_by_id(const engine::ReadView& view, const std::string& collection,
+                            uint64_t id);
+
 Error not_found_collection(const Name& name);
 
 }  // namespace fenec::ql

@@ -130,6 +130,18 @@ BlockOutcome Executor::run_read(const engine::ReadView& view, const Item& item) 
     return out;
 }
 
+BlockOutcome Executor::read_by_id(const engine::ReadView& view, const std::string& collection,
+                                  uint64_t id) {
+    QlResult<Answer> a = ql::read_by_id(view, collection, id);
+    if (!a) return failed(a.take_error(), 0);
+    BlockOutcome out;
+    out.answers.push_back(std::move(a.value()));
+    out.seq = view.seq();
+    out.history = view.history();
+    out.durable = db_.durable_seq() >= out.seq;
+    return out;
+}
+
 bool is_point_read(const Statement& statement, const engine::ReadView& view) {
     const Get* g = std::get_if<Get>(&statement.node);
     if (!g || g->near || g->match || g->group || g->order || g->offset || !g->lookups.empty() ||

@@ -84,6 +84,10 @@ class Executor {
     // One read statement (a get or select) at `view`, which must be of this executor's
     // database: for a caller that took the view itself (Database::try_read).
     BlockOutcome run_read(const engine::ReadView& view, const Item& item);
+    // `get <collection> where _id = <id>` at `view` without parsing or compiling it: the REST
+    // read of one document (node-http.md §5.3). Answers as run_read of that statement would.
+    BlockOutcome read_by_id(const engine::ReadView& view, const std::string& collection,
+                            uint64_t id);
 
   private:
     BlockOutcome run_reads(std::span<const Item> items, const RunOptions& options);

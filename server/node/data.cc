@@ -172,29 +172,29 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
     // A tenant with a `requests` quota counts every request (quota.h): the pool's path.
     if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
-    std::string text;
-    std::vector<engine::Value> params;
+    ql::Executor ex(t->db(), t->indexes());
+    ql::BlockOutcome o;
     if (query) {
         static thread_local json::BodyReader reader;
         auto body = reader.query_body(call->request.body);
         if (!body) return false;  // the pool answers the 400
-        text = std::move(body->query);
-        params = std::move(body->params);
+        ql::Error error;
+        std::shared_ptr<const ql::ParsedStatement> parsed =
+            node.statements().get(body->query, error);
+        if (!parsed || parsed->statement.writes()) return false;
+        std::optional<engine::ReadView> view = t->db().try_read();
+        if (!view || !ql::is_point_read(parsed->statement, *view)) return false;
+        o = ex.run_read(*view, ql::Item{parsed.get(), body->params});
     } else {
+        // The document's statement is always document_read(coll): read without parsing or
+        // compiling it.
         const std::string& coll = call->rest[1];
         const std::optional<uint64_t> id = parse_doc_id(call->rest[2]);
         if (coll.starts_with("_") || !plain_name(coll) || !id) return false;  // the pool refuses
-        text = document_read(coll);
-        params.emplace_back(static_cast<int64_t>(*id));
+        std::optional<engine::ReadView> view = t->db().try_read();
+        if (!view) return false;
+        o = ex.read_by_id(*view, coll, *id);
     }
-    ql::Error error;
-    std::shared_ptr<const ql::ParsedStatement> parsed = node.statements().get(text, error);
-    if (!parsed || parsed->statement.writes()) return false;
-    std::optional<engine::ReadView> view = t->db().try_read();
-    if (!view || !ql::is_point_read(parsed->statement, *view)) return false;
-    ql::Executor ex(t->db(), t->indexes());
-    ql::BlockOutcome o = ex.run_read(*view, ql::Item{parsed.get(), params});
-    view.reset();
     node.counters().statements->with({"read"}).inc();
     if (o.error) {
         node.answer(*call, error_response(node, *o.error));
