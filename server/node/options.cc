@@ -148,7 +148,7 @@ const std::vector<Flag>& flags() {
          opt_text(&NodeOptions::cors)},
         {"--node-name", "<name>", "how the node names itself (default the host name)",
          text(&NodeOptions::node_name)},
-        {"--workers", "<n>", "io_uring event loops (default half the CPU count)",
+        {"--workers", "<n>", "io_uring event loops (default the CPU count)",
          number(&NodeOptions::workers, 256)},
         {"--busy-poll-us", "<us>", "a loop polls this long before it sleeps; 0 = off (default 50)",
          number(&NodeOptions::busy_poll_us, 1000)},
@@ -210,7 +210,7 @@ ParsedFlags parse_flags(const std::vector<std::string>& args) {
     }
     if (o.workers == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        o.workers = n > 1 ? static_cast<uint32_t>(n / 2) : 1;  // busy-polling loops: half
+        o.workers = n > 1 ? static_cast<uint32_t>(n) : 1;  // node-http.md §1.1
     }
     return out;
 }

@@ -42,7 +42,7 @@ struct NodeOptions {
     uint32_t auth_delay_ms = 100;
     std::optional<std::string> cors;
     std::string node_name;  // default: the host name
-    uint32_t workers = 0;   // io_uring loops; 0: half the CPU count
+    uint32_t workers = 0;   // io_uring loops; 0: the CPU count
     uint32_t busy_poll_us = 50;  // a loop polls this long before it sleeps (ServerOptions)
     bool insecure = false;
     uint64_t feed_buffer_mib = 64;       // --feed-buffer: the replication feed per tenant (§10.3)
