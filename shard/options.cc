@@ -113,7 +113,7 @@ const std::vector<Flag>& flags() {
          [](RouterOptions& o, const std::string& v) { return !v.empty() && (o.trace = v, true); }},
         {"--upstream-poll-us", "<us>",
          "a loop awaiting a node's answer polls this long before it sleeps, up to 1000; "
-         "0 = off (default 0)",
+         "0 = off (default 50)",
          [](RouterOptions& o, const std::string& v) {
              uint64_t us = 0;
              if (!to_u64(v, us, server::busy_poll_us_max)) return false;
