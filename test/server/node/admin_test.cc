@@ -7,7 +7,6 @@
 // `near` query and the next seq identical), restored in place under a quota, a damaged image
 // refused naming its offset, hello and the tenant list. Cases 53 and 63 need the
 // `Fenec-Test-Stall: land=` hook and skip in a build without it.
-#include <xxhash.h>
 
 #include <atomic>
 #include <fstream>
@@ -15,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "test/server/node/node_fixture.h"
+#include "test/server/node/image_fixture.h"
 
 namespace fenec::test {
 namespace {
@@ -23,19 +22,6 @@ namespace {
 const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
 const std::string R = "replication-token-r";
-
-// The image digest as server/README.md defines it: XXH3-128, canonical order, 32 hex (xxhsum -H2).
-std::string digest_hex(std::string_view bytes) {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : c.digest) {
-        out += digits[b >> 4];
-        out += digits[b & 15];
-    }
-    return out;
-}
 
 bool file_there(const std::string& path) { return std::filesystem::exists(path); }
 
@@ -283,14 +269,14 @@ TEST(Admin, ImageMovesBetweenNodes) {
     const std::string lineage = img.header("Fenec-Lineage").value_or("");
     EXPECT_EQ(history.size(), 16u);
     EXPECT_EQ(lineage.size(), 16u);
-    EXPECT_EQ(img.header("Fenec-Image-Digest").value_or(""), digest_hex(img.body));
+    EXPECT_EQ(img.header("Fenec-Image-Digest").value_or(""), image_digest_hex(img.body));
 
     Node n2;
     auto put = n2.admin("PUT", "/_admin/tenants/acme/file", img.body,
                         {{"Content-Type", "application/octet-stream"},
                          {"Fenec-Seq", std::to_string(s)},
                          {"Fenec-Lineage", lineage},
-                         {"Fenec-Image-Digest", digest_hex(img.body)}});
+                         {"Fenec-Image-Digest", image_digest_hex(img.body)}});
     ASSERT_EQ(put.status, 201) << put.body;
     EXPECT_EQ(put.body, "{\"installed\":\"acme\",\"seq\":" + std::to_string(s) + ",\"history\":\"" +
                             history + "\",\"lineage\":\"" + lineage +

@@ -6,32 +6,19 @@
 // as the source does, and reopens whole after a restart; an install whose body is cut half-way
 // leaves nothing served and no `.incoming`, as does one whose Fenec-Seq or digest does not match,
 // and the whole body installs after them.
-#include <xxhash.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
-#include "test/server/node/node_fixture.h"
+#include "test/server/node/image_fixture.h"
 
 namespace fenec::test {
 namespace {
 
-const std::string D = "data-token-d";
-const std::string A = "admin-token-a";
-
-std::string xxh128_hex(std::string_view bytes) {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : c.digest) {
-        out += digits[b >> 4];
-        out += digits[b & 15];
-    }
-    return out;
-}
+const std::string& D = image_data_token;
+const std::string& A = image_admin_token;
+using Node = ImageNode;
 
 std::string file_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -39,46 +26,6 @@ std::string file_bytes(const std::string& path) {
     s << in.rdbuf();
     return s.str();
 }
-
-struct Node {
-    Node() { start(); }
-    void start() {
-        client.reset();
-        process.reset();
-        process = std::make_unique<NodeProcess>(
-            dir.path(),
-            std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
-        ASSERT_NE(process->port(), 0) << process->first_line();
-        client = std::make_unique<Client>(process->port());
-    }
-    Reply call(std::string_view method, std::string_view target, const std::string& token,
-               std::string_view body = {},
-               std::vector<std::pair<std::string, std::string>> more = {}) {
-        auto headers = bearer(token);
-        headers.insert(headers.end(), more.begin(), more.end());
-        auto r = client->request(method, target, body, headers);
-        EXPECT_TRUE(r.has_value()) << method << " " << target;
-        if (!r || r->closed) client = std::make_unique<Client>(process->port());
-        return r.value_or(Reply{});
-    }
-    Reply admin(std::string_view method, std::string_view target, std::string_view body = {},
-                std::vector<std::pair<std::string, std::string>> more = {}) {
-        return call(method, target, A, body, std::move(more));
-    }
-    Reply query(const std::string& q) {
-        return call("POST", "/t/acme/query", D, "{\"query\":\"" + q + "\"}");
-    }
-    Reply put_image(const std::string& body,
-                    std::vector<std::pair<std::string, std::string>> headers) {
-        headers.emplace_back("Content-Type", "application/octet-stream");
-        return admin("PUT", "/_admin/tenants/acme/file", body, std::move(headers));
-    }
-    std::string path(const std::string& file) const { return dir.path() + "/" + file; }
-
-    TempDir dir;
-    std::unique_ptr<NodeProcess> process;
-    std::unique_ptr<Client> client;
-};
 
 // acme with docs (title text, v vector<3> @hnsw): 40 rows whose long titles outweigh any graph
 // record the flusher writes meanwhile (a file more than a quarter dead is built instead), frozen.
@@ -107,12 +54,12 @@ TEST(FileImage, AFrozenTenantsImageIsItsFileAndInstallsOpenAndWhole) {
     ASSERT_EQ(img.status, 200) << img.body;
     // The graph tail was written by the GET, once; the file stands as it was sent.
     EXPECT_EQ(img.body, file_bytes(n.path("acme.fenec")));
-    EXPECT_EQ(img.header("Fenec-Image-Digest").value_or(""), xxh128_hex(img.body));
+    EXPECT_EQ(img.header("Fenec-Image-Digest").value_or(""), image_digest_hex(img.body));
     EXPECT_EQ(n.admin("GET", "/_admin/tenants/acme/file").body, img.body) << "nothing more written";
 
     Node n2;
     const std::string lineage = img.header("Fenec-Lineage").value_or("");
-    auto put = n2.put_image(img.body, {{"Fenec-Image-Digest", xxh128_hex(img.body)},
+    auto put = n2.put_image(img.body, {{"Fenec-Image-Digest", image_digest_hex(img.body)},
                                        {"Fenec-Seq", img.header("Fenec-Seq").value_or("")},
                                        {"Fenec-Lineage", lineage}});
     ASSERT_EQ(put.status, 201) << put.body;
@@ -136,7 +83,7 @@ TEST(FileImage, ACutBodyOrAWrongSeqOrDigestLeavesNothingServed) {
     if (HasFailure()) return;
     auto img = n.admin("GET", "/_admin/tenants/acme/file");
     ASSERT_EQ(img.status, 200) << img.body;
-    const std::string digest = xxh128_hex(img.body);
+    const std::string digest = image_digest_hex(img.body);
 
     Node n2;
     auto nothing_left = [&](const std::string& what) {
