@@ -23,21 +23,7 @@ const std::string kTarget = "/d/t.fenec";
 const std::string kIncoming = "/d/t.fenec.incoming";
 
 std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
-    auto db = Database::create(kSource, env.options());
-    if (!db.is_ok()) {
-        ADD_FAILURE() << "create: " << db.status().to_string();
-        return nullptr;
-    }
-    auto b = (*db)->begin();
-    EXPECT_TRUE(b.is_ok());
-    auto c = b->create_collection("items", schema_of("n:int, s:text"));
-    EXPECT_TRUE(c.is_ok());
-    for (int i = 0; i < rows; ++i) {
-        Doc d{{0, Value(int64_t{i})}, {1, Value(std::string(200, char('a' + i % 26)))}};
-        EXPECT_TRUE(b->insert(*c, std::nullopt, d).is_ok());
-    }
-    EXPECT_TRUE(b->commit().is_ok());
-    return std::move(*db);
+    return database_with_rows(env, kSource, rows, 200);
 }
 
 void add_row(Database& db, int n) {

@@ -25,8 +25,6 @@ const std::string kSource = "/d/src.fenec";
 const std::string kTarget = "/d/t.fenec";
 const std::string kIncoming = "/d/t.fenec.incoming";
 
-std::string why(const Status& st) { return st.to_string(); }
-
 // `blocks` blocks of `rows` rows each into a new `items`.
 std::unique_ptr<Database> source(EngineEnv& env, int blocks, int rows) {
     auto db = Database::create(kSource, env.options());

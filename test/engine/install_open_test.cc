@@ -22,24 +22,8 @@ const std::string kSource = "/d/src.fenec";
 const std::string kTarget = "/d/t.fenec";
 const std::string kIncoming = "/d/t.fenec.incoming";
 
-std::string why(const Status& st) { return st.to_string(); }
-
 std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
-    auto db = Database::create(kSource, env.options());
-    if (!db.is_ok()) {
-        ADD_FAILURE() << "create: " << why(db.status());
-        return nullptr;
-    }
-    auto b = (*db)->begin();
-    EXPECT_TRUE(b.is_ok());
-    auto c = b->create_collection("items", schema_of("n:int, s:text"));
-    EXPECT_TRUE(c.is_ok());
-    for (int i = 0; i < rows; ++i) {
-        Doc d{{0, Value(int64_t{i})}, {1, Value(std::string(40, char('a' + i % 26)))}};
-        EXPECT_TRUE(b->insert(*c, std::nullopt, d).is_ok());
-    }
-    EXPECT_TRUE(b->commit().is_ok());
-    return std::move(*db);
+    return database_with_rows(env, kSource, rows, 40);
 }
 
 Result<std::unique_ptr<Database>> install(EngineEnv& env, std::span<const std::byte> image,

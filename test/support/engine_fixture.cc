@@ -1,5 +1,7 @@
-// test/support/engine_fixture.cc: the dump and schema helpers of engine_fixture.h.
+// test/support/engine_fixture.cc: the dump, schema and database helpers of engine_fixture.h.
 #include "test/support/engine_fixture.h"
+
+#include <gtest/gtest.h>
 
 #include <sstream>
 
@@ -83,6 +85,26 @@ Schema schema_of(const std::string& spec) {
         s.fields.push_back(std::move(f));
     }
     return s;
+}
+
+std::unique_ptr<engine::Database> database_with_rows(EngineEnv& env, const std::string& path,
+                                                     int rows, size_t text_bytes) {
+    using namespace engine;
+    auto db = Database::create(path, env.options());
+    if (!db.is_ok()) {
+        ADD_FAILURE() << "create: " << why(db.status());
+        return nullptr;
+    }
+    auto b = (*db)->begin();
+    EXPECT_TRUE(b.is_ok());
+    auto c = b->create_collection("items", schema_of("n:int, s:text"));
+    EXPECT_TRUE(c.is_ok());
+    for (int i = 0; i < rows; ++i) {
+        Doc d{{0, Value(int64_t{i})}, {1, Value(std::string(text_bytes, char('a' + i % 26)))}};
+        EXPECT_TRUE(b->insert(*c, std::nullopt, d).is_ok());
+    }
+    EXPECT_TRUE(b->commit().is_ok());
+    return std::move(*db);
 }
 
 }  // namespace fenec::test

@@ -31,6 +31,14 @@ std::string dump(const engine::Database& db);
 // A schema from a compact description: "name:text, n:int!, v:vector<3>, t:timestamp@ttl(1000)".
 engine::Schema schema_of(const std::string& spec);
 
+struct EngineEnv;
+
+// A new database at `path` with one collection `items` (n:int, s:text) of `rows` rows landed in
+// one block, row i holding n = i and `text_bytes` copies of a letter; null (the test failed) when
+// it cannot be created.
+std::unique_ptr<engine::Database> database_with_rows(EngineEnv& env, const std::string& path,
+                                                     int rows, size_t text_bytes);
+
 struct EngineEnv {
     FaultFs fs;
     engine::FakeClock clock;
