@@ -35,6 +35,7 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "fuzz/mem_fs.h"
+#include "fuzz/reseal.h"
 #include "fuzz/state.h"
 #include "server/node/replication.h"
 
@@ -169,22 +170,8 @@ void run(std::string_view input) {
 }
 
 void reseal_records(std::string& payload) {
-    namespace f = fenec::engine::format;
-    auto* b = reinterpret_cast<std::byte*>(payload.data());
-    uint64_t p = node::feed_block_head_bytes;
-    while (payload.size() >= p && payload.size() - p >= f::kRecordHeadBytes) {
-        std::byte* h = b + p;
-        const uint32_t length = f::load_u32(h);
-        const uint64_t framed = f::framed_size(length);
-        if (framed > payload.size() - p) break;
-        const uint8_t kind = std::to_integer<uint8_t>(h[12]);
-        f::store_u64(h + 4, f::checksum(kind, std::span(h + f::kRecordHeadBytes, length)));
-        const uint32_t hc = f::head_check(length, kind);
-        h[13] = std::byte(hc);
-        h[14] = std::byte(hc >> 8);
-        h[15] = std::byte(hc >> 16);
-        p += framed;
-    }
+    fenec::fuzz::reseal_records(std::as_writable_bytes(std::span(payload)),
+                                node::feed_block_head_bytes);
 }
 
 // The input with every whole frame's check recomputed, and inside a `B` frame not continued,

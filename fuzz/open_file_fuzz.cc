@@ -35,6 +35,7 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "fuzz/mem_fs.h"
+#include "fuzz/reseal.h"
 #include "fuzz/state.h"
 
 namespace {
@@ -143,20 +144,7 @@ std::vector<std::byte> reseal(std::span<const std::byte> in) {
     if (out.size() < f::kHeaderBytes) return out;
     std::byte* b = out.data();
     f::store_u64(b + f::kOffHeaderCheck, XXH3_64bits(b, f::kOffHeaderCheck));
-    uint64_t p = f::kHeaderBytes;
-    while (out.size() - p >= f::kRecordHeadBytes) {
-        std::byte* h = b + p;
-        const uint32_t length = f::load_u32(h);
-        const uint64_t framed = f::framed_size(length);
-        if (framed > out.size() - p) break;
-        const uint8_t kind = std::to_integer<uint8_t>(h[12]);
-        f::store_u64(h + 4, f::checksum(kind, std::span(h + f::kRecordHeadBytes, length)));
-        const uint32_t hc = f::head_check(length, kind);
-        h[13] = std::byte(hc);
-        h[14] = std::byte(hc >> 8);
-        h[15] = std::byte(hc >> 16);
-        p += framed;
-    }
+    fenec::fuzz::reseal_records(out, f::kHeaderBytes);
     return out;
 }
 
