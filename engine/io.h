@@ -38,6 +38,12 @@ public:
         (void)n;
         return Status::ok();
     }
+    // As append, for a long run of bytes nobody reads back through the file soon (an image
+    // installed from memory): where the file system, the offset and the bytes' alignment allow,
+    // written past the page cache (POSIX: O_DIRECT, the aligned prefix; the rest by append), so
+    // no CPU copies them and no cache page is allocated for them. Durable only after sync, as
+    // append is. A file without it appends.
+    virtual Status append_direct(std::span<const std::byte> data) { return append(data); }
 };
 
 class Fs {

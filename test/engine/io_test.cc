@@ -1,25 +1,30 @@
 // test/engine/io_test.cc: proves the I/O seam (engine/io.h, engine.md §14) behaves as the engine
 // relies on. PosixFs, against a fresh directory under /tmp: appends read back, size and truncate,
 // create_new and rename(replace=false) refuse existing names, a second flock is busy, remove and
-// exists, errors name the path. FaultFs, the double every crash test runs on: each fault fires on
+// exists, errors name the path, append_direct writes past the page cache and reads back as
+// append does. FaultFs, the double every crash test runs on: each fault fires on
 // exactly the call it was armed for, a torn append leaves exactly k bytes, the power cut stops at
 // its byte budget, each crash mode leaves exactly the bytes the model says, renames and removes
 // are durable only after a directory sync, stalled syncs block until released, counters count.
-#include <gtest/gtest.h>
+#include "engine/io.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "engine/io.h"
+#include "engine/aligned_bytes.h"
 #include "test/support/fault_fs.h"
 
 namespace fenec {
@@ -114,6 +119,53 @@ TEST_F(PosixFsIoTest, AppendReadSizeSyncTruncate) {
     auto g = must_open(fs_, path("a"), OpenMode::read_write);
     ASSERT_TRUE(append_text(*g, "?").is_ok());
     EXPECT_EQ(read_all(*f), "hello!?");
+}
+
+// Pages of `path` in the page cache, of its first `pages` (mincore over a mapping never touched).
+size_t cached_pages(const std::string& path, size_t pages) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return SIZE_MAX;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    void* m = ::mmap(nullptr, pages * page, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) return SIZE_MAX;
+    std::vector<unsigned char> in(pages);
+    const int rc = ::mincore(m, pages * page, in.data());
+    ::munmap(m, pages * page);
+    if (rc != 0) return SIZE_MAX;
+    size_t n = 0;
+    for (unsigned char c : in) n += c & 1;
+    return n;
+}
+
+// append_direct: an aligned run goes past the page cache (its pages are not cached after it),
+// an unaligned tail and anything after it through append, every byte where append puts it; an
+// unaligned start (in the file or in memory) is a plain append.
+TEST_F(PosixFsIoTest, AppendDirectWritesPastTheCacheAndReadsBackAsAppend) {
+    constexpr size_t page = engine::aligned_bytes_alignment;
+    const size_t n = 8 * page + 123;
+    std::shared_ptr<std::byte[]> buf = engine::aligned_bytes(n + 1);
+    std::string expect;
+    for (size_t i = 0; i < n + 1; ++i) {
+        buf[i] = static_cast<std::byte>('a' + (i * 7 + i / 4096) % 26);
+    }
+    auto f = must_open(fs_, path("d"), OpenMode::create_new);
+    ASSERT_TRUE(f);
+    ASSERT_TRUE(f->append_direct({buf.get(), n}).is_ok());
+    ASSERT_TRUE(append_text(*f, "!").is_ok());
+    ASSERT_TRUE(f->sync().is_ok());
+    EXPECT_EQ(cached_pages(path("d"), 8), 0u) << "the aligned pages went through the cache";
+    for (size_t i = 0; i < n; ++i) expect += static_cast<char>(buf[i]);
+    EXPECT_TRUE(read_all(*f) == expect + "!");
+
+    // At an unaligned offset, and from unaligned memory: appended as append appends.
+    auto g = must_open(fs_, path("e"), OpenMode::create_new);
+    ASSERT_TRUE(append_text(*g, "head").is_ok());
+    ASSERT_TRUE(g->append_direct({buf.get(), n}).is_ok());
+    ASSERT_TRUE(g->append_direct({buf.get() + 1, n}).is_ok());
+    std::string shifted;
+    for (size_t i = 1; i < n + 1; ++i) shifted += static_cast<char>(buf[i]);
+    EXPECT_TRUE(read_all(*g) == "head" + expect + shifted);
 }
 
 TEST_F(PosixFsIoTest, ReadPastTheEndIsAShortRead) {
