@@ -19,7 +19,9 @@ struct Slot {
 
 }  // namespace
 
-BodyChunk BodyReader::next() {
+BodyChunk BodyReader::next() { return next_into({}, nullptr); }
+
+BodyChunk BodyReader::next_into(std::span<char> into, std::shared_ptr<const void> owner) {
     if (over_) {
         BodyChunk c;
         c.failed = true;
@@ -29,7 +31,7 @@ BodyChunk BodyReader::next() {
     // Shared: the callback may run after this returns only if the wait were abandoned, which it
     // never is; shared anyway so a late callback never touches a dead frame.
     auto slot = std::make_shared<Slot>();
-    exchange_->read_body([slot](BodyChunk c) {
+    exchange_->read_body_into(into, std::move(owner), [slot](BodyChunk c) {
         std::lock_guard lock(slot->m);
         slot->chunk = std::move(c);
         slot->cv.notify_one();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "server/http_server.h"
 
@@ -17,6 +18,10 @@ class BodyReader {
     // No deadline of its own: a silent peer is ended by the server's idle timeout (408), which
     // ends the wait with `failed`.
     BodyChunk next();
+    // As next(), the bytes received straight into `into` until it is full or the body ends
+    // (Exchange::read_body_into; `owner` keeps `into` alive while the connection may write it):
+    // `filled` says how many.
+    BodyChunk next_into(std::span<char> into, std::shared_ptr<const void> owner);
     // The body was read to its end, or failed: next() would only fail.
     bool over() const { return over_; }
 

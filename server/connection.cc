@@ -66,12 +66,20 @@ void Connection::arm_recv() {
     size_t bytes = 0;
     recv_into_body_ = phase_ == Phase::body && !body_streamed_;
     recv_into_chunk_ = phase_ == Phase::body && body_streamed_;
+    recv_into_user_ = false;
     if (recv_into_chunk_) {
         if (!body_wanted_) return;  // backpressure: the handler still holds the last chunk
-        uint64_t want = std::min<uint64_t>(body_length_ - body_got_, body_chunk_bytes_max);
-        body_chunk_.resize(want);
-        buffer = body_chunk_.data();
-        bytes = want;
+        if (!body_into_.empty()) {  // read_body_into: straight into the handler's buffer
+            recv_into_user_ = true;
+            buffer = body_into_.data() + body_into_got_;
+            bytes = static_cast<size_t>(
+                std::min<uint64_t>(body_length_ - body_got_, body_into_.size() - body_into_got_));
+        } else {
+            uint64_t want = std::min<uint64_t>(body_length_ - body_got_, body_chunk_bytes_max);
+            body_chunk_.resize(want);
+            buffer = body_chunk_.data();
+            bytes = want;
+        }
     } else if (recv_into_body_) {
         uint64_t want = std::min<uint64_t>(body_length_ - body_got_, body_recv_bytes_max);
         request_.body.resize(body_got_ + want);  // sized back to body_got_ when it lands
@@ -95,13 +103,32 @@ void Connection::arm_recv() {
 
 void Connection::on_recv(int32_t result) {
     --ops_;
+    const bool into_user = recv_into_user_;
+    recv_into_user_ = false;
+    // A handler's buffer is let go once no recv can write into it; it is kept while filling.
+    const bool still_filling = into_user && result > 0 && phase_ == Phase::body && body_streamed_ &&
+                               body_wanted_ && !body_into_.empty();
+    if (into_user && !still_filling) {
+        body_into_ = {};
+        body_into_got_ = 0;
+        body_into_owner_.reset();
+    }
     if (phase_ == Phase::dead) return finish_if_idle();
     if (result <= 0) return on_peer_closed();  // 0: the peer's FIN; < 0: reset and the like
     auto n = static_cast<size_t>(result);
     last_activity_ms_ = loop_.now_ms();
     // Where the bytes went was decided when the recv was armed: a read-ahead armed while an
     // answer was sent may land once the next head has begun a body.
-    if (recv_into_chunk_) {
+    if (into_user) {
+        recv_into_chunk_ = false;
+        if (still_filling) {
+            body_got_ += n;
+            body_into_got_ += n;
+            if (into_done()) return deliver_chunk({});
+            return arm_recv();  // the next recv on this loop, no hop to the handler
+        }
+        // answered meanwhile: the rest of the body is not read
+    } else if (recv_into_chunk_) {
         recv_into_chunk_ = false;
         body_chunk_.resize(n);
         if (phase_ == Phase::body && body_streamed_) {
@@ -240,9 +267,12 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
     take_body();
 }
 
-bool Connection::on_body_wanted() {
+bool Connection::on_body_wanted(std::span<char> into, std::shared_ptr<const void> owner) {
     if (phase_ != Phase::body || !body_streamed_ || !exchange_) return false;
     body_wanted_ = true;
+    body_into_ = into;
+    body_into_got_ = 0;
+    body_into_owner_ = std::move(owner);
     last_activity_ms_ = loop_.now_ms();  // the peer's silence is timed from here
     stream_body_step();
     return true;
@@ -251,7 +281,15 @@ bool Connection::on_body_wanted() {
 // Hands the handler what is buffered, or reads for it; only while it wants a chunk.
 void Connection::stream_body_step() {
     if (!body_wanted_) return;
-    if (in_.size() > 0) {
+    if (in_.size() > 0 && !body_into_.empty()) {
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(
+            {body_length_ - body_got_, in_.size(), body_into_.size() - body_into_got_}));
+        std::memcpy(body_into_.data() + body_into_got_, in_.view().data(), take);
+        in_.consume(take);
+        body_got_ += take;
+        body_into_got_ += take;
+        if (into_done()) return deliver_chunk({});
+    } else if (in_.size() > 0) {
         size_t take = static_cast<size_t>(
             std::min<uint64_t>({body_length_ - body_got_, in_.size(), body_chunk_bytes_max}));
         std::string bytes(in_.view().substr(0, take));
@@ -262,10 +300,18 @@ void Connection::stream_body_step() {
     arm_recv();
 }
 
+bool Connection::into_done() const {
+    return body_into_got_ == body_into_.size() || body_got_ == body_length_;
+}
+
 void Connection::deliver_chunk(std::string bytes) {
     body_wanted_ = false;
     BodyChunk chunk;
     chunk.bytes = std::move(bytes);
+    chunk.filled = body_into_got_;
+    body_into_ = {};  // no recv is in flight into it: delivered from its completion or in_
+    body_into_got_ = 0;
+    body_into_owner_.reset();
     chunk.last = body_got_ == body_length_;
     if (chunk.last) {
         body_streamed_ = false;

@@ -121,9 +121,10 @@ class Connection {
     void on_stream_start(http::Response head);
     void on_stream_bytes(std::string bytes);
     void on_stream_end();
-    // A streamed body's next chunk is asked for (Exchange::read_body); false when no body is
-    // being streamed (the exchange then fails the ask).
-    bool on_body_wanted();
+    // A streamed body's next chunk is asked for (Exchange::read_body), or `into` filled
+    // (read_body_into, `owner` keeping it alive); false when no body is being streamed (the
+    // exchange then fails the ask).
+    bool on_body_wanted(std::span<char> into = {}, std::shared_ptr<const void> owner = nullptr);
 
     Connection* prev = nullptr;  // the owner's list
     Connection* next = nullptr;
@@ -150,6 +151,7 @@ class Connection {
     void take_body();
     void stream_body_step();
     void deliver_chunk(std::string bytes);
+    bool into_done() const;
     void dispatch();
     void hand_to_handler();
     void answer_and_close(http::Response response);
@@ -174,9 +176,13 @@ class Connection {
     uint64_t body_got_ = 0;
     bool recv_into_body_ = false;   // where the recv in flight writes
     bool recv_into_chunk_ = false;  // ... or into body_chunk_ (a streamed body)
+    bool recv_into_user_ = false;   // ... that is, into body_into_
     bool body_streamed_ = false;    // phase body: the handler pulls it (HeadVerdict::stream_body)
     bool body_wanted_ = false;      // ... and has asked for its next chunk
     std::string body_chunk_;        // a streamed body's recv lands here
+    std::span<char> body_into_;     // ... or here (read_body_into), body_into_got_ of it filled
+    size_t body_into_got_ = 0;
+    std::shared_ptr<const void> body_into_owner_;  // kept while a recv into body_into_ may run
     bool keep_alive_ = true;
     bool head_only_ = false;
     int version_minor_ = 1;

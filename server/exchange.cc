@@ -122,6 +122,11 @@ void ExchangeImpl::on_close(std::function<void()> fn) {
 }
 
 void ExchangeImpl::read_body(std::function<void(BodyChunk)> fn) {
+    read_body_into({}, nullptr, std::move(fn));
+}
+
+void ExchangeImpl::read_body_into(std::span<char> into, std::shared_ptr<const void> owner,
+                                  std::function<void(BodyChunk)> fn) {
     std::unique_lock lock(mutex_);
     const char* refusal = nullptr;
     if (!body_streamed_) {
@@ -139,6 +144,8 @@ void ExchangeImpl::read_body(std::function<void(BodyChunk)> fn) {
         return;
     }
     body_fn_ = std::move(fn);
+    body_into_ = into;
+    body_into_owner_ = std::move(owner);
     body_asked_ = true;
     bool post = schedule_locked();
     lock.unlock();
@@ -181,6 +188,8 @@ void ExchangeImpl::run_task(Task& task, bool cancelled) {
     std::string bytes;
     bool end = false;
     bool body_asked = false;
+    std::span<char> into;
+    std::shared_ptr<const void> into_owner;
     Use use = Use::none;
     {
         std::lock_guard lock(self.mutex_);
@@ -193,12 +202,18 @@ void ExchangeImpl::run_task(Task& task, bool cancelled) {
         use = self.use_;
         body_asked = self.body_asked_;
         self.body_asked_ = false;
+        if (body_asked) {
+            into = self.body_into_;
+            into_owner = std::move(self.body_into_owner_);
+            self.body_into_ = {};
+        }
     }
     if (cancelled) {
         if (body_asked) self.deliver_body(body_failed(body_gone));
         return;
     }
-    if (body_asked && (self.connection_ == nullptr || !self.connection_->on_body_wanted())) {
+    if (body_asked && (self.connection_ == nullptr ||
+                       !self.connection_->on_body_wanted(into, std::move(into_owner)))) {
         self.deliver_body(body_failed(body_gone));
     }
     if (answer && self.connection_ != nullptr) {

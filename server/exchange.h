@@ -43,6 +43,8 @@ class ExchangeImpl final : public Exchange,
     void on_close(std::function<void()> fn) override;
     size_t pending_bytes() const override { return pending_.load(std::memory_order_acquire); }
     void read_body(std::function<void(BodyChunk)> fn) override;
+    void read_body_into(std::span<char> into, std::shared_ptr<const void> owner,
+                        std::function<void(BodyChunk)> fn) override;
 
     // Loop thread, before the handler has it: the request's body comes through read_body.
     void stream_body() { body_streamed_ = true; }
@@ -77,6 +79,8 @@ class ExchangeImpl final : public Exchange,
     bool body_over_ = false;                  // `last` or `failed` was delivered
     bool body_asked_ = false;                 // a read_body waits to be handed to the loop
     std::function<void(BodyChunk)> body_fn_;  // the outstanding read_body
+    std::span<char> body_into_;               // ... and where it lands (empty: a chunk)
+    std::shared_ptr<const void> body_into_owner_;
 };
 
 }  // namespace fenec::server::internal

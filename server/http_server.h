@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -45,6 +46,8 @@ struct Request {
 // part-way, or timed out: `error` says which); no more chunks come and no answer can be sent.
 struct BodyChunk {
     std::string bytes;
+    // read_body_into: the bytes written into the caller's buffer (`bytes` is empty).
+    size_t filled = 0;
     bool last = false;
     bool failed = false;
     std::string error;
@@ -83,6 +86,14 @@ public:
     // After `last` or `failed`, or for a body not streamed, `fn` gets `failed` at once. The
     // handler may reply before the body is whole; the connection then closes after the answer.
     virtual void read_body(std::function<void(BodyChunk)> fn) = 0;
+    // As read_body, but the bytes land in `into`: the connection receives straight into it, recv
+    // after recv on its loop with no hop to the handler between them, until it is full or the
+    // body ends; then `fn` gets the count in `filled` (`bytes` empty). For a large body the
+    // handler keeps whole (an image installed from memory): nothing is copied out of a chunk and
+    // the network is read at the loop's pace. `owner` keeps `into` alive for as long as a recv
+    // into it may be in flight, which can outlast a `failed` callback (the connection cut).
+    virtual void read_body_into(std::span<char> into, std::shared_ptr<const void> owner,
+                                std::function<void(BodyChunk)> fn) = 0;
 };
 
 // What the handler says of a head before any body byte is read.

@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "server/body_reader.h"
 #include "server/http.h"
 #include "server/http_server.h"
 #include "server/workers.h"
@@ -545,6 +546,105 @@ TEST_F(StreamBodyTest, ABodyNotStreamedRefusesReadBody) {
     c.send_all("POST /hold HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi");
     ASSERT_TRUE(c.read_reply());
     EXPECT_TRUE(failed);
+}
+
+// read_body_into (Exchange): a handler that keeps the body whole has it received straight into
+// its buffer, a slice per ask, on a worker as image.cc does it.
+struct IntoSink {
+    std::mutex m;
+    std::shared_ptr<std::string> buffer;  // owned here and by the connection while it fills
+    std::weak_ptr<std::string> watch;     // the same, not kept alive
+    size_t filled = 0;
+    size_t asks = 0;
+    bool failed = false;
+    std::string error;
+};
+
+class BodyIntoTest : public ServerTest {
+  protected:
+    static constexpr size_t kSlice = 1 << 20;
+    void SetUp() override {
+        handler.stream_prefix = "/into";
+        handler.body_bytes_max = 1ull << 30;
+        handler.on_special = [this](Request request, std::shared_ptr<Exchange> ex) {
+            const size_t length = request.head.content_length.value_or(0);
+            auto buffer = std::make_shared<std::string>(length, '\0');
+            {
+                std::lock_guard lock(sink->m);
+                sink->buffer = buffer;
+                sink->watch = buffer;
+            }
+            handler.pool.submit([this, ex, buffer, length]() mutable {
+                BodyReader reader(ex);
+                size_t at = 0;
+                while (!reader.over()) {
+                    const size_t n = std::min(kSlice, length - at);
+                    BodyChunk c = reader.next_into({buffer->data() + at, n}, buffer);
+                    std::lock_guard lock(sink->m);
+                    ++sink->asks;
+                    if (c.failed) {
+                        sink->failed = true;
+                        sink->error = c.error;
+                        sink->buffer.reset();
+                        return;  // `buffer` goes with this task; the connection may still hold it
+                    }
+                    EXPECT_TRUE(c.bytes.empty());
+                    EXPECT_LE(c.filled, n);
+                    at += c.filled;
+                    sink->filled = at;
+                }
+                http::Response r;
+                r.body = std::to_string(at);
+                ex->reply(std::move(r));
+            });
+        };
+    }
+    std::shared_ptr<IntoSink> sink = std::make_shared<IntoSink>();
+};
+
+TEST_F(BodyIntoTest, ABodyReadIntoTheHandlersBufferArrivesWholeASliceAtATime) {
+    start();
+    Client c(port());
+    const std::string body = pattern(3 * kSlice + 4321);
+    // Sent with its head (so its first bytes are in the read buffer already) and a request
+    // pipelined behind it, served after it.
+    std::string all = "PUT /into HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n\r\n" + body + get("/after");
+    std::thread sender([&] { c.send_all(all); });
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::to_string(body.size()));
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "GET /after ");
+    sender.join();
+    std::lock_guard lock(sink->m);
+    ASSERT_TRUE(sink->buffer);
+    EXPECT_TRUE(*sink->buffer == body);
+    EXPECT_EQ(sink->asks, 4u);  // each ask filled its slice whole: three of kSlice, one of the rest
+}
+
+TEST_F(BodyIntoTest, AClientStoppingMidBodyFailsTheAskAndTheBufferIsLetGo) {
+    start();
+    {
+        Client c(port());
+        c.send_all("PUT /into HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n");
+        c.send_all(pattern(300'000));
+    }
+    EXPECT_TRUE(eventually([&] {
+        std::lock_guard lock(sink->m);
+        return sink->failed;
+    }));
+    {
+        std::lock_guard lock(sink->m);
+        EXPECT_NE(sink->error.find("closed"), std::string::npos) << sink->error;
+    }
+    // Nothing keeps the buffer once the connection is gone: its recv into it has ended.
+    EXPECT_TRUE(eventually([&] {
+        std::lock_guard lock(sink->m);
+        return sink->watch.expired();
+    }));
 }
 
 TEST_F(ServerTest, KeepAliveReusesTheConnection) {
