@@ -154,6 +154,12 @@ struct Image {
 struct FileImage {
     ImageInfo info;
     std::shared_ptr<File> file;
+    // The file's first `memory_bytes` bytes (at most info.bytes) as they are in memory, where the
+    // database holds them (the buffer its open or install read the file from, its documents'
+    // store): read from here rather than the file, whose pages may not be cached (an installed
+    // image is written past the cache). Null: none; everything is read from `file`.
+    std::shared_ptr<const std::byte[]> memory;
+    uint64_t memory_bytes = 0;
 };
 
 class Database {
@@ -180,9 +186,8 @@ public:
     // database comes back open on `target` with `options` (its indexes built, its graphs loaded
     // from their records), as open() would leave it, without reading the file back. On any
     // failure `incoming` is removed and `target` left untouched; a damaged image is
-    // `corruption` naming the offset. `written`, when given, is `incoming` already opened,
-    // locked and holding `image` whole (the caller wrote it as it arrived, its write-back
-    // started): only its fsync is left, and it runs beside the replay.
+    // `corruption` naming the offset. The write and the fsync run on a thread of their own
+    // beside the replay, past the page cache where the file system allows (File::append_direct).
     // An image here is any whole file, as file_image() sends one: a tear is `corruption` too.
     // `owner`, when given, owns `image` (owner.get() == image.data()) and hands it over: the
     // database may keep it as its documents' store instead of copying them out of it.
@@ -190,7 +195,7 @@ public:
         std::span<const std::byte> image, std::string_view incoming, std::string_view target,
         InstallMode mode, const OpenOptions& options,
         const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
-        std::unique_ptr<File> written = nullptr, std::shared_ptr<const std::byte[]> owner = nullptr);
+        std::shared_ptr<const std::byte[]> owner = nullptr);
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
@@ -306,6 +311,12 @@ private:
     std::map<std::string, uint32_t, std::less<>> names_;
     uint32_t next_collection_ = 1;
     uint64_t file_bytes_ = 0;
+    // The file's first file_memory_bytes_ bytes as the open or install that read them left them
+    // in memory, where the collections kept that buffer as their store (finish_replay): the
+    // bytes stay valid while anything holds the buffer, and are the file's until a rewrite
+    // replaces it (reset there). file_image() reads them from here.
+    std::weak_ptr<const std::byte[]> file_memory_;
+    uint64_t file_memory_bytes_ = 0;
     uint64_t dead_bytes_ = 0;
     uint64_t peak_buffer_bytes_ = 0;
     bool frozen_ = false;

@@ -46,6 +46,8 @@ Result<std::optional<FileImage>> Database::file_image() {
         if (dead * file_image_dead_share_den > file_bytes_) return std::optional<FileImage>{};
         out.info = ImageInfo{seq(), history_, lineage_, created_ms_, file_bytes_};
         out.file = file_;
+        out.memory = file_memory_.lock();
+        if (out.memory) out.memory_bytes = std::min(file_memory_bytes_, file_bytes_);
     }
     // Every byte sent durable on the source first, as image() waits: the blocks by the group
     // commit, the graph records just appended by one more fsync.

@@ -627,7 +627,11 @@ Status Database::finish_replay(ReplayState& replay, uint64_t size) {
             c->repack();
         }
     }
-    if (adopt) live = 0;  // the buffer itself is the peak
+    if (adopt) {
+        live = 0;  // the buffer itself is the peak
+        file_memory_ = replay.owner;
+        file_memory_bytes_ = replay.cut_at.value_or(size);  // a torn tail is cut from the file
+    }
     if (options_.hook) {
         for (const auto& [id, c] : collections_) options_.hook->on_schema(c->id(), &c->schema(), c.get());
         options_.hook->on_opened();
@@ -701,7 +705,7 @@ Result<std::unique_ptr<Database>> Database::install_open(
     std::span<const std::byte> image, std::string_view incoming, std::string_view target,
     InstallMode mode, const OpenOptions& options,
     const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
-    std::unique_ptr<File> written, std::shared_ptr<const std::byte[]> owner) {
+    std::shared_ptr<const std::byte[]> owner) {
     std::unique_ptr<Database> db(new Database(std::string(target), options));
     Fs& fs = *db->fs_;
     auto fail = [&](Status st) -> Status {
@@ -712,21 +716,19 @@ Result<std::unique_ptr<Database>> Database::install_open(
         fs.remove(incoming).ignore();
         return st;
     };
-    const bool pre_written = written != nullptr;
-    std::unique_ptr<File> file = std::move(written);
-    if (!pre_written) {
-        Result<std::unique_ptr<File>> opened = fs.open(incoming, OpenMode::create_truncate);
-        if (!opened.is_ok()) return opened.status();
-        file = std::move(*opened);
-        if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
-    }
-    // The file is written (unless the caller wrote it) and fsynced on a thread of its own while
-    // the image is verified and replayed from memory here: the disk's time and the CPU's
-    // overlap. Nothing else touches `file` until the thread is joined, and the rename waits for
-    // both, so the tenant is served only from a file that is durable.
+    Result<std::unique_ptr<File>> opened = fs.open(incoming, OpenMode::create_truncate);
+    if (!opened.is_ok()) return opened.status();
+    std::unique_ptr<File> file = std::move(*opened);
+    if (Status st = fs.lock(*file); !st.is_ok()) return fail(st);
+    // The file is written and fsynced on a thread of its own while the image is verified and
+    // replayed from memory here: the disk's time and the CPU's overlap. Written past the page
+    // cache where it can be (append_direct): the bytes are in memory already and the database
+    // keeps them or copies out of them, never reading the file back, so a cached copy would be
+    // CPU and memory spent for nothing. Nothing else touches `file` until the thread is joined,
+    // and the rename waits for both, so the tenant is served only from a file that is durable.
     Status wrote;
     std::thread writer([&] {
-        if (!pre_written) wrote = file->append(image);
+        wrote = file->append_direct(image);
         if (wrote.is_ok()) wrote = file->sync();
     });
     struct Join {

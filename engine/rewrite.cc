@@ -265,6 +265,8 @@ Status Database::rewrite(bool compact) {
         sync_cv_.notify_all();
     }
     file_bytes_ = image_size + (end - snap.file_end);
+    file_memory_.reset();  // the bytes in memory were the old file's
+    file_memory_bytes_ = 0;
     dead_bytes_ = 0;
     // An estimate from here: a graph appended while the side file was written came with the
     // tail and supersedes the image's without being counted.

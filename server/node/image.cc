@@ -18,25 +18,25 @@
 //
 // PUT: the body (up to --max-image) arrives chunk by chunk (HeadVerdict::stream_body,
 // server/body_reader.h) and is hashed on the way. One up to image_in_memory_bytes_max is gathered
-// in memory and written to `<t>.fenec.incoming` as it comes (its write-back started every
-// write_behind_bytes, so the disk writes while the network sends), then fsynced once -- the tail
-// only is left by then -- while the engine verifies it as it replays it from memory (never read
-// back), and the tenant is left open: the database the verification built is the one served
-// (Registry's install_open), so the first query is warm. The answer's Server-Timing header says
-// where the time went (receive, install), which a move reports. An image is any whole file, a
-// built one or a file image; a tear in it is corruption, never cut. A
-// larger one is streamed straight to `<t>.fenec.incoming` (one chunk in memory at a time),
-// fsynced, and verified as the engine opens any file; its first query opens it. Either way it is
-// checked against the headers sent with it and renamed into place under Registry::OutOfService,
-// so the tenant is absent (404) until then.
-// Any failure answers 400 naming the offset or the header and installs nothing.
+// in memory, then written to `<t>.fenec.incoming` past the page cache and fsynced on a thread of
+// its own while the engine verifies it as it replays it from memory (never read back:
+// Database::install_open), and the tenant is left open: the database the verification built is the
+// one served (Registry's install_open), so the first query is warm. The answer's Server-Timing
+// header says where the time went (receive, install), which a move reports. An image is any whole
+// file, a built one or a file image; a tear in it is corruption, never cut. A larger one is
+// streamed straight to `<t>.fenec.incoming` (one chunk in memory at a time), fsynced, and verified
+// as the engine opens any file; its first query opens it. Either way it is checked against the
+// headers sent with it and renamed into place under Registry::OutOfService, so the tenant is absent
+// (404) until then. Any failure answers 400 naming the offset or the header and installs nothing.
 #include <xxhash.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
+#include "engine/aligned_bytes.h"
 #include "server/body_reader.h"
 #include "server/node/admin.h"
 
@@ -144,11 +144,6 @@ http::Response exists(Node& node, const Call& call) {
 // graph is ~70 MB, and a node whose tenants are this large has memory for one being moved in.
 constexpr uint64_t image_in_memory_bytes_max = uint64_t{1} << 30;
 
-// A body gathered in memory is written to `incoming` as it arrives and its write-back started
-// each time this much more has been written: large enough that the disk gets long runs, small
-// enough that little is left for the final fsync (4 MiB: ~5 ms of this disk's writing).
-constexpr uint64_t write_behind_bytes = 4 << 20;
-
 // The bound above; a test-hook build reads FENEC_TEST_IMAGE_IN_MEMORY_BYTES from the environment
 // so a test can send a small image down the on-disk path.
 uint64_t image_in_memory_max() {
@@ -160,12 +155,19 @@ uint64_t image_in_memory_max() {
     return image_in_memory_bytes_max;
 }
 
-// Passes the body to `take` as it arrives (HeadVerdict::stream_body: one chunk in memory at a
-// time, pulled on this worker), hashing it on the way; a refusal if the body did not come whole,
-// `take` failed, or it does not match Fenec-Image-Digest.
+// A body received into memory (receive_body's `into`) is asked for this much at a time: each
+// slice is hashed soon after it lands, and costs one hop to the loop and back.
+constexpr size_t into_slice_bytes = 8 << 20;
+
+// Passes the body to `take` as it arrives (HeadVerdict::stream_body: pulled on this worker),
+// hashing it on the way; a refusal if the body did not come whole, `take` failed, or it does not
+// match Fenec-Image-Digest. Without `into`, one chunk is in memory at a time. With `into` (room
+// for the whole body, `owner` keeping it alive), the connection receives the body straight into
+// it a slice at a time (Exchange::read_body_into) and `take` sees each slice where it landed.
 std::optional<http::Response> receive_body(
     Node& node, Call& call, const Expected& expected,
-    const std::function<engine::Status(std::string_view)>& take) {
+    const std::function<engine::Status(std::string_view)>& take, std::span<char> into = {},
+    const std::shared_ptr<const void>& owner = nullptr) {
     std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(),
                                                                  &XXH3_freeState);
     XXH3_128bits_reset(hash.get());
@@ -174,16 +176,34 @@ std::optional<http::Response> receive_body(
         return take(bytes);
     };
     engine::Status st = engine::Status::ok();
-    if (!call.request.body.empty()) {  // read whole by the connection (not streamed)
-        st = step(call.request.body);
+    const std::string& whole = call.request.body;
+    if (!whole.empty() && !into.empty()) {  // read whole by the connection (not streamed)
+        const size_t n = std::min(whole.size(), into.size());
+        std::memcpy(into.data(), whole.data(), n);
+        st = step({into.data(), n});
+    } else if (!whole.empty()) {
+        st = step(whole);
     } else {
         server::BodyReader reader(call.exchange);
+        size_t at = 0;  // of `into`
         while (st.is_ok() && !reader.over()) {
-            server::BodyChunk chunk = reader.next();
+            if (!into.empty() && at == into.size()) {
+                return node.refusal(400, "the image runs past its Content-Length");
+            }
+            server::BodyChunk chunk =
+                into.empty()
+                    ? reader.next()
+                    : reader.next_into(
+                          into.subspan(at, std::min(into_slice_bytes, into.size() - at)), owner);
             if (chunk.failed) {
                 return node.refusal(400, "the image was not received whole: " + chunk.error);
             }
-            st = step(chunk.bytes);
+            if (into.empty()) {
+                st = step(chunk.bytes);
+            } else {
+                st = step({into.data() + at, chunk.filled});
+                at += chunk.filled;
+            }
         }
     }
     if (!st.is_ok()) return node.refusal(500, "the image could not be written: " + st.to_string());
@@ -197,7 +217,7 @@ std::optional<http::Response> receive_body(
 // and sent once it is back, so a request after the answer finds it in service.
 http::Response install(Node& node, Call& call, const Expected& expected) {
     // Where the install's time went, answered in a Server-Timing header (`receive`: the first
-    // byte taken to the last written; `install`: from there to installed, the fsync waited for,
+    // byte taken to the last; `install`: from there to installed, the write and fsync waited for,
     // the replay, the indexes and graphs, the rename), so a move can say it (router.md §7.2).
     const auto began = std::chrono::steady_clock::now();
     auto ms_since = [](std::chrono::steady_clock::time_point t) {
@@ -214,33 +234,37 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
                                 ? call.request.head.content_length.value_or(0)
                                 : call.request.body.size();
     const bool in_memory = length <= image_in_memory_max();
-    std::vector<std::byte> body;
-    std::unique_ptr<engine::File> written;  // in memory: `incoming`, written as the body came
+    // In memory: the body, page-aligned (engine::aligned_bytes) so the install can write it past
+    // the page cache, `got` bytes of it received.
+    std::shared_ptr<std::byte[]> body;
+    uint64_t got = 0;
     {
         std::optional<http::Response> refused;
         if (in_memory) {
-            // Each chunk is kept for the replay and written to `incoming` as it comes, its
-            // write-back started every write_behind_bytes, so the fsync after the last byte
-            // waits for the tail only and the disk works while the network does.
-            auto f = fs.open(incoming, engine::OpenMode::create_truncate);
-            engine::Status st = f.is_ok() ? fs.lock(**f) : f.status();
-            if (!st.is_ok()) {
-                if (f.is_ok()) fs.remove(incoming).ignore();
-                return node.refusal(500, "the image could not be written: " + st.to_string());
+            // Only gathered and hashed here: the install writes it to `incoming` beside its
+            // replay, in one direct write (engine::File::append_direct). Written as it came, each
+            // chunk cost the receive a copy into the page cache and the node 69 MB of cache
+            // pages for a 69 MB image, and the network waited for the receive.
+            try {
+                body = engine::aligned_bytes(static_cast<size_t>(length));
+            } catch (const std::bad_alloc&) {
+                return node.refusal(
+                    503, "no memory for an image of " + std::to_string(length) + " bytes");
             }
-            written = std::move(*f);
-            body.reserve(length);
-            uint64_t behind = 0;  // written back from here on is not yet asked for
-            refused = receive_body(node, call, expected, [&](std::string_view bytes) {
-                const auto* b = reinterpret_cast<const std::byte*>(bytes.data());
-                body.insert(body.end(), b, b + bytes.size());
-                FENEC_RETURN_IF_ERROR(written->append(std::as_bytes(std::span(bytes))));
-                if (body.size() - behind >= write_behind_bytes) {
-                    FENEC_RETURN_IF_ERROR(written->write_behind(behind, body.size() - behind));
-                    behind = body.size();
-                }
-                return engine::Status::ok();
-            });
+            // Received straight into `body`; `take` only counts.
+            refused = receive_body(
+                node, call, expected,
+                [&](std::string_view bytes) {
+                    got += bytes.size();
+                    return engine::Status::ok();
+                },
+                {reinterpret_cast<char*>(body.get()), static_cast<size_t>(length)}, body);
+            if (!refused && got != length) {
+                refused =
+                    node.refusal(400, "the image was not received whole: " + std::to_string(got) +
+                                          " of " + std::to_string(length) + " bytes");
+            }
+            if (refused) return std::move(*refused);
         } else {
             auto f = fs.open(incoming, engine::OpenMode::create_truncate);
             if (!f.is_ok()) {
@@ -255,11 +279,10 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
                     refused = node.refusal(500, "the image could not be written: " + st.to_string());
                 }
             }
-        }
-        if (refused) {
-            written.reset();
-            fs.remove(incoming).ignore();
-            return std::move(*refused);
+            if (refused) {
+                fs.remove(incoming).ignore();
+                return std::move(*refused);
+            }
         }
     }
     auto check = [&](const engine::ImageInfo& info) {
@@ -283,14 +306,12 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // verified as any file is opened, renamed; the first query opens it.
     // The body handed over: the tenant keeps it as its documents' store rather than copying
     // them out of it (Collection::adopt), and frees it with itself.
-    auto owned = std::make_shared<std::vector<std::byte>>(std::move(body));
-    std::span<const std::byte> image(*owned);
+    const std::span<const std::byte> image(body.get(), in_memory ? got : 0);
     engine::Status st =
         in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
-                                            check, info, std::move(written),
-                                            std::shared_ptr<const std::byte[]>(owned, owned->data()))
+                                            check, info, std::move(body))
                   : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
-    owned.reset();
+    body.reset();
     if (st.code() == engine::Code::corruption) {
         const uint64_t offset = st.detail().offset;
         return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
@@ -353,15 +374,32 @@ http::Response image_head(const engine::ImageInfo& info, const std::string& dige
 // in the cache-friendly range rather than a second copy of the image.
 constexpr size_t digest_read_bytes = 1 << 20;
 
-// A file image: hashed by one pass over the file (its pages are in the page cache, the tenant
-// having been served from them), then streamed from it a chunk at a time.
+// The file image's `n` bytes at `at` into `out`: those the database holds in memory from there
+// (FileImage::memory), the rest read from the file.
+engine::Status read_file_image(const engine::FileImage& fi, uint64_t at, size_t n, std::byte* out) {
+    if (at < fi.memory_bytes) {
+        const size_t from_memory = static_cast<size_t>(std::min<uint64_t>(n, fi.memory_bytes - at));
+        std::memcpy(out, fi.memory.get() + at, from_memory);
+        at += from_memory;
+        out += from_memory;
+        n -= from_memory;
+    }
+    if (n == 0) return engine::Status::ok();
+    return fi.file->read_at(at, {out, n});
+}
+
+// A file image: hashed by one pass, then streamed a chunk at a time. The bytes the database
+// holds in memory are hashed where they are; the rest are read from the file (its pages are
+// usually cached: the tenant was served from them).
 void send_file_image(Node& node, const std::shared_ptr<Call>& call, const engine::FileImage& fi) {
     std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(),
                                                                  &XXH3_freeState);
     XXH3_128bits_reset(hash.get());
-    std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(digest_read_bytes,
-                                                                       fi.info.bytes)));
-    for (uint64_t at = 0; at < fi.info.bytes;) {
+    const uint64_t in_memory = std::min(fi.memory_bytes, fi.info.bytes);
+    if (in_memory > 0) XXH3_128bits_update(hash.get(), fi.memory.get(), in_memory);
+    std::vector<std::byte> buf(
+        static_cast<size_t>(std::min<uint64_t>(digest_read_bytes, fi.info.bytes - in_memory)));
+    for (uint64_t at = in_memory; at < fi.info.bytes;) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), fi.info.bytes - at));
         if (engine::Status st = fi.file->read_at(at, {buf.data(), n}); !st.is_ok()) {
             return node.answer(*call, node.refusal(500, "tenant " + call->tenant +
@@ -375,7 +413,7 @@ void send_file_image(Node& node, const std::shared_ptr<Call>& call, const engine
     node.answer(*call, image_head(fi.info, digest_hex(XXH3_128bits_digest(hash.get()))));
     stream_out(*call->exchange, fi.info.bytes, [&](uint64_t at, size_t n, std::string& out) {
         out.resize(n);
-        return fi.file->read_at(at, std::as_writable_bytes(std::span(out.data(), n))).is_ok();
+        return read_file_image(fi, at, n, reinterpret_cast<std::byte*>(out.data())).is_ok();
     });
 }
 

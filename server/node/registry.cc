@@ -393,13 +393,13 @@ engine::Status Registry::OutOfService::install(
 engine::Status Registry::OutOfService::install_open(
     std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
     const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info,
-    std::unique_ptr<engine::File> written, std::shared_ptr<const std::byte[]> owner) {
+    std::shared_ptr<const std::byte[]> owner) {
     Registry& r = registry_;
     auto tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     auto db = engine::Database::install_open(image, incoming, r.path_of(name_), mode,
                                              r.open_options(name_, *tenant, *indexes), check, info,
-                                             std::move(written), std::move(owner));
+                                             std::move(owner));
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));

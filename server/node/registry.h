@@ -107,15 +107,13 @@ public:
         // and served from the installed file when this goes back into service: the engine
         // verifies the image as it replays it (Database::install_open), so the file is written
         // and fsynced once and never read back, and the first request finds its indexes built.
-        // `written`: `incoming` opened, locked and holding `image` already (only its fsync left).
         // `owner`: owns `image`, handed to the tenant to keep as its documents' store.
         engine::Status install_open(
             std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
             const std::function<engine::Status(const engine::ImageInfo&)>& check,
-            engine::ImageInfo& info, std::unique_ptr<engine::File> written = nullptr,
-            std::shared_ptr<const std::byte[]> owner = nullptr);
+            engine::ImageInfo& info, std::shared_ptr<const std::byte[]> owner = nullptr);
 
-    private:
+      private:
         friend class Registry;
         OutOfService(Registry& registry, std::shared_ptr<Slot> slot,
                      std::unique_lock<std::mutex> lock, std::string name)

@@ -47,9 +47,9 @@ TEST(AdoptBuffer, AnInstallKeepsItsBodyForTheDatabasesLifeAndARewriteLetsItGo) {
 
     EngineEnv env2;
     ImageInfo info;
-    auto db = Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only,
-                                     env2.options(), {}, info, nullptr,
-                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    auto db =
+        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
+                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
     ASSERT_TRUE(db.is_ok()) << db.status().to_string();
     // Handed over: the caller's reference goes, the database's stays.
     owned.reset();
@@ -79,9 +79,9 @@ TEST(AdoptBuffer, TheBodyGoesWithTheDatabase) {
     const std::weak_ptr<std::vector<std::byte>> watch = owned;
     EngineEnv env2;
     ImageInfo info;
-    auto db = Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only,
-                                     env2.options(), {}, info, nullptr,
-                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    auto db =
+        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
+                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
     ASSERT_TRUE(db.is_ok()) << db.status().to_string();
     owned.reset();
     EXPECT_FALSE(watch.expired());

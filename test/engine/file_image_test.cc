@@ -8,6 +8,8 @@
 // cut where an image lands).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -96,6 +98,51 @@ TEST(FileImage, AFrozenFileIsItsImageAndInstallsAsTheSourceStood) {
     auto l = b->commit();
     ASSERT_TRUE(l.is_ok()) << why(l.status());
     EXPECT_EQ(l->first.v, image.info.seq.v + 1);
+}
+
+// An installed image's bytes stay in memory as its documents' store (install_open's owner): a
+// file image of it names them, so they are read from memory rather than the file (written past
+// the page cache), and they are the file's bytes; what landed after is read from the file; a
+// compaction, which replaces the file, leaves none.
+TEST(FileImage, AnInstalledImageIsReadFromMemoryUntilTheFileIsRewritten) {
+    EngineEnv env;
+    auto src = source(env, 4, 200);
+    ASSERT_NE(src, nullptr);
+    auto built = src->image();
+    ASSERT_TRUE(built.is_ok()) << why(built.status());
+    auto owned = std::make_shared<std::vector<std::byte>>(*built->bytes);
+
+    EngineEnv env2;
+    ImageInfo info;
+    auto db =
+        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
+                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    ASSERT_TRUE(db.is_ok()) << why(db.status());
+    {
+        auto b = (*db)->begin();
+        ASSERT_TRUE(b.is_ok());
+        auto c = b->find("items");
+        ASSERT_TRUE(c.is_ok());
+        ASSERT_TRUE(b->insert(*c, std::nullopt, Doc{{0, Value(int64_t{-1})}}).is_ok());
+        ASSERT_TRUE(b->commit().is_ok());
+    }
+    ASSERT_TRUE((*db)->freeze().is_ok());
+    auto fi = (*db)->file_image();
+    ASSERT_TRUE(fi.is_ok() && fi->has_value()) << why(fi.status());
+    const FileImage& image = **fi;
+    ASSERT_NE(image.memory, nullptr);
+    EXPECT_EQ(image.memory.get(), owned->data()) << "the installed body itself";
+    EXPECT_EQ(image.memory_bytes, owned->size());
+    EXPECT_GT(image.info.bytes, image.memory_bytes) << "the insert landed after it";
+    const std::vector<std::byte> file = env2.fs.contents(kTarget);
+    ASSERT_EQ(file.size(), image.info.bytes);
+    EXPECT_TRUE(std::equal(owned->begin(), owned->end(), file.begin()));
+
+    ASSERT_TRUE((*db)->compact().is_ok());
+    auto after = (*db)->file_image();
+    ASSERT_TRUE(after.is_ok() && after->has_value()) << why(after.status());
+    EXPECT_EQ((*after)->memory, nullptr) << "the memory was the old file's";
+    EXPECT_EQ((*after)->memory_bytes, 0u);
 }
 
 TEST(FileImage, AFileMoreThanAQuarterDeadIsBuiltInsteadUntilCompacted) {
