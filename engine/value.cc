@@ -484,6 +484,29 @@ std::span<const std::byte> DocView::raw(uint16_t slot) const {
     return {p, static_cast<size_t>(end - p)};
 }
 
+uint32_t DocView::vector_dim(std::span<const std::byte> raw) {
+    if (raw.empty()) return 0;
+    const std::byte* p = raw.data();
+    const uint8_t tag = std::to_integer<uint8_t>(*p++);
+    if (tag != kVecF32 && tag != kVecF16) return 0;
+    return static_cast<uint32_t>(read_uvarint(p));  // at most limits::vector_dim_max: validated
+}
+
+void DocView::vector_into(std::span<const std::byte> raw, float* out) {
+    const std::byte* p = raw.data();
+    const uint8_t tag = std::to_integer<uint8_t>(*p++);
+    const uint64_t n = read_uvarint(p);
+    if (tag == kVecF32) {
+        std::memcpy(out, p, n * 4);  // little-endian host (checked in CMake)
+        return;
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+    }
+}
+
 void DocView::raw_slots(std::span<std::span<const std::byte>> out) const {
     size_t s = 0;
     if (!body_.empty()) {

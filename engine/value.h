@@ -98,6 +98,11 @@ public:
     // (raw() of each would skip the earlier ones again); past slot_count an entry is empty.
     void raw_slots(std::span<std::span<const std::byte>> out) const;
     static Value value_of(std::span<const std::byte> raw);      // a raw() value; empty: null
+    // A raw() value that is a vector: its dimension (0 when it is none), and its components
+    // copied to `out` (vector_dim floats, binary16 widened) with no Value built, for a reader of
+    // many vectors (a graph's restore).
+    static uint32_t vector_dim(std::span<const std::byte> raw);
+    static void vector_into(std::span<const std::byte> raw, float* out);
     bool is_null(uint16_t slot) const;
     Doc decode() const;                                         // every non-null slot
 

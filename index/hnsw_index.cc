@@ -94,6 +94,28 @@ std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t
     return std::nullopt;
 }
 
+// std::allocator, but resize() leaves new elements default-initialised (for float: untouched),
+// so a buffer sized first and filled in parts is first touched by the parts, in parallel.
+template <class T>
+struct NoInit : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = NoInit<U>;
+    };
+    NoInit() = default;
+    template <class U>
+    NoInit(const NoInit<U>&) noexcept {}
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        if constexpr (sizeof...(Args) == 0) {
+            ::new (static_cast<void*>(p)) U;
+        } else {
+            ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+        }
+    }
+};
+using Floats = std::vector<float, NoInit<float>>;
+
 bool same_bits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -118,7 +140,7 @@ class VectorIndexes::Field {
     std::unique_ptr<Hnsw> graph;  // null: unusable after a library failure; exact scoring only
     std::string failure;
     std::vector<uint64_t> node_docs;  // node -> document id; 0 = retired
-    std::vector<float> vecs;          // node * dim: each node's vector as its document held it
+    Floats vecs;                      // node * dim: each node's vector as its document held it
     std::vector<double> norms;        // node -> Euclidean norm of vecs, in double (cosine)
     std::unordered_map<uint64_t, uint32_t> doc_node;  // live nodes
 
@@ -237,33 +259,31 @@ namespace {
 
 using Field = VectorIndexes::Field;
 
-// The rows of `docs` holding a vector of the field: ids and, flat, their vectors.
+// The rows holding a vector of the field, in id order: their ids and where each one's vector is
+// -- the document's encoded value (rows_of: read where it lies, nothing copied until a graph is
+// filled, in parallel, from it) or `vecs` (flat floats, for a rebuild from the field's own).
 struct Rows {
+    uint32_t dim = 0;
     std::vector<uint64_t> ids;
+    std::vector<std::span<const std::byte>> raw;  // per row, or empty: `vecs` holds them
     std::vector<float> vecs;
-    std::unordered_map<uint64_t, uint32_t> at;  // id -> row
-    std::span<const float> vec(uint32_t row, uint32_t dim) const {
-        return {vecs.data() + static_cast<size_t>(row) * dim, dim};
+    // Row `row`'s vector into `out` (dim floats).
+    void vec_into(size_t row, float* out) const {
+        if (!raw.empty()) return engine::DocView::vector_into(raw[row], out);
+        std::memcpy(out, vecs.data() + row * dim, dim * sizeof(float));
     }
 };
 
+// The rows of `docs` whose `slot` holds a vector of `dim`; their values are read where they lie,
+// which stays valid while the caller holds the writer lock (on_schema's contract).
 Rows rows_of(const engine::DocSource& docs, uint16_t slot, uint32_t dim) {
     Rows r;
-    // Counted first and reserved: 100 000 vectors of 128 grown by doubling copied and faulted in
-    // ~100 MB more than they hold.
-    size_t count = 0;
-    docs.each([&](engine::DocId, engine::DocView) {
-        ++count;
-        return true;
-    });
-    r.ids.reserve(count);
-    r.vecs.reserve(count * dim);
-    r.at.reserve(count);
+    r.dim = dim;
     docs.each([&](engine::DocId id, engine::DocView doc) {
-        if (auto v = vector_of(doc, slot, dim)) {
-            r.at.emplace(id.v, static_cast<uint32_t>(r.ids.size()));
+        const std::span<const std::byte> v = doc.raw(slot);
+        if (engine::DocView::vector_dim(v) == dim) {
             r.ids.push_back(id.v);
-            r.vecs.insert(r.vecs.end(), v->begin(), v->end());
+            r.raw.push_back(v);
         }
         return true;
     });
@@ -273,24 +293,28 @@ Rows rows_of(const engine::DocSource& docs, uint16_t slot, uint32_t dim) {
 void rebuild(Field& f, const Rows& rows) {
     f.clear();
     f.node_docs.reserve(rows.ids.size());
-    f.vecs.reserve(rows.vecs.size());
+    f.vecs.reserve(rows.ids.size() * f.dim);
     try {
         f.new_graph(rows.ids.size());
     } catch (const std::exception& e) {
         f.fail(e.what());
     }
+    std::vector<float> v(f.dim);
     for (size_t i = 0; i < rows.ids.size(); ++i) {
-        f.add(rows.ids[i], rows.vec(static_cast<uint32_t>(i), f.dim));
+        rows.vec_into(i, v.data());
+        f.add(rows.ids[i], v);
     }
 }
 
 // True when `f` already holds exactly the vectors of `rows` (an alter that left the field alone).
 bool matches(const Field& f, const Rows& rows) {
     if (!f.graph || rows.ids.size() != f.doc_node.size()) return false;
+    std::vector<float> v(f.dim);
     for (size_t i = 0; i < rows.ids.size(); ++i) {
         auto it = f.doc_node.find(rows.ids[i]);
         if (it == f.doc_node.end()) return false;
-        if (!same_bits(f.vec(it->second), rows.vec(static_cast<uint32_t>(i), f.dim))) return false;
+        rows.vec_into(i, v.data());
+        if (!same_bits(f.vec(it->second), v)) return false;
     }
     return true;
 }
@@ -342,7 +366,7 @@ size_t size_of(const flatbuffers::Vector<T>* v) {
 // Checks a graph record against the field and the documents (engine.md §6.3), then fills
 // hnswlib's buffers. On any error `f` is left for the caller to rebuild.
 Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const std::byte> body,
-               Rows& rows) {
+               const Rows& rows) {
     const auto* data = reinterpret_cast<const uint8_t*>(body.data());
     flatbuffers::Verifier verifier(data, body.size(), engine::limits::verifier_depth_max,
                                    engine::limits::verifier_tables_max);
@@ -395,61 +419,49 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
     if (pos != upper_size) return unfit("upper has trailing words");
     if (size_of(g->retired_vectors()) != retired * f.dim) return unfit("retired vectors size");
     if (n - retired != rows.ids.size()) return unfit("live node count differs from documents");
-    std::vector<bool> seen(rows.ids.size(), false);
-    f.clear();
-    // Nodes in the documents' id order with none retired (a tenant loaded in id order and never
-    // rewritten since): the rows' vectors and id map are the field's as they stand, taken over
-    // rather than copied.
+    // Where each node's vector comes from: its document's row, or (retired) the record's next
+    // retired vector. Nodes in the documents' id order with none retired (a tenant loaded in id
+    // order and never rewritten since) need no lookup.
+    constexpr uint32_t kRetiredBit = uint32_t{1} << 31;
+    std::vector<uint32_t> source(n);
     bool in_row_order = retired == 0;
     for (size_t i = 0; in_row_order && i < n; ++i) {
         in_row_order = g->node_docs()->Get(i) == rows.ids[i];
     }
-    // On a failure from here the caller rebuilds from `rows`: what was taken goes back.
-    auto unfit_back = [&](const std::string& why) {
-        if (in_row_order) {
-            rows.vecs = std::move(f.vecs);
-            rows.at = std::move(f.doc_node);
-            f.clear();
-        }
-        return unfit(why);
-    };
     if (in_row_order) {
-        f.node_docs.assign(rows.ids.begin(), rows.ids.end());
-        f.vecs = std::move(rows.vecs);
-        f.doc_node = std::move(rows.at);
-        f.norms.resize(n);
-        in_parts(n, [&](size_t lo, size_t hi) {
-            for (size_t i = lo; i < hi; ++i) {
-                double xx = 0;
-                for (float x : f.vec(static_cast<uint32_t>(i))) xx += static_cast<double>(x) * x;
-                f.norms[i] = std::sqrt(xx);
+        for (size_t i = 0; i < n; ++i) source[i] = static_cast<uint32_t>(i);
+    } else {
+        std::unordered_map<uint64_t, uint32_t> row_of;
+        row_of.reserve(rows.ids.size());
+        for (size_t r = 0; r < rows.ids.size(); ++r) {
+            row_of.emplace(rows.ids[r], static_cast<uint32_t>(r));
+        }
+        std::vector<bool> seen(rows.ids.size(), false);
+        uint32_t next_retired = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const uint64_t doc = g->node_docs()->Get(i);
+            if (doc == 0) {
+                source[i] = kRetiredBit | next_retired++;
+                continue;
             }
-            return true;
-        });
-    }
-    f.node_docs.reserve(n);
-    f.vecs.reserve(n * f.dim);
-    size_t next_retired = 0;
-    for (size_t i = 0; !in_row_order && i < n; ++i) {
-        const uint64_t doc = g->node_docs()->Get(i);
-        if (doc == 0) {
-            const float* rv = g->retired_vectors()->data() + next_retired++ * f.dim;
-            f.push(doc, {rv, f.dim});
-        } else {
-            auto it = rows.at.find(doc);
-            if (it == rows.at.end()) return unfit("a live node's document holds no vector");
+            auto it = row_of.find(doc);
+            if (it == row_of.end()) return unfit("a live node's document holds no vector");
             if (seen[it->second]) return unfit("a document has two live nodes");
             seen[it->second] = true;
-            f.push(doc, rows.vec(it->second, f.dim));
-            f.doc_node.emplace(doc, static_cast<uint32_t>(i));
+            source[i] = it->second;
         }
     }
-    if (f.live_digest() != g->live_digest()) return unfit_back("live digest differs");
 
-    // Fill hnswlib's own buffers (0.6.2 keeps them public), as its loadIndex would. Each node's
-    // part of them is its own, so the nodes are filled in parts on threads of their own
-    // (in_parts); the label map and the deleted count are shared and filled after.
+    // Each node's vector (as its document holds it), its norm and its part of hnswlib's buffers
+    // (0.6.2 keeps them public), filled as its loadIndex would fill them. Each node's part of
+    // them is its own, so the nodes are filled in parts on threads of their own (in_parts): a
+    // 100,000 x 128 graph first-touches ~120 MB here. The label map, the id map and the deleted
+    // count are shared, and filled after.
+    f.clear();
     try {
+        f.node_docs.resize(n);
+        f.vecs.resize(n * f.dim);  // untouched until the parts write it (NoInit)
+        f.norms.resize(n);
         f.new_graph(n);
         Hnsw& h = *f.graph;
         // A node's link lists are allocated and its level set together, so the destructor
@@ -458,15 +470,27 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
         const bool filled = in_parts(n, [&](size_t lo, size_t hi) {
             for (size_t i = lo; i < hi; ++i) {
                 const auto node = static_cast<tableint>(i);
-                // The link list zeroed; the vector and the label after it are written whole below.
+                f.node_docs[i] = g->node_docs()->Get(i);
+                float* v = f.vecs.data() + i * f.dim;
+                if (source[i] & kRetiredBit) {
+                    const size_t k = source[i] & ~kRetiredBit;
+                    std::memcpy(v, g->retired_vectors()->data() + k * f.dim, f.dim * sizeof(float));
+                } else {
+                    rows.vec_into(source[i], v);
+                }
+                double xx = 0;
+                for (uint32_t d = 0; d < f.dim; ++d) xx += static_cast<double>(v[d]) * v[d];
+                f.norms[i] = std::sqrt(xx);
+                // The link list zeroed; the vector and the label after it are written whole.
                 std::memset(h.data_level0_memory_ + i * h.size_data_per_element_ + h.offsetLevel0_,
                             0, h.size_links_level0_);
                 linklistsizeint* ll0 = h.get_linklist0(node);
                 const uint32_t count0 = g->level0()->Get(i * stride0);
                 h.setListCount(ll0, static_cast<unsigned short>(count0));
                 auto* links0 = reinterpret_cast<tableint*>(ll0 + 1);
-                for (size_t j = 0; j < count0; ++j)
+                for (size_t j = 0; j < count0; ++j) {
                     links0[j] = g->level0()->Get(i * stride0 + 1 + j);
+                }
                 f.prepare_into(node, reinterpret_cast<float*>(h.getDataByInternalId(node)));
                 h.setExternalLabel(node, static_cast<labeltype>(i));
                 const int level = g->levels()->Get(i);
@@ -491,16 +515,46 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
         });
         h.cur_element_count = n;  // the destructor frees link lists of counted nodes
         if (!filled) throw std::bad_alloc();
+        // The digest (a pass over every live vector) and the id map on a thread of their own,
+        // beside hnswlib's label map and deleted marks here.
+        uint64_t digest = 0;
+        auto digest_and_ids = [&] {
+            digest = f.live_digest();
+            f.doc_node.reserve(n - retired);
+            for (size_t i = 0; i < n; ++i) {
+                if (f.node_docs[i] != 0)
+                    f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
+            }
+        };
+        std::thread beside;
+        try {
+            beside = std::thread(digest_and_ids);
+        } catch (const std::system_error&) {
+            digest_and_ids();
+        }
+        struct Join {
+            std::thread& t;
+            ~Join() {
+                if (t.joinable()) t.join();
+            }
+        } join{beside};
         h.label_lookup_.reserve(n);
         for (size_t i = 0; i < n; ++i) {
             h.label_lookup_[static_cast<labeltype>(i)] = static_cast<tableint>(i);
             if (f.node_docs[i] == 0) h.markDeletedInternal(static_cast<tableint>(i));
         }
+        if (beside.joinable()) beside.join();
+        if (digest != g->live_digest()) {
+            f.graph.reset();
+            f.clear();
+            return unfit("live digest differs");
+        }
         h.enterpoint_node_ = n > 0 ? g->entry() : static_cast<tableint>(-1);
         h.maxlevel_ = n > 0 ? max_level : -1;
     } catch (const std::exception& e) {
         f.graph.reset();
-        return unfit_back(std::string("hnswlib: ") + e.what());
+        f.clear();
+        return unfit(std::string("hnswlib: ") + e.what());
     }
     return Status::ok();
 }
@@ -820,10 +874,10 @@ engine::Status VectorIndexes::rebuild_graph(engine::CollectionId c, uint16_t slo
     Field& f = *it->second;
     // The live vectors, in ascending id: the rebuilt graph holds no retired node.
     Rows rows;
+    rows.dim = f.dim;
     std::vector<std::pair<uint64_t, uint32_t>> live(f.doc_node.begin(), f.doc_node.end());
     std::sort(live.begin(), live.end());
     for (const auto& [doc, node] : live) {
-        rows.at.emplace(doc, static_cast<uint32_t>(rows.ids.size()));
         rows.ids.push_back(doc);
         const std::span<const float> v = f.vec(node);
         rows.vecs.insert(rows.vecs.end(), v.begin(), v.end());
