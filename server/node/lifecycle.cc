@@ -47,8 +47,10 @@ struct Closed {
     std::shared_ptr<Tenant> tenant;
 };
 
-// `closed`: the tenant if it was open, for the caller to release after the answer.
-http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& closed) {
+// `closed`: the tenant if it was open, for the caller to release after the answer; `trash`: its
+// file under the name it was moved to, for the caller to unlink after the answer.
+http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& closed,
+                             std::string& trash) {
     // Its subscriptions end `gone`, its feed streams `deleted`, and its held requests are woken
     // to answer 503 (the tenant is marked leaving); asked again while references remain, for any
     // that came in between.
@@ -62,7 +64,7 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& clos
     closed.tenant = std::move(taken.closed);
     closed.db = std::move(taken.closed_db);
     if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
-    if (engine::Status st = taken.out->remove_files(sidecars); !st.is_ok()) {
+    if (engine::Status st = taken.out->remove_files(sidecars, trash); !st.is_ok()) {
         return node.refusal(500,
                             "tenant " + call.tenant + " could not be removed: " + st.to_string());
     }
@@ -79,7 +81,8 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
     const bool followed = node.replication().stop_following(call.tenant);
     Closed closed;
-    http::Response r = remove_tenant(node, call, sidecars, closed);
+    std::string trash;
+    http::Response r = remove_tenant(node, call, sidecars, closed, trash);
     if (followed) node.replication().resume_following(call.tenant);
     answer_audited(node, call, std::move(r));
     // Its documents, graphs and indexes freed once the answer is on its way (a 69 MB @hnsw
@@ -88,6 +91,8 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     // file and no slot, so a create of the same name meanwhile opens a tenant of its own.
     closed.db.reset();
     closed.tenant.reset();
+    // Its blocks freed last: the name went (renamed, the directory synced) before the answer.
+    if (!trash.empty()) engine::posix_fs().remove(trash).ignore();
 }
 
 void freeze_tenant(Node& node, Call& call) {

@@ -167,7 +167,8 @@ std::string Node::prepare() {
     // Side files a crash left behind (§11).
     for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
         const std::string f = entry.path().filename().string();
-        if (f.ends_with(".fenec.incoming") || f.ends_with(".fenec.beside") || f.ends_with(".fenec.new")) {
+        if (f.ends_with(".fenec.incoming") || f.ends_with(".fenec.beside") ||
+            f.ends_with(".fenec.new") || f.ends_with(".fenec.deleted")) {
             std::filesystem::remove(entry.path(), ec);
         }
     }

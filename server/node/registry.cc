@@ -346,11 +346,13 @@ Registry::OutOfService::~OutOfService() {
 
 bool Registry::OutOfService::file_exists() const { return registry_.file_exists(name_); }
 
-engine::Status Registry::OutOfService::remove_files(bool sidecars) {
+engine::Status Registry::OutOfService::remove_files(bool sidecars, std::string& trash) {
     engine::Fs& fs = engine::posix_fs();
     const std::string path = registry_.path_of(name_);
-    if (engine::Status st = fs.remove(path); !st.is_ok() && st.code() != engine::Code::not_found) {
-        return st;
+    trash = path + ".deleted";
+    if (engine::Status st = fs.rename(path, trash, true); !st.is_ok()) {
+        trash.clear();
+        if (st.code() != engine::Code::not_found) return st;
     }
     if (sidecars) {
         for (std::string_view s : {sidecar_quota, sidecar_follows, sidecar_frozen}) {

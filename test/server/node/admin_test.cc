@@ -9,6 +9,7 @@
 // `Fenec-Test-Stall: land=` hook and skip in a build without it.
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -158,11 +159,21 @@ TEST(Admin, DeleteEndsStreamsGoneAndRemovesFiles) {
     for (const char* f : {"acme.fenec", "acme.quota", "acme.follows", "acme.frozen"}) {
         EXPECT_FALSE(file_there(n.path(f))) << f;
     }
+    // The file's blocks are freed after the answer, under the name it was moved to.
+    for (int i = 0; i < 100 && file_there(n.path("acme.fenec.deleted")); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(file_there(n.path("acme.fenec.deleted")));
     EXPECT_EQ(n.query("get notes").status, 404);
     EXPECT_EQ(n.admin("GET", "/_admin/tenants").body, "[]");
     EXPECT_EQ(n.admin("DELETE", "/_admin/tenants/acme").status, 404);
     // Made again under the same name: a new file with a new lineage.
     EXPECT_EQ(n.admin("PUT", "/_admin/tenants/acme").status, 201);
+    // One a crash left before it was unlinked goes when the node starts.
+    std::ofstream(n.path("other.fenec.deleted")) << "left by a crash";
+    n.restart();
+    EXPECT_FALSE(file_there(n.path("other.fenec.deleted")));
+    EXPECT_EQ(n.admin("GET", "/_admin/tenants").status, 200);
 }
 
 // Case 52: frozen refuses writes (503, Retry-After: 1) and serves reads; idempotent; thawed it

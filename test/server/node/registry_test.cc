@@ -80,10 +80,14 @@ TEST(RegistryTakeOut, AbsentWhileOutThenRemoved) {
     EXPECT_EQ(r.take_out("acme", 0, {}).error, TakeOutError::busy);
     EXPECT_EQ(r.open_count(), 0u);
     ASSERT_TRUE(t.out->file_exists());
-    ASSERT_TRUE(t.out->remove_files(true).is_ok());
+    std::string trash;
+    ASSERT_TRUE(t.out->remove_files(true, trash).is_ok());
     t.out.reset();
     EXPECT_EQ(r.acquire("acme").error, AcquireError::not_found);
-    EXPECT_TRUE(r.list().empty());
+    EXPECT_TRUE(r.list().empty()) << "a file renamed for the caller to unlink is no tenant";
+    EXPECT_EQ(trash, r.path_of("acme") + ".deleted");
+    EXPECT_TRUE(std::filesystem::exists(trash));
+    EXPECT_FALSE(std::filesystem::exists(r.path_of("acme")));
     EXPECT_FALSE(std::filesystem::exists(r.sidecar_of("acme", sidecar_quota)));
     EXPECT_FALSE(std::filesystem::exists(r.sidecar_of("acme", sidecar_frozen)));
 }
