@@ -151,6 +151,8 @@ struct Image {
 // A frozen primary's file as it stands, taken as its image (Database::file_image): the first
 // `info.bytes` bytes of `file`, read at will; the file is append-only and nothing is appended
 // below that length, so they stay what they were whatever happens to the database meanwhile.
+class ImageInstall;
+
 struct FileImage {
     ImageInfo info;
     std::shared_ptr<File> file;
@@ -191,11 +193,15 @@ public:
     // An image here is any whole file, as file_image() sends one: a tear is `corruption` too.
     // `owner`, when given, owns `image` (owner.get() == image.data()) and hands it over: the
     // database may keep it as its documents' store instead of copying them out of it.
+    // `begun`, when given, is the install begun on `image` as it arrived (ImageInstall, which
+    // then holds the owner and was made with the same target and options): what it replayed is
+    // not replayed again, and a failure it met is returned.
     static Result<std::unique_ptr<Database>> install_open(
         std::span<const std::byte> image, std::string_view incoming, std::string_view target,
         InstallMode mode, const OpenOptions& options,
         const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
-        std::shared_ptr<const std::byte[]> owner = nullptr);
+        std::shared_ptr<const std::byte[]> owner = nullptr,
+        std::unique_ptr<ImageInstall> begun = nullptr);
 
     // `now_ms` fixes the view's `now` for TTL expiry; unset: the clock's wall time.
     ReadView read(std::optional<int64_t> now_ms = std::nullopt) const;
@@ -262,6 +268,7 @@ private:
     friend class Block;
     friend class ReadView;
     friend struct ReplayState;
+    friend class ImageInstall;
     struct Snapshot;
     struct Quota;
     struct Undo;
@@ -464,6 +471,31 @@ private:
     Seq seq_;
     HistoryId history_;
     int64_t now_ms_;
+};
+
+// An image's install begun while its bytes are still arriving (a PUT's body received into the
+// buffer it will fill): feed() verifies and replays the records wholly inside what has arrived,
+// so that work is done while the network delivers the rest; Database::install_open, given it
+// once every byte is there, does what is left (the records after, the indexes and graphs, the
+// write, the rename). `image` is the whole buffer, 8-byte aligned, its bytes written in order
+// and never changed once fed; `owner` as install_open's. One thread uses it.
+class ImageInstall {
+  public:
+    ImageInstall(std::span<const std::byte> image, std::string_view target,
+                 const OpenOptions& options, std::shared_ptr<const std::byte[]> owner);
+    ~ImageInstall();
+    ImageInstall(const ImageInstall&) = delete;
+    ImageInstall& operator=(const ImageInstall&) = delete;
+    // The first `available` bytes are there. A damaged image is known as soon as its damage has
+    // arrived: the error is returned, kept, and install_open returns it.
+    Status feed(uint64_t available);
+
+  private:
+    friend class Database;
+    std::span<const std::byte> image_;
+    std::unique_ptr<Database> db_;
+    std::unique_ptr<ReplayState> replay_;
+    Status failed_ = Status::ok();
 };
 
 }  // namespace fenec::engine

@@ -36,6 +36,10 @@ struct ReplayState {
     std::shared_ptr<const std::byte[]> owner;
 
     uint64_t pos = format::kHeaderBytes;
+    bool header_checked = false;
+    uint64_t received = UINT64_MAX;  // advance(): the bytes there so far, when fewer than `size`
+    mutable bool deferred = false;   // zero_from was asked about bytes not there yet
+    std::optional<uint64_t> deferred_at;  // ... reading the record here, read again at the end
     uint64_t image_end = 0;           // 0: no image region
     bool have_history = false;
     std::optional<uint64_t> cut_at;   // a torn tail starts here
@@ -70,6 +74,11 @@ struct ReplayState {
 
     Status check_header();
     Status run();
+    // Replays the records wholly inside the first `available` bytes (all of them: `size`); one
+    // that runs past them waits for more. A verdict that would depend on bytes not yet there (a
+    // fault whose message says whether zeros follow) is deferred: the record is read again once
+    // they are.
+    Status advance(uint64_t available);
     Status record_at(uint64_t p, bool in_image);
     bool zero_from(uint64_t p) const;
     Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);
@@ -125,6 +134,10 @@ Status ReplayState::check_header() {
 }
 
 bool ReplayState::zero_from(uint64_t p) const {
+    if (received < size) {  // not all there: never read past what is
+        deferred = true;
+        return false;
+    }
     for (uint64_t i = p; i < size; ++i) {
         if (buf[i] != std::byte{0}) return false;
     }
@@ -233,12 +246,35 @@ Status ReplayState::record_at(uint64_t p, bool in_image) {
     return apply(kind, p, body, framed);
 }
 
-Status ReplayState::run() {
-    FENEC_RETURN_IF_ERROR(check_header());
-    while (pos < size && !cut_at) {
+Status ReplayState::advance(uint64_t available) {
+    const bool partial = available < size;
+    if (!header_checked) {
+        if (partial && available < format::kHeaderBytes) return Status::ok();
+        FENEC_RETURN_IF_ERROR(check_header());
+        header_checked = true;
+    }
+    received = partial ? available : UINT64_MAX;
+    struct Reset {
+        uint64_t& r;
+        ~Reset() { r = UINT64_MAX; }
+    } reset{received};
+    while (pos < available && !cut_at) {
         const bool in_image = image_end != 0 && pos < image_end;
         const uint64_t at = pos;
-        FENEC_RETURN_IF_ERROR(record_at(at, in_image));
+        if (partial && deferred_at == at) break;  // read again once every byte is there
+        if (partial) {                            // only a record wholly there is read
+            if (available - at < format::kRecordHeadBytes) break;
+            const uint64_t whole = format::framed_size(format::load_u32(buf + at));
+            if (whole > available - at && whole <= size - at) break;
+        }
+        if (Status st = record_at(at, in_image); !st.is_ok()) {
+            if (partial && deferred) {
+                deferred = false;
+                deferred_at = at;
+                return Status::ok();  // read again with the bytes after it
+            }
+            return st;
+        }
         if (cut_at) break;
         const uint64_t framed = format::framed_size(format::load_u32(buf + at));
         pos = at + framed;
@@ -247,6 +283,11 @@ Status ReplayState::run() {
             FENEC_RETURN_IF_ERROR(finish_image(at));
         }
     }
+    return Status::ok();
+}
+
+Status ReplayState::run() {
+    FENEC_RETURN_IF_ERROR(advance(size));
     if (image_end != 0 && pos < image_end && !cut_at) {
         return corrupt(pos, "image cut short at " + std::to_string(size) + " of " +
                                 std::to_string(image_end) + " bytes");
@@ -701,12 +742,41 @@ Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
     return info;
 }
 
+ImageInstall::ImageInstall(std::span<const std::byte> image, std::string_view target,
+                           const OpenOptions& options, std::shared_ptr<const std::byte[]> owner)
+    : image_(image), db_(new Database(std::string(target), options)) {
+    if (reinterpret_cast<uintptr_t>(image.data()) % alignof(uint64_t) != 0) {
+        failed_ = Status::error(Code::invalid_argument,
+                                "an image installed as it arrives must "
+                                "be 8-byte aligned");
+        return;
+    }
+    replay_ = std::make_unique<ReplayState>(*db_, image.data(), image.size(),
+                                            ReplayState::Mode::verify_image);
+    if (owner && owner.get() == image.data()) replay_->owner = std::move(owner);
+}
+
+ImageInstall::~ImageInstall() {
+    if (db_) db_->close(CloseMode::plain).ignore();  // never installed: as install_open's fail
+}
+
+Status ImageInstall::feed(uint64_t available) {
+    if (!failed_.is_ok()) return failed_;
+    failed_ = replay_->advance(std::min<uint64_t>(available, image_.size()));
+    return failed_;
+}
+
 Result<std::unique_ptr<Database>> Database::install_open(
     std::span<const std::byte> image, std::string_view incoming, std::string_view target,
     InstallMode mode, const OpenOptions& options,
     const std::function<Status(const ImageInfo&)>& check, ImageInfo& info,
-    std::shared_ptr<const std::byte[]> owner) {
-    std::unique_ptr<Database> db(new Database(std::string(target), options));
+    std::shared_ptr<const std::byte[]> owner, std::unique_ptr<ImageInstall> begun) {
+    if (begun && (begun->image_.data() != image.data() || begun->image_.size() != image.size())) {
+        return Status::error(Code::invalid_argument, "the install begun is another image's");
+    }
+    std::unique_ptr<Database> db =
+        begun ? std::move(begun->db_)
+              : std::unique_ptr<Database>(new Database(std::string(target), options));
     Fs& fs = *db->fs_;
     auto fail = [&](Status st) -> Status {
         if (db) {
@@ -746,9 +816,19 @@ Result<std::unique_ptr<Database>> Database::install_open(
         std::memcpy(aligned.data(), image.data(), image.size());
         buf = reinterpret_cast<const std::byte*>(aligned.data());
     }
-    ReplayState replay{*db, buf, image.size(), ReplayState::Mode::verify_image};
-    if (buf == image.data() && owner && owner.get() == image.data()) replay.owner = std::move(owner);
-    Status replayed = replay.run();
+    if (begun && !begun->replay_) return fail(begun->failed_);
+    std::unique_ptr<ReplayState> fresh;
+    if (!begun) {
+        fresh =
+            std::make_unique<ReplayState>(*db, buf, image.size(), ReplayState::Mode::verify_image);
+        if (buf == image.data() && owner && owner.get() == image.data()) {
+            fresh->owner = std::move(owner);
+        }
+    }
+    ReplayState& replay = begun ? *begun->replay_ : *fresh;
+    // Begun: what arrived was replayed as it came (a failure then is kept), the rest goes here.
+    Status replayed = begun ? begun->failed_ : Status::ok();
+    if (replayed.is_ok()) replayed = replay.run();
     if (replayed.is_ok()) {
         info = ImageInfo{db->seq(), db->history_, db->lineage_, db->created_ms_, image.size()};
         if (check) replayed = check(info);

@@ -185,24 +185,36 @@ std::optional<http::Response> receive_body(
         st = step(whole);
     } else {
         server::BodyReader reader(call.exchange);
-        size_t at = 0;  // of `into`
-        while (st.is_ok() && !reader.over()) {
-            if (!into.empty() && at == into.size()) {
-                return node.refusal(400, "the image runs past its Content-Length");
-            }
-            server::BodyChunk chunk =
-                into.empty()
-                    ? reader.next()
-                    : reader.next_into(
-                          into.subspan(at, std::min(into_slice_bytes, into.size() - at)), owner);
-            if (chunk.failed) {
-                return node.refusal(400, "the image was not received whole: " + chunk.error);
-            }
-            if (into.empty()) {
+        if (into.empty()) {
+            while (st.is_ok() && !reader.over()) {
+                server::BodyChunk chunk = reader.next();
+                if (chunk.failed) {
+                    return node.refusal(400, "the image was not received whole: " + chunk.error);
+                }
                 st = step(chunk.bytes);
-            } else {
-                st = step({into.data() + at, chunk.filled});
+            }
+        } else {
+            // The next slice is asked for before this one is hashed and taken: the connection
+            // fills it meanwhile, so the hash and `take` cost the receive nothing.
+            auto ask = [&](size_t from) {
+                reader.ask_into(into.subspan(from, std::min(into_slice_bytes, into.size() - from)),
+                                owner);
+            };
+            size_t at = 0;  // of `into`
+            ask(0);
+            for (bool more = true; more && st.is_ok();) {
+                server::BodyChunk chunk = reader.wait();
+                if (chunk.failed) {
+                    return node.refusal(400, "the image was not received whole: " + chunk.error);
+                }
+                const size_t landed = at;
                 at += chunk.filled;
+                more = !reader.over();
+                if (more && at == into.size()) {
+                    return node.refusal(400, "the image runs past its Content-Length");
+                }
+                if (more) ask(at);
+                st = step({into.data() + landed, chunk.filled});
             }
         }
     }
@@ -238,6 +250,7 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // the page cache, `got` bytes of it received.
     std::shared_ptr<std::byte[]> body;
     uint64_t got = 0;
+    std::unique_ptr<BegunInstall> begun;  // in memory: replaying what arrived as the rest comes
     {
         std::optional<http::Response> refused;
         if (in_memory) {
@@ -251,11 +264,16 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
                 return node.refusal(
                     503, "no memory for an image of " + std::to_string(length) + " bytes");
             }
-            // Received straight into `body`; `take` only counts.
+            // Received straight into `body`; `take` counts, and replays the records that are
+            // whole now while the next slice arrives (a damaged record found here is kept and
+            // answered by the install, as it would be found there).
+            begun = taken.out->begin_install({body.get(), static_cast<size_t>(length)},
+                                             std::shared_ptr<const std::byte[]>(body, body.get()));
             refused = receive_body(
                 node, call, expected,
                 [&](std::string_view bytes) {
                     got += bytes.size();
+                    (void)begun->feed(got);
                     return engine::Status::ok();
                 },
                 {reinterpret_cast<char*>(body.get()), static_cast<size_t>(length)}, body);
@@ -309,7 +327,7 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     const std::span<const std::byte> image(body.get(), in_memory ? got : 0);
     engine::Status st =
         in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
-                                            check, info, std::move(body))
+                                            check, info, nullptr, std::move(begun))
                   : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
     body.reset();
     if (st.code() == engine::Code::corruption) {

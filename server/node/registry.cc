@@ -395,13 +395,22 @@ engine::Status Registry::OutOfService::install(
 engine::Status Registry::OutOfService::install_open(
     std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
     const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info,
-    std::shared_ptr<const std::byte[]> owner) {
+    std::shared_ptr<const std::byte[]> owner, std::unique_ptr<BegunInstall> begun) {
     Registry& r = registry_;
-    auto tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
-    auto indexes = std::make_unique<index::IndexSet>();
+    std::shared_ptr<Tenant> tenant;
+    std::unique_ptr<index::IndexSet> indexes;
+    std::unique_ptr<engine::ImageInstall> install;
+    if (begun) {
+        tenant = std::move(begun->tenant);
+        indexes = std::move(begun->indexes);
+        install = std::move(begun->install);
+    } else {
+        tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
+        indexes = std::make_unique<index::IndexSet>();
+    }
     auto db = engine::Database::install_open(image, incoming, r.path_of(name_), mode,
                                              r.open_options(name_, *tenant, *indexes), check, info,
-                                             std::move(owner));
+                                             std::move(owner), std::move(install));
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));
@@ -415,6 +424,18 @@ engine::Status Registry::OutOfService::install_open(
     }
     ++r.opens_;
     return engine::Status::ok();
+}
+
+std::unique_ptr<BegunInstall> Registry::OutOfService::begin_install(
+    std::span<const std::byte> image, std::shared_ptr<const std::byte[]> owner) {
+    Registry& r = registry_;
+    auto begun = std::make_unique<BegunInstall>();
+    begun->tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
+    begun->indexes = std::make_unique<index::IndexSet>();
+    begun->install = std::make_unique<engine::ImageInstall>(
+        image, r.path_of(name_), r.open_options(name_, *begun->tenant, *begun->indexes),
+        std::move(owner));
+    return begun;
 }
 
 void Registry::close_tenant(const std::shared_ptr<Tenant>& t, engine::CloseMode mode) {

@@ -71,6 +71,15 @@ enum class TakeOutError : uint8_t { none, busy, in_use };
 // Why a tenant closed, as fenec_tenant_closes_total labels it.
 enum class CloseReason : uint8_t { idle, memory, shutdown };
 
+// An image's install begun as it arrives (Registry::OutOfService::begin_install): the tenant and
+// indexes the database will be opened with, and the engine's install, fed as bytes arrive.
+struct BegunInstall {
+    std::shared_ptr<Tenant> tenant;
+    std::unique_ptr<index::IndexSet> indexes;
+    std::unique_ptr<engine::ImageInstall> install;  // destroyed first: its database hooks indexes
+    engine::Status feed(uint64_t available) { return install->feed(available); }
+};
+
 class Registry {
     struct Slot;
 
@@ -110,11 +119,18 @@ public:
         // and served from the installed file when this goes back into service: the engine
         // verifies the image as it replays it (Database::install_open), so the file is written
         // and fsynced once and never read back, and the first request finds its indexes built.
-        // `owner`: owns `image`, handed to the tenant to keep as its documents' store.
+        // `owner`: owns `image`, handed to the tenant to keep as its documents' store. `begun`:
+        // the install begun as the image arrived (begin_install), which then holds `owner`.
         engine::Status install_open(
             std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
             const std::function<engine::Status(const engine::ImageInfo&)>& check,
-            engine::ImageInfo& info, std::shared_ptr<const std::byte[]> owner = nullptr);
+            engine::ImageInfo& info, std::shared_ptr<const std::byte[]> owner = nullptr,
+            std::unique_ptr<BegunInstall> begun = nullptr);
+        // An install_open begun before `image` (the buffer the body is received into) is whole:
+        // the tenant and indexes it opens with are made now, and feed() replays what arrived
+        // (engine::ImageInstall) while the rest comes.
+        std::unique_ptr<BegunInstall> begin_install(std::span<const std::byte> image,
+                                                    std::shared_ptr<const std::byte[]> owner);
 
       private:
         friend class Registry;
