@@ -42,10 +42,12 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -393,30 +395,55 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
     if (n > 0 && (g->entry() >= n || g->levels()->Get(g->entry()) != max_level)) {
         return unfit("entry point invalid");
     }
-    size_t retired = 0;
-    size_t pos = 0;
+    // Each node is checked on its own -- its upper lists start where upper_ends says the node
+    // before it ends, and must end where its own entry says -- so the nodes are checked in parts
+    // on threads of their own, as they are filled. The fault told is the first node's, as a
+    // scan from the front would find it.
     const size_t upper_size = size_of(g->upper());
-    for (size_t i = 0; i < n; ++i) {
-        if (g->node_docs()->Get(i) == 0) ++retired;
-        const int level = g->levels()->Get(i);
-        if (level > max_level) return unfit("node above max_level");
-        const uint32_t count0 = g->level0()->Get(i * stride0);
-        if (count0 > 2 * m) return unfit("too many level-0 links");
-        for (size_t j = 0; j < count0; ++j) {
-            if (g->level0()->Get(i * stride0 + 1 + j) >= n) return unfit("link out of range");
-        }
-        for (int l = 1; l <= level; ++l) {
-            if (pos >= upper_size) return unfit("upper links truncated");
-            const uint32_t count = g->upper()->Get(pos);
-            if (count > m || pos + 1 + count > upper_size) return unfit("bad upper link list");
-            for (size_t j = 0; j < count; ++j) {
-                if (g->upper()->Get(pos + 1 + j) >= n) return unfit("link out of range");
+    std::atomic<size_t> retired_count{0};
+    std::mutex fault_mu;
+    const char* fault = nullptr;
+    size_t fault_node = n;
+    const bool checked = in_parts(n, [&](size_t lo, size_t hi) {
+        size_t i = lo;
+        auto bad = [&](const char* why) {
+            std::lock_guard lock(fault_mu);
+            if (i < fault_node) {
+                fault_node = i;
+                fault = why;
             }
-            pos += 1 + count;
+            return false;
+        };
+        size_t retired_here = 0;
+        size_t pos = lo == 0 ? 0 : g->upper_ends()->Get(lo - 1);
+        for (; i < hi; ++i) {
+            if (g->node_docs()->Get(i) == 0) ++retired_here;
+            const int level = g->levels()->Get(i);
+            if (level > max_level) return bad("node above max_level");
+            const uint32_t count0 = g->level0()->Get(i * stride0);
+            if (count0 > 2 * m) return bad("too many level-0 links");
+            for (size_t j = 0; j < count0; ++j) {
+                if (g->level0()->Get(i * stride0 + 1 + j) >= n) return bad("link out of range");
+            }
+            for (int l = 1; l <= level; ++l) {
+                if (pos >= upper_size) return bad("upper links truncated");
+                const uint32_t count = g->upper()->Get(pos);
+                if (count > m || pos + 1 + count > upper_size) return bad("bad upper link list");
+                for (size_t j = 0; j < count; ++j) {
+                    if (g->upper()->Get(pos + 1 + j) >= n) return bad("link out of range");
+                }
+                pos += 1 + count;
+            }
+            if (g->upper_ends()->Get(i) != pos) return bad("upper_ends inconsistent");
         }
-        if (g->upper_ends()->Get(i) != pos) return unfit("upper_ends inconsistent");
+        retired_count += retired_here;
+        return true;
+    });
+    if (!checked) return unfit(fault ? fault : "a check failed");
+    if ((n == 0 ? 0 : g->upper_ends()->Get(n - 1)) != upper_size) {
+        return unfit("upper has trailing words");
     }
-    if (pos != upper_size) return unfit("upper has trailing words");
+    const size_t retired = retired_count.load();
     if (size_of(g->retired_vectors()) != retired * f.dim) return unfit("retired vectors size");
     if (n - retired != rows.ids.size()) return unfit("live node count differs from documents");
     // Where each node's vector comes from: its document's row, or (retired) the record's next
