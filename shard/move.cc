@@ -558,8 +558,12 @@ std::optional<SpliceFailure> splice_body(Conn& source, Conn& target, uint64_t& l
         moved_any = true;
         size_t pending = static_cast<size_t>(in);
         while (pending > 0) {
+            // SPLICE_F_MORE corks the socket (MSG_MORE): right while more bytes follow, but on
+            // the last of them it held the body's final partial segment back until the kernel's
+            // 200 ms cork timer let it go, and the target waited that long for its last bytes.
+            const unsigned more = left > pending ? SPLICE_F_MORE : 0;
             const ssize_t outn = ::splice(pipe.fds[0], nullptr, target.fd(), nullptr, pending,
-                                          SPLICE_F_MOVE | SPLICE_F_MORE);
+                                          SPLICE_F_MOVE | more);
             if (outn < 0 && errno == EINTR) continue;
             if (outn <= 0) {
                 return SpliceFailure{
