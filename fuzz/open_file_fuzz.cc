@@ -8,7 +8,8 @@
 // lies behind it: the FlatBuffers verifier, the rules of replay and the body validator. The
 // resealed run is skipped when resealing changes nothing (a real file). Each run puts the bytes
 // as a file into fresh in-memory file systems (fuzz/mem_fs.h) and:
-//   1. Database::verify_image checks it as an image;
+//   1. Database::verify_image checks it as an image, and install_open installs it whole and
+//      fed in slices (engine::ImageInstall), which must agree;
 //   2. Database::open read-only, then read-write (a second copy: a read-write open may cut a tear);
 //   3. on success, every document of every collection is decoded (fuzz/state.h).
 // Beyond "never crash, never leak, never read out of bounds", whatever opens must obey the
@@ -25,12 +26,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/aligned_bytes.h"
 #include "engine/clock.h"
 #include "engine/database.h"
 #include "engine/format.h"
@@ -91,6 +94,52 @@ void check_image(Database& db, const State& expect, Env& env) {
     if (!(state_of(**copy) == expect)) broken("an image opens to another state");
 }
 
+// Installs `bytes` as an image twice: whole (install_open), and fed to an ImageInstall in
+// slices as a PUT receives them, over a buffer whose part not yet received is garbage. The two
+// must give the same verdict (the same error, or the same state): the incremental replay reads
+// nothing that has not arrived and defers what depends on it (I10's install, engine/replay.cc).
+void check_fed_install(std::span<const std::byte> bytes, Env& env) {
+    constexpr const char* kIncoming = "/t/in.fenec.incoming";
+    constexpr const char* kTarget = "/t/in.fenec";
+    const size_t n = bytes.size();
+    if (n == 0) return;
+    MemFs whole_fs;
+    ImageInfo whole_info;
+    Result<std::unique_ptr<Database>> whole =
+        Database::install_open(bytes, kIncoming, kTarget, InstallMode::create_only,
+                               env.options(whole_fs, false), {}, whole_info);
+    MemFs fed_fs;
+    std::shared_ptr<std::byte[]> buf = aligned_bytes(n);
+    std::memset(buf.get(), 0xA5, n);
+    const std::span<const std::byte> image(buf.get(), n);
+    auto begun = std::make_unique<ImageInstall>(image, kTarget, env.options(fed_fs, false),
+                                                nullptr);
+    const size_t slice = 1 + (n * 2654435761u) % 4096;  // one per input, 1 B to 4 KiB
+    for (size_t at = 0; at < n;) {
+        const size_t k = std::min(slice, n - at);
+        std::memcpy(buf.get() + at, bytes.data() + at, k);
+        at += k;
+        (void)begun->feed(at);
+    }
+    ImageInfo fed_info;
+    Result<std::unique_ptr<Database>> fed =
+        Database::install_open(image, kIncoming, kTarget, InstallMode::create_only,
+                               env.options(fed_fs, false), {}, fed_info, nullptr,
+                               std::move(begun));
+    if (whole.is_ok() != fed.is_ok()) broken("an image fed in slices gets another verdict");
+    if (!whole.is_ok()) {
+        if (whole.status().code() != fed.status().code() ||
+            whole.status().message() != fed.status().message() ||
+            whole.status().detail().offset != fed.status().detail().offset) {
+            std::fprintf(stderr, "whole: %s\nfed: %s\n", whole.status().to_string().c_str(),
+                         fed.status().to_string().c_str());
+            broken("an image fed in slices is refused for another reason");
+        }
+        return;
+    }
+    if (!(state_of(**whole) == state_of(**fed))) broken("an image fed in slices opens otherwise");
+}
+
 void run(std::span<const std::byte> bytes) {
     Env env;
     {
@@ -99,6 +148,7 @@ void run(std::span<const std::byte> bytes) {
         Result<ImageInfo> info = Database::verify_image(fs, kPath);
         (void)info;
     }
+    check_fed_install(bytes, env);
     std::optional<State> read_only_state;
     {
         MemFs fs;
