@@ -30,14 +30,6 @@ public:
     virtual Status append(std::span<const std::byte> data) = 0;
     virtual Status sync() = 0;
     virtual Status truncate(uint64_t size) = 0;
-    // Starts writing [offset, offset + n) back to the disk without waiting for it, so a later
-    // sync waits only for what was written since (POSIX: sync_file_range WRITE). A hint: it
-    // makes nothing durable, and a file without it does nothing.
-    virtual Status write_behind(uint64_t offset, uint64_t n) {
-        (void)offset;
-        (void)n;
-        return Status::ok();
-    }
     // As append, for a long run of bytes nobody reads back through the file soon (an image
     // installed from memory): where the file system, the offset and the bytes' alignment allow,
     // written past the page cache (POSIX: O_DIRECT, the aligned prefix; the rest by append), so

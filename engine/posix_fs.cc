@@ -104,15 +104,6 @@ public:
         return Status::ok();
     }
 
-    Status write_behind(uint64_t offset, uint64_t n) override {
-        if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n),
-                              SYNC_FILE_RANGE_WRITE) != 0 &&
-            errno != EINTR) {
-            return io_error("sync_file_range", path_, errno);
-        }
-        return Status::ok();
-    }
-
     Status append_direct(std::span<const std::byte> data) override {
         Result<uint64_t> at = size();
         if (!at.is_ok()) return at.status();
