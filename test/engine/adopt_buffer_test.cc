@@ -18,12 +18,8 @@ namespace {
 
 using namespace engine;
 
-const std::string kSource = "/d/src.fenec";
-const std::string kTarget = "/d/t.fenec";
-const std::string kIncoming = "/d/t.fenec.incoming";
-
 std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
-    return database_with_rows(env, kSource, rows, 200);
+    return database_with_rows(env, kInstallSource, rows, 200);
 }
 
 void add_row(Database& db, int n) {
@@ -47,9 +43,9 @@ TEST(AdoptBuffer, AnInstallKeepsItsBodyForTheDatabasesLifeAndARewriteLetsItGo) {
 
     EngineEnv env2;
     ImageInfo info;
-    auto db =
-        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
-                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    auto db = Database::install_open(*owned, kInstallIncoming, kInstallTarget,
+                                     InstallMode::create_only, env2.options(), {}, info,
+                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
     ASSERT_TRUE(db.is_ok()) << db.status().to_string();
     // Handed over: the caller's reference goes, the database's stays.
     owned.reset();
@@ -64,7 +60,7 @@ TEST(AdoptBuffer, AnInstallKeepsItsBodyForTheDatabasesLifeAndARewriteLetsItGo) {
     EXPECT_TRUE(watch.expired()) << "a rewrite kept the adopted body";
     EXPECT_EQ(dump(**db), live);
     ASSERT_TRUE((*db)->close().is_ok());
-    auto again = Database::open(kTarget, env2.options());
+    auto again = Database::open(kInstallTarget, env2.options());
     ASSERT_TRUE(again.is_ok()) << again.status().to_string();
     EXPECT_EQ(dump(**again), live);
 }
@@ -79,9 +75,9 @@ TEST(AdoptBuffer, TheBodyGoesWithTheDatabase) {
     const std::weak_ptr<std::vector<std::byte>> watch = owned;
     EngineEnv env2;
     ImageInfo info;
-    auto db =
-        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
-                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    auto db = Database::install_open(*owned, kInstallIncoming, kInstallTarget,
+                                     InstallMode::create_only, env2.options(), {}, info,
+                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
     ASSERT_TRUE(db.is_ok()) << db.status().to_string();
     owned.reset();
     EXPECT_FALSE(watch.expired());
@@ -98,10 +94,10 @@ TEST(AdoptBuffer, AMostlyLiveFileIsAdoptedAtOpenAMostlyDeadOneCopiedOut) {
         ASSERT_TRUE(src->close().is_ok());
     }
     {
-        auto db = Database::open(kSource, env.options());
+        auto db = Database::open(kInstallSource, env.options());
         ASSERT_TRUE(db.is_ok()) << db.status().to_string();
         // Adopted: the buffer is the peak, no copy beside it.
-        EXPECT_EQ((*db)->usage().peak_buffer_bytes, env.fs.contents(kSource).size());
+        EXPECT_EQ((*db)->usage().peak_buffer_bytes, env.fs.contents(kInstallSource).size());
         // Every row overwritten three times: three quarters of the file dead.
         for (int round = 0; round < 3; ++round) {
             auto b = (*db)->begin();
@@ -117,9 +113,9 @@ TEST(AdoptBuffer, AMostlyLiveFileIsAdoptedAtOpenAMostlyDeadOneCopiedOut) {
         before = dump(**db);
         ASSERT_TRUE((*db)->close().is_ok());
     }
-    auto db = Database::open(kSource, env.options());
+    auto db = Database::open(kInstallSource, env.options());
     ASSERT_TRUE(db.is_ok()) << db.status().to_string();
-    const uint64_t size = env.fs.contents(kSource).size();
+    const uint64_t size = env.fs.contents(kInstallSource).size();
     EXPECT_GT((*db)->usage().peak_buffer_bytes, size) << "a mostly dead buffer was kept";
     EXPECT_EQ(dump(**db), before);
 }

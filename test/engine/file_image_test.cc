@@ -23,13 +23,9 @@ namespace {
 
 using namespace engine;
 
-const std::string kSource = "/d/src.fenec";
-const std::string kTarget = "/d/t.fenec";
-const std::string kIncoming = "/d/t.fenec.incoming";
-
 // `blocks` blocks of `rows` rows each into a new `items`.
 std::unique_ptr<Database> source(EngineEnv& env, int blocks, int rows) {
-    auto db = Database::create(kSource, env.options());
+    auto db = Database::create(kInstallSource, env.options());
     if (!db.is_ok()) {
         ADD_FAILURE() << "create: " << why(db.status());
         return nullptr;
@@ -78,18 +74,18 @@ TEST(FileImage, AFrozenFileIsItsImageAndInstallsAsTheSourceStood) {
     EXPECT_EQ(image.info.lineage, src->lineage());
     EXPECT_EQ(image.info.history, src->history());
     const std::vector<std::byte> bytes = read_all(image);
-    EXPECT_TRUE(bytes == env.fs.contents(kSource)) << "the file as it stands, nothing built";
+    EXPECT_TRUE(bytes == env.fs.contents(kInstallSource)) << "the file as it stands, nothing built";
 
     EngineEnv env2;
     ImageInfo info;
-    auto db = Database::install_open(bytes, kIncoming, kTarget, InstallMode::create_only,
-                                     env2.options(), {}, info);
+    auto db = Database::install_open(bytes, kInstallIncoming, kInstallTarget,
+                                     InstallMode::create_only, env2.options(), {}, info);
     ASSERT_TRUE(db.is_ok()) << why(db.status());
     EXPECT_EQ(info.seq, image.info.seq);
     EXPECT_EQ(info.bytes, bytes.size());
     EXPECT_EQ(dump(**db), dump(*src));
-    EXPECT_TRUE(env2.fs.contents(kTarget) == bytes);
-    EXPECT_FALSE(env2.fs.has(kIncoming));
+    EXPECT_TRUE(env2.fs.contents(kInstallTarget) == bytes);
+    EXPECT_FALSE(env2.fs.has(kInstallIncoming));
     auto b = (*db)->begin();
     ASSERT_TRUE(b.is_ok()) << why(b.status());
     auto c = b->find("items");
@@ -114,9 +110,9 @@ TEST(FileImage, AnInstalledImageIsReadFromMemoryUntilTheFileIsRewritten) {
 
     EngineEnv env2;
     ImageInfo info;
-    auto db =
-        Database::install_open(*owned, kIncoming, kTarget, InstallMode::create_only, env2.options(),
-                               {}, info, std::shared_ptr<const std::byte[]>(owned, owned->data()));
+    auto db = Database::install_open(*owned, kInstallIncoming, kInstallTarget,
+                                     InstallMode::create_only, env2.options(), {}, info,
+                                     std::shared_ptr<const std::byte[]>(owned, owned->data()));
     ASSERT_TRUE(db.is_ok()) << why(db.status());
     {
         auto b = (*db)->begin();
@@ -134,7 +130,7 @@ TEST(FileImage, AnInstalledImageIsReadFromMemoryUntilTheFileIsRewritten) {
     EXPECT_EQ(image.memory.get(), owned->data()) << "the installed body itself";
     EXPECT_EQ(image.memory_bytes, owned->size());
     EXPECT_GT(image.info.bytes, image.memory_bytes) << "the insert landed after it";
-    const std::vector<std::byte> file = env2.fs.contents(kTarget);
+    const std::vector<std::byte> file = env2.fs.contents(kInstallTarget);
     ASSERT_EQ(file.size(), image.info.bytes);
     EXPECT_TRUE(std::equal(owned->begin(), owned->end(), file.begin()));
 
@@ -186,14 +182,14 @@ TEST(FileImage, ACutOrLongerFileImageIsRefusedAndInstallsNothing) {
     auto refused = [&](std::span<const std::byte> image, const std::string& what) {
         ++tried;
         ImageInfo info;
-        auto db = Database::install_open(image, kIncoming, kTarget, InstallMode::create_only,
-                                         env2.options(), {}, info);
+        auto db = Database::install_open(image, kInstallIncoming, kInstallTarget,
+                                         InstallMode::create_only, env2.options(), {}, info);
         EXPECT_FALSE(db.is_ok()) << what;
         if (!db.is_ok()) {
             EXPECT_EQ(db.status().code(), Code::corruption) << what << ": " << why(db.status());
         }
-        EXPECT_FALSE(env2.fs.has(kIncoming)) << what;
-        EXPECT_FALSE(env2.fs.has(kTarget)) << what;
+        EXPECT_FALSE(env2.fs.has(kInstallIncoming)) << what;
+        EXPECT_FALSE(env2.fs.has(kInstallTarget)) << what;
     };
     // Every cut inside a record (a cut on a record's edge is a shorter valid file: the digest
     // and the seq sent with it refuse that one, node-http.md §8.3).

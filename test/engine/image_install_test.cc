@@ -20,10 +20,6 @@ namespace {
 
 using namespace engine;
 
-const std::string kSource = "/d/src.fenec";
-const std::string kTarget = "/d/t.fenec";
-const std::string kIncoming = "/d/t.fenec.incoming";
-
 // Installs `bytes` as a PUT receives them: into a buffer whose unreceived part is garbage, fed
 // after every slice of `slice` bytes (0: all at once, as install_open without a begun install).
 Result<std::unique_ptr<Database>> install_fed(EngineEnv& env, const std::vector<std::byte>& bytes,
@@ -33,10 +29,10 @@ Result<std::unique_ptr<Database>> install_fed(EngineEnv& env, const std::vector<
     std::span<const std::byte> image(buf.get(), bytes.size());
     if (slice == 0) {
         std::memcpy(buf.get(), bytes.data(), bytes.size());
-        return Database::install_open(image, kIncoming, kTarget, InstallMode::create_only,
-                                      env.options(), {}, info);
+        return Database::install_open(image, kInstallIncoming, kInstallTarget,
+                                      InstallMode::create_only, env.options(), {}, info);
     }
-    auto begun = std::make_unique<ImageInstall>(image, kTarget, env.options(),
+    auto begun = std::make_unique<ImageInstall>(image, kInstallTarget, env.options(),
                                                 std::shared_ptr<const std::byte[]>(buf, buf.get()));
     for (size_t at = 0; at < bytes.size();) {
         const size_t n = std::min(slice, bytes.size() - at);
@@ -44,14 +40,14 @@ Result<std::unique_ptr<Database>> install_fed(EngineEnv& env, const std::vector<
         at += n;
         (void)begun->feed(at);  // a failure is kept and install_open returns it
     }
-    return Database::install_open(image, kIncoming, kTarget, InstallMode::create_only,
+    return Database::install_open(image, kInstallIncoming, kInstallTarget, InstallMode::create_only,
                                   env.options(), {}, info, nullptr, std::move(begun));
 }
 
 // `rows` rows in `items` and a second collection `more` after it, so the image holds records
 // after the first collection's documents (a verdict on those depends on what follows them).
 std::vector<std::byte> source_image(EngineEnv& env, int rows) {
-    auto src = database_with_rows(env, kSource, rows, 40);
+    auto src = database_with_rows(env, kInstallSource, rows, 40);
     EXPECT_NE(src, nullptr);
     if (!src) return {};
     auto b = src->begin();
@@ -88,8 +84,8 @@ TEST(ImageInstall, AnImageFedAsItArrivesInstallsAsTheWholeOneDoes) {
         ASSERT_TRUE(db.is_ok()) << why(db.status());
         EXPECT_EQ(dump(**db), whole);
         EXPECT_EQ(info.bytes, bytes.size());
-        EXPECT_TRUE(env2.fs.contents(kTarget) == bytes);
-        EXPECT_FALSE(env2.fs.has(kIncoming));
+        EXPECT_TRUE(env2.fs.contents(kInstallTarget) == bytes);
+        EXPECT_FALSE(env2.fs.has(kInstallIncoming));
     }
 }
 
@@ -125,8 +121,8 @@ TEST(ImageInstall, ADamagedImageGetsTheVerdictTheWholeInstallGives) {
             EXPECT_EQ(fed.status().code(), whole.status().code()) << "slices of " << slice;
             EXPECT_EQ(fed.status().message(), whole.status().message()) << "slices of " << slice;
             EXPECT_EQ(fed.status().detail().offset, whole.status().detail().offset);
-            EXPECT_FALSE(env2.fs.has(kIncoming));
-            EXPECT_FALSE(env2.fs.has(kTarget));
+            EXPECT_FALSE(env2.fs.has(kInstallIncoming));
+            EXPECT_FALSE(env2.fs.has(kInstallTarget));
         }
     }
 }

@@ -18,19 +18,16 @@ namespace {
 
 using namespace engine;
 
-const std::string kSource = "/d/src.fenec";
-const std::string kTarget = "/d/t.fenec";
-const std::string kIncoming = "/d/t.fenec.incoming";
-
 std::unique_ptr<Database> source_with_rows(EngineEnv& env, int rows) {
-    return database_with_rows(env, kSource, rows, 40);
+    return database_with_rows(env, kInstallSource, rows, 40);
 }
 
 Result<std::unique_ptr<Database>> install(EngineEnv& env, std::span<const std::byte> image,
                                           ImageInfo& info,
                                           InstallMode mode = InstallMode::create_only,
                                           std::function<Status(const ImageInfo&)> check = {}) {
-    return Database::install_open(image, kIncoming, kTarget, mode, env.options(), check, info);
+    return Database::install_open(image, kInstallIncoming, kInstallTarget, mode, env.options(),
+                                  check, info);
 }
 
 TEST(InstallOpen, OpensTheImageAsTheSourceStoodAndWritesItByteForByte) {
@@ -48,10 +45,10 @@ TEST(InstallOpen, OpensTheImageAsTheSourceStoodAndWritesItByteForByte) {
     EXPECT_EQ(info.seq, img->info.seq);
     EXPECT_EQ(info.lineage, src->lineage());
     EXPECT_EQ(info.bytes, bytes.size());
-    EXPECT_FALSE(env2.fs.has(kIncoming));
-    EXPECT_TRUE(env2.fs.contents(kTarget) == bytes);
+    EXPECT_FALSE(env2.fs.has(kInstallIncoming));
+    EXPECT_TRUE(env2.fs.contents(kInstallTarget) == bytes);
     EXPECT_EQ(dump(**db), dump(*src));
-    EXPECT_EQ((*db)->path(), kTarget);
+    EXPECT_EQ((*db)->path(), kInstallTarget);
 
     // It goes on from the image's seq, and what it writes lands in the installed file.
     auto b = (*db)->begin();
@@ -66,7 +63,7 @@ TEST(InstallOpen, OpensTheImageAsTheSourceStoodAndWritesItByteForByte) {
     EXPECT_EQ(l->first.v, img->info.seq.v + 1);
     const std::string live = dump(**db);
     ASSERT_TRUE((*db)->close().is_ok());
-    auto again = Database::open(kTarget, env2.options());
+    auto again = Database::open(kInstallTarget, env2.options());
     ASSERT_TRUE(again.is_ok()) << why(again.status());
     EXPECT_EQ(dump(**again), live);
 }
@@ -85,8 +82,8 @@ TEST(InstallOpen, DamagedImagesAreRefusedNamingAnOffsetAndLeaveNothing) {
         auto db = install(env2, image, info);
         ASSERT_FALSE(db.is_ok()) << what;
         EXPECT_EQ(db.status().code(), Code::corruption) << what << ": " << why(db.status());
-        EXPECT_FALSE(env2.fs.has(kIncoming)) << what;
-        EXPECT_FALSE(env2.fs.has(kTarget)) << what;
+        EXPECT_FALSE(env2.fs.has(kInstallIncoming)) << what;
+        EXPECT_FALSE(env2.fs.has(kInstallTarget)) << what;
     };
     refused({bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(bytes.size() / 2)}, "cut");
     std::vector<std::byte> flipped = bytes;
@@ -111,18 +108,18 @@ TEST(InstallOpen, ARefusedCheckOrAnExistingTargetInstallsNothing) {
     });
     ASSERT_FALSE(no.is_ok());
     EXPECT_EQ(no.status().code(), Code::invalid_argument);
-    EXPECT_FALSE(env2.fs.has(kIncoming));
-    EXPECT_FALSE(env2.fs.has(kTarget));
+    EXPECT_FALSE(env2.fs.has(kInstallIncoming));
+    EXPECT_FALSE(env2.fs.has(kInstallTarget));
 
     auto first = install(env2, *img->bytes, info);
     ASSERT_TRUE(first.is_ok()) << why(first.status());
     ASSERT_TRUE((*first)->close().is_ok());
-    const std::vector<std::byte> there = env2.fs.contents(kTarget);
+    const std::vector<std::byte> there = env2.fs.contents(kInstallTarget);
     auto second = install(env2, *img->bytes, info);
     ASSERT_FALSE(second.is_ok());
     EXPECT_EQ(second.status().code(), Code::already_exists) << why(second.status());
-    EXPECT_FALSE(env2.fs.has(kIncoming));
-    EXPECT_TRUE(env2.fs.contents(kTarget) == there);
+    EXPECT_FALSE(env2.fs.has(kInstallIncoming));
+    EXPECT_TRUE(env2.fs.contents(kInstallTarget) == there);
 }
 
 }  // namespace

@@ -33,6 +33,12 @@ engine::Schema schema_of(const std::string& spec);
 
 struct EngineEnv;
 
+// The files of an install test: the source's file, the target's, and the image being installed
+// beside it (`.incoming`).
+inline const std::string kInstallSource = "/d/src.fenec";
+inline const std::string kInstallTarget = "/d/t.fenec";
+inline const std::string kInstallIncoming = "/d/t.fenec.incoming";
+
 // A new database at `path` with one collection `items` (n:int, s:text) of `rows` rows landed in
 // one block, row i holding n = i and `text_bytes` copies of a letter; null (the test failed) when
 // it cannot be created.
