@@ -553,18 +553,12 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
                     f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
             }
         };
-        std::thread beside;
+        std::jthread beside;  // joined on the way out if hnswlib throws meanwhile
         try {
-            beside = std::thread(digest_and_ids);
+            beside = std::jthread(digest_and_ids);
         } catch (const std::system_error&) {
             digest_and_ids();
         }
-        struct Join {
-            std::thread& t;
-            ~Join() {
-                if (t.joinable()) t.join();
-            }
-        } join{beside};
         h.label_lookup_.reserve(n);
         for (size_t i = 0; i < n; ++i) {
             h.label_lookup_[static_cast<labeltype>(i)] = static_cast<tableint>(i);

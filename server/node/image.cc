@@ -268,18 +268,13 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
             // Its pages faulted in on a thread of its own, from the front, while the connection
             // receives into them: the loop's copy then finds them there (a 69 MB body is ~17,000
             // first touches, ~25 ms of the receive otherwise). Not started: the receive faults.
-            std::thread prefault;
+            // Joined when this block ends.
+            std::jthread prefault;
             try {
-                prefault = std::thread(
+                prefault = std::jthread(
                     [b = body, n = static_cast<size_t>(length)] { engine::populate(b.get(), n); });
             } catch (const std::system_error&) {
             }
-            struct Join {
-                std::thread& t;
-                ~Join() {
-                    if (t.joinable()) t.join();
-                }
-            } join_prefault{prefault};
             // Received straight into `body`; `take` counts, and replays the records that are
             // whole now while the next slice arrives (a damaged record found here is kept and
             // answered by the install, as it would be found there).
