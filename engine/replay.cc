@@ -797,16 +797,10 @@ Result<std::unique_ptr<Database>> Database::install_open(
     // CPU and memory spent for nothing. Nothing else touches `file` until the thread is joined,
     // and the rename waits for both, so the tenant is served only from a file that is durable.
     Status wrote;
-    std::thread writer([&] {
+    std::jthread writer([&] {  // joined on every way out, before `file` goes
         wrote = file->append_direct(image);
         if (wrote.is_ok()) wrote = file->sync();
     });
-    struct Join {
-        std::thread& t;
-        ~Join() {
-            if (t.joinable()) t.join();
-        }
-    } join{writer};
     // Records are read in place, as open() reads them from its buffer: 8-byte aligned. A body
     // that is not (any heap allocation is) is copied once.
     std::vector<uint64_t> aligned;
