@@ -10,8 +10,8 @@
 #   fold     `get orders select status, count(*), sum(total) group status`, folded by status
 # each beside a client asking the same 100 tenants' nodes the same statement directly
 # (POST /_admin/tenants/<t>/query), 16 at once from one thread's event loop (non-blocking sockets
-# and epoll, as the router's loop asks them; not 16 threads, whose wake-ups the router does not
-# pay), merging nothing (bench/fanout_client.cc), timed in the same round so the machine's load
+# and epoll; the router asks them from one io_uring loop, so not 16 threads, whose wake-ups the
+# router does not pay), merging nothing (bench/fanout_client.cc), timed in the same round so the machine's load
 # touches both alike. Goal: router p50 / client p50 <= 1.1 for each merge.
 #
 # Usage: bench/fanout_bench.sh <fenec-node> <fenec-shard> [report, default build/fanout-bench.txt]

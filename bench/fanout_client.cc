@@ -7,11 +7,11 @@
 // `name<TAB>router body<TAB>node body`. Each round, for each query in turn: (a) the router's
 // POST /_shard/query with the router body, on one kept blocking connection; (b) the baseline: a
 // client asking every tenant's node POST /_admin/tenants/<t>/query with the node body, 16 at once
-// on one thread's event loop (non-blocking sockets and epoll, as the router's own loop asks them),
-// merging nothing. The baseline keeps 16 slots, each with a kept connection per node; a slot
-// whose answer is whole takes the next tenant in the list. Both timed with CLOCK_MONOTONIC from
-// the first byte sent to the last byte read; every request is built before the clock starts. The
-// first <warmup> rounds are not counted. Prints one line per query and path:
+// on one thread's event loop (non-blocking sockets and epoll; the router asks them from one
+// io_uring loop), merging nothing. The baseline keeps 16 slots, each with a kept connection per
+// node; a slot whose answer is whole takes the next tenant in the list. Both timed with
+// CLOCK_MONOTONIC from the first byte sent to the last byte read; every request is built before the
+// clock starts. The first <warmup> rounds are not counted. Prints one line per query and path:
 // `<name> router|client p50_us=.. p95_us=.. min_us=.. n=..`. Exit 1 on a non-200 or a connection
 // error, naming it.
 //
