@@ -7,7 +7,8 @@
 #   (a) node:     straight to a fenec-node
 #   (b) router:   through fenec-shard in front of that node
 #   (c) haproxy:  through HAProxy (Debian's, ci/setup-bench) as a plain keep-alive HTTP proxy in
-#                 front of the same node (mode http, http-reuse always, one thread)
+#                 front of the same node (mode http, http-reuse always, one thread), with
+#                 `busy-polling` whenever the router polls (below)
 #   (d) loopback: a trivial server answering each request head at once with a canned 200 of the
 #                 node's answer size, over a kept TCP connection: the floor of one round trip
 #   (e) hop:      a trivial proxy in front of the node (latency_client hop: a blocking thread
@@ -23,9 +24,17 @@
 # SHARD_BENCH_WARMUP rounds are not counted. Round-robin, so the machine's load (shared cores)
 # touches the four paths alike. Everything it started is stopped on exit, failure and signals.
 #
+# Fairness: the router runs with `--upstream-poll-us SHARD_BENCH_UPSTREAM_POLL_US` (50, its own
+# default: its loop polls for a node's answer before it sleeps). HAProxy's like of it is
+# `busy-polling` in its global section (its pollers never sleep), so it gets that whenever the
+# router polls, and neither polls at 0. HAProxy's poller spins for the whole run where the
+# router's yields and stops after 50 us, so the report gives each process's CPU time during the
+# measurement beside the latencies: what each side pays for its figure.
+#
 # Usage: bench/shard_bench.sh <fenec-node> <fenec-shard> [report, default build/shard-bench.txt]
 # Environment: SHARD_BENCH_REQUESTS (5000), SHARD_BENCH_WARMUP (500), SHARD_BENCH_ROWS (1000),
-#              SHARD_BENCH_WORKERS (1: --workers of node and router), CXX (c++).
+#              SHARD_BENCH_WORKERS (1: --workers of node and router), SHARD_BENCH_UPSTREAM_POLL_US
+#              (50: the router's --upstream-poll-us; HAProxy busy-polls unless 0), CXX (c++).
 set -euo pipefail
 
 if (($# < 2)); then
@@ -39,8 +48,10 @@ requests=${SHARD_BENCH_REQUESTS:-5000}
 warmup=${SHARD_BENCH_WARMUP:-500}
 rows=${SHARD_BENCH_ROWS:-1000}
 workers=${SHARD_BENCH_WORKERS:-1}
+poll_us=${SHARD_BENCH_UPSTREAM_POLL_US:-50}
 here=$(cd "$(dirname "$0")" && pwd)
 
+[[ "$poll_us" =~ ^[0-9]+$ ]] || { echo "shard_bench: SHARD_BENCH_UPSTREAM_POLL_US=$poll_us" >&2; exit 2; }
 for tool in "$node_bin" "$shard_bin"; do
     [[ -x "$tool" ]] || { echo "shard_bench: $tool is missing" >&2; exit 1; }
 done
@@ -111,7 +122,7 @@ start_listening node "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/node" \
     --workers "$workers" --admin-token "$admin"
 node_port=$port
 start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
-    --directory "$tmp/router/shard.fenec" --token "$router_token"
+    --directory "$tmp/router/shard.fenec" --token "$router_token" --upstream-poll-us "$poll_us"
 router_port=$port
 log "fenec-node on $node_port, fenec-shard on $router_port"
 
@@ -137,10 +148,12 @@ answer=$(curl -sS --fail-with-body "http://127.0.0.1:$router_port/t/bench/c/acco
 answer_bytes=$(curl -sS "http://127.0.0.1:$node_port/t/bench/c/accounts/1" | wc -c)
 
 haproxy_port=$(free_port)
+if ((poll_us > 0)); then haproxy_poll=busy-polling; else haproxy_poll="no busy-polling"; fi
 cat >"$tmp/haproxy.cfg" <<EOF
 global
     nbthread 1
     maxconn 256
+    $haproxy_poll
 defaults
     mode http
     option http-keep-alive
@@ -156,6 +169,7 @@ backend node
 EOF
 haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.out" 2>"$tmp/haproxy.err" &
 pids+=($!)
+haproxy_pid=$!
 "$client" echo "$tmp/echo.port" "$answer_bytes" 2>"$tmp/echo.err" &
 pids+=($!)
 "$client" hop "$tmp/hop.port" "$node_port" 2>"$tmp/hop.err" &
@@ -171,11 +185,27 @@ curl -sS --fail-with-body "http://127.0.0.1:$haproxy_port/t/bench/c/accounts/1" 
 
 log "$requests requests after $warmup of warm-up, round-robin over node, router, haproxy," \
     "loopback, hop"
+# CPU time (user + system, ms) a process has used so far; fields 14 and 15 of /proc/<pid>/stat,
+# counted after the `(comm)` field, which may hold spaces.
+cpu_ms() {
+    local stat
+    stat=$(<"/proc/$1/stat")
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($12 + $13) * 1000 / hz }' <<<"${stat##*) }"
+}
+declare -A cpu_pid=([node]=${pids[0]} [router]=${pids[1]} [haproxy]=$haproxy_pid)
+declare -A cpu_before
+for p in node router haproxy; do cpu_before[$p]=$(cpu_ms "${cpu_pid[$p]}"); done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+measure_start=$(date +%s.%N)
 out=$("$client" measure "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
     node="$node_port" router="$router_port" haproxy="$haproxy_port" loopback="$echo_port" \
     hop="$hop_port")
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+measure_s=$(awk -v a="$measure_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+declare -A cpu_used
+for p in node router haproxy; do
+    cpu_used[$p]=$(($(cpu_ms "${cpu_pid[$p]}") - cpu_before[$p]))
+done
 
 declare -A r
 while read -r name fields; do
@@ -197,7 +227,8 @@ hop_over_loopback=$(ratio "$hop_added" "${r[loopback/p50_us]}")
     echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nproc) CPUs; load average before $load_before," \
         "after $load_after"
     echo "$(head -n 1 "$tmp/node.out" | awk '{print $1, $2}') and $(head -n 1 "$tmp/router.out" |
-        awk '{print $1, $2}') (--workers $workers each); $(haproxy -v | head -n 1 | cut -d' ' -f1-3)"
+        awk '{print $1, $2}') (--workers $workers each, router --upstream-poll-us $poll_us);" \
+        "$(haproxy -v | head -n 1 | cut -d' ' -f1-3) (nbthread 1, $haproxy_poll)"
     echo "one keep-alive client, one connection per path, requests round-robin over the paths;"
     echo "$requests requests per path after $warmup of warm-up; answer $answer_bytes bytes;" \
         "latencies in microseconds"
@@ -214,6 +245,8 @@ hop_over_loopback=$(ratio "$hop_added" "${r[loopback/p50_us]}")
     echo "router added / loopback round trip: $over_loopback   goal <= 1.0: $(verdict "$over_loopback")"
     echo "hop added p50 (hop − node):         $hop_added"
     echo "hop added / loopback round trip:    $hop_over_loopback   (the floor of a sleeping proxy)"
+    echo "CPU during the ${measure_s} s measurement, ms: node ${cpu_used[node]}," \
+        "router ${cpu_used[router]}, haproxy ${cpu_used[haproxy]}"
 } | tee "$tmp/report"
 mkdir -p "$(dirname "$report")"
 cp "$tmp/report" "$report"
