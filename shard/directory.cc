@@ -4,6 +4,7 @@
 #include "shard/directory.h"
 
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <variant>
 #include <vector>
@@ -74,6 +75,35 @@ struct Rows {
     }
 };
 
+// The `quota` field: an object of the Quota's fields, each an int or absent; null for none.
+std::optional<Quota> quota_of(const Value& v) {
+    const auto* o = std::get_if<engine::Object>(&v.rep);
+    if (!o) return std::nullopt;
+    Quota q;
+    for (size_t i = 0; i < o->keys.size(); ++i) {
+        for (size_t f = 0; f < Quota::fields.size(); ++f) {
+            const auto* n = std::get_if<int64_t>(&o->values[i].rep);
+            if (o->keys[i] == Quota::fields[f] && n && *n >= 0) {
+                q.limits[f] = static_cast<uint64_t>(*n);
+            }
+        }
+    }
+    return q;
+}
+
+Value quota_value(const std::optional<Quota>& q) {
+    if (!q) return Value();
+    engine::Object o;
+    for (size_t f = 0; f < Quota::fields.size(); ++f) {
+        if (!q->limits[f]) continue;
+        o.keys.emplace_back(Quota::fields[f]);
+        o.values.emplace_back(static_cast<int64_t>(*q->limits[f]));
+    }
+    return Value(std::move(o));
+}
+
+Value or_null(const std::string& s) { return s.empty() ? Value() : Value(s); }
+
 Status ql_status(const ql::Error& e) {
     return Status::error(Code::invalid_argument, "the directory refused a statement: " + e.message);
 }
@@ -115,9 +145,10 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     if (fresh) {
         std::vector<Statement> create;
         for (std::string_view s : kSchema) create.push_back({std::string(s), {}});
-        create.push_back({"insert directory {name: \"self\", id: $1, scope: \"global\", format: $2, "
-                          "starts: 0}",
-                          {hex16(random_u64()), Value(directory_format)}});
+        create.push_back(
+            {"insert directory {name: \"self\", id: $1, scope: \"global\", format: $2, "
+             "starts: 0}",
+             {hex16(random_u64()), Value(directory_format)}});
         create.push_back({"insert terms {term: 0, history: $1, at: $2, `by`: \"\"}",
                           {hex16(random_u64()), engine::Timestamp{d->db_->created_ms()}}});
         if (Status st = d->write_locked(create); !st.is_ok()) return st;
@@ -127,8 +158,8 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     }
     // §2.3 step 4: a leading start is counted before the router serves.
     auto maps = d->maps();
-    if (Status st = d->write_locked({{"set directory {starts: $1} where name = \"self\"",
-                                      {Value(maps->starts + 1)}}});
+    if (Status st = d->write_locked(
+            {{"set directory {starts: $1} where name = \"self\"", {Value(maps->starts + 1)}}});
         !st.is_ok()) {
         return st;
     }
@@ -148,7 +179,8 @@ Status Directory::write_locked(const std::vector<Statement>& statements) {
         parsed.push_back(std::move(p.value()));
     }
     std::vector<ql::Item> items;
-    for (size_t i = 0; i < statements.size(); ++i) items.push_back({&parsed[i], statements[i].params});
+    for (size_t i = 0; i < statements.size(); ++i)
+        items.push_back({&parsed[i], statements[i].params});
     ql::Executor ex(*db_, *indexes_);
     ql::BlockOutcome out = ex.run_block(items, {});
     if (out.error) return ql_status(*out.error);
@@ -174,9 +206,9 @@ Status Directory::load() {
     if (self->table.rows.empty()) return Status::error(Code::corruption, "no `directory` row");
     Rows d{self->table};
     if (int64_t f = int_of(d.at(0, "format")); f > directory_format) {
-        return Status::error(Code::invalid_argument,
-                             "format " + std::to_string(f) + " is newer than this router's " +
-                                 std::to_string(directory_format));
+        return Status::error(Code::invalid_argument, "format " + std::to_string(f) +
+                                                         " is newer than this router's " +
+                                                         std::to_string(directory_format));
     }
     maps->id = text_of(d.at(0, "id"));
     maps->scope = text_of(d.at(0, "scope"));
@@ -187,7 +219,10 @@ Status Directory::load() {
     }
     auto terms = run("get terms order by term desc limit 1");
     if (!terms.is_ok()) return terms.status();
-    if (!terms->table.rows.empty()) maps->term = int_of(Rows{terms->table}.at(0, "term"));
+    if (!terms->table.rows.empty()) {
+        maps->term = int_of(Rows{terms->table}.at(0, "term"));
+        maps->history = text_of(Rows{terms->table}.at(0, "history"));
+    }
     auto nodes = run("get nodes");
     if (!nodes.is_ok()) return nodes.status();
     Rows n{nodes->table};
@@ -211,7 +246,31 @@ Status Directory::load() {
         r.state = text_of(t.at(i, "state"));
         r.moving_to = text_of(t.at(i, "moving_to"));
         r.lineage = text_of(t.at(i, "lineage"));
+        r.forked = text_of(t.at(i, "forked"));
+        r.failed_from = text_of(t.at(i, "failed_from"));
+        r.quota = quota_of(t.at(i, "quota"));
         maps->tenants[r.name] = std::move(r);
+    }
+    auto pairs = run("get pairs");
+    if (!pairs.is_ok()) return pairs.status();
+    Rows p{pairs->table};
+    for (size_t i = 0; i < pairs->table.rows.size(); ++i) {
+        maps->pairs[text_of(p.at(i, "node"))] = text_of(p.at(i, "standby"));
+    }
+    auto replicas = run("get replicas");
+    if (!replicas.is_ok()) return replicas.status();
+    Rows rp{replicas->table};
+    for (size_t i = 0; i < replicas->table.rows.size(); ++i) {
+        maps->replicas[text_of(rp.at(i, "tenant"))] = text_of(rp.at(i, "node"));
+    }
+    auto record = run("get leases where name = \"record\"");
+    if (!record.is_ok()) return record.status();
+    if (!record->table.rows.empty()) {
+        Rows l{record->table};
+        const Value& at = l.at(0, "at");
+        const auto* ts = std::get_if<engine::Timestamp>(&at.rep);
+        maps->lease_record =
+            LeaseRecord{int_of(l.at(0, "ms")), ts ? ts->ms : 0, text_of(l.at(0, "by"))};
     }
     publish(std::move(maps));
     return Status::ok();
@@ -242,21 +301,27 @@ Status Directory::put_node(const NodeRow& node) {
 
 Status Directory::remove_node(std::string_view name) {
     std::lock_guard lock(write_mu_);
-    Status st = write_locked({{"del nodes where name = $1", {std::string(name)}}});
+    const std::string n(name);
+    // No pair or replica record outlives the node it names (§6.3).
+    Status st = write_locked({{"del nodes where name = $1", {n}},
+                              {"del pairs where node = $1 or standby = $1", {n}},
+                              {"del replicas where node = $1", {n}}});
     if (!st.is_ok()) return st;
-    auto next = std::make_shared<DirectoryMaps>(*maps());
-    if (auto it = next->nodes.find(name); it != next->nodes.end()) next->nodes.erase(it);
-    publish(std::move(next));
-    return Status::ok();
+    return change([&](DirectoryMaps& m) {
+        m.nodes.erase(n);
+        std::erase_if(m.pairs, [&](const auto& p) { return p.first == n || p.second == n; });
+        std::erase_if(m.replicas, [&](const auto& r) { return r.second == n; });
+    });
 }
 
 Status Directory::put_tenant(const TenantRow& t) {
     std::lock_guard lock(write_mu_);
-    auto or_null = [](const std::string& s) { return s.empty() ? Value() : Value(s); };
     Status st = write_locked(
         {{"del tenants where name = $1", {t.name}},
-         {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5}",
-          {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage)}}});
+         {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
+          "failed_from: $7, quota: $8}",
+          {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
+           or_null(t.failed_from), quota_value(t.quota)}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     next->tenants[t.name] = t;
@@ -266,28 +331,143 @@ Status Directory::put_tenant(const TenantRow& t) {
 
 Status Directory::flip_tenant(std::string_view name, const std::string& to) {
     std::lock_guard lock(write_mu_);
-    Status st = write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
-                               "failed_from: null} where name = $1 require 1",
-                               {std::string(name), to}}});
+    Status st =
+        write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
+                       "failed_from: null} where name = $1 require 1",
+                       {std::string(name), to}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     if (auto it = next->tenants.find(name); it != next->tenants.end()) {
         it->second.node = to;
         it->second.state = "active";
         it->second.moving_to.clear();
+        it->second.failed_from.clear();
     }
     publish(std::move(next));
     return Status::ok();
 }
 
-Status Directory::remove_tenant(std::string_view name) {
+Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
+                                   const std::string& from, const std::string& history) {
     std::lock_guard lock(write_mu_);
-    Status st = write_locked({{"del tenants where name = $1", {std::string(name)}}});
+    const std::string tenant(name);
+    Status st = write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
+                               "failed_from: $3, forked: $4} where name = $1 require 1",
+                               {tenant, to, from, or_null(history)}},
+                              {"del replicas where tenant = $1", {tenant}}});
     if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.tenants.find(name); it != m.tenants.end()) {
+            it->second.node = to;
+            it->second.state = "active";
+            it->second.moving_to.clear();
+            it->second.failed_from = from;
+            it->second.forked = history;
+        }
+        if (auto it = m.replicas.find(name); it != m.replicas.end()) m.replicas.erase(it);
+    });
+}
+
+Status Directory::set_lineage(std::string_view name, const std::string& lineage) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"set tenants {lineage: $2} where name = $1 require 1",
+                               {std::string(name), or_null(lineage)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.tenants.find(name); it != m.tenants.end()) it->second.lineage = lineage;
+    });
+}
+
+Status Directory::set_quota(std::string_view name, const std::optional<Quota>& q) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"set tenants {quota: $2} where name = $1 require 1",
+                               {std::string(name), quota_value(q)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.tenants.find(name); it != m.tenants.end()) it->second.quota = q;
+    });
+}
+
+Status Directory::put_pair(std::string_view node, const std::string& standby) {
+    std::lock_guard lock(write_mu_);
+    const std::string n(node);
+    Status st = write_locked({{"del pairs where node = $1", {n}},
+                              {"insert pairs {node: $1, standby: $2}", {n, standby}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) { m.pairs[n] = standby; });
+}
+
+Status Directory::remove_pair(std::string_view node) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"del pairs where node = $1", {std::string(node)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.pairs.find(node); it != m.pairs.end()) m.pairs.erase(it);
+    });
+}
+
+Status Directory::put_replica(std::string_view tenant, const std::string& node) {
+    std::lock_guard lock(write_mu_);
+    const std::string t(tenant);
+    Status st = write_locked({{"del replicas where tenant = $1", {t}},
+                              {"insert replicas {tenant: $1, node: $2}", {t, node}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) { m.replicas[t] = node; });
+}
+
+Status Directory::remove_replica(std::string_view tenant) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"del replicas where tenant = $1", {std::string(tenant)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.replicas.find(tenant); it != m.replicas.end()) m.replicas.erase(it);
+    });
+}
+
+Status Directory::put_lease_record(const LeaseRecord& record) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"del leases where name = \"record\"", {}},
+                              {"insert leases {name: \"record\", ms: $1, at: $2, `by`: $3}",
+                               {Value(record.ms), engine::Timestamp{record.at_ms}, record.by}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) { m.lease_record = record; });
+}
+
+Status Directory::change(const std::function<void(DirectoryMaps&)>& edit) {
     auto next = std::make_shared<DirectoryMaps>(*maps());
-    if (auto it = next->tenants.find(name); it != next->tenants.end()) next->tenants.erase(it);
+    edit(*next);
     publish(std::move(next));
     return Status::ok();
+}
+
+const std::string* DirectoryMaps::standby_of(std::string_view node) const {
+    auto it = pairs.find(node);
+    return it == pairs.end() ? nullptr : &it->second;
+}
+
+bool DirectoryMaps::is_standby(std::string_view node) const {
+    for (const auto& [n, s] : pairs) {
+        if (s == node) return true;
+    }
+    return false;
+}
+
+std::string DirectoryMaps::copy_of(const TenantRow& tenant) const {
+    if (const std::string* s = standby_of(tenant.node)) return *s;
+    auto it = replicas.find(tenant.name);
+    return it == replicas.end() ? "" : it->second;
+}
+
+Status Directory::remove_tenant(std::string_view name) {
+    std::lock_guard lock(write_mu_);
+    const std::string t(name);
+    Status st = write_locked(
+        {{"del tenants where name = $1", {t}}, {"del replicas where tenant = $1", {t}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        m.tenants.erase(t);
+        m.replicas.erase(t);
+    });
 }
 
 void Directory::close() {

@@ -6,12 +6,13 @@
 // crash. Writes are serialised under one mutex; readers take an immutable snapshot of the maps
 // (`maps()`), swapped whole after each change, so a lookup never waits on a write.
 //
-// This first part keeps `directory`, `terms`, `nodes` and `tenants` in use; the collections of
-// later work (`pairs`, `replicas`, `regions`, `leases`) are created with the file so a later
-// router opens it without an alter. Thread-safe.
+// In use: `directory`, `terms`, `nodes`, `tenants`, `pairs`, `replicas` and `leases`; `regions`
+// is created with the file so a later router opens it without an alter. Thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,11 +37,20 @@ inline constexpr int64_t directory_format = 1;
 
 struct NodeRow {
     std::string name;
-    std::string addr;   // host:port
-    std::string token;  // the node's admin token: never answered by any endpoint
-    std::string region; // "" = the unnamed region
-    std::string zone;   // "" = not recorded
+    std::string addr;               // host:port
+    std::string token;              // the node's admin token: never answered by any endpoint
+    std::string region;             // "" = the unnamed region
+    std::string zone;               // "" = not recorded
     std::string lease = "unknown";  // "takes", "none" or "unknown"
+};
+
+// A tenant's quota as the router keeps and sends it (the node's `PUT …/quota` object): each
+// limit a non-negative integer, none where absent. The router enforces none of it (§6.4).
+struct Quota {
+    static constexpr std::array<std::string_view, 6> fields = {
+        "bytes", "rows", "streams", "requests", "rows_per_s", "bytes_per_s"};
+    std::array<std::optional<uint64_t>, fields.size()> limits;  // in the order of `fields`
+    bool operator==(const Quota&) const = default;
 };
 
 struct TenantRow {
@@ -49,6 +59,18 @@ struct TenantRow {
     std::string state = "active";  // active, moving, creating, deleting
     std::string moving_to;         // "" when not moving
     std::string lineage;           // 16 hex, as the node answered it; "" when it did not say
+    // The history its primary forked at its last failover (16 hex), "" before any (§9.2).
+    std::string forked;
+    // The node its last failover took it off, "" when none or a move since (§9.10, §9.12).
+    std::string failed_from;
+    std::optional<Quota> quota;  // none: no quota
+};
+
+// The longest lease a router leasing from this directory may have granted (§9.7).
+struct LeaseRecord {
+    int64_t ms = 0;
+    int64_t at_ms = 0;  // wall clock, when written
+    std::string by;     // the writing router's listen address
 };
 
 // One immutable view of the directory.
@@ -57,8 +79,21 @@ struct DirectoryMaps {
     std::string scope;    // "global"
     int64_t starts = 0;   // leading starts (§9.5 numbers grants by it)
     int64_t term = 0;     // highest `terms` row
+    std::string history;  // that row's history (16 hex): the one a grant names (§9.5)
     std::map<std::string, NodeRow, std::less<>> nodes;
     std::map<std::string, TenantRow, std::less<>> tenants;
+    std::map<std::string, std::string, std::less<>> pairs;     // node → its standby node (§8.1)
+    std::map<std::string, std::string, std::less<>> replicas;  // tenant → its own replica's node
+    std::optional<LeaseRecord> lease_record;
+
+    // `authority` of a grant: `<id>/<scope>` (§4.1).
+    std::string authority() const { return id + "/" + scope; }
+    // The standby of `node`'s pair, or nullptr.
+    const std::string* standby_of(std::string_view node) const;
+    // Whether `node` is some node's standby.
+    bool is_standby(std::string_view node) const;
+    // The node keeping `tenant`'s copy: its node's standby, else its own replica; "" for none.
+    std::string copy_of(const TenantRow& tenant) const;
 };
 
 class Directory {
@@ -82,6 +117,26 @@ class Directory {
     // A move's flip (§7.2 step 6): `node: to`, `state: "active"`, `moving_to` and `failed_from`
     // cleared, in one statement, so the tenant is on one node or the other, never both or neither.
     [[nodiscard]] engine::Status flip_tenant(std::string_view name, const std::string& to);
+    // A failover's promotion (§9.1 step 2), one block: `node: to`, `state: "active"`,
+    // `failed_from: from`, `forked: history` (the promote answer's), and the tenant's replica
+    // row removed (the replica is the primary now).
+    [[nodiscard]] engine::Status fail_over_tenant(std::string_view name, const std::string& to,
+                                                  const std::string& from,
+                                                  const std::string& history);
+    // The recorded lineage of a tenant a repair's survey learnt anew (§8.3 step 4).
+    [[nodiscard]] engine::Status set_lineage(std::string_view name, const std::string& lineage);
+    // A tenant's quota (§6.4); none removes it.
+    [[nodiscard]] engine::Status set_quota(std::string_view name, const std::optional<Quota>& q);
+
+    // Pairs (§8.1): `node`'s standby is `standby`; remove_pair forgets `node`'s.
+    [[nodiscard]] engine::Status put_pair(std::string_view node, const std::string& standby);
+    [[nodiscard]] engine::Status remove_pair(std::string_view node);
+    // A tenant's own replica (§8.2): on `node`; remove_replica forgets it.
+    [[nodiscard]] engine::Status put_replica(std::string_view tenant, const std::string& node);
+    [[nodiscard]] engine::Status remove_replica(std::string_view tenant);
+
+    // The longest-lease record (§9.7), replaced whole.
+    [[nodiscard]] engine::Status put_lease_record(const LeaseRecord& record);
 
     // Closes the file (a sync first). Later writes fail. Idempotent.
     void close();
@@ -93,11 +148,13 @@ class Directory {
     engine::Status write_locked(const std::vector<Statement>& statements);
     engine::Status load();
     void publish(std::shared_ptr<const DirectoryMaps> maps);
+    // After a synced write: the maps copied, edited and published; caller holds write_mu_.
+    engine::Status change(const std::function<void(DirectoryMaps&)>& edit);
 
     std::string path_;
     std::unique_ptr<index::IndexSet> indexes_;
     std::unique_ptr<engine::Database> db_;
-    std::mutex write_mu_;  // serialises changes; taken before maps_mu_
+    std::mutex write_mu_;         // serialises changes; taken before maps_mu_
     mutable std::mutex maps_mu_;  // guards the pointer swap only
     std::shared_ptr<const DirectoryMaps> maps_;
 };

@@ -1,13 +1,22 @@
 // test/shard/directory_test.cc: the directory file (router.md §4) in process: created with its
 // row and term, every change visible in the maps once written, and everything there again when
 // the file is reopened (the oracle: a second Directory opened on the same file).
+#include "shard/directory.h"
+
 #include <gtest/gtest.h>
 
-#include "shard/directory.h"
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::shard {
 namespace {
+
+TenantRow tenant(std::string name, std::string node, std::string lineage = "") {
+    TenantRow t;
+    t.name = std::move(name);
+    t.node = std::move(node);
+    t.lineage = std::move(lineage);
+    return t;
+}
 
 TEST(Directory, ChangesSurviveReopen) {
     test::TempDir dir;
@@ -25,8 +34,8 @@ TEST(Directory, ChangesSurviveReopen) {
         ASSERT_TRUE((*d)->put_node({"n1", "127.0.0.1:1", "a1", "", "", "unknown"}).is_ok());
         ASSERT_TRUE((*d)->put_node({"n2", "127.0.0.1:2", "a2", "eu", "fra", "none"}).is_ok());
         ASSERT_TRUE((*d)->put_node({"n1", "127.0.0.1:3", "a1b", "", "", "unknown"}).is_ok());
-        ASSERT_TRUE((*d)->put_tenant({"acme", "n1", "active", "", "00000000000000ab"}).is_ok());
-        ASSERT_TRUE((*d)->put_tenant({"beta", "n2", "active", "", ""}).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("acme", "n1", "00000000000000ab")).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("beta", "n2")).is_ok());
         ASSERT_TRUE((*d)->remove_tenant("beta").is_ok());
         ASSERT_TRUE((*d)->remove_node("n2").is_ok());
         EXPECT_EQ((*d)->maps()->nodes.size(), 1u);
@@ -42,6 +51,81 @@ TEST(Directory, ChangesSurviveReopen) {
     ASSERT_EQ(m->tenants.size(), 1u);
     EXPECT_EQ(m->tenants.at("acme").node, "n1");
     EXPECT_EQ(m->tenants.at("acme").lineage, "00000000000000ab");
+}
+
+// Copies, failovers, quotas and the lease record (§4.1's pairs, replicas, leases and the
+// tenants' forked, failed_from and quota): each visible in the maps once written and the same
+// after a reopen; a node removed takes the pairs and replica records naming it.
+TEST(Directory, CopiesFailoversAndQuotasSurviveReopen) {
+    test::TempDir dir;
+    const std::string path = dir.path() + "/shard.fenec";
+    {
+        auto opened = Directory::open(path);
+        ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+        Directory& d = **opened;
+        EXPECT_EQ(d.maps()->history.size(), 16u);
+        for (const char* n : {"n1", "n2", "n3", "n4"}) {
+            ASSERT_TRUE(d.put_node({n, "127.0.0.1:1", "t", "", "", "takes"}).is_ok());
+        }
+        ASSERT_TRUE(d.put_tenant(tenant("acme", "n1", "00000000000000ab")).is_ok());
+        ASSERT_TRUE(d.put_tenant(tenant("beta", "n3")).is_ok());
+        ASSERT_TRUE(d.put_tenant(tenant("gone", "n3")).is_ok());
+        ASSERT_TRUE(d.put_pair("n3", "n4").is_ok());
+        ASSERT_TRUE(d.put_replica("acme", "n2").is_ok());
+        ASSERT_TRUE(d.put_replica("gone", "n2").is_ok());
+        ASSERT_TRUE(d.remove_tenant("gone").is_ok());  // its replica record goes with it
+        Quota q;
+        q.limits[0] = 1000;  // bytes
+        q.limits[4] = 0;     // rows_per_s: zero is a limit, not none
+        ASSERT_TRUE(d.set_quota("acme", q).is_ok());
+        EXPECT_EQ(d.maps()->copy_of(d.maps()->tenants.at("acme")), "n2");
+        EXPECT_EQ(d.maps()->copy_of(d.maps()->tenants.at("beta")), "n4");
+        EXPECT_TRUE(d.maps()->is_standby("n4"));
+        ASSERT_TRUE(d.fail_over_tenant("acme", "n2", "n1", "00000000000000cd").is_ok());
+        EXPECT_EQ(d.maps()->replicas.count("acme"), 0u);  // the replica is the primary now
+        ASSERT_TRUE(d.put_lease_record({5000, 1234, "127.0.0.1:8090"}).is_ok());
+        EXPECT_FALSE(d.fail_over_tenant("nosuch", "n2", "n1", "").is_ok());  // require 1
+    }
+    auto opened = Directory::open(path);
+    ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+    Directory& d = **opened;
+    auto m = d.maps();
+    const TenantRow& acme = m->tenants.at("acme");
+    EXPECT_EQ(acme.node, "n2");
+    EXPECT_EQ(acme.failed_from, "n1");
+    EXPECT_EQ(acme.forked, "00000000000000cd");
+    EXPECT_EQ(acme.lineage, "00000000000000ab");
+    ASSERT_TRUE(acme.quota.has_value());
+    EXPECT_EQ(acme.quota->limits[0], 1000u);
+    EXPECT_EQ(acme.quota->limits[4], 0u);
+    EXPECT_FALSE(acme.quota->limits[1].has_value());
+    EXPECT_FALSE(m->tenants.at("beta").quota.has_value());
+    EXPECT_EQ(m->tenants.count("gone"), 0u);
+    EXPECT_TRUE(m->replicas.empty());
+    ASSERT_EQ(m->pairs.size(), 1u);
+    EXPECT_EQ(m->pairs.at("n3"), "n4");
+    ASSERT_TRUE(m->lease_record.has_value());
+    EXPECT_EQ(m->lease_record->ms, 5000);
+    EXPECT_EQ(m->lease_record->at_ms, 1234);
+    EXPECT_EQ(m->lease_record->by, "127.0.0.1:8090");
+    EXPECT_EQ(m->authority(), m->id + "/global");
+
+    // A move's flip clears failed_from: a move cuts nothing (§9.12).
+    ASSERT_TRUE(d.flip_tenant("acme", "n1").is_ok());
+    EXPECT_EQ(d.maps()->tenants.at("acme").failed_from, "");
+    ASSERT_TRUE(d.set_quota("acme", std::nullopt).is_ok());
+    EXPECT_FALSE(d.maps()->tenants.at("acme").quota.has_value());
+    ASSERT_TRUE(d.put_replica("beta", "n1").is_ok());
+    ASSERT_TRUE(d.remove_node("n4").is_ok());  // the pair naming it goes
+    EXPECT_TRUE(d.maps()->pairs.empty());
+    ASSERT_TRUE(d.remove_node("n1").is_ok());  // the replica record on it goes
+    EXPECT_TRUE(d.maps()->replicas.empty());
+    d.close();
+    auto again = Directory::open(path);
+    ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+    EXPECT_TRUE((*again)->maps()->pairs.empty());
+    EXPECT_TRUE((*again)->maps()->replicas.empty());
+    EXPECT_EQ((*again)->maps()->tenants.at("acme").failed_from, "");
 }
 
 TEST(Directory, NamesAreChecked) {

@@ -1,0 +1,64 @@
+// shard/placement.cc: the replica's place (router.md §8.2).
+#include "shard/placement.h"
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+namespace fenec::shard {
+
+namespace {
+
+// 0: another zone; 1: a zone not recorded on either side; 2: the same zone.
+int zone_class(const NodeRow& primary, const NodeRow& candidate) {
+    if (primary.zone.empty() || candidate.zone.empty()) return 1;
+    return primary.zone == candidate.zone ? 2 : 0;
+}
+
+}  // namespace
+
+bool same_zone(const DirectoryMaps& maps, std::string_view primary, std::string_view copy) {
+    auto p = maps.nodes.find(primary);
+    auto c = maps.nodes.find(copy);
+    if (p == maps.nodes.end() || c == maps.nodes.end()) return false;
+    return zone_class(p->second, c->second) == 2;
+}
+
+std::variant<ReplicaPlace, NoReplica> place_replica(
+    const DirectoryMaps& maps, const TenantRow& tenant,
+    const std::set<std::string, std::less<>>& holding, std::string_view excluded) {
+    auto primary_it = maps.nodes.find(tenant.node);
+    if (primary_it == maps.nodes.end()) {
+        return NoReplica{"its node `" + tenant.node + "` is not in the directory"};
+    }
+    const NodeRow& primary = primary_it->second;
+    // Replicas of this primary's tenants, and copies in all, per node.
+    std::map<std::string, size_t, std::less<>> of_primary, copies;
+    for (const auto& [name, row] : maps.tenants) ++copies[row.node];
+    for (const auto& [name, node] : maps.replicas) {
+        ++copies[node];
+        auto t = maps.tenants.find(name);
+        if (t != maps.tenants.end() && t->second.node == primary.name) ++of_primary[node];
+    }
+    using Rank = std::tuple<int, int, size_t, size_t, std::string>;
+    std::vector<Rank> ranked;
+    for (const auto& [name, node] : maps.nodes) {
+        if (name == primary.name || name == excluded || node.region != primary.region) continue;
+        if (maps.is_standby(name) || maps.standby_of(name)) continue;
+        auto count = [&](const auto& m) {
+            auto it = m.find(name);
+            return it == m.end() ? size_t{0} : it->second;
+        };
+        ranked.emplace_back(zone_class(primary, node), holding.contains(name) ? 0 : 1,
+                            count(of_primary), count(copies), name);
+    }
+    if (ranked.empty()) {
+        return NoReplica{primary.region.empty() ? std::string("there is no other node to keep it")
+                                                : "there is no other node in region `" +
+                                                      primary.region + "` to keep it"};
+    }
+    const Rank& best = *std::min_element(ranked.begin(), ranked.end());
+    return ReplicaPlace{std::get<4>(best), std::get<0>(best) == 2};
+}
+
+}  // namespace fenec::shard

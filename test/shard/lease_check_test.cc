@@ -1,0 +1,85 @@
+// test/shard/lease_check_test.cc: the lease-safety checker (test/support/lease_check.h) on
+// records made up by hand: a safe failover passes; a node that writes past its lease, two nodes
+// holding one tenant at once, a lost write and a write whose id changed are each named.
+#include "test/support/lease_check.h"
+
+#include <gtest/gtest.h>
+
+namespace fenec::test {
+namespace {
+
+constexpr int64_t ms = 1'000'000;
+
+LeaseReport report(const std::string& node, int64_t at_ms, int64_t left_ms,
+                   std::vector<std::string> tenants) {
+    return {node, at_ms * ms, at_ms * ms + ms / 2, left_ms, std::move(tenants)};
+}
+AckedWrite acked(const std::string& node, int64_t id, const std::string& key, int64_t at_ms) {
+    return {"acme", node, id, key, at_ms * ms - ms, at_ms * ms};
+}
+
+// n1 leases acme for 1 s, renewed at 0, 300 and 600 ms, then is cut: its lease ends at 1600 ms.
+// n2 is promoted 1.1 leases after n1's last answer and leased from 1800 ms.
+void safe_failover(LeaseLedger& l) {
+    for (int64_t t = 0; t <= 1600; t += 20) {
+        l.lease(report("n1", t, t <= 600 ? 1000 : std::max<int64_t>(0, 1600 - t), {"acme"}));
+        l.lease(report("n2", t, 0, {}));
+    }
+    for (int64_t t = 1620; t <= 3000; t += 20) {
+        l.lease(report("n1", t, 0, {}));
+        l.lease(report("n2", t, t < 1800 ? 0 : 1000,
+                       t < 1800 ? std::vector<std::string>{} : std::vector<std::string>{"acme"}));
+    }
+    l.write(acked("n1", 1, "w1", 100));
+    l.write(acked("n1", 2, "w2", 1500));
+    l.write(acked("n2", 3, "w3", 1900));
+}
+
+TEST(LeaseCheck, ASafeFailoverPasses) {
+    LeaseLedger l;
+    safe_failover(l);
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}, {"w3", 3}}}});
+    EXPECT_TRUE(v.empty()) << v.front();
+    EXPECT_EQ(l.writes(), 3u);
+}
+
+TEST(LeaseCheck, ANodeThatIgnoresItsLeaseIsNamed) {
+    LeaseLedger l;
+    safe_failover(l);
+    l.write(acked("n1", 4, "w4", 2000));  // n1 woke and wrote with no lease
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}, {"w3", 3}, {"w4", 4}}}});
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_NE(v[0].find("node `n1` acknowledged write w4"), std::string::npos) << v[0];
+    EXPECT_NE(v[0].find("outside any lease"), std::string::npos) << v[0];
+}
+
+TEST(LeaseCheck, TwoNodesLeasingOneTenantAtOnceAreNamed) {
+    LeaseLedger l;
+    safe_failover(l);
+    l.lease(report("n2", 1500, 1000, {"acme"}));  // n2 granted while n1's lease still ran
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}, {"w3", 3}}}});
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_NE(v[0].find("nodes `n1` and `n2` both held a lease"), std::string::npos) << v[0];
+}
+
+TEST(LeaseCheck, ALostWriteAndAMovedIdAreNamed) {
+    LeaseLedger l;
+    safe_failover(l);
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w3", 2}}}});
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_NE(v[0].find("write w2 acknowledged by `n1`"), std::string::npos) << v[0];
+    EXPECT_NE(v[0].find("is missing"), std::string::npos) << v[0];
+    EXPECT_NE(v[1].find("write w3 was acknowledged as id 3 and is id 2"), std::string::npos)
+        << v[1];
+}
+
+TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
+    LeaseLedger l;
+    l.lease(report("n1", 0, 0, {}));
+    l.write(acked("n1", 1, "w1", 10));  // granted at 5 ms, written at 10, first seen at 20
+    l.lease(report("n1", 20, 990, {"acme"}));
+    EXPECT_TRUE(l.check({{"acme", {{"w1", 1}}}}).empty());
+}
+
+}  // namespace
+}  // namespace fenec::test

@@ -1,0 +1,131 @@
+// test/support/lease_check.cc: the lease-safety checker (see the header for what it asserts and
+// why its bounds cannot be faked by polling).
+#include "test/support/lease_check.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace fenec::test {
+
+namespace {
+
+constexpr int64_t ns_per_ms = 1'000'000;
+
+struct Span {
+    int64_t from = 0;
+    int64_t to = 0;
+};
+
+std::string ms_text(int64_t ns) { return std::to_string(ns / ns_per_ms) + " ms"; }
+
+// The first instant two nodes' spans overlap, if any.
+std::optional<int64_t> first_overlap(const std::vector<Span>& a, const std::vector<Span>& b) {
+    std::optional<int64_t> first;
+    for (const Span& x : a) {
+        for (const Span& y : b) {
+            if (x.from < y.to && y.from < x.to) {
+                const int64_t at = std::max(x.from, y.from);
+                if (!first || at < *first) first = at;
+            }
+        }
+    }
+    return first;
+}
+
+bool names(const LeaseReport& r, const std::string& tenant) {
+    return std::find(r.tenants.begin(), r.tenants.end(), tenant) != r.tenants.end();
+}
+
+}  // namespace
+
+void LeaseLedger::write(AckedWrite w) {
+    std::lock_guard lock(mu_);
+    writes_.push_back(std::move(w));
+}
+
+void LeaseLedger::lease(LeaseReport r) {
+    std::lock_guard lock(mu_);
+    leases_.push_back(std::move(r));
+}
+
+size_t LeaseLedger::writes() const {
+    std::lock_guard lock(mu_);
+    return writes_.size();
+}
+
+size_t LeaseLedger::leases() const {
+    std::lock_guard lock(mu_);
+    return leases_.size();
+}
+
+std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    // Each node's reports in the order they were answered.
+    std::map<std::string, std::vector<const LeaseReport*>> by_node;
+    for (const LeaseReport& r : leases_) by_node[r.node].push_back(&r);
+    for (auto& [node, reports] : by_node) {
+        std::sort(reports.begin(), reports.end(), [](const LeaseReport* a, const LeaseReport* b) {
+            return a->answered_ns < b->answered_ns;
+        });
+    }
+    // 1. Inside a reported lease: a report naming the tenant whose possible span — from the
+    // previous report's answer (the lease may have begun right after it) to this one's answer
+    // plus its time left — holds the acknowledgement.
+    for (const AckedWrite& w : writes_) {
+        bool covered = false;
+        auto it = by_node.find(w.node);
+        if (it != by_node.end()) {
+            const auto& reports = it->second;
+            for (size_t i = 0; i < reports.size() && !covered; ++i) {
+                const LeaseReport& r = *reports[i];
+                if (r.left_ms <= 0 || !names(r, w.tenant)) continue;
+                const int64_t from =
+                    i == 0 ? std::numeric_limits<int64_t>::min() : reports[i - 1]->answered_ns;
+                const int64_t to = r.answered_ns + r.left_ms * ns_per_ms;
+                covered = from <= w.acked_ns && w.acked_ns <= to;
+            }
+        }
+        if (!covered) {
+            out.push_back("tenant `" + w.tenant + "`: node `" + w.node + "` acknowledged write " +
+                          w.key + " (id " + std::to_string(w.id) + ") at " + ms_text(w.acked_ns) +
+                          " outside any lease it reported naming the tenant");
+        }
+    }
+    // 2. Certain lease spans of two nodes naming one tenant never overlap.
+    std::map<std::string, std::map<std::string, std::vector<Span>>> spans;  // tenant → node → spans
+    for (const LeaseReport& r : leases_) {
+        if (r.left_ms <= 0) continue;
+        const Span s{r.answered_ns, r.asked_ns + r.left_ms * ns_per_ms};
+        if (s.to <= s.from) continue;  // the answer took longer than the lease left: no certainty
+        for (const std::string& t : r.tenants) spans[t][r.node].push_back(s);
+    }
+    for (const auto& [tenant, nodes] : spans) {
+        for (auto a = nodes.begin(); a != nodes.end(); ++a) {
+            for (auto b = std::next(a); b != nodes.end(); ++b) {
+                if (auto at = first_overlap(a->second, b->second)) {
+                    out.push_back("tenant `" + tenant + "`: nodes `" + a->first + "` and `" +
+                                  b->first + "` both held a lease naming it at " + ms_text(*at));
+                }
+            }
+        }
+    }
+    // 3. Nothing acknowledged is missing.
+    for (const AckedWrite& w : writes_) {
+        const auto t = final.find(w.tenant);
+        const std::map<std::string, int64_t> none;
+        const auto& rows = t == final.end() ? none : t->second;
+        const auto row = rows.find(w.key);
+        if (row == rows.end()) {
+            out.push_back("tenant `" + w.tenant + "`: write " + w.key + " acknowledged by `" +
+                          w.node + "` at " + ms_text(w.acked_ns) + " is missing");
+        } else if (row->second != w.id) {
+            out.push_back("tenant `" + w.tenant + "`: write " + w.key + " was acknowledged as id " +
+                          std::to_string(w.id) + " and is id " + std::to_string(row->second));
+        }
+    }
+    return out;
+}
+
+}  // namespace fenec::test
