@@ -1,10 +1,10 @@
-// fuzz/http_fuzz.cc: fuzz_http, arbitrary bytes read as an HTTP/1.1 head by server/http.cc. The
-// first byte chooses the parser: even, parse_request_head; odd, parse_response_head; the rest is
-// the input. Seeds: fuzz/corpus/http/, requests (valid, pipelined, edge cases) and answers, each
+// fuzz/http_fuzz.cc: fuzz_http, arbitrary bytes read as an HTTP/1.1 head by server/runtime/http.cc.
+// The first byte chooses the parser: even, parse_request_head; odd, parse_response_head; the rest
+// is the input. Seeds: fuzz/corpus/http/, requests (valid, pipelined, edge cases) and answers, each
 // led by its choosing byte ('0' for a request, '1' for an answer, so the seeds stay readable).
 //
 // Beyond "never crash, never read out of bounds, never leak", each answer must keep the contract
-// of server/http.h; a broken one traps, so libFuzzer keeps the input:
+// of server/runtime/http.h; a broken one traps, so libFuzzer keeps the input:
 //   - need_more only under head_bytes_max bytes; done and every refusal but the size's 431 come
 //     with consumed <= size, and `raw` is the consumed bytes less the empty lines before them;
 //   - a refusal is 400, 431, 501 (requests) or 505 with a message;
@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "server/http.h"
+#include "server/runtime/http.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // fuzz/json_body_fuzz.cc: fuzz_json_body, arbitrary bytes read as each request body the node
-// takes (server/json_body.h): a `/query` body, a `/batch` body as NDJSON and as a JSON array, and
-// a REST document. Seeds: fuzz/corpus/json_body/.
+// takes (server/node/json_body.h): a `/query` body, a `/batch` body as NDJSON and as a JSON array,
+// and a REST document. Seeds: fuzz/corpus/json_body/.
 //
 // Beyond "never crash, never leak, never read out of bounds, never overflow the stack", each
 // answer must keep the contract of json_body.h; a broken one traps, so libFuzzer keeps the input:
@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/json_body.h"
+#include "server/node/json_body.h"
 
 namespace {
 
 using fenec::engine::Value;
-using namespace fenec::json;
+using namespace fenec::node;
 
 void check(bool ok) {
     if (!ok) __builtin_trap();

@@ -1,5 +1,5 @@
 // fuzz/jwt_fuzz.cc: fuzz_jwt, arbitrary bytes as the bearer value of an Authorization header
-// (server/auth.cc: token comparison, base64url, JWT header and payload JSON, HS256 and RS256
+// (server/node/auth.cc: token comparison, base64url, JWT header and payload JSON, HS256 and RS256
 // verification, the JWT cache), and the same bytes as a JWKS document, a Fenec-Router header and
 // base64url text. Seeds: fuzz/corpus/jwt/, HS256 tokens signed with `secret` below (valid until
 // 2100, expired, not yet valid, alg none, kid o1, read scope, no tenant, tampered, crit) and an
@@ -24,11 +24,16 @@
 #include <string>
 #include <string_view>
 
-#include "server/auth.h"
+#include "server/node/auth.h"
+#include "server/runtime/base64url.h"
+#include "server/runtime/mark.h"
 
 namespace {
 
 using namespace fenec::auth;
+using fenec::server::base64url_decode;
+using fenec::server::base64url_encode;
+using fenec::server::verify_router_mark;
 
 constexpr int64_t now_ms = 1'700'000'000'000;  // 2023-11-14; the seeds' times are set around it
 constexpr std::string_view secret = "fuzz-secret-of-thirty-two-bytes!";

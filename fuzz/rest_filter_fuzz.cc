@@ -1,5 +1,5 @@
 // fuzz/rest_filter_fuzz.cc: fuzz_rest_filter, arbitrary bytes read as a REST query string
-// (server/rest_filter.h) over one fixed schema, then turned into a FenecQL statement. Seeds:
+// (server/node/rest_filter.h) over one fixed schema, then turned into a FenecQL statement. Seeds:
 // fuzz/corpus/rest_filter/.
 //
 // Input: the first byte chooses a list (even) or a subscription shape (odd); the rest is split
@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "ql/parser.h"
-#include "server/rest_filter.h"
+#include "server/node/rest_filter.h"
 
 namespace {
 
@@ -59,8 +59,8 @@ engine::Schema make_schema() {
     return s;
 }
 
-json::QueryPairs split(std::string_view text) {
-    json::QueryPairs pairs;
+node::QueryPairs split(std::string_view text) {
+    node::QueryPairs pairs;
     size_t at = 0;
     while (at <= text.size()) {
         size_t end = text.find('&', at);
@@ -85,16 +85,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool shape = data[0] & 1;
     const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 
-    auto query = json::parse_rest_query(split(text), shape);
+    auto query = node::parse_rest_query(split(text), shape);
     if (!query) {
         check(query.error().status == 400 && !query.error().message.empty());
         return 0;
     }
     if (shape) check(!query->limit && !query->offset && !query->count && query->order.empty());
 
-    auto statement = json::build_statement(query.value(), "b", schema);
+    auto statement = node::build_statement(query.value(), "b", schema);
     if (!statement) {
-        const json::BodyError& e = statement.error();
+        const node::BodyError& e = statement.error();
         check(!e.message.empty());
         check(e.status == 400 || e.status == 404 ||
               (e.status == 413 &&
@@ -107,7 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(parsed->statement.kind() == ql::StatementKind::get);
 
     if (shape) {
-        auto filter = json::ShapeFilter::compile(query.value(), "b", schema);
+        auto filter = node::ShapeFilter::compile(query.value(), "b", schema);
         check(filter.is_ok());
     }
     return 0;

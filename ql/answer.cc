@@ -1,15 +1,15 @@
-// ql/answer.cc: the JSON encoding of answers, written with ql/json_writer.h.
+// ql/answer.cc: the JSON encoding of answers, written with the one JSON writer (json/writer.h).
 #include "ql/answer.h"
 
-#include "ql/json_writer.h"
+#include "ql/value_json.h"
 
 namespace fenec::ql {
 
 namespace {
 
-void write_table(JsonWriter& w, const Table& t);
+void write_table(json::Writer& w, const Table& t);
 
-void write_row(JsonWriter& w, const Table& t, const Row& row) {
+void write_row(json::Writer& w, const Table& t, const Row& row) {
     w.begin_object();
     for (size_t i = 0; i < row.cells.size(); ++i) {
         w.key((*t.columns)[i]);
@@ -26,7 +26,7 @@ void write_row(JsonWriter& w, const Table& t, const Row& row) {
     w.end_object();
 }
 
-void write_table(JsonWriter& w, const Table& t) {
+void write_table(json::Writer& w, const Table& t) {
     w.begin_array();
     for (const Row& row : t.rows) write_row(w, t, row);
     w.end_array();
@@ -36,21 +36,21 @@ void write_table(JsonWriter& w, const Table& t) {
 
 std::string rows_json(const Table& table) {
     std::string out;
-    JsonWriter w(out);
+    json::Writer w(out);
     write_table(w, table);
     return out;
 }
 
 std::string row_json(const Table& table, size_t i) {
     std::string out;
-    JsonWriter w(out);
+    json::Writer w(out);
     write_row(w, table, table.rows[i]);
     return out;
 }
 
 std::string to_json(const Answer& a) {
     std::string out;
-    JsonWriter w(out);
+    json::Writer w(out);
     w.begin_object();
     switch (a.kind) {
         case Answer::Kind::rows:

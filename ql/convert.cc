@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "index/collation.h"
-#include "ql/json_writer.h"
-#include "ql/timestamp.h"
+#include "json/timestamp.h"
+#include "ql/value_json.h"
 
 namespace fenec::ql {
 
@@ -52,7 +52,7 @@ QlResult<Value> apply_shift(Value v, const Shift& shift, const Context& ctx) {
     }
     if (const auto* t = std::get_if<engine::Timestamp>(&v.rep)) {
         int64_t r;
-        if (__builtin_add_overflow(t->ms, by, &r) || !timestamp_in_range(r)) {
+        if (__builtin_add_overflow(t->ms, by, &r) || !json::timestamp_in_range(r)) {
             return error_at(shift.pos, "timestamp shift outside years 0000 to 9999");
         }
         return Value(engine::Timestamp{r});
@@ -71,11 +71,13 @@ int64_t code_points(std::string_view s) {
 QlResult<Value> as_timestamp(const Value& v, uint32_t pos, const std::string& what) {
     if (std::holds_alternative<engine::Timestamp>(v.rep) || v.is_null()) return v;
     if (const auto* s = std::get_if<std::string>(&v.rep)) {
-        if (std::optional<int64_t> ms = parse_timestamp(*s)) return Value(engine::Timestamp{*ms});
+        if (std::optional<int64_t> ms = json::parse_timestamp(*s))
+            return Value(engine::Timestamp{*ms});
         return error_at(pos, what + " expects a timestamp, and \"" + *s + "\" is not one");
     }
     if (const int64_t* i = std::get_if<int64_t>(&v.rep)) {
-        if (!timestamp_in_range(*i)) return error_at(pos, what + ": timestamp outside years 0000 to 9999");
+        if (!json::timestamp_in_range(*i))
+            return error_at(pos, what + ": timestamp outside years 0000 to 9999");
         return Value(engine::Timestamp{*i});
     }
     return error_at(pos, what + " expects timestamp, found " + kind_of(v));
@@ -181,7 +183,8 @@ QlResult<Value> to_json_value(const Value& v, const std::string& field, uint32_t
         return e;
     }
     if (std::holds_alternative<engine::Bytes>(v.rep)) return misfit(pos, field, "a json value", v);
-    if (const auto* t = std::get_if<engine::Timestamp>(&v.rep)) return Value(format_timestamp(t->ms));
+    if (const auto* t = std::get_if<engine::Timestamp>(&v.rep))
+        return Value(json::format_timestamp(t->ms));
     if (const auto* vf = std::get_if<engine::VectorF32>(&v.rep)) {
         engine::List l;
         for (float f : vf->v) l.items.push_back(double(f));

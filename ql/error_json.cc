@@ -1,20 +1,20 @@
 // ql/error_json.cc: the error bodies of ql/error_json.h, written with the one JSON writer.
 #include "ql/error_json.h"
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 
 namespace fenec::ql {
 
 std::string error_json(const Error& e) {
     std::string out;
-    JsonWriter w(out);
+    json::Writer w(out);
     w.begin_object();
     write_error_members(w, e);
     w.end_object();
     return out;
 }
 
-void write_error_members(JsonWriter& w, const Error& e) {
+void write_error_members(json::Writer& w, const Error& e) {
     w.key("error");
     w.string(e.message);
     if (e.position) {

@@ -6,13 +6,16 @@
 
 #include "ql/error.h"
 
+namespace fenec::json {
+class Writer;
+}  // namespace fenec::json
+
 namespace fenec::ql {
 
 std::string error_json(const Error& e);
 
-class JsonWriter;
 // The members of that body, written into an object the caller has begun (the node adds its own
 // members after them: `quota`, `reason`, a batch's `completed` and `at`).
-void write_error_members(JsonWriter& w, const Error& e);
+void write_error_members(json::Writer& w, const Error& e);
 
 }  // namespace fenec::ql

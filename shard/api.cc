@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 #include "shard/move.h"
 #include "shard/router.h"
 
@@ -137,7 +137,7 @@ Hello hello(Router& router, const std::string& node, const std::string& addr,
     return h;
 }
 
-void write_node(ql::JsonWriter& w, const NodeRow& n, const DirectoryMaps& maps) {
+void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
     size_t tenants = 0;
     for (const auto& [name, t] : maps.tenants) tenants += t.node == n.name;
     w.begin_object();
@@ -156,7 +156,7 @@ void write_node(ql::JsonWriter& w, const NodeRow& n, const DirectoryMaps& maps) 
     w.end_object();
 }
 
-void write_tenant(ql::JsonWriter& w, const TenantRow& t, const DirectoryMaps& maps, bool one,
+void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps, bool one,
                   std::optional<uint64_t> bytes) {
     auto n = maps.nodes.find(t.node);
     w.begin_object();
@@ -252,7 +252,7 @@ class Api {
     Response list_nodes() {
         auto maps = router_.directory().maps();
         Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_array();
         for (const auto& [name, n] : maps->nodes) write_node(w, n, *maps);
         w.end_array();
@@ -264,7 +264,7 @@ class Api {
         auto it = maps->nodes.find(name);
         if (it == maps->nodes.end()) return Router::error(404, "no node `" + name + "`");
         Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         write_node(w, it->second, *maps);
         return r;
     }
@@ -331,7 +331,7 @@ class Api {
         }
         Response r;
         r.status = fresh ? 201 : 200;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("node");
         w.string(name);
@@ -360,7 +360,7 @@ class Api {
                                           "`: " + st.to_string());
         }
         Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("node");
         w.string(name);
@@ -404,7 +404,7 @@ class Api {
             }
         }
         Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_array();
         for (const auto& [name, t] : maps->tenants) {
             auto n = maps->nodes.find(t.node);
@@ -427,7 +427,7 @@ class Api {
             return Router::error(404, "tenant `" + name + "` is not in the directory");
         }
         Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         write_tenant(w, it->second, *maps, true, std::nullopt);
         return r;
     }
@@ -553,7 +553,7 @@ class Api {
         }
         Response r;
         r.status = 201;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("tenant");
         w.string(name);

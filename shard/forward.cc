@@ -5,8 +5,7 @@
 // (seed 000: the router holds no keys).
 #include <optional>
 
-#include "server/auth.h"
-#include "shard/mark.h"
+#include "server/runtime/mark.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -170,7 +169,7 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     out.append("X-Request-Id: ").append(a.request_id).append("\r\n");
     const std::string client = peer_host(request.peer);
     out.append("Fenec-Router: ").append(client).append(" ");
-    out.append(router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
+    out.append(server::router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
     out.append(request.body);
 
     auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only,

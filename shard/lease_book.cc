@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <utility>
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 
 namespace fenec::shard {
 
 std::string grant_body(const GrantWire& g) {
     std::string out;
-    ql::JsonWriter w(out);
+    json::Writer w(out);
     w.begin_object();
     w.key("authority");
     w.string(g.authority);

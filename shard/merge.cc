@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
+#include "json/timestamp.h"
+#include "json/writer.h"
 #include "ql/compare.h"
-#include "ql/json_writer.h"
-#include "ql/timestamp.h"
 
 namespace fenec::shard {
 
@@ -204,10 +204,10 @@ std::optional<MergeRefusal> parse_merge(const Element* merge, MergeSpec& out) {
 
 namespace {
 
-// The engine's form of a timestamp (ql::format_timestamp): 20 or 24 bytes, ending in Z.
+// The engine's form of a timestamp (json::format_timestamp): 20 or 24 bytes, ending in Z.
 // `s` is in the engine's form exactly when it has that form's shape (`YYYY-MM-DDTHH:MM:SSZ`,
-// or `.mmm` before the Z with mmm not 000: ql::format_timestamp writes no `.000`) and
-// ql::parse_timestamp reads it: then writing the time back gives `s` again, the same test as
+// or `.mmm` before the Z with mmm not 000: json::format_timestamp writes no `.000`) and
+// json::parse_timestamp reads it: then writing the time back gives `s` again, the same test as
 // comparing with format_timestamp's text, without making that text for every row.
 bool timestamp_text(std::string_view s, int64_t& ms) {
     static constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
@@ -217,7 +217,7 @@ bool timestamp_text(std::string_view s, int64_t& ms) {
         if (want == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != want) return false;
     }
     if (s.back() != 'Z' || (s.size() == 24 && s.substr(20, 3) == "000")) return false;
-    const auto t = ql::parse_timestamp(s);
+    const auto t = json::parse_timestamp(s);
     if (!t) return false;
     ms = *t;
     return true;
@@ -269,7 +269,7 @@ void to_sort_keys(Value& v, const index::TextRule& rule) {
     }
 }
 
-void write_json(ql::JsonWriter& w, const Value& v) {
+void write_json(json::Writer& w, const Value& v) {
     std::visit(
         [&](const auto& x) {
             using T = std::decay_t<decltype(x)>;
@@ -279,7 +279,7 @@ void write_json(ql::JsonWriter& w, const Value& v) {
             else if constexpr (std::is_same_v<T, double>) w.float64(x);
             else if constexpr (std::is_same_v<T, std::string>) w.string(x);
             else if constexpr (std::is_same_v<T, engine::Timestamp>) {
-                w.string(ql::format_timestamp(x.ms));
+                w.string(json::format_timestamp(x.ms));
             } else if constexpr (std::is_same_v<T, engine::List>) {
                 w.begin_array();
                 for (const Value& item : x.items) write_json(w, item);
@@ -314,7 +314,7 @@ Value key_value(const Element& e, const MergeColumn& column) {
 }
 
 void write_value(std::string& out, const Value& v) {
-    ql::JsonWriter w(out);
+    json::Writer w(out);
     write_json(w, v);
 }
 
@@ -830,7 +830,7 @@ bool merge_fold(const MergeSpec& spec, const std::vector<const TenantInput*>& in
     rows.reserve(groups.size());
     for (const auto& [key, g] : groups) {
         std::string row;
-        ql::JsonWriter w(row);
+        json::Writer w(row);
         w.begin_object();
         for (size_t i = 0; i < spec.group.size(); ++i) {
             w.key(spec.group[i].column);

@@ -32,7 +32,7 @@
 #include <optional>
 #include <thread>
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 
 namespace fenec::shard {
 
@@ -236,7 +236,7 @@ Response busy_answer(Router& router, const std::string& tenant) {
     Response r = Router::error(409, "another operation on `" + tenant + "` is in progress: " + what);
     r.body.pop_back();
     std::string tail;
-    ql::JsonWriter w(tail);
+    json::Writer w(tail);
     w.begin_object();
     w.key("held_by");
     w.string(what);
@@ -288,7 +288,7 @@ Response Move::fail(const Failure& f, bool counted) {
     Response r = Router::error(f.status, f.message);
     r.body.pop_back();
     std::string tail;
-    ql::JsonWriter w(tail);
+    json::Writer w(tail);
     w.begin_object();
     w.key("tenant");
     w.string(tenant_);
@@ -427,7 +427,7 @@ Response Move::run(const server::Request& request) {
     if (auto* h = router_.metrics().move_duration) h->with({}).observe(static_cast<double>(ms) / 1000);
 
     Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("tenant");
     w.string(tenant_);

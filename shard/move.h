@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "server/http.h"
+#include "server/runtime/http.h"
 #include "shard/router.h"
 
 namespace fenec::shard {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <functional>
 
-#include "server/loop.h"
+#include "server/runtime/loop.h"
 
 namespace fenec::shard {
 

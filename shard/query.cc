@@ -18,14 +18,14 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 
-#include "ql/json_writer.h"
-#include "server/audit.h"
-#include "shard/mark.h"
+#include "json/writer.h"
+#include "server/obs/audit.h"
+#include "server/runtime/mark.h"
 #include "shard/merge.h"
 #include "shard/router.h"
 #include "shard/upstream.h"
@@ -299,7 +299,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         out.append(std::to_string(node_body.size()));
         out.append("\r\nConnection: keep-alive\r\nX-Request-Id: ").append(request_id);
         out.append("\r\nFenec-Router: ").append(client).append(" ");
-        out.append(router_mark(node.token, client, request_id));
+        out.append(server::router_mark(node.token, client, request_id));
         if (!trace_id.empty()) {
             out.append("\r\ntraceparent: ");
             out.append(obs::format_traceparent({trace_id, span.span_id, true}));
@@ -349,7 +349,7 @@ namespace {
 // `r`'s JSON body gains `"key":"value"` as its last member.
 void add_member(Response& r, std::string_view key, std::string_view value) {
     std::string quoted;
-    ql::JsonWriter w(quoted);
+    json::Writer w(quoted);
     w.string(value);
     r.body.pop_back();
     r.body.append(",\"").append(key).append("\":").append(quoted).append("}");
@@ -421,7 +421,7 @@ void call_order(const DirectoryMaps& maps, Fanout& f) {
     }
 }
 
-void write_failures(ql::JsonWriter& w, const std::vector<Failure>& failures) {
+void write_failures(json::Writer& w, const std::vector<Failure>& failures) {
     w.key("failures");
     w.begin_array();
     for (const Failure& f : failures) {
@@ -458,7 +458,7 @@ void Router::serve_query(const server::Request& request,
     f->partial = q->partial;
     f->timeout_ms = q->timeout_ms;
     {
-        ql::JsonWriter w(f->node_body);
+        json::Writer w(f->node_body);
         w.begin_object();
         w.key("query");
         w.string(q->statement);
@@ -530,7 +530,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         }
         if (answered > 0) status = 502;
         r.status = status;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("error");
         w.string(std::to_string(f->failures.size()) + " of " + std::to_string(f->names.size()) +
@@ -555,7 +555,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
         std::string& b = r.body;
         b.reserve(f->bytes + merged.size() * 32 + 256);
-        ql::JsonWriter w(b);
+        json::Writer w(b);
         w.begin_object();
         w.key("merge");
         w.string(merge);
@@ -568,7 +568,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         for (const MergedRow& m : merged) {
             std::string& head = heads[m.tenant];
             if (head.empty()) {
-                ql::JsonWriter h(head);
+                json::Writer h(head);
                 h.begin_object();
                 h.key("tenant");
                 h.string(f->names[m.tenant]);
@@ -601,7 +601,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
     // §15: one audit line; the statement as its hash, never its text or parameters.
     std::string line;
     {
-        ql::JsonWriter w(line);
+        json::Writer w(line);
         w.begin_object();
         w.key("at");
         w.string(obs::iso_time_ms(wall_ms()));

@@ -9,12 +9,12 @@
 #include <random>
 #include <thread>
 
-#include "ql/json_writer.h"
-#include "server/audit.h"
-#include "server/auth.h"
-#include "server/workers.h"
+#include "json/writer.h"
+#include "server/obs/audit.h"
+#include "server/runtime/refusal_delay.h"
+#include "server/runtime/timers.h"
+#include "server/runtime/workers.h"
 #include "shard/move.h"
-#include "server/timers.h"
 
 namespace fenec::shard {
 
@@ -101,7 +101,7 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
     started_ms_ = wall_ms();
     std::random_device rd;
     id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-    delay_ = std::make_unique<auth::RefusalDelay>(static_cast<int64_t>(options_.auth_delay_ms));
+    delay_ = std::make_unique<server::RefusalDelay>(static_cast<int64_t>(options_.auth_delay_ms));
     timers_ = std::make_unique<server::Timers>();
     init_metrics();
 }
@@ -250,7 +250,7 @@ std::string Router::new_request_id(std::optional<std::string_view> sent) {
 http::Response Router::error(int status, std::string message) {
     http::Response r;
     r.status = status;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("error");
     w.string(message);
@@ -274,7 +274,7 @@ void Router::answer(server::Exchange& exchange, const Answering& a, http::Respon
 void Router::audit_admin(const server::Request& request, const Answering& a, int status) {
     if (!audit_) return;
     std::string line;
-    ql::JsonWriter w(line);
+    json::Writer w(line);
     w.begin_object();
     w.key("at");
     w.string(obs::iso_time_ms(wall_ms()));
@@ -301,7 +301,7 @@ void Router::audit_line(std::string line) {
 void Router::audit_refused(const server::Request& request, std::string_view request_id) {
     if (!audit_) return;
     std::string line;
-    ql::JsonWriter w(line);
+    json::Writer w(line);
     w.begin_object();
     w.key("at");
     w.string(obs::iso_time_ms(wall_ms()));
@@ -453,7 +453,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
         }
         case Route::health: {
             http::Response r;
-            ql::JsonWriter w(r.body);
+            json::Writer w(r.body);
             w.begin_object();
             w.key("ok");
             w.boolean(true);

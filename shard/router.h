@@ -1,7 +1,7 @@
-// shard/router.h: fenec-shard's Handler (server/http_server.h) and what it wires together: the
-// directory (shard/directory.h), the connections to nodes (shard/upstream.h), the `/_shard/` API
-// (shard/api.cc), metrics and the audit log. Routes (router.md §3): `/t/<tenant>/…` forwarded to
-// the tenant's node (shard/forward.cc), `/_shard/` and `/_metrics` behind --token, `/_health`
+// shard/router.h: fenec-shard's Handler (server/runtime/http_server.h) and what it wires together:
+// the directory (shard/directory.h), the connections to nodes (shard/upstream.h), the `/_shard/`
+// API (shard/api.cc), metrics and the audit log. Routes (router.md §3): `/t/<tenant>/…` forwarded
+// to the tenant's node (shard/forward.cc), `/_shard/` and `/_metrics` behind --token, `/_health`
 // open, anything else 404 naming the served prefixes.
 //
 // Threads: check_head and handle run on the HTTP server's loops and never block: a lookup is a
@@ -13,14 +13,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <string>
 #include <string_view>
 
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "server/obs/metrics.h"
+#include "server/runtime/http_server.h"
 #include "shard/directory.h"
 #include "shard/options.h"
 #include "shard/upstream.h"
@@ -32,7 +32,7 @@ namespace fenec::server {
 class WorkerPool;
 class Timers;
 }
-namespace fenec::auth {
+namespace fenec::server {
 class RefusalDelay;
 }
 
@@ -140,7 +140,7 @@ class Router final : public server::Handler {
     std::unique_ptr<server::WorkerPool> api_pool_;
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> trace_;
-    std::unique_ptr<auth::RefusalDelay> delay_;
+    std::unique_ptr<server::RefusalDelay> delay_;
     std::unique_ptr<server::Timers> timers_;
     obs::Registry registry_;
     // The children count() adds to, looked up once (a family's `with` takes its mutex and

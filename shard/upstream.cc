@@ -19,9 +19,9 @@
 #include <mutex>
 #include <thread>
 
-#include "server/http_server.h"
-#include "server/loop.h"
-#include "server/metrics.h"
+#include "server/obs/metrics.h"
+#include "server/runtime/http_server.h"
+#include "server/runtime/loop.h"
 
 namespace fenec::shard {
 

@@ -1,7 +1,7 @@
 // shard/upstream.h: the router's connections to nodes (router.md §5.4, §5.5): requests sent byte
-// for byte over pooled keep-alive connections on io_uring loops of their own (server/loop.h), the
-// answer read with the one HTTP codec (http::parse_response_head), and the resend rules of seed
-// 001 applied where a connection fails.
+// for byte over pooled keep-alive connections on io_uring loops of their own
+// (server/runtime/loop.h), the answer read with the one HTTP codec (http::parse_response_head), and
+// the resend rules of seed 001 applied where a connection fails.
 //
 // Rules kept here:
 // - A pooled connection is looked at before a request goes out on it: idle past `idle_ms`, or a
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/http.h"
+#include "server/runtime/http.h"
 
 namespace fenec::obs {
 class CounterFamily;

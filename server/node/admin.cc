@@ -2,19 +2,21 @@
 // (§8.8), tenants listed (with `?detail`), created (a schema landing as their first block) and
 // described, and the read-only query (§8.4). Delete, freeze and thaw are lifecycle.cc's, the file
 // image image.cc's. Promotion, following and leases answer 404 naming the route until they exist.
+#include "server/node/admin.h"
+
+#include <simdjson.h>
+
 #include <fstream>
 
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "server/audit.h"
-#include "server/json_body.h"
-#include "server/node/admin.h"
 #include "server/node/handlers.h"
+#include "server/node/json_body.h"
 #include "server/node/lease.h"
 #include "server/node/quota.h"
 #include "server/node/replication.h"
-#include <simdjson.h>
+#include "server/obs/audit.h"
 
 namespace fenec::node {
 
@@ -105,7 +107,7 @@ void create_tenant(Node& node, Call& call) {
         r = node.refusal(500, "tenant " + call.tenant + " could not be created: " + st.to_string());
     } else {
         r.status = 201;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("created");
         w.string(call.tenant);
@@ -116,7 +118,7 @@ void create_tenant(Node& node, Call& call) {
     answer_audited(node, call, std::move(r));
 }
 
-void write_forks(ql::JsonWriter& w, const engine::History& h) {
+void write_forks(json::Writer& w, const engine::History& h) {
     w.begin_array();
     for (const engine::Fork& f : h.forks) {
         w.begin_object();
@@ -132,7 +134,7 @@ void write_forks(ql::JsonWriter& w, const engine::History& h) {
 // `?detail` (§8): lineage, history, forks and following of each copy, for a router's repair
 // survey. A closed tenant is opened to tell (it closes again when idle); one that cannot be
 // opened now says null for each.
-void write_detail(Node& node, ql::JsonWriter& w, const std::string& name) {
+void write_detail(Node& node, json::Writer& w, const std::string& name) {
     Acquired a = node.registry().acquire(name);
     if (!a.tenant) {
         for (const char* k : {"lineage", "history", "forks"}) {
@@ -155,7 +157,7 @@ void write_detail(Node& node, ql::JsonWriter& w, const std::string& name) {
 void list_tenants(Node& node, Call& call) {
     const bool detail = call.request.head.query_value("detail") != nullptr;
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_array();
     for (const TenantInfo& t : node.registry().list()) {
         w.begin_object();
@@ -189,7 +191,7 @@ void hello(Node& node, Call& call) {
     uint64_t disk = 0;
     for (const TenantInfo& t : tenants) disk += t.bytes;
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("node");
     w.string(node.options().node_name);
@@ -219,7 +221,7 @@ void hello(Node& node, Call& call) {
 
 void describe_tenant(Node& node, Call& call, Tenant& t) {
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     const engine::History h = t.db().history();
     const engine::Usage u = t.db().usage();
     w.begin_object();
@@ -253,7 +255,7 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
 
 // §8.4: a writing statement is refused before it runs; the rest runs read-only.
 void admin_query(Node& node, Call& call, Tenant& t) {
-    auto body = json::parse_query_body(call.request.body);
+    auto body = parse_query_body(call.request.body);
     if (!body) return node.answer(call, node.refusal(body.error().status, body.error().message));
     auto parsed = ql::parse(body->query);
     if (!parsed) return node.answer(call, error_response(node, parsed.error()));

@@ -8,8 +8,8 @@
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "server/json_body.h"
 #include "server/node/handlers.h"
+#include "server/node/json_body.h"
 #include "server/node/parked.h"
 #include "server/node/quota.h"
 #include "server/node/subscriptions.h"
@@ -28,7 +28,7 @@ http::Response method_not_allowed(Node& node, std::string_view allow) {
 void describe(Node& node, Call& call, Tenant& t) {
     engine::ReadView view = t.db().read();
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("tenant");
     w.string(t.name());
@@ -140,7 +140,7 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
     if (history) msg += " of history " + hex16(*history);
     http::Response r = node.refusal(504, "");
     r.body.clear();
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("error");
     w.string(msg);
@@ -155,7 +155,7 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
 // Runs a request's statements as one block (or, for a batch holding `compact`, one by one) and
 // answers. `batch` shapes the answer as /batch's.
 void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
-                    std::vector<json::QueryBody> bodies, bool batch);
+                    std::vector<QueryBody> bodies, bool batch);
 
 // Point reads on an open tenant are answered on the event loop (§2.1 keeps statements off the
 // loop so a long one never stalls it; these cost what a hash lookup costs, and a worker hop costs
@@ -175,7 +175,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     ql::Executor ex(t->db(), t->indexes());
     ql::BlockOutcome o;
     if (query) {
-        static thread_local json::BodyReader reader;
+        static thread_local BodyReader reader;
         auto body = reader.query_body(call->request.body);
         if (!body) return false;  // the pool answers the 400
         ql::Error error;
@@ -238,8 +238,8 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         case Route::batch: {
             if (call->rest.size() != 1) return node.answer(*call, node.refusal(404, "no route " + h.path));
             if (h.method != http::Method::post) return node.answer(*call, method_not_allowed(node, "POST"));
-            std::vector<json::QueryBody> bodies;
-            static thread_local json::BodyReader reader;  // one simdjson parser per thread
+            std::vector<QueryBody> bodies;
+            static thread_local BodyReader reader;  // one simdjson parser per thread
             if (call->route == Route::query) {
                 auto body = reader.query_body(call->request.body);
                 if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
@@ -247,15 +247,16 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
             } else {
                 const auto ct = h.header("Content-Type");
                 const bool ndjson = !ct || ct->find("ndjson") != std::string_view::npos;
-                auto list = json::parse_batch(call->request.body, ndjson);
+                auto list = parse_batch(call->request.body, ndjson);
                 if (!list) {
                     const std::optional<uint32_t> line = list.error().line;
-                    return node.answer(*call, node.refusal(list.error().status, list.error().message,
-                                                           {}, [&](ql::JsonWriter& w) {
-                                                               if (!line) return;
-                                                               w.key("line");
-                                                               w.uint64(*line);
-                                                           }));
+                    return node.answer(*call,
+                                       node.refusal(list.error().status, list.error().message, {},
+                                                    [&](json::Writer& w) {
+                                                        if (!line) return;
+                                                        w.key("line");
+                                                        w.uint64(*line);
+                                                    }));
                 }
                 if (list->empty()) return node.answer(*call, node.refusal(400, "the batch holds no statement"));
                 bodies = std::move(list.value());

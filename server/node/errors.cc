@@ -3,13 +3,11 @@
 // here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason and, for a
 // lease refusal, Fenec-Lease by the engine's verdict (§9.4). A quota's refusal is written whole
 // here: the tenant and the quota, never the engine's limit.
-#include "server/node/handlers.h"
-
-#include "server/node/quota.h"
-
+#include "json/writer.h"
 #include "ql/error_json.h"
-#include "ql/json_writer.h"
+#include "server/node/handlers.h"
 #include "server/node/lease.h"
+#include "server/node/quota.h"
 
 namespace fenec::node {
 
@@ -39,12 +37,12 @@ std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
 }  // namespace
 
 http::Response error_response(Node& node, const ql::Error& e,
-                              const std::function<void(ql::JsonWriter&)>& more) {
+                              const std::function<void(json::Writer&)>& more) {
     return error_response(node, {}, e, more);
 }
 
 http::Response error_response(Node& node, std::string_view tenant, const ql::Error& e,
-                              const std::function<void(ql::JsonWriter&)>& more) {
+                              const std::function<void(json::Writer&)>& more) {
     http::Response r;
     r.status = e.status();
     const engine::Code code = e.engine_code.value_or(engine::Code::ok);
@@ -53,7 +51,7 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
     const engine::LeaseVerdict lease =
         e.engine_detail ? e.engine_detail->lease : engine::LeaseVerdict::no_lease;
     const std::string_view reason = reason_of(code, lease);
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     if ((r.status == 507 || r.status == 429) && !quota.empty() && quota != "none") {
         // §7: the quota named, never an amount; the engine's message holds the limit, and the
@@ -82,7 +80,7 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
 }
 
 http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
-                             const std::function<void(ql::JsonWriter&)>& more) {
+                             const std::function<void(json::Writer&)>& more) {
     ql::Error e;
     e.status_code = 503;
     e.message = node.leases() ? node.leases()->refusal_message(verdict, tenant)

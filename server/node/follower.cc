@@ -6,19 +6,19 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <simdjson.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <simdjson.h>
 
 #include "engine/format.h"
-#include "server/audit.h"
-#include "server/http.h"
 #include "server/node/handlers.h"
 #include "server/node/subscriptions.h"
+#include "server/obs/audit.h"
+#include "server/runtime/http.h"
 
 namespace fenec::node {
 
@@ -103,7 +103,7 @@ std::optional<Follows> Replication::read_follows(std::string_view tenant) const 
 
 bool Replication::write_follows(std::string_view tenant, const Follows& f) const {
     std::string body;
-    ql::JsonWriter w(body);
+    json::Writer w(body);
     w.begin_object();
     w.key("from");
     w.string(f.from);
@@ -178,7 +178,7 @@ bool Follower::wait_heard(int64_t ms, std::string& error) {
     return false;
 }
 
-void Follower::write_json(ql::JsonWriter& w) const {
+void Follower::write_json(json::Writer& w) const {
     std::lock_guard lock(mu_);
     w.begin_object();
     w.key("from");
@@ -603,7 +603,7 @@ void Replication::resume_following(std::string_view tenant) {
 
 bool Replication::following(std::string_view tenant) const { return find_follower(tenant) != nullptr; }
 
-void Replication::write_following(std::string_view tenant, ql::JsonWriter& w) const {
+void Replication::write_following(std::string_view tenant, json::Writer& w) const {
     if (auto f = find_follower(tenant)) {
         f->write_json(w);
     } else {

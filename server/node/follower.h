@@ -29,7 +29,7 @@ public:
     // Waits up to `ms` for a hello: true when heard; false with `error` when the primary refused
     // or was not reached (or the wait ran out: error empty).
     bool wait_heard(int64_t ms, std::string& error);
-    void write_json(ql::JsonWriter& w) const;
+    void write_json(json::Writer& w) const;
     uint64_t images() const { return images_; }
 
 private:

@@ -7,12 +7,12 @@
 #include <string>
 
 #include "engine/database.h"
+#include "json/writer.h"
 #include "ql/error.h"
 #include "ql/executor.h"
-#include "ql/json_writer.h"
-#include "server/http.h"
 #include "server/node/node.h"
 #include "server/node/wire.h"
+#include "server/runtime/http.h"
 
 namespace fenec::node {
 
@@ -40,14 +40,14 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& tenant);
 // `more` writes members after the error's own (a batch's `completed` and `at`). A quota's
 // refusal (507, 429) names `tenant` and the quota, never an amount (§7), and is counted.
 http::Response error_response(Node& node, std::string_view tenant, const ql::Error& error,
-                              const std::function<void(ql::JsonWriter&)>& more = {});
+                              const std::function<void(json::Writer&)>& more = {});
 // As above, for a refusal on no tenant's behalf (a parse error, an admin route's).
 http::Response error_response(Node& node, const ql::Error& error,
-                              const std::function<void(ql::JsonWriter&)>& more = {});
+                              const std::function<void(json::Writer&)>& more = {});
 // A write refused for the lease (§9.4): 503, Retry-After: 1, Fenec-Lease and the reason by
 // `verdict`, the message naming the node (and `tenant` for lease-elsewhere).
 http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::string_view tenant,
-                             const std::function<void(ql::JsonWriter&)>& more = {});
+                             const std::function<void(json::Writer&)>& more = {});
 
 // outcome.cc: §5.8 steps 10 and 11, the one way every write's outcome is answered (statements,
 // batches, held runs, REST): a landed write stalls under the test hook `Fenec-Test-Stall:
@@ -72,8 +72,7 @@ struct FenceOutcome;
 struct Holder;
 http::Response fence_refusal(const Node& node, const FenceOutcome& fence);
 // lease_admin.cc: a holder as §9.2 and §8.8 write it, `null` for none.
-void write_holder(ql::JsonWriter& w, const std::optional<Holder>& holder);
-
+void write_holder(json::Writer& w, const std::optional<Holder>& holder);
 
 // idempotency.cc (§5.7).
 void load_idempotency_keys(Tenant& tenant);

@@ -4,7 +4,7 @@
 // collection's @ttl. The table key → row is rebuilt from the collection as the tenant opens.
 #include <openssl/evp.h>
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 #include "server/node/handlers.h"
 
 namespace fenec::node {
@@ -109,11 +109,12 @@ std::optional<KeyedWrite> begin_key(Node& node, Call& call, Tenant& t,
         if (doc) {  // an expired row is as never seen
             if (text_of(*doc, k_fingerprint) != w.fingerprint) {
                 node.counters().conflicts->inc();
-                refusal = node.refusal(422, "Idempotency-Key " + w.key + " was used for another request",
-                                       {}, [&](ql::JsonWriter& jw) {
-                                           jw.key("key");
-                                           jw.string(w.key);
-                                       });
+                refusal =
+                    node.refusal(422, "Idempotency-Key " + w.key + " was used for another request",
+                                 {}, [&](json::Writer& jw) {
+                                     jw.key("key");
+                                     jw.string(w.key);
+                                 });
             } else {
                 node.counters().replays->inc();
                 http::Response r;
@@ -139,7 +140,7 @@ engine::Status store_key(engine::Block& block, KeyedWrite& key, int status, cons
     std::string stored = body;
     if (stored.size() > stored_body_bytes_max) {
         stored.clear();
-        ql::JsonWriter w(stored);
+        json::Writer w(stored);
         w.begin_object();
         w.key("idempotent");
         w.string("the first answer was " + std::to_string(body.size()) + " bytes");

@@ -17,9 +17,9 @@
 // XXH3-128 costs a few (engine records are checked with XXH3 already).
 //
 // PUT: the body (up to --max-image) arrives chunk by chunk (HeadVerdict::stream_body,
-// server/body_reader.h) and is hashed on the way. One up to image_in_memory_bytes_max is gathered
-// in memory, then written to `<t>.fenec.incoming` past the page cache and fsynced on a thread of
-// its own while the engine verifies it as it replays it from memory (never read back:
+// server/runtime/body_reader.h) and is hashed on the way. One up to image_in_memory_bytes_max is
+// gathered in memory, then written to `<t>.fenec.incoming` past the page cache and fsynced on a
+// thread of its own while the engine verifies it as it replays it from memory (never read back:
 // Database::install_open), and the tenant is left open: the database the verification built is the
 // one served (Registry's install_open), so the first query is warm. The answer's Server-Timing
 // header says where the time went (receive, install), which a move reports. An image is any whole
@@ -38,8 +38,8 @@
 #include <thread>
 
 #include "engine/aligned_bytes.h"
-#include "server/body_reader.h"
 #include "server/node/admin.h"
+#include "server/runtime/body_reader.h"
 
 namespace fenec::node {
 
@@ -344,7 +344,7 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     if (st.code() == engine::Code::corruption) {
         const uint64_t offset = st.detail().offset;
         return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
-                            [&](ql::JsonWriter& w) {
+                            [&](json::Writer& w) {
                                 w.key("offset");
                                 w.uint64(offset);
                             });
@@ -365,7 +365,7 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     const double install_ms = ms_since(received);
     http::Response r;
     r.status = 201;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("installed");
     w.string(call.tenant);

@@ -8,6 +8,7 @@
 #include "server/node/lease.h"
 
 #include <fcntl.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,9 +17,7 @@
 #include <filesystem>
 #include <limits>
 
-#include <simdjson.h>
-
-#include "ql/json_writer.h"
+#include "json/writer.h"
 
 namespace fenec::node {
 
@@ -156,7 +155,7 @@ engine::Status Leases::raise(std::string_view authority, uint64_t term,
 
 engine::Status Leases::persist(const std::map<std::string, Holder, std::less<>>& terms) const {
     std::string out;
-    ql::JsonWriter w(out);
+    json::Writer w(out);
     w.begin_object();
     w.key("authorities");
     w.begin_array();

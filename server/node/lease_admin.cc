@@ -28,7 +28,7 @@ http::Response json_answer(int status, std::string body) {
 
 }  // namespace
 
-void write_holder(ql::JsonWriter& w, const std::optional<Holder>& h) {
+void write_holder(json::Writer& w, const std::optional<Holder>& h) {
     if (!h) return w.null();
     w.begin_object();
     w.key("authority");
@@ -46,7 +46,7 @@ void write_holder(ql::JsonWriter& w, const std::optional<Holder>& h) {
 
 namespace {
 
-void write_lease(ql::JsonWriter& w, const std::optional<LeaseFrom>& l) {
+void write_lease(json::Writer& w, const std::optional<LeaseFrom>& l) {
     if (!l) return w.null();
     w.begin_object();
     w.key("authority");
@@ -64,7 +64,7 @@ void write_lease(ql::JsonWriter& w, const std::optional<LeaseFrom>& l) {
     w.end_object();
 }
 
-void write_list(ql::JsonWriter& w, const std::optional<uint64_t>& list) {
+void write_list(json::Writer& w, const std::optional<uint64_t>& list) {
     if (list) {
         w.uint64(*list);
     } else {
@@ -73,7 +73,7 @@ void write_list(ql::JsonWriter& w, const std::optional<uint64_t>& list) {
 }
 
 http::Response fenced_answer(const Node& node, const Fenced& f) {
-    return node.refusal(409, f.message, {}, [&](ql::JsonWriter& w) {
+    return node.refusal(409, f.message, {}, [&](json::Writer& w) {
         w.key("holder");
         write_holder(w, f.holder);
     });
@@ -195,7 +195,7 @@ void post_grant(Node& node, Call& call, Leases& leases) {
     const GrantAnswer& a = out.answer;
     node.counters().lease_grants->with({a.outcome}).inc();
     std::string body;
-    ql::JsonWriter w(body);
+    json::Writer w(body);
     w.begin_object();
     w.key("node");
     w.string(node.options().node_name);
@@ -223,7 +223,7 @@ void post_grant(Node& node, Call& call, Leases& leases) {
 
 void get_lease(Node& node, Call& call, const Leases* leases) {
     std::string body;
-    ql::JsonWriter w(body);
+    json::Writer w(body);
     w.begin_object();
     w.key("takes_leases");
     w.boolean(leases != nullptr);
@@ -270,12 +270,13 @@ void serve_lease(Node& node, const std::shared_ptr<Call>& call) {
                                       .header("Allow", "GET, HEAD, POST, DELETE"));
     }
     if (!leases) {
-        return node.answer(*call, node.refusal(409, node.options().node_name +
-                                                        " takes no lease (started without --lease)",
-                                               {}, [](ql::JsonWriter& w) {
-                                                   w.key("takes_leases");
-                                                   w.boolean(false);
-                                               }));
+        return node.answer(
+            *call, node.refusal(
+                       409, node.options().node_name + " takes no lease (started without --lease)",
+                       {}, [](json::Writer& w) {
+                           w.key("takes_leases");
+                           w.boolean(false);
+                       }));
     }
     if (m == http::Method::post) return post_grant(node, *call, *leases);
     delete_lease(node, *call, *leases);

@@ -120,7 +120,7 @@ void freeze_tenant(Node& node, Call& call) {
                                                     std::to_string(freeze_wait_ms / 1000) + " s"));
     }
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("frozen");
     w.boolean(true);

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <random>
 
-#include "ql/json_writer.h"
+#include "json/writer.h"
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/parked.h"
@@ -181,7 +181,7 @@ std::string Node::prepare() {
     std::string error;
     auth_ = auth::Authenticator::create(ac, error);
     if (!auth_) return error;
-    delay_ = std::make_unique<auth::RefusalDelay>(options_.auth_delay_ms);
+    delay_ = std::make_unique<server::RefusalDelay>(options_.auth_delay_ms);
     if (options_.audit) {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
@@ -291,10 +291,10 @@ void Node::drain() {
 }
 
 http::Response Node::refusal(int status, std::string_view message, std::string_view reason,
-                             const std::function<void(ql::JsonWriter&)>& more) const {
+                             const std::function<void(json::Writer&)>& more) const {
     http::Response r;
     r.status = status;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("error");
     w.string(message);
@@ -450,7 +450,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
         call->route = Route::health;
         http::Response r;
         r.status = stopping_ ? 503 : 200;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("ok");
         w.boolean(!stopping_);

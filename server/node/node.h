@@ -10,16 +10,17 @@
 
 #include "engine/clock.h"
 #include "engine/flusher.h"
-#include "ql/json_writer.h"
-#include "server/audit.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "json/writer.h"
+#include "server/node/auth.h"
 #include "server/node/options.h"
 #include "server/node/registry.h"
 #include "server/node/statement_cache.h"
-#include "server/timers.h"
-#include "server/workers.h"
+#include "server/obs/audit.h"
+#include "server/obs/metrics.h"
+#include "server/runtime/http_server.h"
+#include "server/runtime/refusal_delay.h"
+#include "server/runtime/timers.h"
+#include "server/runtime/workers.h"
 
 namespace fenec::node {
 
@@ -89,7 +90,7 @@ public:
     // (§6: frozen, stopping, connections, streams, memory, ...). `more` writes members of the
     // case after those (`line`, `key`, `limit`).
     http::Response refusal(int status, std::string_view message, std::string_view reason = {},
-                           const std::function<void(ql::JsonWriter&)>& more = {}) const;
+                           const std::function<void(json::Writer&)>& more = {}) const;
 
     // Runs `fn` on the worker pool; 503 when its queue is full.
     void submit(const std::shared_ptr<Call>& call,
@@ -146,7 +147,7 @@ private:
 
     NodeOptions options_;
     std::unique_ptr<auth::Authenticator> auth_;
-    std::unique_ptr<auth::RefusalDelay> delay_;
+    std::unique_ptr<server::RefusalDelay> delay_;
     engine::PosixBootClock boot_clock_;
     // Before registry_: every tenant it opens holds the guard as its gate, so it goes after them.
     std::unique_ptr<Leases> leases_;

@@ -45,7 +45,7 @@ http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std:
     return node.refusal(500,
                         "the write landed at seq " + std::to_string(o.seq.v) +
                             " and could not be confirmed: " + std::string(why),
-                        {}, [&](ql::JsonWriter& w) {
+                        {}, [&](json::Writer& w) {
                             w.key("outcome");
                             w.string("unknown");
                             w.key("seq");

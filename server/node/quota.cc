@@ -3,6 +3,7 @@
 // /_admin/tenants/<t>/quota`, and the node's own two checks, `streams` and `requests`.
 #include "server/node/quota.h"
 
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,12 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include <simdjson.h>
-
 #include "engine/io.h"
-#include "ql/json_writer.h"
-#include "server/audit.h"
+#include "json/writer.h"
 #include "server/node/handlers.h"
+#include "server/obs/audit.h"
 
 namespace fenec::node {
 
@@ -113,7 +112,7 @@ void apply(Tenant& t, const Quota& q) {
 
 http::Response quota_refusal(Node& node, std::string_view tenant, std::string_view quota) {
     node.counters().quota_refusals->with({quota}).inc();
-    return node.refusal(429, quota_refusal_message(tenant, quota), {}, [&](ql::JsonWriter& w) {
+    return node.refusal(429, quota_refusal_message(tenant, quota), {}, [&](json::Writer& w) {
         w.key("quota");
         w.string(quota);
     });
@@ -135,7 +134,7 @@ void audit_put(Node& node, const Call& call, int status) {
     log->write(obs::audit_line(line));
 }
 
-void write_quota_members(ql::JsonWriter& w, const std::string& tenant, const Quota& q) {
+void write_quota_members(json::Writer& w, const std::string& tenant, const Quota& q) {
     w.key("tenant");
     w.string(tenant);
     w.key("quota");
@@ -146,7 +145,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
     Quota q;
     std::string field;
     if (std::string why = parse_quota(call.request.body, q, &field); !why.empty()) {
-        http::Response r = node.refusal(400, why, {}, [&](ql::JsonWriter& w) {
+        http::Response r = node.refusal(400, why, {}, [&](json::Writer& w) {
             if (field.empty()) return;
             w.key("field");
             w.string(field);
@@ -165,7 +164,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
                                       st.to_string());
         } else {
             apply(t, q);
-            ql::JsonWriter w(r.body);
+            json::Writer w(r.body);
             w.begin_object();
             write_quota_members(w, t.name(), q);
             w.end_object();
@@ -175,7 +174,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
     node.answer(call, std::move(r));
 }
 
-void write_level(ql::JsonWriter& w, const std::optional<double>& level) {
+void write_level(json::Writer& w, const std::optional<double>& level) {
     if (level) {
         w.float64(*level);
     } else {
@@ -191,7 +190,7 @@ void get_quota(Node& node, Call& call, Tenant& t) {
     }
     const engine::Usage u = t.db().usage();
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     write_quota_members(w, t.name(), q);
     w.key("usage");
@@ -277,7 +276,7 @@ std::string parse_quota(std::string_view json, Quota& out, std::string* field) {
 
 std::string quota_json(const Quota& q) {
     std::string out;
-    ql::JsonWriter w(out);
+    json::Writer w(out);
     w.begin_object();
     for (const FieldName& f : fields) {
         if (!(q.*(f.field))) continue;

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "server/http.h"
 #include "server/node/node.h"
 #include "server/node/tenant.h"
+#include "server/runtime/http.h"
 
 namespace fenec::node {
 

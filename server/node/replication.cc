@@ -53,7 +53,7 @@ std::optional<uint64_t> hex16_of(std::string_view s) {
 
 std::string forks_json(const std::vector<std::pair<engine::HistoryId, engine::Seq>>& forks) {
     std::string out;
-    ql::JsonWriter w(out);
+    json::Writer w(out);
     w.begin_array();
     for (const auto& [h, s] : forks) {
         w.begin_object();
@@ -348,7 +348,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     };
     auto end = [&](std::string_view reason) {
         std::string body;
-        ql::JsonWriter w(body);
+        json::Writer w(body);
         w.begin_object();
         w.key("reason");
         w.string(reason);
@@ -364,7 +364,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     const engine::History hist = db.history();
     {
         std::string hello;
-        ql::JsonWriter w(hello);
+        json::Writer w(hello);
         w.begin_object();
         w.key("node");
         w.string(node_.options().node_name);
@@ -394,7 +394,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return cut();
         }
         std::string done;
-        ql::JsonWriter w(done);
+        json::Writer w(done);
         w.begin_object();
         w.key("seq");
         w.uint64(img->info.seq.v);
@@ -440,7 +440,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
                 continue;
             }
             std::string k;
-            ql::JsonWriter w(k);
+            json::Writer w(k);
             w.begin_object();
             w.key("seq");
             w.uint64(db.seq().v);
@@ -493,7 +493,7 @@ void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
     });
 }
 
-void Replication::write_followers(std::string_view tenant, ql::JsonWriter& w) const {
+void Replication::write_followers(std::string_view tenant, json::Writer& w) const {
     std::lock_guard lock(mu_);
     w.begin_array();
     for (const auto& s : streams_) {

@@ -30,7 +30,7 @@
 
 #include "engine/feed.h"
 #include "engine/status.h"
-#include "ql/json_writer.h"
+#include "json/writer.h"
 #include "server/node/registry.h"
 
 namespace fenec::node {
@@ -133,8 +133,8 @@ public:
     void serve_promote(const std::shared_ptr<Call>& call);
 
     // For GET /_admin/tenants/<t> (§8.8): writes the `followers` and `following` members' values.
-    void write_followers(std::string_view tenant, ql::JsonWriter& w) const;
-    void write_following(std::string_view tenant, ql::JsonWriter& w) const;
+    void write_followers(std::string_view tenant, json::Writer& w) const;
+    void write_following(std::string_view tenant, json::Writer& w) const;
     bool following(std::string_view tenant) const;
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has handed block `seq` to its connection. On a worker only.

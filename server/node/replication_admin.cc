@@ -1,16 +1,17 @@
 // server/node/replication_admin.cc: POST /_admin/tenants/<t>/follow (node-http.md §8.7) and
 // …/promote (§8.6): bodies checked, the follows side file, the checks of a promotion in order,
 // a forced promotion's audit line written and fsynced before the answer.
-#include <filesystem>
 #include <simdjson.h>
 
+#include <filesystem>
+
 #include "engine/format.h"
-#include "server/audit.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
+#include "server/obs/audit.h"
 
 namespace fenec::node {
 
@@ -190,14 +191,14 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     if (body.wait_ms > 0) {
         heard = follower->wait_heard(static_cast<int64_t>(body.wait_ms), error);
         if (!heard && !error.empty()) {
-            return answer(node_.refusal(502, error, {}, [&](ql::JsonWriter& w) {
+            return answer(node_.refusal(502, error, {}, [&](json::Writer& w) {
                 w.key("following");
                 w.string(c.tenant);
             }));
         }
     }
     http::Response r;
-    ql::JsonWriter w(r.body);
+    json::Writer w(r.body);
     w.begin_object();
     w.key("following");
     w.string(c.tenant);
@@ -250,11 +251,12 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
         // 3. Another lineage.
         if (*body.lineage != db.lineage().v) {
             const std::string copy = engine::format::hex16(db.lineage().v);
-            return answer(node_.refusal(409, c.tenant + ": this copy is of another lineage (" +
-                                                 copy + ")", {}, [&](ql::JsonWriter& w) {
-                w.key("lineage");
-                w.string(copy);
-            }));
+            return answer(
+                node_.refusal(409, c.tenant + ": this copy is of another lineage (" + copy + ")",
+                              {}, [&](json::Writer& w) {
+                                  w.key("lineage");
+                                  w.string(copy);
+                              }));
         }
         // 4. Heard from the node it follows since told: promoted whatever it holds.
         const bool heard = follows && follows->heard.has_value();
@@ -273,7 +275,7 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     }
     auto promoted = [&](const engine::History& h, bool forked) {
         http::Response r;
-        ql::JsonWriter w(r.body);
+        json::Writer w(r.body);
         w.begin_object();
         w.key("promoted");
         w.string(c.tenant);

@@ -4,9 +4,9 @@
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "server/json_body.h"
 #include "server/node/handlers.h"
-#include "server/rest_filter.h"
+#include "server/node/json_body.h"
+#include "server/node/rest_filter.h"
 
 namespace fenec::node {
 
@@ -109,7 +109,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             });
         }
         case http::Method::put: {
-            auto body = json::parse_document_body(call->request.body);
+            auto body = parse_document_body(call->request.body);
             if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
             auto* obj = std::get_if<engine::Object>(&body->rep);
             if (!obj) return node.answer(*call, node.refusal(400, "PUT takes one object"));
@@ -136,7 +136,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             });
         }
         case http::Method::patch: {
-            auto body = json::parse_document_body(call->request.body);
+            auto body = parse_document_body(call->request.body);
             if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
             const auto* obj = std::get_if<engine::Object>(&body->rep);
             if (!obj || obj->keys.empty()) {
@@ -181,7 +181,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
     const http::RequestHead& h = call->request.head;
     Prepared p;
     if (h.method == http::Method::post) {
-        auto body = json::parse_document_body(call->request.body);
+        auto body = parse_document_body(call->request.body);
         if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
         engine::Value docs = std::move(body.value());
         if (std::holds_alternative<engine::Object>(docs.rep)) {
@@ -203,7 +203,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         return node.answer(*call, node.refusal(405, "a collection takes GET and POST")
                                       .header("Allow", "GET, HEAD, POST"));
     }
-    auto q = json::parse_rest_query(h.query, false);
+    auto q = parse_rest_query(h.query, false);
     if (!q) return node.answer(*call, node.refusal(q.error().status, q.error().message));
     engine::Schema schema;
     {
@@ -212,7 +212,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         if (!c.is_ok()) return node.answer(*call, node.refusal(404, "no collection " + coll));
         schema = *view.schema(*c);
     }
-    auto st = json::build_statement(q.value(), coll, schema);
+    auto st = build_statement(q.value(), coll, schema);
     if (!st) return node.answer(*call, node.refusal(st.error().status, st.error().message));
     if (auto e = prepare(p, st->text, std::move(st->params))) {
         return node.answer(*call, error_response(node, *e));

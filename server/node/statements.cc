@@ -2,16 +2,18 @@
 // classified, checked against the credential and the copy, its key looked up, run as one block,
 // its answer shaped. Reads may wait for Fenec-After (§5.6); writes with Fenec-Wait are held until
 // they write (§5.5). Both park on the tenant (parked.h), never on a thread.
+#include "json/timestamp.h"
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "ql/timestamp.h"
-#include "server/audit.h"
-#include "server/json_body.h"
+#include "ql/value_json.h"
 #include "server/node/handlers.h"
+#include "server/node/json_body.h"
 #include "server/node/lease.h"
 #include "server/node/parked.h"
 #include "server/node/replication.h"
+#include "server/node/statement_shape.h"
+#include "server/obs/audit.h"
 
 namespace fenec::node {
 
@@ -34,7 +36,7 @@ constexpr int64_t after_wait_default_ms = 5000;  // §4.1: Fenec-After's wait wh
 
 // A request's statements, parsed, with the parameters they run with.
 struct Statements {
-    std::vector<json::QueryBody> bodies;
+    std::vector<QueryBody> bodies;
     std::vector<Parsed> parsed;  // shared with the node's statement cache
     bool batch = false;
     bool writes = false;
@@ -69,7 +71,7 @@ void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
 http::Response outcome_response(Node& node, const Tenant& t, const ql::BlockOutcome& o,
                                 bool batch, size_t completed_before = 0) {
     if (o.error) {
-        return error_response(node, t.name(), *o.error, [&](ql::JsonWriter& w) {
+        return error_response(node, t.name(), *o.error, [&](json::Writer& w) {
             if (!batch) return;
             w.key("completed");
             w.uint64(completed_before);
@@ -95,7 +97,7 @@ ql::RunOptions run_options(const Call& call) {
     ql::RunOptions o;
 #ifdef FENEC_TEST_HOOKS
     if (auto now = call.request.head.header("Fenec-Test-Now")) {
-        if (auto ms = ql::parse_timestamp(*now)) o.now_ms = *ms;
+        if (auto ms = json::parse_timestamp(*now)) o.now_ms = *ms;
     }
 #else
     (void)call;
@@ -178,10 +180,10 @@ std::optional<http::Response> held_refusal(Node& node, const Statements& s) {
 // The queue a held request joins: its statements' text and parameters (§5.5).
 std::string held_key(const Statements& s) {
     std::string key;
-    for (const json::QueryBody& b : s.bodies) {
+    for (const QueryBody& b : s.bodies) {
         key += b.query;
         key += '\n';
-        ql::JsonWriter w(key);
+        json::Writer w(key);
         w.begin_array();
         for (const engine::Value& v : b.params) ql::write_value(w, v);
         w.end_array();
@@ -318,7 +320,7 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
 }
 
 void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
-                    std::vector<json::QueryBody> bodies, bool batch) {
+                    std::vector<QueryBody> bodies, bool batch) {
     auto s = std::make_shared<Statements>();
     s->bodies = std::move(bodies);
     s->batch = batch;
@@ -326,7 +328,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
         ql::Error error;
         Parsed p = node.statements().get(s->bodies[i].query, error);
         if (!p) {
-            return node.answer(*call, error_response(node, error, [&](ql::JsonWriter& w) {
+            return node.answer(*call, error_response(node, error, [&](json::Writer& w) {
                 if (!batch) return;
                 w.key("completed");
                 w.uint64(0);
@@ -338,7 +340,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
         s->compact |= p->statement.kind() == ql::StatementKind::compact;
         s->parsed.push_back(std::move(p));
     }
-    if (node.options().slow_ms) call->shape = obs::statement_shape(s->bodies.front().query);
+    if (node.options().slow_ms) call->shape = statement_shape(s->bodies.front().query);
     if (auto r = scope_refusal(node, *call, s->parsed)) return node.answer(*call, std::move(*r));
     ReadAfter ra;
     if (auto r = read_after_headers(node, *call, ra)) return node.answer(*call, std::move(*r));

@@ -14,7 +14,7 @@
 #include "ql/parser.h"
 #include "server/node/handlers.h"
 #include "server/node/quota.h"
-#include "server/rest_filter.h"
+#include "server/node/rest_filter.h"
 
 namespace fenec::node {
 
@@ -35,34 +35,38 @@ std::string event(std::string_view name, std::optional<uint64_t> id, std::string
 
 class Subscription final : public ChangeWatcher, public std::enable_shared_from_this<Subscription> {
 public:
-    Subscription(Node& node, Subscriptions& owner, std::shared_ptr<Call> call,
-                 std::shared_ptr<Tenant> tenant, std::string collection, json::RestQuery shape)
-        : node_(node), owner_(owner), call_(std::move(call)), tenant_(std::move(tenant)),
-          collection_(std::move(collection)), shape_(std::move(shape)) {}
+  Subscription(Node& node, Subscriptions& owner, std::shared_ptr<Call> call,
+               std::shared_ptr<Tenant> tenant, std::string collection, RestQuery shape)
+      : node_(node),
+        owner_(owner),
+        call_(std::move(call)),
+        tenant_(std::move(tenant)),
+        collection_(std::move(collection)),
+        shape_(std::move(shape)) {}
 
-    // Seeds (or resumes from `cursor`) and starts following. On the worker that opened it.
-    void begin(std::optional<uint64_t> cursor, std::optional<uint64_t> history) {
-        std::lock_guard lock(mu_);
-        last_write_ms_ = node_.now_ms();
-        const uint64_t seq = tenant_->db().seq().v;
-        const uint64_t current = tenant_->db().history().current().v;
-        std::vector<ChangeEntry> entries;
-        const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
-                               tenant_->changes_after(engine::Seq{*cursor}, entries);
-        if (!resumable) {
-            if (cursor) node_.counters().reseeds->inc();
-            seed_locked();
-            return;
-        }
-        // The ids the client may hold: those in the shape now and every one touched since.
-        std::vector<uint64_t> touched;
-        for (const ChangeEntry& e : entries) collect(e, touched);
-        std::string rows;
-        if (!query_locked({}, rows, sent_)) return;
-        sent_.insert(touched.begin(), touched.end());
-        position_ = *cursor;
-        pump_locked();
-    }
+  // Seeds (or resumes from `cursor`) and starts following. On the worker that opened it.
+  void begin(std::optional<uint64_t> cursor, std::optional<uint64_t> history) {
+      std::lock_guard lock(mu_);
+      last_write_ms_ = node_.now_ms();
+      const uint64_t seq = tenant_->db().seq().v;
+      const uint64_t current = tenant_->db().history().current().v;
+      std::vector<ChangeEntry> entries;
+      const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
+                             tenant_->changes_after(engine::Seq{*cursor}, entries);
+      if (!resumable) {
+          if (cursor) node_.counters().reseeds->inc();
+          seed_locked();
+          return;
+      }
+      // The ids the client may hold: those in the shape now and every one touched since.
+      std::vector<uint64_t> touched;
+      for (const ChangeEntry& e : entries) collect(e, touched);
+      std::string rows;
+      if (!query_locked({}, rows, sent_)) return;
+      sent_.insert(touched.begin(), touched.end());
+      position_ = *cursor;
+      pump_locked();
+  }
 
     void wake() override {
         if (ended_ || scheduled_.exchange(true)) return;
@@ -112,11 +116,11 @@ private:
     // Runs the shape, limited to `ids` when given; `rows` gets its JSON array, `in` its ids.
     bool query_locked(const std::vector<uint64_t>& ids, std::string& rows, std::set<uint64_t>& in,
                       uint64_t* seq = nullptr) {
-        json::RestQuery q = shape_;
+        RestQuery q = shape_;
         if (!ids.empty()) {
-            json::Condition c;
+            Condition c;
             c.field = "_id";
-            c.op = json::FilterOp::in;
+            c.op = FilterOp::in;
             for (uint64_t id : ids) c.values.push_back(std::to_string(id));
             q.conditions.push_back(std::move(c));
         }
@@ -131,7 +135,7 @@ private:
             collection_id_ = *c;
             schema = *view.schema(*c);
         }
-        auto st = json::build_statement(q, collection_, schema);
+        auto st = build_statement(q, collection_, schema);
         if (!st) {
             end_locked("dropped", "the shape no longer fits " + collection_ + ": " + st.error().message, 0);
             return false;
@@ -226,7 +230,7 @@ private:
     void end_locked(std::string_view reason, std::string_view message, int status) {
         if (ended_) return;
         std::string data;
-        ql::JsonWriter w(data);
+        json::Writer w(data);
         w.begin_object();
         w.key("error");
         w.string(message);
@@ -259,7 +263,7 @@ private:
     std::shared_ptr<Call> call_;
     std::shared_ptr<Tenant> tenant_;
     const std::string collection_;
-    const json::RestQuery shape_;
+    const RestQuery shape_;
     engine::CollectionId collection_id_{};
 
     std::mutex mu_;
@@ -276,14 +280,14 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
         return node_.answer(*call, node_.refusal(400, "a subscription takes `since`, not Fenec-After"));
     }
     // The shape: §5.3's filters and select; the cursor keys are the stream's own.
-    json::QueryPairs pairs;
+    QueryPairs pairs;
     std::optional<std::string> since, history;
     for (const auto& [k, v] : h.query) {
         if (k == "since") since = v;
         else if (k == "history") history = v;
         else pairs.emplace_back(k, v);
     }
-    auto shape = json::parse_rest_query(pairs, true);
+    auto shape = parse_rest_query(pairs, true);
     if (!shape) return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
     std::optional<uint64_t> cursor;
     if (since) {
@@ -306,7 +310,7 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
             return node_.answer(*call, node_.refusal(404, "no collection " + coll));
         }
         // The shape's fields must be the collection's (404 naming one that is not).
-        auto st = json::build_statement(shape.value(), coll, *view.schema(*c));
+        auto st = build_statement(shape.value(), coll, *view.schema(*c));
         if (!st) return node_.answer(*call, node_.refusal(st.error().status, st.error().message));
     }
     auto sub = std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
@@ -323,13 +327,14 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
             return node_.answer(*call, std::move(*refused));
         }
         if (tenant->streams.load() >= node_.options().tenant_streams) {
-            return node_.answer(*call, node_.refusal(429, "tenant " + tenant->name() +
-                                                              " is at --tenant-streams (" +
-                                                              std::to_string(node_.options().tenant_streams) + ")",
-                                                     {}, [](ql::JsonWriter& w) {
-                                                         w.key("limit");
-                                                         w.string("tenant_streams");
-                                                     }));
+            return node_.answer(
+                *call, node_.refusal(429,
+                                     "tenant " + tenant->name() + " is at --tenant-streams (" +
+                                         std::to_string(node_.options().tenant_streams) + ")",
+                                     {}, [](json::Writer& w) {
+                                         w.key("limit");
+                                         w.string("tenant_streams");
+                                     }));
         }
         tenant->streams.fetch_add(1);
         subs_.insert(sub);

@@ -30,10 +30,10 @@
 
 #include "engine/database.h"
 #include "index/index_set.h"
+#include "json/timestamp.h"
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "ql/timestamp.h"
 #include "test/support/engine_fixture.h"
 #include "test/support/json_value.h"
 
@@ -522,7 +522,7 @@ TEST_P(GoldenCase, Run) {
     int64_t now_ms = 0;
     test::EngineEnv env;
     if (plan.now) {
-        std::optional<int64_t> ms = parse_timestamp(*plan.now);
+        std::optional<int64_t> ms = json::parse_timestamp(*plan.now);
         ASSERT_TRUE(ms) << "now: is not a timestamp: " << *plan.now;
         now_ms = *ms;
         env.clock.set_wall_ms(now_ms);

@@ -4,14 +4,15 @@
 // merge of per-tenant sorted answers equals a stable sort of their union taken in tenant order;
 // a fold equals folding the union. Also: the request's `merge` refusals, a timestamp's text
 // compared as its time, and the misfits a tenant fails for.
+#include "shard/merge.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "json/timestamp.h"
+#include "json/writer.h"
 #include "ql/compare.h"
-#include "ql/json_writer.h"
-#include "ql/timestamp.h"
-#include "shard/merge.h"
 
 namespace fenec::shard {
 namespace {
@@ -247,17 +248,18 @@ TEST(Merge, TimestampTextIsTheEngineFormExactly) {
         "2024-05-01T10:00:00.05Z", "2024-05-01T10:00:00+00Z", "+024-05-01T10:00:00Z",
         "2024-5-01T10:00:00.500Z", "2024-05-01T10:00:00.5000", "2024-05-01T10:00:00.50aZ"};
     for (int i = 0; i < 2000; ++i) {
-        const int64_t ms = ql::timestamp_ms_min +
-                           static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                                    ql::timestamp_ms_max - ql::timestamp_ms_min));
-        std::string t = ql::format_timestamp(i % 2 ? ms : ms - ms % 1000);
+        const int64_t ms =
+            json::timestamp_ms_min +
+            static_cast<int64_t>(
+                rng() % static_cast<uint64_t>(json::timestamp_ms_max - json::timestamp_ms_min));
+        std::string t = json::format_timestamp(i % 2 ? ms : ms - ms % 1000);
         if (i % 5 == 0) t[rng() % t.size()] = "0159:-.TZ"[rng() % 9];  // mostly broken
         texts.push_back(t);
     }
     simdjson::dom::parser parser;
     for (const std::string& t : texts) {
-        const auto parsed = ql::parse_timestamp(t);
-        const bool engine_form = parsed && ql::format_timestamp(*parsed) == t;
+        const auto parsed = json::parse_timestamp(t);
+        const bool engine_form = parsed && json::format_timestamp(*parsed) == t;
         simdjson::dom::element e;
         const std::string json = "\"" + t + "\"";
         ASSERT_FALSE(parser.parse(json).get(e));

@@ -1,9 +1,9 @@
 // test/server/node/image_stream_test.cc: the image PUT's body streamed to the file as it arrives
-// (node-http.md §8.3; HeadVerdict::stream_body, server/body_reader.h) against the real binary: an
-// image sent in pieces with pauses between them is installed whole and verified; a client that
-// leaves part-way installs nothing, leaves no `<t>.fenec.incoming`, and a later PUT of the same
-// image succeeds; a wrong Fenec-Image-Digest, known only once the body is in, is refused 400 and
-// installs nothing.
+// (node-http.md §8.3; HeadVerdict::stream_body, server/runtime/body_reader.h) against the real
+// binary: an image sent in pieces with pauses between them is installed whole and verified; a
+// client that leaves part-way installs nothing, leaves no `<t>.fenec.incoming`, and a later PUT of
+// the same image succeeds; a wrong Fenec-Image-Digest, known only once the body is in, is refused
+// 400 and installs nothing.
 #include <filesystem>
 #include <thread>
 

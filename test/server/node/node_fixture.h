@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -22,9 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "server/http.h"
+#include "server/runtime/http.h"
 
 // A test that needs Fenec-Test-Stall (node-http.md §14) skips in a build without the test hooks;
 // `make test-asan` (and so CI) builds with them, `make test`'s plain build without.

@@ -1,0 +1,409 @@
+// server/obs/audit.cc: the line logs, their lines, request ids and trace context
+// (server/obs/audit.h).
+#include "server/obs/audit.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "json/timestamp.h"
+#include "json/writer.h"
+
+namespace fenec::obs {
+namespace {
+
+using engine::Code;
+using engine::Status;
+
+// Bytes handed to one write(2): large enough that a full queue takes a handful of calls.
+constexpr size_t kWriteChunkBytes = 1u << 20;
+
+Status io_error(std::string message, int err_no) {
+    engine::Detail detail;
+    detail.err_no = err_no;
+    return Status::error(Code::io_error, std::move(message) + ": " + std::strerror(err_no), detail);
+}
+
+// Writes all of `bytes`, retrying short writes and EINTR. 0, or the errno that stopped it.
+int write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return 0;
+}
+
+void append_hex(std::string& out, uint64_t v) {
+    constexpr std::string_view kHex = "0123456789abcdef";
+    for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kHex[(v >> shift) & 0xF]);
+}
+
+bool is_lower_hex(std::string_view s) {
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool all_zero(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; });
+}
+
+void write_scalar(json::Writer& w, const JsonScalar& v) {
+    struct Visit {
+        json::Writer& w;
+        void operator()(std::monostate) { w.null(); }
+        void operator()(bool b) { w.boolean(b); }
+        void operator()(int64_t i) { w.int64(i); }
+        void operator()(uint64_t u) { w.uint64(u); }
+        void operator()(double d) { w.float64(d); }
+        void operator()(const std::string& s) { w.string(s); }
+    };
+    std::visit(Visit{w}, v.rep());
+}
+
+void write_fields(json::Writer& w, const std::vector<JsonField>& fields) {
+    for (const JsonField& f : fields) {
+        w.key(f.key);
+        write_scalar(w, f.value);
+    }
+}
+
+// A text member, or null when the text is empty.
+void string_or_null(json::Writer& w, std::string_view key, std::string_view value) {
+    w.key(key);
+    if (value.empty()) {
+        w.null();
+    } else {
+        w.string(value);
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// LineLog
+
+engine::Result<std::unique_ptr<LineLog>> LineLog::open(const std::string& path,
+                                                       LineLogOptions options) {
+    if (options.queue_lines_max == 0 || options.queue_bytes_max == 0 ||
+        options.flush_interval_ms == 0 || options.flush_interval_ms > 1000) {
+        return Status::error(Code::invalid_argument, "line log: options out of range");
+    }
+    if (path == "-") return std::unique_ptr<LineLog>(new LineLog(STDERR_FILENO, false, options));
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return io_error("line log: cannot open " + path, errno);
+    return std::unique_ptr<LineLog>(new LineLog(fd, true, options));
+}
+
+LineLog::LineLog(int fd, bool owns_fd, LineLogOptions options)
+    : fd_(fd), owns_fd_(owns_fd), options_(options) {
+    writer_ = std::thread([this] { run(); });
+}
+
+LineLog::~LineLog() { close(); }
+
+bool LineLog::write(std::string line) {
+    bool was_empty;
+    {
+        const std::lock_guard lock(mu_);
+        const size_t bytes = line.size() + 1;
+        if (closing_ || queue_.size() >= options_.queue_lines_max ||
+            bytes > options_.queue_bytes_max - queue_bytes_) {
+            dropped_.fetch_add(1, std::memory_order_relaxed);
+            return false;
+        }
+        was_empty = queue_.empty();
+        queue_bytes_ += bytes;
+        queue_.push_back(std::move(line));
+    }
+    // Only the first line of a batch wakes the writer; it then waits the flush interval for
+    // more, so a busy log costs a notify per batch, not per line.
+    if (was_empty) wake_.notify_one();
+    return true;
+}
+
+Status LineLog::write_synced(std::string line) {
+    const std::lock_guard io(io_mu_);
+    std::deque<std::string> queued;
+    {
+        const std::lock_guard lock(mu_);
+        if (closing_) {
+            dropped_.fetch_add(1, std::memory_order_relaxed);
+            return Status::error(Code::io_error, "line log: closed");
+        }
+        queued.swap(queue_);
+        queue_bytes_ = 0;
+    }
+    write_lines(queued);  // a failure there is counted; this line's own result is what we report
+    std::deque<std::string> own;
+    own.push_back(std::move(line));
+    if (!write_lines(own)) return io_error("line log: write", last_errno());
+    // stderr is not ours to sync (a pipe or a terminal would refuse it anyway).
+    if (owns_fd_ && ::fsync(fd_) != 0) {
+        const int err = errno;
+        last_errno_.store(err, std::memory_order_relaxed);
+        return io_error("line log: fsync", err);
+    }
+    return Status::ok();
+}
+
+void LineLog::close() {
+    {
+        const std::lock_guard lock(mu_);
+        if (closed_) return;
+        closed_ = true;
+        closing_ = true;
+    }
+    wake_.notify_all();
+    writer_.join();
+    if (owns_fd_) ::close(fd_);
+}
+
+void LineLog::run() {
+    const auto interval = std::chrono::milliseconds(options_.flush_interval_ms);
+    std::unique_lock lock(mu_);
+    for (;;) {
+        wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+        if (!closing_) wake_.wait_for(lock, interval, [this] { return closing_; });
+        const bool last = closing_;  // once set, no line is accepted: this drain is the last
+        lock.unlock();
+        {
+            const std::lock_guard io(io_mu_);
+            std::deque<std::string> batch;
+            {
+                const std::lock_guard again(mu_);
+                batch.swap(queue_);
+                queue_bytes_ = 0;
+            }
+            write_lines(batch);
+        }
+        if (last) return;
+        lock.lock();
+    }
+}
+
+bool LineLog::write_lines(std::deque<std::string>& lines) {
+    bool ok = true;
+    std::string chunk;
+    uint64_t in_chunk = 0;
+    const auto flush = [&] {
+        if (in_chunk == 0) return;
+        if (const int err = write_all(fd_, chunk); err != 0) {
+            last_errno_.store(err, std::memory_order_relaxed);
+            failed_.fetch_add(in_chunk, std::memory_order_relaxed);
+            ok = false;
+        } else {
+            written_.fetch_add(in_chunk, std::memory_order_relaxed);
+        }
+        chunk.clear();
+        in_chunk = 0;
+    };
+    for (std::string& line : lines) {
+        chunk += line;
+        chunk.push_back('\n');
+        ++in_chunk;
+        if (chunk.size() >= kWriteChunkBytes) flush();
+    }
+    flush();
+    lines.clear();
+    return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lines
+
+std::string iso_time_ms(int64_t ms) {
+    ms = std::clamp(ms, json::timestamp_ms_min, json::timestamp_ms_max);
+    std::string text = json::format_timestamp(ms);
+    // format_timestamp leaves out a zero millisecond part; a log's times always show it.
+    if (text.find('.') == std::string::npos) text.insert(text.size() - 1, ".000");
+    return text;
+}
+
+std::string_view credential_name(Credential c) {
+    switch (c) {
+        case Credential::none:
+            return "none";
+        case Credential::data:
+            return "data";
+        case Credential::admin:
+            return "admin";
+        case Credential::replication:
+            return "replication";
+        case Credential::jwt:
+            return "jwt";
+    }
+    return "none";
+}
+
+std::string_view audit_event_name(AuditEvent e) {
+    switch (e) {
+        case AuditEvent::refused:
+            return "refused";
+        case AuditEvent::admin:
+            return "admin";
+        case AuditEvent::lease:
+            return "lease";
+        case AuditEvent::promote:
+            return "promote";
+        case AuditEvent::schema:
+            return "schema";
+    }
+    return "refused";
+}
+
+std::string audit_line(const AuditLine& line) {
+    std::string out;
+    json::Writer w(out);
+    w.begin_object();
+    w.key("at");
+    w.string(iso_time_ms(line.at_ms));
+    w.key("event");
+    w.string(audit_event_name(line.event));
+    w.key("who");
+    w.begin_object();
+    w.key("credential");
+    w.string(credential_name(line.who.credential));
+    if (!line.who.sub.empty()) {
+        w.key("sub");
+        w.string(line.who.sub);
+    }
+    if (!line.who.tenant.empty()) {
+        w.key("tenant");
+        w.string(line.who.tenant);
+    }
+    w.end_object();
+    w.key("peer");
+    w.string(line.peer);
+    string_or_null(w, "via", line.via);
+    w.key("request_id");
+    w.string(line.request_id);
+    write_fields(w, line.fields);
+    w.end_object();
+    return out;
+}
+
+std::string slow_line(const SlowRequest& r) {
+    std::string out;
+    json::Writer w(out);
+    w.begin_object();
+    w.key("at");
+    w.string(iso_time_ms(r.at_ms));
+    w.key("event");
+    w.string("slow");
+    w.key("request_id");
+    w.string(r.request_id);
+    w.key("peer");
+    w.string(r.peer);
+    w.key("route");
+    w.string(r.route);
+    string_or_null(w, "tenant", r.tenant);
+    w.key("status");
+    w.int64(r.status);
+    w.key("ms");
+    w.int64(r.ms);
+    string_or_null(w, "statement", r.statement);
+    w.end_object();
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request ids and trace context
+
+std::string request_id(std::optional<std::string_view> sent, uint64_t random) {
+    if (sent && !sent->empty() && sent->size() <= request_id_bytes_max &&
+        std::all_of(sent->begin(), sent->end(), [](char c) { return c >= 0x20 && c <= 0x7E; })) {
+        return std::string(*sent);
+    }
+    std::string id;
+    append_hex(id, random);
+    return id;
+}
+
+std::optional<TraceParent> parse_traceparent(std::string_view h) {
+    // 00-<32>-<16>-<2>: 2 + 1 + 32 + 1 + 16 + 1 + 2.
+    if (h.size() != 55 || h[2] != '-' || h[35] != '-' || h[52] != '-') return std::nullopt;
+    const std::string_view version = h.substr(0, 2);
+    const std::string_view trace = h.substr(3, 32);
+    const std::string_view parent = h.substr(36, 16);
+    const std::string_view flags = h.substr(53, 2);
+    if (version != "00" || !is_lower_hex(trace) || !is_lower_hex(parent) || !is_lower_hex(flags)) {
+        return std::nullopt;
+    }
+    if (all_zero(trace) || all_zero(parent)) return std::nullopt;
+    const char low = flags[1];
+    const int low_bits = low <= '9' ? low - '0' : low - 'a' + 10;
+    return TraceParent{std::string(trace), std::string(parent), (low_bits & 1) != 0};
+}
+
+std::string format_traceparent(const TraceParent& t) {
+    std::string out = "00-";
+    out += t.trace_id;
+    out.push_back('-');
+    out += t.parent_id;
+    out += t.sampled ? "-01" : "-00";
+    return out;
+}
+
+std::optional<std::string_view> pass_tracestate(std::string_view header) {
+    if (header.size() > tracestate_bytes_max) return std::nullopt;
+    return header;
+}
+
+std::string span_id(uint64_t random) {
+    std::string id;
+    append_hex(id, random == 0 ? 1 : random);
+    return id;
+}
+
+std::string trace_id(uint64_t hi, uint64_t lo) {
+    std::string id;
+    append_hex(id, hi);
+    append_hex(id, hi == 0 && lo == 0 ? 1 : lo);
+    return id;
+}
+
+bool should_trace(const std::optional<TraceParent>& parent, double sample, uint64_t random) {
+    if (parent && parent->sampled) return true;
+    if (!(sample > 0)) return false;
+    if (sample >= 1) return true;
+    // The top 53 bits as a uniform double in [0, 1).
+    return static_cast<double>(random >> 11) * 0x1p-53 < sample;
+}
+
+std::string span_line(const Span& s) {
+    std::string out;
+    json::Writer w(out);
+    w.begin_object();
+    w.key("trace");
+    w.string(s.trace_id);
+    w.key("span");
+    w.string(s.span_id);
+    if (!s.parent_id.empty()) {
+        w.key("parent");
+        w.string(s.parent_id);
+    }
+    w.key("name");
+    w.string(s.name);
+    w.key("start");
+    w.string(iso_time_ms(s.start_ms));
+    w.key("us");
+    w.int64(s.us);
+    w.key("request_id");
+    w.string(s.request_id);
+    w.key("attrs");
+    w.begin_object();
+    write_fields(w, s.attrs);
+    w.end_object();
+    w.end_object();
+    return out;
+}
+
+}  // namespace fenec::obs

@@ -1,0 +1,466 @@
+// server/runtime/http_server.cc: the HTTP/1.1 server over the io_uring loops
+// (server/runtime/http_server.h, node-http.md §2.1): binding and listening, accepting, placing
+// connections on the loops, the sweep that times them, and shutdown. It owns sockets and timing;
+// one connection's framing is server/runtime/connection.cc's, the answer's hand-back
+// server/runtime/exchange.cc's; the Handler owns meaning.
+//
+// One listener, accepted on loop 0 with a multishot accept; each connection is handed to the
+// loops round-robin (a Handoff task) and lives on that loop alone, so a Connection is touched by
+// one thread only. A LoopState owns its loop's connections (an intrusive list) and frees each
+// once its close has completed. Bounds: server/runtime/loop.h.
+#include "server/runtime/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/runtime/connection.h"
+#include "server/runtime/loop.h"
+
+namespace fenec::server {
+
+namespace {
+
+thread_local std::shared_ptr<Loop> this_thread_loop;  // serving_loop()
+
+using internal::Connection;
+using internal::ConnectionOwner;
+
+class ServerImpl;
+
+// One loop, its thread and the connections it owns.
+struct LoopState final : ConnectionOwner {
+    LoopState(ServerImpl& s, uint32_t i, std::shared_ptr<Loop> l);
+    void add(Connection* c);
+    void release(Connection* c) override;
+    void adopt(int fd, uint64_t id, std::string peer);
+    void arm_sweep();
+    static void on_sweep(Completion& c);
+    void begin_shutdown();
+    void maybe_stop();
+
+    ServerImpl& server;
+    const uint32_t index;
+    std::thread thread;
+    Connection* first = nullptr;
+    Completion sweep_c;
+    bool stopping = false;
+};
+
+// A new connection on its way from loop 0 to its loop.
+struct Handoff final : Task {
+    LoopState* target = nullptr;
+    int fd = -1;
+    uint64_t id = 0;
+    std::string peer;
+    static void run_it(Task& task, bool cancelled);
+};
+
+class ServerImpl final : public HttpServer {
+  public:
+    ServerImpl(const ServerOptions& o, Handler& h) : options(o), handler(h) {}
+    ~ServerImpl() override { shutdown(); }
+    bool listen_on(std::string& error);
+    uint16_t port() const override { return port_; }
+    void start() override;
+    void stop_accepting() override;
+    uint32_t connections() const override { return connections_.load(std::memory_order_acquire); }
+    void shutdown() override;
+
+    // Loop 0.
+    void arm_accept();
+    static void on_accept(Completion& c);
+    static void on_accept_retry(Completion& c);
+    void accepted(int fd);
+    void stop_accepting_on_loop();
+    void close_listener();
+    bool listener_busy() const { return accept_c_.in_flight || accept_retry_c_.in_flight; }
+
+    void loop_stopped();
+    void connection_freed(bool counted);
+
+    const ServerOptions options;
+    Handler& handler;
+    std::vector<std::unique_ptr<LoopState>> loops;
+    uint32_t sweep_ms = 1000;
+
+  private:
+    int listen_fd_ = -1;
+    uint16_t port_ = 0;
+    std::atomic<uint32_t> connections_{0};
+    uint32_t refusals_ = 0;  // loop 0
+    uint64_t next_id_ = 1;   // loop 0
+    size_t next_loop_ = 0;   // loop 0
+    bool accepting_ = true;  // loop 0 after start
+    Completion accept_c_, accept_retry_c_;
+    std::mutex control_;  // start / stop_accepting / shutdown
+    bool started_ = false;
+    bool stop_accepting_asked_ = false;
+    bool shut_ = false;
+    std::mutex stopped_mutex_;
+    std::condition_variable stopped_cv_;
+    uint32_t loops_running_ = 0;
+};
+
+// ---- LoopState ----
+
+LoopState::LoopState(ServerImpl& s, uint32_t i, std::shared_ptr<Loop> l)
+    : ConnectionOwner(s.handler, s.options, std::move(l)), server(s), index(i) {}
+
+void LoopState::add(Connection* c) {
+    c->next = first;
+    if (first != nullptr) first->prev = c;
+    first = c;
+}
+
+void LoopState::release(Connection* c) {
+    if (c->prev != nullptr) c->prev->next = c->next;
+    if (c->next != nullptr) c->next->prev = c->prev;
+    if (first == c) first = c->next;
+    server.connection_freed(c->counted);
+    delete c;
+    maybe_stop();
+}
+
+void LoopState::adopt(int fd, uint64_t id, std::string peer) {
+    if (stopping) {
+        ::close(fd);
+        server.connection_freed(true);
+        return;
+    }
+    auto* c = new Connection(*this, fd, id, std::move(peer), true);
+    add(c);
+    c->start();
+}
+
+void LoopState::arm_sweep() {
+    sweep_c.callback = &LoopState::on_sweep;
+    sweep_c.context = this;
+    loop->timeout(sweep_c, server.sweep_ms);
+}
+
+void LoopState::on_sweep(Completion& c) {
+    auto* self = static_cast<LoopState*>(c.context);
+    if (self->stopping) return self->maybe_stop();
+    uint64_t now = self->loop->now_ms();
+    for (Connection* conn = self->first; conn != nullptr; conn = conn->next) conn->sweep(now);
+    self->arm_sweep();
+}
+
+void LoopState::begin_shutdown() {
+    if (stopping) return;
+    stopping = true;
+    if (index == 0) server.stop_accepting_on_loop();
+    loop->cancel(sweep_c);
+    for (Connection* c = first; c != nullptr; c = c->next) c->cut();
+    maybe_stop();
+}
+
+void LoopState::maybe_stop() {
+    if (!stopping || first != nullptr || sweep_c.in_flight) return;
+    if (index == 0 && server.listener_busy()) return;
+    loop->stop();
+}
+
+void Handoff::run_it(Task& task, bool cancelled) {
+    auto* self = static_cast<Handoff*>(&task);
+    if (cancelled) {
+        ::close(self->fd);
+        self->target->server.connection_freed(true);
+    } else {
+        self->target->adopt(self->fd, self->id, std::move(self->peer));
+    }
+    delete self;
+}
+
+// ---- ServerImpl ----
+
+std::string peer_name(int fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+    char host[INET6_ADDRSTRLEN] = {};
+    if (addr.ss_family == AF_INET) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+        ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+    }
+    if (addr.ss_family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+        ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+    }
+    return "";
+}
+
+// "host:port", "[v6]:port", ":port" (every address); port 0 lets the kernel pick.
+bool split_listen(const std::string& listen, std::string& host, std::string& port,
+                  std::string& error) {
+    size_t colon = std::string::npos;
+    if (!listen.empty() && listen[0] == '[') {
+        size_t close = listen.find(']');
+        if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+            error = "listen address '" + listen + "': expected [address]:port";
+            return false;
+        }
+        host = listen.substr(1, close - 1);
+        colon = close + 1;
+    } else {
+        colon = listen.rfind(':');
+        if (colon == std::string::npos || listen.find(':') != colon) {
+            error = "listen address '" + listen + "': expected host:port";
+            return false;
+        }
+        host = listen.substr(0, colon);
+    }
+    port = listen.substr(colon + 1);
+    bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoul(port) > 65535) {
+        error = "listen address '" + listen + "': bad port";
+        return false;
+    }
+    return true;
+}
+
+bool ServerImpl::listen_on(std::string& error) {
+    std::string host;
+    std::string port;
+    if (!split_listen(options.listen, host, port, error)) return false;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+    if (rc != 0) {
+        error = "listen address '" + options.listen + "': " + ::gai_strerror(rc);
+        return false;
+    }
+    error = "listen address '" + options.listen + "': no address";
+    for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) continue;
+        int one = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, listen_backlog) == 0) {
+            listen_fd_ = fd;
+            break;
+        }
+        error = "listen " + options.listen + ": " + std::strerror(errno);
+        ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    if (listen_fd_ < 0) return false;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                       : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    error.clear();
+    return true;
+}
+
+void ServerImpl::start() {
+    std::lock_guard lock(control_);
+    if (started_ || shut_) return;
+    started_ = true;
+    loops_running_ = static_cast<uint32_t>(loops.size());
+    for (auto& state : loops) {
+        LoopState* ls = state.get();
+        ls->loop->post([this, ls] {
+            ls->arm_sweep();
+            if (ls->index == 0 && accepting_ && listen_fd_ >= 0) arm_accept();
+        });
+        ls->thread = std::thread([this, ls] {
+            this_thread_loop = ls->loop;
+            ls->loop->run();
+            this_thread_loop.reset();
+            loop_stopped();
+        });
+    }
+}
+
+void ServerImpl::arm_accept() {
+    accept_c_.callback = &ServerImpl::on_accept;
+    accept_c_.context = this;
+    loops[0]->loop->accept_multishot(accept_c_, listen_fd_);
+}
+
+void ServerImpl::on_accept(Completion& c) {
+    auto* self = static_cast<ServerImpl*>(c.context);
+    if (c.result >= 0) self->accepted(c.result);
+    if (c.more) return;
+    // The multishot ended: stopped on purpose, or an error the kernel ends it with.
+    if (!self->accepting_) {
+        self->close_listener();
+        return self->loops[0]->maybe_stop();
+    }
+    int err = -c.result;
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        self->accept_retry_c_.callback = &ServerImpl::on_accept_retry;
+        self->accept_retry_c_.context = self;
+        self->loops[0]->loop->timeout(self->accept_retry_c_, accept_retry_ms);
+        return;
+    }
+    self->arm_accept();
+}
+
+void ServerImpl::on_accept_retry(Completion& c) {
+    auto* self = static_cast<ServerImpl*>(c.context);
+    if (!self->accepting_) {
+        self->close_listener();
+        return self->loops[0]->maybe_stop();
+    }
+    self->arm_accept();
+}
+
+void ServerImpl::accepted(int fd) {
+    LoopState& first = *loops[0];
+    if (first.stopping) {
+        ::close(fd);
+        return;
+    }
+    int one = 1;  // answers are written whole: Nagle would only delay them
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::string peer = peer_name(fd);
+    uint32_t max = options.connections_max;
+    if (max != 0 && connections_.load(std::memory_order_acquire) >= max) {
+        if (refusals_ >= refusals_in_flight_max) {
+            ::close(fd);
+            return;
+        }
+        ++refusals_;
+        auto* c = new Connection(first, fd, next_id_++, std::move(peer), false);
+        first.add(c);
+        c->start_refusal(handler.over_capacity());
+        return;
+    }
+    connections_.fetch_add(1, std::memory_order_acq_rel);
+    LoopState& target = *loops[next_loop_++ % loops.size()];
+    if (&target == &first) return target.adopt(fd, next_id_++, std::move(peer));
+    auto* handoff = new Handoff();
+    handoff->run = &Handoff::run_it;
+    handoff->target = &target;
+    handoff->fd = fd;
+    handoff->id = next_id_++;
+    handoff->peer = std::move(peer);
+    if (!target.loop->post(*handoff)) Handoff::run_it(*handoff, true);
+}
+
+void ServerImpl::connection_freed(bool counted) {
+    if (counted) {
+        connections_.fetch_sub(1, std::memory_order_acq_rel);
+    } else {
+        --refusals_;  // refusals live on loop 0, as this call does then
+    }
+}
+
+void ServerImpl::stop_accepting() {
+    std::lock_guard lock(control_);
+    if (stop_accepting_asked_ || shut_) return;
+    stop_accepting_asked_ = true;
+    if (!started_) {
+        close_listener();
+        accepting_ = false;
+        return;
+    }
+    loops[0]->loop->post([this] { stop_accepting_on_loop(); });
+}
+
+void ServerImpl::stop_accepting_on_loop() {
+    accepting_ = false;
+    if (accept_c_.in_flight) {
+        loops[0]->loop->cancel(accept_c_);  // on_accept closes the listener
+    } else if (accept_retry_c_.in_flight) {
+        loops[0]->loop->cancel(accept_retry_c_);
+    } else {
+        close_listener();
+    }
+}
+
+void ServerImpl::close_listener() {
+    if (listen_fd_ < 0) return;
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+}
+
+void ServerImpl::loop_stopped() {
+    std::lock_guard lock(stopped_mutex_);
+    --loops_running_;
+    stopped_cv_.notify_all();
+}
+
+void ServerImpl::shutdown() {
+    std::lock_guard lock(control_);
+    if (shut_) return;
+    shut_ = true;
+    if (!started_) {
+        close_listener();
+        return;
+    }
+    for (auto& state : loops) {
+        LoopState* ls = state.get();
+        ls->loop->post([ls] { ls->begin_shutdown(); });
+    }
+    {
+        std::unique_lock wait(stopped_mutex_);
+        stopped_cv_.wait_for(wait, std::chrono::milliseconds(shutdown_wait_ms),
+                             [this] { return loops_running_ == 0; });
+    }
+    for (auto& state : loops) state->loop->stop();  // those that did not finish in time
+    for (auto& state : loops) {
+        if (state->thread.joinable()) state->thread.join();
+    }
+    // The threads are gone: let the kernel release every buffer, then free what is left.
+    for (auto& state : loops) {
+        state->loop->cancel_all_and_drain();
+        while (Connection* c = state->first) {
+            state->first = c->next;
+            c->abandon();
+            connection_freed(c->counted);
+            delete c;
+        }
+    }
+    close_listener();
+}
+
+}  // namespace
+
+const std::shared_ptr<Loop>& serving_loop() { return this_thread_loop; }
+
+std::unique_ptr<HttpServer> HttpServer::bind(const ServerOptions& options, Handler& handler,
+                                             std::string& error) {
+    auto server = std::make_unique<ServerImpl>(options, handler);
+    if (!server->listen_on(error)) return nullptr;
+    uint32_t loops = std::max<uint32_t>(1, options.loops);
+    for (uint32_t i = 0; i < loops; ++i) {
+        std::shared_ptr<Loop> loop = Loop::create(error, options.busy_poll_us);
+        if (!loop) return nullptr;
+        server->loops.push_back(std::make_unique<LoopState>(*server, i, std::move(loop)));
+    }
+    // The sweep finds idle, stalled and lingering connections; a tick of an eighth of the
+    // shortest timeout keeps each within 1/8 of its bound.
+    uint32_t shortest = linger_ms;
+    for (uint32_t t : {options.idle_timeout_ms, options.send_timeout_ms}) {
+        if (t != 0) shortest = std::min(shortest, t);
+    }
+    server->sweep_ms = std::clamp<uint32_t>(shortest / 8, 5, 1000);
+    return server;
+}
+
+}  // namespace fenec::server

@@ -1,0 +1,163 @@
+// server/runtime/http_server.h: an HTTP/1.1 server over the io_uring loops (server/runtime/loop.h),
+// shared by fenec-node and fenec-shard. It owns connections and framing; what a request means is
+// the Handler's. Requests run wherever the handler sends them (the node: its worker pool), so a
+// long statement never stalls a loop; the answer comes back through an Exchange from any thread.
+//
+// Per connection (node-http.md §2.1): keep-alive; pipelined requests are read one at a time and
+// answered strictly in order (the next head is parsed only once the answer before it is sent);
+// a head over http::head_bytes_max or with too many fields → 431; a body judged from
+// Content-Length against the Handler's check before any body byte is read (413 names both
+// sizes); `Expect: 100-continue` answered after that check; silent between requests for
+// `idle_timeout_ms` → closed with no answer; silent part-way through a request as long → 408;
+// an answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request
+// it could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
+// Over `connections_max` a new connection gets 503 `Retry-After: 1` and is closed.
+//
+// Threads (server/runtime/http_server.cc): one listener, accepted on loop 0 (multishot) and handed
+// to the loops round-robin, so `loops` connections spread evenly whatever their addresses; a
+// connection then lives on its loop alone. Every bound (buffers, queues, lingering close) is listed
+// in server/runtime/loop.h. An answer that closes shuts the write side first and drops what the
+// peer still sends for a moment (linger_ms), so the answer is not destroyed by a reset.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "server/runtime/http.h"
+
+namespace fenec::server {
+
+class Loop;
+
+struct Request {
+    http::RequestHead head;
+    std::string body;
+    std::string peer;         // "127.0.0.1:51234"
+    uint64_t connection = 0;  // id of the connection, unique per server run
+};
+
+// One piece of a streamed request body (HeadVerdict::stream_body), in order. `last`: the body is
+// whole with these bytes. `failed`: the body will not be whole (the peer closed or was cut
+// part-way, or timed out: `error` says which); no more chunks come and no answer can be sent.
+struct BodyChunk {
+    std::string bytes;
+    // read_body_into: the bytes written into the caller's buffer (`bytes` is empty).
+    size_t filled = 0;
+    bool last = false;
+    bool failed = false;
+    std::string error;
+};
+
+// The far end of one request's answer. Thread-safe: any thread may call it; the connection's loop
+// does the writing. A plain answer is `reply` (once). A stream is `start` (its head, sent with no
+// Content-Length), then `write` any number of times, then `end`; the connection closes after it.
+class Exchange {
+  public:
+    virtual ~Exchange() = default;
+    virtual void reply(http::Response response) = 0;
+    virtual void start(http::Response head) = 0;
+    // Queues `bytes` on a started stream; false when the stream is gone (the peer closed, or
+    // more than `stream_buffer_max` bytes wait unsent: the caller ends it as `slow`).
+    // Precisely: refused when bytes already wait and these would take them past the bound, so
+    // one event larger than the bound still goes when nothing waits; false too before start()
+    // and after end(). A refused write queues nothing.
+    virtual bool write(std::string bytes) = 0;
+    virtual void end() = 0;
+    // True once the peer has closed or the connection was cut; `on_close` runs (on the loop
+    // thread) when that happens, at most once, and at once if it already has.
+    // The exchange watches its connection until its reply is handed over, or for a stream until
+    // the connection ends (end() included); after a reply it no longer changes. A peer that
+    // half-closes after its request still gets the reply. If the loop is already gone (after
+    // shutdown), a late on_close runs on the caller's thread.
+    virtual bool closed() const = 0;
+    virtual void on_close(std::function<void()> fn) = 0;
+    // Bytes queued on a stream and not yet sent.
+    virtual size_t pending_bytes() const = 0;
+    // A streamed body (HeadVerdict::stream_body): asks for its next chunk (at most
+    // body_chunk_bytes_max, server/runtime/loop.h). `fn` runs once, on the loop thread, with the
+    // bytes that came next (those already read first), or with `failed`; at once on the caller's
+    // thread if the connection is already gone. Any thread. Backpressure: the connection reads
+    // no body byte while no read_body is outstanding, so the handler holds at most one chunk.
+    // After `last` or `failed`, or for a body not streamed, `fn` gets `failed` at once. The
+    // handler may reply before the body is whole; the connection then closes after the answer.
+    virtual void read_body(std::function<void(BodyChunk)> fn) = 0;
+    // As read_body, but the bytes land in `into`: the connection receives straight into it, recv
+    // after recv on its loop with no hop to the handler between them, until it is full or the
+    // body ends; then `fn` gets the count in `filled` (`bytes` empty). For a large body the
+    // handler keeps whole (an image installed from memory): nothing is copied out of a chunk and
+    // the network is read at the loop's pace. `owner` keeps `into` alive for as long as a recv
+    // into it may be in flight, which can outlast a `failed` callback (the connection cut).
+    virtual void read_body_into(std::span<char> into, std::shared_ptr<const void> owner,
+                                std::function<void(BodyChunk)> fn) = 0;
+};
+
+// What the handler says of a head before any body byte is read.
+struct HeadVerdict {
+    std::optional<http::Response> refuse;   // answered at once; the body is not read, it closes
+    uint64_t body_bytes_max = 64ull << 20;  // the body bound for this route (413 past it)
+    // The body is not read into Request::body: handle() gets the request at once (body empty,
+    // its length in head.content_length) and pulls the body through Exchange::read_body.
+    // Ignored when the request has no body.
+    bool stream_body = false;
+};
+
+class Handler {
+  public:
+    virtual ~Handler() = default;
+    // On the loop thread, fast: route, credential, limits. No disk, no lock held long.
+    virtual HeadVerdict check_head(const Request& request) = 0;
+    // On the loop thread once the body is read; must hand slow work elsewhere and answer through
+    // `exchange`, which stays valid as long as the shared_ptr is held.
+    virtual void handle(Request request, std::shared_ptr<Exchange> exchange) = 0;
+    // A connection refused for `connections_max`: the answer it gets (503).
+    virtual http::Response over_capacity() = 0;
+    // An answer the server writes on its own, to a request it could not frame or a client too
+    // slow: 400/505 (malformed), 408 (silent part-way), 411 (Transfer-Encoding), 413 (body over
+    // HeadVerdict::body_bytes_max), 431 (head too large), 501 (unknown method). `message` names
+    // the problem. The default is `{"error":"<message>"}`; the node may override it to add its
+    // answer headers. The connection closes after it whatever `close` says. On the loop thread.
+    virtual http::Response framing_error(int status, std::string_view message);
+};
+
+struct ServerOptions {
+    std::string listen = "127.0.0.1:8081";  // host:port; port 0 picks one (see port())
+    uint32_t loops = 1;                     // io_uring loops, each on its own thread
+    uint32_t connections_max = 1024;        // 0: no limit
+    uint32_t idle_timeout_ms = 60'000;      // 0: never
+    uint32_t send_timeout_ms = 30'000;      // an answer or stream unread this long: cut
+    size_t stream_buffer_max = 1 << 20;     // bytes a stream may hold unsent (node-http.md §5.4)
+    std::string server_header = "fenec-node/0.1.0";
+    // Each loop polls for completions this long after a turn before it sleeps (Loop::create):
+    // the next request of a kept-alive connection is then picked up without a thread wake-up.
+    uint32_t busy_poll_us = 0;
+};
+
+// The loop of the calling thread when it is one of an HttpServer's (so inside a Handler
+// callback), else an empty pointer. A handler may start I/O of its own on it (the router's calls
+// to nodes), and so answer without handing the request to another thread and back.
+const std::shared_ptr<Loop>& serving_loop();
+
+class HttpServer {
+  public:
+    // Binds and listens (so port() is known) but serves nothing until start().
+    static std::unique_ptr<HttpServer> bind(const ServerOptions& options, Handler& handler,
+                                            std::string& error);
+    virtual ~HttpServer() = default;
+    virtual uint16_t port() const = 0;
+    virtual void start() = 0;  // the loops' threads begin
+    // Stops accepting (the listener closes); connections already open go on being served.
+    virtual void stop_accepting() = 0;
+    // Open connections (streams and idle keep-alives included).
+    virtual uint32_t connections() const = 0;
+    // Closes every connection and joins the loops' threads. Idempotent.
+    // Not from a loop thread (a Handler callback). Connections still open after shutdown_wait_ms
+    // (server/runtime/loop.h) are closed regardless.
+    virtual void shutdown() = 0;
+};
+
+}  // namespace fenec::server
