@@ -265,6 +265,9 @@ Status ReplayState::finish_image(uint64_t p) {
     return Status::ok();
 }
 
+// Where a record may stand is checked first: an image's kinds only inside an image (a checkpoint
+// also as the file's first record, opening one), a block's kinds only outside; then the record
+// is applied by its kind.
 Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::byte> body,
                           uint64_t framed) {
     const bool in_image = image_end != 0 && p < image_end;
@@ -279,152 +282,182 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
     }
     if (kind != K::spill) trailing_spill.reset();
     switch (kind) {
-        case K::checkpoint: {
-            const auto* c = root<fb::Checkpoint>(body);
-            image_end = p + framed + c->image_bytes();
-            if (image_end < p + framed) return corrupt(p, "image length overflows");
-            db.seq_.store(c->seq());
-            db.next_collection_ = std::max<uint32_t>(1, c->next_collection());
-            if (image_end > size && mode == Mode::verify_image) {
-                return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
-                                      std::to_string(image_end) + " bytes");
-            }
-            if (image_end > size) {
-                return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
-                                      std::to_string(image_end) + " bytes");
-            }
-            if (image_end == p + framed) FENEC_RETURN_IF_ERROR(finish_image(p));
-            return Status::ok();
-        }
-        case K::collection_state: {
-            const auto* s = root<fb::CollectionState>(body);
-            const std::string name = s->name() ? s->name()->str() : "";
-            FENEC_ASSIGN_OR_RETURN(Schema schema, codec::from_fb(s->schema(), p));
-            if (!is_identifier(name) || db.names_.count(name) ||
-                db.collections_.count(s->collection()) || s->collection() == 0 ||
-                s->collection() >= db.next_collection_) {
-                return corrupt(p, "collection state for `" + name + "` is not valid here");
-            }
-            if (!validate_schema(name, schema).is_ok())
-                return corrupt(p, "invalid schema for `" + name + "`");
-            auto col = std::make_unique<Collection>(CollectionId{s->collection()}, name,
-                                                    std::move(schema));
-            col->set_next_id(std::max<uint64_t>(1, s->next_id()));
-            db.names_[name] = s->collection();
-            db.collections_[s->collection()] = std::move(col);
-            image_rows[s->collection()] = s->rows();
-            return Status::ok();
-        }
+        case K::checkpoint:
+            return apply_checkpoint(p, root<fb::Checkpoint>(body), framed);
+        case K::collection_state:
+            return apply_collection_state(p, root<fb::CollectionState>(body));
         case K::image_docs: {
             const auto* d = root<fb::ImageDocs>(body);
             return apply_put(p, d->collection(), d->ids(), d->ends(), d->bodies(), true);
         }
-        case K::history: {
-            const auto* h = root<fb::History>(body);
-            History hist;
-            if (!h->forks() || h->forks()->size() == 0 || h->forks()->size() > limits::forks_max) {
-                return corrupt(p, "history holds no forks or too many");
-            }
-            uint64_t last = 0;
-            for (const fb::Fork* f : *h->forks()) {
-                if (f->history() == 0 || f->seq() < last)
-                    return corrupt(p, "history forks out of order");
-                last = f->seq();
-                hist.forks.push_back(Fork{HistoryId{f->history()}, Seq{f->seq()}});
-            }
-            if (hist.forks.front().seq.v != 0) return corrupt(p, "history does not start at seq 0");
-            if (last > db.seq_.load()) return corrupt(p, "history forks past the file's seq");
-            hist.replica = h->replica();
-            db.history_ = std::move(hist);
-            have_history = true;
+        case K::history:
+            return apply_history(p, root<fb::History>(body));
+        case K::graph:
+            note_graph(p, root<fb::Graph>(body), body, framed);
             return Status::ok();
-        }
-        case K::graph: {
-            const auto* g = root<fb::Graph>(body);
-            graphs[{g->collection(), g->slot()}] =
-                GraphRecord{CollectionId{g->collection()}, g->slot(), p, body};
-            uint64_t& last = db.graph_framed_[{g->collection(), g->slot()}];
-            db.graph_dead_bytes_ += last;  // the record this one supersedes
-            last = framed;
-            return Status::ok();
-        }
-        case K::block: {
-            if (!have_history) return corrupt(p, "a block before any history record");
-            const auto* b = root<fb::Block>(body);
-            if (b->first_seq() != db.seq_.load() + 1) {
-                return corrupt(p, "block first_seq " + std::to_string(b->first_seq()) +
-                                      " does not follow seq " + std::to_string(db.seq_.load()));
-            }
-            // seq never wraps (I2): a checkpoint near 2^64-1 must not carry it back to 0.
-            if (b->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
-                return corrupt(p, "block would carry seq past 2^64-1");
-            }
-            uint64_t writes = 0;
-            FENEC_RETURN_IF_ERROR(apply_ops(p, b->ops_type(), b->ops(), writes));
-            if (writes != b->count() || writes == 0)
-                return corrupt(p, "block count does not match its writes");
-            db.seq_.store(b->first_seq() + b->count() - 1);
-            landed.push_back({b->first_seq(), db.seq_.load(), b->at_ms(), {{p, framed}}});
-            return Status::ok();
-        }
-        case K::spill: {
-            if (!have_history) return corrupt(p, "a spill before any history record");
-            const auto* s = root<fb::Spill>(body);
-            spills[s->token()].push_back(SpillSeen{
-                s->part(), s->count(), format::load_u64(buf + p + 4), p, framed, s, false});
-            if (!trailing_spill) trailing_spill = p;
-            return Status::ok();
-        }
-        case K::landing: {
-            if (!have_history) return corrupt(p, "a landing before any history record");
-            const auto* l = root<fb::Landing>(body);
-            if (l->first_seq() != db.seq_.load() + 1) {
-                return corrupt(p, "landing first_seq does not follow the file's seq");
-            }
-            if (l->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
-                return corrupt(p, "landing would carry seq past 2^64-1");
-            }
-            auto it = spills.find(l->token());
-            const size_t nrefs = l->spills() ? l->spills()->size() : 0;
-            std::vector<SpillSeen*> parts;
-            for (size_t i = 0; i < nrefs; ++i) {
-                const fb::SpillRef* ref = l->spills()->Get(static_cast<flatbuffers::uoffset_t>(i));
-                SpillSeen* found = nullptr;
-                if (it != spills.end()) {
-                    for (SpillSeen& s : it->second) {
-                        if (s.part == ref->part() && !s.named) found = &s;
-                    }
-                }
-                if (!found || ref->part() != i)
-                    return corrupt(p, "landing names a spill not in the file");
-                if (found->checksum != ref->checksum() || found->count != ref->count()) {
-                    return corrupt(p, "landing's spill checksum differs from its spill's");
-                }
-                parts.push_back(found);
-            }
-            uint64_t writes = 0;
-            for (SpillSeen* s : parts) {
-                uint64_t w = 0;
-                FENEC_RETURN_IF_ERROR(apply_ops(s->offset, s->body->ops_type(), s->body->ops(), w));
-                if (w != s->count)
-                    return corrupt(s->offset, "spill count does not match its writes");
-                s->named = true;
-                writes += w;
-            }
-            uint64_t own = 0;
-            FENEC_RETURN_IF_ERROR(apply_ops(p, l->ops_type(), l->ops(), own));
-            writes += own;
-            if (writes != l->count() || writes == 0)
-                return corrupt(p, "landing count does not match its writes");
-            db.seq_.store(l->first_seq() + l->count() - 1);
-            LandedSeen seen{l->first_seq(), db.seq_.load(), l->at_ms(), {}};
-            for (const SpillSeen* sp : parts) seen.pieces.emplace_back(sp->offset, sp->framed);
-            seen.pieces.emplace_back(p, framed);
-            landed.push_back(std::move(seen));
-            return Status::ok();
-        }
+        case K::block:
+            return apply_block(p, root<fb::Block>(body), framed);
+        case K::spill:
+            return note_spill(p, root<fb::Spill>(body), framed);
+        case K::landing:
+            return apply_landing(p, root<fb::Landing>(body), framed);
     }
     return corrupt(p, "unknown record kind");
+}
+
+// A checkpoint opens an image: the records up to image_end are the image's. The seq and the
+// collection counter are the image's; an image of no record after the checkpoint ends here.
+Status ReplayState::apply_checkpoint(uint64_t p, const fb::Checkpoint* c, uint64_t framed) {
+    image_end = p + framed + c->image_bytes();
+    if (image_end < p + framed) return corrupt(p, "image length overflows");
+    db.seq_.store(c->seq());
+    db.next_collection_ = std::max<uint32_t>(1, c->next_collection());
+    if (image_end > size) {
+        return corrupt(p, "image cut short at " + std::to_string(size) + " of " +
+                              std::to_string(image_end) + " bytes");
+    }
+    if (image_end == p + framed) return finish_image(p);
+    return Status::ok();
+}
+
+// A collection as the image holds it, with the rows its image_docs must add up to
+// (finish_image checks them).
+Status ReplayState::apply_collection_state(uint64_t p, const fb::CollectionState* s) {
+    const std::string name = s->name() ? s->name()->str() : "";
+    FENEC_ASSIGN_OR_RETURN(Schema schema, codec::from_fb(s->schema(), p));
+    if (!is_identifier(name) || db.names_.count(name) || db.collections_.count(s->collection()) ||
+        s->collection() == 0 || s->collection() >= db.next_collection_) {
+        return corrupt(p, "collection state for `" + name + "` is not valid here");
+    }
+    if (!validate_schema(name, schema).is_ok()) {
+        return corrupt(p, "invalid schema for `" + name + "`");
+    }
+    auto col = std::make_unique<Collection>(CollectionId{s->collection()}, name, std::move(schema));
+    col->set_next_id(std::max<uint64_t>(1, s->next_id()));
+    db.names_[name] = s->collection();
+    db.collections_[s->collection()] = std::move(col);
+    image_rows[s->collection()] = s->rows();
+    return Status::ok();
+}
+
+// The file's forks: at least one, in seq order, the first at seq 0, none past the file's seq. A
+// later history record replaces an earlier one.
+Status ReplayState::apply_history(uint64_t p, const fb::History* h) {
+    History hist;
+    if (!h->forks() || h->forks()->size() == 0 || h->forks()->size() > limits::forks_max) {
+        return corrupt(p, "history holds no forks or too many");
+    }
+    uint64_t last = 0;
+    for (const fb::Fork* f : *h->forks()) {
+        if (f->history() == 0 || f->seq() < last) return corrupt(p, "history forks out of order");
+        last = f->seq();
+        hist.forks.push_back(Fork{HistoryId{f->history()}, Seq{f->seq()}});
+    }
+    if (hist.forks.front().seq.v != 0) return corrupt(p, "history does not start at seq 0");
+    if (last > db.seq_.load()) return corrupt(p, "history forks past the file's seq");
+    hist.replica = h->replica();
+    db.history_ = std::move(hist);
+    have_history = true;
+    return Status::ok();
+}
+
+// A graph record is kept for the index hook (the last one per field wins; the one it supersedes
+// is dead space). It is derived data: nothing here can refuse the open.
+void ReplayState::note_graph(uint64_t p, const fb::Graph* g, std::span<const std::byte> body,
+                             uint64_t framed) {
+    graphs[{g->collection(), g->slot()}] =
+        GraphRecord{CollectionId{g->collection()}, g->slot(), p, body};
+    uint64_t& last = db.graph_framed_[{g->collection(), g->slot()}];
+    db.graph_dead_bytes_ += last;  // the record this one supersedes
+    last = framed;
+}
+
+// A block: its writes follow the file's seq, exactly as many as it counts.
+Status ReplayState::apply_block(uint64_t p, const fb::Block* b, uint64_t framed) {
+    if (!have_history) return corrupt(p, "a block before any history record");
+    if (b->first_seq() != db.seq_.load() + 1) {
+        return corrupt(p, "block first_seq " + std::to_string(b->first_seq()) +
+                              " does not follow seq " + std::to_string(db.seq_.load()));
+    }
+    // seq never wraps (I2): a checkpoint near 2^64-1 must not carry it back to 0.
+    if (b->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
+        return corrupt(p, "block would carry seq past 2^64-1");
+    }
+    uint64_t writes = 0;
+    FENEC_RETURN_IF_ERROR(apply_ops(p, b->ops_type(), b->ops(), writes));
+    if (writes != b->count() || writes == 0) {
+        return corrupt(p, "block count does not match its writes");
+    }
+    db.seq_.store(b->first_seq() + b->count() - 1);
+    landed.push_back({b->first_seq(), db.seq_.load(), b->at_ms(), {{p, framed}}});
+    return Status::ok();
+}
+
+// A spill is set aside, unapplied, until a landing names it (I1); one no landing names is dead
+// space, and cut with the tear when it trails the file.
+Status ReplayState::note_spill(uint64_t p, const fb::Spill* s, uint64_t framed) {
+    if (!have_history) return corrupt(p, "a spill before any history record");
+    spills[s->token()].push_back(
+        SpillSeen{s->part(), s->count(), format::load_u64(buf + p + 4), p, framed, s, false});
+    if (!trailing_spill) trailing_spill = p;
+    return Status::ok();
+}
+
+// The spills a landing names, in part order: each one in the file under the landing's token, not
+// named before, with the checksum and count the landing gives it.
+Result<std::vector<ReplayState::SpillSeen*>> ReplayState::named_spills(uint64_t p,
+                                                                       const fb::Landing* l) {
+    auto it = spills.find(l->token());
+    const size_t nrefs = l->spills() ? l->spills()->size() : 0;
+    std::vector<SpillSeen*> parts;
+    for (size_t i = 0; i < nrefs; ++i) {
+        const fb::SpillRef* ref = l->spills()->Get(static_cast<flatbuffers::uoffset_t>(i));
+        SpillSeen* found = nullptr;
+        if (it != spills.end()) {
+            for (SpillSeen& s : it->second) {
+                if (s.part == ref->part() && !s.named) found = &s;
+            }
+        }
+        if (!found || ref->part() != i) return corrupt(p, "landing names a spill not in the file");
+        if (found->checksum != ref->checksum() || found->count != ref->count()) {
+            return corrupt(p, "landing's spill checksum differs from its spill's");
+        }
+        parts.push_back(found);
+    }
+    return parts;
+}
+
+// A landing: the spills it names applied in order, then its own ops; their writes together
+// follow the file's seq, exactly as many as it counts.
+Status ReplayState::apply_landing(uint64_t p, const fb::Landing* l, uint64_t framed) {
+    if (!have_history) return corrupt(p, "a landing before any history record");
+    if (l->first_seq() != db.seq_.load() + 1) {
+        return corrupt(p, "landing first_seq does not follow the file's seq");
+    }
+    if (l->count() > std::numeric_limits<uint64_t>::max() - db.seq_.load()) {
+        return corrupt(p, "landing would carry seq past 2^64-1");
+    }
+    FENEC_ASSIGN_OR_RETURN(const std::vector<SpillSeen*> parts, named_spills(p, l));
+    uint64_t writes = 0;
+    for (SpillSeen* s : parts) {
+        uint64_t w = 0;
+        FENEC_RETURN_IF_ERROR(apply_ops(s->offset, s->body->ops_type(), s->body->ops(), w));
+        if (w != s->count) return corrupt(s->offset, "spill count does not match its writes");
+        s->named = true;
+        writes += w;
+    }
+    uint64_t own = 0;
+    FENEC_RETURN_IF_ERROR(apply_ops(p, l->ops_type(), l->ops(), own));
+    writes += own;
+    if (writes != l->count() || writes == 0) {
+        return corrupt(p, "landing count does not match its writes");
+    }
+    db.seq_.store(l->first_seq() + l->count() - 1);
+    LandedSeen seen{l->first_seq(), db.seq_.load(), l->at_ms(), {}};
+    for (const SpillSeen* sp : parts) seen.pieces.emplace_back(sp->offset, sp->framed);
+    seen.pieces.emplace_back(p, framed);
+    landed.push_back(std::move(seen));
+    return Status::ok();
 }
 
 Status ReplayState::apply_put(uint64_t p, uint32_t collection,

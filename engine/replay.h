@@ -82,7 +82,18 @@ struct ReplayState {
     Status advance(uint64_t available);
     Status record_at(uint64_t p, bool in_image);
     bool zero_from(uint64_t p) const;
+    // The record at p, of `kind`, checked against the records before it and applied.
     Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);
+    // apply()'s cases, one a kind (replay.cc says what each checks).
+    Status apply_checkpoint(uint64_t p, const fb::Checkpoint* c, uint64_t framed);
+    Status apply_collection_state(uint64_t p, const fb::CollectionState* s);
+    Status apply_history(uint64_t p, const fb::History* h);
+    void note_graph(uint64_t p, const fb::Graph* g, std::span<const std::byte> body,
+                    uint64_t framed);
+    Status apply_block(uint64_t p, const fb::Block* b, uint64_t framed);
+    Status note_spill(uint64_t p, const fb::Spill* s, uint64_t framed);
+    Status apply_landing(uint64_t p, const fb::Landing* l, uint64_t framed);
+    Result<std::vector<SpillSeen*>> named_spills(uint64_t p, const fb::Landing* l);
     Status apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* types,
                      const flatbuffers::Vector<flatbuffers::Offset<void>>* values,
                      uint64_t& writes);
