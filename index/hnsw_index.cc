@@ -51,6 +51,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 
@@ -79,6 +80,53 @@ using Hnsw = hnswlib::HierarchicalNSW<float>;
 using hnswlib::labeltype;
 using hnswlib::linklistsizeint;
 using hnswlib::tableint;
+
+// ---- hnswlib, pinned. restore() writes hnswlib's node memory directly and encode_graph() reads
+// it, both as 0.6.2 lays it out. The build takes only the headers this was verified against
+// (index/CMakeLists.txt checks their SHA-256); index/README.md lists every assumption to
+// re-verify before another version is let in. What a compiler can see of them is asserted here,
+// so a header that slipped past the hash check still fails the build where the types moved.
+#define FENEC_HNSWLIB_PIN(what)                                                \
+    "hnswlib is not the 0.6.2 index/hnsw_index.cc was verified against (" what \
+    "): re-verify the assumptions index/README.md lists under \"hnswlib, pinned\""
+static_assert(std::is_same_v<tableint, uint32_t>, FENEC_HNSWLIB_PIN("a link is 4 bytes"));
+static_assert(std::is_same_v<linklistsizeint, uint32_t>,
+              FENEC_HNSWLIB_PIN("a link list opens with one 4-byte word holding its count"));
+static_assert(std::is_same_v<labeltype, size_t>,
+              FENEC_HNSWLIB_PIN("a node's label is 8 bytes, after its vector"));
+static_assert(std::is_same_v<decltype(Hnsw::data_level0_memory_), char*> &&
+                  std::is_same_v<decltype(Hnsw::size_data_per_element_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::offsetLevel0_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::size_links_level0_), size_t>,
+              FENEC_HNSWLIB_PIN("level 0 is one array of fixed-size node records"));
+static_assert(std::is_same_v<decltype(Hnsw::linkLists_), char**> &&
+                  std::is_same_v<decltype(Hnsw::size_links_per_element_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::element_levels_), std::vector<int>>,
+              FENEC_HNSWLIB_PIN("a node's upper levels are one malloc'd block of lists"));
+static_assert(std::is_same_v<decltype(Hnsw::cur_element_count), size_t> &&
+                  std::is_same_v<decltype(Hnsw::max_elements_), size_t>,
+              FENEC_HNSWLIB_PIN("the node count is a plain size_t; 0.7 made it atomic"));
+static_assert(
+    std::is_same_v<decltype(Hnsw::label_lookup_), std::unordered_map<labeltype, tableint>>,
+    FENEC_HNSWLIB_PIN("labels map to nodes in one unordered_map"));
+static_assert(std::is_same_v<decltype(Hnsw::enterpoint_node_), tableint> &&
+                  std::is_same_v<decltype(Hnsw::maxlevel_), int>,
+              FENEC_HNSWLIB_PIN("the entry point is a node and a level"));
+static_assert(std::is_same_v<decltype(Hnsw::num_deleted_), size_t> &&
+                  std::is_same_v<decltype(&Hnsw::markDeletedInternal), void (Hnsw::*)(tableint)>,
+              FENEC_HNSWLIB_PIN("a node is marked deleted by its number, and counted"));
+static_assert(
+    std::is_same_v<decltype(&Hnsw::getListCount),
+                   unsigned short (Hnsw::*)(linklistsizeint*) const> &&
+        std::is_same_v<decltype(&Hnsw::setListCount),
+                       void (Hnsw::*)(linklistsizeint*, unsigned short) const> &&
+        std::is_same_v<decltype(&Hnsw::get_linklist),
+                       linklistsizeint* (Hnsw::*)(tableint, int) const> &&
+        std::is_same_v<decltype(&Hnsw::getDataByInternalId), char* (Hnsw::*)(tableint) const> &&
+        std::is_same_v<decltype(&Hnsw::setExternalLabel),
+                       void (Hnsw::*)(tableint, labeltype) const>,
+    FENEC_HNSWLIB_PIN("the accessors of a node's lists, vector and label"));
+#undef FENEC_HNSWLIB_PIN
 
 std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t slot,
                                             uint32_t dim) {
