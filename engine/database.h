@@ -423,6 +423,12 @@ private:
     void push_delete(CollectionId c, DocId id);
     Status maybe_spill();
     Status spill();
+    // commit()'s steps (block.cc); spill() shares the quota check.
+    std::vector<std::byte> encode_record(Seq first) const;
+    Status check_lease() const;
+    bool takes_away_only() const;
+    Status check_quotas(uint64_t record_bytes, bool last_record) const;
+    void account_landed(Seq first, Seq last, const std::vector<std::byte>& record);
     void undo_to(size_t undo_size);
     void finish();
 
