@@ -11,17 +11,9 @@
 //     squared-L2 space; dot the inner-product space. Answers are always re-scored in double from
 //     our own float32 copy, so the graph's float distances only choose candidates.
 //
-// Graph record (format.fbs `Graph`, version 1), as encode_graph writes and restore reads it:
-//   node_docs[i]   document id of node i, 0 for a retired node
-//   levels[i]      the node's top level (hnswlib element_levels_)
-//   level0         per node 1 + 2m words: link count, then 2m slots (unused slots 0)
-//   upper          per node, for levels 1..levels[i]: link count, then exactly that many links
-//   upper_ends[i]  index into `upper` just past node i's lists
-//   retired_vectors  dim float32 per retired node, node order, as the document held them
-//   live_digest    XXH3-64 (seed 0) over the live nodes' float32 components (host order, i.e.
-//                  little-endian), node order, as the documents hold them
-// Live vectors are not stored: they come from the documents at open, which is why every live
-// node's document must hold a vector and the digest must match.
+// The graph record's layout and the checks a record passes before a restore are
+// index/hnsw_record.h's; this file writes records from graphs (encode_graph) and fills graphs
+// from records those checks passed (restore).
 #include "index/hnsw_index.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -42,12 +34,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -57,6 +47,7 @@
 
 #include "engine/format_generated.h"
 #include "engine/limits.h"
+#include "index/hnsw_record.h"
 
 namespace fenec::index {
 
@@ -66,7 +57,11 @@ using engine::Status;
 
 namespace {
 
-constexpr uint16_t kGraphVersion = 1;
+using hnsw::GraphTable;
+using hnsw::in_parts;
+using hnsw::kGraphVersion;
+using hnsw::kRetiredBit;
+using hnsw::unfit;
 // hnswlib's level generator seed: fixed, so a rebuild from the same documents in the same order
 // gives the same graph (tests compare answers across rebuilds).
 constexpr size_t kLevelSeed = 100;
@@ -369,195 +364,6 @@ bool matches(const Field& f, const Rows& rows) {
     return true;
 }
 
-// Nodes from which a restore's per-node work is split across threads: below it a thread costs
-// more than it saves. A 100,000-node graph's fill (its 65 MB of node memory first touched, each
-// vector normalised) is ~50 ms on one core.
-constexpr size_t kPartNodesMin = 16384;
-constexpr unsigned kPartsMax = 4;
-
-// Runs `part(lo, hi)` over [0, n) cut into up to one part per CPU (kPartsMax at most, each of
-// kPartNodesMin nodes or more), the first on this thread and the rest on threads of their own;
-// true when every part returned true. One part (and no thread) where n is small, there is one
-// CPU, or a thread cannot be started.
-template <class Part>
-bool in_parts(size_t n, const Part& part) {
-    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-    const size_t parts =
-        std::min<size_t>({cpus, kPartsMax, std::max<size_t>(1, n / kPartNodesMin)});
-    if (parts <= 1) return part(size_t{0}, n);
-    std::vector<std::thread> threads;
-    std::vector<char> ok(parts, 0);
-    const size_t step = (n + parts - 1) / parts;
-    size_t covered = step;  // [0, covered): this thread's first part and the threads'
-    for (size_t k = 1; k < parts && covered < n; ++k) {
-        const size_t lo = covered;
-        const size_t hi = std::min(n, lo + step);
-        try {
-            threads.emplace_back([&ok, &part, k, lo, hi] { ok[k] = part(lo, hi) ? 1 : 0; });
-        } catch (const std::system_error&) {
-            break;
-        }
-        covered = hi;
-    }
-    bool all = part(size_t{0}, std::min(step, n));
-    if (covered < n) all = part(covered, n) && all;  // a thread that could not be started
-    for (std::thread& t : threads) t.join();
-    for (size_t k = 1; k <= threads.size(); ++k) all = all && ok[k] != 0;
-    return all;
-}
-
-Status unfit(const std::string& why) { return Status::error(Code::corruption, why); }
-
-template <class T>
-size_t size_of(const flatbuffers::Vector<T>* v) {
-    return v ? v->size() : 0;
-}
-
-// A Graph table that verified as FlatBuffers and fits the field, with the sizes every check and
-// fill of it reads.
-struct GraphTable {
-    const fb::Graph* g = nullptr;
-    size_t n = 0;           // nodes
-    size_t m = 0;           // the field's m: up to 2m links a node at level 0, m above
-    size_t stride0 = 0;     // words a node in `level0`: its link count, then 2m slots
-    size_t upper_size = 0;  // words in `upper`
-    int max_level = 0;
-};
-
-// The record's Graph table, when it is one written for this field with its parameters, its node
-// arrays of one length and its entry point a node at max_level (engine.md §6.3).
-engine::Result<GraphTable> graph_table(std::span<const std::byte> body, const Field& f,
-                                       engine::CollectionId c, uint16_t slot) {
-    const auto* data = reinterpret_cast<const uint8_t*>(body.data());
-    flatbuffers::Verifier verifier(data, body.size(), engine::limits::verifier_depth_max,
-                                   engine::limits::verifier_tables_max);
-    if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) return unfit("not a Graph table");
-    const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(data);
-    if (g->version() != kGraphVersion) return unfit("unknown version");
-    if (g->collection() != c.v || g->slot() != slot) return unfit("another field's graph");
-    if (g->dim() != f.dim) return unfit("dimension differs");
-    const fb::HnswParams* p = g->params();
-    if (!p || static_cast<uint8_t>(p->metric()) != static_cast<uint8_t>(f.params.metric) ||
-        p->m() != f.params.m || p->ef_construction() != f.params.ef_construction ||
-        p->ef_search() != f.params.ef_search) {
-        return unfit("parameters differ");
-    }
-    GraphTable t;
-    t.g = g;
-    t.n = size_of(g->node_docs());
-    t.m = f.params.m;
-    t.stride0 = 1 + 2 * t.m;
-    t.upper_size = size_of(g->upper());
-    t.max_level = g->max_level();
-    if (t.n >= (uint64_t{1} << 32) - 1) return unfit("too many nodes");
-    if (size_of(g->levels()) != t.n || size_of(g->upper_ends()) != t.n ||
-        size_of(g->level0()) != t.n * t.stride0) {
-        return unfit("node arrays differ in length");
-    }
-    if (t.n > 0 && (g->entry() >= t.n || g->levels()->Get(g->entry()) != t.max_level)) {
-        return unfit("entry point invalid");
-    }
-    return t;
-}
-
-// What is wrong with node i's links, or null: a level above max_level, more links than m allows,
-// a link to no node, upper lists that do not end where upper_ends says. `pos` is where its upper
-// lists start in `upper`, and is moved past them.
-const char* node_fault(const GraphTable& t, size_t i, size_t& pos) {
-    const fb::Graph* g = t.g;
-    const int level = g->levels()->Get(i);
-    if (level > t.max_level) return "node above max_level";
-    const uint32_t count0 = g->level0()->Get(i * t.stride0);
-    if (count0 > 2 * t.m) return "too many level-0 links";
-    for (size_t j = 0; j < count0; ++j) {
-        if (g->level0()->Get(i * t.stride0 + 1 + j) >= t.n) return "link out of range";
-    }
-    for (int l = 1; l <= level; ++l) {
-        if (pos >= t.upper_size) return "upper links truncated";
-        const uint32_t count = g->upper()->Get(pos);
-        if (count > t.m || pos + 1 + count > t.upper_size) return "bad upper link list";
-        for (size_t j = 0; j < count; ++j) {
-            if (g->upper()->Get(pos + 1 + j) >= t.n) return "link out of range";
-        }
-        pos += 1 + count;
-    }
-    if (g->upper_ends()->Get(i) != pos) return "upper_ends inconsistent";
-    return nullptr;
-}
-
-// Every node's links checked (node_fault), and the retired nodes counted. Each node is checked on
-// its own -- its upper lists start where upper_ends says the node before it ends, and must end
-// where its own entry says -- so the nodes are checked in parts on threads of their own. The
-// fault told is the first node's, as a scan from the front would find it.
-engine::Result<size_t> check_links(const GraphTable& t) {
-    std::atomic<size_t> retired{0};
-    std::mutex fault_mu;
-    const char* fault = nullptr;
-    size_t fault_node = t.n;
-    const bool checked = in_parts(t.n, [&](size_t lo, size_t hi) {
-        size_t retired_here = 0;
-        size_t pos = lo == 0 ? 0 : t.g->upper_ends()->Get(lo - 1);
-        for (size_t i = lo; i < hi; ++i) {
-            if (t.g->node_docs()->Get(i) == 0) ++retired_here;
-            if (const char* why = node_fault(t, i, pos)) {
-                std::lock_guard lock(fault_mu);
-                if (i < fault_node) {
-                    fault_node = i;
-                    fault = why;
-                }
-                return false;
-            }
-        }
-        retired += retired_here;
-        return true;
-    });
-    if (!checked) return unfit(fault ? fault : "a check failed");
-    if ((t.n == 0 ? 0 : t.g->upper_ends()->Get(t.n - 1)) != t.upper_size) {
-        return unfit("upper has trailing words");
-    }
-    return retired.load();
-}
-
-// A node's vector source (vector_sources) with this bit set: the record's retired vector of that
-// number, not a document's row.
-constexpr uint32_t kRetiredBit = uint32_t{1} << 31;
-
-// Where each node's vector comes from: its document's row, or (retired) the record's next retired
-// vector. Every live node's document must hold a vector, and no document two live nodes. Nodes in
-// the documents' id order with none retired (a tenant loaded in id order and never rewritten
-// since) need no lookup. The caller has checked there are as many live nodes as rows.
-engine::Result<std::vector<uint32_t>> vector_sources(const GraphTable& t, const Rows& rows,
-                                                     size_t retired) {
-    std::vector<uint32_t> source(t.n);
-    bool in_row_order = retired == 0;
-    for (size_t i = 0; in_row_order && i < t.n; ++i) {
-        in_row_order = t.g->node_docs()->Get(i) == rows.ids[i];
-    }
-    if (in_row_order) {
-        for (size_t i = 0; i < t.n; ++i) source[i] = static_cast<uint32_t>(i);
-        return source;
-    }
-    std::unordered_map<uint64_t, uint32_t> row_of;
-    row_of.reserve(rows.ids.size());
-    for (size_t r = 0; r < rows.ids.size(); ++r)
-        row_of.emplace(rows.ids[r], static_cast<uint32_t>(r));
-    std::vector<bool> seen(rows.ids.size(), false);
-    uint32_t next_retired = 0;
-    for (size_t i = 0; i < t.n; ++i) {
-        const uint64_t doc = t.g->node_docs()->Get(i);
-        if (doc == 0) {
-            source[i] = kRetiredBit | next_retired++;
-            continue;
-        }
-        auto it = row_of.find(doc);
-        if (it == row_of.end()) return unfit("a live node's document holds no vector");
-        if (seen[it->second]) return unfit("a document has two live nodes");
-        seen[it->second] = true;
-        source[i] = it->second;
-    }
-    return source;
-}
-
 // ---- hnswlib's node memory, written as its loadIndex writes it (0.6.2's public members and
 // level-0 layout). These two functions and finish_graph are all the restore writes of it.
 
@@ -683,12 +489,9 @@ Status load_graph(Field& f, const GraphTable& t, const Rows& rows,
 // hnswlib's buffers. On any error `f` is left for the caller to rebuild.
 Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const std::byte> body,
                const Rows& rows) {
-    FENEC_ASSIGN_OR_RETURN(const GraphTable t, graph_table(body, f, c, slot));
-    FENEC_ASSIGN_OR_RETURN(const size_t retired, check_links(t));
-    if (size_of(t.g->retired_vectors()) != retired * f.dim) return unfit("retired vectors size");
-    if (t.n - retired != rows.ids.size()) return unfit("live node count differs from documents");
-    FENEC_ASSIGN_OR_RETURN(const std::vector<uint32_t> source, vector_sources(t, rows, retired));
-    return load_graph(f, t, rows, source, retired);
+    FENEC_ASSIGN_OR_RETURN(const hnsw::FitRecord fit,
+                           hnsw::check_record(body, c, slot, f.dim, f.params, rows.ids));
+    return load_graph(f, fit.table, rows, fit.source, fit.retired);
 }
 
 }  // namespace
