@@ -3,6 +3,7 @@
 // Invariant: the filter is applied inside the ranking, never after it, so a filter never starves
 // the answer of rows that pass it.
 #include "ql/exec_read_internal.h"
+#include "ql/limits.h"
 
 namespace fenec::ql {
 
@@ -10,13 +11,11 @@ using engine::Value;
 
 namespace {
 
-constexpr uint64_t kRankedRowsMax = 10'000;
-
 Error ranked_limit() {
     Error e;
-    e.message = "match and near rank at most 10000 rows";
+    e.message = "match and near rank at most " + std::to_string(limits::ranked_rows_max) + " rows";
     e.limit = Limit::ranked_rows;
-    e.max = kRankedRowsMax;
+    e.max = limits::ranked_rows_max;
     return e;
 }
 
@@ -57,7 +56,7 @@ QlResult<std::vector<float>> query_vector(const Expr& e, const Context& ctx,
 QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
                             const index::IndexSet& indexes, engine::CollectionId c,
                             const engine::Schema& schema, const CNode* where, const Context& ctx) {
-    uint64_t offset = 0, limit = kRankedRowsMax;
+    uint64_t offset = 0, limit = limits::ranked_rows_max;
     if (g.offset) {
         QlResult<uint64_t> o = int_arg(*g.offset, ctx);
         if (!o) return o.take_error();
@@ -68,7 +67,8 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
         if (!l) return l.take_error();
         limit = l.value();
     }
-    if (offset > kRankedRowsMax || limit > kRankedRowsMax - offset) return ranked_limit();
+    if (offset > limits::ranked_rows_max || limit > limits::ranked_rows_max - offset)
+        return ranked_limit();
     const size_t k = static_cast<size_t>(offset + limit);
     std::vector<std::pair<uint64_t, double>> hits;
     if (g.match) {
