@@ -516,22 +516,7 @@ Status Block::spill() {
     std::vector<std::byte> rec;
     format::append_record(rec, format::Kind::spill, codec::body_of(b));
     FENEC_RETURN_IF_ERROR(db_->refusal_locked());
-    if (db_->quota_) {
-        ++db_->quota_checks_;
-        const Limits& l = db_->quota_->limits;
-        if (l.bytes && db_->file_bytes_ + rec.size() > *l.bytes) {
-            return Status::error(Code::quota_exceeded,
-                                 "the tenant's bytes quota (" + std::to_string(*l.bytes) +
-                                     ") is reached",
-                                 Detail{.quota = QuotaKind::bytes, .limit = double(*l.bytes)});
-        }
-        if (l.rows && rows_delta_ > 0 && db_->client_rows_locked() > *l.rows) {
-            return Status::error(Code::quota_exceeded,
-                                 "the tenant's rows quota (" + std::to_string(*l.rows) +
-                                     ") is reached",
-                                 Detail{.quota = QuotaKind::rows, .limit = double(*l.rows)});
-        }
-    }
+    FENEC_RETURN_IF_ERROR(check_quotas(rec.size(), false));
     if (spill_bytes_ + rec.size() > limits::block_bytes_max) {
         return Status::error(Code::limit_exceeded, "a block is over 4 GiB encoded");
     }
@@ -559,101 +544,126 @@ Result<Landed> Block::commit() {
         rollback();
         return Landed{before, before, db.history_.current(), 0, true};
     }
-    // 2. Latched, frozen, read-only.
-    if (Status st = db.refusal_locked(); !st.is_ok()) {
+    const Seq first{before.v + 1};
+    const Seq last{before.v + count_};
+    auto refuse = [this](Status st) -> Result<Landed> {
         rollback();
         return st;
-    }
+    };
+    // 2. Latched, frozen, read-only.
+    if (Status st = db.refusal_locked(); !st.is_ok()) return refuse(st);
     // 3. Encode the record; its framed length is exact.
-    const uint64_t first = before.v + 1;
-    const uint64_t last = before.v + count_;
+    const std::vector<std::byte> rec = encode_record(first);
+    // 4. The landing gate (the node's lease).
+    if (Status st = check_lease(); !st.is_ok()) return refuse(st);
+    // 5. Quotas, with the record's exact length and the rows it adds.
+    if (Status st = check_quotas(rec.size(), true); !st.is_ok()) return refuse(st);
+    // 7. Append. A failure latches the database.
+    if (Status st = db.append_locked(rec); !st.is_ok()) return refuse(st);
+    // 8. Account and notify.
+    account_landed(first, last, rec);
+    Landed landed{first, last, db.history_.current(), spill_bytes_ + rec.size(), false};
+    const SyncPolicy policy = db.options_.sync;
+    finish();  // drops the undo log and releases the writer lock
+    // 9. Durability outside the lock.
+    if (policy.kind == SyncPolicy::Kind::every_block) {
+        FENEC_RETURN_IF_ERROR(db.wait_durable(last));
+        landed.durable = true;
+    }
+    return landed;
+}
+
+// The record the block lands as: a block record, or a landing naming the spills written before
+// it; either holds the ops not yet spilled.
+std::vector<std::byte> Block::encode_record(Seq first) const {
     flatbuffers::FlatBufferBuilder b(unspilled_bytes_ + 1024);
     auto types = codec::op_types(b, ops_, spilled_ops_, ops_.size());
     auto values = codec::op_values(b, ops_, spilled_ops_, ops_.size());
     std::vector<std::byte> rec;
     if (spills_.empty()) {
-        b.Finish(fb::CreateBlock(b, first, count_, now_ms_, options_.internal, types, values));
+        b.Finish(fb::CreateBlock(b, first.v, count_, now_ms_, options_.internal, types, values));
         rec.reserve(format::framed_size(b.GetSize()));
         format::append_record(rec, format::Kind::block, codec::body_of(b));
     } else {
         std::vector<fb::SpillRef> refs;
         for (const SpillDone& s : spills_) refs.emplace_back(s.part, s.count, s.checksum);
         auto rv = b.CreateVectorOfStructs(refs);
-        b.Finish(fb::CreateLanding(b, spill_token_, first, count_, now_ms_, options_.internal,
-                                       rv, types, values));
+        b.Finish(fb::CreateLanding(b, spill_token_, first.v, count_, now_ms_, options_.internal, rv,
+                                   types, values));
         format::append_record(rec, format::Kind::landing, codec::body_of(b));
     }
-    // 4. The landing gate (the node's lease).
-    if (db.options_.gate) {
-        const LeaseVerdict v = db.options_.gate->check(db.options_.tenant);
-        if (v != LeaseVerdict::ok) {
-            rollback();
-            return Status::error(Code::not_leased,
-                                 "tenant `" + db.options_.tenant + "` is not leased here (" +
-                                     std::string(lease_verdict_name(v)) + ")",
-                                 Detail{.lease = v});
+    return rec;
+}
+
+// The landing gate (engine.md §12): not_leased, naming the verdict, unless the node holds the
+// tenant's lease now.
+Status Block::check_lease() const {
+    const Database& db = *db_;
+    if (!db.options_.gate) return Status::ok();
+    const LeaseVerdict v = db.options_.gate->check(db.options_.tenant);
+    if (v == LeaseVerdict::ok) return Status::ok();
+    return Status::error(Code::not_leased,
+                         "tenant `" + db.options_.tenant + "` is not leased here (" +
+                             std::string(lease_verdict_name(v)) + ")",
+                         Detail{.lease = v});
+}
+
+// Whether every op only takes away (deletes, drops): such a block lands past the bytes quota.
+bool Block::takes_away_only() const {
+    for (const Op& op : ops_) {
+        if (!std::holds_alternative<Op::Delete>(op.v) && !std::holds_alternative<Op::Drop>(op.v)) {
+            return false;
         }
     }
-    // 5. Quotas, with the record's exact length and the rows it adds.
-    if (db.quota_) {
-        ++db.quota_checks_;
-        const Limits& l = db.quota_->limits;
-        bool takes_away_only = true;
-        for (const Op& op : ops_) {
-            if (!std::holds_alternative<Op::Delete>(op.v) && !std::holds_alternative<Op::Drop>(op.v)) {
-                takes_away_only = false;
-            }
-        }
-        if (l.bytes && !takes_away_only && db.file_bytes_ + rec.size() > *l.bytes) {
-            rollback();
-            return Status::error(Code::quota_exceeded,
-                                 "the tenant's bytes quota (" + std::to_string(*l.bytes) +
-                                     ") is reached",
-                                 Detail{.quota = QuotaKind::bytes, .limit = double(*l.bytes)});
-        }
-        if (l.rows && rows_delta_ > 0 && db.client_rows_locked() > *l.rows) {
-            rollback();
-            return Status::error(Code::quota_exceeded,
-                                 "the tenant's rows quota (" + std::to_string(*l.rows) +
-                                     ") is reached",
-                                 Detail{.quota = QuotaKind::rows, .limit = double(*l.rows)});
-        }
+    return true;
+}
+
+// Quotas at landing (engine.md §9) for a record of `record_bytes`, framed: the rows quota where
+// the block adds rows, and the bytes quota, which the block's last record passes when the block
+// only takes away (a spill is checked as it stands).
+Status Block::check_quotas(uint64_t record_bytes, bool last_record) const {
+    Database& db = *db_;
+    if (!db.quota_) return Status::ok();
+    ++db.quota_checks_;
+    const Limits& l = db.quota_->limits;
+    const bool exempt = last_record && takes_away_only();
+    if (l.bytes && !exempt && db.file_bytes_ + record_bytes > *l.bytes) {
+        return Status::error(
+            Code::quota_exceeded,
+            "the tenant's bytes quota (" + std::to_string(*l.bytes) + ") is reached",
+            Detail{.quota = QuotaKind::bytes, .limit = double(*l.bytes)});
     }
-    // 7. Append. A failure latches the database.
-    if (Status st = db.append_locked(rec); !st.is_ok()) {
-        rollback();
-        return st;
+    if (l.rows && rows_delta_ > 0 && db.client_rows_locked() > *l.rows) {
+        return Status::error(Code::quota_exceeded,
+                             "the tenant's rows quota (" + std::to_string(*l.rows) + ") is reached",
+                             Detail{.quota = QuotaKind::rows, .limit = double(*l.rows)});
     }
-    // 8. Account and notify.
-    db.seq_.store(last, std::memory_order_release);
+    return Status::ok();
+}
+
+// The block appended as `rec`: seq moved on, the rate buckets charged for client writes, the
+// versions it superseded counted dead, the listener told (§5.5) and the feed given the block as
+// the file holds it, its spills then its record (§11).
+void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& rec) {
+    Database& db = *db_;
+    db.seq_.store(last.v, std::memory_order_release);
     if (db.quota_ && !options_.internal && (db.quota_->rows_bucket || db.quota_->bytes_bucket)) {
         const int64_t now_ns = db.clock_->steady_ns();
         if (db.quota_->rows_bucket) db.quota_->rows_bucket->charge(double(charged_rows_), now_ns);
-        if (db.quota_->bytes_bucket) db.quota_->bytes_bucket->charge(double(charged_bytes_), now_ns);
+        if (db.quota_->bytes_bucket)
+            db.quota_->bytes_bucket->charge(double(charged_bytes_), now_ns);
     }
     for (const Database::Undo& u : undo_) {
         if (u.prev) db.dead_bytes_ += u.prev->size;
     }
-    db.notify_locked(*this, Seq{first}, Seq{last}, options_.internal);
-    {
-        // The feed keeps the block as the file holds it: its spills, then its record (§11).
-        std::vector<std::byte> records;
-        records.reserve(spill_bytes_ + rec.size());
-        for (const SpillDone& sp : spills_) {
-            records.insert(records.end(), sp.record.begin(), sp.record.end());
-        }
-        records.insert(records.end(), rec.begin(), rec.end());
-        db.feed_->push(Seq{first}, Seq{last}, now_ms_, std::move(records));
+    db.notify_locked(*this, first, last, options_.internal);
+    std::vector<std::byte> records;
+    records.reserve(spill_bytes_ + rec.size());
+    for (const SpillDone& sp : spills_) {
+        records.insert(records.end(), sp.record.begin(), sp.record.end());
     }
-    Landed landed{Seq{first}, Seq{last}, db.history_.current(), spill_bytes_ + rec.size(), false};
-    const SyncPolicy policy = db.options_.sync;
-    finish();  // drops the undo log and releases the writer lock
-    // 9. Durability outside the lock.
-    if (policy.kind == SyncPolicy::Kind::every_block) {
-        FENEC_RETURN_IF_ERROR(db.wait_durable(Seq{last}));
-        landed.durable = true;
-    }
-    return landed;
+    records.insert(records.end(), rec.begin(), rec.end());
+    db.feed_->push(first, last, now_ms_, std::move(records));
 }
 
 }  // namespace fenec::engine

@@ -209,4 +209,29 @@ std::span<const std::byte> body_of(const flatbuffers::FlatBufferBuilder& b) {
     return {reinterpret_cast<const std::byte*>(b.GetBufferPointer()), b.GetSize()};
 }
 
+Result<AlterSpec> alter_spec_of(const fb::AlterCollection* a, const Schema& before, uint64_t p) {
+    auto corrupt = [&](const std::string& what) {
+        return Status::error(Code::corruption, what + " at offset " + std::to_string(p),
+                             Detail{.offset = p});
+    };
+    AlterSpec spec;
+    const unsigned k = static_cast<unsigned>(a->kind());
+    if (k > 3) return corrupt("unknown AlterKind " + std::to_string(k));
+    spec.kind = static_cast<AlterKind>(k);
+    if (spec.kind == AlterKind::add_field) {
+        FENEC_ASSIGN_OR_RETURN(spec.field_desc, from_fb(a->field(), p));
+    } else {
+        if (a->slot() >= before.fields.size() || before.fields[a->slot()].dropped) {
+            return corrupt("alter names a slot that holds no field");
+        }
+        spec.field = before.fields[a->slot()].name;
+    }
+    if (a->new_name()) spec.new_name = a->new_name()->str();
+    if (a->keys()) {
+        for (const auto* key : *a->keys()) spec.keys.push_back(key->str());
+    }
+    FENEC_ASSIGN_OR_RETURN(spec.index, from_fb(a->index(), p));
+    return spec;
+}
+
 }  // namespace fenec::engine::codec

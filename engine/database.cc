@@ -1,4 +1,4 @@
-// engine/database.cc: a database's life: create, open (replay is replay.cc), begin, durability
+// engine/database.cc: a database's life: create, open (open.cc, replay.cc), begin, durability
 // and the latch (engine.md §5.4), freeze, limits, history forks, TTL deletes and close.
 #include <algorithm>
 #include <cstring>

@@ -295,6 +295,14 @@ private:
     void rebuild_retired_graphs_locked();
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
     Status rewrite(bool compact);
+    // rewrite()'s steps after its snapshot (rewrite.cc).
+    Result<std::unique_ptr<File>> write_side_file(const Snapshot& snap, const std::string& side,
+                                                  uint64_t& image_bytes);
+    Status replace_with_side_file_locked(const Snapshot& snap, const std::string& side, File& out,
+                                         uint64_t end);
+    void adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot& snap,
+                                uint64_t file_bytes);
+    void null_dropped_slots_locked(const Snapshot& snap);
     uint64_t client_rows_locked() const;
     Collection* collection_locked(CollectionId id) const;
     bool expired(const Collection& c, const DocRef& ref, int64_t now_ms) const;
@@ -415,6 +423,12 @@ private:
     void push_delete(CollectionId c, DocId id);
     Status maybe_spill();
     Status spill();
+    // commit()'s steps (block.cc); spill() shares the quota check.
+    std::vector<std::byte> encode_record(Seq first) const;
+    Status check_lease() const;
+    bool takes_away_only() const;
+    Status check_quotas(uint64_t record_bytes, bool last_record) const;
+    void account_landed(Seq first, Seq last, const std::vector<std::byte>& record);
     void undo_to(size_t undo_size);
     void finish();
 

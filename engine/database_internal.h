@@ -1,13 +1,14 @@
 // engine/database_internal.h: the private parts of Database and Block shared by the files that
-// implement them (database.cc, block.cc, replay.cc, rewrite.cc, codec.cc). Not part of the API.
+// implement them (database.cc, block.cc, apply.cc, codec.cc, rewrite.cc, file_image.cc, and
+// through engine/replay.h replay.cc, open.cc and install.cc). Not part of the API.
 #pragma once
 
 #include <variant>
 
 #include "engine/database.h"
 #include "engine/format.h"
-#include "engine/rate.h"
 #include "engine/format_generated.h"
+#include "engine/rate.h"
 
 namespace fenec::engine {
 
@@ -112,7 +113,8 @@ std::span<const std::byte> body_of(const flatbuffers::FlatBufferBuilder& b);
 
 // The AlterSpec an AlterCollection op records, against the collection's schema before it
 // (replay and a follower's apply); corruption at `offset` when it names no field.
-Result<AlterSpec> alter_spec_of(const fb::AlterCollection* a, const Schema& before, uint64_t offset);
+Result<AlterSpec> alter_spec_of(const fb::AlterCollection* a, const Schema& before,
+                                uint64_t offset);
 
 }  // namespace codec
 }  // namespace fenec::engine

@@ -86,7 +86,7 @@ public:
     // primary's current one) then every block after pos.seq, or the reason it needs an image.
     std::variant<FeedCursor, NeedImage> since(Position pos) const;
 
-    // Engine side (database.cc, block.cc, replay.cc).
+    // Engine side (database.cc, block.cc, apply.cc, open.cc).
     void reset(Seq seq, Seq durable, const std::vector<Fork>& forks);
     void push(Seq first, Seq last, int64_t landed_ms, std::vector<std::byte> records);
     void set_forks(const std::vector<Fork>& forks);

@@ -79,12 +79,86 @@ flatbuffers::FlatBufferBuilder checkpoint_body(uint64_t seq, uint64_t image_byte
     return b;
 }
 
+// The slots of `schema` whose fields are dropped: an image writes null there.
+std::vector<uint16_t> dropped_slots(const Schema& schema) {
+    std::vector<uint16_t> dropped;
+    for (size_t i = 0; i < schema.fields.size(); ++i) {
+        if (schema.fields[i].dropped) dropped.push_back(static_cast<uint16_t>(i));
+    }
+    return dropped;
+}
+
+void append_history(std::vector<std::byte>& out, const History& history) {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<fb::Fork> forks;
+    for (const Fork& f : history.forks) forks.emplace_back(f.history.v, f.seq.v);
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), history.replica));
+    format::append_record(out, format::Kind::history, codec::body_of(b));
+}
+
+void append_collection_state(std::vector<std::byte>& out, CollectionId id, const std::string& name,
+                             const Schema& schema, uint64_t next_id, uint64_t rows) {
+    flatbuffers::FlatBufferBuilder b;
+    auto name_v = b.CreateString(name);
+    auto schema_v = codec::to_fb(b, schema);
+    b.Finish(fb::CreateCollectionState(b, id.v, name_v, schema_v, next_id, rows));
+    format::append_record(out, format::Kind::collection_state, codec::body_of(b));
+}
+
+// A collection's documents as image_docs records, one per ~16 MiB of bodies, null written into
+// the `dropped` slots. Bodies are copied from their segments straight into the record being
+// built, then once into the image.
+void append_image_docs(std::vector<std::byte>& out, CollectionId id,
+                       const std::vector<std::pair<uint64_t, DocRef>>& docs,
+                       const std::vector<uint16_t>& dropped) {
+    // One builder for every record of the collection: Clear() keeps its memory, so its ~16 MiB
+    // are faulted in once, not once a record.
+    uint64_t coll_bytes = 4096 + docs.size() * 12;
+    for (const auto& [doc_id, ref] : docs) coll_bytes += ref.size;
+    flatbuffers::FlatBufferBuilder b(static_cast<size_t>(
+        std::min<uint64_t>(coll_bytes, limits::spill_threshold_bytes + (1 << 20))));
+    std::vector<uint64_t> ids;
+    std::vector<uint32_t> ends;
+    std::vector<std::vector<std::byte>> cleaned;  // bodies with dropped slots nulled
+    size_t i = 0;
+    while (i < docs.size()) {
+        ids.clear();
+        ends.clear();
+        cleaned.clear();
+        uint64_t bytes = 0;
+        const size_t first = i;
+        while (i < docs.size() && (bytes == 0 || bytes < limits::spill_threshold_bytes)) {
+            const auto& [doc_id, ref] = docs[i];
+            if (dropped.empty()) {
+                bytes += ref.size;
+            } else {
+                cleaned.push_back(null_slots(ref.bytes(), dropped));
+                bytes += cleaned.back().size();
+            }
+            ids.push_back(doc_id);
+            ends.push_back(static_cast<uint32_t>(bytes));
+            ++i;
+        }
+        b.Clear();
+        uint8_t* dst = nullptr;
+        auto bv = b.CreateUninitializedVector(bytes, &dst);
+        for (size_t k = first; k < i; ++k) {
+            const auto* from = dropped.empty() ? docs[k].second.data : cleaned[k - first].data();
+            const size_t n = dropped.empty() ? docs[k].second.size : cleaned[k - first].size();
+            if (n) std::memcpy(dst, from, n);
+            dst += n;
+        }
+        auto ev = b.CreateVector(ends);
+        auto iv = b.CreateVector(ids);
+        b.Finish(fb::CreateImageDocs(b, id.v, iv, ev, bv));
+        format::append_record(out, format::Kind::image_docs, codec::body_of(b));
+    }
+}
+
 }  // namespace
 
 // Writes the image into one buffer sized once: a prefix set aside for the header and the
 // checkpoint (which holds the length of what follows it), then the records, then the prefix.
-// Document bodies are copied from their segments straight into the image_docs record being
-// built, then once into the image.
 Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const {
     // The bytes the image will take, a little over: reserved once so no append reallocates (a
     // 69 MB image grown by doubling copied ~130 MB more and faulted in twice the pages).
@@ -100,70 +174,10 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
     const size_t prefix =
         format::kHeaderBytes + format::framed_size(checkpoint_body(0, 0, 0, 0).GetSize());
     out.resize(prefix);
-    {
-        flatbuffers::FlatBufferBuilder b;
-        std::vector<fb::Fork> forks;
-        for (const Fork& f : snap.history.forks) forks.emplace_back(f.history.v, f.seq.v);
-        b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), snap.history.replica));
-        format::append_record(out, format::Kind::history, codec::body_of(b));
-    }
+    append_history(out, snap.history);
     for (const Snapshot::Coll& c : snap.collections) {
-        std::vector<uint16_t> dropped;
-        for (size_t i = 0; i < c.schema.fields.size(); ++i) {
-            if (c.schema.fields[i].dropped) dropped.push_back(static_cast<uint16_t>(i));
-        }
-        {
-            flatbuffers::FlatBufferBuilder b;
-            auto name = b.CreateString(c.name);
-            auto schema = codec::to_fb(b, c.schema);
-            b.Finish(fb::CreateCollectionState(b, c.id.v, name, schema, c.next_id, c.docs.size()));
-            format::append_record(out, format::Kind::collection_state, codec::body_of(b));
-        }
-        size_t i = 0;
-        // One builder for every image_docs record of the collection: Clear() keeps its memory,
-        // so its ~16 MiB are faulted in once, not once a record.
-        uint64_t coll_bytes = 4096 + c.docs.size() * 12;
-        for (const auto& [id, ref] : c.docs) coll_bytes += ref.size;
-        flatbuffers::FlatBufferBuilder b(static_cast<size_t>(
-            std::min<uint64_t>(coll_bytes, limits::spill_threshold_bytes + (1 << 20))));
-        std::vector<uint64_t> ids;
-        std::vector<uint32_t> ends;
-        std::vector<std::vector<std::byte>> cleaned;  // bodies with dropped slots nulled
-        while (i < c.docs.size()) {
-            // One image_docs record per ~16 MiB of bodies.
-            ids.clear();
-            ends.clear();
-            cleaned.clear();
-            uint64_t bytes = 0;
-            const size_t first = i;
-            while (i < c.docs.size() && (bytes == 0 || bytes < limits::spill_threshold_bytes)) {
-                const auto& [id, ref] = c.docs[i];
-                if (dropped.empty()) {
-                    bytes += ref.size;
-                } else {
-                    cleaned.push_back(null_slots(ref.bytes(), dropped));
-                    bytes += cleaned.back().size();
-                }
-                ids.push_back(id);
-                ends.push_back(static_cast<uint32_t>(bytes));
-                ++i;
-            }
-            b.Clear();
-            uint8_t* dst = nullptr;
-            auto bv = b.CreateUninitializedVector(bytes, &dst);
-            for (size_t k = first; k < i; ++k) {
-                const auto* from =
-                    dropped.empty() ? c.docs[k].second.data : cleaned[k - first].data();
-                const size_t n =
-                    dropped.empty() ? c.docs[k].second.size : cleaned[k - first].size();
-                if (n) std::memcpy(dst, from, n);
-                dst += n;
-            }
-            auto ev = b.CreateVector(ends);
-            auto iv = b.CreateVector(ids);
-            b.Finish(fb::CreateImageDocs(b, c.id.v, iv, ev, bv));
-            format::append_record(out, format::Kind::image_docs, codec::body_of(b));
-        }
+        append_collection_state(out, c.id, c.name, c.schema, c.next_id, c.docs.size());
+        append_image_docs(out, c.id, c.docs, dropped_slots(c.schema));
         for (const auto& [slot, graph] : c.graphs) {
             format::append_record(out, format::Kind::graph, graph);
         }
@@ -186,6 +200,7 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
 }
 
 Status Database::rewrite(bool compact) {
+    // 1. Under the writer lock: the snapshot.
     Snapshot snap;
     {
         std::unique_lock<std::shared_mutex> lock(mu_);
@@ -206,9 +221,27 @@ Status Database::rewrite(bool compact) {
     } done{this};
 
     // 2. Build and write the side file without a lock.
+    const std::string side = path_ + ".rewrite";
+    uint64_t image_bytes = 0;
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> out, write_side_file(snap, side, image_bytes));
+
+    // 3. Under the writer lock: what landed meanwhile, then the rename.
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    const uint64_t end = file_bytes_;
+    FENEC_RETURN_IF_ERROR(replace_with_side_file_locked(snap, side, *out, end));
+
+    // 4. Still under it: the database moves onto the new file.
+    adopt_rewritten_locked(std::move(out), snap, image_bytes + (end - snap.file_end));
+    return Status::ok();
+}
+
+// The image built and written to `side` and synced (a failed sync latches); on any failure the
+// side file is removed and the old file is untouched.
+Result<std::unique_ptr<File>> Database::write_side_file(const Snapshot& snap,
+                                                        const std::string& side,
+                                                        uint64_t& image_bytes) {
     FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> image, build_image(snap));
     peak_buffer_bytes_ = std::max<uint64_t>(peak_buffer_bytes_, image.size());
-    const std::string side = path_ + ".rewrite";
     FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> out, fs_->open(side, OpenMode::create_truncate));
     if (Status st = out->append(image); !st.is_ok()) {
         fs_->remove(side).ignore();
@@ -219,44 +252,46 @@ Status Database::rewrite(bool compact) {
         fs_->remove(side).ignore();
         return st;
     }
-    const uint64_t image_size = image.size();
-    image = {};
+    image_bytes = image.size();
+    return out;
+}
 
-    // 3. Under the writer lock: what landed meanwhile, then the rename.
-    std::unique_lock<std::shared_mutex> lock(mu_);
-    if (auto f = failure()) {
+// The bytes the file gained since the snapshot ([snap.file_end, end), records landed meanwhile)
+// appended to the side file verbatim, the side file synced, locked and renamed over the file,
+// and the folder synced (I7). Before the rename a failure removes the side file and leaves the
+// old file whole, latching only for a failed sync; after it, a failed folder sync latches.
+Status Database::replace_with_side_file_locked(const Snapshot& snap, const std::string& side,
+                                               File& out, uint64_t end) {
+    auto discard = [&](Status st) {
         fs_->remove(side).ignore();
-        return Status::error(Code::io_error, f->to_string(), f->detail());
-    }
-    const uint64_t end = file_bytes_;
+        return st;
+    };
+    if (auto f = failure())
+        return discard(Status::error(Code::io_error, f->to_string(), f->detail()));
     if (end > snap.file_end) {
         std::vector<std::byte> tail(end - snap.file_end);
-        if (Status st = file_->read_at(snap.file_end, tail); !st.is_ok()) {
-            fs_->remove(side).ignore();
-            return st;
-        }
-        if (Status st = out->append(tail); !st.is_ok()) {
-            fs_->remove(side).ignore();
-            return st;
-        }
+        if (Status st = file_->read_at(snap.file_end, tail); !st.is_ok()) return discard(st);
+        if (Status st = out.append(tail); !st.is_ok()) return discard(st);
     }
-    if (Status st = out->sync(); !st.is_ok()) {
+    if (Status st = out.sync(); !st.is_ok()) {
         latch(st);
-        fs_->remove(side).ignore();
-        return st;
+        return discard(st);
     }
-    if (Status st = fs_->lock(*out); !st.is_ok()) {
-        fs_->remove(side).ignore();
-        return st;
-    }
-    if (Status st = fs_->rename(side, path_, true); !st.is_ok()) {
-        fs_->remove(side).ignore();  // the old file is whole; no latch
-        return st;
-    }
+    if (Status st = fs_->lock(out); !st.is_ok()) return discard(st);
+    // A failed rename leaves the old file whole: no latch.
+    if (Status st = fs_->rename(side, path_, true); !st.is_ok()) return discard(st);
     if (Status st = fs_->sync_dir(dir_of(path_)); !st.is_ok()) {
         latch(st);
         return st;
     }
+    return Status::ok();
+}
+
+// The renamed side file, `file_bytes` long, becomes the database's file: its bytes are durable,
+// nothing in it is dead, each graph written in the image is the one on file, and the bodies the
+// image nulled dropped slots in are nulled in memory too.
+void Database::adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot& snap,
+                                      uint64_t file_bytes) {
     {
         std::unique_lock<std::mutex> l(sync_mu_);
         while (syncing_) sync_cv_.wait(l);
@@ -264,7 +299,7 @@ Status Database::rewrite(bool compact) {
         durable_seq_ = seq_.load();
         sync_cv_.notify_all();
     }
-    file_bytes_ = image_size + (end - snap.file_end);
+    file_bytes_ = file_bytes;
     file_memory_.reset();  // the bytes in memory were the old file's
     file_memory_bytes_ = 0;
     dead_bytes_ = 0;
@@ -279,13 +314,15 @@ Status Database::rewrite(bool compact) {
             graph_framed_[{sc.id.v, slot}] = format::framed_size(graph.size());
         }
     }
-    // The image wrote null into dropped slots: a document still at the version imaged takes that
-    // body too, so the live state is what a reopen replays (engine.md §7 step 3).
+    null_dropped_slots_locked(snap);
+    for (auto& [id, c] : collections_) c->repack();
+}
+
+// The image wrote null into dropped slots: a document still at the version imaged takes that
+// body too, so the live state is what a reopen replays (engine.md §7 step 3).
+void Database::null_dropped_slots_locked(const Snapshot& snap) {
     for (const Snapshot::Coll& sc : snap.collections) {
-        std::vector<uint16_t> dropped;
-        for (size_t i = 0; i < sc.schema.fields.size(); ++i) {
-            if (sc.schema.fields[i].dropped) dropped.push_back(static_cast<uint16_t>(i));
-        }
+        const std::vector<uint16_t> dropped = dropped_slots(sc.schema);
         Collection* c = dropped.empty() ? nullptr : collection_locked(sc.id);
         if (!c) continue;
         for (const auto& [id, ref] : sc.docs) {
@@ -296,8 +333,6 @@ Status Database::rewrite(bool compact) {
             }
         }
     }
-    for (auto& [id, c] : collections_) c->repack();
-    return Status::ok();
 }
 
 Status Database::checkpoint() { return rewrite(false); }

@@ -11,17 +11,9 @@
 //     squared-L2 space; dot the inner-product space. Answers are always re-scored in double from
 //     our own float32 copy, so the graph's float distances only choose candidates.
 //
-// Graph record (format.fbs `Graph`, version 1), as encode_graph writes and restore reads it:
-//   node_docs[i]   document id of node i, 0 for a retired node
-//   levels[i]      the node's top level (hnswlib element_levels_)
-//   level0         per node 1 + 2m words: link count, then 2m slots (unused slots 0)
-//   upper          per node, for levels 1..levels[i]: link count, then exactly that many links
-//   upper_ends[i]  index into `upper` just past node i's lists
-//   retired_vectors  dim float32 per retired node, node order, as the document held them
-//   live_digest    XXH3-64 (seed 0) over the live nodes' float32 components (host order, i.e.
-//                  little-endian), node order, as the documents hold them
-// Live vectors are not stored: they come from the documents at open, which is why every live
-// node's document must hold a vector and the digest must match.
+// The graph record's layout and the checks a record passes before a restore are
+// index/hnsw_record.h's; this file writes records from graphs (encode_graph) and fills graphs
+// from records those checks passed (restore).
 #include "index/hnsw_index.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -42,20 +34,20 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 
 #include "engine/format_generated.h"
 #include "engine/limits.h"
+#include "index/hnsw_record.h"
 
 namespace fenec::index {
 
@@ -65,7 +57,11 @@ using engine::Status;
 
 namespace {
 
-constexpr uint16_t kGraphVersion = 1;
+using hnsw::GraphTable;
+using hnsw::in_parts;
+using hnsw::kGraphVersion;
+using hnsw::kRetiredBit;
+using hnsw::unfit;
 // hnswlib's level generator seed: fixed, so a rebuild from the same documents in the same order
 // gives the same graph (tests compare answers across rebuilds).
 constexpr size_t kLevelSeed = 100;
@@ -79,6 +75,53 @@ using Hnsw = hnswlib::HierarchicalNSW<float>;
 using hnswlib::labeltype;
 using hnswlib::linklistsizeint;
 using hnswlib::tableint;
+
+// ---- hnswlib, pinned. restore() writes hnswlib's node memory directly and encode_graph() reads
+// it, both as 0.6.2 lays it out. The build takes only the headers this was verified against
+// (index/CMakeLists.txt checks their SHA-256); index/README.md lists every assumption to
+// re-verify before another version is let in. What a compiler can see of them is asserted here,
+// so a header that slipped past the hash check still fails the build where the types moved.
+#define FENEC_HNSWLIB_PIN(what)                                                \
+    "hnswlib is not the 0.6.2 index/hnsw_index.cc was verified against (" what \
+    "): re-verify the assumptions index/README.md lists under \"hnswlib, pinned\""
+static_assert(std::is_same_v<tableint, uint32_t>, FENEC_HNSWLIB_PIN("a link is 4 bytes"));
+static_assert(std::is_same_v<linklistsizeint, uint32_t>,
+              FENEC_HNSWLIB_PIN("a link list opens with one 4-byte word holding its count"));
+static_assert(std::is_same_v<labeltype, size_t>,
+              FENEC_HNSWLIB_PIN("a node's label is 8 bytes, after its vector"));
+static_assert(std::is_same_v<decltype(Hnsw::data_level0_memory_), char*> &&
+                  std::is_same_v<decltype(Hnsw::size_data_per_element_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::offsetLevel0_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::size_links_level0_), size_t>,
+              FENEC_HNSWLIB_PIN("level 0 is one array of fixed-size node records"));
+static_assert(std::is_same_v<decltype(Hnsw::linkLists_), char**> &&
+                  std::is_same_v<decltype(Hnsw::size_links_per_element_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::element_levels_), std::vector<int>>,
+              FENEC_HNSWLIB_PIN("a node's upper levels are one malloc'd block of lists"));
+static_assert(std::is_same_v<decltype(Hnsw::cur_element_count), size_t> &&
+                  std::is_same_v<decltype(Hnsw::max_elements_), size_t>,
+              FENEC_HNSWLIB_PIN("the node count is a plain size_t; 0.7 made it atomic"));
+static_assert(
+    std::is_same_v<decltype(Hnsw::label_lookup_), std::unordered_map<labeltype, tableint>>,
+    FENEC_HNSWLIB_PIN("labels map to nodes in one unordered_map"));
+static_assert(std::is_same_v<decltype(Hnsw::enterpoint_node_), tableint> &&
+                  std::is_same_v<decltype(Hnsw::maxlevel_), int>,
+              FENEC_HNSWLIB_PIN("the entry point is a node and a level"));
+static_assert(std::is_same_v<decltype(Hnsw::num_deleted_), size_t> &&
+                  std::is_same_v<decltype(&Hnsw::markDeletedInternal), void (Hnsw::*)(tableint)>,
+              FENEC_HNSWLIB_PIN("a node is marked deleted by its number, and counted"));
+static_assert(
+    std::is_same_v<decltype(&Hnsw::getListCount),
+                   unsigned short (Hnsw::*)(linklistsizeint*) const> &&
+        std::is_same_v<decltype(&Hnsw::setListCount),
+                       void (Hnsw::*)(linklistsizeint*, unsigned short) const> &&
+        std::is_same_v<decltype(&Hnsw::get_linklist),
+                       linklistsizeint* (Hnsw::*)(tableint, int) const> &&
+        std::is_same_v<decltype(&Hnsw::getDataByInternalId), char* (Hnsw::*)(tableint) const> &&
+        std::is_same_v<decltype(&Hnsw::setExternalLabel),
+                       void (Hnsw::*)(tableint, labeltype) const>,
+    FENEC_HNSWLIB_PIN("the accessors of a node's lists, vector and label"));
+#undef FENEC_HNSWLIB_PIN
 
 std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t slot,
                                             uint32_t dim) {
@@ -321,263 +364,134 @@ bool matches(const Field& f, const Rows& rows) {
     return true;
 }
 
-// Nodes from which a restore's per-node work is split across threads: below it a thread costs
-// more than it saves. A 100,000-node graph's fill (its 65 MB of node memory first touched, each
-// vector normalised) is ~50 ms on one core.
-constexpr size_t kPartNodesMin = 16384;
-constexpr unsigned kPartsMax = 4;
+// ---- hnswlib's node memory, written as its loadIndex writes it (0.6.2's public members and
+// level-0 layout). These two functions and finish_graph are all the restore writes of it.
 
-// Runs `part(lo, hi)` over [0, n) cut into up to one part per CPU (kPartsMax at most, each of
-// kPartNodesMin nodes or more), the first on this thread and the rest on threads of their own;
-// true when every part returned true. One part (and no thread) where n is small, there is one
-// CPU, or a thread cannot be started.
-template <class Part>
-bool in_parts(size_t n, const Part& part) {
-    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-    const size_t parts =
-        std::min<size_t>({cpus, kPartsMax, std::max<size_t>(1, n / kPartNodesMin)});
-    if (parts <= 1) return part(size_t{0}, n);
-    std::vector<std::thread> threads;
-    std::vector<char> ok(parts, 0);
-    const size_t step = (n + parts - 1) / parts;
-    size_t covered = step;  // [0, covered): this thread's first part and the threads'
-    for (size_t k = 1; k < parts && covered < n; ++k) {
-        const size_t lo = covered;
-        const size_t hi = std::min(n, lo + step);
-        try {
-            threads.emplace_back([&ok, &part, k, lo, hi] { ok[k] = part(lo, hi) ? 1 : 0; });
-        } catch (const std::system_error&) {
-            break;
-        }
-        covered = hi;
-    }
-    bool all = part(size_t{0}, std::min(step, n));
-    if (covered < n) all = part(covered, n) && all;  // a thread that could not be started
-    for (std::thread& t : threads) t.join();
-    for (size_t k = 1; k <= threads.size(); ++k) all = all && ok[k] != 0;
-    return all;
+// Node `node`'s level-0 link list: zeroed (the delete mark in it cleared), then its count and
+// links. The vector and the label after it in the node's memory are written whole apart.
+void set_level0_links(Hnsw& h, tableint node, const GraphTable& t) {
+    std::memset(h.data_level0_memory_ + node * h.size_data_per_element_ + h.offsetLevel0_, 0,
+                h.size_links_level0_);
+    linklistsizeint* ll0 = h.get_linklist0(node);
+    const uint32_t count0 = t.g->level0()->Get(node * t.stride0);
+    h.setListCount(ll0, static_cast<unsigned short>(count0));
+    auto* links0 = reinterpret_cast<tableint*>(ll0 + 1);
+    for (size_t j = 0; j < count0; ++j) links0[j] = t.g->level0()->Get(node * t.stride0 + 1 + j);
 }
 
-Status unfit(const std::string& why) { return Status::error(Code::corruption, why); }
+// Node `node`'s lists at levels 1..level: one malloc'd block (the destructor frees it with free()
+// for every counted node whose level is above 0), its level set together with it so a failure
+// part way leaves nothing the destructor would free twice or miss. False when malloc fails.
+bool set_upper_links(Hnsw& h, tableint node, int level, const GraphTable& t) {
+    const size_t bytes = h.size_links_per_element_ * level + 1;
+    h.linkLists_[node] = static_cast<char*>(std::malloc(bytes));
+    if (!h.linkLists_[node]) return false;
+    h.element_levels_[node] = level;
+    std::memset(h.linkLists_[node], 0, bytes);
+    size_t at = node == 0 ? 0 : t.g->upper_ends()->Get(node - 1);
+    for (int l = 1; l <= level; ++l) {
+        linklistsizeint* ll = h.get_linklist(node, l);
+        const uint32_t count = t.g->upper()->Get(at);
+        h.setListCount(ll, static_cast<unsigned short>(count));
+        auto* links = reinterpret_cast<tableint*>(ll + 1);
+        for (size_t j = 0; j < count; ++j) links[j] = t.g->upper()->Get(at + 1 + j);
+        at += 1 + count;
+    }
+    return true;
+}
 
-template <class T>
-size_t size_of(const flatbuffers::Vector<T>* v) {
-    return v ? v->size() : 0;
+// Node i whole: its vector (as its document holds it, or the record's retired copy) and norm in
+// `f`, and its part of hnswlib's buffers. No two nodes share any of it, so nodes are filled in
+// parallel. False when its upper lists could not be allocated.
+bool fill_node(Field& f, Hnsw& h, const GraphTable& t, const Rows& rows, uint32_t source,
+               size_t i) {
+    const auto node = static_cast<tableint>(i);
+    f.node_docs[i] = t.g->node_docs()->Get(i);
+    float* v = f.vecs.data() + i * f.dim;
+    if (source & kRetiredBit) {
+        const size_t k = source & ~kRetiredBit;
+        std::memcpy(v, t.g->retired_vectors()->data() + k * f.dim, f.dim * sizeof(float));
+    } else {
+        rows.vec_into(source, v);
+    }
+    double xx = 0;
+    for (uint32_t d = 0; d < f.dim; ++d) xx += static_cast<double>(v[d]) * v[d];
+    f.norms[i] = std::sqrt(xx);
+    set_level0_links(h, node, t);
+    f.prepare_into(node, reinterpret_cast<float*>(h.getDataByInternalId(node)));
+    h.setExternalLabel(node, static_cast<labeltype>(i));
+    const int level = t.g->levels()->Get(i);
+    return level == 0 || set_upper_links(h, node, level, t);
+}
+
+// What the nodes share, once each is filled: hnswlib's label map, deleted marks and entry point
+// here and, beside them on a thread of their own, the live digest and our id map. False when the
+// digest differs from the record's (the graph is then the caller's to drop).
+bool finish_graph(Field& f, Hnsw& h, const GraphTable& t, size_t retired) {
+    uint64_t digest = 0;
+    auto digest_and_ids = [&] {
+        digest = f.live_digest();
+        f.doc_node.reserve(t.n - retired);
+        for (size_t i = 0; i < t.n; ++i) {
+            if (f.node_docs[i] != 0) f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
+        }
+    };
+    std::jthread beside;  // joined on the way out if hnswlib throws meanwhile
+    try {
+        beside = std::jthread(digest_and_ids);
+    } catch (const std::system_error&) {
+        digest_and_ids();
+    }
+    h.label_lookup_.reserve(t.n);
+    for (size_t i = 0; i < t.n; ++i) {
+        h.label_lookup_[static_cast<labeltype>(i)] = static_cast<tableint>(i);
+        if (f.node_docs[i] == 0) h.markDeletedInternal(static_cast<tableint>(i));
+    }
+    if (beside.joinable()) beside.join();
+    if (digest != t.g->live_digest()) return false;
+    h.enterpoint_node_ = t.n > 0 ? t.g->entry() : static_cast<tableint>(-1);
+    h.maxlevel_ = t.n > 0 ? t.max_level : -1;
+    return true;
+}
+
+// `f` and a new graph filled from the checked table: every node in parts on threads of their own
+// (in_parts; a 100,000 x 128 graph first-touches ~120 MB here), then what they share. On any
+// failure `f` is left cleared, without a graph.
+Status load_graph(Field& f, const GraphTable& t, const Rows& rows,
+                  const std::vector<uint32_t>& source, size_t retired) {
+    f.clear();
+    try {
+        f.node_docs.resize(t.n);
+        f.vecs.resize(t.n * f.dim);  // untouched until the parts write it (NoInit)
+        f.norms.resize(t.n);
+        f.new_graph(t.n);
+        Hnsw& h = *f.graph;
+        const bool filled = in_parts(t.n, [&](size_t lo, size_t hi) {
+            for (size_t i = lo; i < hi; ++i) {
+                if (!fill_node(f, h, t, rows, source[i], i)) return false;
+            }
+            return true;
+        });
+        h.cur_element_count = t.n;  // the destructor frees link lists of counted nodes
+        if (!filled) throw std::bad_alloc();
+        if (finish_graph(f, h, t, retired)) return Status::ok();
+        f.graph.reset();
+        f.clear();
+        return unfit("live digest differs");
+    } catch (const std::exception& e) {
+        f.graph.reset();
+        f.clear();
+        return unfit(std::string("hnswlib: ") + e.what());
+    }
 }
 
 // Checks a graph record against the field and the documents (engine.md §6.3), then fills
 // hnswlib's buffers. On any error `f` is left for the caller to rebuild.
 Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const std::byte> body,
                const Rows& rows) {
-    const auto* data = reinterpret_cast<const uint8_t*>(body.data());
-    flatbuffers::Verifier verifier(data, body.size(), engine::limits::verifier_depth_max,
-                                   engine::limits::verifier_tables_max);
-    if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) return unfit("not a Graph table");
-    const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(data);
-    if (g->version() != kGraphVersion) return unfit("unknown version");
-    if (g->collection() != c.v || g->slot() != slot) return unfit("another field's graph");
-    if (g->dim() != f.dim) return unfit("dimension differs");
-    const fb::HnswParams* p = g->params();
-    if (!p || static_cast<uint8_t>(p->metric()) != static_cast<uint8_t>(f.params.metric) ||
-        p->m() != f.params.m || p->ef_construction() != f.params.ef_construction ||
-        p->ef_search() != f.params.ef_search) {
-        return unfit("parameters differ");
-    }
-    const size_t n = size_of(g->node_docs());
-    const size_t m = f.params.m;
-    const size_t stride0 = 1 + 2 * m;
-    if (n >= (uint64_t{1} << 32) - 1) return unfit("too many nodes");
-    if (size_of(g->levels()) != n || size_of(g->upper_ends()) != n ||
-        size_of(g->level0()) != n * stride0) {
-        return unfit("node arrays differ in length");
-    }
-    const int max_level = g->max_level();
-    if (n > 0 && (g->entry() >= n || g->levels()->Get(g->entry()) != max_level)) {
-        return unfit("entry point invalid");
-    }
-    // Each node is checked on its own -- its upper lists start where upper_ends says the node
-    // before it ends, and must end where its own entry says -- so the nodes are checked in parts
-    // on threads of their own, as they are filled. The fault told is the first node's, as a
-    // scan from the front would find it.
-    const size_t upper_size = size_of(g->upper());
-    std::atomic<size_t> retired_count{0};
-    std::mutex fault_mu;
-    const char* fault = nullptr;
-    size_t fault_node = n;
-    const bool checked = in_parts(n, [&](size_t lo, size_t hi) {
-        size_t i = lo;
-        auto bad = [&](const char* why) {
-            std::lock_guard lock(fault_mu);
-            if (i < fault_node) {
-                fault_node = i;
-                fault = why;
-            }
-            return false;
-        };
-        size_t retired_here = 0;
-        size_t pos = lo == 0 ? 0 : g->upper_ends()->Get(lo - 1);
-        for (; i < hi; ++i) {
-            if (g->node_docs()->Get(i) == 0) ++retired_here;
-            const int level = g->levels()->Get(i);
-            if (level > max_level) return bad("node above max_level");
-            const uint32_t count0 = g->level0()->Get(i * stride0);
-            if (count0 > 2 * m) return bad("too many level-0 links");
-            for (size_t j = 0; j < count0; ++j) {
-                if (g->level0()->Get(i * stride0 + 1 + j) >= n) return bad("link out of range");
-            }
-            for (int l = 1; l <= level; ++l) {
-                if (pos >= upper_size) return bad("upper links truncated");
-                const uint32_t count = g->upper()->Get(pos);
-                if (count > m || pos + 1 + count > upper_size) return bad("bad upper link list");
-                for (size_t j = 0; j < count; ++j) {
-                    if (g->upper()->Get(pos + 1 + j) >= n) return bad("link out of range");
-                }
-                pos += 1 + count;
-            }
-            if (g->upper_ends()->Get(i) != pos) return bad("upper_ends inconsistent");
-        }
-        retired_count += retired_here;
-        return true;
-    });
-    if (!checked) return unfit(fault ? fault : "a check failed");
-    if ((n == 0 ? 0 : g->upper_ends()->Get(n - 1)) != upper_size) {
-        return unfit("upper has trailing words");
-    }
-    const size_t retired = retired_count.load();
-    if (size_of(g->retired_vectors()) != retired * f.dim) return unfit("retired vectors size");
-    if (n - retired != rows.ids.size()) return unfit("live node count differs from documents");
-    // Where each node's vector comes from: its document's row, or (retired) the record's next
-    // retired vector. Nodes in the documents' id order with none retired (a tenant loaded in id
-    // order and never rewritten since) need no lookup.
-    constexpr uint32_t kRetiredBit = uint32_t{1} << 31;
-    std::vector<uint32_t> source(n);
-    bool in_row_order = retired == 0;
-    for (size_t i = 0; in_row_order && i < n; ++i) {
-        in_row_order = g->node_docs()->Get(i) == rows.ids[i];
-    }
-    if (in_row_order) {
-        for (size_t i = 0; i < n; ++i) source[i] = static_cast<uint32_t>(i);
-    } else {
-        std::unordered_map<uint64_t, uint32_t> row_of;
-        row_of.reserve(rows.ids.size());
-        for (size_t r = 0; r < rows.ids.size(); ++r) {
-            row_of.emplace(rows.ids[r], static_cast<uint32_t>(r));
-        }
-        std::vector<bool> seen(rows.ids.size(), false);
-        uint32_t next_retired = 0;
-        for (size_t i = 0; i < n; ++i) {
-            const uint64_t doc = g->node_docs()->Get(i);
-            if (doc == 0) {
-                source[i] = kRetiredBit | next_retired++;
-                continue;
-            }
-            auto it = row_of.find(doc);
-            if (it == row_of.end()) return unfit("a live node's document holds no vector");
-            if (seen[it->second]) return unfit("a document has two live nodes");
-            seen[it->second] = true;
-            source[i] = it->second;
-        }
-    }
-
-    // Each node's vector (as its document holds it), its norm and its part of hnswlib's buffers
-    // (0.6.2 keeps them public), filled as its loadIndex would fill them. Each node's part of
-    // them is its own, so the nodes are filled in parts on threads of their own (in_parts): a
-    // 100,000 x 128 graph first-touches ~120 MB here. The label map, the id map and the deleted
-    // count are shared, and filled after.
-    f.clear();
-    try {
-        f.node_docs.resize(n);
-        f.vecs.resize(n * f.dim);  // untouched until the parts write it (NoInit)
-        f.norms.resize(n);
-        f.new_graph(n);
-        Hnsw& h = *f.graph;
-        // A node's link lists are allocated and its level set together, so the destructor
-        // (which frees the lists of nodes above level 0, up to cur_element_count) frees exactly
-        // what was allocated if a part fails part way. element_levels_ starts zeroed.
-        const bool filled = in_parts(n, [&](size_t lo, size_t hi) {
-            for (size_t i = lo; i < hi; ++i) {
-                const auto node = static_cast<tableint>(i);
-                f.node_docs[i] = g->node_docs()->Get(i);
-                float* v = f.vecs.data() + i * f.dim;
-                if (source[i] & kRetiredBit) {
-                    const size_t k = source[i] & ~kRetiredBit;
-                    std::memcpy(v, g->retired_vectors()->data() + k * f.dim, f.dim * sizeof(float));
-                } else {
-                    rows.vec_into(source[i], v);
-                }
-                double xx = 0;
-                for (uint32_t d = 0; d < f.dim; ++d) xx += static_cast<double>(v[d]) * v[d];
-                f.norms[i] = std::sqrt(xx);
-                // The link list zeroed; the vector and the label after it are written whole.
-                std::memset(h.data_level0_memory_ + i * h.size_data_per_element_ + h.offsetLevel0_,
-                            0, h.size_links_level0_);
-                linklistsizeint* ll0 = h.get_linklist0(node);
-                const uint32_t count0 = g->level0()->Get(i * stride0);
-                h.setListCount(ll0, static_cast<unsigned short>(count0));
-                auto* links0 = reinterpret_cast<tableint*>(ll0 + 1);
-                for (size_t j = 0; j < count0; ++j) {
-                    links0[j] = g->level0()->Get(i * stride0 + 1 + j);
-                }
-                f.prepare_into(node, reinterpret_cast<float*>(h.getDataByInternalId(node)));
-                h.setExternalLabel(node, static_cast<labeltype>(i));
-                const int level = g->levels()->Get(i);
-                if (level > 0) {
-                    const size_t bytes = h.size_links_per_element_ * level + 1;
-                    h.linkLists_[i] = static_cast<char*>(std::malloc(bytes));
-                    if (!h.linkLists_[i]) return false;
-                    h.element_levels_[i] = level;
-                    std::memset(h.linkLists_[i], 0, bytes);
-                    size_t at = i == 0 ? 0 : g->upper_ends()->Get(i - 1);
-                    for (int l = 1; l <= level; ++l) {
-                        linklistsizeint* ll = h.get_linklist(node, l);
-                        const uint32_t count = g->upper()->Get(at);
-                        h.setListCount(ll, static_cast<unsigned short>(count));
-                        auto* links = reinterpret_cast<tableint*>(ll + 1);
-                        for (size_t j = 0; j < count; ++j) links[j] = g->upper()->Get(at + 1 + j);
-                        at += 1 + count;
-                    }
-                }
-            }
-            return true;
-        });
-        h.cur_element_count = n;  // the destructor frees link lists of counted nodes
-        if (!filled) throw std::bad_alloc();
-        // The digest (a pass over every live vector) and the id map on a thread of their own,
-        // beside hnswlib's label map and deleted marks here.
-        uint64_t digest = 0;
-        auto digest_and_ids = [&] {
-            digest = f.live_digest();
-            f.doc_node.reserve(n - retired);
-            for (size_t i = 0; i < n; ++i) {
-                if (f.node_docs[i] != 0)
-                    f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
-            }
-        };
-        std::jthread beside;  // joined on the way out if hnswlib throws meanwhile
-        try {
-            beside = std::jthread(digest_and_ids);
-        } catch (const std::system_error&) {
-            digest_and_ids();
-        }
-        h.label_lookup_.reserve(n);
-        for (size_t i = 0; i < n; ++i) {
-            h.label_lookup_[static_cast<labeltype>(i)] = static_cast<tableint>(i);
-            if (f.node_docs[i] == 0) h.markDeletedInternal(static_cast<tableint>(i));
-        }
-        if (beside.joinable()) beside.join();
-        if (digest != g->live_digest()) {
-            f.graph.reset();
-            f.clear();
-            return unfit("live digest differs");
-        }
-        h.enterpoint_node_ = n > 0 ? g->entry() : static_cast<tableint>(-1);
-        h.maxlevel_ = n > 0 ? max_level : -1;
-    } catch (const std::exception& e) {
-        f.graph.reset();
-        f.clear();
-        return unfit(std::string("hnswlib: ") + e.what());
-    }
-    return Status::ok();
+    FENEC_ASSIGN_OR_RETURN(const hnsw::FitRecord fit,
+                           hnsw::check_record(body, c, slot, f.dim, f.params, rows.ids));
+    return load_graph(f, fit.table, rows, fit.source, fit.retired);
 }
 
 }  // namespace
@@ -765,6 +679,10 @@ struct Scorer {
         }
         return 0;
     }
+    // Node `node` of `f` scored, as (its document, its score).
+    VectorIndexes::Hit hit(const Field& f, uint32_t node) const {
+        return {f.node_docs[node], score(f.vec(node), f.norms[node])};
+    }
     bool better(const VectorIndexes::Hit& a, const VectorIndexes::Hit& b) const {
         if (a.second != b.second) {
             return metric == engine::Metric::l2 ? a.second < b.second : a.second > b.second;
@@ -783,16 +701,9 @@ struct Scorer {
     }
 };
 
-}  // namespace
-
-engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
-    engine::CollectionId c, uint16_t slot, std::span<const float> query, size_t k, size_t ef,
-    const std::vector<uint64_t>* filter) const {
-    auto it = fields_.find({c.v, slot});
-    if (it == fields_.end()) {
-        return Status::error(Code::invalid_argument, "near needs a field with @hnsw");
-    }
-    const Field& f = *it->second;
+// The scorer of `query` on `f`, or why it cannot be scored (fenecql.md §9): a dimension not the
+// field's, a component that is not finite, a zero vector under cosine.
+engine::Result<Scorer> scorer_for(const Field& f, std::span<const float> query) {
     if (query.size() != f.dim) {
         return Status::error(Code::invalid_argument,
                              "near on `" + f.name + "`: the field has dimension " +
@@ -811,53 +722,56 @@ engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
         return Status::error(Code::invalid_argument,
                              "near on `" + f.name + "`: a zero vector has no cosine similarity");
     }
-    std::vector<Hit> hits;
-    if (k == 0) return hits;
+    return scorer;
+}
 
-    // F: the candidate rows that hold a vector.
-    const size_t rows = f.doc_node.size();
-    size_t f_count = rows;
+// |F|: the rows of `filter` (ascending ids, a repeat counted once; null: every row) that hold a
+// vector of the field.
+size_t rows_with_vectors(const Field& f, const std::vector<uint64_t>* filter) {
+    if (!filter) return f.doc_node.size();
+    size_t count = 0;
+    for (size_t i = 0; i < filter->size(); ++i) {
+        if (i > 0 && (*filter)[i] == (*filter)[i - 1]) continue;
+        count += f.doc_node.count((*filter)[i]);
+    }
+    return count;
+}
+
+// Rule 1: every row of F scored from our own float32 copy, the best k kept.
+std::vector<VectorIndexes::Hit> exact_hits(const Field& f, const Scorer& scorer,
+                                           const std::vector<uint64_t>* filter, size_t k,
+                                           size_t f_count) {
+    std::vector<VectorIndexes::Hit> hits;
     if (filter) {
-        f_count = 0;
+        hits.reserve(f_count);
         for (size_t i = 0; i < filter->size(); ++i) {
             if (i > 0 && (*filter)[i] == (*filter)[i - 1]) continue;
-            f_count += f.doc_node.count((*filter)[i]);
+            auto d = f.doc_node.find((*filter)[i]);
+            if (d != f.doc_node.end()) hits.push_back(scorer.hit(f, d->second));
+        }
+    } else {
+        hits.reserve(f.doc_node.size());
+        for (size_t n = 0; n < f.node_docs.size(); ++n) {
+            if (f.node_docs[n] != 0) hits.push_back(scorer.hit(f, static_cast<uint32_t>(n)));
         }
     }
-    const size_t ef_q = std::max<size_t>(ef ? ef : f.params.ef_search, k);
+    scorer.best(hits, k);
+    return hits;
+}
+
+// Rule 2: the graph searched for c candidates, c doubling from max(ef, k |rows| / |F|) until k
+// rows of F are among them (or all of F, when it holds fewer), re-scored and the best k kept.
+// nullopt once c reaches half the rows, or when hnswlib fails (a library failure costs speed,
+// never the answer): the caller then scores exactly.
+std::optional<std::vector<VectorIndexes::Hit>> graph_hits(const Field& f, const Scorer& scorer,
+                                                          std::span<const float> query,
+                                                          const std::vector<uint64_t>* filter,
+                                                          size_t k, size_t ef_q, size_t f_count) {
+    const size_t rows = f.doc_node.size();
     const size_t need = std::min(k, f_count);
-
-    auto score_node = [&](uint32_t node) {
-        hits.emplace_back(f.node_docs[node], scorer.score(f.vec(node), f.norms[node]));
-    };
-    auto score_doc = [&](uint64_t doc) {
-        auto d = f.doc_node.find(doc);
-        if (d != f.doc_node.end()) score_node(d->second);
-    };
-    auto exact = [&]() -> std::vector<Hit> {
-        hits.clear();
-        if (filter) {
-            hits.reserve(f_count);
-            for (size_t i = 0; i < filter->size(); ++i) {
-                if (i > 0 && (*filter)[i] == (*filter)[i - 1]) continue;
-                score_doc((*filter)[i]);
-            }
-        } else {
-            hits.reserve(rows);
-            for (size_t n = 0; n < f.node_docs.size(); ++n) {
-                if (f.node_docs[n] != 0) score_node(static_cast<uint32_t>(n));
-            }
-        }
-        scorer.best(hits, k);
-        return std::move(hits);
-    };
-
-    // Rule 1: small candidate sets are scored exactly (so is everything once the graph failed).
-    if (!f.graph || f_count <= ef_q * 2 * f.params.m) return exact();
-
-    // Rule 2: the graph, widening until k rows of F remain or c reaches half the rows.
     size_t c_want = std::max(ef_q, (k * rows + f_count - 1) / f_count);
     const std::vector<float> q = f.prepared(query);
+    std::vector<VectorIndexes::Hit> hits;
     try {
         while (2 * c_want < rows) {
             auto found = f.graph->searchKnn(q.data(), c_want);
@@ -868,7 +782,7 @@ engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
                 const uint64_t doc = f.node_docs[node];
                 if (doc == 0) continue;
                 if (filter && !std::binary_search(filter->begin(), filter->end(), doc)) continue;
-                score_node(node);
+                hits.push_back(scorer.hit(f, node));
             }
             if (hits.size() >= need) {
                 scorer.best(hits, k);
@@ -877,9 +791,33 @@ engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
             c_want *= 2;
         }
     } catch (const std::exception&) {
-        // A library failure costs speed, never the answer: fall through to exact scoring.
     }
-    return exact();
+    return std::nullopt;
+}
+
+}  // namespace
+
+engine::Result<std::vector<VectorIndexes::Hit>> VectorIndexes::near(
+    engine::CollectionId c, uint16_t slot, std::span<const float> query, size_t k, size_t ef,
+    const std::vector<uint64_t>* filter) const {
+    auto it = fields_.find({c.v, slot});
+    if (it == fields_.end()) {
+        return Status::error(Code::invalid_argument, "near needs a field with @hnsw");
+    }
+    const Field& f = *it->second;
+    FENEC_ASSIGN_OR_RETURN(const Scorer scorer, scorer_for(f, query));
+    if (k == 0) return std::vector<Hit>{};
+    const size_t f_count = rows_with_vectors(f, filter);
+    const size_t ef_q = std::max<size_t>(ef ? ef : f.params.ef_search, k);
+    // Rule 1: small candidate sets are scored exactly (so is everything once the graph failed).
+    if (!f.graph || f_count <= ef_q * 2 * f.params.m) {
+        return exact_hits(f, scorer, filter, k, f_count);
+    }
+    if (std::optional<std::vector<Hit>> hits =
+            graph_hits(f, scorer, query, filter, k, ef_q, f_count)) {
+        return std::move(*hits);
+    }
+    return exact_hits(f, scorer, filter, k, f_count);
 }
 
 bool VectorIndexes::has_retired(engine::CollectionId c, uint16_t slot) const {

@@ -32,11 +32,6 @@ QlResult<uint64_t> int_arg(const IntArg& arg, const Context& ctx);
 QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& select,
                         const engine::Schema& schema, const std::string& collection);
 
-// `match` and `near`: the ranked rows, `_score` last in each (fenecql.md §8, §9).
-QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view, const index::IndexSet& indexes,
-                            engine::CollectionId c, const engine::Schema& schema, const CNode* where,
-                            const Context& ctx);
-
 QlResult<Answer> run_get(const Get& get, const engine::ReadView& view,
                          const index::IndexSet& indexes, const Context& ctx);
 

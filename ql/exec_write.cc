@@ -76,8 +76,22 @@ struct Writer {
     const Context& ctx;
 
     QlResult<Answer> insert(const Insert& ins);
+    // `set` (changes given) or `del` (none) of the rows the filter picks (§4.2).
     QlResult<Answer> set_or_del(const std::string& coll_name, const Name& coll,
                                 const WriteFilter& f, const Expr* changes);
+    // The rows a set or del writes: those `where` keeps, in `order`, at most `limit`, and a 412
+    // unless exactly `require` when it is given.
+    QlResult<Rows> rows_to_write(engine::CollectionId c, const engine::Schema& schema,
+                                 const std::string& name, const WriteFilter& f);
+    // The fields a `set` assigns (`changes` is an object), each value converted to its field's
+    // type; evaluated once, before any row is written.
+    using Assignments = std::vector<std::pair<uint16_t, Value>>;
+    QlResult<Assignments> assignments(const Expr& changes, const engine::Schema& schema,
+                                      const std::string& name);
+    // Each row rewritten with the assignments, dropped fields left out; a refusal names the
+    // collection (or, for @unique, the field).
+    Failure set_rows(engine::CollectionId c, const engine::Schema& schema, const std::string& name,
+                     const Rows& rows, const Assignments& values);
     QlResult<engine::Doc> document(const Expr& object, const engine::Schema& schema,
                                    const std::string& collection, std::optional<DocId>& id);
     QlResult<engine::Doc> document_value(const Value& object, uint32_t pos,
@@ -222,11 +236,48 @@ QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, c
     engine::Result<engine::CollectionId> c = block.find(name);
     if (!c.is_ok() || name.starts_with("_")) return not_found_collection(coll);
     const engine::Schema schema = *block.schema(*c);
+    QlResult<Rows> rows = rows_to_write(*c, schema, name, f);
+    if (!rows) return rows.take_error();
+    Answer answer;
+    answer.kind = Answer::Kind::affected;
+    answer.affected = rows.value().rows.size();
+    if (!changes) {
+        if (f.returning) {  // del returns rows as they were, before it
+            QlResult<Table> t = project(rows.value(), f.returning, schema, name);
+            if (!t) return t.take_error();
+            answer.returning = true;
+            answer.table = std::move(t.value());
+        }
+        for (const auto& [id, doc] : rows.value().rows) {
+            engine::Result<bool> r = block.del(*c, id);
+            if (!r.is_ok()) return engine_error(r.status(), name);
+        }
+        return answer;
+    }
+    QlResult<Assignments> values = assignments(*changes, schema, name);
+    if (!values) return values.take_error();
+    if (auto fail = set_rows(*c, schema, name, rows.value(), values.value())) return *fail;
+    if (f.returning) {  // set returns rows as they are after it
+        Rows after;
+        for (const auto& [id, before] : rows.value().rows) {
+            std::optional<engine::DocView> d = block.get(*c, id);
+            if (d) after.rows.emplace_back(id, *d);
+        }
+        QlResult<Table> t = project(after, f.returning, schema, name);
+        if (!t) return t.take_error();
+        answer.returning = true;
+        answer.table = std::move(t.value());
+    }
+    return answer;
+}
+
+QlResult<Rows> Writer::rows_to_write(engine::CollectionId c, const engine::Schema& schema,
+                                     const std::string& name, const WriteFilter& f) {
     QlResult<CNode> where = compile_where(f.where.expr, schema, name, ctx);
     if (!where) return where.take_error();
-    // The rows to write, read through the open block: it sees the state it will change.
+    // Read through the open block: it sees the state it will change.
     Rows rows;
-    block.scan(*c, [&](DocId id, engine::DocView doc) {
+    block.scan(c, [&](DocId id, engine::DocView doc) {
         if (matches(where.value(), id, doc, ctx)) rows.rows.emplace_back(id, doc);
         return true;
     });
@@ -249,71 +300,53 @@ QlResult<Answer> Writer::set_or_del(const std::string& name, const Name& coll, c
             return e;
         }
     }
-    Answer answer;
-    answer.kind = Answer::Kind::affected;
-    answer.affected = rows.rows.size();
-    if (f.returning && !changes) {  // del returns rows as they were, before it
-        QlResult<Table> t = project(rows, f.returning, schema, name);
-        if (!t) return t.take_error();
-        answer.returning = true;
-        answer.table = std::move(t.value());
-    }
-    std::vector<DocId> ids;
-    for (const auto& [id, doc] : rows.rows) ids.push_back(id);
-    if (changes) {
-        const auto* o = std::get_if<ObjectExpr>(&changes->node);
-        std::vector<std::pair<uint16_t, Value>> set_values;
-        for (const Member& m : o->members) {
-            if (m.key.text == "_id") return error_at(m.key.pos, "`_id` cannot be set");
-            const std::optional<uint16_t> slot = schema.slot_of(m.key.text);
-            if (!slot)
-                return error_at(m.key.pos,
-                                "collection `" + name + "` has no field `" + m.key.text + "`");
-            QlResult<Value> v = eval_constant(m.value, ctx);
-            if (!v) return v.take_error();
-            QlResult<Value> cv = convert_to(v.value(), schema.fields[*slot], m.value.pos);
-            if (!cv) return cv.take_error();
-            set_values.emplace_back(*slot, std::move(cv.value()));
+    return rows;
+}
+
+QlResult<Writer::Assignments> Writer::assignments(const Expr& changes, const engine::Schema& schema,
+                                                  const std::string& name) {
+    const auto* o = std::get_if<ObjectExpr>(&changes.node);
+    Assignments values;
+    for (const Member& m : o->members) {
+        if (m.key.text == "_id") return error_at(m.key.pos, "`_id` cannot be set");
+        const std::optional<uint16_t> slot = schema.slot_of(m.key.text);
+        if (!slot) {
+            return error_at(m.key.pos,
+                            "collection `" + name + "` has no field `" + m.key.text + "`");
         }
-        for (const auto& [id, old] : rows.rows) {
-            engine::Doc doc = old.decode();
-            for (const auto& [slot, value] : set_values) {
-                bool replaced = false;
-                for (auto& [s2, v2] : doc) {
-                    if (s2 == slot) {
-                        v2 = value;
-                        replaced = true;
-                    }
+        QlResult<Value> v = eval_constant(m.value, ctx);
+        if (!v) return v.take_error();
+        QlResult<Value> cv = convert_to(v.value(), schema.fields[*slot], m.value.pos);
+        if (!cv) return cv.take_error();
+        values.emplace_back(*slot, std::move(cv.value()));
+    }
+    return values;
+}
+
+Failure Writer::set_rows(engine::CollectionId c, const engine::Schema& schema,
+                         const std::string& name, const Rows& rows, const Assignments& values) {
+    for (const auto& [id, old] : rows.rows) {
+        engine::Doc doc = old.decode();
+        for (const auto& [slot, value] : values) {
+            bool replaced = false;
+            for (auto& [s2, v2] : doc) {
+                if (s2 == slot) {
+                    v2 = value;
+                    replaced = true;
                 }
-                if (!replaced) doc.emplace_back(slot, value);
             }
-            std::erase_if(doc, [&](const auto& sv) {
-                return sv.first >= schema.fields.size() || schema.fields[sv.first].dropped;
-            });
-            engine::Status st = block.set(*c, id, doc);
-            if (!st.is_ok()) {
-                if (st.code() != Code::duplicate) return engine_error(st, name);
-                return unique_clash(st, indexes, *c, schema, doc, id, name);
-            }
+            if (!replaced) doc.emplace_back(slot, value);
         }
-        if (f.returning) {
-            Rows after;
-            for (DocId id : ids) {
-                std::optional<engine::DocView> d = block.get(*c, id);
-                if (d) after.rows.emplace_back(id, *d);
-            }
-            QlResult<Table> t = project(after, f.returning, schema, name);
-            if (!t) return t.take_error();
-            answer.returning = true;
-            answer.table = std::move(t.value());
-        }
-    } else {
-        for (DocId id : ids) {
-            engine::Result<bool> r = block.del(*c, id);
-            if (!r.is_ok()) return engine_error(r.status(), name);
+        std::erase_if(doc, [&](const auto& sv) {
+            return sv.first >= schema.fields.size() || schema.fields[sv.first].dropped;
+        });
+        engine::Status st = block.set(c, id, doc);
+        if (!st.is_ok()) {
+            if (st.code() != Code::duplicate) return engine_error(st, name);
+            return unique_clash(st, indexes, c, schema, doc, id, name);
         }
     }
-    return answer;
+    return std::nullopt;
 }
 
 }  // namespace

@@ -609,7 +609,7 @@ TEST(HnswPersistence, CheckpointThenReopenRestoresWithoutRebuild) {
 
 TEST(HnswPersistence, ALargeGraphIsRestoredInPartsAsOne) {
     // Past 2 x 16,384 nodes a restore fills hnswlib's node memory in parts on threads of their
-    // own (index/hnsw_index.cc in_parts), where the machine has the CPUs: the restored graph
+    // own (index/hnsw_record.cc in_parts), where the machine has the CPUs: the restored graph
     // answers exactly as the graph that was checkpointed, with retired nodes among the live.
     Tenant t;
     std::mt19937_64 rng{5};

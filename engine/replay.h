@@ -1,0 +1,107 @@
+// engine/replay.h: ReplayState, one pass over a tenant file's records (engine.md §6), shared by
+// the files that run it: replay.cc (the pass), open.cc (Database::open and what follows a pass)
+// and install.cc (an image checked, replayed and installed). Not part of the API.
+//
+// Invariant: a pass applies each record with the same in-memory mutations the write path makes,
+// minus undo, and reads the buffer in place: documents point into `buf` until finish_replay
+// copies them out or adopts the buffer (`owner`).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/database_internal.h"
+
+namespace fenec::engine {
+
+namespace fb = fenec::format;
+
+struct ReplayState {
+    // verify_image: an image as a PUT brings it (install_open, verify_image): any whole file,
+    // a pure image (starting with a checkpoint) or a file with records after one, with no tear:
+    // a fault anywhere is corruption, never a cut. Spills at the tail that no landing names
+    // are dead space and are cut as open cuts them.
+    enum class Mode { open, verify_image };
+
+    ReplayState(Database& d, const std::byte* b, uint64_t n, Mode m)
+        : db(d), buf(b), size(n), mode(m) {}
+
+    Database& db;
+    const std::byte* buf;
+    uint64_t size;
+    Mode mode;
+    // Owns `buf` when the database may keep it (finish_replay adopts it rather than copying the
+    // documents out); null: `buf` is the caller's for the call only.
+    std::shared_ptr<const std::byte[]> owner;
+
+    uint64_t pos = format::kHeaderBytes;
+    bool header_checked = false;
+    uint64_t received = UINT64_MAX;  // advance(): the bytes there so far, when fewer than `size`
+    mutable bool deferred = false;   // zero_from was asked about bytes not there yet
+    std::optional<uint64_t> deferred_at;  // ... reading the record here, read again at the end
+    uint64_t image_end = 0;               // 0: no image region
+    bool have_history = false;
+    std::optional<uint64_t> cut_at;  // a torn tail starts here
+    std::optional<uint64_t> trailing_spill;
+    struct SpillSeen {
+        uint32_t part;
+        uint64_t count;
+        uint64_t checksum;
+        uint64_t offset;
+        uint64_t framed;
+        const fb::Spill* body;
+        bool named = false;
+    };
+    std::unordered_map<uint64_t, std::vector<SpillSeen>> spills;
+    std::map<std::pair<uint32_t, uint16_t>, GraphRecord> graphs;
+    std::map<uint32_t, uint64_t> image_rows;  // collection -> rows its state promised
+    std::map<uint32_t, uint64_t> last_write;  // collection -> offset of the last record writing it
+    // Landed blocks of the appended region, in order, for the feed's seed (engine.md §6.1 step 5):
+    // the (offset, framed) of each record, a spilled block's spills first.
+    struct LandedSeen {
+        uint64_t first = 0;
+        uint64_t last = 0;
+        int64_t at_ms = 0;
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+    };
+    std::vector<LandedSeen> landed;
+
+    Status corrupt(uint64_t at, const std::string& what) const {
+        return Status::error(Code::corruption, what + " at offset " + std::to_string(at),
+                             Detail{.offset = at});
+    }
+
+    Status check_header();
+    Status run();
+    // Replays the records wholly inside the first `available` bytes (all of them: `size`); one
+    // that runs past them waits for more. A verdict that would depend on bytes not yet there (a
+    // fault whose message says whether zeros follow) is deferred: the record is read again once
+    // they are.
+    Status advance(uint64_t available);
+    Status record_at(uint64_t p, bool in_image);
+    bool zero_from(uint64_t p) const;
+    // The record at p, of `kind`, checked against the records before it and applied.
+    Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);
+    // apply()'s cases, one a kind (replay.cc says what each checks).
+    Status apply_checkpoint(uint64_t p, const fb::Checkpoint* c, uint64_t framed);
+    Status apply_collection_state(uint64_t p, const fb::CollectionState* s);
+    Status apply_history(uint64_t p, const fb::History* h);
+    void note_graph(uint64_t p, const fb::Graph* g, std::span<const std::byte> body,
+                    uint64_t framed);
+    Status apply_block(uint64_t p, const fb::Block* b, uint64_t framed);
+    Status note_spill(uint64_t p, const fb::Spill* s, uint64_t framed);
+    Status apply_landing(uint64_t p, const fb::Landing* l, uint64_t framed);
+    Result<std::vector<SpillSeen*>> named_spills(uint64_t p, const fb::Landing* l);
+    Status apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* types,
+                     const flatbuffers::Vector<flatbuffers::Offset<void>>* values,
+                     uint64_t& writes);
+    Status apply_put(uint64_t p, uint32_t collection, const flatbuffers::Vector<uint64_t>* ids,
+                     const flatbuffers::Vector<uint32_t>* ends,
+                     const flatbuffers::Vector<uint8_t>* bodies, bool image);
+    Status finish_image(uint64_t p);
+    void note_write(uint64_t p, fb::Op type, const void* op);
+};
+
+}  // namespace fenec::engine
