@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 
+#include "engine/format.h"
 #include "json/writer.h"
 #include "server/obs/audit.h"
 #include "server/runtime/mark.h"
@@ -631,12 +632,8 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
         w.int64(static_cast<int64_t>(f->bytes));
         w.key("ms");
         w.int64(static_cast<int64_t>(end_ms - a.start_ms));
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx",
-                      static_cast<unsigned long long>(
-                          XXH3_64bits(q.statement.data(), q.statement.size())));
         w.key("statement");
-        w.string(hex);
+        w.string(engine::format::hex16(XXH3_64bits(q.statement.data(), q.statement.size())));
         w.end_object();
     }
     audit_line(std::move(line));

@@ -22,17 +22,6 @@ constexpr uint64_t follow_wait_ms_max = 60'000;  // an admin call is not held lo
 // (§8.1): requests in flight finish, held requests and streams are told to end.
 constexpr int64_t demote_wait_ms = 5'000;
 
-std::optional<uint64_t> hex16(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return std::nullopt;
-        v = (v << 4) | uint64_t(d);
-    }
-    return v;
-}
-
 struct ReplicationBody {
     std::optional<std::string> from;
     std::optional<uint64_t> lineage;
@@ -56,8 +45,9 @@ std::string parse_body(std::string_view text, bool promote, ReplicationBody& out
         std::string_view s;
         if (key == "lineage" || (promote && key == "forked")) {
             if (value.is_null()) continue;
-            if (value.get(s) || !hex16(s)) return "`" + std::string(key) + "` must be 16 hex digits";
-            (key == "lineage" ? out.lineage : out.forked) = hex16(s);
+            if (value.get(s) || !engine::format::parse_hex16(s))
+                return "`" + std::string(key) + "` must be 16 hex digits";
+            (key == "lineage" ? out.lineage : out.forked) = engine::format::parse_hex16(s);
         } else if (key == "authority") {
             if (value.get(s) || s.empty()) return "`authority` must be a non-empty string";
             out.authority = std::string(s);
