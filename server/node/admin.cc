@@ -26,7 +26,7 @@ void audit_admin(Node& node, const Call& call, int status) {
     obs::AuditLine line;
     line.at_ms = node.now_ms();
     line.event = obs::AuditEvent::admin;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
+    line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential)};
     line.peer = call.request.peer;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},

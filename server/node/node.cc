@@ -594,9 +594,8 @@ void Node::audit_refusal(const Call& call, int status, std::string_view why) {
     obs::AuditLine line;
     line.at_ms = now_ms();
     line.event = obs::AuditEvent::refused;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
-    line.who.sub = call.who.sub;
-    line.who.tenant = call.who.tenant;
+    line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential), call.who.sub,
+                             call.who.tenant};
     line.peer = call.request.peer;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/format.h"
+#include "server/node/admin.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
@@ -90,28 +91,12 @@ bool from_is_valid(std::string_view from) {
            std::stoul(std::string(port)) < 65536;
 }
 
-void audit(Node& node, const Call& call, int status) {
-    obs::LineLog* log = node.audit();
-    if (!log) return;
-    obs::AuditLine line;
-    line.at_ms = node.now_ms();
-    line.event = obs::AuditEvent::admin;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
-    line.peer = call.request.peer;
-    line.request_id = call.request_id;
-    line.fields = {{"method", std::string(call.request.head.method_text)},
-                   {"path", call.request.head.path},
-                   {"tenant", call.tenant},
-                   {"status", status}};
-    log->write(obs::audit_line(line));
-}
-
 }  // namespace
 
 void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     Call& c = *call;
     auto answer = [&](http::Response r) {
-        audit(node_, c, r.status);
+        audit_admin(node_, c, r.status);
         node_.answer(c, std::move(r));
     };
     if (c.request.head.method != http::Method::post) {
@@ -205,7 +190,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
 void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     Call& c = *call;
     auto answer = [&](http::Response r) {
-        audit(node_, c, r.status);
+        audit_admin(node_, c, r.status);
         node_.answer(c, std::move(r));
     };
     if (c.request.head.method != http::Method::post) {
@@ -294,7 +279,7 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
             obs::AuditLine line;
             line.at_ms = node_.now_ms();
             line.event = obs::AuditEvent::promote;
-            line.who.credential = static_cast<obs::Credential>(c.who.credential);
+            line.who = obs::AuditWho{static_cast<obs::Credential>(c.who.credential)};
             line.peer = c.request.peer;
             line.request_id = c.request_id;
             line.fields = {{"tenant", c.tenant},

@@ -251,6 +251,8 @@ std::string_view audit_event_name(AuditEvent e) {
             return "promote";
         case AuditEvent::schema:
             return "schema";
+        case AuditEvent::query:
+            return "query";
     }
     return "refused";
 }
@@ -263,19 +265,21 @@ std::string audit_line(const AuditLine& line) {
     w.string(iso_time_ms(line.at_ms));
     w.key("event");
     w.string(audit_event_name(line.event));
-    w.key("who");
-    w.begin_object();
-    w.key("credential");
-    w.string(credential_name(line.who.credential));
-    if (!line.who.sub.empty()) {
-        w.key("sub");
-        w.string(line.who.sub);
+    if (line.who) {
+        w.key("who");
+        w.begin_object();
+        w.key("credential");
+        w.string(credential_name(line.who->credential));
+        if (!line.who->sub.empty()) {
+            w.key("sub");
+            w.string(line.who->sub);
+        }
+        if (!line.who->tenant.empty()) {
+            w.key("tenant");
+            w.string(line.who->tenant);
+        }
+        w.end_object();
     }
-    if (!line.who.tenant.empty()) {
-        w.key("tenant");
-        w.string(line.who.tenant);
-    }
-    w.end_object();
     w.key("peer");
     w.string(line.peer);
     string_or_null(w, "via", line.via);
