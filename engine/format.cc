@@ -73,4 +73,15 @@ std::string hex16(uint64_t v) {
     return s;
 }
 
+std::optional<uint64_t> parse_hex16(std::string_view text) {
+    if (text.size() != 16) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : text) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return std::nullopt;
+        v = (v << 4) | static_cast<uint64_t>(d);
+    }
+    return v;
+}
+
 }  // namespace fenec::engine::format

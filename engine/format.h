@@ -15,8 +15,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fenec::engine::format {
@@ -86,7 +88,11 @@ inline void store_u64(std::byte* p, uint64_t v) {
     for (int i = 0; i < 8; ++i) p[i] = std::byte(v >> (8 * i));
 }
 
-// A lineage or history id as 16 lowercase hex digits.
+// The one 16-hex codec: a lineage or history id (and any 64-bit id that travels as text: the
+// router's directory ids, request and span ids, a statement's hash) as exactly 16 lowercase hex
+// digits, and back. parse_hex16 takes only what hex16 writes: 16 characters of 0-9 and a-f (no
+// sign, no prefix, no upper case), nullopt for anything else.
 std::string hex16(uint64_t v);
+std::optional<uint64_t> parse_hex16(std::string_view text);
 
 }  // namespace fenec::engine::format

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "engine/clock.h"
+#include "engine/format.h"
 #include "server/node/lease.h"
 #include "server/node/lease_admin.h"
 #include "server/node/registry.h"
@@ -185,7 +186,7 @@ void grant_step(Leases& leases, Model& model, std::string_view body, int64_t now
     if (!read) return check_refusal(error, "grant");
     const Grant& g = *read;
     if (g.lease_ms <= 0 || g.authority.empty() || g.authority.size() > 128 ||
-        !node::parse_hex16(g.history)) {
+        !engine::format::parse_hex16(g.history)) {
         broken("a grant read with a field take() does not expect");
     }
     for (char c : g.authority) {

@@ -1,9 +1,10 @@
 // fuzz/jwt_fuzz.cc: fuzz_jwt, arbitrary bytes as the bearer value of an Authorization header
-// (server/node/auth.cc: token comparison, base64url, JWT header and payload JSON, HS256 and RS256
-// verification, the JWT cache), and the same bytes as a JWKS document, a Fenec-Router header and
-// base64url text. Seeds: fuzz/corpus/jwt/, HS256 tokens signed with `secret` below (valid until
-// 2100, expired, not yet valid, alg none, kid o1, read scope, no tenant, tampered, crit) and an
-// RS256 one for kid r1 whose signature cannot verify (the RSA key is drawn at start-up).
+// (server/node/auth.cc and jwt.cc: token comparison, base64url, JWT header and payload JSON, HS256
+// and RS256 verification, the JWT cache), and the same bytes as a JWKS document, a Fenec-Router
+// header and base64url text. Seeds: fuzz/corpus/jwt/, HS256 tokens signed with `secret` below
+// (valid until 2100, expired, not yet valid, alg none, kid o1, read scope, no tenant, tampered,
+// crit) and an RS256 one for kid r1 whose signature cannot verify (the RSA key is drawn at
+// start-up).
 //
 // Beyond "never crash, leak or read out of bounds", a broken contract traps:
 //   - a refusal carries one of the fixed phrases below (so never any byte of the value) and no
@@ -24,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/node/auth.h"
+#include "server/node/jwt.h"
 #include "server/runtime/base64url.h"
 #include "server/runtime/mark.h"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format.h"
 #include "index/index_set.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -35,13 +36,6 @@ constexpr std::string_view kSchema[] = {
     "create collection regions (name text @unique, routers [text])",
     "create collection leases (name text @unique, ms int, at timestamp, `by` text)",
 };
-
-std::string hex16(uint64_t v) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(16, '0');
-    for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<size_t>(i)] = digits[v & 15];
-    return out;
-}
 
 uint64_t random_u64() {
     std::random_device rd;
@@ -148,9 +142,10 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
         create.push_back(
             {"insert directory {name: \"self\", id: $1, scope: \"global\", format: $2, "
              "starts: 0}",
-             {hex16(random_u64()), Value(directory_format)}});
-        create.push_back({"insert terms {term: 0, history: $1, at: $2, `by`: \"\"}",
-                          {hex16(random_u64()), engine::Timestamp{d->db_->created_ms()}}});
+             {engine::format::hex16(random_u64()), Value(directory_format)}});
+        create.push_back(
+            {"insert terms {term: 0, history: $1, at: $2, `by`: \"\"}",
+             {engine::format::hex16(random_u64()), engine::Timestamp{d->db_->created_ms()}}});
         if (Status st = d->write_locked(create); !st.is_ok()) return st;
     }
     if (Status st = d->load(); !st.is_ok()) {

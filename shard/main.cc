@@ -1,58 +1,41 @@
-// shard/main.cc: fenec-shard's main(): flags, the Router, signals (router.md §2.3). The first
-// SIGTERM or SIGINT drains and exits 0; a second exits at once. A start-up failure exits 2.
-#include <pthread.h>
+// shard/main.cc: fenec-shard's main(): its flags and the Router, run in the one shape both
+// binaries share (server/runtime/service.h; router.md §2.3): refusals and a start-up failure exit
+// 2, the first SIGTERM or SIGINT drains and exits 0, a second exits at once.
+#include <optional>
+#include <string>
 
-#include <csignal>
-#include <cstdio>
-#include <iostream>
-#include <thread>
-
+#include "server/runtime/service.h"
 #include "shard/router.h"
 
+namespace {
+
+using namespace fenec;
+
+// What fenec-shard prints once it serves: its version, address (the port it bound), directory
+// file and whether a token guards /_shard/.
+std::string ready_line(const shard::Router& r, const shard::RouterOptions& o) {
+    const std::string listen =
+        o.listen.substr(0, o.listen.rfind(':')) + ":" + std::to_string(r.port());
+    return "fenec-shard " + std::string(shard::shard_version) + " listening=" + listen +
+           " directory=" + o.directory + " token=" + (o.token ? "set" : "none");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    fenec::shard::ParsedFlags flags = fenec::shard::parse_flags(args);
-    if (flags.help) {
-        std::cout << fenec::shard::flags_help();
-        return 0;
-    }
-    if (!flags.error.empty()) {
-        std::cerr << "fenec-shard: " << flags.error << "\n";
-        return 2;
-    }
-    if (std::string why = fenec::shard::check_options(flags.options); !why.empty()) {
-        std::cerr << "fenec-shard: " << why << "\n";
-        return 2;
-    }
-    // Signals are taken by sigwait on this thread; every other thread inherits the mask.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
-
-    const fenec::shard::RouterOptions& o = flags.options;
-    fenec::shard::Router router(o);
-    if (std::string why = router.prepare(); !why.empty()) {
-        std::cerr << "fenec-shard: " << why << "\n";
-        return 2;
-    }
-    router.serve();
-    const std::string listen = o.listen.substr(0, o.listen.rfind(':')) + ":" +
-                               std::to_string(router.port());
-    std::printf("fenec-shard %s listening=%s directory=%s token=%s\n",
-                std::string(fenec::shard::shard_version).c_str(), listen.c_str(),
-                o.directory.c_str(), o.token ? "set" : "none");
-    std::fflush(stdout);
-
-    int sig = 0;
-    sigwait(&set, &sig);
-    std::thread([set]() mutable {
-        int again = 0;
-        sigwait(&set, &again);
-        std::_Exit(1);
-    }).detach();
-    router.drain();
-    return 0;
+    const shard::ParsedFlags flags = shard::parse_flags(server::arguments(argc, argv));
+    const server::Start start{
+        flags.help, shard::flags_help(),
+        flags.error.empty() ? shard::check_options(flags.options) : flags.error};
+    std::optional<shard::Router> r;
+    return server::run("fenec-shard", start, [&] {
+        r.emplace(flags.options);
+        return server::Service{
+            [&] { return r->prepare(); },
+            [&] {
+                r->serve();  // prepare() bound the listener: starting cannot fail
+                return std::string();
+            },
+            [&] { return ready_line(*r, flags.options); }, [&] { r->drain(); }};
+    });
 }

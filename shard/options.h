@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "server/runtime/flags.h"
+
 namespace fenec::shard {
 
 struct RouterOptions {
@@ -42,11 +44,7 @@ struct RouterOptions {
     std::optional<std::string> trace;          // spans as JSON lines (§16), like the node's
 };
 
-struct ParsedFlags {
-    RouterOptions options;
-    bool help = false;
-    std::string error;  // non-empty: exit 2 with it
-};
+using ParsedFlags = server::flags::Parsed<RouterOptions>;
 
 // Reads argv (argv[0] skipped) and FENEC_SHARD_TOKEN (the flag wins).
 ParsedFlags parse_flags(const std::vector<std::string>& args);

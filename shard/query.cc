@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 
+#include "engine/format.h"
 #include "json/writer.h"
 #include "server/obs/audit.h"
 #include "server/runtime/mark.h"
@@ -599,47 +600,24 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
                                                     1000);
 
     // §15: one audit line; the statement as its hash, never its text or parameters.
-    std::string line;
-    {
-        json::Writer w(line);
-        w.begin_object();
-        w.key("at");
-        w.string(obs::iso_time_ms(wall_ms()));
-        w.key("event");
-        w.string("query");
-        w.key("request_id");
-        w.string(a.request_id);
-        w.key("peer");
-        w.string(peer);
-        w.key("status");
-        w.int64(r.status);
-        w.key("merge");
-        w.string(merge);
-        w.key("partial");
-        w.boolean(q.partial);
-        w.key("tenants");
-        w.int64(static_cast<int64_t>(f->names.size()));
-        w.key("asked");
-        w.int64(static_cast<int64_t>(f->asked));
-        w.key("failed");
-        w.int64(static_cast<int64_t>(f->failures.size()));
-        w.key("not_asked");
-        w.int64(static_cast<int64_t>(f->names.size() - f->asked));
-        w.key("rows");
-        w.int64(static_cast<int64_t>(rows_out));
-        w.key("bytes");
-        w.int64(static_cast<int64_t>(f->bytes));
-        w.key("ms");
-        w.int64(static_cast<int64_t>(end_ms - a.start_ms));
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx",
-                      static_cast<unsigned long long>(
-                          XXH3_64bits(q.statement.data(), q.statement.size())));
-        w.key("statement");
-        w.string(hex);
-        w.end_object();
+    if (audit_) {
+        obs::AuditLine line;
+        line.event = obs::AuditEvent::query;
+        const auto count = [](size_t n) { return static_cast<int64_t>(n); };
+        line.fields = {{"status", r.status},
+                       {"merge", merge},
+                       {"partial", q.partial},
+                       {"tenants", count(f->names.size())},
+                       {"asked", count(f->asked)},
+                       {"failed", count(f->failures.size())},
+                       {"not_asked", count(f->names.size() - f->asked)},
+                       {"rows", count(rows_out)},
+                       {"bytes", count(f->bytes)},
+                       {"ms", static_cast<int64_t>(end_ms - a.start_ms)},
+                       {"statement", engine::format::hex16(
+                                         XXH3_64bits(q.statement.data(), q.statement.size()))}};
+        audit(std::move(line), peer, a.request_id);
     }
-    audit_line(std::move(line));
 
     // §16: the query's span, and one a node beneath it.
     if (trace_) {

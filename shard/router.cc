@@ -272,51 +272,27 @@ void Router::answer(server::Exchange& exchange, const Answering& a, http::Respon
 }
 
 void Router::audit_admin(const server::Request& request, const Answering& a, int status) {
-    if (!audit_) return;
-    std::string line;
-    json::Writer w(line);
-    w.begin_object();
-    w.key("at");
-    w.string(obs::iso_time_ms(wall_ms()));
-    w.key("event");
-    w.string("admin");
-    w.key("request_id");
-    w.string(a.request_id);
-    w.key("peer");
-    w.string(request.peer);
-    w.key("method");
-    w.string(request.head.method_text);
-    w.key("path");
-    w.string(request.head.path);
-    w.key("status");
-    w.int64(status);
-    w.end_object();
-    audit_->write(std::move(line));
-}
-
-void Router::audit_line(std::string line) {
-    if (audit_) audit_->write(std::move(line));
+    obs::AuditLine line;
+    line.event = obs::AuditEvent::admin;
+    line.fields = {{"method", std::string(request.head.method_text)},
+                   {"path", request.head.path},
+                   {"status", status}};
+    audit(std::move(line), request.peer, a.request_id);
 }
 
 void Router::audit_refused(const server::Request& request, std::string_view request_id) {
+    obs::AuditLine line;
+    line.event = obs::AuditEvent::refused;
+    line.fields = {{"method", std::string(request.head.method_text)}, {"path", request.head.path}};
+    audit(std::move(line), request.peer, request_id);
+}
+
+void Router::audit(obs::AuditLine line, std::string_view peer, std::string_view request_id) {
     if (!audit_) return;
-    std::string line;
-    json::Writer w(line);
-    w.begin_object();
-    w.key("at");
-    w.string(obs::iso_time_ms(wall_ms()));
-    w.key("event");
-    w.string("refused");
-    w.key("request_id");
-    w.string(request_id);
-    w.key("peer");
-    w.string(request.peer);
-    w.key("method");
-    w.string(request.head.method_text);
-    w.key("path");
-    w.string(request.head.path);
-    w.end_object();
-    audit_->write(std::move(line));
+    line.at_ms = wall_ms();
+    line.peer = peer;
+    line.request_id = request_id;
+    audit_->write(obs::audit_line(line));
 }
 
 void Router::after_refusal(std::string_view peer, std::function<void()> fn) {

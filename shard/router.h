@@ -19,15 +19,13 @@
 #include <string>
 #include <string_view>
 
+#include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "server/runtime/http_server.h"
 #include "shard/directory.h"
 #include "shard/options.h"
 #include "shard/upstream.h"
 
-namespace fenec::obs {
-class LineLog;
-}
 namespace fenec::server {
 class WorkerPool;
 class Timers;
@@ -79,10 +77,12 @@ class Router final : public server::Handler {
     // Counts an answer given by other means (a stream's head).
     void count(const Answering& a, int status);
     static http::Response error(int status, std::string message);
+    // The audit log's lines (§15), through the one audit-line builder (server/obs/audit.h):
+    // `admin` for a change to /_shard/, `refused` for a 401/403 answered or relayed.
     void audit_admin(const server::Request& request, const Answering& a, int status);
     void audit_refused(const server::Request& request, std::string_view request_id);
-    // One line of the audit log, when there is one (§15).
-    void audit_line(std::string line);
+    // Writes `line` to the audit log, when there is one, with its time, peer and request id.
+    void audit(obs::AuditLine line, std::string_view peer, std::string_view request_id);
     // The --trace log, or nullptr (§16).
     obs::LineLog* trace_log() { return trace_.get(); }
     static int64_t wall_ms();

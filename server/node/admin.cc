@@ -26,7 +26,7 @@ void audit_admin(Node& node, const Call& call, int status) {
     obs::AuditLine line;
     line.at_ms = node.now_ms();
     line.event = obs::AuditEvent::admin;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
+    line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential)};
     line.peer = call.request.peer;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},
@@ -112,7 +112,7 @@ void create_tenant(Node& node, Call& call) {
         w.key("created");
         w.string(call.tenant);
         w.key("lineage");
-        w.string(hex16(lineage.v));
+        w.string(engine::format::hex16(lineage.v));
         w.end_object();
     }
     answer_audited(node, call, std::move(r));
@@ -123,7 +123,7 @@ void write_forks(json::Writer& w, const engine::History& h) {
     for (const engine::Fork& f : h.forks) {
         w.begin_object();
         w.key("history");
-        w.string(hex16(f.history.v));
+        w.string(engine::format::hex16(f.history.v));
         w.key("at");
         w.uint64(f.seq.v);
         w.end_object();
@@ -144,9 +144,9 @@ void write_detail(Node& node, json::Writer& w, const std::string& name) {
     } else {
         const engine::History h = a.tenant->db().history();
         w.key("lineage");
-        w.string(hex16(a.tenant->db().lineage().v));
+        w.string(engine::format::hex16(a.tenant->db().lineage().v));
         w.key("history");
-        w.string(hex16(h.current().v));
+        w.string(engine::format::hex16(h.current().v));
         w.key("forks");
         write_forks(w, h);
     }
@@ -228,9 +228,9 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.key("name");
     w.string(t.name());
     w.key("lineage");
-    w.string(hex16(t.db().lineage().v));
+    w.string(engine::format::hex16(t.db().lineage().v));
     w.key("history");
-    w.string(hex16(h.current().v));
+    w.string(engine::format::hex16(h.current().v));
     w.key("forks");
     write_forks(w, h);
     w.key("seq");
@@ -268,7 +268,7 @@ void admin_query(Node& node, Call& call, Tenant& t) {
     http::Response r;
     r.body = ql::to_json(out.answers.front());
     r.header("Fenec-Seq", std::to_string(out.seq.v));
-    r.header("Fenec-History", hex16(out.history.v));
+    r.header("Fenec-History", engine::format::hex16(out.history.v));
     node.answer(call, std::move(r));
 }
 

@@ -35,7 +35,7 @@ void describe(Node& node, Call& call, Tenant& t) {
     w.key("seq");
     w.uint64(view.seq().v);
     w.key("history");
-    w.string(hex16(t.db().history().current().v));
+    w.string(engine::format::hex16(t.db().history().current().v));
     w.key("collections");
     w.begin_array();
     for (const engine::CollectionInfo& c : view.collections()) {
@@ -60,7 +60,7 @@ void describe(Node& node, Call& call, Tenant& t) {
     w.end_array();
     w.end_object();
     r.header("Fenec-Seq", std::to_string(view.seq().v));
-    r.header("Fenec-History", hex16(t.db().history().current().v));
+    r.header("Fenec-History", engine::format::hex16(t.db().history().current().v));
     node.answer(call, std::move(r));
 }
 
@@ -106,7 +106,7 @@ std::optional<http::Response> read_after_headers(Node& node, const Call& call, R
     }
     if (auto v = h.header("Fenec-History")) {
         if (!out.after) return node.refusal(400, "Fenec-History goes with Fenec-After");
-        out.history = parse_hex16(*v);
+        out.history = engine::format::parse_hex16(*v);
         if (!out.history) return node.refusal(400, "Fenec-History must be 16 lowercase hex digits");
     }
     if (auto v = h.header("Fenec-Wait")) {
@@ -137,7 +137,7 @@ Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history) {
 
 http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history) {
     std::string msg = t.name() + ": this copy does not hold write " + std::to_string(after);
-    if (history) msg += " of history " + hex16(*history);
+    if (history) msg += " of history " + engine::format::hex16(*history);
     http::Response r = node.refusal(504, "");
     r.body.clear();
     json::Writer w(r.body);
@@ -147,7 +147,7 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
     w.key("seq");
     w.uint64(t.db().seq().v);
     w.key("history");
-    w.string(hex16(t.db().history().current().v));
+    w.string(engine::format::hex16(t.db().history().current().v));
     w.end_object();
     return r;
 }
@@ -212,7 +212,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
         r.body = ql::row_json(o.answers.front().table, 0);
     }
     r.header("Fenec-Seq", std::to_string(o.seq.v));
-    r.header("Fenec-History", hex16(o.history.v));
+    r.header("Fenec-History", engine::format::hex16(o.history.v));
     node.answer(*call, std::move(r));
     return true;
 }

@@ -123,7 +123,7 @@ std::optional<KeyedWrite> begin_key(Node& node, Call& call, Tenant& t,
                 r.body = text_of(*doc, k_body);
                 r.header("Idempotent-Replayed", "true");
                 r.header("Fenec-Seq", std::to_string(view.seq().v));
-                r.header("Fenec-History", hex16(t.db().history().current().v));
+                r.header("Fenec-History", engine::format::hex16(t.db().history().current().v));
                 refusal = std::move(r);
             }
             t.release_key(w.user_key);

@@ -129,7 +129,7 @@ std::optional<std::string> read_expected(const http::RequestHead& h, Expected& o
         if (!out.seq) return "Fenec-Seq must be a decimal seq, not `" + std::string(*v) + "`";
     }
     if (auto v = h.header("Fenec-Lineage")) {
-        out.lineage = parse_hex16(*v);
+        out.lineage = engine::format::parse_hex16(*v);
         if (!out.lineage) return "Fenec-Lineage must be 16 lowercase hex digits";
     }
     return std::nullopt;
@@ -321,9 +321,10 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
                                              ", the image's seq is " + std::to_string(info.seq.v));
         }
         if (expected.lineage && *expected.lineage != info.lineage.v) {
-            return engine::Status::error(engine::Code::invalid_argument,
-                                         "Fenec-Lineage is " + hex16(*expected.lineage) +
-                                             ", the image's lineage is " + hex16(info.lineage.v));
+            return engine::Status::error(
+                engine::Code::invalid_argument,
+                "Fenec-Lineage is " + engine::format::hex16(*expected.lineage) +
+                    ", the image's lineage is " + engine::format::hex16(info.lineage.v));
         }
         return engine::Status::ok();
     };
@@ -372,9 +373,9 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     w.key("seq");
     w.uint64(info.seq.v);
     w.key("history");
-    w.string(hex16(info.history.current().v));
+    w.string(engine::format::hex16(info.history.current().v));
     w.key("lineage");
-    w.string(hex16(info.lineage.v));
+    w.string(engine::format::hex16(info.lineage.v));
     w.key("bytes");
     w.uint64(info.bytes);
     w.end_object();
@@ -393,8 +394,8 @@ http::Response image_head(const engine::ImageInfo& info, const std::string& dige
     head.content_type = "application/octet-stream";
     head.header("Content-Length", std::to_string(info.bytes));
     head.header("Fenec-Seq", std::to_string(info.seq.v));
-    head.header("Fenec-History", hex16(info.history.current().v));
-    head.header("Fenec-Lineage", hex16(info.lineage.v));
+    head.header("Fenec-History", engine::format::hex16(info.history.current().v));
+    head.header("Fenec-Lineage", engine::format::hex16(info.lineage.v));
     head.header("Fenec-Image-Digest", digest);
     return head;
 }

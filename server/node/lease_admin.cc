@@ -132,7 +132,7 @@ std::optional<Grant> read_grant(std::string_view body, std::string& error) {
     int64_t lease_ms = 0;
     std::optional<std::string> e = r.authority(g.authority);
     if (!e) e = r.count("term", g.term);
-    if (!e && (r.obj["history"].get(history) || !parse_hex16(history))) {
+    if (!e && (r.obj["history"].get(history) || !engine::format::parse_hex16(history))) {
         e = "`history` must be 16 lowercase hex digits";
     }
     if (!e) e = r.count("grant", g.grant);

@@ -127,7 +127,7 @@ void freeze_tenant(Node& node, Call& call) {
     w.key("seq");
     w.uint64(t.db().seq().v);
     w.key("history");
-    w.string(hex16(t.db().history().current().v));
+    w.string(engine::format::hex16(t.db().history().current().v));
     w.end_object();
     answer_audited(node, call, std::move(r));
 }

@@ -17,6 +17,7 @@
 #include "server/node/quota.h"
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
+#include "server/runtime/flags.h"
 
 namespace fenec::node {
 
@@ -350,7 +351,7 @@ bool octet_stream_type(std::string_view ct) {
 // route's larger bound and its 409 before the body are for the admin alone.
 bool Node::admin_credential(const http::RequestHead& h) {
     if (auth_->plane_open(auth::Credential::admin) &&
-        (is_loopback(options_.listen) || options_.insecure)) {
+        (server::flags::is_loopback(options_.listen) || options_.insecure)) {
         return true;
     }
     auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
@@ -534,8 +535,9 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     const http::RequestHead& h = call.request.head;
     const std::string_view value = h.header("Authorization").value_or("");
     auth::Verdict v = auth_->identify(value, now_ms());
-    const bool open = auth_->plane_open(plane) && (is_loopback(options_.listen) || options_.insecure ||
-                                                   plane == auth::Credential::data);
+    const bool open =
+        auth_->plane_open(plane) && (server::flags::is_loopback(options_.listen) ||
+                                     options_.insecure || plane == auth::Credential::data);
     if (!auth_->plane_open(plane) || !open) {
         // A guarded plane, or an unguarded one on a public listener (absent there).
         if (auth_->plane_open(plane)) {
@@ -592,9 +594,8 @@ void Node::audit_refusal(const Call& call, int status, std::string_view why) {
     obs::AuditLine line;
     line.at_ms = now_ms();
     line.event = obs::AuditEvent::refused;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
-    line.who.sub = call.who.sub;
-    line.who.tenant = call.who.tenant;
+    line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential), call.who.sub,
+                             call.who.tenant};
     line.peer = call.request.peer;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},

@@ -1,13 +1,15 @@
-// server/node/options.h: fenec-node's flags (node-http.md §1.1), read left to right. An unknown
-// flag, a missing value or one that does not parse is refused naming the flag (exit 2); `--help`
-// prints every flag with its default. The checks of the whole set (tokens equal, a public listener
-// unguarded, ...) are check_options'.
+// server/node/options.h: fenec-node's flags (node-http.md §1.1), read left to right by the
+// runtime's flag reader (server/runtime/flags.h). An unknown flag, a missing value or one that does
+// not parse is refused naming the flag (exit 2); `--help` prints every flag with its default. The
+// checks of the whole set (tokens equal, a public listener unguarded, ...) are check_options'.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "server/runtime/flags.h"
 
 namespace fenec::node {
 
@@ -50,11 +52,7 @@ struct NodeOptions {
     uint32_t replica_wait_ms = 50;       // --replica-wait: an answer waits for the streams (§5.8)
 };
 
-struct ParsedFlags {
-    NodeOptions options;
-    bool help = false;
-    std::string error;  // non-empty: exit 2 with it
-};
+using ParsedFlags = server::flags::Parsed<NodeOptions>;
 
 // Reads argv (argv[0] skipped) and the three FENEC_*TOKEN variables (a flag wins).
 ParsedFlags parse_flags(const std::vector<std::string>& args);
@@ -65,8 +63,5 @@ std::string flags_help();
 // The start-up refusals of §1.1 that need the whole set: a non-loopback --listen with no data
 // credential (unless --insecure), two equal tokens. "" when fine.
 std::string check_options(const NodeOptions& options);
-
-// True for 127.0.0.0/8, ::1 and localhost.
-bool is_loopback(const std::string& listen);
 
 }  // namespace fenec::node

@@ -51,7 +51,7 @@ http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std:
                             w.key("seq");
                             w.uint64(o.seq.v);
                             w.key("history");
-                            w.string(hex16(o.history.v));
+                            w.string(engine::format::hex16(o.history.v));
                             if (!place) return;
                             w.key("completed");
                             w.uint64(place->completed);

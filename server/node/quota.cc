@@ -13,6 +13,7 @@
 
 #include "engine/io.h"
 #include "json/writer.h"
+#include "server/node/admin.h"
 #include "server/node/handlers.h"
 #include "server/obs/audit.h"
 
@@ -118,22 +119,6 @@ http::Response quota_refusal(Node& node, std::string_view tenant, std::string_vi
     });
 }
 
-void audit_put(Node& node, const Call& call, int status) {
-    obs::LineLog* log = node.audit();
-    if (!log) return;
-    obs::AuditLine line;
-    line.at_ms = node.now_ms();
-    line.event = obs::AuditEvent::admin;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
-    line.peer = call.request.peer;
-    line.request_id = call.request_id;
-    line.fields = {{"method", std::string(call.request.head.method_text)},
-                   {"path", call.request.head.path},
-                   {"tenant", call.tenant},
-                   {"status", status}};
-    log->write(obs::audit_line(line));
-}
-
 void write_quota_members(json::Writer& w, const std::string& tenant, const Quota& q) {
     w.key("tenant");
     w.string(tenant);
@@ -150,7 +135,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
             w.key("field");
             w.string(field);
         });
-        audit_put(node, call, r.status);
+        audit_admin(node, call, r.status);
         return node.answer(call, std::move(r));
     }
     http::Response r;
@@ -170,7 +155,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
             w.end_object();
         }
     }
-    audit_put(node, call, r.status);
+    audit_admin(node, call, r.status);
     node.answer(call, std::move(r));
 }
 

@@ -40,17 +40,6 @@ uint64_t get_le(const char* p, int bytes) {
     return v;
 }
 
-std::optional<uint64_t> hex16_of(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return std::nullopt;
-        v = (v << 4) | uint64_t(d);
-    }
-    return v;
-}
-
 std::string forks_json(const std::vector<std::pair<engine::HistoryId, engine::Seq>>& forks) {
     std::string out;
     json::Writer w(out);
@@ -167,7 +156,8 @@ engine::Result<engine::FeedEntry> decode_forks(std::string_view payload) {
         std::string_view h;
         uint64_t at = 0;
         std::optional<uint64_t> history;
-        if (fk["history"].get(h) || fk["at"].get(at) || !(history = hex16_of(h))) {
+        if (fk["history"].get(h) || fk["at"].get(at) ||
+            !(history = engine::format::parse_hex16(h))) {
             return refused("a fork that does not parse");
         }
         e.forks.emplace_back(engine::HistoryId{*history}, engine::Seq{at});
@@ -317,11 +307,11 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         since = n;
     }
     if (auto v = h.query_value("history"); v && !v->empty()) {
-        history = hex16_of(*v);
+        history = engine::format::parse_hex16(*v);
         if (!history) return node_.answer(*call, node_.refusal(400, "`history` must be 16 hex"));
     }
     if (auto v = h.query_value("lineage"); v && !v->empty()) {
-        lineage = hex16_of(*v);
+        lineage = engine::format::parse_hex16(*v);
         if (!lineage) return node_.answer(*call, node_.refusal(400, "`lineage` must be 16 hex"));
     }
     // Where the follower continues, or why it takes an image (§10.3).

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/format.h"
+#include "server/node/admin.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
@@ -21,17 +22,6 @@ constexpr uint64_t follow_wait_ms_max = 60'000;  // an admin call is not held lo
 // A primary copy told to follow waits this long for its holders to let it go, as a delete does
 // (§8.1): requests in flight finish, held requests and streams are told to end.
 constexpr int64_t demote_wait_ms = 5'000;
-
-std::optional<uint64_t> hex16(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return std::nullopt;
-        v = (v << 4) | uint64_t(d);
-    }
-    return v;
-}
 
 struct ReplicationBody {
     std::optional<std::string> from;
@@ -56,8 +46,9 @@ std::string parse_body(std::string_view text, bool promote, ReplicationBody& out
         std::string_view s;
         if (key == "lineage" || (promote && key == "forked")) {
             if (value.is_null()) continue;
-            if (value.get(s) || !hex16(s)) return "`" + std::string(key) + "` must be 16 hex digits";
-            (key == "lineage" ? out.lineage : out.forked) = hex16(s);
+            if (value.get(s) || !engine::format::parse_hex16(s))
+                return "`" + std::string(key) + "` must be 16 hex digits";
+            (key == "lineage" ? out.lineage : out.forked) = engine::format::parse_hex16(s);
         } else if (key == "authority") {
             if (value.get(s) || s.empty()) return "`authority` must be a non-empty string";
             out.authority = std::string(s);
@@ -100,28 +91,12 @@ bool from_is_valid(std::string_view from) {
            std::stoul(std::string(port)) < 65536;
 }
 
-void audit(Node& node, const Call& call, int status) {
-    obs::LineLog* log = node.audit();
-    if (!log) return;
-    obs::AuditLine line;
-    line.at_ms = node.now_ms();
-    line.event = obs::AuditEvent::admin;
-    line.who.credential = static_cast<obs::Credential>(call.who.credential);
-    line.peer = call.request.peer;
-    line.request_id = call.request_id;
-    line.fields = {{"method", std::string(call.request.head.method_text)},
-                   {"path", call.request.head.path},
-                   {"tenant", call.tenant},
-                   {"status", status}};
-    log->write(obs::audit_line(line));
-}
-
 }  // namespace
 
 void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     Call& c = *call;
     auto answer = [&](http::Response r) {
-        audit(node_, c, r.status);
+        audit_admin(node_, c, r.status);
         node_.answer(c, std::move(r));
     };
     if (c.request.head.method != http::Method::post) {
@@ -215,7 +190,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
 void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     Call& c = *call;
     auto answer = [&](http::Response r) {
-        audit(node_, c, r.status);
+        audit_admin(node_, c, r.status);
         node_.answer(c, std::move(r));
     };
     if (c.request.head.method != http::Method::post) {
@@ -304,7 +279,7 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
             obs::AuditLine line;
             line.at_ms = node_.now_ms();
             line.event = obs::AuditEvent::promote;
-            line.who.credential = static_cast<obs::Credential>(c.who.credential);
+            line.who = obs::AuditWho{static_cast<obs::Credential>(c.who.credential)};
             line.peer = c.request.peer;
             line.request_id = c.request_id;
             line.fields = {{"tenant", c.tenant},

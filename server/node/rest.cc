@@ -39,7 +39,7 @@ http::Response shaped(Node& node, const Tenant& t, const ql::BlockOutcome& o, co
     http::Response r = shape(o);
     if (r.status < 400) {
         r.header("Fenec-Seq", std::to_string(o.seq.v));
-        r.header("Fenec-History", hex16(o.history.v));
+        r.header("Fenec-History", engine::format::hex16(o.history.v));
     }
     return r;
 }

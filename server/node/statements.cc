@@ -63,7 +63,7 @@ std::string success_body(std::span<const ql::Answer> answers, bool batch) {
 
 void seq_headers(http::Response& r, uint64_t seq, uint64_t history) {
     r.header("Fenec-Seq", std::to_string(seq));
-    r.header("Fenec-History", hex16(history));
+    r.header("Fenec-History", engine::format::hex16(history));
 }
 
 // The answer to a block's outcome that answer_write leaves to its caller (§5.1, §5.2): a

@@ -172,7 +172,8 @@ private:
         if (!query_locked({}, rows, sent_, &seq)) return;
         position_ = seq;
         std::string data = "{\"seq\":" + std::to_string(seq) + ",\"history\":\"" +
-                           hex16(tenant_->db().history().current().v) + "\",\"rows\":" + rows + "}";
+                           engine::format::hex16(tenant_->db().history().current().v) +
+                           "\",\"rows\":" + rows + "}";
         send_locked(event("seed", seq, data));
     }
 
@@ -299,7 +300,7 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
     }
     std::optional<uint64_t> hist;
     if (history) {
-        hist = parse_hex16(*history);
+        hist = engine::format::parse_hex16(*history);
         if (!hist) return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
     }
     const std::string& coll = call->rest[1];

@@ -1,7 +1,8 @@
 // server/node/wire.h: how numbers and ids travel in the node's headers, paths and query strings:
 // seqs and waits as decimals (Fenec-After, Fenec-Wait, since, Last-Event-ID), document ids as
 // positive decimals (REST paths), lineage and history ids as 16 lowercase hex digits
-// (node-http.md §4, README "ids"). One reader and one writer for each, used by every route.
+// (node-http.md §4, README "ids": the engine's one codec, engine::format::hex16 and parse_hex16).
+// One reader and one writer for each, used by every route.
 #pragma once
 
 #include <charconv>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "engine/format.h"
 
 namespace fenec::node {
 
@@ -29,17 +32,6 @@ inline std::optional<uint64_t> parse_doc_id(std::string_view s) {
     return v;
 }
 
-// Exactly 16 lowercase hex digits, as hex16 writes them.
-inline std::optional<uint64_t> parse_hex16(std::string_view s) {
-    if (s.size() != 16) return std::nullopt;
-    for (char c : s) {
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
-    }
-    uint64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, 16);
-    return v;
-}
-
 // A collection name that can stand in a statement's text: FenecQL's name characters. REST never
 // names a `_` collection (the server's), so those are refused by the caller.
 inline bool plain_name(std::string_view s) {
@@ -50,13 +42,6 @@ inline bool plain_name(std::string_view s) {
         if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
     }
     return true;
-}
-
-inline std::string hex16(uint64_t v) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(16, '0');
-    for (int i = 15; i >= 0; --i, v >>= 4) out[i] = digits[v & 0xf];
-    return out;
 }
 
 }  // namespace fenec::node

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/format.h"
 #include "json/timestamp.h"
 #include "json/writer.h"
 
@@ -39,11 +40,6 @@ int write_all(int fd, std::string_view bytes) {
         bytes.remove_prefix(static_cast<size_t>(n));
     }
     return 0;
-}
-
-void append_hex(std::string& out, uint64_t v) {
-    constexpr std::string_view kHex = "0123456789abcdef";
-    for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kHex[(v >> shift) & 0xF]);
 }
 
 bool is_lower_hex(std::string_view s) {
@@ -255,6 +251,8 @@ std::string_view audit_event_name(AuditEvent e) {
             return "promote";
         case AuditEvent::schema:
             return "schema";
+        case AuditEvent::query:
+            return "query";
     }
     return "refused";
 }
@@ -267,19 +265,21 @@ std::string audit_line(const AuditLine& line) {
     w.string(iso_time_ms(line.at_ms));
     w.key("event");
     w.string(audit_event_name(line.event));
-    w.key("who");
-    w.begin_object();
-    w.key("credential");
-    w.string(credential_name(line.who.credential));
-    if (!line.who.sub.empty()) {
-        w.key("sub");
-        w.string(line.who.sub);
+    if (line.who) {
+        w.key("who");
+        w.begin_object();
+        w.key("credential");
+        w.string(credential_name(line.who->credential));
+        if (!line.who->sub.empty()) {
+            w.key("sub");
+            w.string(line.who->sub);
+        }
+        if (!line.who->tenant.empty()) {
+            w.key("tenant");
+            w.string(line.who->tenant);
+        }
+        w.end_object();
     }
-    if (!line.who.tenant.empty()) {
-        w.key("tenant");
-        w.string(line.who.tenant);
-    }
-    w.end_object();
     w.key("peer");
     w.string(line.peer);
     string_or_null(w, "via", line.via);
@@ -322,9 +322,7 @@ std::string request_id(std::optional<std::string_view> sent, uint64_t random) {
         std::all_of(sent->begin(), sent->end(), [](char c) { return c >= 0x20 && c <= 0x7E; })) {
         return std::string(*sent);
     }
-    std::string id;
-    append_hex(id, random);
-    return id;
+    return engine::format::hex16(random);
 }
 
 std::optional<TraceParent> parse_traceparent(std::string_view h) {
@@ -357,17 +355,10 @@ std::optional<std::string_view> pass_tracestate(std::string_view header) {
     return header;
 }
 
-std::string span_id(uint64_t random) {
-    std::string id;
-    append_hex(id, random == 0 ? 1 : random);
-    return id;
-}
+std::string span_id(uint64_t random) { return engine::format::hex16(random == 0 ? 1 : random); }
 
 std::string trace_id(uint64_t hi, uint64_t lo) {
-    std::string id;
-    append_hex(id, hi);
-    append_hex(id, hi == 0 && lo == 0 ? 1 : lo);
-    return id;
+    return engine::format::hex16(hi) + engine::format::hex16(hi == 0 && lo == 0 ? 1 : lo);
 }
 
 bool should_trace(const std::optional<TraceParent>& parent, double sample, uint64_t random) {

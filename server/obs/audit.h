@@ -153,30 +153,38 @@ std::string_view credential_name(Credential c);  // "none", "data", ...
 
 struct AuditWho {
     Credential credential = Credential::none;
-    std::string_view sub;     // a JWT's subject; omitted when empty
-    std::string_view tenant;  // a JWT's tenant; omitted when empty
+    std::string_view sub = {};     // a JWT's subject; omitted when empty
+    std::string_view tenant = {};  // a JWT's tenant; omitted when empty
 };
 
-enum class AuditEvent : uint8_t { refused, admin, lease, promote, schema };
+// The node's events (node-http.md §13.3) and the router's (router.md §15; `refused` and `admin`
+// are both's).
+enum class AuditEvent : uint8_t { refused, admin, lease, promote, schema, query };
 std::string_view audit_event_name(AuditEvent e);  // "refused", ...
 
-// The members every audit line has (§13.3), then the event's own.
+// The members every audit line has (node-http.md §13.3, router.md §15), then the event's own.
+// One builder for both binaries' lines.
 struct AuditLine {
     int64_t at_ms = 0;  // wall clock, UTC ms
     AuditEvent event = AuditEvent::refused;
-    AuditWho who;
+    // Who asked: every node line has it. The router's lines have none (router.md §15): the router
+    // holds no keys, and its own token is the only credential it takes.
+    std::optional<AuditWho> who;
     std::string_view peer;  // "127.0.0.1:51234"
     std::string_view via;   // the router it came through; null when empty (direct)
     std::string_view request_id;
-    // The event's fields of §13.3's table: refused `method`, `path` (no query string),
-    // `status`, `why`; admin `method`, `path`, `tenant`, `status`; lease `authority`, `term`,
-    // `status`; promote `tenant`, `history`, `seq`, `forced`; schema `tenant`, `statement` (a
-    // node::statement_shape), `status`.
+    // The event's fields. The node's (§13.3's table): refused `method`, `path` (no query
+    // string), `status`, `why`; admin `method`, `path`, `tenant`, `status`; lease `authority`,
+    // `term`, `status`; promote `tenant`, `history`, `seq`, `forced`; schema `tenant`,
+    // `statement` (a node::statement_shape), `status`. The router's (router.md §15): refused
+    // `method`, `path`; admin `method`, `path`, `status`; query `status`, `merge`, `partial`,
+    // `tenants`, `asked`, `failed`, `not_asked`, `rows`, `bytes`, `ms`, `statement` (the hex16 of
+    // the text's XXH3-64, never the text).
     std::vector<JsonField> fields;
 };
 
-// `{"at":…,"event":…,"who":{"credential":…[,"sub","tenant"]},"peer":…,"via":…,"request_id":…,
-// <fields>}`, without a line feed.
+// `{"at":…,"event":…[,"who":{"credential":…[,"sub","tenant"]}],"peer":…,"via":…,
+// "request_id":…,<fields>}`, without a line feed.
 std::string audit_line(const AuditLine& line);
 
 // One request at or over `--slow-ms` (§13.4).

@@ -3,7 +3,7 @@
 // idempotency, subscriptions with cursors and reseeds. Each test starts its own node.
 #include <ctime>
 
-#include "server/node/auth.h"
+#include "server/node/jwt.h"
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test {

@@ -407,7 +407,7 @@ TEST(Lines, AuditLineHasTheCommonMembersThenTheEvents) {
     AuditLine a;
     a.at_ms = *json::parse_timestamp("2026-10-01T09:30:12Z");
     a.event = AuditEvent::refused;
-    a.who = {Credential::jwt, "alice", "acme"};
+    a.who = AuditWho{Credential::jwt, "alice", "acme"};
     a.peer = "127.0.0.1:51234";
     a.request_id = "9c1d2e3f4a5b6c7d";
     a.fields = {
@@ -421,7 +421,7 @@ TEST(Lines, AuditLineHasTheCommonMembersThenTheEvents) {
 
     AuditLine p;
     p.event = AuditEvent::promote;
-    p.who.credential = Credential::admin;
+    p.who = AuditWho{Credential::admin};
     p.peer = "[::1]:9";
     p.via = "router-1";
     p.request_id = "r";
@@ -434,6 +434,42 @@ TEST(Lines, AuditLineHasTheCommonMembersThenTheEvents) {
               "\"who\":{\"credential\":\"admin\"},\"peer\":\"[::1]:9\",\"via\":\"router-1\","
               "\"request_id\":\"r\",\"tenant\":\"acme\",\"history\":\"00000000000000aa\","
               "\"seq\":1043,\"forced\":true}");
+}
+
+// The router's lines (router.md §15) come from the same builder, without `who`: the router names
+// no credential.
+TEST(Lines, RouterAuditLinesHaveNoWho) {
+    AuditLine q;
+    q.at_ms = *json::parse_timestamp("2026-10-01T09:30:12.5Z");
+    q.event = AuditEvent::query;
+    q.peer = "10.0.0.7:5000";
+    q.request_id = "q1";
+    q.fields = {{"status", 206},
+                {"merge", "order"},
+                {"partial", true},
+                {"tenants", int64_t{3}},
+                {"asked", int64_t{3}},
+                {"failed", int64_t{1}},
+                {"not_asked", int64_t{0}},
+                {"rows", uint64_t{20}},
+                {"bytes", uint64_t{4096}},
+                {"ms", int64_t{12}},
+                {"statement", "00000000deadbeef"}};
+    EXPECT_EQ(audit_line(q),
+              "{\"at\":\"2026-10-01T09:30:12.500Z\",\"event\":\"query\","
+              "\"peer\":\"10.0.0.7:5000\",\"via\":null,\"request_id\":\"q1\",\"status\":206,"
+              "\"merge\":\"order\",\"partial\":true,\"tenants\":3,\"asked\":3,\"failed\":1,"
+              "\"not_asked\":0,\"rows\":20,\"bytes\":4096,\"ms\":12,"
+              "\"statement\":\"00000000deadbeef\"}");
+    AuditLine r;
+    r.event = AuditEvent::refused;
+    r.peer = "10.0.0.7:5001";
+    r.request_id = "r1";
+    r.fields = {{"method", "GET"}, {"path", "/_shard/tenants"}};
+    EXPECT_EQ(audit_line(r),
+              "{\"at\":\"1970-01-01T00:00:00.000Z\",\"event\":\"refused\","
+              "\"peer\":\"10.0.0.7:5001\",\"via\":null,\"request_id\":\"r1\","
+              "\"method\":\"GET\",\"path\":\"/_shard/tenants\"}");
 }
 
 TEST(Lines, SlowLine) {

@@ -1,10 +1,10 @@
-// test/server/node/parts/auth_test.cc: server/node/auth.h against node-http.md §1.1, §3 and §12.
-// Proves: the three tokens identify their credential and nothing else; start-up refusals name their
-// flag; HS256 and RS256 JWTs are accepted only with the configured key's algorithm, a verifying
-// signature, an exp inside the skew and an nbf that has passed; claims come out as Identity; a JWKS
-// file's keys are chosen by kid, reloaded at most once a second, and kept when the file turns bad;
-// the JWT cache is bounded, dropped on new keys, and checks exp on every hit. RSA keys are
-// generated here with OpenSSL and written as JWKS independently of the code under test.
+// test/server/node/parts/auth_test.cc: server/node/auth.h and jwt.h against node-http.md §1.1, §3
+// and §12. Proves: the three tokens identify their credential and nothing else; start-up refusals
+// name their flag; HS256 and RS256 JWTs are accepted only with the configured key's algorithm, a
+// verifying signature, an exp inside the skew and an nbf that has passed; claims come out as
+// Identity; a JWKS file's keys are chosen by kid, reloaded at most once a second, and kept when the
+// file turns bad; the JWT cache is bounded, dropped on new keys, and checks exp on every hit. RSA
+// keys are generated here with OpenSSL and written as JWKS independently of the code under test.
 #include "server/node/auth.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/node/jwt.h"
 #include "server/runtime/base64url.h"
 
 namespace fenec::auth {
