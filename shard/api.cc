@@ -96,18 +96,20 @@ namespace {
 Hello hello(Router& router, const std::string& node, const std::string& addr,
             const std::string& token, const std::string& request_id) {
     Hello h;
-    auto ask = [&](std::string_view target) {
-        UpstreamRequest r;
-        r.node = node;
-        r.addr = addr;
-        r.resend_after_sent = true;
-        r.bytes = admin_request("GET", target, addr, token, "", request_id);
-        return router.upstream().call(std::move(r));
+    NodeRow row;
+    row.name = node;
+    row.addr = addr;
+    row.token = token;
+    auto ask = [&](std::string target) {
+        return router.upstream().admin(row, {.method = "GET",
+                                             .target = std::move(target),
+                                             .request_id = request_id,
+                                             .resendable = true});
     };
-    Upstream::Whole w = ask("/_admin/hello");
+    server::CallResult w = ask("/_admin/hello");
     if (w.answer && w.answer->status == 404) w = ask("/_admin/tenants");
     if (!w.answer) {
-        h.why = w.message;
+        h.why = w.error.message;
         return h;
     }
     h.status = w.answer->status;
@@ -383,12 +385,10 @@ class Api {
         std::map<std::string, std::map<std::string, uint64_t>> bytes;
         if (with_bytes) {
             for (const auto& [name, n] : maps->nodes) {
-                UpstreamRequest up;
-                up.node = name;
-                up.addr = n.addr;
-                up.resend_after_sent = true;
-                up.bytes = admin_request("GET", "/_admin/tenants", n.addr, n.token, "", a_.request_id);
-                Upstream::Whole whole = router_.upstream().call(std::move(up));
+                server::CallResult whole = router_.upstream().admin(n, {.method = "GET",
+                                                                        .target = "/_admin/tenants",
+                                                                        .request_id = a_.request_id,
+                                                                        .resendable = true});
                 if (!whole.answer || whole.answer->status != 200) continue;
                 simdjson::dom::parser parser;
                 simdjson::dom::element doc;
@@ -511,14 +511,13 @@ class Api {
             node = best->second;
         }
         const std::string node_body = schema ? "{\"schema\":" + *schema + "}" : "";
-        UpstreamRequest up;
-        up.node = node->name;
-        up.addr = node->addr;
-        up.bytes = admin_request("PUT", "/_admin/tenants/" + name, node->addr, node->token,
-                                 node_body, a_.request_id);
-        Upstream::Whole whole = router_.upstream().call(std::move(up));
+        server::CallResult whole =
+            router_.upstream().admin(*node, {.method = "PUT",
+                                             .target = "/_admin/tenants/" + name,
+                                             .request_id = a_.request_id,
+                                             .body = node_body});
         if (!whole.answer) {
-            Response r = Router::error(502, whole.message);
+            Response r = Router::error(502, whole.error.message);
             return r;
         }
         const int status = whole.answer->status;
@@ -542,12 +541,9 @@ class Api {
         }
         if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
             // Not recorded: the file on the node goes, so nothing serves a tenant nobody routes.
-            UpstreamRequest undo;
-            undo.node = node->name;
-            undo.addr = node->addr;
-            undo.bytes = admin_request("DELETE", "/_admin/tenants/" + name, node->addr,
-                                       node->token, "", a_.request_id);
-            (void)router_.upstream().call(std::move(undo));
+            (void)router_.upstream().admin(*node, {.method = "DELETE",
+                                                   .target = "/_admin/tenants/" + name,
+                                                   .request_id = a_.request_id});
             return Router::error(500, "the directory could not record tenant `" + name +
                                           "`: " + st.to_string());
         }
@@ -581,14 +577,13 @@ class Api {
         }
         auto n = maps->nodes.find(it->second.node);
         if (n != maps->nodes.end()) {
-            UpstreamRequest up;
-            up.node = n->second.name;
-            up.addr = n->second.addr;
-            up.resend_after_sent = true;  // deleting twice is harmless: the second is a 404
-            up.bytes = admin_request("DELETE", "/_admin/tenants/" + name, n->second.addr,
-                                     n->second.token, "", a_.request_id);
-            Upstream::Whole whole = router_.upstream().call(std::move(up));
-            if (!whole.answer) return Router::error(502, whole.message);
+            // Deleting twice is harmless: the second is a 404.
+            server::CallResult whole =
+                router_.upstream().admin(n->second, {.method = "DELETE",
+                                                     .target = "/_admin/tenants/" + name,
+                                                     .request_id = a_.request_id,
+                                                     .resendable = true});
+            if (!whole.answer) return Router::error(502, whole.error.message);
             const int status = whole.answer->status;
             if (status != 204 && status != 200 && status != 404) {
                 if (status >= 500) {

@@ -37,7 +37,7 @@ namespace {
 using Response = http::Response;
 
 // prepare_tenant parses a node's answer where it lies when the body has simdjson's padding.
-static_assert(simdjson::SIMDJSON_PADDING <= upstream_body_spare_bytes);
+static_assert(simdjson::SIMDJSON_PADDING <= server::answer_body_spare_bytes);
 
 // A node's calls are re-asked at most this often when the directory moved its tenant (§12.4.5).
 constexpr int reasks_max = 2;
@@ -112,7 +112,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     uint64_t bytes = 0;
     std::string limit;  // "rows" or "bytes" when one was passed
 
-    void on_answer(const Job& job, UpstreamAnswer answer) {
+    void on_answer(const Job& job, server::Answer answer) {
         const uint64_t body_bytes = answer.body.size();
         if (answer.status == 200) {
             TenantInput in;
@@ -142,23 +142,24 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         settle(lock);
     }
 
-    void on_failure(const Job& job, UpstreamFailure failure, std::string message) {
+    void on_failure(const Job& job, server::CallError error) {
         std::unique_lock lock(mu_);
         if (finished_) return;
         ended(job);
-        switch (failure) {
-            case UpstreamFailure::too_large:
+        switch (error.failure) {
+            case server::CallFailure::too_large:
                 limit = "bytes";
                 return settle(lock);
-            case UpstreamFailure::timeout:
-                fail(job, 504, message, "timeout");
+            case server::CallFailure::timeout:
+                fail(job, 504, std::move(error.message), "timeout");
                 return settle(lock);
-            case UpstreamFailure::unreachable:
+            case server::CallFailure::unreachable:
                 // A node that does not take the connection may no longer hold the tenant.
-                return relookup(lock, job, 502, message, "unreachable");
-            case UpstreamFailure::may_have_run:
-            case UpstreamFailure::cut:
-                fail(job, 502, message, "unreachable");
+                return relookup(lock, job, 502, std::move(error.message), "unreachable");
+            case server::CallFailure::may_have_run:
+            case server::CallFailure::cut:
+            case server::CallFailure::cancelled:
+                fail(job, 502, std::move(error.message), "unreachable");
                 return settle(lock);
         }
     }
@@ -243,7 +244,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         }
         const uint64_t room = router_.options().fanout_max_bytes - std::min(
             bytes, router_.options().fanout_max_bytes);
-        std::vector<std::pair<Job, UpstreamRequest>> requests;
+        std::vector<std::pair<Job, server::CallRequest>> requests;
         for (Job& job : go) {
             NodeSpan& s = spans[job.node];
             if (s.calls++ == 0) {
@@ -252,12 +253,12 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
                 s.start_wall_ms = Router::wall_ms();
                 s.start_ms = router_.now_ms();
             }
-            UpstreamRequest r = request(job, s);
+            server::CallRequest r = request(job, s);
             r.body_bytes_max = std::max<uint64_t>(room, 1);
             requests.emplace_back(std::move(job), std::move(r));
         }
         lock.unlock();
-        std::vector<std::weak_ptr<UpstreamCall>> started;
+        std::vector<std::weak_ptr<server::RingCall>> started;
         for (auto& [job, r] : requests) {
             started.push_back(router_.upstream().start(
                 std::move(r), std::make_shared<Sink>(shared_from_this(), std::move(job))));
@@ -282,38 +283,30 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         return nullptr;
     }
 
-    UpstreamRequest request(const Job& job, const NodeSpan& span) {
+    server::CallRequest request(const Job& job, const NodeSpan& span) {
         const NodeRow& node = *find_node(job.node);
-        UpstreamRequest r;
-        r.node = node.name;
-        r.addr = node.addr;
+        server::CallRequest r = to_node(node);
+        r.about = names[job.tenant];
         r.resend_after_sent = true;  // a read-only statement: asking twice is harmless
-        r.queue_send = true;         // many calls at once: see UpstreamRequest::queue_send
+        r.queue_send = true;         // many calls at once: see CallRequest::queue_send
         r.timeout_ms = timeout_ms;
-        std::string& out = r.bytes;
-        out.reserve(512 + node_body.size());
-        out.append("POST /_admin/tenants/").append(names[job.tenant]).append("/query HTTP/1.1");
-        out.append("\r\nHost: ").append(node.addr);
-        out.append("\r\nAuthorization: Bearer ").append(node.token);
-        out.append("\r\nContent-Type: application/json\r\nContent-Length: ");
-        out.append(std::to_string(node_body.size()));
-        out.append("\r\nConnection: keep-alive\r\nX-Request-Id: ").append(request_id);
-        out.append("\r\nFenec-Router: ").append(client).append(" ");
-        out.append(server::router_mark(node.token, client, request_id));
-        if (!trace_id.empty()) {
-            out.append("\r\ntraceparent: ");
-            out.append(obs::format_traceparent({trace_id, span.span_id, true}));
-        }
-        out.append("\r\n\r\n").append(node_body);
+        const std::string target = "/_admin/tenants/" + names[job.tenant] + "/query";
+        const std::string mark = client + " " + server::router_mark(node.token, client, request_id);
+        const std::string traceparent =
+            trace_id.empty() ? "" : obs::format_traceparent({trace_id, span.span_id, true});
+        http::OutRequest out{.method = "POST", .target = target, .body = node_body};
+        out.headers = {{"Content-Type", "application/json"}, {"Fenec-Router", mark}};
+        if (!traceparent.empty()) out.headers.push_back({"traceparent", traceparent});
+        r.bytes = admin_request(node, request_id, std::move(out));
         return r;
     }
 
-    class Sink final : public UpstreamSink {
+    class Sink final : public server::CallSink {
       public:
         Sink(std::shared_ptr<Fanout> f, Job job) : f_(std::move(f)), job_(std::move(job)) {}
-        void on_answer(UpstreamAnswer answer) override { f_->on_answer(job_, std::move(answer)); }
-        void on_failure(UpstreamFailure failure, std::string message) override {
-            f_->on_failure(job_, failure, std::move(message));
+        void on_answer(server::Answer answer) override { f_->on_answer(job_, std::move(answer)); }
+        void on_failure(server::CallError error) override {
+            f_->on_failure(job_, std::move(error));
         }
         bool on_data(std::string) override { return false; }
         void on_end() override {}
@@ -330,7 +323,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     size_t out_ = 0;
     bool stop_ = false;
     bool finished_ = false;
-    std::vector<std::weak_ptr<UpstreamCall>> calls_;
+    std::vector<std::weak_ptr<server::RingCall>> calls_;
 };
 
 // The request (§12.2), checked (§12.3).
