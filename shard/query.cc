@@ -432,6 +432,125 @@ void write_failures(json::Writer& w, const std::vector<Failure>& failures) {
     w.end_array();
 }
 
+// §12.7: a limit passed, 413 naming it.
+Response limit_answer(const Fanout& f, const RouterOptions& o) {
+    const bool by_rows = f.limit == "rows";
+    const uint64_t max = by_rows ? o.fanout_max_rows : o.fanout_max_bytes;
+    Response r = Router::error(413, std::string("the tenants' answers passed ") +
+                                        (by_rows ? "--fanout-max-rows (" : "--fanout-max-bytes (") +
+                                        std::to_string(max) + ")");
+    r.body.pop_back();
+    r.body += ",\"limit\":\"" + f.limit + "\",\"max\":" + std::to_string(max) + "}";
+    return r;
+}
+
+// §12.6: tenants failed and the query is not partial (or nothing answered): the tenants' own
+// status where every tenant whose call ended failed alike, else 502.
+Response failed_answer(const Fanout& f, size_t answered) {
+    int status = f.failures.front().status;
+    for (const Failure& x : f.failures) {
+        if (x.status != status) status = 502;
+    }
+    if (answered > 0) status = 502;
+    Response r;
+    r.status = status;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(std::to_string(f.failures.size()) + " of " + std::to_string(f.names.size()) +
+             " tenants failed");
+    write_failures(w, f.failures);
+    w.key("not_asked");
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    w.key("tenants");
+    w.int64(static_cast<int64_t>(f.names.size()));
+    w.key("asked");
+    w.int64(static_cast<int64_t>(f.asked));
+    w.key("answered");
+    w.int64(static_cast<int64_t>(answered));
+    w.end_object();
+    return r;
+}
+
+// §12.5, §12.8: the answers merged (or folded: a sum past 64 bits is refused), the rows each
+// with its tenant, and the counts. `outcome` is "ok", "partial" or "refused".
+Response rows_answer(const Fanout& f, const QueryRequest& q,
+                     const std::vector<const TenantInput*>& inputs, size_t answered,
+                     uint64_t& rows_out, std::string& outcome) {
+    std::string overflow;
+    std::vector<std::string> folded;
+    std::vector<MergedRow> merged;
+    if (q.spec.kind == MergeKind::fold && !merge_fold(q.spec, inputs, folded, overflow)) {
+        Response r =
+            Router::error(400, "the sum of `" + overflow + "` does not fit a 64-bit integer");
+        add_member(r, "column", overflow);
+        outcome = "refused";
+        return r;
+    }
+    if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
+    if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
+    Response r;
+    std::string& b = r.body;
+    b.reserve(f.bytes + merged.size() * 32 + 256);
+    json::Writer w(b);
+    w.begin_object();
+    w.key("merge");
+    w.string(merge_name(q.spec.kind));
+    w.key("rows");
+    w.begin_array();
+    // Each row `{"tenant":<name>,"row":<the node's bytes>}`, the same bytes the writer would
+    // give, with a tenant's `{"tenant":<name>,"row":` quoted once rather than per row: the
+    // writer places the comma before it, and the row and `}` go straight after.
+    std::vector<std::string> heads(f.names.size());
+    for (const MergedRow& m : merged) {
+        std::string& head = heads[m.tenant];
+        if (head.empty()) {
+            json::Writer h(head);
+            h.begin_object();
+            h.key("tenant");
+            h.string(f.names[m.tenant]);
+            h.key("row");
+        }
+        w.raw(head);
+        b.append(f.inputs_[m.tenant].rows[m.row]);
+        b.push_back('}');
+    }
+    for (const std::string& row : folded) w.raw(row);
+    w.end_array();
+    rows_out = merged.size() + folded.size();
+    w.key("tenants");
+    w.int64(static_cast<int64_t>(f.names.size()));
+    w.key("asked");
+    w.int64(static_cast<int64_t>(f.asked));
+    w.key("answered");
+    w.int64(static_cast<int64_t>(answered));
+    write_failures(w, f.failures);
+    w.key("not_asked");
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    w.end_object();
+    outcome = f.failures.empty() ? "ok" : "partial";
+    return r;
+}
+
+// §16: a span per node beneath the query's (`root_span`), its calls and failures.
+void write_spans(obs::LineLog& trace, const Fanout& f, const std::string& request_id,
+                 const std::string& root_span) {
+    for (const auto& [node, s] : f.spans) {
+        obs::Span span;
+        span.trace_id = f.trace_id;
+        span.span_id = s.span_id;
+        span.parent_id = root_span;
+        span.name = "fanout.node";
+        span.start_ms = s.start_wall_ms;
+        span.us = static_cast<int64_t>((s.end_ms - s.start_ms) * 1000);
+        span.request_id = request_id;
+        span.attrs.push_back(obs::JsonField{"fenec.node", node});
+        span.attrs.push_back(obs::JsonField{"fenec.calls", s.calls});
+        span.attrs.push_back(obs::JsonField{"fenec.failures", s.failures});
+        trace.write(obs::span_line(span));
+    }
+}
+
 }  // namespace
 
 void Router::serve_query(const server::Request& request,
@@ -503,88 +622,14 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
     Response r;
     std::string outcome;
     uint64_t rows_out = 0;
-    std::string overflow;
-    std::vector<std::string> folded;
-    std::vector<MergedRow> merged;
     if (!f->limit.empty()) {
-        const bool by_rows = f->limit == "rows";
-        const uint64_t max = by_rows ? options_.fanout_max_rows : options_.fanout_max_bytes;
-        r = error(413, std::string("the tenants' answers passed ") +
-                           (by_rows ? "--fanout-max-rows (" : "--fanout-max-bytes (") +
-                           std::to_string(max) + ")");
-        r.body.pop_back();
-        r.body += ",\"limit\":\"" + f->limit + "\",\"max\":" + std::to_string(max) + "}";
+        r = limit_answer(*f, options_);
         outcome = "too_large";
     } else if (!f->failures.empty() && (!q.partial || answered == 0)) {
-        // §12.6: the tenants' own status where every tenant whose call ended failed alike.
-        int status = f->failures.front().status;
-        for (const Failure& x : f->failures) {
-            if (x.status != status) status = 502;
-        }
-        if (answered > 0) status = 502;
-        r.status = status;
-        json::Writer w(r.body);
-        w.begin_object();
-        w.key("error");
-        w.string(std::to_string(f->failures.size()) + " of " + std::to_string(f->names.size()) +
-                 " tenants failed");
-        write_failures(w, f->failures);
-        w.key("not_asked");
-        w.int64(static_cast<int64_t>(f->names.size() - f->asked));
-        w.key("tenants");
-        w.int64(static_cast<int64_t>(f->names.size()));
-        w.key("asked");
-        w.int64(static_cast<int64_t>(f->asked));
-        w.key("answered");
-        w.int64(static_cast<int64_t>(answered));
-        w.end_object();
+        r = failed_answer(*f, answered);
         outcome = "failed";
-    } else if (q.spec.kind == MergeKind::fold && !merge_fold(q.spec, inputs, folded, overflow)) {
-        r = error(400, "the sum of `" + overflow + "` does not fit a 64-bit integer");
-        add_member(r, "column", overflow);
-        outcome = "refused";
     } else {
-        if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
-        if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
-        std::string& b = r.body;
-        b.reserve(f->bytes + merged.size() * 32 + 256);
-        json::Writer w(b);
-        w.begin_object();
-        w.key("merge");
-        w.string(merge);
-        w.key("rows");
-        w.begin_array();
-        // Each row `{"tenant":<name>,"row":<the node's bytes>}`, the same bytes the writer would
-        // give, with a tenant's `{"tenant":<name>,"row":` quoted once rather than per row: the
-        // writer places the comma before it, and the row and `}` go straight after.
-        std::vector<std::string> heads(f->names.size());
-        for (const MergedRow& m : merged) {
-            std::string& head = heads[m.tenant];
-            if (head.empty()) {
-                json::Writer h(head);
-                h.begin_object();
-                h.key("tenant");
-                h.string(f->names[m.tenant]);
-                h.key("row");
-            }
-            w.raw(head);
-            b.append(f->inputs_[m.tenant].rows[m.row]);
-            b.push_back('}');
-        }
-        for (const std::string& row : folded) w.raw(row);
-        w.end_array();
-        rows_out = merged.size() + folded.size();
-        w.key("tenants");
-        w.int64(static_cast<int64_t>(f->names.size()));
-        w.key("asked");
-        w.int64(static_cast<int64_t>(f->asked));
-        w.key("answered");
-        w.int64(static_cast<int64_t>(answered));
-        write_failures(w, f->failures);
-        w.key("not_asked");
-        w.int64(static_cast<int64_t>(f->names.size() - f->asked));
-        w.end_object();
-        outcome = f->failures.empty() ? "ok" : "partial";
+        r = rows_answer(*f, q, inputs, answered, rows_out, outcome);
     }
     const uint64_t end_ms = now_ms();
     metrics_.fanouts->with({merge, outcome}).inc();
@@ -636,20 +681,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
 
     // §16: the query's span, and one a node beneath it.
     if (trace_) {
-        for (const auto& [node, s] : f->spans) {
-            obs::Span span;
-            span.trace_id = f->trace_id;
-            span.span_id = s.span_id;
-            span.parent_id = root_span;
-            span.name = "fanout.node";
-            span.start_ms = s.start_wall_ms;
-            span.us = static_cast<int64_t>((s.end_ms - s.start_ms) * 1000);
-            span.request_id = a.request_id;
-            span.attrs.push_back(obs::JsonField{"fenec.node", node});
-            span.attrs.push_back(obs::JsonField{"fenec.calls", s.calls});
-            span.attrs.push_back(obs::JsonField{"fenec.failures", s.failures});
-            trace_->write(obs::span_line(span));
-        }
+        write_spans(*trace_, *f, a.request_id, root_span);
         obs::Span span;
         span.trace_id = f->trace_id;
         span.span_id = root_span;
