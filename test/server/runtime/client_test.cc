@@ -382,15 +382,17 @@ TEST_P(ClientRules, ARequestNotTakenWithinTheBoundFailsWhileSending) {
     Peer peer([](Peer& p, int, int) { p.hold(); });
     auto c = caller();
     CallRequest r = request(peer, "POST", std::string(64 << 20, 's'));
-    r.timeout_ms = 200;
+    // Loose, as the bound also covers the connect, which a loopback still busy with the bytes
+    // of earlier tests has been seen to take past 200 ms.
+    r.timeout_ms = 1000;
     const auto t0 = Clock::now();
     Result got = c->call(r);
     ASSERT_FALSE(got.answer);
     EXPECT_EQ(got.error.failure, CallFailure::unreachable);
-    EXPECT_EQ(got.error.phase, CallPhase::sending);
+    EXPECT_EQ(got.error.phase, CallPhase::sending) << got.error.message;
     EXPECT_FALSE(got.error.sent_whole);
     EXPECT_EQ(observed_.resends(), std::vector<std::string>{"unsent"});
-    EXPECT_LT(ms_since(t0), 3000);
+    EXPECT_LT(ms_since(t0), 6000);
 }
 
 // The connect's phase: a listener whose accept queue is full drops the SYN; past the bound the
