@@ -84,7 +84,7 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     void recv_more();
     bool take_head();  // false: wait for more bytes
     void body_of(const http::ResponseHead& head);
-    void resend_or_fail(Mishap what, std::string_view detail = {});
+    void resend_or_fail(Mishap what, std::string_view detail = {}, uint64_t bound_ms = 0);
     void fail(Mishap what, std::string_view detail = {}, uint64_t bound_ms = 0);
     void answer_whole();
     void end_stream();
@@ -358,7 +358,7 @@ void Call::connected(int32_t result) {
 
 void Call::sent(int32_t result) {
     // Not wholly sent: the far end cannot have run it.
-    if (timed_out_) return resend_or_fail(Mishap::send_stalled);
+    if (timed_out_) return resend_or_fail(Mishap::send_stalled, {}, req_.timeout_ms);
     if (result <= 0) return resend_or_fail(Mishap::send_failed);
     sent_ += static_cast<size_t>(result);
     if (sent_ < req_.bytes.size()) return send_more();
@@ -477,14 +477,14 @@ void Call::end_stream() {
     finish();
 }
 
-void Call::resend_or_fail(Mishap what, std::string_view detail) {
+void Call::resend_or_fail(Mishap what, std::string_view detail, uint64_t bound_ms) {
     close_fd();
     if (const char* reason = resend_reason(what, req_, resent_)) {
         resent_ = true;
         client_.resent(reason);
         return attempt(true);
     }
-    fail(what, detail);
+    fail(what, detail, bound_ms);
 }
 
 void Call::fail(Mishap what, std::string_view detail, uint64_t bound_ms) {

@@ -235,6 +235,17 @@ class RingCaller final : public Caller {
     std::unique_ptr<RingClient> client_;
 };
 
+// The call failed as `failure` in `phase`, the request sent whole or not, its message saying
+// `says`.
+void expect_failure(const Result& got, CallFailure failure, CallPhase phase, bool sent_whole,
+                    std::string_view says) {
+    ASSERT_FALSE(got.answer) << "answered " << got.answer->status;
+    EXPECT_EQ(got.error.failure, failure) << got.error.message;
+    EXPECT_EQ(got.error.phase, phase) << got.error.message;
+    EXPECT_EQ(got.error.sent_whole, sent_whole) << got.error.message;
+    EXPECT_NE(got.error.message.find(says), std::string::npos) << got.error.message;
+}
+
 enum class Way { blocking, ring };
 
 class ClientRules : public ::testing::TestWithParam<Way> {
@@ -338,12 +349,8 @@ TEST_P(ClientRules, SentWholeAndCutGoesAgainOnlyWhenHarmless) {
         if (n == 2) write_all(fd, answer_bytes(200, "second"));  // else: cut, no answer byte
     });
     auto c = caller();
-    Result write = c->call(request(peer, "POST", "{}"));
-    ASSERT_FALSE(write.answer);
-    EXPECT_EQ(write.error.failure, CallFailure::may_have_run);
-    EXPECT_EQ(write.error.phase, CallPhase::awaiting_head);
-    EXPECT_TRUE(write.error.sent_whole);
-    EXPECT_NE(write.error.message.find("may have run"), std::string::npos) << write.error.message;
+    expect_failure(c->call(request(peer, "POST", "{}")), CallFailure::may_have_run,
+                   CallPhase::awaiting_head, true, "may have run");
     EXPECT_EQ(peer.requests(), 1);
     EXPECT_TRUE(observed_.resends().empty());
 
@@ -365,12 +372,8 @@ TEST_P(ClientRules, NoAnswerWithinTheBoundIsATimeoutAwaitingTheHead) {
     CallRequest r = request(peer, "GET", {}, true);
     r.timeout_ms = 200;
     const auto t0 = Clock::now();
-    Result got = c->call(r);
-    ASSERT_FALSE(got.answer);
-    EXPECT_EQ(got.error.failure, CallFailure::timeout);
-    EXPECT_EQ(got.error.phase, CallPhase::awaiting_head);
-    EXPECT_TRUE(got.error.sent_whole);
-    EXPECT_NE(got.error.message.find("within 0.2 s"), std::string::npos) << got.error.message;
+    expect_failure(c->call(r), CallFailure::timeout, CallPhase::awaiting_head, true,
+                   "did not answer within 0.2 s");
     EXPECT_GE(ms_since(t0), 190);
     EXPECT_LT(ms_since(t0), 2000);
     EXPECT_EQ(peer.requests(), 1);
@@ -386,11 +389,8 @@ TEST_P(ClientRules, ARequestNotTakenWithinTheBoundFailsWhileSending) {
     // of earlier tests has been seen to take past 200 ms.
     r.timeout_ms = 1000;
     const auto t0 = Clock::now();
-    Result got = c->call(r);
-    ASSERT_FALSE(got.answer);
-    EXPECT_EQ(got.error.failure, CallFailure::unreachable);
-    EXPECT_EQ(got.error.phase, CallPhase::sending) << got.error.message;
-    EXPECT_FALSE(got.error.sent_whole);
+    expect_failure(c->call(r), CallFailure::unreachable, CallPhase::sending, false,
+                   "took nothing of the request within 1 s");
     EXPECT_EQ(observed_.resends(), std::vector<std::string>{"unsent"});
     EXPECT_LT(ms_since(t0), 6000);
 }
@@ -413,13 +413,8 @@ TEST_P(ClientRules, AConnectNotTakenWithinTheBoundFailsConnecting) {
     CallRequest r = request(peer, "GET", {}, true);
     r.timeout_ms = 200;
     const auto t0 = Clock::now();
-    Result got = c->call(r);
-    ASSERT_FALSE(got.answer);
-    EXPECT_EQ(got.error.failure, CallFailure::unreachable);
-    EXPECT_EQ(got.error.phase, CallPhase::connecting);
-    EXPECT_FALSE(got.error.sent_whole);
-    EXPECT_NE(got.error.message.find("did not accept a connection within 0.2 s"), std::string::npos)
-        << got.error.message;
+    expect_failure(c->call(r), CallFailure::unreachable, CallPhase::connecting, false,
+                   "did not accept a connection within 0.2 s");
     EXPECT_LT(ms_since(t0), 2000);
     for (int f : fillers) ::close(f);
 }
