@@ -432,6 +432,16 @@ void write_failures(json::Writer& w, const std::vector<Failure>& failures) {
     w.end_array();
 }
 
+// §12.8's counts: the tenants in the directory, those asked, those that answered.
+void write_counts(json::Writer& w, const Fanout& f, size_t answered) {
+    w.key("tenants");
+    w.int64(static_cast<int64_t>(f.names.size()));
+    w.key("asked");
+    w.int64(static_cast<int64_t>(f.asked));
+    w.key("answered");
+    w.int64(static_cast<int64_t>(answered));
+}
+
 // §12.7: a limit passed, 413 naming it.
 Response limit_answer(const Fanout& f, const RouterOptions& o) {
     const bool by_rows = f.limit == "rows";
@@ -462,12 +472,7 @@ Response failed_answer(const Fanout& f, size_t answered) {
     write_failures(w, f.failures);
     w.key("not_asked");
     w.int64(static_cast<int64_t>(f.names.size() - f.asked));
-    w.key("tenants");
-    w.int64(static_cast<int64_t>(f.names.size()));
-    w.key("asked");
-    w.int64(static_cast<int64_t>(f.asked));
-    w.key("answered");
-    w.int64(static_cast<int64_t>(answered));
+    write_counts(w, f, answered);
     w.end_object();
     return r;
 }
@@ -518,12 +523,7 @@ Response rows_answer(const Fanout& f, const QueryRequest& q,
     for (const std::string& row : folded) w.raw(row);
     w.end_array();
     rows_out = merged.size() + folded.size();
-    w.key("tenants");
-    w.int64(static_cast<int64_t>(f.names.size()));
-    w.key("asked");
-    w.int64(static_cast<int64_t>(f.asked));
-    w.key("answered");
-    w.int64(static_cast<int64_t>(answered));
+    write_counts(w, f, answered);
     write_failures(w, f.failures);
     w.key("not_asked");
     w.int64(static_cast<int64_t>(f.names.size() - f.asked));
