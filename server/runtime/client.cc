@@ -122,11 +122,12 @@ bool Connection::fill(bool head_began) {
         if (w == Wait::timed_out) {
             return failed(awaiting ? Mishap::no_answer : Mishap::answer_stalled, {}, bound_ms);
         }
-        const size_t had = in_.size();
-        in_.resize(had + recv_bytes);
-        const ssize_t n = ::recv(fd_, in_.data() + had, recv_bytes, MSG_DONTWAIT);
-        in_.resize(had + (n > 0 ? static_cast<size_t>(n) : 0));
-        if (n > 0) return true;
+        char buf[recv_bytes];  // not into in_ itself: growing it would zero what recv fills
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            in_.append(buf, static_cast<size_t>(n));
+            return true;
+        }
         if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
         // The end, or a reset (said in the detail): before any answer byte the request may have
         // run.
@@ -206,11 +207,12 @@ Connection::Read Connection::read_some(std::string& out, uint64_t timeout_ms) {
         const Wait w = wait_for(fd_, POLLIN, bound(timeout_ms, bound_ms), until_.cancel);
         if (w == Wait::cancelled) return Read::cancelled;
         if (w == Wait::timed_out) return Read::timed_out;
-        const size_t had = out.size();
-        out.resize(had + recv_bytes);
-        const ssize_t n = ::recv(fd_, out.data() + had, recv_bytes, MSG_DONTWAIT);
-        out.resize(had + (n > 0 ? static_cast<size_t>(n) : 0));
-        if (n > 0) return Read::data;
+        char buf[recv_bytes];
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            out.append(buf, static_cast<size_t>(n));
+            return Read::data;
+        }
         if (n == 0) return Read::end;
         if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return Read::failed;
     }
