@@ -96,18 +96,20 @@ namespace {
 Hello hello(Router& router, const std::string& node, const std::string& addr,
             const std::string& token, const std::string& request_id) {
     Hello h;
-    auto ask = [&](std::string_view target) {
-        UpstreamRequest r;
-        r.node = node;
-        r.addr = addr;
-        r.resend_after_sent = true;
-        r.bytes = admin_request("GET", target, addr, token, "", request_id);
-        return router.upstream().call(std::move(r));
+    NodeRow row;
+    row.name = node;
+    row.addr = addr;
+    row.token = token;
+    auto ask = [&](std::string target) {
+        return router.upstream().admin(row, {.method = "GET",
+                                             .target = std::move(target),
+                                             .request_id = request_id,
+                                             .resendable = true});
     };
-    Upstream::Whole w = ask("/_admin/hello");
+    server::CallResult w = ask("/_admin/hello");
     if (w.answer && w.answer->status == 404) w = ask("/_admin/tenants");
     if (!w.answer) {
-        h.why = w.message;
+        h.why = w.error.message;
         return h;
     }
     h.status = w.answer->status;
@@ -383,12 +385,10 @@ class Api {
         std::map<std::string, std::map<std::string, uint64_t>> bytes;
         if (with_bytes) {
             for (const auto& [name, n] : maps->nodes) {
-                UpstreamRequest up;
-                up.node = name;
-                up.addr = n.addr;
-                up.resend_after_sent = true;
-                up.bytes = admin_request("GET", "/_admin/tenants", n.addr, n.token, "", a_.request_id);
-                Upstream::Whole whole = router_.upstream().call(std::move(up));
+                server::CallResult whole = router_.upstream().admin(n, {.method = "GET",
+                                                                        .target = "/_admin/tenants",
+                                                                        .request_id = a_.request_id,
+                                                                        .resendable = true});
                 if (!whole.answer || whole.answer->status != 200) continue;
                 simdjson::dom::parser parser;
                 simdjson::dom::element doc;
@@ -480,60 +480,73 @@ class Api {
                                           maps->tenants.at(name).node + "`");
         }
         const NodeRow* node = nullptr;
+        if (auto refused = place(name, node_name, region, *maps, node)) return *refused;
+        return create_on(name, *node, schema);
+    }
+
+    // Where a new tenant goes: the node named (in the region, when one is named too), else the
+    // region's node (or any) with the fewest bytes, by name on a tie; or the refusal.
+    std::optional<Response> place(const std::string& name,
+                                  const std::optional<std::string>& node_name,
+                                  const std::optional<std::string>& region,
+                                  const DirectoryMaps& maps, const NodeRow*& node) {
         if (node_name) {
-            auto it = maps->nodes.find(*node_name);
-            if (it == maps->nodes.end()) return Router::error(404, "no node `" + *node_name + "`");
+            auto it = maps.nodes.find(*node_name);
+            if (it == maps.nodes.end()) return Router::error(404, "no node `" + *node_name + "`");
             if (region && it->second.region != *region) {
                 return Router::error(409, "node `" + *node_name + "` is in region `" +
                                               it->second.region + "`, not `" + *region + "`");
             }
             node = &it->second;
-        } else {
-            std::optional<std::pair<uint64_t, const NodeRow*>> best;
-            bool any = false;
-            for (const auto& [n, row] : maps->nodes) {  // by name: ties go to the first
-                if (region && row.region != *region) continue;
-                any = true;
-                Hello h = hello(router_, n, row.addr, row.token, a_.request_id);
-                if (!h.answered) continue;
-                if (!best || h.disk_bytes < best->first) best = {h.disk_bytes, &row};
-            }
-            if (!any) {
-                return region ? Router::error(404, "no region `" + *region + "`")
-                              : Router::error(409, "there is no node to place `" + name + "` on: "
-                                                   "add one with PUT /_shard/nodes/<n>");
-            }
-            if (!best) {
-                Response r = Router::error(503, "no node answered: `" + name + "` was not created");
-                r.header("Retry-After", "1");
-                return r;
-            }
-            node = best->second;
+            return std::nullopt;
         }
-        const std::string node_body = schema ? "{\"schema\":" + *schema + "}" : "";
-        UpstreamRequest up;
-        up.node = node->name;
-        up.addr = node->addr;
-        up.bytes = admin_request("PUT", "/_admin/tenants/" + name, node->addr, node->token,
-                                 node_body, a_.request_id);
-        Upstream::Whole whole = router_.upstream().call(std::move(up));
-        if (!whole.answer) {
-            Response r = Router::error(502, whole.message);
+        std::optional<std::pair<uint64_t, const NodeRow*>> best;
+        bool any = false;
+        for (const auto& [n, row] : maps.nodes) {  // by name: ties go to the first
+            if (region && row.region != *region) continue;
+            any = true;
+            Hello h = hello(router_, n, row.addr, row.token, a_.request_id);
+            if (!h.answered) continue;
+            if (!best || h.disk_bytes < best->first) best = {h.disk_bytes, &row};
+        }
+        if (!any) {
+            return region ? Router::error(404, "no region `" + *region + "`")
+                          : Router::error(409, "there is no node to place `" + name +
+                                                   "` on: "
+                                                   "add one with PUT /_shard/nodes/<n>");
+        }
+        if (!best) {
+            Response r = Router::error(503, "no node answered: `" + name + "` was not created");
+            r.header("Retry-After", "1");
             return r;
         }
+        node = best->second;
+        return std::nullopt;
+    }
+
+    // The tenant made on `node` (its schema passed through), then its row written and synced;
+    // a row that cannot be written takes the node's file away again.
+    Response create_on(const std::string& name, const NodeRow& node,
+                       const std::optional<std::string>& schema) {
+        const std::string node_body = schema ? "{\"schema\":" + *schema + "}" : "";
+        server::CallResult whole =
+            router_.upstream().admin(node, {.method = "PUT",
+                                            .target = "/_admin/tenants/" + name,
+                                            .request_id = a_.request_id,
+                                            .body = node_body});
+        if (!whole.answer) return Router::error(502, whole.error.message);
         const int status = whole.answer->status;
         if (status >= 400 && status < 500) {
             // The node's refusal passes through (a refused schema statement created nothing).
-            Response r = json(status, std::move(whole.answer->body));
-            return r;
+            return json(status, std::move(whole.answer->body));
         }
         if (status != 201 && status != 200) {
-            return Router::error(502, "node `" + node->name + "` answered " +
+            return Router::error(502, "node `" + node.name + "` answered " +
                                           std::to_string(status) + " to the create");
         }
         TenantRow row;
         row.name = name;
-        row.node = node->name;
+        row.node = node.name;
         simdjson::dom::parser parser;
         simdjson::dom::element doc;
         std::string_view lineage;
@@ -542,12 +555,9 @@ class Api {
         }
         if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
             // Not recorded: the file on the node goes, so nothing serves a tenant nobody routes.
-            UpstreamRequest undo;
-            undo.node = node->name;
-            undo.addr = node->addr;
-            undo.bytes = admin_request("DELETE", "/_admin/tenants/" + name, node->addr,
-                                       node->token, "", a_.request_id);
-            (void)router_.upstream().call(std::move(undo));
+            (void)router_.upstream().admin(node, {.method = "DELETE",
+                                                  .target = "/_admin/tenants/" + name,
+                                                  .request_id = a_.request_id});
             return Router::error(500, "the directory could not record tenant `" + name +
                                           "`: " + st.to_string());
         }
@@ -558,9 +568,9 @@ class Api {
         w.key("tenant");
         w.string(name);
         w.key("node");
-        w.string(node->name);
+        w.string(node.name);
         w.key("region");
-        w.string(node->region);
+        w.string(node.region);
         if (schema) {
             w.key("schema");
             w.raw(*schema);
@@ -581,14 +591,13 @@ class Api {
         }
         auto n = maps->nodes.find(it->second.node);
         if (n != maps->nodes.end()) {
-            UpstreamRequest up;
-            up.node = n->second.name;
-            up.addr = n->second.addr;
-            up.resend_after_sent = true;  // deleting twice is harmless: the second is a 404
-            up.bytes = admin_request("DELETE", "/_admin/tenants/" + name, n->second.addr,
-                                     n->second.token, "", a_.request_id);
-            Upstream::Whole whole = router_.upstream().call(std::move(up));
-            if (!whole.answer) return Router::error(502, whole.message);
+            // Deleting twice is harmless: the second is a 404.
+            server::CallResult whole =
+                router_.upstream().admin(n->second, {.method = "DELETE",
+                                                     .target = "/_admin/tenants/" + name,
+                                                     .request_id = a_.request_id,
+                                                     .resendable = true});
+            if (!whole.answer) return Router::error(502, whole.error.message);
             const int status = whole.answer->status;
             if (status != 204 && status != 200 && status != 404) {
                 if (status >= 500) {

@@ -45,14 +45,14 @@ bool dropped_answer_header(std::string_view name) {
 // padding is never sent. Past this a HEAD answers a length of 0 rather than allocate more.
 constexpr uint64_t head_length_kept_max = 64ull << 20;
 
-class ForwardSink final : public UpstreamSink {
+class ForwardSink final : public server::CallSink {
   public:
     ForwardSink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
                 std::string node, bool head_only, std::string peer)
         : router_(router), exchange_(std::move(exchange)), a_(std::move(a)),
           node_(std::move(node)), head_only_(head_only), peer_(std::move(peer)) {}
 
-    void on_answer(UpstreamAnswer answer) override {
+    void on_answer(server::Answer answer) override {
         http::Response r;
         r.status = answer.status;
         r.content_type = "";
@@ -84,16 +84,18 @@ class ForwardSink final : public UpstreamSink {
         exchange_->reply(std::move(r));
     }
 
-    void on_failure(UpstreamFailure failure, std::string message) override {
-        const int status = failure == UpstreamFailure::timeout ? 504 : 502;
-        http::Response r = Router::error(status, message);
+    void on_failure(server::CallError failure) override {
+        const int status = failure.failure == server::CallFailure::timeout ? 504 : 502;
+        http::Response r = Router::error(status, failure.message);
         // The body gains the node (and the outcome where it may have run): §5.5.
         r.body.pop_back();
         r.body += ",\"node\":";
         std::string quoted;
         ql_quote(node_, quoted);
         r.body += quoted;
-        if (failure == UpstreamFailure::may_have_run) r.body += ",\"outcome\":\"unknown\"";
+        if (failure.failure == server::CallFailure::may_have_run) {
+            r.body += ",\"outcome\":\"unknown\"";
+        }
         r.body += "}";
         router_.metrics().upstream_errors->with({node_}).inc();
         router_.answer(*exchange_, a_, std::move(r));
@@ -147,34 +149,30 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     }
     const NodeRow& node = n->second;
 
-    UpstreamRequest up;
-    up.node = node.name;
-    up.addr = node.addr;
+    server::CallRequest up = to_node(node);
+    up.about = tenant;
     up.head_only = h.method == http::Method::head;
     up.allow_stream = true;
     up.resend_after_sent = h.method == http::Method::get || h.method == http::Method::head ||
                            h.method == http::Method::options ||
                            h.header("Idempotency-Key").has_value();
-    std::string& out = up.bytes;
-    out.reserve(h.raw.size() + request.body.size() + 256);
-    // The original target bytes, the client's method, as HTTP/1.1 (§5.3).
-    out.append(h.method_text).append(" ").append(h.target).append(" HTTP/1.1\r\n");
+    // The original target bytes, the client's method, its headers in order but the hop's own
+    // and the router's (§5.3), then the router's.
+    http::OutRequest out{.method = h.method_text, .target = h.target, .host = node.addr};
+    out.headers.reserve(h.headers.size() + 2);
     for (const http::Header& f : h.headers) {
-        if (dropped_request_header(f.name)) continue;
-        out.append(f.name).append(": ").append(f.value).append("\r\n");
+        if (!dropped_request_header(f.name)) out.headers.push_back(f);
     }
-    out.append("Host: ").append(node.addr).append("\r\n");
-    out.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
-    out.append("Connection: keep-alive\r\n");
-    out.append("X-Request-Id: ").append(a.request_id).append("\r\n");
     const std::string client = peer_host(request.peer);
-    out.append("Fenec-Router: ").append(client).append(" ");
-    out.append(server::router_mark(node.token, client, a.request_id)).append("\r\n\r\n");
-    out.append(request.body);
+    const std::string mark = client + " " + server::router_mark(node.token, client, a.request_id);
+    out.headers.push_back({"X-Request-Id", a.request_id});
+    out.headers.push_back({"Fenec-Router", mark});
+    out.body = request.body;
+    http::write_request(out, up.bytes);
 
     auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only,
                                               request.peer);
-    std::weak_ptr<UpstreamCall> call = upstream_->start(std::move(up), std::move(sink));
+    std::weak_ptr<server::RingCall> call = upstream_->start(std::move(up), std::move(sink));
     // A client gone ends what the router has out for it (a subscription above all).
     exchange->on_close([call] {
         if (auto c = call.lock()) c->cancel();

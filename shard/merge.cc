@@ -692,67 +692,101 @@ struct Head {
     uint32_t row = 0;
 };
 
+// The order of two heads under the spec's keys, each key compared by the kind every input's
+// values share (KeyKind): the common single-key cases by one number or one text.
+class HeadOrder {
+  public:
+    HeadOrder(const MergeSpec& spec, const std::vector<const TenantInput*>& inputs)
+        : spec_(spec), width_(spec.keys.size()), kinds_(width_, KeyKind::general) {
+        std::vector<bool> seen(width_, false);
+        for (const TenantInput* in : inputs) {
+            if (!in) continue;
+            for (size_t at = 0; at < in->keys.size(); ++at) {
+                const size_t i = at % width_;
+                const KeyKind k = kind_of(in->keys[at]);
+                if (!seen[i])
+                    kinds_[i] = k;
+                else if (kinds_[i] != k)
+                    kinds_[i] = KeyKind::general;
+                seen[i] = true;
+            }
+        }
+        numeric_ =
+            width_ == 1 && (kinds_[0] == KeyKind::integer || kinds_[0] == KeyKind::timestamp);
+        textual_ = width_ == 1 && kinds_[0] == KeyKind::text;
+        first_sign_ = width_ > 0 && spec.keys[0].desc ? -1 : 1;
+    }
+
+    // Row `r` of input `t` as a heap entry.
+    Head head_of(const std::vector<const TenantInput*>& inputs, uint32_t t, uint32_t r) const {
+        Head h;
+        h.key = inputs[t]->keys.data() + static_cast<size_t>(r) * width_;
+        h.tenant = t;
+        h.row = r;
+        if (numeric_ && kinds_[0] == KeyKind::integer)
+            h.number = *std::get_if<int64_t>(&h.key->rep);
+        if (numeric_ && kinds_[0] == KeyKind::timestamp) {
+            h.number = std::get_if<engine::Timestamp>(&h.key->rep)->ms;
+        }
+        if (textual_) h.text = *std::get_if<std::string>(&h.key->rep);
+        return h;
+    }
+
+    // Whether `a` goes first: by the keys, and on a tie the lower tenant index (name order).
+    bool before(const Head& a, const Head& b) const {
+        const int c = compare(a, b);
+        return c != 0 ? c < 0 : a.tenant < b.tenant;
+    }
+
+  private:
+    int compare(const Head& a, const Head& b) const {
+        if (numeric_) return first_sign_ * three_way(a.number, b.number);
+        if (textual_) {
+            const int r = a.text.compare(b.text);
+            return first_sign_ * ((r > 0) - (r < 0));
+        }
+        for (size_t i = 0; i < width_; ++i) {
+            const int c = compare_key(kinds_[i], a.key[i], b.key[i]);
+            if (c != 0) return spec_.keys[i].desc ? -c : c;
+        }
+        return 0;
+    }
+
+    static int compare_key(KeyKind kind, const Value& x, const Value& y) {
+        switch (kind) {
+            case KeyKind::integer:
+                return three_way(*std::get_if<int64_t>(&x.rep), *std::get_if<int64_t>(&y.rep));
+            case KeyKind::timestamp:
+                return three_way(std::get_if<engine::Timestamp>(&x.rep)->ms,
+                                 std::get_if<engine::Timestamp>(&y.rep)->ms);
+            case KeyKind::text: {
+                const int r =
+                    std::get_if<std::string>(&x.rep)->compare(*std::get_if<std::string>(&y.rep));
+                return (r > 0) - (r < 0);
+            }
+            case KeyKind::general:
+                return ql::compare_values(x, y, bytes_rule);
+        }
+        return 0;
+    }
+
+    const MergeSpec& spec_;
+    const size_t width_;
+    std::vector<KeyKind> kinds_;
+    bool numeric_ = false;
+    bool textual_ = false;
+    int first_sign_ = 1;
+};
+
 }  // namespace
 
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs) {
-    const size_t width = spec.keys.size();
-    std::vector<KeyKind> kinds(width, KeyKind::general);
-    std::vector<bool> seen(width, false);
+    const HeadOrder order(spec, inputs);
     size_t total = 0;
-    for (const TenantInput* in : inputs) {
-        if (!in) continue;
-        total += in->rows.size();
-        for (size_t at = 0; at < in->keys.size(); ++at) {
-            const size_t i = at % width;
-            const KeyKind k = kind_of(in->keys[at]);
-            if (!seen[i]) kinds[i] = k;
-            else if (kinds[i] != k) kinds[i] = KeyKind::general;
-            seen[i] = true;
-        }
-    }
-    const bool numeric = width == 1 && (kinds[0] == KeyKind::integer ||
-                                        kinds[0] == KeyKind::timestamp);
-    const bool textual = width == 1 && kinds[0] == KeyKind::text;
-    const int first_sign = width > 0 && spec.keys[0].desc ? -1 : 1;
-    auto compare = [&](const Head& a, const Head& b) {
-        if (numeric) return first_sign * three_way(a.number, b.number);
-        if (textual) {
-            const int r = a.text.compare(b.text);
-            return first_sign * ((r > 0) - (r < 0));
-        }
-        for (size_t i = 0; i < width; ++i) {
-            const Value& x = a.key[i];
-            const Value& y = b.key[i];
-            int c = 0;
-            switch (kinds[i]) {
-                case KeyKind::integer:
-                    c = three_way(*std::get_if<int64_t>(&x.rep), *std::get_if<int64_t>(&y.rep));
-                    break;
-                case KeyKind::timestamp:
-                    c = three_way(std::get_if<engine::Timestamp>(&x.rep)->ms,
-                                  std::get_if<engine::Timestamp>(&y.rep)->ms);
-                    break;
-                case KeyKind::text: {
-                    const int r = std::get_if<std::string>(&x.rep)->compare(
-                        *std::get_if<std::string>(&y.rep));
-                    c = (r > 0) - (r < 0);
-                    break;
-                }
-                case KeyKind::general:
-                    c = ql::compare_values(x, y, bytes_rule);
-                    break;
-            }
-            if (c != 0) return spec.keys[i].desc ? -c : c;
-        }
-        return 0;
-    };
-    // A binary min-heap of each tenant's next row; on a tie the lower tenant index (name order)
-    // first. The top is replaced in place as its tenant moves on: one sift per row.
-    auto before = [&](const Head& a, const Head& b) {
-        const int c = compare(a, b);
-        return c != 0 ? c < 0 : a.tenant < b.tenant;
-    };
+    for (const TenantInput* in : inputs) total += in ? in->rows.size() : 0;
+    // A binary min-heap of each tenant's next row. The top is replaced in place as its tenant
+    // moves on: one sift per row.
     std::vector<Head> heap;
     heap.reserve(inputs.size());
     auto sift_down = [&](size_t at) {
@@ -761,28 +795,16 @@ std::vector<MergedRow> merge_order(const MergeSpec& spec,
         for (;;) {
             size_t child = 2 * at + 1;
             if (child >= n) break;
-            if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
-            if (!before(heap[child], moving)) break;
+            if (child + 1 < n && order.before(heap[child + 1], heap[child])) ++child;
+            if (!order.before(heap[child], moving)) break;
             heap[at] = heap[child];
             at = child;
         }
         heap[at] = moving;
     };
-    auto head_of = [&](uint32_t t, uint32_t r) {
-        Head h;
-        h.key = inputs[t]->keys.data() + static_cast<size_t>(r) * width;
-        h.tenant = t;
-        h.row = r;
-        if (numeric && kinds[0] == KeyKind::integer) h.number = *std::get_if<int64_t>(&h.key->rep);
-        if (numeric && kinds[0] == KeyKind::timestamp) {
-            h.number = std::get_if<engine::Timestamp>(&h.key->rep)->ms;
-        }
-        if (textual) h.text = *std::get_if<std::string>(&h.key->rep);
-        return h;
-    };
     for (uint32_t t = 0; t < inputs.size(); ++t) {
         if (!inputs[t] || inputs[t]->rows.empty()) continue;
-        heap.push_back(head_of(t, 0));
+        heap.push_back(order.head_of(inputs, t, 0));
     }
     for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
     std::vector<MergedRow> out;
@@ -791,7 +813,7 @@ std::vector<MergedRow> merge_order(const MergeSpec& spec,
         const Head top = heap.front();
         out.push_back({top.tenant, top.row});
         if (top.row + 1 < inputs[top.tenant]->rows.size()) {
-            heap.front() = head_of(top.tenant, top.row + 1);
+            heap.front() = order.head_of(inputs, top.tenant, top.row + 1);
         } else {
             heap.front() = heap.back();
             heap.pop_back();

@@ -4,9 +4,10 @@
 //
 // The steps, each before the next: claim; the row marked `moving` (synced, still routed to the
 // source); the source frozen; its image streamed from the source's GET …/file into the target's
-// PUT …/file through a bounded buffer, the Fenec-* headers passed along and the answers checked
-// against them; the flip, one statement, synced; the source copy deleted. A failure before the
-// flip thaws the source and puts the row back.
+// PUT …/file through a bounded buffer (shard/move_image.h: at most relay_buffer_bytes of it in
+// the router's hands at once), the Fenec-* headers passed along and the answers checked against
+// them; the flip, one statement, synced; the source copy deleted. A failure before the flip thaws
+// the source and puts the row back.
 #pragma once
 
 #include <string>
@@ -15,10 +16,6 @@
 #include "shard/router.h"
 
 namespace fenec::shard {
-
-// Bytes of the image in the router's hands at once while it passes from source to target: the
-// buffer of one recv/send pair, so a move of any size holds this much, not the image.
-inline constexpr size_t move_buffer_bytes = 1 << 20;
 
 // §7: the move of `tenant` the request asks for; on an API worker (it waits on both nodes and
 // on the directory's fsync). Counts the move (fenec_router_moves_total) once begun.

@@ -38,7 +38,7 @@ namespace {
 using Response = http::Response;
 
 // prepare_tenant parses a node's answer where it lies when the body has simdjson's padding.
-static_assert(simdjson::SIMDJSON_PADDING <= upstream_body_spare_bytes);
+static_assert(simdjson::SIMDJSON_PADDING <= server::answer_body_spare_bytes);
 
 // A node's calls are re-asked at most this often when the directory moved its tenant (§12.4.5).
 constexpr int reasks_max = 2;
@@ -113,7 +113,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     uint64_t bytes = 0;
     std::string limit;  // "rows" or "bytes" when one was passed
 
-    void on_answer(const Job& job, UpstreamAnswer answer) {
+    void on_answer(const Job& job, server::Answer answer) {
         const uint64_t body_bytes = answer.body.size();
         if (answer.status == 200) {
             TenantInput in;
@@ -143,23 +143,24 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         settle(lock);
     }
 
-    void on_failure(const Job& job, UpstreamFailure failure, std::string message) {
+    void on_failure(const Job& job, server::CallError error) {
         std::unique_lock lock(mu_);
         if (finished_) return;
         ended(job);
-        switch (failure) {
-            case UpstreamFailure::too_large:
+        switch (error.failure) {
+            case server::CallFailure::too_large:
                 limit = "bytes";
                 return settle(lock);
-            case UpstreamFailure::timeout:
-                fail(job, 504, message, "timeout");
+            case server::CallFailure::timeout:
+                fail(job, 504, std::move(error.message), "timeout");
                 return settle(lock);
-            case UpstreamFailure::unreachable:
+            case server::CallFailure::unreachable:
                 // A node that does not take the connection may no longer hold the tenant.
-                return relookup(lock, job, 502, message, "unreachable");
-            case UpstreamFailure::may_have_run:
-            case UpstreamFailure::cut:
-                fail(job, 502, message, "unreachable");
+                return relookup(lock, job, 502, std::move(error.message), "unreachable");
+            case server::CallFailure::may_have_run:
+            case server::CallFailure::cut:
+            case server::CallFailure::cancelled:
+                fail(job, 502, std::move(error.message), "unreachable");
                 return settle(lock);
         }
     }
@@ -244,7 +245,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         }
         const uint64_t room = router_.options().fanout_max_bytes - std::min(
             bytes, router_.options().fanout_max_bytes);
-        std::vector<std::pair<Job, UpstreamRequest>> requests;
+        std::vector<std::pair<Job, server::CallRequest>> requests;
         for (Job& job : go) {
             NodeSpan& s = spans[job.node];
             if (s.calls++ == 0) {
@@ -253,12 +254,12 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
                 s.start_wall_ms = Router::wall_ms();
                 s.start_ms = router_.now_ms();
             }
-            UpstreamRequest r = request(job, s);
+            server::CallRequest r = request(job, s);
             r.body_bytes_max = std::max<uint64_t>(room, 1);
             requests.emplace_back(std::move(job), std::move(r));
         }
         lock.unlock();
-        std::vector<std::weak_ptr<UpstreamCall>> started;
+        std::vector<std::weak_ptr<server::RingCall>> started;
         for (auto& [job, r] : requests) {
             started.push_back(router_.upstream().start(
                 std::move(r), std::make_shared<Sink>(shared_from_this(), std::move(job))));
@@ -283,38 +284,30 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         return nullptr;
     }
 
-    UpstreamRequest request(const Job& job, const NodeSpan& span) {
+    server::CallRequest request(const Job& job, const NodeSpan& span) {
         const NodeRow& node = *find_node(job.node);
-        UpstreamRequest r;
-        r.node = node.name;
-        r.addr = node.addr;
+        server::CallRequest r = to_node(node);
+        r.about = names[job.tenant];
         r.resend_after_sent = true;  // a read-only statement: asking twice is harmless
-        r.queue_send = true;         // many calls at once: see UpstreamRequest::queue_send
+        r.queue_send = true;         // many calls at once: see CallRequest::queue_send
         r.timeout_ms = timeout_ms;
-        std::string& out = r.bytes;
-        out.reserve(512 + node_body.size());
-        out.append("POST /_admin/tenants/").append(names[job.tenant]).append("/query HTTP/1.1");
-        out.append("\r\nHost: ").append(node.addr);
-        out.append("\r\nAuthorization: Bearer ").append(node.token);
-        out.append("\r\nContent-Type: application/json\r\nContent-Length: ");
-        out.append(std::to_string(node_body.size()));
-        out.append("\r\nConnection: keep-alive\r\nX-Request-Id: ").append(request_id);
-        out.append("\r\nFenec-Router: ").append(client).append(" ");
-        out.append(server::router_mark(node.token, client, request_id));
-        if (!trace_id.empty()) {
-            out.append("\r\ntraceparent: ");
-            out.append(obs::format_traceparent({trace_id, span.span_id, true}));
-        }
-        out.append("\r\n\r\n").append(node_body);
+        const std::string target = "/_admin/tenants/" + names[job.tenant] + "/query";
+        const std::string mark = client + " " + server::router_mark(node.token, client, request_id);
+        const std::string traceparent =
+            trace_id.empty() ? "" : obs::format_traceparent({trace_id, span.span_id, true});
+        http::OutRequest out{.method = "POST", .target = target, .body = node_body};
+        out.headers = {{"Content-Type", "application/json"}, {"Fenec-Router", mark}};
+        if (!traceparent.empty()) out.headers.push_back({"traceparent", traceparent});
+        r.bytes = admin_request(node, request_id, std::move(out));
         return r;
     }
 
-    class Sink final : public UpstreamSink {
+    class Sink final : public server::CallSink {
       public:
         Sink(std::shared_ptr<Fanout> f, Job job) : f_(std::move(f)), job_(std::move(job)) {}
-        void on_answer(UpstreamAnswer answer) override { f_->on_answer(job_, std::move(answer)); }
-        void on_failure(UpstreamFailure failure, std::string message) override {
-            f_->on_failure(job_, failure, std::move(message));
+        void on_answer(server::Answer answer) override { f_->on_answer(job_, std::move(answer)); }
+        void on_failure(server::CallError error) override {
+            f_->on_failure(job_, std::move(error));
         }
         bool on_data(std::string) override { return false; }
         void on_end() override {}
@@ -331,7 +324,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     size_t out_ = 0;
     bool stop_ = false;
     bool finished_ = false;
-    std::vector<std::weak_ptr<UpstreamCall>> calls_;
+    std::vector<std::weak_ptr<server::RingCall>> calls_;
 };
 
 // The request (§12.2), checked (§12.3).
@@ -440,6 +433,125 @@ void write_failures(json::Writer& w, const std::vector<Failure>& failures) {
     w.end_array();
 }
 
+// §12.8's counts: the tenants in the directory, those asked, those that answered.
+void write_counts(json::Writer& w, const Fanout& f, size_t answered) {
+    w.key("tenants");
+    w.int64(static_cast<int64_t>(f.names.size()));
+    w.key("asked");
+    w.int64(static_cast<int64_t>(f.asked));
+    w.key("answered");
+    w.int64(static_cast<int64_t>(answered));
+}
+
+// §12.7: a limit passed, 413 naming it.
+Response limit_answer(const Fanout& f, const RouterOptions& o) {
+    const bool by_rows = f.limit == "rows";
+    const uint64_t max = by_rows ? o.fanout_max_rows : o.fanout_max_bytes;
+    Response r = Router::error(413, std::string("the tenants' answers passed ") +
+                                        (by_rows ? "--fanout-max-rows (" : "--fanout-max-bytes (") +
+                                        std::to_string(max) + ")");
+    r.body.pop_back();
+    r.body += ",\"limit\":\"" + f.limit + "\",\"max\":" + std::to_string(max) + "}";
+    return r;
+}
+
+// §12.6: tenants failed and the query is not partial (or nothing answered): the tenants' own
+// status where every tenant whose call ended failed alike, else 502.
+Response failed_answer(const Fanout& f, size_t answered) {
+    int status = f.failures.front().status;
+    for (const Failure& x : f.failures) {
+        if (x.status != status) status = 502;
+    }
+    if (answered > 0) status = 502;
+    Response r;
+    r.status = status;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(std::to_string(f.failures.size()) + " of " + std::to_string(f.names.size()) +
+             " tenants failed");
+    write_failures(w, f.failures);
+    w.key("not_asked");
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    write_counts(w, f, answered);
+    w.end_object();
+    return r;
+}
+
+// §12.5, §12.8: the answers merged (or folded: a sum past 64 bits is refused), the rows each
+// with its tenant, and the counts. `outcome` is "ok", "partial" or "refused".
+Response rows_answer(const Fanout& f, const QueryRequest& q,
+                     const std::vector<const TenantInput*>& inputs, size_t answered,
+                     uint64_t& rows_out, std::string& outcome) {
+    std::string overflow;
+    std::vector<std::string> folded;
+    std::vector<MergedRow> merged;
+    if (q.spec.kind == MergeKind::fold && !merge_fold(q.spec, inputs, folded, overflow)) {
+        Response r =
+            Router::error(400, "the sum of `" + overflow + "` does not fit a 64-bit integer");
+        add_member(r, "column", overflow);
+        outcome = "refused";
+        return r;
+    }
+    if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
+    if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
+    Response r;
+    std::string& b = r.body;
+    b.reserve(f.bytes + merged.size() * 32 + 256);
+    json::Writer w(b);
+    w.begin_object();
+    w.key("merge");
+    w.string(merge_name(q.spec.kind));
+    w.key("rows");
+    w.begin_array();
+    // Each row `{"tenant":<name>,"row":<the node's bytes>}`, the same bytes the writer would
+    // give, with a tenant's `{"tenant":<name>,"row":` quoted once rather than per row: the
+    // writer places the comma before it, and the row and `}` go straight after.
+    std::vector<std::string> heads(f.names.size());
+    for (const MergedRow& m : merged) {
+        std::string& head = heads[m.tenant];
+        if (head.empty()) {
+            json::Writer h(head);
+            h.begin_object();
+            h.key("tenant");
+            h.string(f.names[m.tenant]);
+            h.key("row");
+        }
+        w.raw(head);
+        b.append(f.inputs_[m.tenant].rows[m.row]);
+        b.push_back('}');
+    }
+    for (const std::string& row : folded) w.raw(row);
+    w.end_array();
+    rows_out = merged.size() + folded.size();
+    write_counts(w, f, answered);
+    write_failures(w, f.failures);
+    w.key("not_asked");
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    w.end_object();
+    outcome = f.failures.empty() ? "ok" : "partial";
+    return r;
+}
+
+// §16: a span per node beneath the query's (`root_span`), its calls and failures.
+void write_spans(obs::LineLog& trace, const Fanout& f, const std::string& request_id,
+                 const std::string& root_span) {
+    for (const auto& [node, s] : f.spans) {
+        obs::Span span;
+        span.trace_id = f.trace_id;
+        span.span_id = s.span_id;
+        span.parent_id = root_span;
+        span.name = "fanout.node";
+        span.start_ms = s.start_wall_ms;
+        span.us = static_cast<int64_t>((s.end_ms - s.start_ms) * 1000);
+        span.request_id = request_id;
+        span.attrs.push_back(obs::JsonField{"fenec.node", node});
+        span.attrs.push_back(obs::JsonField{"fenec.calls", s.calls});
+        span.attrs.push_back(obs::JsonField{"fenec.failures", s.failures});
+        trace.write(obs::span_line(span));
+    }
+}
+
 }  // namespace
 
 void Router::serve_query(const server::Request& request,
@@ -511,88 +623,14 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
     Response r;
     std::string outcome;
     uint64_t rows_out = 0;
-    std::string overflow;
-    std::vector<std::string> folded;
-    std::vector<MergedRow> merged;
     if (!f->limit.empty()) {
-        const bool by_rows = f->limit == "rows";
-        const uint64_t max = by_rows ? options_.fanout_max_rows : options_.fanout_max_bytes;
-        r = error(413, std::string("the tenants' answers passed ") +
-                           (by_rows ? "--fanout-max-rows (" : "--fanout-max-bytes (") +
-                           std::to_string(max) + ")");
-        r.body.pop_back();
-        r.body += ",\"limit\":\"" + f->limit + "\",\"max\":" + std::to_string(max) + "}";
+        r = limit_answer(*f, options_);
         outcome = "too_large";
     } else if (!f->failures.empty() && (!q.partial || answered == 0)) {
-        // §12.6: the tenants' own status where every tenant whose call ended failed alike.
-        int status = f->failures.front().status;
-        for (const Failure& x : f->failures) {
-            if (x.status != status) status = 502;
-        }
-        if (answered > 0) status = 502;
-        r.status = status;
-        json::Writer w(r.body);
-        w.begin_object();
-        w.key("error");
-        w.string(std::to_string(f->failures.size()) + " of " + std::to_string(f->names.size()) +
-                 " tenants failed");
-        write_failures(w, f->failures);
-        w.key("not_asked");
-        w.int64(static_cast<int64_t>(f->names.size() - f->asked));
-        w.key("tenants");
-        w.int64(static_cast<int64_t>(f->names.size()));
-        w.key("asked");
-        w.int64(static_cast<int64_t>(f->asked));
-        w.key("answered");
-        w.int64(static_cast<int64_t>(answered));
-        w.end_object();
+        r = failed_answer(*f, answered);
         outcome = "failed";
-    } else if (q.spec.kind == MergeKind::fold && !merge_fold(q.spec, inputs, folded, overflow)) {
-        r = error(400, "the sum of `" + overflow + "` does not fit a 64-bit integer");
-        add_member(r, "column", overflow);
-        outcome = "refused";
     } else {
-        if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
-        if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
-        std::string& b = r.body;
-        b.reserve(f->bytes + merged.size() * 32 + 256);
-        json::Writer w(b);
-        w.begin_object();
-        w.key("merge");
-        w.string(merge);
-        w.key("rows");
-        w.begin_array();
-        // Each row `{"tenant":<name>,"row":<the node's bytes>}`, the same bytes the writer would
-        // give, with a tenant's `{"tenant":<name>,"row":` quoted once rather than per row: the
-        // writer places the comma before it, and the row and `}` go straight after.
-        std::vector<std::string> heads(f->names.size());
-        for (const MergedRow& m : merged) {
-            std::string& head = heads[m.tenant];
-            if (head.empty()) {
-                json::Writer h(head);
-                h.begin_object();
-                h.key("tenant");
-                h.string(f->names[m.tenant]);
-                h.key("row");
-            }
-            w.raw(head);
-            b.append(f->inputs_[m.tenant].rows[m.row]);
-            b.push_back('}');
-        }
-        for (const std::string& row : folded) w.raw(row);
-        w.end_array();
-        rows_out = merged.size() + folded.size();
-        w.key("tenants");
-        w.int64(static_cast<int64_t>(f->names.size()));
-        w.key("asked");
-        w.int64(static_cast<int64_t>(f->asked));
-        w.key("answered");
-        w.int64(static_cast<int64_t>(answered));
-        write_failures(w, f->failures);
-        w.key("not_asked");
-        w.int64(static_cast<int64_t>(f->names.size() - f->asked));
-        w.end_object();
-        outcome = f->failures.empty() ? "ok" : "partial";
+        r = rows_answer(*f, q, inputs, answered, rows_out, outcome);
     }
     const uint64_t end_ms = now_ms();
     metrics_.fanouts->with({merge, outcome}).inc();
@@ -621,20 +659,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
 
     // §16: the query's span, and one a node beneath it.
     if (trace_) {
-        for (const auto& [node, s] : f->spans) {
-            obs::Span span;
-            span.trace_id = f->trace_id;
-            span.span_id = s.span_id;
-            span.parent_id = root_span;
-            span.name = "fanout.node";
-            span.start_ms = s.start_wall_ms;
-            span.us = static_cast<int64_t>((s.end_ms - s.start_ms) * 1000);
-            span.request_id = a.request_id;
-            span.attrs.push_back(obs::JsonField{"fenec.node", node});
-            span.attrs.push_back(obs::JsonField{"fenec.calls", s.calls});
-            span.attrs.push_back(obs::JsonField{"fenec.failures", s.failures});
-            trace_->write(obs::span_line(span));
-        }
+        write_spans(*trace_, *f, a.request_id, root_span);
         obs::Span span;
         span.trace_id = f->trace_id;
         span.span_id = root_span;

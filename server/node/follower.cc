@@ -2,12 +2,8 @@
 // file, and the admin routes that start following (§8.7) and promote (§8.6).
 #include "server/node/follower.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <simdjson.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -26,7 +22,6 @@ namespace {
 
 constexpr int64_t backoff_first_ms = 100;   // §10.4
 constexpr int64_t backoff_max_ms = 5000;
-constexpr size_t head_bytes_max = 64 << 10;
 // How long an image's install waits for the copy's holders (requests, subscribers and streams
 // told to end) to let it go, as a delete does (§8.1); past it the image is dropped and asked
 // again on the next connection.
@@ -46,16 +41,6 @@ bool split_from(std::string_view from, std::string& host, uint16_t& port) {
     auto [end, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), p);
     if (ec != std::errc() || end != rest.data() + rest.size() || p == 0 || p > 65535) return false;
     port = static_cast<uint16_t>(p);
-    return true;
-}
-
-bool send_all(int fd, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        bytes.remove_prefix(static_cast<size_t>(n));
-    }
     return true;
 }
 
@@ -144,7 +129,10 @@ bool Replication::write_follows(std::string_view tenant, const Follows& f) const
 // ---- the follower's thread
 
 Follower::Follower(Replication& replication, std::string tenant, Follows follows)
-    : repl_(replication), tenant_(std::move(tenant)), follows_(std::move(follows)) {}
+    : repl_(replication),
+      tenant_(std::move(tenant)),
+      follows_(std::move(follows)),
+      client_(server::BlockingClient::Options{}) {}
 
 Follower::~Follower() { stop(); }
 
@@ -156,8 +144,8 @@ void Follower::stop() {
     {
         std::lock_guard lock(mu_);
         stop_ = true;
-        if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
     }
+    cancel_.cancel();
     cv_.notify_all();
     if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
@@ -232,8 +220,6 @@ void Follower::run() {
             connected_ = false;
             if (!error.empty()) error_ = error;
             if (!heard) ++attempts_failed_;
-            if (fd_ >= 0) ::close(fd_);
-            fd_ = -1;
             if (image_fd_ >= 0) ::close(image_fd_);
             image_fd_ = -1;
             if (stop_) break;
@@ -251,46 +237,24 @@ void Follower::run() {
 // One connection: connect, ask from this copy's position, apply frames until it ends. True when
 // a hello was heard on it.
 bool Follower::session(std::string& error) {
+    std::unique_ptr<server::Connection> feed = open_feed(error);
+    if (!feed) return false;
+    {
+        std::lock_guard lock(mu_);
+        connected_ = true;
+    }
+    return follow_feed(*feed, error);
+}
+
+// GET /_replication/tenants/<t> from this copy's position (its seq, history and lineage, when it
+// holds the tenant), up to a 200's head: the feed, left to read as it comes.
+std::unique_ptr<server::Connection> Follower::open_feed(std::string& error) {
     std::string host;
     uint16_t port = 0;
     if (!split_from(follows_.from, host, port)) {
         error = follows_.from + ": not http://host:port";
-        return false;
+        return nullptr;
     }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) {
-        error = follows_.from + ": the host does not resolve";
-        return false;
-    }
-    const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    {
-        std::lock_guard lock(mu_);
-        if (stop_ || fd < 0) {
-            if (fd >= 0) ::close(fd);
-            ::freeaddrinfo(res);
-            return false;
-        }
-        fd_ = fd;
-    }
-    int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
-    ::freeaddrinfo(res);
-    if (rc != 0 && errno == EINPROGRESS) {
-        pollfd p{fd, POLLOUT, 0};
-        rc = ::poll(&p, 1, static_cast<int>(repl_.node().options().upstream_timeout_s * 1000)) == 1 ? 0 : -1;
-        int so = 0;
-        socklen_t len = sizeof so;
-        if (rc == 0 && (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len) != 0 || so != 0)) rc = -1;
-    }
-    if (rc != 0) {
-        error = follows_.from + ": not reached";
-        return false;
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    timeval tv{static_cast<time_t>(repl_.node().options().upstream_timeout_s), 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (!held_) {
         Acquired a = repl_.node().registry().acquire(tenant_);
         std::lock_guard lock(mu_);
@@ -303,48 +267,40 @@ bool Follower::session(std::string& error) {
                   "&history=" + engine::format::hex16(db.history().current().v) +
                   "&lineage=" + engine::format::hex16(db.lineage().v);
     }
-    std::string req = "GET " + target + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
-                      "\r\nUser-Agent: fenec-node\r\n";
+    server::CallRequest r;
+    r.peer = follows_.from;
+    r.peer_text = "the primary";
+    r.about = tenant_;
+    r.addr = host + ":" + std::to_string(port);
+    r.resend_after_sent = true;  // a GET
+    r.allow_stream = true;
+    r.timeout_ms = repl_.node().options().upstream_timeout_s * 1000;
+    http::OutRequest get{.method = "GET", .target = target, .host = r.addr};
+    std::string bearer;
+    get.headers.push_back({"User-Agent", "fenec-node"});
     if (const auto& tok = repl_.node().options().replication_token) {
-        req += "Authorization: Bearer " + *tok + "\r\n";
+        bearer = "Bearer " + *tok;
+        get.headers.push_back({"Authorization", bearer});
     }
-    req += "\r\n";
-    if (!send_all(fd, req)) {
-        error = follows_.from + ": not reached";
-        return false;
+    http::write_request(get, r.bytes);
+    server::BlockingClient::Opened opened = client_.open(r, {.cancel = &cancel_});
+    if (!opened.head) {
+        error = follows_.from + ": " + opened.error.message;
+        return nullptr;
     }
+    if (opened.head->status != 200) {
+        error = follows_.from + ": answered " + std::to_string(opened.head->status);
+        return nullptr;
+    }
+    return std::move(opened.connection);
+}
+
+// The feed's frames applied as they come, each read bounded by --upstream-timeout (the primary
+// sends keep-alives), until it ends, fails, stops, or a frame is refused. True when a hello was
+// heard.
+bool Follower::follow_feed(server::Connection& feed, std::string& error) {
+    const uint64_t read_ms = repl_.node().options().upstream_timeout_s * 1000;
     std::string buf;
-    char chunk[64 << 10];
-    auto fill = [&]() {
-        const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-        if (n <= 0) return false;
-        buf.append(chunk, static_cast<size_t>(n));
-        return true;
-    };
-    http::ResponseHead head;
-    size_t consumed = 0;
-    for (;;) {
-        http::ParseError perr;
-        const http::ParseStatus ps = http::parse_response_head(buf, head, consumed, perr);
-        if (ps == http::ParseStatus::done) break;
-        if (ps == http::ParseStatus::error || buf.size() > head_bytes_max) {
-            error = follows_.from + ": a bad answer (" + perr.message + ")";
-            return false;
-        }
-        if (!fill()) {
-            error = follows_.from + ": closed before answering";
-            return false;
-        }
-    }
-    if (head.status != 200) {
-        error = follows_.from + ": answered " + std::to_string(head.status);
-        return false;
-    }
-    {
-        std::lock_guard lock(mu_);
-        connected_ = true;
-    }
-    buf.erase(0, consumed);
     bool heard = false;
     FrameJoiner joiner;  // `C` pieces of the next `B` payload (a block past the frame bound)
     const uint32_t bound = feed_frame_bound();
@@ -358,10 +314,7 @@ bool Follower::session(std::string& error) {
             return heard;
         }
         if (r == FrameRead::more) {
-            if (!fill()) {
-                if (error.empty()) error = "";
-                return heard;
-            }
+            if (feed.read_some(buf, read_ms) != server::Connection::Read::data) return heard;
             continue;
         }
         buf.erase(0, used);
@@ -385,46 +338,9 @@ bool Follower::session(std::string& error) {
 
 // One frame. False drops the connection (the follower asks again from its seq).
 bool Follower::handle(const Frame& f, std::string& error) {
-    Registry& registry = repl_.node().registry();
-    const std::string incoming = registry.path_of(tenant_) + ".incoming";
     switch (f.kind) {
-        case 'H': {
-            simdjson::dom::parser parser;
-            simdjson::padded_string padded(f.payload);
-            simdjson::dom::element doc;
-            if (parser.parse(padded).get(doc)) {
-                error = "a hello that is not JSON";
-                return false;
-            }
-            std::string_view hist;
-            uint64_t seq = 0;
-            bool image = false;
-            if (doc["history"].get(hist) || doc["seq"].get(seq) || doc["image"].get(image)) {
-                error = "a hello without history, seq or image";
-                return false;
-            }
-            Follows now;
-            {
-                std::lock_guard lock(mu_);
-                follows_.heard = Follows::Heard{std::string(hist), seq, repl_.node().now_ms()};
-                primary_seq_ = seq;
-                now = follows_;
-            }
-            // Remembered across restarts before anything else is done with it (§10.4).
-            if (!repl_.write_follows(tenant_, now)) {
-                error = "the follows file cannot be written";
-                return false;
-            }
-            cv_.notify_all();
-            if (image) {
-                image_fd_ = ::open(incoming.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (image_fd_ < 0) {
-                    error = "the image's side file cannot be written";
-                    return false;
-                }
-            }
-            return true;
-        }
+        case 'H':
+            return on_hello(f, error);
         case 'I': {
             if (image_fd_ < 0 || ::write(image_fd_, f.payload.data(), f.payload.size()) !=
                                      ssize_t(f.payload.size())) {
@@ -433,105 +349,11 @@ bool Follower::handle(const Frame& f, std::string& error) {
             }
             return true;
         }
-        case 'i': {
-            if (image_fd_ < 0) {
-                error = "an image end out of place";
-                return false;
-            }
-            ::close(image_fd_);
-            image_fd_ = -1;
-            std::optional<uint64_t> told_seq;
-            {
-                simdjson::dom::parser parser;
-                simdjson::padded_string padded(f.payload);
-                simdjson::dom::element doc;
-                uint64_t seq = 0;
-                if (!parser.parse(padded).get(doc) && !doc["seq"].get(seq)) told_seq = seq;
-            }
-            {
-                std::lock_guard lock(mu_);
-                held_.reset();  // the copy is taken out of service: nothing may hold it
-            }
-            // One way to put a file in a tenant's place (§11's installing): out of service, its
-            // subscribers ended `closing` (§5.4: they reopen and are reseeded), streams served
-            // from this copy ended `closing`, held requests woken; the image verified as an
-            // install is (§8.3) and renamed over the copy.
-            Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", image_wait_ms);
-            if (!taken.out) {
-                ::unlink(incoming.c_str());
-                error = "the image does not install: " + taken.message;
-                return false;
-            }
-            engine::ImageInfo info;
-            engine::Status st = taken.out->install(
-                incoming, engine::InstallMode::replace,
-                [&](const engine::ImageInfo& got) {
-                    if (told_seq && *told_seq != got.seq.v) {
-                        return engine::Status::error(
-                            engine::Code::corruption,
-                            "the image's seq is " + std::to_string(got.seq.v) +
-                                ", its end frame said " + std::to_string(*told_seq));
-                    }
-                    return engine::Status::ok();
-                },
-                info);
-            taken.out.reset();  // back in service: the next acquire opens the new file
-            if (!st.is_ok()) {
-                error = "the image does not install: " + st.to_string();
-                return false;
-            }
-            ++images_;
-            Acquired a = registry.acquire(tenant_);
-            if (!a.tenant) {
-                error = a.message;
-                return false;
-            }
-            // The image's history is the primary's, replica = false: this copy now follows it.
-            if (engine::Status fs = a.tenant->db().follow(a.tenant->db().history()); !fs.is_ok()) {
-                error = fs.to_string();
-                return false;
-            }
-            std::lock_guard lock(mu_);
-            held_ = std::move(a.tenant);
-            return true;
-        }
-        case 'B': {
-            if (!held_) {
-                error = "a block out of place";
-                return false;
-            }
-            engine::Result<engine::FeedEntry> e = decode_block(f.payload);
-            if (!e.is_ok()) {
-                error = std::string(e.status().message());
-                return false;
-            }
-#ifdef FENEC_TEST_HOOKS
-            if (follows_.apply_stall_ms > 0) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(follows_.apply_stall_ms));
-            }
-#endif
-            if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
-                error = st.to_string();
-                return false;
-            }
-            return true;
-        }
-        case 'F': {
-            if (!held_) {
-                error = "forks out of place";
-                return false;
-            }
-            engine::Result<engine::FeedEntry> e = decode_forks(f.payload);
-            if (!e.is_ok()) {
-                error = std::string(e.status().message());
-                return false;
-            }
-            if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
-                error = st.to_string();
-                return false;
-            }
-            return true;
-        }
+        case 'i':
+            return on_image_end(f, error);
+        case 'B':
+        case 'F':
+            return on_entry(f, error);
         case 'K': {
             simdjson::dom::parser parser;
             simdjson::padded_string padded(f.payload);
@@ -547,6 +369,137 @@ bool Follower::handle(const Frame& f, std::string& error) {
             error = std::string("an unknown frame `") + f.kind + "`";
             return false;
     }
+}
+
+// The hello: remembered (in `<t>.follows`, before anything else is done with it), and an image
+// announced opens its side file.
+bool Follower::on_hello(const Frame& f, std::string& error) {
+    const std::string incoming = repl_.node().registry().path_of(tenant_) + ".incoming";
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(f.payload);
+    simdjson::dom::element doc;
+    if (parser.parse(padded).get(doc)) {
+        error = "a hello that is not JSON";
+        return false;
+    }
+    std::string_view hist;
+    uint64_t seq = 0;
+    bool image = false;
+    if (doc["history"].get(hist) || doc["seq"].get(seq) || doc["image"].get(image)) {
+        error = "a hello without history, seq or image";
+        return false;
+    }
+    Follows now;
+    {
+        std::lock_guard lock(mu_);
+        follows_.heard = Follows::Heard{std::string(hist), seq, repl_.node().now_ms()};
+        primary_seq_ = seq;
+        now = follows_;
+    }
+    // Remembered across restarts before anything else is done with it (§10.4).
+    if (!repl_.write_follows(tenant_, now)) {
+        error = "the follows file cannot be written";
+        return false;
+    }
+    cv_.notify_all();
+    if (image) {
+        image_fd_ = ::open(incoming.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (image_fd_ < 0) {
+            error = "the image's side file cannot be written";
+            return false;
+        }
+    }
+    return true;
+}
+
+// The image's end: installed in the copy's place, and followed from its history on.
+bool Follower::on_image_end(const Frame& f, std::string& error) {
+    Registry& registry = repl_.node().registry();
+    const std::string incoming = registry.path_of(tenant_) + ".incoming";
+    if (image_fd_ < 0) {
+        error = "an image end out of place";
+        return false;
+    }
+    ::close(image_fd_);
+    image_fd_ = -1;
+    std::optional<uint64_t> told_seq;
+    {
+        simdjson::dom::parser parser;
+        simdjson::padded_string padded(f.payload);
+        simdjson::dom::element doc;
+        uint64_t seq = 0;
+        if (!parser.parse(padded).get(doc) && !doc["seq"].get(seq)) told_seq = seq;
+    }
+    {
+        std::lock_guard lock(mu_);
+        held_.reset();  // the copy is taken out of service: nothing may hold it
+    }
+    // One way to put a file in a tenant's place (§11's installing): out of service, its
+    // subscribers ended `closing` (§5.4: they reopen and are reseeded), streams served
+    // from this copy ended `closing`, held requests woken; the image verified as an
+    // install is (§8.3) and renamed over the copy.
+    Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", image_wait_ms);
+    if (!taken.out) {
+        ::unlink(incoming.c_str());
+        error = "the image does not install: " + taken.message;
+        return false;
+    }
+    engine::ImageInfo info;
+    engine::Status st = taken.out->install(
+        incoming, engine::InstallMode::replace,
+        [&](const engine::ImageInfo& got) {
+            if (told_seq && *told_seq != got.seq.v) {
+                return engine::Status::error(engine::Code::corruption,
+                                             "the image's seq is " + std::to_string(got.seq.v) +
+                                                 ", its end frame said " +
+                                                 std::to_string(*told_seq));
+            }
+            return engine::Status::ok();
+        },
+        info);
+    taken.out.reset();  // back in service: the next acquire opens the new file
+    if (!st.is_ok()) {
+        error = "the image does not install: " + st.to_string();
+        return false;
+    }
+    ++images_;
+    Acquired a = registry.acquire(tenant_);
+    if (!a.tenant) {
+        error = a.message;
+        return false;
+    }
+    // The image's history is the primary's, replica = false: this copy now follows it.
+    if (engine::Status fs = a.tenant->db().follow(a.tenant->db().history()); !fs.is_ok()) {
+        error = fs.to_string();
+        return false;
+    }
+    std::lock_guard lock(mu_);
+    held_ = std::move(a.tenant);
+    return true;
+}
+
+// A block (`B`) or the forks (`F`) of the primary, applied to the held copy.
+bool Follower::on_entry(const Frame& f, std::string& error) {
+    if (!held_) {
+        error = f.kind == 'B' ? "a block out of place" : "forks out of place";
+        return false;
+    }
+    engine::Result<engine::FeedEntry> e =
+        f.kind == 'B' ? decode_block(f.payload) : decode_forks(f.payload);
+    if (!e.is_ok()) {
+        error = std::string(e.status().message());
+        return false;
+    }
+#ifdef FENEC_TEST_HOOKS
+    if (f.kind == 'B' && follows_.apply_stall_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(follows_.apply_stall_ms));
+    }
+#endif
+    if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
+        error = st.to_string();
+        return false;
+    }
+    return true;
 }
 
 // ---- Replication: the followers it runs

@@ -1,8 +1,9 @@
-// server/node/follower.h: one followed copy (node-http.md §10.4): a thread with a plain blocking
-// socket to the primary's feed, reconnecting with backoff (100 ms to 5 s), applying what it is
-// sent and taking an image when told. A blocking socket on a thread per followed copy is a choice
-// made here for simplicity: the copies a node follows are few, and the engine's apply and the
-// image install block on disk anyway; the io_uring loops never see these sockets.
+// server/node/follower.h: one followed copy (node-http.md §10.4): a thread streaming the primary's
+// feed through the blocking HTTP client (server/runtime/client.h: a streamed GET, each read bounded
+// by --upstream-timeout, cancelled by stop()), reconnecting with backoff (100 ms to 5 s), applying
+// what it is sent and taking an image when told. A blocking connection on a thread per followed
+// copy is a choice made here for simplicity: the copies a node follows are few, and the engine's
+// apply and the image install block on disk anyway; the io_uring loops never see them.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,8 @@
 #include <thread>
 
 #include "server/node/replication.h"
+#include "server/runtime/cancel.h"
+#include "server/runtime/client.h"
 
 namespace fenec::node {
 
@@ -35,7 +38,12 @@ public:
 private:
     void run();
     bool session(std::string& error);
+    std::unique_ptr<server::Connection> open_feed(std::string& error);
+    bool follow_feed(server::Connection& feed, std::string& error);
     bool handle(const Frame& f, std::string& error);
+    bool on_hello(const Frame& f, std::string& error);
+    bool on_image_end(const Frame& f, std::string& error);
+    bool on_entry(const Frame& f, std::string& error);  // a block or forks, applied
     bool sleep_ms(int64_t ms);  // false when stopped meanwhile
 
     Replication& repl_;
@@ -44,7 +52,8 @@ private:
     std::condition_variable cv_;
     Follows follows_;
     bool stop_ = false;
-    int fd_ = -1;
+    server::Cancel cancel_;          // ends the feed's connect or read at once (stop)
+    server::BlockingClient client_;  // no pool: the feed is one connection, its own
     bool connected_ = false;
     std::string error_;
     uint64_t attempts_failed_ = 0;  // answers other than a hello since the last hello

@@ -1,5 +1,5 @@
 // server/runtime/http.cc: the HTTP/1.1 codec of server/runtime/http.h: request and answer heads
-// parsed, answers written. Nothing here does I/O or keeps state between calls.
+// parsed, answers and requests written. Nothing here does I/O or keeps state between calls.
 //
 // A parse runs in two steps over the caller's bytes:
 //   1. framing: find the blank line that ends the head, with memchr over '\n' only, inside the
@@ -524,15 +524,16 @@ void append_number(std::string& out, uint64_t n) {
     out.append(buf, end);
 }
 
-// A caller's header name or value, with CR, LF and NUL written as spaces: no answer can be split
-// by a value that came from a request (a programmer error, caught in debug builds).
+// A caller's header name or value (or a request line's method or target), with CR, LF and NUL
+// written as spaces: no answer or request can be split by a value that came from elsewhere (a
+// programmer error, caught in debug builds).
 void append_field_text(std::string& out, std::string_view s) {
     uint8_t least = 0xff;  // a min over the bytes, which compilers vectorize; CR is 13
     for (char c : s) least = std::min(least, static_cast<uint8_t>(c));
     size_t from = out.size();
     out.append(s);
     if (least > '\r' || s.find_first_of(std::string_view("\r\n\0", 3)) == s.npos) return;
-    assert(false && "CR, LF or NUL in an answer header");
+    assert(false && "CR, LF or NUL in a header or request line");
     for (size_t i = from; i < out.size(); ++i) {
         if (out[i] == '\r' || out[i] == '\n' || out[i] == '\0') out[i] = ' ';
     }
@@ -756,6 +757,35 @@ void write_response(const Response& r, bool head_only, std::string_view server, 
     if (r.close && r.status >= 200) out.append("Connection: close\r\n", 19);
     out.append("\r\n", 2);
     if (!head_only && !no_content) out.append(r.body);
+}
+
+void write_request(const OutRequest& r, std::string& out) {
+    const uint64_t body_bytes = r.body_bytes.value_or(r.body.size());
+    assert(!r.body_bytes || r.body.empty());
+    const Method m = method_of(r.method);
+    const bool bodiless_method =
+        m == Method::get || m == Method::head || m == Method::del || m == Method::options;
+    out.reserve(out.size() + 96 + r.method.size() + r.target.size() + r.host.size() +
+                r.headers.size() * 48 + r.body.size());
+    append_field_text(out, r.method);
+    out.push_back(' ');
+    append_field_text(out, r.target);
+    out.append(" HTTP/1.1\r\n", 11);
+    append_field(out, "Host", r.host);
+    for (const Header& h : r.headers) append_field(out, h.name, h.value);
+    if (body_bytes > 0 || !bodiless_method) {
+        out.append("Content-Length: ", 16);
+        append_number(out, body_bytes);
+        out.append("\r\n", 2);
+    }
+    if (r.expect_continue) out.append("Expect: 100-continue\r\n", 22);
+    if (r.close) {
+        out.append("Connection: close\r\n", 19);
+    } else {
+        out.append("Connection: keep-alive\r\n", 24);
+    }
+    out.append("\r\n", 2);
+    out.append(r.body);
 }
 
 }  // namespace fenec::http

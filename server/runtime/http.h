@@ -7,7 +7,8 @@
 // bytes after `consumed`). Bodies are framed by Content-Length only; Transfer-Encoding is refused
 // 411 by the node, so the codec reports it rather than decoding chunks. Answers are framed by
 // Content-Length, or written without one for streams (then the connection closes after them).
-// Answers from an upstream (the router, a follower) are parsed by the same code.
+// Answers from an upstream (the router, a follower) are parsed by the same code, and the
+// requests sent to it written here (write_request), the one request writer.
 //
 // Invariants: a parse never reads past `input`; a head is accepted only whole and well formed
 // (RFC 9112 §2-§6: token methods and field names, no whitespace before a colon, no obs-fold, no
@@ -138,6 +139,30 @@ struct Response {
 // §8.6): no Content-Type, no Content-Length, no body. CR, LF or NUL in a caller's header is
 // written as a space (and asserts in debug builds), so no answer can be split.
 void write_response(const Response& r, bool head_only, std::string_view server, std::string& out);
+
+// A request to be written: the client side of write_response, for every request Fenec sends
+// (the router's to its nodes, a follower's to its primary). The views must stay alive until
+// write_request returns.
+struct OutRequest {
+    std::string_view method{};  // as sent: "GET", or a client's method text passed on
+    std::string_view target{};  // origin form, sent byte for byte (a forwarder's original target)
+    std::string_view host{};    // the Host field
+    std::vector<Header> headers{};  // in order, besides the framing ones write_request adds
+    std::string_view body{};
+    // The body's length when the caller sends the body itself after the head (an image relayed
+    // from another connection); `body` is then empty.
+    std::optional<uint64_t> body_bytes{};
+    bool expect_continue = false;  // `Expect: 100-continue`: the answer's 100 before the body
+    bool close = false;            // `Connection: close` rather than keep-alive
+};
+
+// Appends `METHOD target HTTP/1.1`, `Host`, the caller's headers in order, `Content-Length`
+// (whenever there is a body, and for a method that carries one even when empty: RFC 9110 §8.6
+// asks for none on a GET, HEAD, DELETE or OPTIONS without one), `Expect: 100-continue` when
+// asked, `Connection: keep-alive` or `close`, the blank line, then the body. As in
+// write_response, CR, LF or NUL in a caller's text is written as a space (and asserts in debug
+// builds), so no request can be split by a value that came from elsewhere.
+void write_request(const OutRequest& r, std::string& out);
 
 // ASCII case-insensitive equality, for field names and tokens.
 bool iequals(std::string_view a, std::string_view b);

@@ -5,7 +5,9 @@
 // a head split at every byte offset answers need_more and then exactly what the whole answers;
 // moved heads (short ones in the string's inline buffer, long ones on the heap) keep views into
 // their own `raw`; path and query decoding with repeated keys; answers written by write_response
-// read back by parse_response_head, HEAD keeping Content-Length without the body.
+// read back by parse_response_head, HEAD keeping Content-Length without the body; requests written
+// by write_request parsed back with their framing (Content-Length only where a body is or may be,
+// Expect, Connection).
 #include "server/runtime/http.h"
 
 #include <gtest/gtest.h>
@@ -634,6 +636,46 @@ TEST(HttpResponse, MovedShortAnswerHeadKeepsViews) {
     EXPECT_TRUE(inside(moved.reason, moved.raw));
     EXPECT_EQ(moved.header("x"), "1");
     EXPECT_TRUE(inside(moved.headers[0].value, moved.raw));
+}
+
+// The one request writer: what it writes parses back to what it was given.
+TEST(HttpRequestWriter, ParsesBackWithItsFramingAdded) {
+    std::string out;
+    write_request({.method = "POST",
+                   .target = "/t/acme/c/notes?x=%41",
+                   .host = "127.0.0.1:7001",
+                   .headers = {{"Authorization", "Bearer t"}, {"X-Request-Id", "r1"}},
+                   .body = "{}"},
+                  out);
+    RequestHead head;
+    size_t used = 0;
+    ParseError err;
+    ASSERT_EQ(parse_request_head(out, head, used, err), ParseStatus::done) << err.message;
+    EXPECT_EQ(head.method_text, "POST");
+    EXPECT_EQ(head.target, "/t/acme/c/notes?x=%41");
+    EXPECT_EQ(head.header("Host"), "127.0.0.1:7001");
+    EXPECT_EQ(head.header("Authorization"), "Bearer t");
+    EXPECT_EQ(head.content_length, 2u);
+    EXPECT_TRUE(head.keep_alive);
+    EXPECT_EQ(out.substr(used), "{}");
+
+    std::string get;
+    write_request({.method = "GET", .target = "/x", .host = "h:1"}, get);
+    EXPECT_EQ(get, "GET /x HTTP/1.1\r\nHost: h:1\r\nConnection: keep-alive\r\n\r\n");
+
+    std::string put;
+    write_request({.method = "PUT",
+                   .target = "/f",
+                   .host = "h:1",
+                   .body_bytes = 1234,
+                   .expect_continue = true,
+                   .close = true},
+                  put);
+    ASSERT_EQ(parse_request_head(put, head, used, err), ParseStatus::done);
+    EXPECT_EQ(head.content_length, 1234u);
+    EXPECT_TRUE(head.expect_continue);
+    EXPECT_FALSE(head.keep_alive);
+    EXPECT_EQ(used, put.size()) << "the body is the caller's to send";
 }
 
 }  // namespace
