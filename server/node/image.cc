@@ -226,6 +226,18 @@ std::optional<http::Response> receive_body(
     return node.refusal(400, "Fenec-Image-Digest does not match: the body's XXH3-128 is " + got);
 }
 
+// `<t>.frozen` and `<t>.follows` removed, the removals made durable: an image is installed a
+// primary, thawed (§8.3), and a mark left by the file deleted before it would reopen it frozen or
+// following. Either absent is fine.
+engine::Status drop_marks(Node& node, const std::string& tenant) {
+    engine::Fs& fs = node.fs();
+    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
+        engine::Status st = fs.remove(node.registry().sidecar_of(tenant, s));
+        if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
+    }
+    return fs.sync_dir(node.options().data_dir);
+}
+
 // Installs the body under the tenant taken out of service; the answer is made while it is out
 // and sent once it is back, so a request after the answer finds it in service.
 http::Response install(Node& node, Call& call, const Expected& expected) {
@@ -242,7 +254,7 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     if (taken.out->file_exists()) return exists(node, call);
 
     const std::string incoming = node.registry().path_of(call.tenant) + ".incoming";
-    engine::Fs& fs = engine::posix_fs();
+    engine::Fs& fs = node.fs();
     const uint64_t length = call.request.body.empty()
                                 ? call.request.head.content_length.value_or(0)
                                 : call.request.body.size();
@@ -358,10 +370,11 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     }
     // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go;
     // its quota stays. Removed before it is back in service, so no request sees it otherwise.
-    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
-        fs.remove(node.registry().sidecar_of(call.tenant, s)).ignore();
+    if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
+        return node.refusal(
+            500, "the image was installed, but its old marks could not be removed: " +
+                     gone.to_string());
     }
-    fs.sync_dir(node.options().data_dir).ignore();
     const double install_ms = ms_since(received);
     http::Response r;
     r.status = 201;

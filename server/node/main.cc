@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
 
     const fenec::node::NodeOptions& o = flags.options;
-    fenec::node::Node node(o);
+    fenec::engine::SystemClock clock;
+    fenec::engine::PosixBootClock boot_clock;
+    fenec::node::Node node(o, {fenec::engine::posix_fs(), clock, boot_clock});
     if (std::string why = node.prepare(); !why.empty()) {
         std::cerr << "fenec-node: " << why << "\n";
         return 2;

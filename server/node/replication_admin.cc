@@ -3,8 +3,6 @@
 // a forced promotion's audit line written and fsynced before the answer.
 #include <simdjson.h>
 
-#include <filesystem>
-
 #include "engine/format.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
@@ -297,8 +295,14 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     if (!h.is_ok()) {
         return answer(node_.refusal(500, c.tenant + " cannot be promoted: " + h.status().to_string()));
     }
-    std::error_code ec;
-    std::filesystem::remove(follows_path(c.tenant), ec);
+    // Gone for good before the answer: a copy that found it after a crash would follow again.
+    if (engine::Status st = engine::remove_durably(node_.fs(), follows_path(c.tenant));
+        !st.is_ok()) {
+        return answer(node_.refusal(500, c.tenant +
+                                             " was promoted, but its follows file could "
+                                             "not be removed: " +
+                                             st.to_string()));
+    }
     if (body.force) {
         if (obs::LineLog* log = node_.audit()) {
             obs::AuditLine line;
