@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
 
     const fenec::shard::RouterOptions& o = flags.options;
-    fenec::shard::Router router(o);
+    fenec::engine::SystemClock clock;
+    fenec::shard::Router router(o, clock);
     if (std::string why = router.prepare(); !why.empty()) {
         std::cerr << "fenec-shard: " << why << "\n";
         return 2;
