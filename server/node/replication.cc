@@ -457,7 +457,9 @@ void Replication::send_blocks(FeedSender& out, Stream& stream, engine::Database&
             r->handed_cv_.notify_all();
         }
     } unlive{this};
-    auto idle_since = std::chrono::steady_clock::now();
+    // When a `K` is due: the node's clock, as every instant it decides on (NodeEnv).
+    const engine::Clock& clock = node_.clock();
+    int64_t idle_since_ns = clock.steady_ns();
     while (!out.ex.closed()) {
         if (stopping_ || node_.stopping()) return (void)out.end("closing");
         if (const char* reason = stream.ending) return (void)out.end(reason);
@@ -470,15 +472,14 @@ void Replication::send_blocks(FeedSender& out, Stream& stream, engine::Database&
         }
         if (n.kind == engine::FeedNext::Kind::behind) return (void)out.end("behind");
         if (n.kind == engine::FeedNext::Kind::idle) {
-            if (std::chrono::steady_clock::now() - idle_since <
-                std::chrono::milliseconds(feed_keepalive_ms)) {
+            if (clock.steady_ns() - idle_since_ns < feed_keepalive_ms * 1'000'000) {
                 continue;
             }
             if (!send_keepalive(out, db)) return (void)out.cut();
         } else if (!send_entry(out, stream, n.entry)) {
             return (void)out.cut();
         }
-        idle_since = std::chrono::steady_clock::now();
+        idle_since_ns = clock.steady_ns();
     }
 }
 
