@@ -1,7 +1,9 @@
-// engine/io.h: the I/O seam. The engine reaches the disk only through File and Fs, so tests can
-// inject short writes, torn writes, fsync failures and crashes (test/support/fault_fs.h).
+// engine/io.h: the I/O seam. The engine reaches the disk only through File and Fs, and so does
+// every process built on it (the node's side files and state file, its data directory), so tests
+// can inject short writes, torn writes, fsync failures and crashes (test/support/fault_fs.h).
 // Contract: read_at reads all or fails; append writes all or fails, possibly leaving a prefix
 // of the bytes in the file (a torn write); sync is fdatasync; nothing here retries a failed sync.
+// A small file replaced whole goes through the one durable replace below (replace_durably).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/status.h"
 
@@ -49,10 +52,37 @@ public:
     virtual Status sync_dir(std::string_view dir) = 0;
     virtual Status remove(std::string_view path) = 0;
     virtual Result<bool> exists(std::string_view path) = 0;
+    // The size of the file at `path` (not_found when there is none).
+    virtual Result<uint64_t> file_size(std::string_view path) = 0;
+    // The names (not paths) of the entries of directory `dir`, in no order ("." and ".." left
+    // out); not_found when `dir` is absent.
+    virtual Result<std::vector<std::string>> list(std::string_view dir) = 0;
+    // Creates directory `dir` and every parent it lacks; ok when it exists.
+    virtual Status make_dirs(std::string_view dir) = 0;
 };
 
 // The directory part of a path ("." when it has none).
 std::string dir_of(std::string_view path);
+
+// The temp file replace_durably writes beside `path`: `<path>.new`. Never a file anyone reads:
+// a process starting over may remove what a crash left under such a name.
+inline constexpr std::string_view replace_temp_suffix = ".new";
+
+// The one durable replace: `path` holds `bytes` afterwards, and a crash at any point leaves the
+// old content or the new one whole, never a mix or an empty file. Steps, each result checked and
+// the first failure returned with nothing after it done: `<path>.new` created or emptied, `bytes`
+// appended (File::append, short writes looped), synced, closed; renamed over `path`; `path`'s
+// directory synced. A failure before the rename leaves `path` untouched (the temp is removed
+// when it can be); a failure of the directory sync leaves the new content under `path` but not
+// durable: in both cases the caller must not act as if the content were kept.
+Status replace_durably(Fs& fs, std::string_view path, std::span<const std::byte> bytes);
+Status replace_durably(Fs& fs, std::string_view path, std::string_view text);
+// `path` removed, and the removal made durable: its directory synced, also when `path` was
+// already gone (an earlier removal whose directory sync failed is made durable by the next).
+Status remove_durably(Fs& fs, std::string_view path);
+// The whole of a small file (a side file, a state file). not_found when it is absent; past
+// `bytes_max` limit_exceeded naming the file and its size (not written by this process whole).
+Result<std::string> read_small(Fs& fs, std::string_view path, uint64_t bytes_max);
 
 // The default: POSIX calls, O_CLOEXEC, flock, write looped over short writes and EINTR,
 // fdatasync, renameat2(RENAME_NOREPLACE), fsync of the directory.

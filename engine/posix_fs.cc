@@ -4,6 +4,7 @@
 // return an error; a failed fdatasync is reported once and never retried (the kernel may have
 // dropped the dirty pages, so a second success would lie); every error names the path and the
 // strerror text, and carries errno in Detail::err_no. No exception leaves this file.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <cstdio>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28)
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "engine/io.h"
 
@@ -93,6 +95,9 @@ public:
                 if (errno == EINTR) continue;
                 return io_error("write", path_, errno);
             }
+            // write(2) of a regular file moves at least a byte or fails; a zero would loop here
+            // for ever, so it is taken as the error it stands for.
+            if (n == 0) return io_error("write", path_, EIO);
             done += static_cast<size_t>(n);
         }
         return Status::ok();
@@ -251,6 +256,49 @@ public:
         if (::stat(p.c_str(), &st) == 0) return true;
         if (errno == ENOENT || errno == ENOTDIR) return false;
         return io_error("stat", p, errno);
+    }
+
+    Result<uint64_t> file_size(std::string_view path) override {
+        std::string p(path);
+        struct stat st{};
+        if (::stat(p.c_str(), &st) != 0) return os_error(code_of_errno(errno), "stat", p, errno);
+        return static_cast<uint64_t>(st.st_size);
+    }
+
+    Result<std::vector<std::string>> list(std::string_view dir) override {
+        std::string d(dir);
+        DIR* handle = ::opendir(d.c_str());
+        if (handle == nullptr) return os_error(code_of_errno(errno), "opendir", d, errno);
+        std::vector<std::string> names;
+        for (;;) {
+            errno = 0;
+            const dirent* e = ::readdir(handle);
+            if (e == nullptr) break;
+            const std::string_view name(e->d_name);
+            if (name != "." && name != "..") names.emplace_back(name);
+        }
+        const int err = errno;
+        ::closedir(handle);
+        if (err != 0) return io_error("readdir", d, err);
+        return names;
+    }
+
+    Status make_dirs(std::string_view dir) override {
+        std::string d(dir);
+        // Each prefix in turn, so a missing parent is made first; one that exists is fine.
+        for (size_t at = d.find('/', 1);; at = d.find('/', at + 1)) {
+            const std::string prefix = d.substr(0, at);
+            if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+                return os_error(code_of_errno(errno), "mkdir", prefix, errno);
+            }
+            if (at == std::string::npos) break;
+        }
+        struct stat st{};
+        if (::stat(d.c_str(), &st) != 0) return os_error(code_of_errno(errno), "stat", d, errno);
+        if (!S_ISDIR(st.st_mode)) {
+            return Status::error(Code::already_exists, d + " exists and is not a directory");
+        }
+        return Status::ok();
     }
 };
 

@@ -80,6 +80,20 @@ class MemFs final : public engine::Fs {
     engine::Result<bool> exists(std::string_view path) override {
         return files_.find(path) != files_.end();
     }
+    engine::Result<uint64_t> file_size(std::string_view path) override {
+        auto it = files_.find(path);
+        if (it == files_.end()) return missing(path);
+        return uint64_t{it->second->size()};
+    }
+    // Directories are not modelled: a directory lists the files whose path has it as dir_of.
+    engine::Result<std::vector<std::string>> list(std::string_view dir) override {
+        std::vector<std::string> names;
+        for (const auto& [path, bytes] : files_) {
+            if (engine::dir_of(path) == dir) names.push_back(path.substr(path.rfind('/') + 1));
+        }
+        return names;
+    }
+    engine::Status make_dirs(std::string_view) override { return engine::Status::ok(); }
 
   private:
     class MemFile final : public engine::File {

@@ -27,9 +27,10 @@ int main(int argc, char** argv) {
     const server::Start start{
         flags.help, shard::flags_help(),
         flags.error.empty() ? shard::check_options(flags.options) : flags.error};
+    engine::SystemClock clock;
     std::optional<shard::Router> r;
     return server::run("fenec-shard", start, [&] {
-        r.emplace(flags.options);
+        r.emplace(flags.options, clock);
         return server::Service{
             [&] { return r->prepare(); },
             [&] {

@@ -251,7 +251,7 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
             if (s.calls++ == 0) {
                 random = mix(random + 0x9e3779b97f4a7c15ull);
                 s.span_id = obs::span_id(random);
-                s.start_wall_ms = Router::wall_ms();
+                s.start_wall_ms = router_.wall_ms();
                 s.start_ms = router_.now_ms();
             }
             server::CallRequest r = request(job, s);

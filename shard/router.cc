@@ -91,13 +91,8 @@ std::string_view route_label(Route route) {
     return "other";
 }
 
-int64_t Router::wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-Router::Router(RouterOptions options) : options_(std::move(options)) {
+Router::Router(RouterOptions options, const engine::Clock& clock)
+    : options_(std::move(options)), clock_(clock) {
     started_ms_ = wall_ms();
     std::random_device rd;
     id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -230,12 +225,6 @@ void Router::drain() {
     directory_->close();
     if (audit_) audit_->close();
     if (trace_) trace_->close();
-}
-
-uint64_t Router::now_ms() const {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
 }
 
 std::string Router::new_request_id(std::optional<std::string_view> sent) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/clock.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "server/runtime/http_server.h"
@@ -50,7 +51,10 @@ enum class Route : uint8_t { tenant, shard, query, metrics, health, other };
 
 class Router final : public server::Handler {
   public:
-    explicit Router(RouterOptions options);
+    // `clock` (main(): the system's; outlives the Router) is every time the router reads: the
+    // wall clock of audit and span lines and of the start time, the monotonic clock of
+    // durations, refusal delays and the answers' timing.
+    Router(RouterOptions options, const engine::Clock& clock);
     ~Router() override;
 
     // Opens the directory and the audit log, starts the upstream loops, binds. "" when fine,
@@ -85,11 +89,12 @@ class Router final : public server::Handler {
     void audit(obs::AuditLine line, std::string_view peer, std::string_view request_id);
     // The --trace log, or nullptr (§16).
     obs::LineLog* trace_log() { return trace_.get(); }
-    static int64_t wall_ms();
+    // UTC ms and a monotonic ms, both read from the injected clock.
+    int64_t wall_ms() const { return clock_.wall_ms(); }
     Directory& directory() { return *directory_; }
     Upstream& upstream() { return *upstream_; }
     const RouterOptions& options() const { return options_; }
-    uint64_t now_ms() const;
+    uint64_t now_ms() const { return static_cast<uint64_t>(clock_.steady_ns() / 1'000'000); }
     std::string new_request_id(std::optional<std::string_view> sent);
 
     // The refusal delay (§3): `fn` (which answers a 401 or 403 to `peer`, host:port) runs after
@@ -134,6 +139,7 @@ class Router final : public server::Handler {
                                 const std::string& root_span, const std::string& parent_span);
 
     RouterOptions options_;
+    const engine::Clock& clock_;
     std::unique_ptr<Directory> directory_;
     std::unique_ptr<Upstream> upstream_;
     std::unique_ptr<server::HttpServer> server_;

@@ -53,13 +53,10 @@ std::string Replication::follows_path(std::string_view tenant) const {
 }
 
 std::optional<Follows> Replication::read_follows(std::string_view tenant) const {
-    FILE* f = std::fopen(follows_path(tenant).c_str(), "rb");
-    if (!f) return std::nullopt;
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
+    // Through the node's file system, as it is written (a few hundred bytes; 64 KiB is not one).
+    auto read = engine::read_small(node_.fs(), follows_path(tenant), 64 << 10);
+    if (!read.is_ok()) return std::nullopt;
+    const std::string& text = *read;
     simdjson::dom::parser parser;
     simdjson::padded_string padded(text);
     simdjson::dom::element doc;
@@ -110,20 +107,9 @@ bool Replication::write_follows(std::string_view tenant, const Follows& f) const
     w.key("apply_stall_ms");
     w.int64(f.apply_stall_ms);
     w.end_object();
-    const std::string path = follows_path(tenant);
-    const std::string tmp = path + ".new";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    const bool ok = ::write(fd, body.data(), body.size()) == ssize_t(body.size()) &&
-                    ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
-    const int dfd = ::open(node_.options().data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return true;
+    // Through the node's file system, the one durable replace: kept whole across a crash, and a
+    // failure at any step (the directory's fsync included) is reported, never taken as kept.
+    return engine::replace_durably(node_.fs(), follows_path(tenant), body).is_ok();
 }
 
 // ---- the follower's thread

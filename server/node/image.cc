@@ -226,93 +226,142 @@ std::optional<http::Response> receive_body(
     return node.refusal(400, "Fenec-Image-Digest does not match: the body's XXH3-128 is " + got);
 }
 
+// `<t>.frozen` and `<t>.follows` removed, the removals made durable: an image is installed a
+// primary, thawed (§8.3), and a mark left by the file deleted before it would reopen it frozen or
+// following. Either absent is fine.
+engine::Status drop_marks(Node& node, const std::string& tenant) {
+    engine::Fs& fs = node.fs();
+    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
+        engine::Status st = fs.remove(node.registry().sidecar_of(tenant, s));
+        if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
+    }
+    return fs.sync_dir(node.options().data_dir);
+}
+
+// A PUT's body received: in memory (`body`, `got` bytes of it, replayed as it came by `begun`),
+// or, too large for memory, written to `<t>.fenec.incoming` and fsynced (`body` null).
+struct Received {
+    std::shared_ptr<std::byte[]> body;
+    uint64_t got = 0;
+    std::unique_ptr<BegunInstall> begun;
+};
+
+// The body of `length` bytes gathered in memory and hashed, its records replayed as they come
+// while the rest arrives; a refusal if it did not come whole or does not match its digest.
+std::optional<http::Response> receive_in_memory(Node& node, Call& call, const Expected& expected,
+                                                Registry::OutOfService& out, uint64_t length,
+                                                Received& received) {
+    // Page-aligned (engine::aligned_bytes) so the install can write it past the page cache.
+    // Only gathered and hashed here: the install writes it to `incoming` beside its replay, in
+    // one direct write (engine::File::append_direct). Written as it came, each chunk cost the
+    // receive a copy into the page cache and the node 69 MB of cache pages for a 69 MB image,
+    // and the network waited for the receive.
+    std::shared_ptr<std::byte[]> body;
+    try {
+        body = engine::aligned_bytes(static_cast<size_t>(length));
+    } catch (const std::bad_alloc&) {
+        return node.refusal(503, "no memory for an image of " + std::to_string(length) + " bytes");
+    }
+    // Its pages faulted in on a thread of its own, from the front, while the connection
+    // receives into them: the loop's copy then finds them there (a 69 MB body is ~17,000
+    // first touches, ~25 ms of the receive otherwise). Not started: the receive faults.
+    // Joined when this function returns.
+    std::jthread prefault;
+    try {
+        prefault = std::jthread(
+            [b = body, n = static_cast<size_t>(length)] { engine::populate(b.get(), n); });
+    } catch (const std::system_error&) {
+    }
+    // Received straight into `body`; `take` counts, and replays the records that are
+    // whole now while the next slice arrives (a damaged record found here is kept and
+    // answered by the install, as it would be found there).
+    received.body = body;
+    received.begun = out.begin_install({body.get(), static_cast<size_t>(length)},
+                                       std::shared_ptr<const std::byte[]>(body, body.get()));
+    uint64_t& got = received.got;
+    BegunInstall& begun = *received.begun;
+    std::optional<http::Response> refused = receive_body(
+        node, call, expected,
+        [&](std::string_view bytes) {
+            got += bytes.size();
+            (void)begun.feed(got);
+            return engine::Status::ok();
+        },
+        {reinterpret_cast<char*>(body.get()), static_cast<size_t>(length)}, body);
+    if (!refused && got != length) {
+        refused = node.refusal(400, "the image was not received whole: " + std::to_string(got) +
+                                        " of " + std::to_string(length) + " bytes");
+    }
+    return refused;
+}
+
+// The body written to `incoming` as it comes, one chunk in memory at a time, then fsynced; a
+// refusal (and `incoming` removed) if it did not come whole, does not match, or was not kept.
+std::optional<http::Response> receive_to_disk(Node& node, Call& call, const Expected& expected,
+                                              const std::string& incoming) {
+    engine::Fs& fs = node.fs();
+    auto f = fs.open(incoming, engine::OpenMode::create_truncate);
+    if (!f.is_ok()) {
+        return node.refusal(500, "the image could not be written: " + f.status().to_string());
+    }
+    engine::File& file = **f;
+    std::optional<http::Response> refused =
+        receive_body(node, call, expected, [&](std::string_view bytes) {
+            return file.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+        });
+    if (!refused) {
+        if (engine::Status st = file.sync(); !st.is_ok()) {
+            refused = node.refusal(500, "the image could not be written: " + st.to_string());
+        }
+    }
+    if (refused) fs.remove(incoming).ignore();
+    return refused;
+}
+
+// An install that failed, as its answer: 400 naming the offset of damage or the header that does
+// not match, 409 for a file there meanwhile, 500 otherwise. nullopt: installed.
+std::optional<http::Response> install_refusal(Node& node, Call& call, const engine::Status& st) {
+    if (st.is_ok()) return std::nullopt;
+    if (st.code() == engine::Code::corruption) {
+        const uint64_t offset = st.detail().offset;
+        return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
+                            [&](json::Writer& w) {
+                                w.key("offset");
+                                w.uint64(offset);
+                            });
+    }
+    if (st.code() == engine::Code::invalid_argument) {
+        return node.refusal(400, std::string(st.message()));
+    }
+    if (st.code() == engine::Code::already_exists) return exists(node, call);
+    return node.refusal(500, "the image could not be installed: " + st.to_string());
+}
+
 // Installs the body under the tenant taken out of service; the answer is made while it is out
 // and sent once it is back, so a request after the answer finds it in service.
 http::Response install(Node& node, Call& call, const Expected& expected) {
     // Where the install's time went, answered in a Server-Timing header (`receive`: the first
     // byte taken to the last; `install`: from there to installed, the write and fsync waited for,
     // the replay, the indexes and graphs, the rename), so a move can say it (router.md §7.2).
-    const auto began = std::chrono::steady_clock::now();
-    auto ms_since = [](std::chrono::steady_clock::time_point t) {
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t)
-            .count();
+    const engine::Clock& clock = node.clock();
+    const int64_t began_ns = clock.steady_ns();
+    auto ms_since = [&clock](int64_t from_ns) {
+        return static_cast<double>(clock.steady_ns() - from_ns) / 1e6;
     };
     Registry::TakenOut taken = node.registry().take_out(call.tenant, 0, {});
     if (!taken.out) return node.refusal(409, taken.message);
     if (taken.out->file_exists()) return exists(node, call);
 
     const std::string incoming = node.registry().path_of(call.tenant) + ".incoming";
-    engine::Fs& fs = engine::posix_fs();
     const uint64_t length = call.request.body.empty()
                                 ? call.request.head.content_length.value_or(0)
                                 : call.request.body.size();
     const bool in_memory = length <= image_in_memory_max();
-    // In memory: the body, page-aligned (engine::aligned_bytes) so the install can write it past
-    // the page cache, `got` bytes of it received.
-    std::shared_ptr<std::byte[]> body;
-    uint64_t got = 0;
-    std::unique_ptr<BegunInstall> begun;  // in memory: replaying what arrived as the rest comes
-    {
-        std::optional<http::Response> refused;
-        if (in_memory) {
-            // Only gathered and hashed here: the install writes it to `incoming` beside its
-            // replay, in one direct write (engine::File::append_direct). Written as it came, each
-            // chunk cost the receive a copy into the page cache and the node 69 MB of cache
-            // pages for a 69 MB image, and the network waited for the receive.
-            try {
-                body = engine::aligned_bytes(static_cast<size_t>(length));
-            } catch (const std::bad_alloc&) {
-                return node.refusal(
-                    503, "no memory for an image of " + std::to_string(length) + " bytes");
-            }
-            // Its pages faulted in on a thread of its own, from the front, while the connection
-            // receives into them: the loop's copy then finds them there (a 69 MB body is ~17,000
-            // first touches, ~25 ms of the receive otherwise). Not started: the receive faults.
-            // Joined when this block ends.
-            std::jthread prefault;
-            try {
-                prefault = std::jthread(
-                    [b = body, n = static_cast<size_t>(length)] { engine::populate(b.get(), n); });
-            } catch (const std::system_error&) {
-            }
-            // Received straight into `body`; `take` counts, and replays the records that are
-            // whole now while the next slice arrives (a damaged record found here is kept and
-            // answered by the install, as it would be found there).
-            begun = taken.out->begin_install({body.get(), static_cast<size_t>(length)},
-                                             std::shared_ptr<const std::byte[]>(body, body.get()));
-            refused = receive_body(
-                node, call, expected,
-                [&](std::string_view bytes) {
-                    got += bytes.size();
-                    (void)begun->feed(got);
-                    return engine::Status::ok();
-                },
-                {reinterpret_cast<char*>(body.get()), static_cast<size_t>(length)}, body);
-            if (!refused && got != length) {
-                refused =
-                    node.refusal(400, "the image was not received whole: " + std::to_string(got) +
-                                          " of " + std::to_string(length) + " bytes");
-            }
-            if (refused) return std::move(*refused);
-        } else {
-            auto f = fs.open(incoming, engine::OpenMode::create_truncate);
-            if (!f.is_ok()) {
-                return node.refusal(500, "the image could not be written: " + f.status().to_string());
-            }
-            engine::File& file = **f;
-            refused = receive_body(node, call, expected, [&](std::string_view bytes) {
-                return file.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
-            });
-            if (!refused) {
-                if (engine::Status st = file.sync(); !st.is_ok()) {
-                    refused = node.refusal(500, "the image could not be written: " + st.to_string());
-                }
-            }
-            if (refused) {
-                fs.remove(incoming).ignore();
-                return std::move(*refused);
-            }
-        }
+    Received received;
+    if (auto refused = in_memory
+                           ? receive_in_memory(node, call, expected, *taken.out, length, received)
+                           : receive_to_disk(node, call, expected, incoming)) {
+        return std::move(*refused);
     }
     auto check = [&](const engine::ImageInfo& info) {
         if (expected.seq && *expected.seq != info.seq.v) {
@@ -328,42 +377,29 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
         }
         return engine::Status::ok();
     };
-    const double receive_ms = ms_since(began);
-    const auto received = std::chrono::steady_clock::now();
+    const double receive_ms = ms_since(began_ns);
+    const int64_t received_ns = clock.steady_ns();
     engine::ImageInfo info;
     // In memory: written, fsynced once, verified while replayed from the body, renamed, and left
     // open, so the first query finds the tenant's indexes built and its graphs loaded. On disk:
     // verified as any file is opened, renamed; the first query opens it.
     // The body handed over: the tenant keeps it as its documents' store rather than copying
     // them out of it (Collection::adopt), and frees it with itself.
-    const std::span<const std::byte> image(body.get(), in_memory ? got : 0);
+    const std::span<const std::byte> image(received.body.get(), in_memory ? received.got : 0);
     engine::Status st =
         in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
-                                            check, info, nullptr, std::move(begun))
+                                            check, info, nullptr, std::move(received.begun))
                   : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
-    body.reset();
-    if (st.code() == engine::Code::corruption) {
-        const uint64_t offset = st.detail().offset;
-        return node.refusal(400, "the image does not verify: " + std::string(st.message()), {},
-                            [&](json::Writer& w) {
-                                w.key("offset");
-                                w.uint64(offset);
-                            });
-    }
-    if (st.code() == engine::Code::invalid_argument) {
-        return node.refusal(400, std::string(st.message()));
-    }
-    if (st.code() == engine::Code::already_exists) return exists(node, call);
-    if (!st.is_ok()) {
-        return node.refusal(500, "the image could not be installed: " + st.to_string());
-    }
+    received.body.reset();
+    if (auto refused = install_refusal(node, call, st)) return std::move(*refused);
     // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go;
     // its quota stays. Removed before it is back in service, so no request sees it otherwise.
-    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
-        fs.remove(node.registry().sidecar_of(call.tenant, s)).ignore();
+    if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
+        return node.refusal(
+            500, "the image was installed, but its old marks could not be removed: " +
+                     gone.to_string());
     }
-    fs.sync_dir(node.options().data_dir).ignore();
-    const double install_ms = ms_since(received);
+    const double install_ms = ms_since(received_ns);
     http::Response r;
     r.status = 201;
     json::Writer w(r.body);

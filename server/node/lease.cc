@@ -3,18 +3,14 @@
 //
 //   {"authorities":[{"authority":"9e2d41c07a5b3f18/eu","term":4,"history":"c04b7e1a9d2f6385"}]}
 //
-// written whole to `fenec-node.state.tmp`, fsynced, renamed over the old one, and the directory
-// fsynced, so a crash leaves the old file or the new one, never half of either.
+// written whole through the node's file system with engine::replace_durably (to
+// `fenec-node.state.new`, synced, renamed over the old one, the directory synced), so a crash
+// leaves the old file or the new one, never half of either.
 #include "server/node/lease.h"
 
-#include <fcntl.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <limits>
 
 #include "json/writer.h"
@@ -24,6 +20,9 @@ namespace fenec::node {
 namespace {
 
 constexpr int64_t ns_per_ms = 1'000'000;
+// The state file: an entry per authority of about 200 bytes (a name of at most 128, a term, a
+// 16-hex history), authorities_max of them.
+constexpr uint64_t state_file_bytes_max = authorities_max * 512;
 
 // from + ms, saturating (the guard's expiry_of does the same).
 int64_t end_of(int64_t from_ns, int64_t ms) {
@@ -33,54 +32,26 @@ int64_t end_of(int64_t from_ns, int64_t ms) {
     return from_ns + ms * ns_per_ms;
 }
 
-engine::Status io_error(const std::string& what, int err) {
-    return engine::Status::error(engine::Code::io_error, what + ": " + std::strerror(err),
-                                 engine::Detail{.err_no = err});
-}
-
-engine::Status write_all(int fd, std::string_view bytes, const std::string& path) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return io_error("writing " + path, n < 0 ? errno : EIO);
-        bytes.remove_prefix(static_cast<size_t>(n));
-    }
-    return engine::Status::ok();
-}
-
-// `bytes` to `path` so that a crash leaves the old file or the new one (see the file comment).
-engine::Status replace_file(const std::string& path, std::string_view bytes) {
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return io_error("creating " + tmp, errno);
-    engine::Status st = write_all(fd, bytes, tmp);
-    if (st.is_ok() && ::fsync(fd) != 0) st = io_error("fsync of " + tmp, errno);
-    ::close(fd);
-    if (!st.is_ok()) return st;
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("renaming " + tmp, errno);
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return io_error("opening " + dir, errno);
-    const int rc = ::fsync(dfd);
-    const int err = errno;
-    ::close(dfd);
-    if (rc != 0) return io_error("fsync of " + dir, err);
-    return engine::Status::ok();
-}
-
 }  // namespace
 
-Leases::Leases(std::string node_name, std::string state_path, const engine::BootClock& clock)
-    : node_(std::move(node_name)), state_path_(std::move(state_path)), clock_(clock), guard_(clock) {}
+Leases::Leases(std::string node_name, std::string state_path, engine::Fs& fs,
+               const engine::BootClock& clock)
+    : node_(std::move(node_name)),
+      state_path_(std::move(state_path)),
+      fs_(fs),
+      clock_(clock),
+      guard_(clock) {}
 
 engine::Status Leases::load() {
-    std::error_code ec;
-    if (!std::filesystem::exists(state_path_, ec)) return engine::Status::ok();
     auto bad = [&](std::string why) {
         return engine::Status::error(engine::Code::corruption, state_path_ + ": " + why);
     };
-    simdjson::padded_string text;
-    if (simdjson::padded_string::load(state_path_).get(text)) return bad("cannot be read");
+    auto read = engine::read_small(fs_, state_path_, state_file_bytes_max);
+    if (!read.is_ok()) {
+        if (read.status().code() == engine::Code::not_found) return engine::Status::ok();
+        return bad("cannot be read: " + read.status().to_string());
+    }
+    const simdjson::padded_string text(*read);
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     if (parser.parse(text).get(doc)) return bad("is not JSON");
@@ -172,7 +143,7 @@ engine::Status Leases::persist(const std::map<std::string, Holder, std::less<>>&
     w.end_array();
     w.end_object();
     out += '\n';
-    return replace_file(state_path_, out);
+    return engine::replace_durably(fs_, state_path_, out);
 }
 
 bool Leases::lease_runs(int64_t now_ns) const {

@@ -9,8 +9,9 @@
 //   later grant acknowledges; a restart forgets them all, so a node holds no lease after its
 //   first grant since it started (§9.1).
 // - The highest term taken from an authority, and its history, are in `<data-dir>/
-//   fenec-node.state` (temp file, fsync, rename, fsync of the directory) before the call that
-//   raised it returns, so a grant answered under a term is never forgotten by a restart.
+//   fenec-node.state` (engine::replace_durably through the node's file system) before the call
+//   that raised it returns; if that fails, the term is not raised and the call is refused, so a
+//   grant answered under a term is never forgotten by a restart.
 // - Writes to the guard (take, take_list, drop) happen under mu_; checks never take mu_.
 #pragma once
 
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "engine/clock.h"
+#include "engine/io.h"
 #include "engine/lease_guard.h"
 #include "engine/status.h"
 
@@ -116,9 +118,10 @@ struct LeaseView {
 
 class Leases {
 public:
-    // `clock` must outlive this. `state_path` is `<data-dir>/fenec-node.state`; nothing is read
-    // until load().
-    Leases(std::string node_name, std::string state_path, const engine::BootClock& clock);
+    // `fs` and `clock` must outlive this. `state_path` is `<data-dir>/fenec-node.state`, read and
+    // written through `fs`; nothing is read until load().
+    Leases(std::string node_name, std::string state_path, engine::Fs& fs,
+           const engine::BootClock& clock);
     Leases(const Leases&) = delete;
     Leases& operator=(const Leases&) = delete;
 
@@ -183,6 +186,7 @@ private:
 
     const std::string node_;
     const std::string state_path_;
+    engine::Fs& fs_;
     const engine::BootClock& clock_;
     engine::LeaseGuard guard_;
 

@@ -19,24 +19,15 @@ constexpr int64_t delete_wait_ms = 5'000;  // §8.1: requests in flight get 5 s,
 // with the tenant frozen all the same.
 constexpr int64_t freeze_wait_ms = 30'000;
 
-// The sidecar written (a line naming when) and fsynced with its directory, or removed.
+// The mark replaced durably (a line naming when) or removed durably, through the node's file
+// system: a freeze or thaw answered has its mark as it says, across a crash.
 engine::Status write_mark(Node& node, const std::string& path) {
-    engine::Fs& fs = engine::posix_fs();
-    {
-        auto f = fs.open(path, engine::OpenMode::create_truncate);
-        if (!f.is_ok()) return f.status();
-        const std::string line = "{\"frozen_ms\":" + std::to_string(node.now_ms()) + "}\n";
-        if (auto st = (*f)->append(std::as_bytes(std::span(line))); !st.is_ok()) return st;
-        if (auto st = (*f)->sync(); !st.is_ok()) return st;
-    }
-    return fs.sync_dir(node.options().data_dir);
+    const std::string line = "{\"frozen_ms\":" + std::to_string(node.now_ms()) + "}\n";
+    return engine::replace_durably(node.fs(), path, line);
 }
 
 engine::Status remove_mark(Node& node, const std::string& path) {
-    engine::Fs& fs = engine::posix_fs();
-    engine::Status st = fs.remove(path);
-    if (!st.is_ok()) return st.code() == engine::Code::not_found ? engine::Status::ok() : st;
-    return fs.sync_dir(node.options().data_dir);
+    return engine::remove_durably(node.fs(), path);
 }
 
 // The delete's answer, made while the tenant is out of service and sent once it is back (so a
@@ -92,7 +83,7 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     closed.db.reset();
     closed.tenant.reset();
     // Its blocks freed last: the name went (renamed, the directory synced) before the answer.
-    if (!trash.empty()) engine::posix_fs().remove(trash).ignore();
+    if (!trash.empty()) node.fs().remove(trash).ignore();
 }
 
 void freeze_tenant(Node& node, Call& call) {

@@ -36,9 +36,11 @@ int main(int argc, char** argv) {
     const server::Start start{
         flags.help, node::flags_help(),
         flags.error.empty() ? node::check_options(flags.options) : flags.error};
+    engine::SystemClock clock;
+    engine::PosixBootClock boot_clock;
     std::optional<node::Node> n;
     return server::run("fenec-node", start, [&] {
-        n.emplace(flags.options);
+        n.emplace(flags.options, node::NodeEnv{engine::posix_fs(), clock, boot_clock});
         return server::Service{[&] { return n->prepare(); }, [&] { return n->serve(); },
                                [&] { return ready_line(*n, flags.options); }, [&] { n->drain(); }};
     });

@@ -2,12 +2,9 @@
 // headers (§4.2), metrics and the once-a-second tick. What each route does is in its own file.
 #include "server/node/node.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <random>
 
 #include "json/writer.h"
@@ -25,10 +22,12 @@ namespace {
 
 constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
 
-int64_t mono_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+// What a crash leaves in the data directory that no one reads again (§11): an image received or
+// built and not renamed into place, a deleted file not yet unlinked, a side file's replacement
+// not yet renamed (engine::replace_durably's temp).
+bool leftover(std::string_view file) {
+    return file.ends_with(".fenec.incoming") || file.ends_with(".fenec.beside") ||
+           file.ends_with(".fenec.deleted") || file.ends_with(engine::replace_temp_suffix);
 }
 
 std::vector<std::string> split_path(std::string_view path) {
@@ -77,8 +76,8 @@ std::string_view route_label(Route r) {
     return names[static_cast<size_t>(r)];
 }
 
-Node::Node(NodeOptions options) : options_(std::move(options)) {
-    random_state_ = std::random_device{}() ^ (static_cast<uint64_t>(mono_ns()) << 1);
+Node::Node(NodeOptions options, NodeEnv env) : options_(std::move(options)), env_(env) {
+    random_state_ = std::random_device{}() ^ (static_cast<uint64_t>(env_.clock.steady_ns()) << 1);
     started_ms_ = now_ms();
     init_metrics();
 }
@@ -146,32 +145,33 @@ Node::~Node() {
     if (workers_) workers_->shutdown();
     if (registry_) registry_->close_all();
     if (audit_) audit_->close();
-    if (lock_fd_ >= 0) ::close(lock_fd_);
-}
-
-int64_t Node::now_ms() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 std::string Node::prepare() {
-    std::error_code ec;
-    std::filesystem::create_directories(options_.data_dir, ec);
-    if (ec) return "--data-dir " + options_.data_dir + ": " + ec.message();
-    const std::string lock_path = options_.data_dir + "/fenec-node.lock";
-    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd_ < 0) return "--data-dir " + options_.data_dir + " cannot be written";
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-        return "--data-dir " + options_.data_dir + " is held by another fenec-node (" + lock_path + ")";
+    engine::Fs& fs = env_.fs;
+    if (engine::Status st = fs.make_dirs(options_.data_dir); !st.is_ok()) {
+        return "--data-dir " + options_.data_dir + ": " + st.to_string();
     }
-    // Side files a crash left behind (§11).
-    for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
-        const std::string f = entry.path().filename().string();
-        if (f.ends_with(".fenec.incoming") || f.ends_with(".fenec.beside") ||
-            f.ends_with(".fenec.new") || f.ends_with(".fenec.deleted")) {
-            std::filesystem::remove(entry.path(), ec);
+    // Empty, and only ever locked: emptying one another node holds changes nothing of it.
+    const std::string lock_path = options_.data_dir + "/fenec-node.lock";
+    auto lock = fs.open(lock_path, engine::OpenMode::create_truncate);
+    if (!lock.is_ok()) {
+        return "--data-dir " + options_.data_dir +
+               " cannot be written: " + lock.status().to_string();
+    }
+    if (engine::Status st = fs.lock(**lock); !st.is_ok()) {
+        if (st.code() == engine::Code::busy) {
+            return "--data-dir " + options_.data_dir + " is held by another fenec-node (" +
+                   lock_path + ")";
         }
+        return "--data-dir " + options_.data_dir + ": " + st.to_string();
+    }
+    lock_ = std::move(lock.value());
+    auto files = fs.list(options_.data_dir);
+    if (!files.is_ok())
+        return "--data-dir " + options_.data_dir + ": " + files.status().to_string();
+    for (const std::string& f : *files) {
+        if (leftover(f)) fs.remove(options_.data_dir + "/" + f).ignore();  // tried again next start
     }
     auth::AuthConfig ac;
     ac.data_token = options_.token;
@@ -201,17 +201,18 @@ std::string Node::prepare() {
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
     // Terms fence promotions and follows with or without --lease; the guard gates only with it.
     leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",
-                                       boot_clock_);
+                                       env_.fs, env_.boot_clock);
     if (engine::Status st = leases_->load(); !st.is_ok()) return st.to_string();
     RegistryOptions ro;
     ro.data_dir = options_.data_dir;
+    ro.fs = &env_.fs;
+    ro.clock = &env_.clock;
     ro.gate = leases() ? &leases()->gate() : nullptr;
     ro.sync = sync;
     ro.close_idle_ms = int64_t{options_.close_idle_s} * 1000;
     ro.memory_max_bytes = options_.max_memory_mib << 20;
     ro.changes_max = options_.changes;
     ro.flusher = flusher_.get();
-    ro.now_ms = [this] { return now_ms(); };
     ro.on_open = [this](Tenant& t) {
         load_idempotency_keys(t);
         load_quota(*this, t);
@@ -407,7 +408,7 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
 
 void Node::handle(server::Request request, std::shared_ptr<server::Exchange> exchange) {
     auto call = std::make_shared<Call>();
-    call->start_ns = mono_ns();
+    call->start_ns = env_.clock.steady_ns();
     call->request = std::move(request);
     call->exchange = std::move(exchange);
     const http::RequestHead& h = call->request.head;
@@ -615,7 +616,7 @@ void Node::answer(Call& call, http::Response response) {
                         "Fenec-Seq, Fenec-History, Fenec-Lease, Fenec-Lineage, Fenec-Image-Digest, "
                         "Idempotent-Replayed, X-Request-Id, Retry-After");
     }
-    const double seconds = static_cast<double>(mono_ns() - call.start_ns) / 1e9;
+    const double seconds = static_cast<double>(env_.clock.steady_ns() - call.start_ns) / 1e9;
     const int status = response.status;
     // A stream is counted at its head (§13.1).
     const size_t route = static_cast<size_t>(call.route);

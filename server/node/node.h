@@ -1,6 +1,7 @@
 // server/node/node.h: fenec-node wired together: the HttpServer's Handler. A request's head is
 // judged on the loop thread (route, credential, body bound); everything that touches a tenant
-// runs on the worker pool and answers through its Exchange. main() builds one Node.
+// runs on the worker pool and answers through its Exchange. main() builds one Node, handing it
+// the file system and the clocks it reads the world through (NodeEnv).
 #pragma once
 
 #include <array>
@@ -10,6 +11,7 @@
 
 #include "engine/clock.h"
 #include "engine/flusher.h"
+#include "engine/io.h"
 #include "json/writer.h"
 #include "server/node/auth.h"
 #include "server/node/options.h"
@@ -57,9 +59,26 @@ struct Call {
 
 inline constexpr std::string_view fenec_version = "0.1.0";
 
+// What the node reads the world through, passed in by main() (the POSIX file system, the
+// system's clocks) or by a test (test::FaultFs, fake clocks); each must outlive the Node.
+// - fs: every file of the data directory, read or written: tenant files (the engine's
+//   OpenOptions::fs), side files, `fenec-node.state`, the lock; each side file replaced with
+//   engine::replace_durably, so the fault-injecting double reaches node state as it reaches
+//   tenant files.
+// - clock: every instant the node keeps or decides on: wall time in answers, files and logs,
+//   the monotonic reading of a request's duration and of the tenants' idle times; also the
+//   engine's clock for each tenant. A wait on a condition variable or a socket measures its own
+//   timeout (the OS's), as does the run of the once-a-second ticker.
+// - boot_clock: what leases run on (CLOCK_BOOTTIME in main()).
+struct NodeEnv {
+    engine::Fs& fs;
+    const engine::Clock& clock;
+    const engine::BootClock& boot_clock;
+};
+
 class Node final : public server::Handler {
 public:
-    explicit Node(NodeOptions options);
+    Node(NodeOptions options, NodeEnv env);
     ~Node() override;
 
     // Everything but the listener: data dir (created, locked), audit log, metrics. "" or why not.
@@ -78,10 +97,14 @@ public:
 
     // For the handlers (node/*.cc).
     const NodeOptions& options() const { return options_; }
+    // The data directory's file system (NodeEnv::fs).
+    engine::Fs& fs() const { return env_.fs; }
+    const engine::Clock& clock() const { return env_.clock; }
     Registry& registry() { return *registry_; }
     obs::Registry& metrics() { return metrics_; }
     bool stopping() const { return stopping_.load(); }
-    int64_t now_ms() const;
+    // The wall clock (NodeEnv::clock), UTC ms.
+    int64_t now_ms() const { return env_.clock.wall_ms(); }
     int64_t started_ms() const { return started_ms_; }
     // Finishes a call: headers every answer carries, metrics, slow log, then the reply.
     void answer(Call& call, http::Response response);
@@ -146,9 +169,11 @@ private:
     void tick();
 
     NodeOptions options_;
+    NodeEnv env_;
     std::unique_ptr<auth::Authenticator> auth_;
     std::unique_ptr<server::RefusalDelay> delay_;
-    engine::PosixBootClock boot_clock_;
+    // `fenec-node.lock`, held (Fs::lock) while the node lives: one node per data directory.
+    std::unique_ptr<engine::File> lock_;
     // Before registry_: every tenant it opens holds the guard as its gate, so it goes after them.
     std::unique_ptr<Leases> leases_;
     std::unique_ptr<engine::Flusher> flusher_;
@@ -173,7 +198,6 @@ private:
     std::vector<std::weak_ptr<Parked>> parked_;
     std::atomic<uint64_t> random_state_{0};
     int64_t started_ms_ = 0;
-    int lock_fd_ = -1;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> ticking_{false};
     std::thread ticker_;

@@ -42,65 +42,21 @@ std::string side_path(const Node& node, std::string_view tenant) {
     return node.options().data_dir + "/" + std::string(tenant) + ".quota";
 }
 
-// Writes `bytes` to `path` so that a crash leaves the old file or the new one whole: a temp file
-// fsynced, renamed over, the directory fsynced.
-engine::Status write_durably(const std::string& path, std::string_view bytes) {
-    engine::Fs& fs = engine::posix_fs();
-    const std::string temp = path + ".new";
-    auto f = fs.open(temp, engine::OpenMode::create_truncate);
-    if (!f.is_ok()) return f.status();
-    const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-    FENEC_RETURN_IF_ERROR((*f)->append(std::span(p, bytes.size())));
-    FENEC_RETURN_IF_ERROR((*f)->sync());
-    f.value().reset();
-    FENEC_RETURN_IF_ERROR(fs.rename(temp, path, true));
-    return fs.sync_dir(engine::dir_of(path));
-}
-
-// No quota is no file (quota.h): removed, and the removal made durable.
-engine::Status remove_durably(const std::string& path) {
-    engine::Fs& fs = engine::posix_fs();
-    auto there = fs.exists(path);
-    if (!there.is_ok()) return there.status();
-    if (!*there) return engine::Status::ok();
-    FENEC_RETURN_IF_ERROR(fs.remove(path));
-    return fs.sync_dir(engine::dir_of(path));
-}
-
 // The side file's text; nullopt when there is none.
-engine::Result<std::optional<std::string>> read_side_file(const std::string& path) {
-    engine::Fs& fs = engine::posix_fs();
-    auto f = fs.open(path, engine::OpenMode::read_only);
-    if (!f.is_ok()) {
-        if (f.status().code() == engine::Code::not_found) return std::optional<std::string>();
-        return f.status();
+engine::Result<std::optional<std::string>> read_side_file(Node& node, const std::string& path) {
+    auto text = engine::read_small(node.fs(), path, quota_file_bytes_max);
+    if (!text.is_ok()) {
+        if (text.status().code() == engine::Code::not_found) return std::optional<std::string>();
+        return text.status();
     }
-    auto size = (*f)->size();
-    if (!size.is_ok()) return size.status();
-    if (*size > quota_file_bytes_max) {
-        return engine::Status::error(engine::Code::corruption,
-                                     path + " is " + std::to_string(*size) + " bytes, over " +
-                                         std::to_string(quota_file_bytes_max));
-    }
-    std::string text(*size, '\0');
-    FENEC_RETURN_IF_ERROR(
-        (*f)->read_at(0, std::span(reinterpret_cast<std::byte*>(text.data()), text.size())));
-    return std::optional<std::string>(std::move(text));
+    return std::optional<std::string>(std::move(*text));
 }
 
-// The quota kept for `t`, which is the one applied to it: each PUT keeps then applies under
-// quota_mu, and an open applies what it reads (a side file that does not read applies none).
-// Read from the file rather than back from the engine, whose rates are doubles.
-Quota kept_quota(const Node& node, const Tenant& t) {
-    Quota q;
-    auto text = read_side_file(side_path(node, t.name()));
-    if (!text.is_ok() || !text->has_value() || !parse_quota(**text, q).empty()) return Quota{};
-    return q;
-}
-
-// Applies `q` to an open tenant, under its quota_mu. A tenant that had no quota and gets none
-// is left untouched (no set_limit).
+// Applies `q` to an open tenant, under its quota_mu, once its side file holds it (a PUT) or as
+// read from there (an open). A tenant that had no quota and gets none is left untouched (no
+// set_limit).
 void apply(Tenant& t, const Quota& q) {
+    t.quota_applied = quota_json(q);
     engine::Limits l;
     l.bytes = q.bytes;
     l.rows = q.rows;
@@ -119,11 +75,11 @@ http::Response quota_refusal(Node& node, std::string_view tenant, std::string_vi
     });
 }
 
-void write_quota_members(json::Writer& w, const std::string& tenant, const Quota& q) {
+void write_quota_members(json::Writer& w, const std::string& tenant, std::string_view quota) {
     w.key("tenant");
     w.string(tenant);
     w.key("quota");
-    w.raw(quota_json(q));
+    w.raw(quota);
 }
 
 void put_quota(Node& node, Call& call, Tenant& t) {
@@ -143,7 +99,8 @@ void put_quota(Node& node, Call& call, Tenant& t) {
         // The file first, then the tenant: what is applied is never newer than what is kept.
         std::lock_guard lock(t.quota_mu);
         const std::string path = side_path(node, t.name());
-        engine::Status st = q.any() ? write_durably(path, quota_json(q)) : remove_durably(path);
+        engine::Status st = q.any() ? engine::replace_durably(node.fs(), path, quota_json(q))
+                                    : engine::remove_durably(node.fs(), path);
         if (!st.is_ok()) {
             r = node.refusal(500, "the quota of tenant " + t.name() + " could not be kept: " +
                                       st.to_string());
@@ -151,7 +108,7 @@ void put_quota(Node& node, Call& call, Tenant& t) {
             apply(t, q);
             json::Writer w(r.body);
             w.begin_object();
-            write_quota_members(w, t.name(), q);
+            write_quota_members(w, t.name(), t.quota_applied);
             w.end_object();
         }
     }
@@ -168,10 +125,10 @@ void write_level(json::Writer& w, const std::optional<double>& level) {
 }
 
 void get_quota(Node& node, Call& call, Tenant& t) {
-    Quota q;
+    std::string q;
     {
         std::lock_guard lock(t.quota_mu);
-        q = kept_quota(node, t);
+        q = t.quota_applied;
     }
     const engine::Usage u = t.db().usage();
     http::Response r;
@@ -279,7 +236,7 @@ std::string quota_refusal_message(std::string_view tenant, std::string_view quot
 
 void load_quota(Node& node, Tenant& t) {
     const std::string path = side_path(node, t.name());
-    auto text = read_side_file(path);
+    auto text = read_side_file(node, path);
     std::string why;
     Quota q;
     if (!text.is_ok()) {
@@ -290,8 +247,8 @@ void load_quota(Node& node, Tenant& t) {
         why = parse_quota(**text, q);
     }
     if (!why.empty()) {
-        // The node wrote this file whole (write_durably); one that does not read was put there
-        // by hand. Said loudly, and no quota rather than a guessed one.
+        // The node wrote this file whole (engine::replace_durably); one that does not read was
+        // put there by hand. Said loudly, and no quota rather than a guessed one.
         const std::string line =
             "fenec-node: " + path + " ignored, no quota applied: " + why + "\n";
         (void)!::write(2, line.data(), line.size());

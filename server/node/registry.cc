@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include "engine/io.h"
@@ -57,7 +56,7 @@ Acquired Registry::acquire(std::string_view name) {
                             "tenant " + std::string(name) + " not found"};
         }
         if (slot->tenant) {
-            slot->tenant->last_used_ms = options_.now_ms();
+            slot->tenant->last_used_ms = now_ms();
             return Acquired{slot->tenant, AcquireError::none, {}};
         }
         Acquired a = open_locked(*slot, name);
@@ -79,6 +78,8 @@ Acquired Registry::acquire(std::string_view name) {
 engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant,
                                            index::IndexSet& indexes, bool gated) const {
     engine::OpenOptions o;
+    o.fs = options_.fs;
+    o.clock = options_.clock;
     o.tenant = std::string(name);
     o.sync = options_.sync;
     o.hook = &indexes;
@@ -87,10 +88,7 @@ engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant
     if (gated) o.gate = options_.gate;
     o.feed_bytes = options_.feed_bytes;
     // A copy with a `<t>.follows` is a replica (node-http.md §10.1): opened as a follower.
-    std::error_code ec;
-    if (std::filesystem::exists(options_.data_dir + "/" + std::string(name) + ".follows", ec)) {
-        o.role = engine::Role::follower;
-    }
+    if (has_sidecar(name, sidecar_follows)) o.role = engine::Role::follower;
     return o;
 }
 
@@ -102,21 +100,21 @@ std::shared_ptr<Tenant> Registry::try_get(std::string_view name) {
         if (it == slots_.end() || it->second->dead || it->second->out) return nullptr;
         t = it->second->tenant;
     }
-    if (t) t->last_used_ms = options_.now_ms();
+    if (t) t->last_used_ms = now_ms();
     return t;
 }
 
 Acquired Registry::open_locked(Slot& slot, std::string_view name) {
-    const int64_t now = options_.now_ms();
+    const int64_t now = now_ms();
     if (!slot.failure.empty() && now - slot.failed_ms < open_failure_kept_ms) {
         return Acquired{nullptr, AcquireError::open_failed, slot.failure};
     }
     const std::string path = path_of(name);
-    std::error_code ec;
-    const uint64_t file_bytes = std::filesystem::file_size(path, ec);
-    if (ec) {
+    auto size = options_.fs->file_size(path);
+    if (!size.is_ok()) {
         return Acquired{nullptr, AcquireError::not_found, "tenant " + std::string(name) + " not found"};
     }
+    const uint64_t file_bytes = *size;
     // One being opened counts twice its file until open (§11): reserved before the bound is
     // asked, so opens racing each other see each other.
     opening_bytes_ += 2 * file_bytes;
@@ -144,7 +142,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         return Acquired{nullptr, AcquireError::open_failed, slot.failure};
     }
     // A tenant frozen before a restart opens frozen (§8.2: the mark is `<t>.frozen`).
-    if (std::filesystem::exists(sidecar_of(name, sidecar_frozen), ec)) (void)(*db)->freeze();
+    if (has_sidecar(name, sidecar_frozen)) (void)(*db)->freeze();
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (options_.on_open) options_.on_open(*tenant);
     tenant->refresh_memory();
@@ -175,8 +173,7 @@ engine::Status Registry::create(std::string_view name,
         slot_lock.unlock();
     }
     const std::string path = path_of(name);
-    std::error_code ec;
-    if (slot->tenant || std::filesystem::exists(path, ec)) {
+    if (slot->tenant || file_exists(name)) {
         return engine::Status::error(engine::Code::already_exists,
                                      "tenant " + std::string(name) + " exists");
     }
@@ -192,7 +189,7 @@ engine::Status Registry::create(std::string_view name,
         std::unique_ptr<engine::Database> d = tenant->detach_db();
         (void)d->close();
         d.reset();
-        std::filesystem::remove(path, ec);
+        options_.fs->remove(path).ignore();  // the schema refused: the file never served
         return st;
     }
     if (engine::Status st = tenant->db().sync(); !st.is_ok()) return st;
@@ -203,7 +200,7 @@ engine::Status Registry::create(std::string_view name,
     }
     if (options_.on_open) options_.on_open(*tenant);
     tenant->refresh_memory();
-    tenant->last_used_ms = options_.now_ms();
+    tenant->last_used_ms = now_ms();
     {
         std::lock_guard lock(mu_);
         slot->tenant = tenant;
@@ -214,13 +211,15 @@ engine::Status Registry::create(std::string_view name,
 
 std::vector<TenantInfo> Registry::list() const {
     std::vector<TenantInfo> out;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir, ec)) {
-        const std::string file = entry.path().filename().string();
+    auto files = options_.fs->list(options_.data_dir);
+    if (!files.is_ok()) return out;  // the data directory the node created and locked
+    for (const std::string& file : *files) {
         if (!file.ends_with(".fenec")) continue;
         std::string name = file.substr(0, file.size() - 6);
         if (!valid_tenant_name(name)) continue;
-        TenantInfo info{name, entry.file_size(ec), false, false};
+        auto size = options_.fs->file_size(path_of(name));
+        if (!size.is_ok()) continue;  // removed since it was listed
+        TenantInfo info{name, *size, false, false};
         std::shared_ptr<Tenant> open;
         {
             std::lock_guard lock(mu_);
@@ -230,8 +229,7 @@ std::vector<TenantInfo> Registry::list() const {
         // Holding the reference keeps it from closing while its mark is read (evict_one and
         // take_out close a tenant only when the registry's is the last one).
         info.open = open != nullptr;
-        info.frozen = open ? open->db().frozen()
-                           : std::filesystem::exists(sidecar_of(name, sidecar_frozen), ec);
+        info.frozen = open ? open->db().frozen() : has_sidecar(name, sidecar_frozen);
         open.reset();
         out.push_back(std::move(info));
     }
@@ -241,8 +239,13 @@ std::vector<TenantInfo> Registry::list() const {
 }
 
 bool Registry::file_exists(std::string_view name) const {
-    std::error_code ec;
-    return std::filesystem::exists(path_of(name), ec);
+    auto there = options_.fs->exists(path_of(name));
+    return there.is_ok() && *there;
+}
+
+bool Registry::has_sidecar(std::string_view name, std::string_view suffix) const {
+    auto there = options_.fs->exists(sidecar_of(name, suffix));
+    return there.is_ok() && *there;
 }
 
 std::string Registry::sidecar_of(std::string_view name, std::string_view suffix) const {
@@ -347,7 +350,7 @@ Registry::OutOfService::~OutOfService() {
 bool Registry::OutOfService::file_exists() const { return registry_.file_exists(name_); }
 
 engine::Status Registry::OutOfService::remove_files(bool sidecars, std::string& trash) {
-    engine::Fs& fs = engine::posix_fs();
+    engine::Fs& fs = *registry_.options_.fs;
     const std::string path = registry_.path_of(name_);
     trash = path + ".deleted";
     if (engine::Status st = fs.rename(path, trash, true); !st.is_ok()) {
@@ -366,7 +369,7 @@ engine::Status Registry::OutOfService::remove_files(bool sidecars, std::string& 
 engine::Status Registry::OutOfService::install(
     const std::string& incoming, engine::InstallMode mode,
     const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info) {
-    engine::Fs& fs = engine::posix_fs();
+    engine::Fs& fs = *registry_.options_.fs;
     auto fail = [&](engine::Status st) {
         fs.remove(incoming).ignore();
         return st;
@@ -416,7 +419,7 @@ engine::Status Registry::OutOfService::install_open(
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (r.options_.on_open) r.options_.on_open(*tenant);
     tenant->refresh_memory();
-    tenant->last_used_ms = r.options_.now_ms();
+    tenant->last_used_ms = r.now_ms();
     slot_->failure.clear();
     {
         std::lock_guard lock(r.mu_);  // slot tenants change under both locks; served once back
@@ -493,7 +496,7 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
 }
 
 void Registry::sweep() {
-    const int64_t now = options_.now_ms();
+    const int64_t now = now_ms();
     std::vector<std::shared_ptr<Tenant>> open;
     {
         std::lock_guard lock(mu_);

@@ -30,6 +30,11 @@ bool valid_tenant_name(std::string_view name);
 
 struct RegistryOptions {
     std::string data_dir;
+    // Required, and outlive the Registry (the node's NodeEnv): every file of the data directory
+    // goes through `fs`, each tenant's database included; `clock` is the wall clock of idle
+    // times and the engine's clock of each tenant.
+    engine::Fs* fs = nullptr;
+    const engine::Clock* clock = nullptr;
     engine::SyncPolicy sync = engine::SyncPolicy::every_block();
     int64_t close_idle_ms = 300'000;   // 0: never
     uint64_t memory_max_bytes = 0;     // 0: no bound
@@ -39,7 +44,6 @@ struct RegistryOptions {
     // lands. A create's schema asks none (§9.4): create opens the new file without it and closes
     // it, so the first request opens it again behind the gate.
     const engine::LandingGate* gate = nullptr;
-    std::function<int64_t()> now_ms;   // the wall clock, passed in
     std::function<void(Tenant&)> on_open;  // after the tenant opened, before it is served
     std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
@@ -186,6 +190,9 @@ public:
     // `<t>.fenec` is on disk: one stat, cheap enough for a loop's head check (§8.3's 409 before
     // the body).
     bool file_exists(std::string_view name) const;
+    // A sidecar of `name` is there (`.follows`, `.frozen`); one that cannot be asked about is
+    // taken as absent.
+    bool has_sidecar(std::string_view name, std::string_view suffix) const;
     // `<data-dir>/<t><suffix>`: a sidecar's path.
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
@@ -221,6 +228,7 @@ private:
                       engine::CloseMode mode = engine::CloseMode::checkpoint);
     void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
+    int64_t now_ms() const { return options_.clock->wall_ms(); }
 
     RegistryOptions options_;
     mutable std::mutex mu_;

@@ -22,6 +22,10 @@ namespace fenec::node {
 
 namespace {
 
+// Past its image, a stream's frame waits while this much is unsent: it keeps pace with its
+// follower well inside the exchange's 1 MiB stream bound, which refuses past it.
+constexpr size_t keep_unsent_below = 512 << 10;
+
 uint64_t frame_check(char kind, std::string_view payload) {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
@@ -197,6 +201,44 @@ struct Replication::Stream {
     std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
 
+// How a stream's frames go out: each waits while more than `wait_below` bytes are unsent (the
+// exchange's bound is the peer's pace), and none goes once the node stops or the stream is told
+// to end. end() and cut() finish the stream; both answer "nothing more" (false, nullopt) so a
+// step can return either.
+struct Replication::FeedSender {
+    server::Exchange& ex;
+    const std::atomic<bool>& stopping;
+    const std::atomic<const char*>& ending;
+
+    bool send_frame(std::string frame, size_t wait_below) {
+        while (!ex.closed() && ex.pending_bytes() > wait_below && !stopping && !ending) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return !stopping && !ending && ex.write(std::move(frame));
+    }
+    bool send(char kind, std::string_view payload, size_t wait_below) {
+        return send_frame(encode_frame(kind, payload), wait_below);
+    }
+    // `E` with its reason, then the end of the body.
+    std::nullopt_t end(std::string_view reason) {
+        std::string body;
+        json::Writer w(body);
+        w.begin_object();
+        w.key("reason");
+        w.string(reason);
+        w.end_object();
+        ex.write(encode_frame('E', body));
+        ex.end();
+        return std::nullopt;
+    }
+    // A send refused: ended by end_streams (say why), or the peer gone.
+    std::nullopt_t cut() {
+        if (const char* reason = ending) return end(reason);
+        ex.end();
+        return std::nullopt;
+    }
+};
+
 Replication::Replication(Node& node) : node_(node) {}
 
 Replication::~Replication() { stop(); }
@@ -285,7 +327,8 @@ void Replication::serve_stream(const std::shared_ptr<Call>& call) {
                                     })});
 }
 
-// The stream's body, on its own thread: waits on the feed and on the exchange's unsent bytes.
+// The stream's body, on its own thread (§10.2): the request checked, the follower's position
+// found on this copy's feed or not, then the hello, an image when it is not, and the blocks.
 void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream> stream) {
     Acquired a = node_.registry().acquire(call->tenant);
     if (!a.tenant) {
@@ -326,82 +369,75 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     head.content_type = "application/x-fenec-feed";
     head.close = true;
     node_.answer(*call, std::move(head));
-    // Bounded unsent bytes: wait for the peer rather than queue past the exchange's bound.
-    auto send_frame = [&](std::string frame, size_t wait_below) {
-        while (!ex->closed() && ex->pending_bytes() > wait_below && !stopping_ && !stream->ending) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        return !stopping_ && !stream->ending && ex->write(std::move(frame));
-    };
-    auto send = [&](char kind, std::string_view payload, size_t wait_below) {
-        return send_frame(encode_frame(kind, payload), wait_below);
-    };
-    auto end = [&](std::string_view reason) {
-        std::string body;
-        json::Writer w(body);
-        w.begin_object();
-        w.key("reason");
-        w.string(reason);
-        w.end_object();
-        ex->write(encode_frame('E', body));
-        ex->end();
-    };
-    // A send refused: ended by end_streams (say why), or the peer gone.
-    auto cut = [&] {
-        if (const char* reason = stream->ending) return end(reason);
-        ex->end();
-    };
-    const engine::History hist = db.history();
-    {
-        std::string hello;
-        json::Writer w(hello);
-        w.begin_object();
-        w.key("node");
-        w.string(node_.options().node_name);
-        w.key("lineage");
-        w.string(engine::format::hex16(db.lineage().v));
-        w.key("history");
-        w.string(engine::format::hex16(hist.current().v));
-        w.key("forks");
-        std::vector<std::pair<engine::HistoryId, engine::Seq>> fk;
-        for (const auto& f : hist.forks) fk.emplace_back(f.history, f.seq);
-        w.raw(forks_json(fk));
-        w.key("seq");
-        w.uint64(db.seq().v);
-        w.key("durable");
-        w.uint64(db.durable_seq().v);
-        w.key("image");
-        w.boolean(!cursor);
-        w.end_object();
-        if (!send('H', hello, 0)) return cut();
-    }
+    FeedSender out{*ex, stopping_, stream->ending};
+    if (!send_hello(out, db, !cursor)) return;
     if (!cursor) {
-        auto img = db.image();
-        if (!img.is_ok()) return end("closing");
-        const std::vector<std::byte>& bytes = *img->bytes;
-        for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {
-            const size_t n = std::min(feed_image_chunk_bytes_max, bytes.size() - at);
-            if (!send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) return cut();
-        }
-        std::string done;
-        json::Writer w(done);
-        w.begin_object();
-        w.key("seq");
-        w.uint64(img->info.seq.v);
-        w.key("history");
-        w.string(engine::format::hex16(img->info.history.current().v));
-        w.key("bytes");
-        w.uint64(bytes.size());
-        w.key("digest");
-        w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
-        w.end_object();
-        if (!send('i', done, 0)) return cut();
-        auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
-        if (!std::holds_alternative<engine::FeedCursor>(s)) return end("behind");
-        cursor.emplace(std::get<engine::FeedCursor>(std::move(s)));
+        std::optional<engine::FeedCursor> after_image = send_image(out, db);
+        if (!after_image) return;
+        cursor.emplace(std::move(*after_image));
     }
-    stream->sent = cursor->position().v;
-    stream->live = true;
+    send_blocks(out, *stream, db, *cursor);
+}
+
+bool Replication::send_hello(FeedSender& out, engine::Database& db, bool image) {
+    const engine::History hist = db.history();
+    std::string hello;
+    json::Writer w(hello);
+    w.begin_object();
+    w.key("node");
+    w.string(node_.options().node_name);
+    w.key("lineage");
+    w.string(engine::format::hex16(db.lineage().v));
+    w.key("history");
+    w.string(engine::format::hex16(hist.current().v));
+    w.key("forks");
+    std::vector<std::pair<engine::HistoryId, engine::Seq>> fk;
+    for (const auto& f : hist.forks) fk.emplace_back(f.history, f.seq);
+    w.raw(forks_json(fk));
+    w.key("seq");
+    w.uint64(db.seq().v);
+    w.key("durable");
+    w.uint64(db.durable_seq().v);
+    w.key("image");
+    w.boolean(image);
+    w.end_object();
+    if (out.send('H', hello, 0)) return true;
+    out.cut();
+    return false;
+}
+
+std::optional<engine::FeedCursor> Replication::send_image(FeedSender& out, engine::Database& db) {
+    auto img = db.image();
+    if (!img.is_ok()) return out.end("closing");
+    const std::vector<std::byte>& bytes = *img->bytes;
+    for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {
+        const size_t n = std::min(feed_image_chunk_bytes_max, bytes.size() - at);
+        if (!out.send('I', {reinterpret_cast<const char*>(bytes.data()) + at, n}, 0)) {
+            return out.cut();
+        }
+    }
+    std::string done;
+    json::Writer w(done);
+    w.begin_object();
+    w.key("seq");
+    w.uint64(img->info.seq.v);
+    w.key("history");
+    w.string(engine::format::hex16(img->info.history.current().v));
+    w.key("bytes");
+    w.uint64(bytes.size());
+    w.key("digest");
+    w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
+    w.end_object();
+    if (!out.send('i', done, 0)) return out.cut();
+    auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
+    if (!std::holds_alternative<engine::FeedCursor>(s)) return out.end("behind");
+    return std::get<engine::FeedCursor>(std::move(s));
+}
+
+void Replication::send_blocks(FeedSender& out, Stream& stream, engine::Database& db,
+                              engine::FeedCursor& cursor) {
+    stream.sent = cursor.position().v;
+    stream.live = true;
     ++live_streams_;
     struct Unlive {
         Replication* r;
@@ -411,63 +447,62 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
             r->handed_cv_.notify_all();
         }
     } unlive{this};
-    auto idle_since = std::chrono::steady_clock::now();
-    const size_t keep_unsent_below = 512 << 10;
-    while (!ex->closed()) {
-        if (stopping_ || node_.stopping()) return end("closing");
-        if (const char* reason = stream->ending) return end(reason);
-        engine::FeedNext n = cursor->next(std::chrono::milliseconds(200));
+    // When a `K` is due: the node's clock, as every instant it decides on (NodeEnv).
+    const engine::Clock& clock = node_.clock();
+    int64_t idle_since_ns = clock.steady_ns();
+    while (!out.ex.closed()) {
+        if (stopping_ || node_.stopping()) return (void)out.end("closing");
+        if (const char* reason = stream.ending) return (void)out.end(reason);
+        engine::FeedNext n = cursor.next(std::chrono::milliseconds(200));
         if (n.kind == engine::FeedNext::Kind::closed) {
             // The copy closed under the stream: told to follow another (demoted), or the node
             // or the tenant closing.
-            if (const char* reason = stream->ending) return end(reason);
-            return end(following(stream->tenant) ? "demoted" : "closing");
+            if (const char* reason = stream.ending) return (void)out.end(reason);
+            return (void)out.end(following(stream.tenant) ? "demoted" : "closing");
         }
-        if (n.kind == engine::FeedNext::Kind::behind) return end("behind");
+        if (n.kind == engine::FeedNext::Kind::behind) return (void)out.end("behind");
         if (n.kind == engine::FeedNext::Kind::idle) {
-            if (std::chrono::steady_clock::now() - idle_since <
-                std::chrono::milliseconds(feed_keepalive_ms)) {
+            if (clock.steady_ns() - idle_since_ns < feed_keepalive_ms * 1'000'000) {
                 continue;
             }
-            std::string k;
-            json::Writer w(k);
-            w.begin_object();
-            w.key("seq");
-            w.uint64(db.seq().v);
-            w.key("durable");
-            w.uint64(db.durable_seq().v);
-            w.end_object();
-            if (!send('K', k, keep_unsent_below)) return cut();
-            idle_since = std::chrono::steady_clock::now();
-            continue;
+            if (!send_keepalive(out, db)) return (void)out.cut();
+        } else if (!send_entry(out, stream, n.entry)) {
+            return (void)out.cut();
         }
-        const engine::FeedEntry& e = n.entry;
-        bool ok = false;
-        if (e.type == engine::FeedEntry::Type::forks) {
-            ok = send('F', "{\"forks\":" + forks_json(e.forks) + "}", keep_unsent_below);
-        } else {
-            std::string payload;
-            payload.reserve(20 + e.records->size());
-            put_le(payload, e.first.v, 8);
-            put_le(payload, e.last.v - e.first.v + 1, 4);
-            put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
-            payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
-            // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
-            const std::vector<std::string> frames =
-                encode_block_frames(payload, feed_frame_bound());
-            ok = true;
-            for (const std::string& fr : frames) {
-                if (!(ok = send_frame(fr, keep_unsent_below))) break;
-            }
-            if (ok) {
-                stream->sent = e.last.v;
-                { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
-                handed_cv_.notify_all();
-            }
-        }
-        if (!ok) return cut();
-        idle_since = std::chrono::steady_clock::now();
+        idle_since_ns = clock.steady_ns();
     }
+}
+
+bool Replication::send_keepalive(FeedSender& out, engine::Database& db) {
+    std::string k;
+    json::Writer w(k);
+    w.begin_object();
+    w.key("seq");
+    w.uint64(db.seq().v);
+    w.key("durable");
+    w.uint64(db.durable_seq().v);
+    w.end_object();
+    return out.send('K', k, keep_unsent_below);
+}
+
+bool Replication::send_entry(FeedSender& out, Stream& stream, const engine::FeedEntry& e) {
+    if (e.type == engine::FeedEntry::Type::forks) {
+        return out.send('F', "{\"forks\":" + forks_json(e.forks) + "}", keep_unsent_below);
+    }
+    std::string payload;
+    payload.reserve(20 + e.records->size());
+    put_le(payload, e.first.v, 8);
+    put_le(payload, e.last.v - e.first.v + 1, 4);
+    put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
+    payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
+    // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
+    for (std::string& frame : encode_block_frames(payload, feed_frame_bound())) {
+        if (!out.send_frame(std::move(frame), keep_unsent_below)) return false;
+    }
+    stream.sent = e.last.v;
+    { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
+    handed_cv_.notify_all();
+    return true;
 }
 
 void Replication::wait_handed(std::string_view tenant, uint64_t seq) {

@@ -32,6 +32,7 @@
 #include "engine/status.h"
 #include "json/writer.h"
 #include "server/node/registry.h"
+#include "server/runtime/http.h"
 
 namespace fenec::node {
 
@@ -166,12 +167,27 @@ public:
 
 private:
     struct Stream;
+    struct FeedSender;
     void run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream> stream);
+    // run_stream's steps. Each that fails has ended the stream (`E` with its reason, or cut)
+    // and answers false or nullopt. send_image answers the cursor just past the image.
+    bool send_hello(FeedSender& out, engine::Database& db, bool image);
+    std::optional<engine::FeedCursor> send_image(FeedSender& out, engine::Database& db);
+    // Every durable block and fork from `cursor` on, and keep-alives when idle, until the stream
+    // ends; meanwhile it counts among the streams a write's answer waits for (wait_handed).
+    void send_blocks(FeedSender& out, Stream& stream, engine::Database& db,
+                     engine::FeedCursor& cursor);
+    bool send_keepalive(FeedSender& out, engine::Database& db);
+    bool send_entry(FeedSender& out, Stream& stream, const engine::FeedEntry& e);
     void reap_locked();
     std::shared_ptr<Follower> start_follower(const std::string& tenant, const Follows& f);
     std::shared_ptr<Follower> find_follower(std::string_view tenant) const;
     // Stops following `tenant` at once (a pending connect included) and joins its thread.
     void end_follower(std::string_view tenant);
+    // A follow's `<t>.follows` written: the copy's follower stopped first, and an open primary
+    // copy taken out of service meanwhile, so it reopens a replica. A refusal (409 still held,
+    // 500 not written) or nullopt.
+    std::optional<http::Response> keep_follows(const std::string& tenant, const Follows& f);
 
     Node& node_;
     std::atomic<bool> stopping_{false};

@@ -3,8 +3,6 @@
 // a forced promotion's audit line written and fsynced before the answer.
 #include <simdjson.h>
 
-#include <filesystem>
-
 #include "engine/format.h"
 #include "server/node/admin.h"
 #include "server/node/follower.h"
@@ -91,87 +89,60 @@ bool from_is_valid(std::string_view from) {
            std::stoul(std::string(port)) < 65536;
 }
 
-}  // namespace
-
-void Replication::serve_follow(const std::shared_ptr<Call>& call) {
-    Call& c = *call;
-    auto answer = [&](http::Response r) {
-        audit_admin(node_, c, r.status);
-        node_.answer(c, std::move(r));
-    };
+// A follow's or a promotion's request before anything is done: its method, the tenant's name,
+// its body (read into `body`). A refusal, or nullopt.
+std::optional<http::Response> request_refusal(Node& node, const Call& c, bool promote,
+                                              ReplicationBody& body) {
     if (c.request.head.method != http::Method::post) {
-        return answer(node_.refusal(405, "follow takes POST").header("Allow", "POST"));
+        return node.refusal(405, std::string(promote ? "promote" : "follow") + " takes POST")
+            .header("Allow", "POST");
     }
     if (!valid_tenant_name(c.tenant)) {
-        return answer(node_.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}"));
+        return node.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}");
     }
-    ReplicationBody body;
-    if (std::string e = parse_body(c.request.body, false, body); !e.empty()) {
-        return answer(node_.refusal(400, e));
+    if (std::string e = parse_body(c.request.body, promote, body); !e.empty()) {
+        return node.refusal(400, e);
     }
-    if (!body.from) return answer(node_.refusal(400, "`from` is required: http://host:port"));
+    return std::nullopt;
+}
+
+// A follow's `from`: given, http://host:port, and not this node.
+std::optional<http::Response> from_refusal(Node& node, const ReplicationBody& body) {
+    if (!body.from) return node.refusal(400, "`from` is required: http://host:port");
     if (!from_is_valid(*body.from)) {
-        return answer(node_.refusal(400, "`from` must be http://host:port with no path"));
+        return node.refusal(400, "`from` must be http://host:port with no path");
     }
-    const std::string self_port = ":" + std::to_string(node_.port());
+    const std::string self_port = ":" + std::to_string(node.port());
     if (body.from->ends_with(self_port) &&
         (body.from->starts_with("http://127.") || body.from->starts_with("http://localhost:") ||
-         *body.from == "http://" + node_.options().listen)) {
-        return answer(node_.refusal(400, "`from` is this node"));
+         *body.from == "http://" + node.options().listen)) {
+        return node.refusal(400, "`from` is this node");
     }
-    // §9.5: a lower term from `authority` → 409 naming the holder; a higher one is kept first.
-    if (body.authority) {
-        const FenceOutcome fenced = node_.fencing().fence(*body.authority, *body.term);
-        if (!fenced.ok()) return answer(fence_refusal(node_, fenced));
-    }
-    Follows f;
-    if (auto old = read_follows(c.tenant)) f.told = old->told;
-    f.from = *body.from;
-    f.told += 1;
-#ifdef FENEC_TEST_HOOKS
-    if (auto stall = c.request.head.header("Fenec-Test-Stall"); stall && stall->starts_with("apply=")) {
-        f.apply_stall_ms = std::atoll(std::string(stall->substr(6)).c_str());
-    }
-#endif
-    end_follower(c.tenant);
-    // An open primary copy reopens as a replica: taken out of service while `<t>.follows` is
-    // written (writes in flight finish; its streams end `demoted`, its subscribers `closing`),
-    // so it opens again as a follower. Still held past demote_wait_ms → 409, nothing changed.
-    std::unique_ptr<Registry::OutOfService> out;
-    if (auto open = node_.registry().try_get(c.tenant); open && !open->db().history().replica) {
-        open.reset();
-        Registry::TakenOut taken = take_copy_out(c.tenant, "demoted", demote_wait_ms);
-        if (!taken.out) return answer(node_.refusal(409, taken.message));
-        out = std::move(taken.out);
-    }
-    if (!write_follows(c.tenant, f)) {
-        return answer(node_.refusal(500, "the follows file of " + c.tenant + " cannot be written"));
-    }
-    out.reset();
-    // No copy here → an empty one, of `lineage` when given (§8.7): it stands at 0 of that
-    // lineage (§10.3), answers lineage checks and can be promoted before any image reached it.
-    // Made after `<t>.follows`, so it opens as a follower.
-    if (!node_.registry().file_exists(c.tenant)) {
-        engine::LineageId lineage{body.lineage.value_or(0)};
-        engine::Status st = node_.registry().create(
-            c.tenant, [](Tenant&) { return engine::Status::ok(); }, lineage);
-        if (!st.is_ok() && st.code() != engine::Code::already_exists) {
-            return answer(node_.refusal(500, "an empty copy of " + c.tenant +
-                                                 " cannot be made: " + st.to_string()));
-        }
-    }
-    std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
-    bool heard = false;
-    std::string error;
-    if (body.wait_ms > 0) {
-        heard = follower->wait_heard(static_cast<int64_t>(body.wait_ms), error);
-        if (!heard && !error.empty()) {
-            return answer(node_.refusal(502, error, {}, [&](json::Writer& w) {
-                w.key("following");
-                w.string(c.tenant);
-            }));
-        }
-    }
+    return std::nullopt;
+}
+
+// §9.5, for a call carrying `authority` and `term`: a lower term → 409 naming the holder, a
+// higher one kept before anything else is done (500 if it cannot be).
+std::optional<http::Response> fence_of(Node& node, const ReplicationBody& body) {
+    if (!body.authority) return std::nullopt;
+    const FenceOutcome fenced = node.fencing().fence(*body.authority, *body.term);
+    if (fenced.ok()) return std::nullopt;
+    return fence_refusal(node, fenced);
+}
+
+// No copy here → an empty one, of `lineage` when given (§8.7): it stands at 0 of that lineage
+// (§10.3), answers lineage checks and can be promoted before any image reached it. Made after
+// `<t>.follows`, so it opens as a follower.
+std::optional<http::Response> empty_copy(Node& node, const Call& c, const ReplicationBody& body) {
+    if (node.registry().file_exists(c.tenant)) return std::nullopt;
+    engine::LineageId lineage{body.lineage.value_or(0)};
+    engine::Status st = node.registry().create(
+        c.tenant, [](Tenant&) { return engine::Status::ok(); }, lineage);
+    if (st.is_ok() || st.code() == engine::Code::already_exists) return std::nullopt;
+    return node.refusal(500, "an empty copy of " + c.tenant + " cannot be made: " + st.to_string());
+}
+
+http::Response following_answer(const Call& c, const Follows& f, bool heard) {
     http::Response r;
     json::Writer w(r.body);
     w.begin_object();
@@ -184,7 +155,131 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     w.key("heard");
     w.boolean(heard);
     w.end_object();
-    answer(std::move(r));
+    return r;
+}
+
+// §8.6 checks 3 to 5 for a promotion not forced: nullopt when `db` may be promoted.
+std::optional<http::Response> promote_refusal(Node& node, const Call& c, engine::Database& db,
+                                              const std::optional<Follows>& follows,
+                                              const ReplicationBody& body) {
+    // 3. Another lineage.
+    if (*body.lineage != db.lineage().v) {
+        const std::string copy = engine::format::hex16(db.lineage().v);
+        return node.refusal(409, c.tenant + ": this copy is of another lineage (" + copy + ")", {},
+                            [&](json::Writer& w) {
+                                w.key("lineage");
+                                w.string(copy);
+                            });
+    }
+    // 4. Heard from the node it follows since told: promoted whatever it holds.
+    const bool heard = follows && follows->heard.has_value();
+    // 5. An old primary's copy that has not heard from the new primary since.
+    if (!heard && body.forked) {
+        bool among = false;
+        for (const engine::Fork& fk : db.history().forks) among |= fk.history.v == *body.forked;
+        if (!among) {
+            return node.refusal(
+                409, c.tenant + ": this copy never saw history " +
+                         engine::format::hex16(*body.forked) +
+                         " and has not heard from its primary since; promoting it would take "
+                         "back every write after that failover");
+        }
+    }
+    return std::nullopt;
+}
+
+http::Response promoted(const Call& c, engine::Database& db, const engine::History& h,
+                        bool forked) {
+    http::Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("promoted");
+    w.string(c.tenant);
+    w.key("lineage");
+    w.string(engine::format::hex16(db.lineage().v));
+    w.key("history");
+    w.string(engine::format::hex16(h.current().v));
+    w.key("seq");
+    w.uint64(db.seq().v);
+    w.key("forked");
+    w.boolean(forked);
+    w.end_object();
+    return r;
+}
+
+// A forced promotion's audit line, written and fsynced before the answer (§8.6).
+engine::Status audit_forced(Node& node, const Call& c, engine::Database& db,
+                            const engine::History& h) {
+    obs::LineLog* log = node.audit();
+    if (!log) return engine::Status::ok();
+    obs::AuditLine line;
+    line.at_ms = node.now_ms();
+    line.event = obs::AuditEvent::promote;
+    line.who = obs::AuditWho{static_cast<obs::Credential>(c.who.credential)};
+    line.peer = c.request.peer;
+    line.request_id = c.request_id;
+    line.fields = {{"tenant", c.tenant},
+                   {"history", engine::format::hex16(h.current().v)},
+                   {"seq", db.seq().v},
+                   {"forced", true}};
+    return log->write_synced(obs::audit_line(line));
+}
+
+}  // namespace
+
+void Replication::serve_follow(const std::shared_ptr<Call>& call) {
+    Call& c = *call;
+    auto answer = [&](http::Response r) {
+        audit_admin(node_, c, r.status);
+        node_.answer(c, std::move(r));
+    };
+    ReplicationBody body;
+    if (auto r = request_refusal(node_, c, false, body)) return answer(std::move(*r));
+    if (auto r = from_refusal(node_, body)) return answer(std::move(*r));
+    if (auto r = fence_of(node_, body)) return answer(std::move(*r));
+    Follows f;
+    if (auto old = read_follows(c.tenant)) f.told = old->told;
+    f.from = *body.from;
+    f.told += 1;
+#ifdef FENEC_TEST_HOOKS
+    if (auto stall = c.request.head.header("Fenec-Test-Stall"); stall && stall->starts_with("apply=")) {
+        f.apply_stall_ms = std::atoll(std::string(stall->substr(6)).c_str());
+    }
+#endif
+    if (auto r = keep_follows(c.tenant, f)) return answer(std::move(*r));
+    if (auto r = empty_copy(node_, c, body)) return answer(std::move(*r));
+    std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
+    bool heard = false;
+    std::string error;
+    if (body.wait_ms > 0) {
+        heard = follower->wait_heard(static_cast<int64_t>(body.wait_ms), error);
+        if (!heard && !error.empty()) {
+            return answer(node_.refusal(502, error, {}, [&](json::Writer& w) {
+                w.key("following");
+                w.string(c.tenant);
+            }));
+        }
+    }
+    answer(following_answer(c, f, heard));
+}
+
+std::optional<http::Response> Replication::keep_follows(const std::string& tenant,
+                                                        const Follows& f) {
+    end_follower(tenant);
+    // An open primary copy reopens as a replica: taken out of service while `<t>.follows` is
+    // written (writes in flight finish; its streams end `demoted`, its subscribers `closing`),
+    // so it opens again as a follower. Still held past demote_wait_ms → 409, nothing changed.
+    std::unique_ptr<Registry::OutOfService> out;
+    if (auto open = node_.registry().try_get(tenant); open && !open->db().history().replica) {
+        open.reset();
+        Registry::TakenOut taken = take_copy_out(tenant, "demoted", demote_wait_ms);
+        if (!taken.out) return node_.refusal(409, taken.message);
+        out = std::move(taken.out);
+    }
+    if (!write_follows(tenant, f)) {
+        return node_.refusal(500, "the follows file of " + tenant + " cannot be written");
+    }
+    return std::nullopt;
 }
 
 void Replication::serve_promote(const std::shared_ptr<Call>& call) {
@@ -193,24 +288,13 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
         audit_admin(node_, c, r.status);
         node_.answer(c, std::move(r));
     };
-    if (c.request.head.method != http::Method::post) {
-        return answer(node_.refusal(405, "promote takes POST").header("Allow", "POST"));
-    }
-    if (!valid_tenant_name(c.tenant)) {
-        return answer(node_.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}"));
-    }
     ReplicationBody body;
-    if (std::string e = parse_body(c.request.body, true, body); !e.empty()) {
-        return answer(node_.refusal(400, e));
-    }
+    if (auto r = request_refusal(node_, c, true, body)) return answer(std::move(*r));
     if (!body.force && !body.lineage) {
         return answer(node_.refusal(400, "`lineage` is required unless `force`"));
     }
     // 1. Fenced (§9.5): a lower term from `authority` → 409 naming the holder.
-    if (body.authority) {
-        const FenceOutcome fenced = node_.fencing().fence(*body.authority, *body.term);
-        if (!fenced.ok()) return answer(fence_refusal(node_, fenced));
-    }
+    if (auto r = fence_of(node_, body)) return answer(std::move(*r));
     // 2. No copy.
     Acquired a = node_.registry().acquire(c.tenant);
     if (!a.tenant) {
@@ -222,77 +306,32 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     engine::Database& db = a.tenant->db();
     const std::optional<Follows> follows = read_follows(c.tenant);
     const bool replica = follows || db.history().replica;
+    // 3 to 5, unless forced.
     if (!body.force) {
-        // 3. Another lineage.
-        if (*body.lineage != db.lineage().v) {
-            const std::string copy = engine::format::hex16(db.lineage().v);
-            return answer(
-                node_.refusal(409, c.tenant + ": this copy is of another lineage (" + copy + ")",
-                              {}, [&](json::Writer& w) {
-                                  w.key("lineage");
-                                  w.string(copy);
-                              }));
-        }
-        // 4. Heard from the node it follows since told: promoted whatever it holds.
-        const bool heard = follows && follows->heard.has_value();
-        // 5. An old primary's copy that has not heard from the new primary since.
-        if (!heard && body.forked) {
-            bool among = false;
-            for (const engine::Fork& fk : db.history().forks) among |= fk.history.v == *body.forked;
-            if (!among) {
-                return answer(node_.refusal(
-                    409, c.tenant + ": this copy never saw history " +
-                             engine::format::hex16(*body.forked) +
-                             " and has not heard from its primary since; promoting it would take "
-                             "back every write after that failover"));
-            }
-        }
+        if (auto r = promote_refusal(node_, c, db, follows, body)) return answer(std::move(*r));
     }
-    auto promoted = [&](const engine::History& h, bool forked) {
-        http::Response r;
-        json::Writer w(r.body);
-        w.begin_object();
-        w.key("promoted");
-        w.string(c.tenant);
-        w.key("lineage");
-        w.string(engine::format::hex16(db.lineage().v));
-        w.key("history");
-        w.string(engine::format::hex16(h.current().v));
-        w.key("seq");
-        w.uint64(db.seq().v);
-        w.key("forked");
-        w.boolean(forked);
-        w.end_object();
-        return r;
-    };
-    if (!replica) return answer(promoted(db.history(), false));
+    if (!replica) return answer(promoted(c, db, db.history(), false));
     // Stops following at once, a pending connect included; the block being applied finishes.
     end_follower(c.tenant);
     auto h = db.promote();
     if (!h.is_ok()) {
         return answer(node_.refusal(500, c.tenant + " cannot be promoted: " + h.status().to_string()));
     }
-    std::error_code ec;
-    std::filesystem::remove(follows_path(c.tenant), ec);
+    // Gone for good before the answer: a copy that found it after a crash would follow again.
+    if (engine::Status st = engine::remove_durably(node_.fs(), follows_path(c.tenant));
+        !st.is_ok()) {
+        return answer(node_.refusal(500, c.tenant +
+                                             " was promoted, but its follows file could "
+                                             "not be removed: " +
+                                             st.to_string()));
+    }
     if (body.force) {
-        if (obs::LineLog* log = node_.audit()) {
-            obs::AuditLine line;
-            line.at_ms = node_.now_ms();
-            line.event = obs::AuditEvent::promote;
-            line.who = obs::AuditWho{static_cast<obs::Credential>(c.who.credential)};
-            line.peer = c.request.peer;
-            line.request_id = c.request_id;
-            line.fields = {{"tenant", c.tenant},
-                           {"history", engine::format::hex16(h->current().v)},
-                           {"seq", db.seq().v},
-                           {"forced", true}};
-            if (engine::Status st = log->write_synced(obs::audit_line(line)); !st.is_ok()) {
-                return answer(node_.refusal(500, "promoted, but the audit line was not written: " +
-                                                     st.to_string()));
-            }
+        if (engine::Status st = audit_forced(node_, c, db, *h); !st.is_ok()) {
+            return answer(node_.refusal(
+                500, "promoted, but the audit line was not written: " + st.to_string()));
         }
     }
-    answer(promoted(*h, true));
+    answer(promoted(c, db, *h, true));
 }
 
 }  // namespace fenec::node

@@ -118,6 +118,9 @@ public:
     std::atomic<uint64_t> streams_max{quota_none};
     std::atomic<uint64_t> requests_max{quota_none};
     std::mutex quota_mu;
+    // The quota applied, as its side file holds it (`{}`: none), under quota_mu: what GET
+    // answers, so a quota whose side file was not kept is never reported as if it were applied.
+    std::string quota_applied = "{}";
 
 private:
     void write_done();

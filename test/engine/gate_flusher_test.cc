@@ -10,6 +10,7 @@
 #include "engine/flusher.h"
 #include "engine/lease_guard.h"
 #include "test/support/engine_fixture.h"
+#include "test/support/wait.h"
 
 namespace fenec::test {
 namespace {
@@ -95,9 +96,7 @@ TEST(FlusherTest, SyncsIntervalDatabasesInTheBackground) {
     auto landed = b->commit();
     ASSERT_TRUE(landed.is_ok());
     EXPECT_FALSE(landed->durable);  // commit returned after the append
-    for (int i = 0; i < 2000 && (*db)->durable_seq().v < 1; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    EXPECT_TRUE(test::wait_until([&] { return (*db)->durable_seq().v >= 1; }));  // the flusher
     EXPECT_EQ((*db)->durable_seq().v, 1u);
     EXPECT_EQ(env.fs.synced_size("/d/t.fenec"), env.fs.contents("/d/t.fenec").size());
     ASSERT_TRUE((*db)->close().is_ok());
@@ -121,9 +120,7 @@ TEST(FlusherTest, SweepsExpiredRows) {
         ASSERT_TRUE(b->commit().is_ok());
     }
     env.clock.advance_ms(1000);
-    for (int i = 0; i < 2000 && (*db)->seq().v < 11; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    EXPECT_TRUE(test::wait_until([&] { return (*db)->seq().v >= 11; }));  // the flusher's sweep
     EXPECT_EQ((*db)->seq().v, 11u);  // 1 create + 5 inserts + 5 deletes
     EXPECT_EQ((*db)->usage().rows, 0u);
     ASSERT_TRUE((*db)->close().is_ok());

@@ -552,6 +552,7 @@ TEST_F(FaultFsTest, StalledSyncBlocksUntilReleased) {
     ASSERT_TRUE(fs_.wait_for_stalled_syncs(1, std::chrono::seconds(10)));
     // Appended while the sync waits: not covered by it.
     ASSERT_TRUE(append_text(*f, "56").is_ok());
+    // The behaviour under test: a window in which the stalled sync must not return.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_FALSE(done);
     EXPECT_EQ(fs_.synced_size("a"), 2u);

@@ -451,6 +451,8 @@ TEST(RewriteFreeze, FreezeWaitsForTheBlockInProgress) {
         seq_seen = db->seq().v;
         frozen = true;
     });
+    // The behaviour under test is a wait that does not end: a window in which freeze must not
+    // return while the block is open (no event marks "has not returned yet").
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_FALSE(frozen.load()) << "freeze returned while a block was in progress";
     auto landed = b->commit();

@@ -134,7 +134,10 @@ TEST_F(Move, MovesAVectorTenant) {
     EXPECT_NE(m.find(R"(fenec_router_moves_total{outcome="done",scope="directory"} 1)"),
               std::string::npos) << m;
     EXPECT_NE(m.find("fenec_router_move_duration_seconds_count 1"), std::string::npos) << m;
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the audit log's flush
+    EXPECT_TRUE(wait_until([&] {  // the audit log's flush, within a second
+        return read_file(dir_.path() + "/audit.log").find("/_shard/tenants/acme/move") !=
+               std::string::npos;
+    }));
     EXPECT_NE(read_file(dir_.path() + "/audit.log").find(
                   R"("method":"POST","path":"/_shard/tenants/acme/move","status":200)"),
               std::string::npos);
@@ -204,6 +207,7 @@ TEST_F(Move, ConcurrentWriterLosesNothing) {
                 if (r->status == 503) {
                     ++frozen_503;
                     if (r->header("Retry-After") != "1") ++bad_retry_after;
+                    // A client honouring Retry-After a little sooner: its pacing, not a wait.
                     std::this_thread::sleep_for(std::chrono::milliseconds(50));
                     continue;
                 }
@@ -223,22 +227,36 @@ TEST_F(Move, ConcurrentWriterLosesNothing) {
                 ++bad_reads;
                 ADD_FAILURE() << "read: " << (r ? std::to_string(r->status) + " " + r->body : "cut");
             }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a steady reader's pace
         }
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(wait_until([&] {  // writes and reads going before the move
+        std::lock_guard lock(mu);
+        return acked.size() >= 5 && reads.load() >= 5;
+    }));
     Reply moved;
     std::thread mover([&] {
         Client c(port);
         moved = c.request("POST", "/_shard/tenants/acme/move", R"({"to":"n2"})", bearer(ROOT))
                     .value_or(Reply{});
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the freeze's 500 ms
+    // The move under way (acme marked moving, claimed until it ends), inside the freeze's 500 ms.
+    EXPECT_TRUE(wait_until([&] {
+        return shard("GET", "/_shard/tenants/acme").body.find("moving_to") != std::string::npos;
+    }));
     auto held = shard("DELETE", "/_shard/tenants/acme");
     EXPECT_EQ(held.status, 409) << held.body;
     EXPECT_NE(held.body.find(R"("held_by":"move")"), std::string::npos) << held.body;
     mover.join();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    size_t moved_at = 0;
+    {
+        std::lock_guard lock(mu);
+        moved_at = acked.size();
+    }
+    EXPECT_TRUE(wait_until([&] {  // writes taken on the new node after the move
+        std::lock_guard lock(mu);
+        return acked.size() >= moved_at + 3;
+    }));
     stop = true;
     writer.join();
     reader.join();
@@ -312,11 +330,7 @@ TEST_F(Move, RouterKilledMidMoveComesBackOnTheSource) {
         Client c(port, 60'000);
         (void)c.request("POST", "/_shard/tenants/acme/move", R"({"to":"n2"})", bearer(ROOT));
     });
-    bool installed = false;
-    for (int i = 0; i < 200 && !installed; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(25));
-        installed = node_holds(1, "acme");
-    }
+    const bool installed = wait_until([&] { return node_holds(1, "acme"); });
     ASSERT_TRUE(installed) << "the image never reached n2";
     auto frozen = data("POST", "/t/acme/c/notes", R"({"title":"frozen","n":9})");
     EXPECT_EQ(frozen.status, 503) << frozen.body;

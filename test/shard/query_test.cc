@@ -102,7 +102,7 @@ private:
                 int seen = max_.load();
                 while (now > seen && !max_.compare_exchange_weak(seen, now)) {}
                 for (int waited = 0; waited < delay_ms_ && !stop_; waited += 10) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // its slowness
                 }
                 --at_once_;
                 status = status_;
@@ -504,11 +504,13 @@ TEST_F(Query, MovedOrDeletedWhileRunning) {
     ASSERT_EQ(shard("PUT", "/_shard/tenants/m", R"J({"node":"f1"})J").status, 201);
     auto ask = [&](const std::string& name, bool recreate) {
         Reply out;
+        const size_t asked_before = gone.asked().size();
         std::thread t([&] {
             Client c(router_->port());
             out = c.request("POST", "/_shard/query", R"J({"statement":"get orders select name","partial":true})J", bearer(ROOT)).value_or(Reply{});
         });
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        // The query at the slow node (asked, waiting out its delay) before the tenant goes.
+        EXPECT_TRUE(wait_until([&] { return gone.asked().size() > asked_before; }));
         // The fixture's Client waits out its timeout on a 204 without a length: a short one.
         Client del(router_->port(), 200);
         EXPECT_EQ(del.request("DELETE", "/_shard/tenants/" + name, {}, bearer(ROOT))->status, 204);

@@ -73,14 +73,12 @@ public:
         if (pid_ <= 0) return -1;
         int status = 0;
         pid_t got = 0;
-        for (int waited = 0; (got = ::waitpid(pid_, &status, WNOHANG)) == 0; waited += 10) {
-            if (waited >= ms) {
-                ::kill(pid_, SIGKILL);
-                ::waitpid(pid_, &status, 0);
-                pid_ = -1;
-                return -2;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!wait_until([&] { return (got = ::waitpid(pid_, &status, WNOHANG)) != 0; },
+                        std::chrono::milliseconds(ms))) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &status, 0);
+            pid_ = -1;
+            return -2;
         }
         pid_ = -1;
         if (got < 0) return -1;

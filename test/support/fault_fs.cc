@@ -35,7 +35,7 @@ public:
           writable_(writable) {}
     ~FaultFile() override { fs_.file_closed(*this); }
 
-    Result<uint64_t> size() override { return fs_.file_size(*this); }
+    Result<uint64_t> size() override { return fs_.handle_size(*this); }
     Status read_at(uint64_t offset, std::span<std::byte> out) override {
         return fs_.file_read_at(*this, offset, out);
     }
@@ -203,9 +203,33 @@ Result<bool> FaultFs::exists(std::string_view path) {
     return live_.contains(path);
 }
 
+Result<uint64_t> FaultFs::file_size(std::string_view path) {
+    std::lock_guard lk(mu_);
+    auto it = live_.find(path);
+    if (it == live_.end()) return fs_error(Code::not_found, "stat", path, ENOENT);
+    return static_cast<uint64_t>(it->second->data.size());
+}
+
+Result<std::vector<std::string>> FaultFs::list(std::string_view dir) {
+    std::lock_guard lk(mu_);
+    const std::string d = normalize_dir(dir);
+    std::vector<std::string> names;
+    for (const auto& [path, node] : live_) {
+        if (engine::dir_of(path) != d) continue;
+        const size_t slash = path.rfind('/');
+        names.push_back(slash == std::string::npos ? path : path.substr(slash + 1));
+    }
+    return names;
+}
+
+Status FaultFs::make_dirs(std::string_view dir) {
+    std::lock_guard lk(mu_);
+    return check_power("mkdir", dir);
+}
+
 // --- File operations --------------------------------------------------------------------------
 
-Result<uint64_t> FaultFs::file_size(FaultFile& f) {
+Result<uint64_t> FaultFs::handle_size(FaultFile& f) {
     std::lock_guard lk(mu_);
     FENEC_RETURN_IF_ERROR(check_live(f, "fstat"));
     return static_cast<uint64_t>(f.node_->data.size());

@@ -14,7 +14,9 @@
 //   entries of d durable. A crash before that finds the old names (the removed file back, the
 //   renamed file under its old name, a replaced target's old content). Paths are compared as
 //   strings: the engine must name a file and its directory consistently. Directories themselves
-//   are not modelled: creating a file never needs its directory to exist.
+//   are not modelled: creating a file never needs its directory to exist, make_dirs() only
+//   succeeds (or fails after a power cut), and list() of a directory names the live files whose
+//   path has it as dir_of (none is no error).
 // - crash(mode, k) replaces the live namespace by the durable one, each file cut or zeroed per
 //   the mode and then fully synced; handles opened before it are dead (every call on them fails
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
@@ -70,6 +72,9 @@ public:
     engine::Status sync_dir(std::string_view dir) override;
     engine::Status remove(std::string_view path) override;
     engine::Result<bool> exists(std::string_view path) override;
+    engine::Result<uint64_t> file_size(std::string_view path) override;
+    engine::Result<std::vector<std::string>> list(std::string_view dir) override;
+    engine::Status make_dirs(std::string_view dir) override;
 
     // Faults. `nth` counts calls of that kind from now, starting at 1; each fault fires once.
     // The n-th append fails with `err`, after writing `after_bytes` of its data (none if unset).
@@ -128,7 +133,7 @@ private:
     engine::Status file_append(FaultFile& f, std::span<const std::byte> data);
     engine::Status file_sync(FaultFile& f);
     engine::Status file_truncate(FaultFile& f, uint64_t size);
-    engine::Result<uint64_t> file_size(FaultFile& f);
+    engine::Result<uint64_t> handle_size(FaultFile& f);
     engine::Status file_read_at(FaultFile& f, uint64_t offset, std::span<std::byte> out);
     void file_closed(FaultFile& f);
 

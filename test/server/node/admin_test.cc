@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "test/server/node/image_fixture.h"
+#include "test/support/wait.h"
 
 namespace fenec::test {
 namespace {
@@ -94,6 +95,15 @@ struct Node {
     std::unique_ptr<Client> client;
 };
 
+// Write statements the node has run (fenec_statements_total): one counted is one its worker has
+// taken up, which then holds it if it waits.
+uint64_t writes_run(Node& n) {
+    const std::string body = n.admin("GET", "/_metrics").body;
+    const std::string key = "fenec_statements_total{kind=\"write\"} ";
+    const size_t at = body.find(key);
+    return at == std::string::npos ? 0 : std::stoull(body.substr(at + key.size()));
+}
+
 // Opens a stream; returns the client with the head consumed.
 std::unique_ptr<Client> subscribe(uint16_t port, const std::string& target) {
     auto c = std::make_unique<Client>(port);
@@ -160,10 +170,7 @@ TEST(Admin, DeleteEndsStreamsGoneAndRemovesFiles) {
         EXPECT_FALSE(file_there(n.path(f))) << f;
     }
     // The file's blocks are freed after the answer, under the name it was moved to.
-    for (int i = 0; i < 100 && file_there(n.path("acme.fenec.deleted")); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_FALSE(file_there(n.path("acme.fenec.deleted")));
+    EXPECT_TRUE(wait_until([&] { return !file_there(n.path("acme.fenec.deleted")); }));
     EXPECT_EQ(n.query("get notes").status, 404);
     EXPECT_EQ(n.admin("GET", "/_admin/tenants").body, "[]");
     EXPECT_EQ(n.admin("DELETE", "/_admin/tenants/acme").status, 404);
@@ -220,12 +227,13 @@ TEST(Admin, FreezeRefusesWritesAndSurvivesRestart) {
 TEST(Admin, FreezeAnswersHeldRequestsAtOnce) {
     Node n;
     n.make_acme();
+    const uint64_t writes = writes_run(n);
     Client held(n.process->port());
     const std::string body = R"({"query":"del notes where title = \"nothing\""})";
     held.send_raw("POST /t/acme/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
                   "\r\nFenec-Wait: 10000\r\nContent-Length: " + std::to_string(body.size()) +
                   "\r\n\r\n" + body);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // parked by now
+    ASSERT_TRUE(wait_until([&] { return writes_run(n) > writes; }));  // run, found nothing: held
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
     auto r = held.read_reply();
@@ -467,10 +475,13 @@ TEST(Admin, FreezeUnderConcurrentWriters) {
     for (int i = 0; i < 3; ++i) threads.emplace_back(writer, i);
     threads.emplace_back(reader);
     for (int round = 0; round < 5; ++round) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(80));
+        // Writes landing again since the last thaw: the freeze comes with writes in flight.
+        const uint64_t thawed_at = n.seq();
+        EXPECT_TRUE(wait_until([&] { return n.seq() >= thawed_at + 3; })) << round;
         auto f = n.admin("POST", "/_admin/tenants/acme/freeze");
         ASSERT_EQ(f.status, 200) << f.body;
         const std::string frozen_at = f.body.substr(f.body.find("\"seq\":") + 6);
+        // The behaviour under test: a window in which the writers keep asking and nothing lands.
         std::this_thread::sleep_for(std::chrono::milliseconds(80));
         const uint64_t now = n.seq();
         EXPECT_EQ(std::to_string(now), frozen_at.substr(0, frozen_at.find(','))) << round;
@@ -529,7 +540,7 @@ TEST(Admin, FreezeWaitsForTheWriteInFlight) {
                                 D + "\r\nFenec-Test-Stall: land=500\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n\r\n" + body));
     const auto start = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // landed and stalled by now
+    ASSERT_TRUE(wait_until([&] { return n.seq() == s + 1; }));  // landed, and stalled from there
     auto f = n.admin("POST", "/_admin/tenants/acme/freeze");
     const auto freeze_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
@@ -562,7 +573,7 @@ TEST(Admin, DeleteRefusedWhileAWriteIsInFlight) {
         write = c.request("POST", "/t/acme/query", R"({"query":"put notes {title: \"stalled\"}"})",
                           h);
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // landed and stalled by now
+    EXPECT_TRUE(wait_until([&] { return n.seq() == s + 1; }));  // landed, and stalled from there
     const auto start = std::chrono::steady_clock::now();
     auto del = n.admin("DELETE", "/_admin/tenants/acme");
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -632,12 +643,11 @@ TEST(Admin, MutatingRoutesAreAudited) {
     ASSERT_EQ(n.admin("GET", "/_admin/tenants/acme/file").status, 200);
     ASSERT_EQ(n.admin("DELETE", "/_admin/tenants/acme").status, 204);
     std::string text;
-    for (int i = 0; i < 40; ++i) {
+    wait_until([&] {  // the log is flushed within a second (§13.3)
         std::ifstream in(audit);
         text.assign(std::istreambuf_iterator<char>(in), {});
-        if (text.find("\"method\":\"DELETE\"") != std::string::npos) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+        return text.find("\"method\":\"DELETE\"") != std::string::npos;
+    });
     for (const char* want :
          {R"("path":"/_admin/tenants/acme/freeze")", R"("path":"/_admin/tenants/acme/thaw")",
           R"("method":"DELETE")", R"("status":204)"}) {

@@ -14,6 +14,17 @@ const std::string A = "admin-token-a";
 const std::string R = "replication-token-r";
 const std::string S = "0123456789abcdef0123456789abcdef";  // 32 bytes
 
+// Statements of `kind` ("read", "write") the node has run (fenec_statements_total): one counted
+// is one its worker has taken up, which then parks it if it waits.
+uint64_t statements_run(uint16_t port, std::string_view kind) {
+    Client c(port);
+    auto m = c.request("GET", "/_metrics", {}, bearer(A));
+    if (!m) return 0;
+    const std::string key = "fenec_statements_total{kind=\"" + std::string(kind) + "\"} ";
+    const size_t at = m->body.find(key);
+    return at == std::string::npos ? 0 : std::stoull(m->body.substr(at + key.size()));
+}
+
 std::string jwt(const std::string& tenant, int64_t exp_offset_s = 3600, const std::string& extra = "") {
     const int64_t now = std::time(nullptr);
     std::string payload = "{\"sub\":\"u1\",\"exp\":" + std::to_string(now + exp_offset_s);
@@ -320,8 +331,10 @@ TEST_F(DataPlane, FenecAfterWaitsThen504) {
     // A write landing while it waits answers it.
     auto h6 = bearer(D);
     h6.emplace_back("Fenec-After", std::to_string(seq + 1));
+    const uint64_t reads = statements_run(node_->port(), "read");
     std::thread writer([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // Once the read below has run (and so waits), not before.
+        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "read") > reads; }));
         Client c(node_->port());
         c.request("POST", "/t/acme/query", R"({"query":"put notes {title: \"late\"}"})", bearer(D));
     });
@@ -337,8 +350,10 @@ TEST_F(DataPlane, HeldClaimGetsAJobPutWhileItWaits) {
     const std::string claim = "set jobs {owner: $1, run_at: now() + 30000} where run_at <= now() order run_at limit 1 returning *";
     auto h = bearer(D);
     h.emplace_back("Fenec-Wait", "5000");
+    const uint64_t writes = statements_run(node_->port(), "write");
     std::thread putter([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        // Once the claim below has run and found nothing (and so is held), not before.
+        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "write") > writes; }));
         Client c(node_->port());
         c.request("POST", "/t/acme/query", R"({"query":"put jobs {payload: \"p\", run_at: now()}"})", bearer(D));
     });
@@ -364,6 +379,7 @@ TEST_F(DataPlane, IdenticalHeldClaimsQueueOldestFirst) {
         R"({"query":"set jobs {owner: \"w\", run_at: now() + 30000} where run_at <= now() order run_at limit 1 returning *"})";
     std::string older_body, newer_body;
     int newer_status = 0;
+    const uint64_t writes = statements_run(node_->port(), "write");
     std::thread older([&] {
         Client c(node_->port());
         auto h = bearer(D);
@@ -371,7 +387,8 @@ TEST_F(DataPlane, IdenticalHeldClaimsQueueOldestFirst) {
         auto r = c.request("POST", "/t/acme/query", claim, h);
         older_body = r ? r->body : "";
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // The older claim held before the newer is sent: its run counted, its queue joined.
+    EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "write") == writes + 1; }));
     std::thread newer([&] {
         Client c(node_->port());
         auto h = bearer(D);
@@ -380,7 +397,8 @@ TEST_F(DataPlane, IdenticalHeldClaimsQueueOldestFirst) {
         newer_status = r ? r->status : 0;
         newer_body = r ? r->body : "";
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // The newer one counted, queued behind the older (it does not run while that one waits).
+    EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "write") == writes + 2; }));
     ASSERT_EQ(query("put jobs {payload: $1, run_at: now()}", "[\"one\"]").status, 200);
     older.join();
     newer.join();

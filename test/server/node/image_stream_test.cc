@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "test/server/node/node_fixture.h"
+#include "test/support/wait.h"
 
 namespace fenec::test {
 namespace {
@@ -71,7 +72,7 @@ TEST(ImageStream, AnImageSentInPiecesIsInstalledWhole) {
     const size_t piece = image.size() / 5 + 1;
     for (size_t at = 0; at < image.size(); at += piece) {
         ASSERT_TRUE(c.send_raw(std::string_view(image).substr(at, piece)));
-        std::this_thread::sleep_for(20ms);
+        std::this_thread::sleep_for(20ms);  // the behaviour under test: pieces arriving apart
     }
     auto r = c.read_reply();
     ASSERT_TRUE(r);
@@ -92,16 +93,15 @@ TEST(ImageStream, AClientLeavingPartWayInstallsNothing) {
         Client c(n2.process->port());
         ASSERT_TRUE(c.send_raw(put_head(image.size())));
         ASSERT_TRUE(c.send_raw(std::string_view(image).substr(0, image.size() / 2)));
-        std::this_thread::sleep_for(50ms);
-    }  // closed part-way
-    // The handler learns it, removes what it wrote and puts the tenant back: a whole PUT works.
+    }  // closed part-way: the node reads the half sent before the close that follows it
+    // The handler learns it, removes what it wrote and puts the tenant back: a whole PUT works
+    // (409 while the cut one still holds the tenant out of service).
     std::optional<Reply> put;
-    for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(wait_until([&] {
         put = n2.call("PUT", "/_admin/tenants/acme/file", A, image,
                       {{"Content-Type", "application/octet-stream"}});
-        if (put && put->status != 409) break;
-        std::this_thread::sleep_for(20ms);
-    }
+        return put && put->status != 409;
+    }));
     ASSERT_TRUE(put);
     EXPECT_EQ(put->status, 201) << put->body;
     EXPECT_FALSE(n2.there("acme.fenec.incoming"));

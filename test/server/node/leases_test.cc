@@ -4,7 +4,7 @@
 // reason), a lease runs from the acknowledged grant's answer, a term fence survives a restart,
 // and a write that lands under a lease and is answered after it lapsed is 500 "outcome":"unknown"
 // — settled by a read with Fenec-After/Fenec-History, or by its Idempotency-Key once leased again.
-// Leases are a few hundred ms, so the sleeps stay short.
+// Leases are a few hundred ms, so the waits stay short.
 #include <thread>
 
 #include "test/server/node/node_fixture.h"
@@ -238,7 +238,9 @@ TEST_F(Leases, AnotherAuthorityIsTakenOnceTheLeaseLapsed) {  // case 73
     auto r = grant(grant_body(1, 0, 300, 1, "[\"acme\"]", 1, D2));
     EXPECT_EQ(r.status, 409);
     EXPECT_TRUE(has(r.body, "\"holder\":{\"authority\":\"" + D1 + "\",\"term\":3")) << r.body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    // Until the lease has lapsed (nothing left of it), D1 holds the node.
+    ASSERT_TRUE(
+        wait_until([&] { return has(admin("GET", "/_admin/lease").body, "\"left_ms\":0"); }));
     r = grant(grant_body(1, 0, 300, 1, "[\"acme\"]", 1, D2));
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(has(r.body, "\"took\":true")) << r.body;

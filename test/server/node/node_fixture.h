@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "server/runtime/http.h"
+#include "test/support/wait.h"
 
 // A test that needs Fenec-Test-Stall (node-http.md §14) skips in a build without the test hooks;
 // `make test-asan` (and so CI) builds with them, `make test`'s plain build without.

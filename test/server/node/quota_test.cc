@@ -156,7 +156,8 @@ TEST_F(Quotas, RequestsQuotaCountsAHeldClaimAndNotTheAdminQuery) {
                            h);
         held_status = r ? r->status : 0;
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Held: admitted, counted in flight, parked on the tenant.
+    EXPECT_TRUE(wait_until([&] { return usage_of(get_quota().body, "requests") == "1"; }));
     auto other = query("select count(*) from notes");
     EXPECT_EQ(other.status, 429);
     EXPECT_EQ(other.body, R"({"error":"tenant acme is at its requests quota","quota":"requests"})");
@@ -205,9 +206,7 @@ TEST_F(Quotas, StreamsQuotaRefusesTheSubscriptionPastIt) {
     EXPECT_EQ(second.body, R"({"error":"tenant acme is at its streams quota","quota":"streams"})");
     EXPECT_EQ(usage_of(get_quota().body, "streams"), "1");
     first.reset();  // the stream ends with its client; the count is given back
-    for (int i = 0; i < 50 && usage_of(get_quota().body, "streams") != "0"; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    EXPECT_TRUE(wait_until([&] { return usage_of(get_quota().body, "streams") == "0"; }));
     Client again(node_->port());
     again.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D + "\r\n\r\n");
     EXPECT_NE(again.read_until("\r\n\r\n", 5000).find("200"), std::string::npos);

@@ -20,16 +20,25 @@ namespace {
 
 using fenec::test::TempDir;
 
+const engine::SystemClock system_clock;
+
 RegistryOptions options_for(const TempDir& dir) {
     RegistryOptions o;
     o.data_dir = dir.path();
-    o.now_ms = [] {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    };
+    o.fs = &engine::posix_fs();
+    o.clock = &system_clock;
     return o;
 }
+
+// A wall clock 10 ms later at every reading: every tenant is idle at every sweep.
+class HurryingClock final : public engine::Clock {
+  public:
+    int64_t wall_ms() const override { return ms_.fetch_add(10); }
+    int64_t steady_ns() const override { return ms_.load() * 1'000'000; }
+
+  private:
+    mutable std::atomic<int64_t> ms_{0};
+};
 
 void create(Registry& r, const std::string& name) {
     engine::LineageId lineage;
@@ -157,8 +166,8 @@ TEST(RegistryIdle, ReopenDuringAnIdleCloseWaitsForIt) {
     TempDir dir;
     RegistryOptions o = options_for(dir);
     o.close_idle_ms = 1;
-    auto clock = std::make_shared<std::atomic<int64_t>>(0);
-    o.now_ms = [clock] { return clock->fetch_add(10); };  // every tenant idle at every sweep
+    HurryingClock clock;
+    o.clock = &clock;
     Registry r(std::move(o));
     create(r, "acme");
     std::atomic<bool> stop{false};

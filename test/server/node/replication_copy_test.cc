@@ -68,12 +68,7 @@ std::string member(const std::string& body, const std::string& key) {
 }
 
 bool eventually(const std::function<bool()>& ok, int ms = 8000) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < end) {
-        if (ok()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return ok();
+    return wait_until(ok, std::chrono::milliseconds(ms));
 }
 
 int64_t ms_since(std::chrono::steady_clock::time_point t) {
@@ -125,7 +120,11 @@ TEST_F(ReplicationCopy, DeletingAFollowedCopyStopsFollowing) {
     EXPECT_EQ(d.status, 204) << d.body;
     EXPECT_LT(ms_since(t0), 3000);
     ASSERT_EQ(n.put("b").status, 200);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The follower is gone: the primary streams to nobody, and the copy stays absent.
+    EXPECT_TRUE(eventually([&] {
+        return n.admin("GET", "/_admin/tenants/acme").body.find("\"followers\":[]") !=
+               std::string::npos;
+    }));
     EXPECT_EQ(n2.admin("GET", "/_admin/tenants/acme").status, 404);
     EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
 }

@@ -63,12 +63,7 @@ std::string member(const std::string& body, const std::string& key) {
 }
 
 bool eventually(const std::function<bool()>& ok, int ms = 5000) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < end) {
-        if (ok()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return ok();
+    return wait_until(ok, std::chrono::milliseconds(ms));
 }
 
 class Replication : public ::testing::Test {

@@ -139,13 +139,10 @@ TEST(Transport, IdleTenantIsClosedAndReopened) {
     ASSERT_EQ(put->status, 200) << put->body;
     ASSERT_TRUE(put->header("Fenec-Seq"));
     const std::string seq = *put->header("Fenec-Seq");
-    bool closed = false;
-    for (int i = 0; i < 40 && !closed; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool closed = wait_until([&] {  // idle a second, then closed by the next tick
         auto list = c.request("GET", "/_admin/tenants", {}, bearer(A));
-        ASSERT_TRUE(list);
-        closed = list->body.find("\"open\":false") != std::string::npos;
-    }
+        return list && list->body.find("\"open\":false") != std::string::npos;
+    });
     EXPECT_TRUE(closed);
     // Asked at once after the list shows it closed, perhaps while its close is still running:
     // the reopen waits for it (Registry::evict_one) rather than failing on the file's lock.
@@ -221,7 +218,11 @@ TEST(Transport, KillNineLosesNoAcknowledgedWrite) {
             }
         });
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // Killed with writes acknowledged and more in flight.
+    EXPECT_TRUE(wait_until([&] {
+        std::lock_guard lock(mu);
+        return acked.size() >= 100;
+    }));
     node->kill(SIGKILL);
     stop = true;
     for (auto& t : writers) t.join();
@@ -250,11 +251,11 @@ TEST(Transport, SampledTraceparentGivesAChildSpan) {
                         {"X-Request-Id", "trace-me"}});
     ASSERT_EQ(r->status, 200);
     std::string spans;
-    for (int i = 0; i < 30 && spans.find("trace-me") == std::string::npos; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    wait_until([&] {  // the span log is flushed within a second
         std::ifstream in(trace);
         spans.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+        return spans.find("trace-me") != std::string::npos;
+    });
     EXPECT_NE(spans.find("\"trace\":\"4bf92f3577b34da6a3ce929d0e0e4736\""), std::string::npos) << spans;
     EXPECT_NE(spans.find("\"parent\":\"00f067aa0ba902b7\""), std::string::npos) << spans;
     EXPECT_NE(spans.find("\"name\":\"POST /t/{tenant}/query\""), std::string::npos) << spans;

@@ -21,6 +21,7 @@
 #include "json/timestamp.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
+#include "test/support/wait.h"
 
 namespace fenec::obs {
 namespace {
@@ -313,11 +314,12 @@ TEST(LineLog, FlushesWithinASecondWithoutClose) {
     const auto start = std::chrono::steady_clock::now();
     ASSERT_TRUE(log->write("{\"first\":true}"));
     std::string seen;
-    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500)) {
-        seen = read_file(path);
-        if (!seen.empty()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    test::wait_until(
+        [&] {
+            seen = read_file(path);
+            return !seen.empty();
+        },
+        std::chrono::milliseconds(1500));
     const auto elapsed = std::chrono::steady_clock::now() - start;
     EXPECT_EQ(seen, "{\"first\":true}\n");
     EXPECT_LT(elapsed, std::chrono::milliseconds(1000));

@@ -1,15 +1,17 @@
 // test/server/node/parts/lease_test.cc: the node's grant logic (server/node/lease.h, node-http.md
-// §9.3, §9.5) on a fake boot clock, without HTTP: a lease runs from the acknowledged grant's answer
-// instant and never from when a grant is read, only a newer grant is taken, a list not held is
-// asked for again, terms fence and survive a reload of fenec-node.state, a restart or a suspend
-// leaves no lease, and only the last 16 answers are remembered. §14 cases named where they match.
+// §9.3, §9.5) on a fake boot clock and the fault-injecting file system, without HTTP: a lease runs
+// from the acknowledged grant's answer instant and never from when a grant is read, only a newer
+// grant is taken, a list not held is asked for again, terms fence and survive a reload of
+// fenec-node.state and a crash, a term whose state file was not kept (a failed write, fsync,
+// rename or directory fsync) is neither taken nor fences, a restart or a suspend leaves no lease,
+// and only the last 16 answers are remembered. §14 cases named where they match.
 #include "server/node/lease.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cerrno>
+
+#include "test/support/fault_fs.h"
 
 namespace fenec::node {
 namespace {
@@ -20,22 +22,7 @@ const std::string D1 = "9e2d41c07a5b3f18/eu";
 const std::string D2 = "1111222233334444/us";
 const std::string H1 = "c04b7e1a9d2f6385";
 
-class Dir {
-  public:
-    Dir() {
-        std::string tmpl =
-            (std::filesystem::temp_directory_path() / "fenec-lease-test-XXXXXX").string();
-        path_ = ::mkdtemp(tmpl.data());
-    }
-    ~Dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    std::string state() const { return path_ + "/fenec-node.state"; }
-
-  private:
-    std::string path_;
-};
+const std::string state_path = "/data/fenec-node.state";
 
 Grant grant(uint64_t n, uint64_t acked, int64_t lease_ms = 1000, uint64_t list = 1,
             std::optional<std::vector<std::string>> tenants = std::vector<std::string>{"acme"},
@@ -59,7 +46,7 @@ class LeasesTest : public ::testing::Test {
     // A node started again on the same data dir: a fresh Leases reading the state file.
     void reopen() {
         leases_.reset();
-        leases_ = std::make_unique<Leases>("n1", dir_.state(), clock_);
+        leases_ = std::make_unique<Leases>("n1", state_path, fs_, clock_);
         ASSERT_TRUE(leases_->load().is_ok());
     }
 
@@ -78,7 +65,7 @@ class LeasesTest : public ::testing::Test {
         ASSERT_TRUE(a.ran);
     }
 
-    Dir dir_;
+    test::FaultFs fs_;
     engine::FakeBootClock clock_;
     std::unique_ptr<Leases> leases_;
 };
@@ -287,11 +274,81 @@ TEST_F(LeasesTest, ReleaseDropsWhatTheAuthorityGave) {
 }
 
 TEST_F(LeasesTest, AStateFileThatDoesNotParseIsRefused) {
-    { std::ofstream(dir_.state()) << "{\"authorities\":[{\"authority\":1}"; }
-    Leases l("n1", dir_.state(), clock_);
+    const std::string_view text = "{\"authorities\":[{\"authority\":1}";
+    fs_.set_contents(state_path, std::as_bytes(std::span(text.data(), text.size())));
+    Leases l("n1", state_path, fs_, clock_);
     engine::Status st = l.load();
     EXPECT_FALSE(st.is_ok());
     EXPECT_NE(st.to_string().find("fenec-node.state"), std::string::npos);
+}
+
+TEST_F(LeasesTest, ARaisedTermSurvivesACrash) {  // the state file durably replaced
+    post(grant(1, 0, 1000, 1, std::vector<std::string>{"acme"}, D1, 4));
+    fs_.crash(test::FaultFs::CrashMode::synced_only);  // power lost right after the answer
+    reopen();
+    GrantOutcome out = leases_->take(grant(2, 0, 1000, 1, std::nullopt, D1, 3));
+    ASSERT_TRUE(out.fence.fenced);
+    EXPECT_EQ(out.fence.fenced->holder.term, 4u);
+    EXPECT_EQ(out.fence.fenced->holder.history, H1);
+}
+
+// The term a grant raises is in fenec-node.state before the grant is answered (§9.5): when the
+// file cannot be kept, at whichever step, the grant is refused (a 500 on the route), nothing is
+// taken, and the term was not raised (a term between the held one and the refused one is taken).
+TEST_F(LeasesTest, AGrantWhoseTermIsNotKeptIsNotTaken) {
+    enum class Step { write, fsync, rename, dir_fsync };
+    for (Step step : {Step::write, Step::fsync, Step::rename, Step::dir_fsync}) {
+        SCOPED_TRACE(static_cast<int>(step));
+        fs_.clear_faults();
+        fs_.remove(state_path).ignore();  // no authority held yet
+        reopen();
+        lease_of(5000);  // D1 at term 3 holds a running lease on acme
+        switch (step) {
+            case Step::write:
+                fs_.fail_append(1, ENOSPC);
+                break;
+            case Step::fsync:
+                fs_.fail_sync(1);
+                break;
+            case Step::rename:
+                fs_.fail_rename(1);
+                break;
+            case Step::dir_fsync:
+                fs_.fail_sync_dir(1);
+                break;
+        }
+        GrantOutcome out =
+            leases_->take(grant(3, 2, 5000, 2, std::vector<std::string>{"globex"}, D1, 6));
+        EXPECT_FALSE(out.fence.fenced);
+        EXPECT_EQ(out.fence.status.code(), engine::Code::io_error) << out.fence.status.to_string();
+        EXPECT_FALSE(out.answer.took);
+        EXPECT_FALSE(out.answer.ran);
+        // The lease and list held before are untouched, and D1 is still held at term 3.
+        EXPECT_EQ(leases_->check("acme"), LeaseVerdict::ok);
+        EXPECT_EQ(leases_->check("globex"), LeaseVerdict::not_named);
+        ASSERT_TRUE(leases_->holder());
+        EXPECT_EQ(leases_->holder()->term, 3u);
+        // Term 6 never fenced anything: a promotion at term 5 is taken (and kept).
+        EXPECT_TRUE(leases_->fence(D1, 5).ok());
+        EXPECT_TRUE(leases_->fence(D1, 4).fenced);
+    }
+}
+
+TEST_F(LeasesTest, AFenceWhoseTermIsNotKeptIsRefused) {
+    post(grant(1, 0));
+    fs_.fail_rename(1);
+    FenceOutcome f = leases_->fence(D1, 7);
+    EXPECT_FALSE(f.ok());
+    EXPECT_FALSE(f.fenced);
+    EXPECT_EQ(f.status.code(), engine::Code::io_error);
+    bool released = false;
+    fs_.fail_sync(1);
+    FenceOutcome r = leases_->release(D1, 7, released);
+    EXPECT_EQ(r.status.code(), engine::Code::io_error);
+    EXPECT_FALSE(released);
+    ASSERT_TRUE(leases_->holder());  // the list is still held from D1, at term 3
+    EXPECT_EQ(leases_->holder()->term, 3u);
+    EXPECT_TRUE(leases_->fence(D1, 4).ok());  // 7 was never raised
 }
 
 }  // namespace
