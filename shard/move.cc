@@ -10,9 +10,9 @@
 // it) and is deleted (DELETE …/file) and the install tried once more. Every other call to a node
 // (freeze, thaw, deletes) goes through Upstream::call.
 //
-// Test hook (FENEC_TEST_HOOKS builds only): FENEC_TEST_MOVE_STALL=<step>:<ms> makes every move
-// wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a test can
-// write during the freeze or stop the router mid-move.
+// Test hook (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_MOVE_STALL=<step>:<ms> makes
+// every move wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a
+// test can write during the freeze or stop the router mid-move.
 #include "shard/move.h"
 
 #include <fcntl.h>
@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "json/writer.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -64,19 +65,8 @@ std::string node_error(std::string_view body) {
     return std::string(body.substr(0, 200));
 }
 
-#ifdef FENEC_TEST_HOOKS
-void stall_after(std::string_view step) {
-    const char* env = std::getenv("FENEC_TEST_MOVE_STALL");
-    if (!env) return;
-    std::string_view v(env);
-    const size_t colon = v.find(':');
-    if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
-    const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
-    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-#else
-void stall_after(std::string_view) {}
-#endif
+// The move's test hook (shard/test_hooks.h): nothing in fenec-shard.
+void stall_after(std::string_view step) { test_hooks::stall_after_move_step(step); }
 
 // One blocking connection to a node, for the image's two legs. Bounded by `timeout_ms` on the
 // connect and on each send and recv (SO_SNDTIMEO, SO_RCVTIMEO), as --upstream-timeout bounds

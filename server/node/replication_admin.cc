@@ -11,6 +11,7 @@
 #include "server/node/lease.h"
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
+#include "server/node/test_hooks.h"
 #include "server/obs/audit.h"
 
 namespace fenec::node {
@@ -153,11 +154,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     if (auto old = read_follows(c.tenant)) f.told = old->told;
     f.from = *body.from;
     f.told += 1;
-#ifdef FENEC_TEST_HOOKS
-    if (auto stall = c.request.head.header("Fenec-Test-Stall"); stall && stall->starts_with("apply=")) {
-        f.apply_stall_ms = std::atoll(std::string(stall->substr(6)).c_str());
-    }
-#endif
+    f.apply_stall_ms = test_hooks::apply_stall_ms(c.request.head);
     end_follower(c.tenant);
     // An open primary copy reopens as a replica: taken out of service while `<t>.follows` is
     // written (writes in flight finish; its streams end `demoted`, its subscribers `closing`),

@@ -246,7 +246,6 @@ TEST_F(Leases, AnotherAuthorityIsTakenOnceTheLeaseLapsed) {  // case 73
 }
 
 TEST_F(Leases, AWriteAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {  // case 75
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);
@@ -266,7 +265,6 @@ TEST_F(Leases, AWriteAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {  // case 
 }
 
 TEST_F(Leases, AnUnknownOutcomeIsSettledByItsKeyOnceLeasedAgain) {  // case 76
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);
@@ -285,7 +283,6 @@ TEST_F(Leases, AnUnknownOutcomeIsSettledByItsKeyOnceLeasedAgain) {  // case 76
 }
 
 TEST_F(Leases, ACompactBatchAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);
