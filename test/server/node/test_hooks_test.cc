@@ -4,13 +4,13 @@
 // statement's `now` on fenec-node-hooks and is ignored by fenec-node; a `Fenec-Test-Stall: land=`
 // holds a write's answer on fenec-node-hooks and not on fenec-node; FENEC_TEST_FEED_FRAME_BYTES
 // cuts a block into `C` frames on fenec-node-hooks' feed and not on fenec-node's.
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "test/server/node/node_fixture.h"
+#include "test/support/file_search.h"
 
 namespace fenec::test {
 namespace {
@@ -24,27 +24,19 @@ const char* const hook_names[] = {"Fenec-Test-Stall", "Fenec-Test-Now",
                                   "FENEC_TEST_FEED_FRAME_BYTES",
                                   "FENEC_TEST_IMAGE_IN_MEMORY_BYTES"};
 
-// The whole file (a binary of tens of megabytes: read in one call).
-std::string file_bytes(const char* path) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    std::string bytes(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
-    in.seekg(0);
-    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return bytes;
-}
-
 TEST(TestHooks, OnlyTheHooksBuildNamesThem) {
-    const std::string release = file_bytes(FENEC_NODE_RELEASE_BIN);
-    const std::string hooks = file_bytes(FENEC_NODE_BIN);
-    ASSERT_GT(release.size(), 1u << 20) << FENEC_NODE_RELEASE_BIN;
-    ASSERT_GT(hooks.size(), 1u << 20) << FENEC_NODE_BIN;
-    for (const char* name : hook_names) {
-        EXPECT_NE(hooks.find(name), std::string::npos) << name << " not in " << FENEC_NODE_BIN;
+    // The hooks build holds each name; the release none, nor anything under the two prefixes.
+    std::vector<std::string> names(std::begin(hook_names), std::end(hook_names));
+    const auto hooks = file_contains(FENEC_NODE_BIN, names);
+    ASSERT_TRUE(hooks.has_value()) << FENEC_NODE_BIN;
+    for (size_t i = 0; i < names.size(); ++i) {
+        EXPECT_TRUE((*hooks)[i]) << names[i] << " not in " << FENEC_NODE_BIN;
     }
-    // Not these names, nor any other a hook could be given under the two prefixes.
-    for (const char* prefix : {"Fenec-Test-", "FENEC_TEST_"}) {
-        EXPECT_EQ(release.find(prefix), std::string::npos)
-            << prefix << " in " << FENEC_NODE_RELEASE_BIN;
+    const std::vector<std::string> prefixes = {"Fenec-Test-", "FENEC_TEST_"};
+    const auto release = file_contains(FENEC_NODE_RELEASE_BIN, prefixes);
+    ASSERT_TRUE(release.has_value()) << FENEC_NODE_RELEASE_BIN;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+        EXPECT_FALSE((*release)[i]) << prefixes[i] << " in " << FENEC_NODE_RELEASE_BIN;
     }
 }
 
