@@ -89,13 +89,14 @@ test: build
 test-slow: build
 	ctest --test-dir $(BUILD) --output-on-failure -L slow -j1
 
-# The same unit suite under ASan+UBSan; leaks are errors, UB stops the test with a stack. This
-# build also carries the test hooks (Fenec-Test-Stall, Fenec-Test-Now), so the tests that need
-# them run here; the plain build, which `make run` shares, never has them.
+# The same unit suite under ASan+UBSan; leaks are errors, UB stops the test with a stack. Both
+# builds run every test that needs the test hooks (Fenec-Test-Stall, Fenec-Test-Now, a paused
+# move): the integration tests start fenec-node-hooks and fenec-shard-hooks, built beside the
+# release binaries, which `make run` starts and which carry no hook (test/README.md).
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    $(MAKE) --no-print-directory test BUILD=$(ASAN_BUILD) OPT_FLAGS='$(ASAN_OPT_FLAGS)' \
-	    CMAKE_ARGS="-DFENEC_SANITIZE=ON -DFENEC_BENCH=OFF -DFENEC_TEST_HOOKS=ON $(CMAKE_ARGS)"
+	    CMAKE_ARGS="-DFENEC_SANITIZE=ON -DFENEC_BENCH=OFF $(CMAKE_ARGS)"
 
 ci:
 	$(MAKE) --no-print-directory test CMAKE_ARGS=-DFENEC_WERROR=ON OPT_FLAGS='-O2 -g1 -DNDEBUG'

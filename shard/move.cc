@@ -5,9 +5,9 @@
 // every other call to a node (freeze, thaw, deletes) is one of the admin plane
 // (Upstream::admin).
 //
-// Test hook (FENEC_TEST_HOOKS builds only): FENEC_TEST_MOVE_STALL=<step>:<ms> makes every move
-// wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a test can
-// write during the freeze or stop the router mid-move.
+// Test hook (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_MOVE_STALL=<step>:<ms> makes
+// every move wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a
+// test can write during the freeze or stop the router mid-move.
 #include "shard/move.h"
 
 #include <simdjson.h>
@@ -20,6 +20,7 @@
 
 #include "json/writer.h"
 #include "shard/move_image.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -27,19 +28,8 @@ namespace {
 
 using Response = http::Response;
 
-#ifdef FENEC_TEST_HOOKS
-void stall_after(std::string_view step) {
-    const char* env = std::getenv("FENEC_TEST_MOVE_STALL");
-    if (!env) return;
-    std::string_view v(env);
-    const size_t colon = v.find(':');
-    if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
-    const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
-    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-#else
-void stall_after(std::string_view) {}
-#endif
+// The move's test hook (shard/test_hooks.h): nothing in fenec-shard.
+void stall_after(std::string_view step) { test_hooks::stall_after_move_step(step); }
 
 double tenth(double ms) { return static_cast<double>(static_cast<int64_t>(ms * 10 + 0.5)) / 10; }
 

@@ -13,6 +13,7 @@
 #include "engine/format.h"
 #include "server/node/handlers.h"
 #include "server/node/subscriptions.h"
+#include "server/node/test_hooks.h"
 #include "server/obs/audit.h"
 #include "server/runtime/http.h"
 
@@ -476,11 +477,7 @@ bool Follower::on_entry(const Frame& f, std::string& error) {
         error = std::string(e.status().message());
         return false;
     }
-#ifdef FENEC_TEST_HOOKS
-    if (f.kind == 'B' && follows_.apply_stall_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(follows_.apply_stall_ms));
-    }
-#endif
+    if (f.kind == 'B') test_hooks::stall_apply(follows_.apply_stall_ms);
     if (engine::Status st = held_->db().apply(*e); !st.is_ok()) {
         error = st.to_string();
         return false;

@@ -39,6 +39,7 @@
 
 #include "engine/aligned_bytes.h"
 #include "server/node/admin.h"
+#include "server/node/test_hooks.h"
 #include "server/runtime/body_reader.h"
 
 namespace fenec::node {
@@ -145,15 +146,10 @@ http::Response exists(Node& node, const Call& call) {
 // graph is ~70 MB, and a node whose tenants are this large has memory for one being moved in.
 constexpr uint64_t image_in_memory_bytes_max = uint64_t{1} << 30;
 
-// The bound above; a test-hook build reads FENEC_TEST_IMAGE_IN_MEMORY_BYTES from the environment
-// so a test can send a small image down the on-disk path.
+// The bound above; the test hooks may lower it so a test can send a small image down the on-disk
+// path (server/node/test_hooks.h).
 uint64_t image_in_memory_max() {
-#ifdef FENEC_TEST_HOOKS
-    if (const char* v = std::getenv("FENEC_TEST_IMAGE_IN_MEMORY_BYTES")) {
-        if (auto n = parse_decimal(v)) return *n;
-    }
-#endif
-    return image_in_memory_bytes_max;
+    return test_hooks::image_in_memory_bytes(image_in_memory_bytes_max);
 }
 
 // A body received into memory (receive_body's `into`) is asked for this much at a time: each

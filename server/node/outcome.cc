@@ -4,40 +4,13 @@
 // dropped its tenant, is in this copy's file while its tenant may have been failed over without
 // it — the client is told the outcome is unknown, with the seq and history to settle it by
 // (§5.6), and never a Fenec-Seq it would take as its own position.
-#include <chrono>
-#include <thread>
-
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
+#include "server/node/test_hooks.h"
 
 namespace fenec::node {
 
 namespace {
-
-#ifdef FENEC_TEST_HOOKS
-// A stall bounds a worker's sleep; the longest the test cases ask for is 6 s (§14 case 63).
-constexpr int64_t test_stall_ms_max = 60'000;
-
-// `Fenec-Test-Stall: land=<ms>` (several hooks may share the header, comma-separated; `apply=`
-// is a follower's and ignored here).
-int64_t land_stall_ms(const Call& call) {
-    auto h = call.request.head.header("Fenec-Test-Stall");
-    if (!h) return 0;
-    std::string_view rest = *h;
-    while (!rest.empty()) {
-        const size_t comma = rest.find(',');
-        std::string_view part = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-        while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
-        if (!part.starts_with("land=")) continue;
-        if (auto ms = parse_decimal(part.substr(5))) {
-            return static_cast<int64_t>(std::min<uint64_t>(*ms, test_stall_ms_max));
-        }
-    }
-    return 0;
-}
-#endif
 
 // 500 {"error","outcome":"unknown","seq","history"[,"completed","at"]}, no Fenec-Seq (§4.2).
 http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std::string_view why,
@@ -64,11 +37,7 @@ http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std:
 
 void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, const Respond& respond,
                   std::optional<BatchPlace> place) {
-#ifdef FENEC_TEST_HOOKS
-    if (o.landed) {
-        if (const int64_t ms = land_stall_ms(call)) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    }
-#endif
+    if (o.landed) test_hooks::stall_landed(call.request.head);
     Leases* leases = node.leases();
     if (o.error && leases && o.error->engine_code == engine::Code::not_leased && o.error->engine_detail) {
         // Refused at begin or landing by the engine's guard: the node's words for it (§9.4).

@@ -17,6 +17,7 @@
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
 #include "server/node/subscriptions.h"
+#include "server/node/test_hooks.h"
 
 namespace fenec::node {
 
@@ -72,18 +73,7 @@ std::string encode_frame(char kind, std::string_view payload) {
     return out;
 }
 
-uint32_t feed_frame_bound() {
-#ifdef FENEC_TEST_HOOKS
-    static const uint32_t bound = [] {
-        const char* v = std::getenv("FENEC_TEST_FEED_FRAME_BYTES");
-        const unsigned long n = v ? std::strtoul(v, nullptr, 10) : 0;
-        return n > 0 && n < feed_frame_bytes_max ? static_cast<uint32_t>(n) : feed_frame_bytes_max;
-    }();
-    return bound;
-#else
-    return feed_frame_bytes_max;
-#endif
-}
+uint32_t feed_frame_bound() { return test_hooks::feed_frame_bytes(feed_frame_bytes_max); }
 
 std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound) {
     std::vector<std::string> out;

@@ -51,8 +51,8 @@ inline constexpr size_t feed_frame_head_bytes = 5;
 inline constexpr size_t feed_frame_tail_bytes = 8;
 
 std::string encode_frame(char kind, std::string_view payload);
-// The frame bound both ends use: feed_frame_bytes_max, or in FENEC_TEST_HOOKS builds the
-// environment's FENEC_TEST_FEED_FRAME_BYTES (so a test can pass it with a small block).
+// The frame bound both ends use: feed_frame_bytes_max, or lower under the test hooks (so a test
+// can pass it with a small block; server/node/test_hooks.h).
 uint32_t feed_frame_bound();
 // A `B` payload as frames: `C` pieces then the `B` with the last piece, each at most `bound`.
 std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound);
@@ -112,7 +112,7 @@ struct Follows {
         int64_t at_ms = 0;
     };
     std::optional<Heard> heard;  // heard since it was last told
-    int64_t apply_stall_ms = 0;  // Fenec-Test-Stall: apply=<ms> (FENEC_TEST_HOOKS builds)
+    int64_t apply_stall_ms = 0;  // Fenec-Test-Stall: apply=<ms> (server/node/test_hooks.h)
 };
 
 class Follower;

@@ -10,6 +10,7 @@
 #include "server/node/lease.h"
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
+#include "server/node/test_hooks.h"
 #include "server/obs/audit.h"
 
 namespace fenec::node {
@@ -241,11 +242,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     if (auto old = read_follows(c.tenant)) f.told = old->told;
     f.from = *body.from;
     f.told += 1;
-#ifdef FENEC_TEST_HOOKS
-    if (auto stall = c.request.head.header("Fenec-Test-Stall"); stall && stall->starts_with("apply=")) {
-        f.apply_stall_ms = std::atoll(std::string(stall->substr(6)).c_str());
-    }
-#endif
+    f.apply_stall_ms = test_hooks::apply_stall_ms(c.request.head);
     if (auto r = keep_follows(c.tenant, f)) return answer(std::move(*r));
     if (auto r = empty_copy(node_, c, body)) return answer(std::move(*r));
     std::shared_ptr<Follower> follower = start_follower(c.tenant, f);

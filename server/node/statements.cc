@@ -13,6 +13,7 @@
 #include "server/node/parked.h"
 #include "server/node/replication.h"
 #include "server/node/statement_shape.h"
+#include "server/node/test_hooks.h"
 #include "server/obs/audit.h"
 
 namespace fenec::node {
@@ -95,13 +96,7 @@ uint64_t written_rows(std::span<const ql::Answer> answers) {
 
 ql::RunOptions run_options(const Call& call) {
     ql::RunOptions o;
-#ifdef FENEC_TEST_HOOKS
-    if (auto now = call.request.head.header("Fenec-Test-Now")) {
-        if (auto ms = json::parse_timestamp(*now)) o.now_ms = *ms;
-    }
-#else
-    (void)call;
-#endif
+    if (auto ms = test_hooks::now_ms(call.request.head)) o.now_ms = *ms;
     return o;
 }
 

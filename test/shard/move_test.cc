@@ -6,8 +6,8 @@
 // from its cursor without a seed (case 40); a router killed mid-move and restarted (case 44, 42);
 // a move to a node that is down rolled back (case 43); the refusals of §7.1.
 //
-// The tests that stop a move part-way use FENEC_TEST_MOVE_STALL (shard/move.cc), which only a
-// -DFENEC_TEST_HOOKS=ON build reads; without it they skip.
+// The tests that stop a move part-way use FENEC_TEST_MOVE_STALL (shard/test_hooks.h), which
+// fenec-shard-hooks, the router these tests start, reads.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -179,7 +179,6 @@ TEST_F(Move, RefusesBadMoves) {
 // again; every read is 200; no acknowledged write is missing on n2; a delete meanwhile is 409
 // held by the move.
 TEST_F(Move, ConcurrentWriterLosesNothing) {
-    FENEC_REQUIRE_TEST_HOOKS();
     start_router("frozen:500");
     make_acme();
     std::atomic<bool> stop{false};
@@ -321,7 +320,6 @@ TEST_F(Move, SubscriptionResumesOnTheTargetWithoutASeed) {
 // comes back with acme routed to n1 and marked moving, n1 thawed (a write is taken there); moving
 // again replaces the stale copy on n2, whose reads then give the source's rows.
 TEST_F(Move, RouterKilledMidMoveComesBackOnTheSource) {
-    FENEC_REQUIRE_TEST_HOOKS();
     start_router("installed:30000");
     make_acme();
     ASSERT_EQ(data("POST", "/t/acme/c/notes", R"({"title":"before","n":1})").status, 201);

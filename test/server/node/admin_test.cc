@@ -5,8 +5,8 @@
 // replayed while frozen, the freeze answered only after the writes in flight, no acknowledged
 // write lost under concurrent writers), the file image moved between two node processes (rows, a
 // `near` query and the next seq identical), restored in place under a quota, a damaged image
-// refused naming its offset, hello and the tenant list. Cases 53 and 63 need the
-// `Fenec-Test-Stall: land=` hook and skip in a build without it.
+// refused naming its offset, hello and the tenant list. Cases 53 and 63 use the
+// `Fenec-Test-Stall: land=` hook of fenec-node-hooks.
 
 #include <atomic>
 #include <chrono>
@@ -530,7 +530,6 @@ TEST(Admin, FrozenRefusesAKeyedWriteAlreadyMadeWithoutReplay) {
 // socket once the freeze has answered (its answer is there already, the node having one event
 // loop), not off two threads' clocks, which a loaded machine may schedule either way.
 TEST(Admin, FreezeWaitsForTheWriteInFlight) {
-    FENEC_REQUIRE_TEST_HOOKS();
     Node n;
     n.make_acme();
     const uint64_t s = n.seq();
@@ -561,7 +560,6 @@ TEST(Admin, FreezeWaitsForTheWriteInFlight) {
 // Case 63: a delete asked while a write is stalled for 6 s is refused 409 `still in use` after
 // about 5 s; the file is kept and the tenant served as before, the stalled write included.
 TEST(Admin, DeleteRefusedWhileAWriteIsInFlight) {
-    FENEC_REQUIRE_TEST_HOOKS();
     Node n;
     n.make_acme();
     const uint64_t s = n.seq();

@@ -248,7 +248,6 @@ TEST_F(Leases, AnotherAuthorityIsTakenOnceTheLeaseLapsed) {  // case 73
 }
 
 TEST_F(Leases, AWriteAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {  // case 75
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);
@@ -268,7 +267,6 @@ TEST_F(Leases, AWriteAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {  // case 
 }
 
 TEST_F(Leases, AnUnknownOutcomeIsSettledByItsKeyOnceLeasedAgain) {  // case 76
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);
@@ -287,7 +285,6 @@ TEST_F(Leases, AnUnknownOutcomeIsSettledByItsKeyOnceLeasedAgain) {  // case 76
 }
 
 TEST_F(Leases, ACompactBatchAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {
-    FENEC_REQUIRE_TEST_HOOKS();
     start(true);
     create("acme");
     lease(500);

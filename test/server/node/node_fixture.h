@@ -26,14 +26,6 @@
 #include "server/runtime/http.h"
 #include "test/support/wait.h"
 
-// A test that needs Fenec-Test-Stall (node-http.md §14) skips in a build without the test hooks;
-// `make test-asan` (and so CI) builds with them, `make test`'s plain build without.
-#ifdef FENEC_TEST_HOOKS
-#define FENEC_REQUIRE_TEST_HOOKS() (void)0
-#else
-#define FENEC_REQUIRE_TEST_HOOKS() GTEST_SKIP() << "needs a -DFENEC_TEST_HOOKS=ON build"
-#endif
-
 namespace fenec::test {
 
 struct Reply {
@@ -175,12 +167,13 @@ private:
 class NodeProcess {
 public:
     // `stderr_path`, when given, receives the node's stderr (truncated first); otherwise it goes
-    // to the test's own stderr.
-    NodeProcess(std::string data_dir, std::vector<std::string> flags, std::string stderr_path = {})
+    // to the test's own stderr. `binary`: fenec-node-hooks unless a test asks for another.
+    NodeProcess(std::string data_dir, std::vector<std::string> flags, std::string stderr_path = {},
+                std::string binary = FENEC_NODE_BIN)
         : data_dir_(std::move(data_dir)) {
         int out[2];
         if (::pipe(out) != 0) return;
-        std::vector<std::string> args = {FENEC_NODE_BIN, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
+        std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                          "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
         pid_ = ::fork();

@@ -223,7 +223,6 @@ TEST(FeedFrames, ABlockPastTheBoundGoesInContinuationFrames) {
     EXPECT_NE(error.find("over the bound"), std::string::npos) << error;
 }
 
-#ifdef FENEC_TEST_HOOKS
 // §10.2 end to end: with the frame bound at 4 KiB on both nodes, a 64 KiB block replicates.
 TEST(ReplicationBigBlock, ABlockPastTheFrameBoundReplicates) {
     ::setenv("FENEC_TEST_FEED_FRAME_BYTES", "4096", 1);
@@ -252,7 +251,6 @@ TEST(ReplicationBigBlock, ABlockPastTheFrameBoundReplicates) {
     EXPECT_EQ(member(look.body, "images"), "1") << look.body;  // the first only: no reconnect
     EXPECT_EQ(member(look.body, "reconnects"), "0") << look.body;
 }
-#endif
 
 }  // namespace
 }  // namespace fenec::test

@@ -160,7 +160,6 @@ TEST_F(Replication, FollowerPastTheFeedTakesAnImage) {
 
 // §14 case 32: Fenec-After on a replica waits for the stalled apply.
 TEST_F(Replication, FenecAfterWaitsForTheReplicasApply) {
-    FENEC_REQUIRE_TEST_HOOKS();
     follow({{"Fenec-Test-Stall", "apply=300"}});
     auto w = n.query("put notes {title: $1}", "[\"late\"]");
     ASSERT_EQ(w.status, 200);

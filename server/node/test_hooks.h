@@ -1,0 +1,41 @@
+// server/node/test_hooks.h: the node's test hooks (node-http.md §14), the only ways a test reaches
+// into fenec-node's timing and bounds: `Fenec-Test-Stall: land=<ms>` (a landed write's answer
+// held), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Now:
+// <ISO-8601>` (the statements' `now`), and two bounds lowered from the environment
+// (FENEC_TEST_FEED_FRAME_BYTES, FENEC_TEST_IMAGE_IN_MEMORY_BYTES).
+//
+// Two implementations, chosen at link time (server/CMakeLists.txt):
+//   test_hooks_off.cc  every hook does nothing and answers the release value; it names no header
+//                      and no variable. It is the library's default, so fenec-node and every
+//                      program linking fenec_node get it.
+//   test_hooks_on.cc   reads the headers and variables; linked only into fenec-node-hooks, the
+//                      node the integration tests start (built with the tests, never installed).
+// Invariant: a release binary carries no hook. test/server/node/test_hooks_test.cc checks that
+// fenec-node holds none of the hooks' names and ignores their headers, and that
+// fenec-node-hooks honours them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "server/runtime/http.h"
+
+namespace fenec::node::test_hooks {
+
+// Between a write's landing and its answer: sleeps `Fenec-Test-Stall: land=<ms>` of `head`.
+void stall_landed(const http::RequestHead& head);
+
+// `Fenec-Test-Stall: apply=<ms>` of a `POST …/follow`, kept in the tenant's Follows; 0 if none.
+int64_t apply_stall_ms(const http::RequestHead& head);
+// Before a follower applies a block: sleeps the `apply_stall_ms` its Follows kept.
+void stall_apply(int64_t apply_stall_ms);
+
+// The statements' `now` pinned by `Fenec-Test-Now: <ISO-8601>`; nullopt: the clock's.
+std::optional<int64_t> now_ms(const http::RequestHead& head);
+
+// The feed's frame bound: `bytes_max`, or FENEC_TEST_FEED_FRAME_BYTES when below it.
+uint32_t feed_frame_bytes(uint32_t bytes_max);
+// The largest image installed from memory: `bytes_max`, or FENEC_TEST_IMAGE_IN_MEMORY_BYTES.
+uint64_t image_in_memory_bytes(uint64_t bytes_max);
+
+}  // namespace fenec::node::test_hooks

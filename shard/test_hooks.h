@@ -1,0 +1,20 @@
+// shard/test_hooks.h: the router's test hook, the one way a test reaches into fenec-shard's
+// timing: FENEC_TEST_MOVE_STALL=<step>:<ms> in its environment holds every move `ms` after the
+// step named (`marked`, `frozen`, `installed`, `flipped`), so a test can write during the freeze
+// or stop the router mid-move.
+//
+// Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
+// nothing and names no variable; it is the library's default, so fenec-shard and every program
+// linking fenec_shard get it. test_hooks_on.cc reads the variable; linked only into
+// fenec-shard-hooks, the router the integration tests start. Invariant: a release binary carries
+// no hook (test/shard/test_hooks_test.cc checks fenec-shard's bytes).
+#pragma once
+
+#include <string_view>
+
+namespace fenec::shard::test_hooks {
+
+// After the move step `step`: sleeps what FENEC_TEST_MOVE_STALL asks for that step.
+void stall_after_move_step(std::string_view step);
+
+}  // namespace fenec::shard::test_hooks

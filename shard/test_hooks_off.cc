@@ -1,0 +1,9 @@
+// shard/test_hooks_off.cc: the router's test hook in a release (shard/test_hooks.h): none. A move
+// never waits on its environment, and nothing here names the hook's variable.
+#include "shard/test_hooks.h"
+
+namespace fenec::shard::test_hooks {
+
+void stall_after_move_step(std::string_view) {}
+
+}  // namespace fenec::shard::test_hooks

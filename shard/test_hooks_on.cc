@@ -1,0 +1,22 @@
+// shard/test_hooks_on.cc: the router's test hook that acts (shard/test_hooks.h), linked only into
+// fenec-shard-hooks, the router the integration tests start.
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "shard/test_hooks.h"
+
+namespace fenec::shard::test_hooks {
+
+void stall_after_move_step(std::string_view step) {
+    const char* env = std::getenv("FENEC_TEST_MOVE_STALL");
+    if (!env) return;
+    std::string_view v(env);
+    const size_t colon = v.find(':');
+    if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
+    const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+}  // namespace fenec::shard::test_hooks
