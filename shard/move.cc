@@ -7,8 +7,11 @@
 // written on, so the router holds a megabyte of it at a time whatever its size. The
 // PUT goes with `Expect: 100-continue`, so a target that already has a file refuses (409) before
 // a byte of the body is sent; that copy is stale by definition (the directory never pointed at
-// it) and is deleted (DELETE …/file) and the install tried once more. Every other call to a node
-// (freeze, thaw, deletes) goes through Upstream::call.
+// it) and is deleted (DELETE …/file) and the install tried once more. Freeze, thaw and that
+// delete go through Upstream::call; a tenant's delete and its quota through shard/node_calls.h.
+// The tenant's copies keep in step through shard/copies.h: its replica on the target detached
+// first (step 1), the quota sent to the target before the flip (step 5), the pair's and the
+// replica's copies moved after it (steps 8 and 9).
 //
 // Test hook (FENEC_TEST_HOOKS builds only): FENEC_TEST_MOVE_STALL=<step>:<ms> makes every move
 // wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a test can
@@ -33,6 +36,8 @@
 #include <thread>
 
 #include "json/writer.h"
+#include "shard/copies.h"
+#include "shard/node_calls.h"
 
 namespace fenec::shard {
 
@@ -355,6 +360,10 @@ Response Move::run(const server::Request& request) {
     if (to_.name == from_.name) {
         return refuse(409, "tenant `" + tenant_ + "` is on node `" + to_.name + "` already");
     }
+    if (maps->is_standby(to_.name)) {
+        return refuse(409, "node `" + to_.name + "` is a standby in a pair: record its " +
+                               "pair's node without a standby first");
+    }
     if (to_.region != from_.region) {
         Response r = refuse(409, "node `" + to_.name + "` is in region `" + to_.region +
                                      "`: name it with \"region\": \"" + to_.region + "\"");
@@ -369,9 +378,11 @@ Response Move::run(const server::Request& request) {
     // A copy a stopped move left on another node than this one's target is stale: it goes.
     if (row_.state == "moving" && !row_.moving_to.empty() && row_.moving_to != to_.name) {
         if (auto old = maps->nodes.find(row_.moving_to); old != maps->nodes.end()) {
-            (void)admin(old->second, "DELETE", path_, true);
+            (void)router_.node_calls().remove(old->second, tenant_, a_.request_id);
         }
     }
+    // Step 1: a node holds one copy of a tenant, so its own replica on the target goes first.
+    router_.copies().before_move(tenant_, to_.name, a_.request_id);
 
     // Step 2: marked moving, synced; still routed to the source.
     TenantRow moving = row_;
@@ -393,11 +404,18 @@ Response Move::run(const server::Request& request) {
     steps_.freeze = steps_.lap();
     stall_after("frozen");
 
-    // Steps 4 and 5: the image from the source onto the target.
+    // Steps 4 and 5: the image from the source onto the target, then the recorded quota to the
+    // target (an image carries none), so it bites from the flip on.
     Copied copied;
     if (auto f = copy_image(seq, copied)) {
         roll_back(false);
         return fail(*f);
+    }
+    QuotaSent quota = router_.copies().quotas().send_to(to_, row_, "move's target", a_.request_id);
+    if (!quota.taken) {
+        roll_back(true);
+        return fail(
+            {502, "quota", "the target did not take the quota of `" + tenant_ + "`: " + quota.why});
     }
     stall_after("installed");
 
@@ -410,17 +428,18 @@ Response Move::run(const server::Request& request) {
     steps_.flip = steps_.lap();
     stall_after("flipped");
 
+    // Steps 8 and 9: the copies follow the tenant to its new node; a failure here is logged and
+    // answered as `unreplicated`, never the move's.
+    const CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
+
     // Step 11: the source copy deleted; its subscriptions end `gone` and reconnect to the target.
-    Upstream::Whole del = admin(from_, "DELETE", path_, true);
-    const bool removed =
-        del.answer && (del.answer->status == 204 || del.answer->status == 200 ||
-                       del.answer->status == 404);
+    NodeAnswer del = router_.node_calls().remove(from_, tenant_, a_.request_id);
+    const bool removed = del.gone();
     steps_.remove = steps_.lap();
     if (!removed) {
         std::cerr << "fenec-shard: move of `" << tenant_ << "` to `" << to_.name
                   << "`: the source copy on `" << from_.name << "` was not deleted ("
-                  << (del.answer ? "answered " + std::to_string(del.answer->status) : del.message)
-                  << "); it stays frozen and unrouted\n";
+                  << del.said(from_) << "); it stays frozen and unrouted\n";
     }
     const uint64_t ms = router_.now_ms() - start;
     count("done");
@@ -443,6 +462,17 @@ Response Move::run(const server::Request& request) {
     w.uint64(ms);
     w.key("source_removed");
     w.boolean(removed);
+    if (!copy.node.empty()) {
+        w.key("replica_on");
+        w.string(copy.node);
+        if (copy.same_zone) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+    } else if (copy.asked) {
+        w.key("unreplicated");
+        w.string(copy.unreplicated);
+    }
     w.key("seq");
     w.string(copied.seq);
     w.key("steps");
@@ -695,7 +725,7 @@ std::optional<Failure> Move::install(Conn& source, const http::ResponseHead& ima
     }
     if (std::to_string(seq) != out.seq || lineage != out.lineage) {
         // Installed, but not the image sent: it goes, since nothing routes to it.
-        (void)admin(to_, "DELETE", path_, true);
+        (void)router_.node_calls().remove(to_, tenant_, a_.request_id);
         return Failure{502, "install", who(to_) + " installed seq " + std::to_string(seq) +
                                            " of lineage " + std::string(lineage) + ", not seq " +
                                            out.seq + " of " + out.lineage};
@@ -708,7 +738,7 @@ std::optional<Failure> Move::install(Conn& source, const http::ResponseHead& ima
 // fails leaves the tenant `moving`, handled as after a stop (settle_moves).
 void Move::roll_back(bool installed) {
     (void)admin(from_, "POST", path_ + "/thaw", true);
-    if (installed) (void)admin(to_, "DELETE", path_, true);
+    if (installed) (void)router_.node_calls().remove(to_, tenant_, a_.request_id);
     TenantRow back = row_;
     back.state = "active";
     back.moving_to.clear();

@@ -122,6 +122,9 @@ const std::vector<Flag>& flags() {
          }},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          count(&RouterOptions::workers, 1, 256)},
+        {"--replicas", nullptr,
+         "give each tenant on a node in no pair a replica of its own, in its region (default off)",
+         [](RouterOptions& o, const std::string&) { return o.replicas = true; }},
     };
     return table;
 }

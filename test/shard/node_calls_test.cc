@@ -27,6 +27,10 @@ TEST(NodeAnswers, GrantAnswersByTheTable) {
     EXPECT_TRUE(g.took);
     EXPECT_TRUE(g.ran);
     EXPECT_EQ(g.list, 4u);
+    g = answers::read_grant(200, R"({"grant":6,"took":true,"ran":false,"left_ms":0,"list":6})");
+    EXPECT_EQ(g.kind, GrantReply::Kind::taken);
+    EXPECT_TRUE(g.took) << "taken for its list";
+    EXPECT_FALSE(g.ran) << "and no lease";
     g = answers::read_grant(200, R"({"grant":6,"took":false,"ran":false,"list":null})");
     EXPECT_EQ(g.kind, GrantReply::Kind::taken);
     EXPECT_FALSE(g.took);
