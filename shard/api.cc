@@ -143,7 +143,9 @@ void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
 void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps, bool one,
                   std::optional<uint64_t> bytes, const Copies& copies) {
     auto n = maps.nodes.find(t.node);
-    const std::optional<std::string> unreplicated = copies.unreplicated(maps, t);
+    // A list says only where a copy is; the reason for none is worked out for one tenant.
+    const std::optional<std::string> unreplicated =
+        one ? copies.unreplicated(maps, t) : copies.failed(t.name);
     const std::string copy = unreplicated ? std::string() : maps.copy_of(t);
     w.begin_object();
     w.key("name");
@@ -351,23 +353,9 @@ class Api {
         }
         std::vector<std::string> unreplicated;
         const std::string* before = maps->standby_of(name);
-        const std::string old_standby = before ? *before : "";
-        if (standby && *standby != old_standby) {
-            if (engine::Status st = router_.directory().put_pair(name, *standby); !st.is_ok()) {
-                return Router::error(500, "the directory could not record the pair of `" + name +
-                                              "`: " + st.to_string());
-            }
-            if (same_zone(*router_.directory().maps(), name, *standby)) {
-                std::cerr << "fenec-shard: the standby `" << *standby << "` of `" << name
-                          << "` is in its zone `" << row.zone << "`: a zone lost would take both\n";
-            }
-            unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
-        } else if (standby_given && !standby && !old_standby.empty()) {
-            if (engine::Status st = router_.directory().remove_pair(name); !st.is_ok()) {
-                return Router::error(500, "the directory could not remove the pair of `" + name +
-                                              "`: " + st.to_string());
-            }
-            unreplicated = router_.copies().unpaired(name, old_standby, a_.request_id);
+        if (std::optional<Response> failed =
+                change_pair(row, before ? *before : "", standby_given, standby, unreplicated)) {
+            return *failed;
         }
         // A node added runs a repair of its region, so a tenant left unreplicated finds its copy.
         if (fresh && router_.options().replicas) {
@@ -389,6 +377,34 @@ class Api {
         w.end_array();
         w.end_object();
         return r;
+    }
+
+    // §8.1, once the node is recorded: the pair recorded or changed when `standby` names a node
+    // other than `old_standby`, removed when it was given as null. A directory failure, or the
+    // tenants left without a copy in `unreplicated`.
+    std::optional<Response> change_pair(const NodeRow& node, const std::string& old_standby,
+                                        bool given, const std::optional<std::string>& standby,
+                                        std::vector<std::string>& unreplicated) {
+        const std::string& name = node.name;
+        if (standby && *standby != old_standby) {
+            if (engine::Status st = router_.directory().put_pair(name, *standby); !st.is_ok()) {
+                return Router::error(500, "the directory could not record the pair of `" + name +
+                                              "`: " + st.to_string());
+            }
+            if (same_zone(*router_.directory().maps(), name, *standby)) {
+                std::cerr << "fenec-shard: the standby `" << *standby << "` of `" << name
+                          << "` is in its zone `" << node.zone
+                          << "`: a zone lost would take both\n";
+            }
+            unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
+        } else if (given && !standby && !old_standby.empty()) {
+            if (engine::Status st = router_.directory().remove_pair(name); !st.is_ok()) {
+                return Router::error(500, "the directory could not remove the pair of `" + name +
+                                              "`: " + st.to_string());
+            }
+            unreplicated = router_.copies().unpaired(name, old_standby, a_.request_id);
+        }
+        return std::nullopt;
     }
 
     // §8.1's checks of `standby` for `node` (its region as the request leaves it).

@@ -325,12 +325,15 @@ std::vector<std::string> Copies::node_removed(const DirectoryMaps& before,
     return out;
 }
 
+std::optional<std::string> Copies::failed(const std::string& tenant) const {
+    std::lock_guard lock(why_mu_);
+    auto it = why_.find(tenant);
+    return it == why_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
 std::optional<std::string> Copies::unreplicated(const DirectoryMaps& maps,
                                                 const TenantRow& tenant) const {
-    {
-        std::lock_guard lock(why_mu_);
-        if (auto it = why_.find(tenant.name); it != why_.end()) return it->second;
-    }
+    if (std::optional<std::string> why = failed(tenant.name)) return why;
     if (!maps.copy_of(tenant).empty()) return std::nullopt;
     if (!router_.options().replicas) return std::nullopt;  // none was wanted
     auto v = place_replica(maps, tenant);

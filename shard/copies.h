@@ -168,6 +168,8 @@ class Copies {
     // Why `tenant` has no copy, or nullopt when it has one or none was wanted.
     std::optional<std::string> unreplicated(const DirectoryMaps& maps,
                                             const TenantRow& tenant) const;
+    // Why the last attempt to give `tenant` a copy failed, if it did: cheap, for a list.
+    std::optional<std::string> failed(const std::string& tenant) const;
     // Sets fenec_router_replicas{node}, fenec_router_unreplicated_tenants{region} and
     // fenec_router_same_zone_copies{region} from `maps` (every node and region listed).
     void publish_gauges(const DirectoryMaps& maps);
