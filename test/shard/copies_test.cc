@@ -2,8 +2,9 @@
 // through fenec-shard --replicas, against four real fenec-node processes shared by the cases:
 // the replica placed by zones and found following its primary on its node, `same_zone` answered
 // and counted and moved by a zone change, `unreplicated` with its reason until a node added
-// repairs it, a repair preferring a node that holds a stale copy, a node removed listing the
-// tenants whose copy it kept, and a tenant's delete taking its replica with it.
+// repairs it, a repair preferring a node that holds a stale copy and learning a lineage its
+// primary and a copy both report, a node removed listing the tenants whose copy it kept, and a
+// tenant's delete taking its replica with it.
 #include <gtest/gtest.h>
 
 #include "test/shard/cluster_fixture.h"
@@ -155,6 +156,35 @@ TEST_F(Repair, PrefersANodeHoldingACopy) {
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.body.find(R"("replicated":[])"), std::string::npos) << r.body;
     EXPECT_EQ(shard("POST", "/_shard/replicas", R"({"zone":"x"})").status, 400);
+}
+
+// §8.3 step 4: a file of another lineage put in the primary's place, which the copy following
+// it takes too: the repair records the new lineage, since both report it.
+TEST_F(Repair, LearnsTheLineageItsPrimaryAndACopyReport) {
+    start_router();
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "n1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    const std::string was = Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage");
+    ASSERT_EQ(was.size(), 16u);
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
+
+    // Made again under the name on n1 behind the router's back: a new lineage.
+    ASSERT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status, 204);
+    ASSERT_EQ(node(0, "PUT", "/_admin/tenants/" + t).status, 201);
+    const std::string now = Json(copy_on(0, t).body).text("lineage");
+    ASSERT_NE(now, was);
+    ASSERT_TRUE(eventually([&] { return Json(copy_on(1, t).body).text("lineage") == now; }))
+        << "the copy takes the new file's image: " << copy_on(1, t).body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage"), was);
+
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage"), now);
 }
 
 }  // namespace
