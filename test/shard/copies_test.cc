@@ -187,5 +187,32 @@ TEST_F(Repair, LearnsTheLineageItsPrimaryAndACopyReport) {
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage"), now);
 }
 
+// §8.3 step 3: a tenant whose primary does not answer is given no replica (one made now could
+// follow a node that is gone) and is said to be looked at again; asked once it answers, it gets
+// one.
+TEST_F(Repair, SilentPrimaryGetsNoneUntilItAnswers) {
+    start_router();
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("acme");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    const uint16_t port = nodes_->port(0);
+    nodes_->procs[0]->kill(SIGKILL);
+    Reply r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("replicated":[],"failed":[],"unreplicated":[{"tenant":")" + t +
+                          R"(","why":"its node `n1` did not answer)"),
+              std::string::npos)
+        << r.body;
+    EXPECT_EQ(copy_on(1, t).status, 404);
+
+    nodes_->start(0, port);
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"n2\"}"), std::string::npos)
+        << r.body;
+    EXPECT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
+}
+
 }  // namespace
 }  // namespace fenec::test
