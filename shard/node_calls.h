@@ -135,8 +135,11 @@ class NodeCalls {
                          const std::optional<Quota>& quota, std::string_view request_id);
     // `GET /_admin/tenants/<t>/quota`: limits and usage, in `body`.
     NodeAnswer get_quota(const NodeRow& node, std::string_view tenant, std::string_view request_id);
-    // `POST /_admin/lease` (§9.5), the whole call bounded by `deadline`: nothing back by then is
-    // `silent`, as is a deadline already past.
+    // `POST /_admin/lease` (§9.5) within `deadline`: an answer not back by then is `silent`, as
+    // is a deadline already past, so a late answer is never counted. Over Upstream::call the time
+    // left bounds the connect and each read and write rather than the whole, and a name is looked
+    // up unbounded, so the call itself may outlast the deadline; the one HTTP client's absolute
+    // deadline (server/runtime/) will close that without changing this contract.
     GrantReply grant(const NodeRow& node, const GrantWire& wire,
                      std::chrono::steady_clock::time_point deadline,
                      std::string_view request_id = {});
