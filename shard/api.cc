@@ -1,15 +1,22 @@
-// shard/api.cc: the `/_shard/` API's first part (router.md §6): nodes registered, listed and
-// removed; tenants created on a node (by the fewest bytes, or the one named), read, listed and
-// deleted. Runs on the router's API workers: it waits on nodes (shard/upstream.h) and on the
-// directory's fsync. Every change is one audit line. Moves, copies, failover, quotas, regions
-// and the query across tenants are later work and answer 404 naming the route.
+// shard/api.cc: the `/_shard/` API (router.md §6): nodes registered (with their pair's standby),
+// listed and removed; tenants created on a node (by the fewest bytes, or the one named) with
+// their copy, read, listed and deleted with their copies; and the routes to the moves
+// (shard/move.h), pairs, the repair (shard/copies.h) and quotas (shard/quota.h). Runs on the
+// router's API workers: it waits on nodes (shard/node_calls.h) and on the directory's fsync.
+// Every change is one audit line. Failover, regions and the query across tenants are elsewhere
+// or later work, and answer 404 naming the route.
 #include <simdjson.h>
 
 #include <algorithm>
+#include <iostream>
 #include <optional>
 
 #include "json/writer.h"
+#include "shard/copies.h"
 #include "shard/move.h"
+#include "shard/node_calls.h"
+#include "shard/placement.h"
+#include "shard/quota.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -70,6 +77,11 @@ struct Body {
         }
         return std::string(s);
     }
+    // Whether the member is there, null included.
+    bool present(std::string_view key) const {
+        simdjson::dom::element e;
+        return !empty && !object.at_key(key).get(e);
+    }
     // A member as JSON text, for passing on.
     std::optional<std::string> raw(std::string_view key) const {
         if (empty) return std::nullopt;
@@ -79,69 +91,28 @@ struct Body {
     }
 };
 
-struct Hello {
-    bool answered = false;
-    int status = 0;          // the node's, when it refused
-    std::string why;         // when not answered or refused
-    uint64_t disk_bytes = 0;
-    std::string lease = "unknown";
-};
-
 }  // namespace
 
 namespace {
 
-// GET /_admin/hello with the node's token (§6.3, §13). A node that does not have it yet answers
-// 404, and then GET /_admin/tenants proves the token and gives the bytes as their sum.
-Hello hello(Router& router, const std::string& node, const std::string& addr,
-            const std::string& token, const std::string& request_id) {
-    Hello h;
-    NodeRow row;
-    row.name = node;
-    row.addr = addr;
-    row.token = token;
-    auto ask = [&](std::string target) {
-        return router.upstream().admin(row, {.method = "GET",
-                                             .target = std::move(target),
-                                             .request_id = request_id,
-                                             .resendable = true});
-    };
-    server::CallResult w = ask("/_admin/hello");
-    if (w.answer && w.answer->status == 404) w = ask("/_admin/tenants");
-    if (!w.answer) {
-        h.why = w.error.message;
-        return h;
+// What a node holds, as the directory has it: primaries, copies kept for others, and its pair.
+struct Holds {
+    size_t tenants = 0;
+    size_t replicas = 0;  // copies of other nodes' tenants: its own replicas and a standby's
+    size_t pairs = 0;
+};
+Holds holds(const DirectoryMaps& maps, std::string_view node) {
+    Holds h;
+    for (const auto& [name, t] : maps.tenants) {
+        h.tenants += t.node == node;
+        h.replicas += maps.copy_of(t) == node;
     }
-    h.status = w.answer->status;
-    if (h.status != 200) {
-        h.why = "node `" + node + "` (" + addr + ") answered " + std::to_string(h.status) +
-                (h.status == 401 || h.status == 403 ? ": it refused the token" : "");
-        return h;
-    }
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (parser.parse(w.answer->body).get(doc)) {
-        h.why = "node `" + node + "` answered something that is not JSON";
-        return h;
-    }
-    h.answered = true;
-    if (doc.is_array()) {  // /_admin/tenants: the bytes of each
-        for (auto t : doc.get_array()) {
-            uint64_t b = 0;
-            if (!t["bytes"].get_uint64().get(b)) h.disk_bytes += b;
-        }
-        return h;
-    }
-    uint64_t b = 0;
-    if (!doc["disk_bytes"].get_uint64().get(b)) h.disk_bytes = b;
-    bool takes = false;
-    if (!doc["takes_leases"].get_bool().get(takes)) h.lease = takes ? "takes" : "none";
+    h.pairs = (maps.standby_of(node) ? 1 : 0) + (maps.is_standby(node) ? 1 : 0);
     return h;
 }
 
 void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
-    size_t tenants = 0;
-    for (const auto& [name, t] : maps.tenants) tenants += t.node == n.name;
+    const Holds h = holds(maps, n.name);
     w.begin_object();
     w.key("name");
     w.string(n.name);
@@ -151,16 +122,31 @@ void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
     w.string(n.region);
     w.key("zone");
     w.string(n.zone);
+    if (const std::string* s = maps.standby_of(n.name)) {
+        w.key("standby");
+        w.string(*s);
+    }
+    for (const auto& [node, standby] : maps.pairs) {
+        if (standby != n.name) continue;
+        w.key("standby_of");
+        w.string(node);
+    }
     w.key("tenants");
-    w.uint64(tenants);
+    w.uint64(h.tenants);
     w.key("replicas");
-    w.uint64(0);
+    w.uint64(h.replicas);
     w.end_object();
 }
 
+// A tenant as §6.2 answers it; `one` for GET /_shard/tenants/<t>. Its copy (`replica`: its own
+// replica or its node's standby) with `same_zone` where so, or `unreplicated` with the reason.
 void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps, bool one,
-                  std::optional<uint64_t> bytes) {
+                  std::optional<uint64_t> bytes, const Copies& copies) {
     auto n = maps.nodes.find(t.node);
+    // A list says only where a copy is; the reason for none is worked out for one tenant.
+    const std::optional<std::string> unreplicated =
+        one ? copies.unreplicated(maps, t) : copies.failed(t.name);
+    const std::string copy = unreplicated ? std::string() : maps.copy_of(t);
     w.begin_object();
     w.key("name");
     w.string(t.name);
@@ -170,9 +156,21 @@ void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps
     w.string(t.state);
     w.key("region");
     w.string(n == maps.nodes.end() ? "" : n->second.region);
+    if (!copy.empty()) {
+        w.key("replica");
+        w.string(copy);
+    }
     if (one) {
         w.key("zone");
         w.string(n == maps.nodes.end() ? "" : n->second.zone);
+        if (!copy.empty() && same_zone(maps, t.node, copy)) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+        if (unreplicated) {
+            w.key("unreplicated");
+            w.string(*unreplicated);
+        }
         if (!t.moving_to.empty()) {
             w.key("moving_to");
             w.string(t.moving_to);
@@ -241,8 +239,20 @@ class Api {
             }
             return changed(serve_move(router_, request_, a_, seg[2]));
         }
+        if (seg.size() == 4 && seg[1] == "tenants" && seg[3] == "quota") {  // shard/quota.h
+            if (!valid_name(seg[2])) {
+                return Router::error(400, "tenant name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
+            }
+            Response r = serve_quota(router_, request_, a_, seg[2]);
+            return m == http::Method::get ? r : changed(std::move(r));
+        }
+        if (seg.size() == 2 && seg[1] == "pairs") return serve_pairs(router_, request_);
+        if (seg.size() == 2 && seg[1] == "replicas") {  // the repair (§8.3): shard/repair.cc
+            return changed(serve_replicas(router_, request_, a_));
+        }
         return Router::error(404, "no route " + request_.head.path +
-                                      ": /_shard/ serves nodes and tenants in this version");
+                                      ": /_shard/ serves nodes, pairs, replicas and tenants in "
+                                      "this version");
     }
 
   private:
@@ -284,10 +294,10 @@ class Api {
         auto token = body.text("token", bad);
         auto region = body.text("region", bad);
         auto zone = body.text("zone", bad);
+        // §8.1: a name records the pair, null removes it, absent leaves it as it is.
+        const bool standby_given = body.present("standby");
+        const std::optional<std::string> standby = body.text("standby", bad);
         if (!bad.empty()) return Router::error(400, "field `" + bad + "` must be a string");
-        if (body.raw("standby")) {
-            return Router::error(400, "field `standby`: pairs are not served by this version");
-        }
         auto maps = router_.directory().maps();
         auto it = maps->nodes.find(name);
         const bool fresh = it == maps->nodes.end();
@@ -303,33 +313,53 @@ class Api {
         if (addr && (addr->rfind(':') == std::string::npos || addr->find('/') != std::string::npos)) {
             return Router::error(400, "field `addr`: `" + *addr + "` is not host:port");
         }
-        for (const auto& [field, v] : {std::pair{"region", region}, std::pair{"zone", zone}}) {
+        for (const auto& [field, v] : {std::pair{"region", region}, std::pair{"zone", zone},
+                                       std::pair{"standby", standby}}) {
             if (v && !v->empty() && !valid_name(*v)) {
                 return Router::error(400, std::string("field `") + field + "`: `" + *v +
                                               "` is not [a-z0-9_-]{1,64}");
             }
         }
         if (region && *region != row.region) {
-            size_t held = 0;
-            for (const auto& [tn, t] : maps->tenants) held += t.node == name;
-            if (held > 0) {
-                Response r = Router::error(409, "node `" + name + "` holds " + std::to_string(held) +
-                                                    " tenants and 0 replicas: move them off "
-                                                    "before changing its region");
+            // Its tenants' residency would change under them (seed 002).
+            const Holds h = holds(*maps, name);
+            if (h.tenants + h.replicas + h.pairs > 0) {
+                Response r =
+                    Router::error(409, "node `" + name + "` holds " + std::to_string(h.tenants) +
+                                           " tenants and " + std::to_string(h.replicas) +
+                                           " replicas: move them off before changing "
+                                           "its region");
+                r.body.pop_back();
+                r.body += ",\"tenants\":" + std::to_string(h.tenants) +
+                          ",\"replicas\":" + std::to_string(h.replicas) +
+                          ",\"pairs\":" + std::to_string(h.pairs) + "}";
                 return r;
             }
             row.region = *region;
         }
-        // The node is asked before anything is written (§6.3).
-        Hello h = hello(router_, name, row.addr, row.token, a_.request_id);
-        if (!h.answered) {
-            Response r = Router::error(502, h.why.empty() ? "node `" + name + "` did not answer" : h.why);
-            return r;
+        if (standby) {
+            if (std::optional<Response> refused = check_standby(*maps, row, *standby)) {
+                return *refused;
+            }
         }
+        // The node is asked before anything is written (§6.3).
+        HelloReply h = router_.node_calls().hello(row, a_.request_id);
+        if (h.status != 200) return Router::error(502, h.said(row));
+        router_.copies().node_answered(name);  // quotas it did not take go again
         row.lease = h.lease;
         if (engine::Status st = router_.directory().put_node(row); !st.is_ok()) {
             return Router::error(500, "the directory could not record node `" + name +
                                           "`: " + st.to_string());
+        }
+        std::vector<std::string> unreplicated;
+        const std::string* before = maps->standby_of(name);
+        if (std::optional<Response> failed =
+                change_pair(row, before ? *before : "", standby_given, standby, unreplicated)) {
+            return *failed;
+        }
+        // A node added runs a repair of its region, so a tenant left unreplicated finds its copy.
+        if (fresh && router_.options().replicas) {
+            router_.copies().repair("node `" + name + "` added", row.region);
         }
         Response r;
         r.status = fresh ? 201 : 200;
@@ -343,9 +373,72 @@ class Api {
         w.string(row.zone);
         w.key("unreplicated");
         w.begin_array();
+        for (const std::string& t : unreplicated) w.string(t);
         w.end_array();
         w.end_object();
         return r;
+    }
+
+    // §8.1, once the node is recorded: the pair recorded or changed when `standby` names a node
+    // other than `old_standby`, removed when it was given as null. A directory failure, or the
+    // tenants left without a copy in `unreplicated`.
+    std::optional<Response> change_pair(const NodeRow& node, const std::string& old_standby,
+                                        bool given, const std::optional<std::string>& standby,
+                                        std::vector<std::string>& unreplicated) {
+        const std::string& name = node.name;
+        if (standby && *standby != old_standby) {
+            if (engine::Status st = router_.directory().put_pair(name, *standby); !st.is_ok()) {
+                return Router::error(500, "the directory could not record the pair of `" + name +
+                                              "`: " + st.to_string());
+            }
+            if (same_zone(*router_.directory().maps(), name, *standby)) {
+                std::cerr << "fenec-shard: the standby `" << *standby << "` of `" << name
+                          << "` is in its zone `" << node.zone
+                          << "`: a zone lost would take both\n";
+            }
+            unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
+        } else if (given && !standby && !old_standby.empty()) {
+            if (engine::Status st = router_.directory().remove_pair(name); !st.is_ok()) {
+                return Router::error(500, "the directory could not remove the pair of `" + name +
+                                              "`: " + st.to_string());
+            }
+            unreplicated = router_.copies().unpaired(name, old_standby, a_.request_id);
+        }
+        return std::nullopt;
+    }
+
+    // §8.1's checks of `standby` for `node` (its region as the request leaves it).
+    static std::optional<Response> check_standby(const DirectoryMaps& maps, const NodeRow& node,
+                                                 const std::string& standby) {
+        if (standby == node.name) {
+            return Router::error(400, "node `" + node.name + "` cannot be its own standby");
+        }
+        auto s = maps.nodes.find(standby);
+        if (s == maps.nodes.end()) return Router::error(404, "no node `" + standby + "`");
+        if (s->second.region != node.region) {
+            return Router::error(409, "the standby `" + standby + "` is in region `" +
+                                          s->second.region + "`, not `" + node.region +
+                                          "`: a failover onto it would carry the tenants out of "
+                                          "their region");
+        }
+        const Holds h = holds(maps, standby);
+        if (h.tenants > 0) {
+            return Router::error(409, "node `" + standby + "` holds " + std::to_string(h.tenants) +
+                                          " tenants: a standby holds none of its own");
+        }
+        if (maps.standby_of(standby)) {
+            return Router::error(409, "node `" + standby + "` has a standby of its own");
+        }
+        for (const auto& [n, st] : maps.pairs) {
+            if (st == standby && n != node.name) {
+                return Router::error(409, "node `" + standby + "` is the standby of `" + n + "`");
+            }
+            if (st == node.name) {
+                return Router::error(409, "node `" + node.name + "` is the standby of `" + n +
+                                              "`: a standby has none");
+            }
+        }
+        return std::nullopt;
     }
 
     Response delete_node(const std::string& name) {
@@ -357,10 +450,12 @@ class Api {
             return Router::error(409, "node `" + name + "` holds " + std::to_string(held) +
                                           " tenants: move or delete them first");
         }
+        // The directory drops the node's pair and the replica records on it with the node.
         if (engine::Status st = router_.directory().remove_node(name); !st.is_ok()) {
             return Router::error(500, "the directory could not forget node `" + name +
                                           "`: " + st.to_string());
         }
+        const std::vector<std::string> unreplicated = router_.copies().node_removed(*maps, name);
         Response r;
         json::Writer w(r.body);
         w.begin_object();
@@ -368,6 +463,7 @@ class Api {
         w.string(name);
         w.key("unreplicated");
         w.begin_array();
+        for (const std::string& t : unreplicated) w.string(t);
         w.end_array();
         w.end_object();
         return r;
@@ -385,22 +481,10 @@ class Api {
         std::map<std::string, std::map<std::string, uint64_t>> bytes;
         if (with_bytes) {
             for (const auto& [name, n] : maps->nodes) {
-                server::CallResult whole = router_.upstream().admin(n, {.method = "GET",
-                                                                        .target = "/_admin/tenants",
-                                                                        .request_id = a_.request_id,
-                                                                        .resendable = true});
-                if (!whole.answer || whole.answer->status != 200) continue;
-                simdjson::dom::parser parser;
-                simdjson::dom::element doc;
-                if (parser.parse(whole.answer->body).get(doc) || !doc.is_array()) continue;
+                SurveyReply listed = router_.node_calls().tenants(n, false, a_.request_id);
+                if (listed.status != 200) continue;
                 auto& of = bytes[name];
-                for (auto t : doc.get_array()) {
-                    std::string_view tn;
-                    uint64_t b = 0;
-                    if (!t["name"].get_string().get(tn) && !t["bytes"].get_uint64().get(b)) {
-                        of[std::string(tn)] = b;
-                    }
-                }
+                for (const CopyInfo& c : listed.copies) of[c.name] = c.bytes;
             }
         }
         Response r;
@@ -414,7 +498,7 @@ class Api {
             if (auto of = bytes.find(t.node); of != bytes.end()) {
                 if (auto x = of->second.find(name); x != of->second.end()) b = x->second;
             }
-            write_tenant(w, t, *maps, false, b);
+            write_tenant(w, t, *maps, false, b, router_.copies());
         }
         w.end_array();
         return r;
@@ -428,7 +512,7 @@ class Api {
         }
         Response r;
         json::Writer w(r.body);
-        write_tenant(w, it->second, *maps, true, std::nullopt);
+        write_tenant(w, it->second, *maps, true, std::nullopt, router_.copies());
         return r;
     }
 
@@ -480,87 +564,31 @@ class Api {
                                           maps->tenants.at(name).node + "`");
         }
         const NodeRow* node = nullptr;
-        if (auto refused = place(name, node_name, region, *maps, node)) return *refused;
-        return create_on(name, *node, schema);
-    }
-
-    // Where a new tenant goes: the node named (in the region, when one is named too), else the
-    // region's node (or any) with the fewest bytes, by name on a tie; or the refusal.
-    std::optional<Response> place(const std::string& name,
-                                  const std::optional<std::string>& node_name,
-                                  const std::optional<std::string>& region,
-                                  const DirectoryMaps& maps, const NodeRow*& node) {
-        if (node_name) {
-            auto it = maps.nodes.find(*node_name);
-            if (it == maps.nodes.end()) return Router::error(404, "no node `" + *node_name + "`");
-            if (region && it->second.region != *region) {
-                return Router::error(409, "node `" + *node_name + "` is in region `" +
-                                              it->second.region + "`, not `" + *region + "`");
-            }
-            node = &it->second;
-            return std::nullopt;
+        if (std::optional<Response> refused = choose_node(*maps, name, node_name, region, node)) {
+            return *refused;
         }
-        std::optional<std::pair<uint64_t, const NodeRow*>> best;
-        bool any = false;
-        for (const auto& [n, row] : maps.nodes) {  // by name: ties go to the first
-            if (region && row.region != *region) continue;
-            any = true;
-            Hello h = hello(router_, n, row.addr, row.token, a_.request_id);
-            if (!h.answered) continue;
-            if (!best || h.disk_bytes < best->first) best = {h.disk_bytes, &row};
-        }
-        if (!any) {
-            return region ? Router::error(404, "no region `" + *region + "`")
-                          : Router::error(409, "there is no node to place `" + name +
-                                                   "` on: "
-                                                   "add one with PUT /_shard/nodes/<n>");
-        }
-        if (!best) {
-            Response r = Router::error(503, "no node answered: `" + name + "` was not created");
-            r.header("Retry-After", "1");
-            return r;
-        }
-        node = best->second;
-        return std::nullopt;
-    }
-
-    // The tenant made on `node` (its schema passed through), then its row written and synced;
-    // a row that cannot be written takes the node's file away again.
-    Response create_on(const std::string& name, const NodeRow& node,
-                       const std::optional<std::string>& schema) {
-        const std::string node_body = schema ? "{\"schema\":" + *schema + "}" : "";
-        server::CallResult whole =
-            router_.upstream().admin(node, {.method = "PUT",
-                                            .target = "/_admin/tenants/" + name,
-                                            .request_id = a_.request_id,
-                                            .body = node_body});
-        if (!whole.answer) return Router::error(502, whole.error.message);
-        const int status = whole.answer->status;
-        if (status >= 400 && status < 500) {
+        CreateReply made = router_.node_calls().create(*node, name, schema, a_.request_id);
+        if (!made.answered) return Router::error(502, made.said(*node));
+        if (made.status >= 400 && made.status < 500) {
             // The node's refusal passes through (a refused schema statement created nothing).
-            return json(status, std::move(whole.answer->body));
+            return json(made.status, std::move(made.body));
         }
-        if (status != 201 && status != 200) {
-            return Router::error(502, "node `" + node.name + "` answered " +
-                                          std::to_string(status) + " to the create");
+        if (made.status != 201 && made.status != 200) {
+            return Router::error(502, "node `" + node->name + "` answered " +
+                                          std::to_string(made.status) + " to the create");
         }
         TenantRow row;
         row.name = name;
-        row.node = node.name;
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view lineage;
-        if (!parser.parse(whole.answer->body).get(doc) && !doc["lineage"].get_string().get(lineage)) {
-            row.lineage = std::string(lineage);
-        }
+        row.node = node->name;
+        row.lineage = made.lineage;
         if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
             // Not recorded: the file on the node goes, so nothing serves a tenant nobody routes.
-            (void)router_.upstream().admin(node, {.method = "DELETE",
-                                                  .target = "/_admin/tenants/" + name,
-                                                  .request_id = a_.request_id});
+            (void)router_.node_calls().remove(*node, name, a_.request_id);
             return Router::error(500, "the directory could not record tenant `" + name +
                                           "`: " + st.to_string());
         }
+        // Step 8: its copy. Its failure fails nothing: the answer says why there is none.
+        const CopyOutcome copy = router_.copies().created(name, a_.request_id);
         Response r;
         r.status = 201;
         json::Writer w(r.body);
@@ -568,9 +596,20 @@ class Api {
         w.key("tenant");
         w.string(name);
         w.key("node");
-        w.string(node.name);
+        w.string(node->name);
         w.key("region");
-        w.string(node.region);
+        w.string(node->region);
+        if (!copy.node.empty()) {
+            w.key("replica_on");
+            w.string(copy.node);
+            if (copy.same_zone) {
+                w.key("same_zone");
+                w.boolean(true);
+            }
+        } else if (copy.asked) {
+            w.key("unreplicated");
+            w.string(copy.unreplicated);
+        }
         if (schema) {
             w.key("schema");
             w.raw(*schema);
@@ -579,8 +618,60 @@ class Api {
         return r;
     }
 
-    // §6.4 Delete: the node first (204 or 404 is done), then the row, so a tenant is never
-    // unroutable while its file still serves.
+    // §6.4 step 2: the node named, or the one with the fewest bytes (ties by name); standbys
+    // are never candidates. A refusal, or `out` set.
+    std::optional<Response> choose_node(const DirectoryMaps& maps, const std::string& name,
+                                        const std::optional<std::string>& node_name,
+                                        const std::optional<std::string>& region,
+                                        const NodeRow*& out) {
+        if (node_name) {
+            auto it = maps.nodes.find(*node_name);
+            if (it == maps.nodes.end()) return Router::error(404, "no node `" + *node_name + "`");
+            if (region && it->second.region != *region) {
+                return Router::error(409, "node `" + *node_name + "` is in region `" +
+                                              it->second.region + "`, not `" + *region + "`");
+            }
+            if (maps.is_standby(*node_name)) {
+                return Router::error(
+                    409, "node `" + *node_name + "` is a standby: it holds no tenant of its own");
+            }
+            out = &it->second;
+            return std::nullopt;
+        }
+        std::optional<std::pair<uint64_t, const NodeRow*>> best;
+        bool any = false;
+        for (const auto& [n, row] : maps.nodes) {  // by name: ties go to the first
+            if (region && row.region != *region) continue;
+            any = true;
+            if (maps.is_standby(n)) continue;
+            HelloReply h = router_.node_calls().hello(row, a_.request_id);
+            if (h.status != 200) continue;
+            if (!best || h.disk_bytes < best->first) best = {h.disk_bytes, &row};
+        }
+        if (!any) {
+            return region ? Router::error(404, "no region `" + *region + "`")
+                          : Router::error(409, "there is no node to place `" + name +
+                                                   "` on: add one with PUT /_shard/nodes/<n>");
+        }
+        if (!best) {
+            bool standbys_only = true;
+            for (const auto& [n, row] : maps.nodes) {
+                if ((!region || row.region == *region) && !maps.is_standby(n))
+                    standbys_only = false;
+            }
+            if (standbys_only) {
+                return Router::error(409, "every node to place `" + name + "` on is a standby");
+            }
+            Response r = Router::error(503, "no node answered: `" + name + "` was not created");
+            r.header("Retry-After", "1");
+            return r;
+        }
+        out = best->second;
+        return std::nullopt;
+    }
+
+    // §6.4 Delete: the node first (204 or 404 is done), then its copies (best effort), then the
+    // row, so a tenant is never unroutable while its file still serves.
     Response delete_tenant(const std::string& name) {
         Claim claim(router_, name, "delete");
         if (!claim.held) return busy(name, "delete");
@@ -591,22 +682,17 @@ class Api {
         }
         auto n = maps->nodes.find(it->second.node);
         if (n != maps->nodes.end()) {
-            // Deleting twice is harmless: the second is a 404.
-            server::CallResult whole =
-                router_.upstream().admin(n->second, {.method = "DELETE",
-                                                     .target = "/_admin/tenants/" + name,
-                                                     .request_id = a_.request_id,
-                                                     .resendable = true});
-            if (!whole.answer) return Router::error(502, whole.error.message);
-            const int status = whole.answer->status;
-            if (status != 204 && status != 200 && status != 404) {
-                if (status >= 500) {
+            NodeAnswer a = router_.node_calls().remove(n->second, name, a_.request_id);
+            if (!a.answered) return Router::error(502, a.said(n->second));
+            if (!a.gone()) {
+                if (a.status >= 500) {
                     return Router::error(502, "node `" + n->second.name + "` answered " +
-                                                  std::to_string(status) + " to the delete");
+                                                  std::to_string(a.status) + " to the delete");
                 }
-                return json(status, std::move(whole.answer->body));
+                return json(a.status, std::move(a.body));
             }
         }
+        router_.copies().deleted(it->second, *maps, a_.request_id);
         if (engine::Status st = router_.directory().remove_tenant(name); !st.is_ok()) {
             return Router::error(500, "the directory could not forget tenant `" + name +
                                           "`: " + st.to_string());

@@ -2,8 +2,10 @@
 // the request and its checks, the steps in order (marked, frozen, the image, the flip, the
 // source deleted), the rollback before the flip, the answer with its timings; and the settling of
 // moves a stopped router left. The image's way from source to target is shard/move_image.cc's;
-// every other call to a node (freeze, thaw, deletes) is one of the admin plane
-// (Upstream::admin).
+// freeze and thaw are calls of the admin plane (Upstream::admin), a tenant's delete and its quota
+// go through shard/node_calls.h. The tenant's copies keep in step through shard/copies.h: its
+// replica on the target detached first (step 1), the quota sent to the target before the flip
+// (step 5), the pair's and the replica's copies moved after it (steps 8 and 9).
 //
 // Test hook (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_MOVE_STALL=<step>:<ms> makes
 // every move wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a
@@ -19,7 +21,9 @@
 #include <thread>
 
 #include "json/writer.h"
+#include "shard/copies.h"
 #include "shard/move_image.h"
+#include "shard/node_calls.h"
 #include "shard/test_hooks.h"
 
 namespace fenec::shard {
@@ -72,7 +76,7 @@ class Move {
     std::optional<Response> check(const DirectoryMaps& maps, const std::string& to_name);
     Response steps(const DirectoryMaps& maps);
     Response fail(const MoveFailure& f, bool counted = true);
-    Response answer(const Copied& copied, bool removed, uint64_t ms);
+    Response answer(const Copied& copied, bool removed, const CopyOutcome& copy, uint64_t ms);
     // A call of the admin plane to `node`, for this move's tenant.
     server::CallResult admin(const NodeRow& node, std::string_view method, std::string target,
                              bool resendable) {
@@ -180,6 +184,10 @@ std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string
     if (to_.name == from_.name) {
         return refuse(409, "tenant `" + tenant_ + "` is on node `" + to_.name + "` already");
     }
+    if (maps.is_standby(to_.name)) {
+        return refuse(409, "node `" + to_.name + "` is a standby in a pair: record its " +
+                               "pair's node without a standby first");
+    }
     if (to_.region != from_.region) {
         Response r = refuse(409, "node `" + to_.name + "` is in region `" + to_.region +
                                      "`: name it with \"region\": \"" + to_.region + "\"");
@@ -199,9 +207,11 @@ Response Move::steps(const DirectoryMaps& maps) {
     // A copy a stopped move left on another node than this one's target is stale: it goes.
     if (row_.state == "moving" && !row_.moving_to.empty() && row_.moving_to != to_.name) {
         if (auto old = maps.nodes.find(row_.moving_to); old != maps.nodes.end()) {
-            (void)admin(old->second, "DELETE", path_, true);
+            (void)router_.node_calls().remove(old->second, tenant_, a_.request_id);
         }
     }
+    // Step 1: a node holds one copy of a tenant, so its own replica on the target goes first.
+    router_.copies().before_move(tenant_, to_.name, a_.request_id);
 
     // Step 2: marked moving, synced; still routed to the source.
     TenantRow moving = row_;
@@ -223,12 +233,19 @@ Response Move::steps(const DirectoryMaps& maps) {
     steps_.freeze = steps_.lap();
     stall_after("frozen");
 
-    // Steps 4 and 5: the image from the source onto the target.
+    // Steps 4 and 5: the image from the source onto the target, then the recorded quota to the
+    // target (an image carries none), so it bites from the flip on.
     Copied copied;
     const ImageMove image{from_, to_, tenant_, path_, a_.request_id, seq};
     if (auto f = copy_image(router_.upstream(), image, copied, steps_)) {
         roll_back(false);
         return fail(*f);
+    }
+    QuotaSent quota = router_.copies().quotas().send_to(to_, row_, "move's target", a_.request_id);
+    if (!quota.taken) {
+        roll_back(true);
+        return fail(
+            {502, "quota", "the target did not take the quota of `" + tenant_ + "`: " + quota.why});
     }
     stall_after("installed");
 
@@ -241,33 +258,33 @@ Response Move::steps(const DirectoryMaps& maps) {
     steps_.flip = steps_.lap();
     stall_after("flipped");
 
+    // Steps 8 and 9: the copies follow the tenant to its new node; a failure here is logged and
+    // answered as `unreplicated`, never the move's.
+    const CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
+
     const bool removed = remove_source();
     const uint64_t ms = router_.now_ms() - start;
     count("done");
     if (auto* h = router_.metrics().move_duration)
         h->with({}).observe(static_cast<double>(ms) / 1000);
-    return answer(copied, removed, ms);
+    return answer(copied, removed, copy, ms);
 }
 
 // Step 11: the source copy deleted; its subscriptions end `gone` and reconnect to the target.
 // One not deleted stays frozen and unrouted, said on stderr.
 bool Move::remove_source() {
-    server::CallResult del = admin(from_, "DELETE", path_, true);
-    const bool removed =
-        del.answer && (del.answer->status == 204 || del.answer->status == 200 ||
-                       del.answer->status == 404);
+    NodeAnswer del = router_.node_calls().remove(from_, tenant_, a_.request_id);
+    const bool removed = del.gone();
     steps_.remove = steps_.lap();
     if (!removed) {
         std::cerr << "fenec-shard: move of `" << tenant_ << "` to `" << to_.name
                   << "`: the source copy on `" << from_.name << "` was not deleted ("
-                  << (del.answer ? "answered " + std::to_string(del.answer->status)
-                                 : del.error.message)
-                  << "); it stays frozen and unrouted\n";
+                  << del.said(from_) << "); it stays frozen and unrouted\n";
     }
     return removed;
 }
 
-Response Move::answer(const Copied& copied, bool removed, uint64_t ms) {
+Response Move::answer(const Copied& copied, bool removed, const CopyOutcome& copy, uint64_t ms) {
     Response r;
     json::Writer w(r.body);
     w.begin_object();
@@ -285,6 +302,17 @@ Response Move::answer(const Copied& copied, bool removed, uint64_t ms) {
     w.uint64(ms);
     w.key("source_removed");
     w.boolean(removed);
+    if (!copy.node.empty()) {
+        w.key("replica_on");
+        w.string(copy.node);
+        if (copy.same_zone) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+    } else if (copy.asked) {
+        w.key("unreplicated");
+        w.string(copy.unreplicated);
+    }
     w.key("seq");
     w.string(copied.seq);
     w.key("steps");
@@ -325,7 +353,7 @@ std::optional<MoveFailure> Move::freeze(std::string& seq) {
 // fails leaves the tenant `moving`, handled as after a stop (settle_moves).
 void Move::roll_back(bool installed) {
     (void)admin(from_, "POST", path_ + "/thaw", true);
-    if (installed) (void)admin(to_, "DELETE", path_, true);
+    if (installed) (void)router_.node_calls().remove(to_, tenant_, a_.request_id);
     TenantRow back = row_;
     back.state = "active";
     back.moving_to.clear();

@@ -2,12 +2,15 @@
 // 000's five steps): `POST /_shard/tenants/<t>/move` and the settling of moves a stopped router
 // left behind, as it starts. Regions (§11) are not built: a move naming `region` answers 501.
 //
-// The steps, each before the next: claim; the row marked `moving` (synced, still routed to the
-// source); the source frozen; its image streamed from the source's GET …/file into the target's
-// PUT …/file through a bounded buffer (shard/move_image.h: at most relay_buffer_bytes of it in
-// the router's hands at once), the Fenec-* headers passed along and the answers checked against
-// them; the flip, one statement, synced; the source copy deleted. A failure before the flip thaws
-// the source and puts the row back.
+// The steps, each before the next: claim, and a replica of the tenant's own on the target
+// detached; the row marked `moving` (synced, still routed to the source); the source frozen; its
+// image streamed from the source's GET …/file into the target's PUT …/file through a bounded
+// buffer (shard/move_image.h: at most relay_buffer_bytes of it in the router's hands at once),
+// the Fenec-* headers passed along and the answers checked against them; the recorded quota sent
+// to the target; the flip, one statement, synced; the copies moved (the pairs', and the own
+// replica re-pointed where it still fits, else placed again); the source copy deleted. A failure
+// before the flip thaws the source and puts the row back; a copy's failure after it is answered
+// as `unreplicated`, never as the move's.
 #pragma once
 
 #include <string>

@@ -60,6 +60,9 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          flags::number(o.upstream_poll_us, server::busy_poll_us_max)},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          flags::number(o.workers, 256, 1)},
+        {"--replicas", nullptr,
+         "give each tenant on a node in no pair a replica of its own, in its region (default off)",
+         flags::on(o.replicas)},
     };
 }
 

@@ -14,7 +14,9 @@
 #include "server/runtime/refusal_delay.h"
 #include "server/runtime/timers.h"
 #include "server/runtime/workers.h"
+#include "shard/copies.h"
 #include "shard/move.h"
+#include "shard/node_calls.h"
 
 namespace fenec::shard {
 
@@ -105,6 +107,7 @@ Router::~Router() {
     timers_->stop();  // its callbacks answer through this
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
+    if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
     if (audit_) audit_->close();
@@ -195,6 +198,9 @@ std::string Router::prepare() {
     std::string error;
     upstream_ = Upstream::create(upstream_options_, error);
     if (!upstream_) return "the upstream loops: " + error;
+    node_calls_ = std::make_unique<NodeCalls>(*upstream_);
+    copies_ = std::make_unique<Copies>(*this, registry_);
+    copies_->start();
     settle_moves(*this);  // §2.3 step 4: sources of moves a stop left behind thawed
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
@@ -221,6 +227,7 @@ void Router::drain() {
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();
+    copies_->stop();
     upstream_->stop();
     directory_->close();
     if (audit_) audit_->close();
@@ -448,6 +455,7 @@ http::Response Router::serve_metrics() {
     for (const auto& [name, n] : maps->nodes) per_node[name] = 0;
     for (const auto& [name, t] : maps->tenants) per_node[t.node] += 1;
     for (const auto& [node, n] : per_node) metrics_.tenants->with({node}).set(n);
+    copies_->publish_gauges(*maps);
     http::Response r;
     r.body = registry_.render();
     r.content_type = std::string(obs::metrics_content_type);

@@ -37,7 +37,9 @@ class RefusalDelay;
 
 namespace fenec::shard {
 
+class Copies;
 class Fanout;
+class NodeCalls;
 struct QueryRequest;
 
 inline constexpr std::string_view shard_version = "0.1.0";
@@ -162,6 +164,17 @@ class Router final : public server::Handler {
     std::atomic<uint64_t> id_counter_{0};
     std::mutex claims_mu_;
     std::map<std::string, std::string> claims_;  // tenant → what holds it
+
+    // Copies and quotas through the router (router.md §6.4, §8): the admin calls to nodes
+    // (shard/node_calls.h) and the copies with their worker (shard/copies.h). Made in prepare()
+    // once the upstream loops run; the worker is stopped before them.
+  public:
+    NodeCalls& node_calls() { return *node_calls_; }
+    Copies& copies() { return *copies_; }
+
+  private:
+    std::unique_ptr<NodeCalls> node_calls_;
+    std::unique_ptr<Copies> copies_;
 };
 
 // "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay

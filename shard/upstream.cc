@@ -82,10 +82,11 @@ std::shared_ptr<server::RingCall> Upstream::start(server::CallRequest request,
 server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     server::CallRequest r = to_node(node);
     r.resend_after_sent = call.resendable;
+    r.timeout_ms = call.timeout_ms;
     http::OutRequest out{.method = call.method, .target = call.target, .body = call.body};
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
     r.bytes = admin_request(node, call.request_id, std::move(out));
-    return blocking_->call(r);
+    return blocking_->call(r, call.until);
 }
 
 void Upstream::stop() {

@@ -53,6 +53,8 @@ struct AdminCall {
     std::string_view request_id{};  // X-Request-Id
     std::string_view body{};        // JSON, or empty
     bool resendable = false;        // running it twice is harmless (a GET, a delete, a thaw)
+    uint64_t timeout_ms = 0;        // each connect, read or write; 0: --upstream-timeout
+    server::Until until{};          // the whole call's deadline (a lease grant's), or none
 };
 
 class Upstream {

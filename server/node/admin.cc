@@ -151,7 +151,7 @@ void write_detail(Node& node, json::Writer& w, const std::string& name) {
         write_forks(w, h);
     }
     w.key("following");
-    w.null();  // replicas are replication's (§10); every copy here is a primary for now
+    node.replication().write_following(name, w);
 }
 
 void list_tenants(Node& node, Call& call) {
@@ -166,7 +166,7 @@ void list_tenants(Node& node, Call& call) {
         w.key("bytes");
         w.uint64(t.bytes);
         w.key("role");
-        w.string("primary");
+        w.string(node.replication().following(t.name) ? "replica" : "primary");
         w.key("open");
         w.boolean(t.open);
         w.key("frozen");

@@ -1,0 +1,494 @@
+// shard/copies.cc: a tenant's copies attached and detached, and kept in step with creates,
+// deletes, moves and pairs (shard/copies.h; router.md §6.4, §7.2 steps 1, 8 and 9, §8.1, §8.2);
+// what is answered and counted of them; the worker that runs repairs and quota resends. The
+// repair itself is repair.cc's.
+#include "shard/copies.h"
+
+#include <iostream>
+#include <variant>
+
+#include "json/writer.h"
+#include "server/obs/metrics.h"
+#include "shard/node_calls.h"
+#include "shard/placement.h"
+
+namespace fenec::shard {
+
+namespace {
+
+void log(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
+
+std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
+
+// A tenant claimed for a pair's change (§6.1), released at the end of its part.
+struct Held {
+    Router& router;
+    std::string tenant;
+    bool held;
+    Held(Router& r, std::string t)
+        : router(r), tenant(std::move(t)), held(r.claim(tenant, "pair")) {}
+    ~Held() {
+        if (held) router.release(tenant);
+    }
+};
+
+// The tenants on `node`, by name.
+std::vector<TenantRow> tenants_on(const DirectoryMaps& maps, std::string_view node) {
+    std::vector<TenantRow> out;
+    for (const auto& [name, t] : maps.tenants) {
+        if (t.node == node) out.push_back(t);
+    }
+    return out;
+}
+
+}  // namespace
+
+Copies::Copies(Router& router, obs::Registry& registry) : router_(router), quotas_(router) {
+    replicas_gauge_ =
+        &registry.gauge("fenec_router_replicas", "replicas held, every node listed", {"node"});
+    unreplicated_gauge_ =
+        &registry.gauge("fenec_router_unreplicated_tenants", "tenants with no copy", {"region"});
+    same_zone_gauge_ = &registry.gauge("fenec_router_same_zone_copies",
+                                       "tenants whose copy is in their zone", {"region"});
+}
+
+Copies::~Copies() { stop(); }
+
+NodeCalls& Copies::calls() { return router_.node_calls(); }
+
+void Copies::remember(const std::string& tenant, std::string why) {
+    std::lock_guard lock(why_mu_);
+    why_[tenant] = std::move(why);
+}
+
+void Copies::forget(const std::string& tenant) {
+    std::lock_guard lock(why_mu_);
+    why_.erase(tenant);
+}
+
+Copies::Attached Copies::attach(const TenantRow& tenant, const NodeRow& on, bool own,
+                                std::string_view request_id) {
+    auto maps = router_.directory().maps();
+    auto primary = maps->nodes.find(tenant.node);
+    if (primary == maps->nodes.end()) {
+        return {false, "its node `" + tenant.node + "` is not in the directory"};
+    }
+    FollowWire wire;
+    wire.from = url_of(primary->second);
+    wire.lineage = tenant.lineage;
+    wire.authority = maps->authority();
+    wire.term = maps->term;
+    FollowReply f = calls().follow(on, tenant.name, wire, request_id);
+    if (!f.ok()) return {false, f.said(on)};
+    // The quota before the row (§8.2): a copy recorded is one that was sent it. One not taken
+    // is logged and sent again when the node answers; it does not undo the copy.
+    (void)quotas_.send_to(on, tenant, own ? "replica" : "standby copy", request_id);
+    if (own) {
+        if (engine::Status st = router_.directory().put_replica(tenant.name, on.name);
+            !st.is_ok()) {
+            (void)calls().remove(on, tenant.name, request_id);
+            return {false, "the directory could not record its replica on `" + on.name +
+                               "`: " + st.to_string()};
+        }
+    }
+    forget(tenant.name);
+    return {true, ""};
+}
+
+void Copies::detach(const std::string& tenant, std::string_view request_id) {
+    auto maps = router_.directory().maps();
+    auto r = maps->replicas.find(tenant);
+    if (r == maps->replicas.end()) return;
+    const std::string node = r->second;
+    if (auto n = maps->nodes.find(node); n != maps->nodes.end()) {
+        NodeAnswer a = calls().remove(n->second, tenant, request_id);
+        if (!a.gone()) {
+            log("the replica of `" + tenant + "` on `" + node + "` was not deleted (" +
+                a.said(n->second) + "); its record is cleared all the same");
+        }
+    }
+    // Cleared even when the node did not answer (§8.2): it keeps no copy the router counts on.
+    if (engine::Status st = router_.directory().remove_replica(tenant); !st.is_ok()) {
+        log("the replica record of `" + tenant + "` on `" + node +
+            "` was not cleared: " + st.to_string());
+    }
+}
+
+CopyOutcome Copies::place(const std::string& tenant,
+                          const std::set<std::string, std::less<>>& holding,
+                          std::set<std::string> unwanted, std::string_view request_id) {
+    CopyOutcome out;
+    out.asked = true;
+    // Twice at most: the best node, and the next when the best did not take it.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto maps = router_.directory().maps();
+        auto t = maps->tenants.find(tenant);
+        if (t == maps->tenants.end()) {
+            out.unreplicated = "it is no longer in the directory";
+            return out;
+        }
+        DirectoryMaps candidates = *maps;
+        for (const std::string& n : unwanted) candidates.nodes.erase(n);
+        auto v = place_replica(candidates, t->second, holding);
+        if (const auto* none = std::get_if<NoReplica>(&v)) {
+            if (attempt == 0) out.unreplicated = none->why;
+            break;
+        }
+        const ReplicaPlace& p = std::get<ReplicaPlace>(v);
+        const NodeRow& node = maps->nodes.at(p.node);
+        Attached a = attach(t->second, node, true, request_id);
+        if (a.ok) {
+            if (p.same_zone) {
+                log("the replica of `" + tenant + "` is on `" + p.node + "`, in the zone `" +
+                    node.zone + "` of its node `" + t->second.node +
+                    "`: no node of its region in another zone could keep it");
+            }
+            out.node = p.node;
+            out.same_zone = p.same_zone;
+            out.unreplicated.clear();
+            return out;
+        }
+        log("`" + tenant + "` got no replica on `" + p.node + "`: " + a.why);
+        out.unreplicated = "node `" + p.node + "` did not take it: " + a.why;
+        out.refused = true;
+        unwanted.insert(p.node);
+    }
+    remember(tenant, out.unreplicated);
+    return out;
+}
+
+CopyOutcome Copies::created(const std::string& tenant, std::string_view request_id) {
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) return {};
+    if (const std::string* s = maps->standby_of(t->second.node)) {
+        CopyOutcome out;
+        out.asked = true;
+        auto standby = maps->nodes.find(*s);
+        Attached a = standby == maps->nodes.end()
+                         ? Attached{false, "its standby `" + *s + "` is not in the directory"}
+                         : attach(t->second, standby->second, false, request_id);
+        if (a.ok) {
+            out.node = *s;
+            out.same_zone = same_zone(*maps, t->second.node, *s);
+        } else {
+            out.unreplicated = "its node's standby `" + *s + "` did not take it: " + a.why;
+            out.refused = true;
+            log("`" + tenant + "` has no copy: " + out.unreplicated);
+            remember(tenant, out.unreplicated);
+        }
+        return out;
+    }
+    if (!router_.options().replicas) return {};
+    return place(tenant, {}, {}, request_id);
+}
+
+void Copies::deleted(const TenantRow& tenant, const DirectoryMaps& before,
+                     std::string_view request_id) {
+    const std::string copy = before.copy_of(tenant);
+    if (auto n = before.nodes.find(copy); n != before.nodes.end()) {
+        NodeAnswer a = calls().remove(n->second, tenant.name, request_id);
+        if (!a.gone()) {
+            log("deleted `" + tenant.name + "`, but not its copy on `" + copy + "` (" +
+                a.said(n->second) + ")");
+        }
+    }
+    forget(tenant.name);
+    quotas_.forget(tenant.name);
+}
+
+void Copies::before_move(const std::string& tenant, const std::string& to,
+                         std::string_view request_id) {
+    auto maps = router_.directory().maps();
+    auto r = maps->replicas.find(tenant);
+    // A node holds one copy of a tenant: the replica there goes before the image comes.
+    if (r != maps->replicas.end() && r->second == to) detach(tenant, request_id);
+}
+
+CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
+                          std::string_view request_id) {
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) return {};
+    const TenantRow row = t->second;
+    // Step 8: pairs. The source's standby follows a node that no longer has the tenant.
+    if (const std::string* s = maps->standby_of(from)) {
+        if (auto n = maps->nodes.find(*s); n != maps->nodes.end()) {
+            NodeAnswer a = calls().remove(n->second, tenant, request_id);
+            if (!a.gone()) {
+                log("moved `" + tenant + "` off `" + from + "`, but its copy on the standby `" +
+                    *s + "` was not deleted (" + a.said(n->second) + ")");
+            }
+        }
+    }
+    if (maps->standby_of(row.node)) {
+        detach(tenant, request_id);  // the target's standby is its copy now
+        CopyOutcome out = created(tenant, request_id);
+        if (!out.unreplicated.empty()) {
+            log("moved `" + tenant + "` to `" + row.node + "`: " + out.unreplicated +
+                "; left for the repair");
+        }
+        return out;
+    }
+    // Step 9: its own replica goes with it where it still fits, in no worse a zone class than
+    // the best free node, which is when the ranking, told it holds a copy, picks it first.
+    auto r = maps->replicas.find(tenant);
+    if (r != maps->replicas.end()) {
+        const std::string replica = r->second;
+        DirectoryMaps candidates = *maps;
+        candidates.nodes.erase(from);
+        auto v = place_replica(candidates, row, {replica});
+        const auto* p = std::get_if<ReplicaPlace>(&v);
+        if (p && p->node == replica) {
+            Attached a = attach(row, maps->nodes.at(replica), true, request_id);
+            if (a.ok) return {true, replica, p->same_zone, ""};
+            log("moved `" + tenant + "`, but its replica on `" + replica +
+                "` did not follow it: " + a.why);
+        }
+        detach(tenant, request_id);
+        return place(tenant, {}, {from}, request_id);
+    }
+    if (!router_.options().replicas) return {};
+    return place(tenant, {}, {from}, request_id);
+}
+
+std::vector<std::string> Copies::paired(const std::string& node, const std::string& standby,
+                                        const std::string& old_standby,
+                                        std::string_view request_id) {
+    std::vector<std::string> unreplicated;
+    auto maps = router_.directory().maps();
+    auto s = maps->nodes.find(standby);
+    auto old = maps->nodes.find(old_standby);
+    for (const TenantRow& t : tenants_on(*maps, node)) {
+        Held held(router_, t.name);
+        Attached a =
+            !held.held
+                ? Attached{false, "another operation holds it (" + router_.held_by(t.name) + ")"}
+            : s == maps->nodes.end() ? Attached{false, "not in the directory"}
+                                     : attach(t, s->second, false, request_id);
+        if (!a.ok) {
+            const std::string why = "the standby `" + standby + "` did not take it: " + a.why;
+            log("`" + t.name + "` has no copy: " + why);
+            remember(t.name, why);
+            unreplicated.push_back(t.name);
+            continue;
+        }
+        // Its own replica is not its copy any more: the standby is (DirectoryMaps::copy_of).
+        if (auto r = maps->replicas.find(t.name); r != maps->replicas.end()) {
+            if (r->second == standby) {
+                (void)router_.directory().remove_replica(t.name);  // the same copy, kept
+            } else {
+                detach(t.name, request_id);
+            }
+        }
+        if (old != maps->nodes.end() && old_standby != standby) {
+            (void)calls().remove(old->second, t.name, request_id);
+        }
+    }
+    return unreplicated;
+}
+
+std::vector<std::string> Copies::unpaired(const std::string& node, const std::string& old_standby,
+                                          std::string_view request_id) {
+    std::vector<std::string> unreplicated;
+    auto maps = router_.directory().maps();
+    auto old = maps->nodes.find(old_standby);
+    for (const TenantRow& t : tenants_on(*maps, node)) {
+        Held held(router_, t.name);
+        if (old != maps->nodes.end()) {
+            NodeAnswer a = calls().remove(old->second, t.name, request_id);
+            if (!a.gone()) {
+                log("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
+                    old_standby + "` was not deleted (" + a.said(old->second) + ")");
+            }
+        }
+        if (!router_.options().replicas) continue;
+        if (!held.held) {
+            remember(t.name, "another operation held it as its pair was removed");
+            unreplicated.push_back(t.name);
+            continue;
+        }
+        CopyOutcome out = place(t.name, {}, {}, request_id);
+        if (out.node.empty()) unreplicated.push_back(t.name);
+    }
+    return unreplicated;
+}
+
+std::vector<std::string> Copies::node_removed(const DirectoryMaps& before,
+                                              const std::string& node) {
+    std::vector<std::string> out;
+    for (const auto& [name, t] : before.tenants) {
+        if (before.copy_of(t) != node) continue;
+        remember(name, "its copy's node `" + node + "` was removed from the directory");
+        out.push_back(name);
+    }
+    return out;
+}
+
+std::optional<std::string> Copies::failed(const std::string& tenant) const {
+    std::lock_guard lock(why_mu_);
+    auto it = why_.find(tenant);
+    return it == why_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+std::optional<std::string> Copies::unreplicated(const DirectoryMaps& maps,
+                                                const TenantRow& tenant) const {
+    if (std::optional<std::string> why = failed(tenant.name)) return why;
+    if (!maps.copy_of(tenant).empty()) return std::nullopt;
+    if (!router_.options().replicas) return std::nullopt;  // none was wanted
+    auto v = place_replica(maps, tenant);
+    if (const auto* none = std::get_if<NoReplica>(&v)) return none->why;
+    return std::string("it has no copy yet: a repair (POST /_shard/replicas) gives it one");
+}
+
+void Copies::publish_gauges(const DirectoryMaps& maps) {
+    std::map<std::string, double> held, unreplicated, same;
+    for (const auto& [name, n] : maps.nodes) {
+        held[name] = 0;
+        unreplicated[n.region] = 0;
+        same[n.region] = 0;
+    }
+    std::set<std::string> failed;
+    {
+        std::lock_guard lock(why_mu_);
+        for (const auto& [t, why] : why_) failed.insert(t);
+    }
+    for (const auto& [name, t] : maps.tenants) {
+        auto n = maps.nodes.find(t.node);
+        const std::string region = n == maps.nodes.end() ? "" : n->second.region;
+        const std::string copy = maps.copy_of(t);
+        if (copy.empty() || failed.contains(name)) {
+            unreplicated[region] += 1;
+            continue;
+        }
+        held[copy] += 1;
+        if (same_zone(maps, t.node, copy)) same[region] += 1;
+    }
+    for (const auto& [node, v] : held) replicas_gauge_->with({node}).set(v);
+    for (const auto& [region, v] : unreplicated) unreplicated_gauge_->with({region}).set(v);
+    for (const auto& [region, v] : same) same_zone_gauge_->with({region}).set(v);
+}
+
+// --- The worker ---------------------------------------------------------------------------
+
+void Copies::start() {
+    std::lock_guard lock(mu_);
+    if (worker_.joinable() || stopping_) return;
+    worker_ = std::thread([this] { work(); });
+}
+
+void Copies::stop() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+        halt_ = true;
+        jobs_.clear();
+        queued_.clear();
+    }
+    wake_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+bool Copies::post(std::string key, std::function<void()> job) {
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return false;
+        if (queued_.contains(key)) return true;  // the one waiting does it
+        if (jobs_.size() >= copies_queue_max) {
+            log("the copies' worker has " + std::to_string(copies_queue_max) + " jobs waiting: `" +
+                key + "` is dropped");
+            return false;
+        }
+        queued_.insert(key);
+        jobs_.emplace_back(std::move(key), std::move(job));
+    }
+    wake_.notify_one();
+    return true;
+}
+
+void Copies::work() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+        if (!jobs_.empty()) {
+            auto [key, job] = std::move(jobs_.front());
+            jobs_.pop_front();
+            queued_.erase(key);
+            lock.unlock();
+            job();
+            lock.lock();
+            continue;
+        }
+        const int64_t now = static_cast<int64_t>(router_.now_ms());
+        std::vector<std::string> due = schedule_.due(now);
+        if (!due.empty()) {
+            lock.unlock();
+            // Only tenants a copy was wanted for are scheduled (repair.cc): placed when seen.
+            Scope scope;
+            scope.tenants = std::set<std::string>(due.begin(), due.end());
+            scope.asked = true;
+            (void)run_repair(scope, router_.new_request_id(std::nullopt));
+            lock.lock();
+            continue;
+        }
+        if (auto next = schedule_.next_ms()) {
+            wake_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, *next - now)));
+        } else {
+            wake_.wait(lock);
+        }
+    }
+}
+
+void Copies::repair(std::string reason, std::optional<std::string> region) {
+    const std::string key = "repair " + (region ? "region `" + *region + "`" : "everywhere");
+    post(key, [this, reason = std::move(reason), region] {
+        log("a repair " + (region ? "of region `" + *region + "`" : "of every region") + " (" +
+            reason + ")");
+        Scope scope;
+        scope.region = region;
+        RepairReport r = run_repair(scope, router_.new_request_id(std::nullopt));
+        if (!r.replicated.empty() || !r.failed.empty()) {
+            log("the repair (" + reason + ") gave " + std::to_string(r.replicated.size()) +
+                " tenants a replica; " + std::to_string(r.failed.size()) + " failed");
+        }
+    });
+}
+
+RepairReport Copies::repair_now(const std::optional<std::string>& region,
+                                std::string_view request_id) {
+    Scope scope;
+    scope.region = region;
+    scope.asked = true;
+    return run_repair(scope, request_id);
+}
+
+void Copies::node_answered(const std::string& node) {
+    if (!quotas_.owed_by(node)) return;
+    post("quotas owed by " + node,
+         [this, node] { quotas_.resend(node, router_.new_request_id(std::nullopt)); });
+}
+
+// --- GET /_shard/pairs ---------------------------------------------------------------------
+
+http::Response serve_pairs(Router& router, const server::Request& request) {
+    if (request.head.method != http::Method::get) {
+        http::Response r = Router::error(405, request.head.path + " takes GET");
+        r.header("Allow", "GET");
+        return r;
+    }
+    auto maps = router.directory().maps();
+    http::Response r;
+    json::Writer w(r.body);
+    w.begin_array();
+    for (const auto& [node, standby] : maps->pairs) {
+        w.begin_object();
+        w.key("node");
+        w.string(node);
+        w.key("standby");
+        w.string(standby);
+        w.end_object();
+    }
+    w.end_array();
+    return r;
+}
+
+}  // namespace fenec::shard

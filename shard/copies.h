@@ -1,0 +1,226 @@
+// shard/copies.h: a tenant's copies (router.md §8): the standby of its node's pair, or with
+// --replicas a replica of its own placed by `place_replica` (shard/placement.h); attached,
+// detached, kept in step with creates, deletes and moves, repaired (§8.3), and counted.
+//
+// Attach (§8.2) is, in this order: the copy's node told to follow the primary (`from`, the
+// tenant's `lineage`, the directory's `authority` and `term`); the recorded quota sent to it;
+// only then, for a replica of its own, the `replicas` row, synced. Detach is the copy deleted on
+// its node and the row cleared even when the node did not answer. A copy's failure never fails
+// the operation that made it: it is logged and the tenant answers `unreplicated` with the reason.
+//
+// `same_zone` is not stored: it is the zones of the two nodes, so a zone changed moves every
+// tenant's answer and the `fenec_router_same_zone_copies` gauge at once. Why a tenant has no copy
+// is kept in memory from the last attempt (a restart forgets it and says it again from the maps).
+//
+// Threads: the calls below block on nodes and on the directory's fsync; they run on an API
+// worker, or on the worker of its own that runs repairs and quota resends (`repair`,
+// `node_answered`), so a lease thread or a failover asking for one never waits on it. A repair
+// claims each tenant it changes, as every operation does (§6.1). Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "server/runtime/http.h"
+#include "shard/directory.h"
+#include "shard/quota.h"
+#include "shard/router.h"
+
+namespace fenec::obs {
+class GaugeFamily;
+class Registry;
+}  // namespace fenec::obs
+
+namespace fenec::shard {
+
+class NodeCalls;
+struct SurveyReply;
+
+// Jobs the copies' worker holds at once: each region's repair and each node's quota resend is
+// queued once however often it is asked (a repair asked while one waits is the one waiting), so
+// this bounds a directory's regions and nodes, not requests.
+inline constexpr size_t copies_queue_max = 4096;
+
+// Where a tenant's copy went, or why it has none.
+struct CopyOutcome {
+    bool asked = false;        // a copy was wanted: the node is in a pair, or --replicas
+    std::string node;          // the copy's node; "" when none
+    bool same_zone = false;    // the copy is in its primary's zone
+    std::string unreplicated;  // why none, when one was wanted
+    bool refused = false;      // a node was asked to keep it and did not
+};
+
+// What a repair did (the answer of `POST /_shard/replicas`).
+struct RepairReport {
+    struct Placed {
+        std::string tenant;
+        std::string replica;
+        bool same_zone = false;
+    };
+    struct Why {
+        std::string tenant;
+        std::string why;
+    };
+    std::vector<Placed> replicated;
+    std::vector<Why> failed;        // a node asked to keep the copy refused or did not answer
+    std::vector<Why> unreplicated;  // no copy now, and why not (no node fits, its primary silent)
+};
+
+// §8.3 step 3's schedule for a tenant whose primary did not answer a repair's survey: looked at
+// again 10 s, 30 s, 1 min, 2 min and 5 min after it was first found silent, then left to the next
+// repair asked for. Times are the caller's monotonic milliseconds; no clock is read here.
+class RepairSchedule {
+  public:
+    static constexpr std::array<int64_t, 5> after_ms = {10'000, 30'000, 60'000, 120'000, 300'000};
+
+    // Found silent at `now_ms`; a tenant already scheduled keeps its first sighting.
+    void silent(const std::string& tenant, int64_t now_ms);
+    // Its primary answered, or it is gone: not looked at again on its account.
+    void settled(const std::string& tenant);
+    // The tenants due at `now_ms`, each moved on to its next look (dropped after the last).
+    std::vector<std::string> due(int64_t now_ms);
+    // When the next look is due, if any.
+    std::optional<int64_t> next_ms() const;
+    bool empty() const { return looks_.empty(); }
+
+  private:
+    struct Look {
+        int64_t first_ms = 0;
+        size_t step = 0;  // index into after_ms of the next look
+    };
+    std::map<std::string, Look> looks_;
+};
+
+class Copies {
+  public:
+    // Registers the copies' gauges in `registry`.
+    Copies(Router& router, obs::Registry& registry);
+    ~Copies();  // stop()
+    Copies(const Copies&) = delete;
+    Copies& operator=(const Copies&) = delete;
+
+    // Starts the worker; stop() ends it, dropping what waits. Idempotent.
+    void start();
+    void stop();
+
+    // §8.2 attach: `tenant`'s copy on `on` (a replica of its own when `own`, else its node's
+    // standby's). False with the reason when the node did not take it.
+    struct Attached {
+        bool ok = false;
+        std::string why;
+    };
+    Attached attach(const TenantRow& tenant, const NodeRow& on, bool own,
+                    std::string_view request_id);
+    // §8.2 detach of `tenant`'s own replica, if it has one.
+    void detach(const std::string& tenant, std::string_view request_id);
+
+    // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
+    // a replica of its own.
+    CopyOutcome created(const std::string& tenant, std::string_view request_id);
+    // §6.4 Delete: the copies of `tenant` as `before` had them deleted, best effort.
+    void deleted(const TenantRow& tenant, const DirectoryMaps& before, std::string_view request_id);
+    // §7.2 step 1: a replica of its own on the move's target `to` is detached.
+    void before_move(const std::string& tenant, const std::string& to, std::string_view request_id);
+    // §7.2 steps 8 and 9, after the flip: the copy on the source's standby deleted and one made
+    // on the target's; the own replica re-pointed at the target where it still fits, else
+    // placed again (never on `from`, whose copy the move deletes next).
+    CopyOutcome moved(const std::string& tenant, const std::string& from,
+                      std::string_view request_id);
+
+    // §8.1, once the pair `node` → `standby` is recorded: every tenant on `node` attached on
+    // `standby` (and its own replica, now redundant, detached); copies on `old_standby`, when the
+    // pair had another, deleted. The tenants left without a copy.
+    std::vector<std::string> paired(const std::string& node, const std::string& standby,
+                                    const std::string& old_standby, std::string_view request_id);
+    // Once the pair of `node` is removed: the copies on `old_standby` deleted and, with
+    // --replicas, a replica of its own placed for each tenant. The tenants left without one.
+    std::vector<std::string> unpaired(const std::string& node, const std::string& old_standby,
+                                      std::string_view request_id);
+    // §6.3 DELETE of `node`, before the directory forgets it: the tenants whose copy it kept,
+    // each then answering why it has none.
+    std::vector<std::string> node_removed(const DirectoryMaps& before, const std::string& node);
+
+    // §8.3: a repair on the worker, of `region` or of every region. `reason` is logged. A
+    // repair asked for while one of the same scope waits is that one. Any thread; never waits.
+    void repair(std::string reason, std::optional<std::string> region = std::nullopt);
+    // `POST /_shard/replicas`: a repair run now on the caller's thread (one repair runs at a
+    // time), giving every tenant without a copy one, whatever --replicas says.
+    RepairReport repair_now(const std::optional<std::string>& region, std::string_view request_id);
+
+    // A node answered (a counted grant, a survey, a hello): quotas it owes are sent again on the
+    // worker. Cheap when it owes none. Any thread; never waits.
+    void node_answered(const std::string& node);
+    QuotaSync& quotas() { return quotas_; }
+
+    // Why `tenant` has no copy, or nullopt when it has one or none was wanted.
+    std::optional<std::string> unreplicated(const DirectoryMaps& maps,
+                                            const TenantRow& tenant) const;
+    // Why the last attempt to give `tenant` a copy failed, if it did: cheap, for a list.
+    std::optional<std::string> failed(const std::string& tenant) const;
+    // Sets fenec_router_replicas{node}, fenec_router_unreplicated_tenants{region} and
+    // fenec_router_same_zone_copies{region} from `maps` (every node and region listed).
+    void publish_gauges(const DirectoryMaps& maps);
+
+  private:
+    struct Scope {
+        std::optional<std::string> region;             // none: every region
+        std::optional<std::set<std::string>> tenants;  // none: every tenant
+        bool asked = false;  // POST /_shard/replicas: a copy for every tenant without one
+    };
+    NodeCalls& calls();
+    // A replica of its own placed and attached; `unwanted` nodes are never chosen.
+    CopyOutcome place(const std::string& tenant, const std::set<std::string, std::less<>>& holding,
+                      std::set<std::string> unwanted, std::string_view request_id);
+    RepairReport run_repair(const Scope& scope, std::string_view request_id);
+    // One tenant's part of a repair.
+    void repair_tenant(const TenantRow& t, const Scope& scope,
+                       const std::map<std::string, SurveyReply>& survey, RepairReport& report,
+                       std::string_view request_id);
+    void learn_lineage(const TenantRow& t, const std::map<std::string, SurveyReply>& survey);
+    void work();
+    bool post(std::string key, std::function<void()> job);
+    void remember(const std::string& tenant, std::string why);
+    void forget(const std::string& tenant);
+
+    Router& router_;
+    QuotaSync quotas_;
+    obs::GaugeFamily* replicas_gauge_ = nullptr;      // {node}
+    obs::GaugeFamily* unreplicated_gauge_ = nullptr;  // {region}
+    obs::GaugeFamily* same_zone_gauge_ = nullptr;     // {region}
+
+    mutable std::mutex why_mu_;
+    std::map<std::string, std::string> why_;  // tenant → why it has no copy (the last attempt)
+
+    std::mutex repair_mu_;  // one repair at a time, on the worker or an API thread
+
+    std::mutex mu_;  // the worker's queue and schedule
+    std::condition_variable wake_;
+    std::deque<std::pair<std::string, std::function<void()>>> jobs_;  // key, job
+    std::set<std::string> queued_;                                    // keys of the jobs waiting
+    RepairSchedule schedule_;
+    bool stopping_ = false;
+    // Set by stop(): a repair under way ends after the tenant it is on, so a router stopping
+    // waits for one node's call at most, not for a whole directory's.
+    std::atomic<bool> halt_{false};
+    std::thread worker_;
+};
+
+// `GET /_shard/pairs` and `POST /_shard/replicas` (§6.2), on an API worker.
+http::Response serve_pairs(Router& router, const server::Request& request);
+http::Response serve_replicas(Router& router, const server::Request& request,
+                              const Router::Answering& a);
+
+}  // namespace fenec::shard

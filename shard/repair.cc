@@ -1,0 +1,302 @@
+// shard/repair.cc: the repair (router.md §8.3; shard/copies.h), its schedule for tenants whose
+// primary does not answer, and `POST /_shard/replicas`.
+//
+// A repair surveys every node of its scope (`GET /_admin/tenants?detail`), then takes each
+// active tenant in name order, claimed while it is changed: a new lineage its primary and a copy
+// following it both report is recorded (§9.2); a copy that is not there or follows someone else
+// is attached again; a tenant with no copy gets a replica of its own, a node holding a copy of it
+// first, so a node back from a failover has its stale copies follow the tenants' new primaries.
+// A tenant whose primary did not answer gets none now and is looked at again on the schedule.
+//
+// Asked for (`POST /_shard/replicas`) it gives a replica to every tenant without a copy. Run on
+// its own (a node added, a node's return, a failover's end) it places new copies only under
+// --replicas; without the flag it only has copies the nodes already hold follow their primaries,
+// so a router that was never asked for copies does not start making them.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "json/writer.h"
+#include "shard/copies.h"
+#include "shard/node_calls.h"
+#include "shard/placement.h"
+
+namespace fenec::shard {
+
+namespace {
+
+void log(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
+
+std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
+
+// Whether `survey` shows `node` keeping a copy of `tenant` that follows `from`.
+bool follows(const std::map<std::string, SurveyReply>& survey, const std::string& node,
+             const std::string& tenant, const std::string& from) {
+    auto s = survey.find(node);
+    if (s == survey.end()) return true;  // not asked, or silent: nothing known to mend
+    const CopyInfo* c = s->second.find(tenant);
+    return c && c->following && c->following->from == from;
+}
+
+// Releases a claim at the end of a tenant's part.
+struct Held {
+    Router& router;
+    std::string tenant;
+    bool held;
+    Held(Router& r, std::string t)
+        : router(r), tenant(std::move(t)), held(r.claim(tenant, "repair")) {}
+    ~Held() {
+        if (held) router.release(tenant);
+    }
+};
+
+}  // namespace
+
+void RepairSchedule::silent(const std::string& tenant, int64_t now_ms) {
+    looks_.try_emplace(tenant, Look{now_ms, 0});
+}
+
+void RepairSchedule::settled(const std::string& tenant) { looks_.erase(tenant); }
+
+std::vector<std::string> RepairSchedule::due(int64_t now_ms) {
+    std::vector<std::string> out;
+    for (auto it = looks_.begin(); it != looks_.end();) {
+        Look& l = it->second;
+        if (l.first_ms + after_ms[l.step] > now_ms) {
+            ++it;
+            continue;
+        }
+        out.push_back(it->first);
+        // Looks missed (a repair that ran long) are not made up one after another.
+        while (l.step < after_ms.size() && l.first_ms + after_ms[l.step] <= now_ms) ++l.step;
+        it = l.step == after_ms.size() ? looks_.erase(it) : std::next(it);
+    }
+    return out;
+}
+
+std::optional<int64_t> RepairSchedule::next_ms() const {
+    std::optional<int64_t> next;
+    for (const auto& [tenant, l] : looks_) {
+        const int64_t at = l.first_ms + after_ms[l.step];
+        if (!next || at < *next) next = at;
+    }
+    return next;
+}
+
+RepairReport Copies::run_repair(const Scope& scope, std::string_view request_id) {
+    std::lock_guard one_at_a_time(repair_mu_);
+    RepairReport report;
+    auto maps = router_.directory().maps();
+    // 1. The survey: what every node of the scope holds, of which lineage, following whom.
+    std::map<std::string, SurveyReply> survey;
+    for (const auto& [name, node] : maps->nodes) {
+        if (halt_) return report;
+        if (scope.region && node.region != *scope.region) continue;
+        SurveyReply s = calls().tenants(node, true, request_id);
+        if (s.answered && s.status == 200) {
+            survey.emplace(name, std::move(s));
+            // The node answered: quotas it did not take go again, here and now, before this
+            // repair claims the tenants they are for.
+            if (quotas_.owed_by(name)) quotas_.resend(name, request_id);
+        }
+    }
+    for (const auto& [name, t] : maps->tenants) {
+        if (halt_) return report;
+        if (scope.tenants && !scope.tenants->contains(name)) continue;
+        auto n = maps->nodes.find(t.node);
+        if (n == maps->nodes.end()) continue;
+        if (scope.region && n->second.region != *scope.region) continue;
+        repair_tenant(t, scope, survey, report, request_id);
+    }
+    return report;
+}
+
+void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
+                           const std::map<std::string, SurveyReply>& survey, RepairReport& report,
+                           std::string_view request_id) {
+    const bool placing = scope.asked || router_.options().replicas;
+    // 3. Its primary silent: nothing is known of it, and a copy made now might follow a node
+    // that is gone. Looked at again on the schedule.
+    if (!survey.contains(tenant.node)) {
+        auto maps = router_.directory().maps();
+        if (!placing || !maps->copy_of(tenant).empty()) return;
+        {
+            std::lock_guard lock(mu_);
+            schedule_.silent(tenant.name, static_cast<int64_t>(router_.now_ms()));
+        }
+        wake_.notify_one();
+        report.unreplicated.push_back(
+            {tenant.name, "its node `" + tenant.node +
+                              "` did not answer: the repair looks again 10 s, 30 s, 1 min, "
+                              "2 min and 5 min after, and POST /_shard/replicas at once"});
+        return;
+    }
+    {
+        std::lock_guard lock(mu_);
+        schedule_.settled(tenant.name);
+    }
+    Held held(router_, tenant.name);
+    if (!held.held) {
+        report.unreplicated.push_back({tenant.name, "another operation holds it (" +
+                                                        router_.held_by(tenant.name) +
+                                                        "): the next repair looks again"});
+        return;
+    }
+    learn_lineage(tenant, survey);
+    auto maps = router_.directory().maps();  // after the claim: what the tenant is now
+    auto t = maps->tenants.find(tenant.name);
+    if (t == maps->tenants.end() || t->second.state != "active") return;
+    const TenantRow& row = t->second;
+    auto primary = maps->nodes.find(row.node);
+    if (primary == maps->nodes.end()) return;
+    const std::string from = url_of(primary->second);
+    // 2. A copy recorded (the pair's standby, or its own replica) that the survey shows missing
+    // or following another node is attached again where it is.
+    const std::string* standby = maps->standby_of(row.node);
+    auto replica = maps->replicas.find(row.name);
+    const std::string copy = standby                           ? *standby
+                             : replica != maps->replicas.end() ? replica->second
+                                                               : std::string();
+    if (auto copy_node = maps->nodes.find(copy); copy_node != maps->nodes.end()) {
+        if (follows(survey, copy, row.name, from)) {
+            if (survey.contains(copy)) forget(row.name);
+            return;
+        }
+        Attached a = attach(row, copy_node->second, !standby, request_id);
+        if (a.ok) {
+            report.replicated.push_back({row.name, copy, same_zone(*maps, row.node, copy)});
+        } else {
+            remember(row.name, "node `" + copy + "` did not take it: " + a.why);
+            report.failed.push_back({row.name, a.why});
+        }
+        return;
+    }
+    // No copy: a replica of its own, a node already holding a copy first.
+    std::set<std::string, std::less<>> holding;
+    for (const auto& [node, s] : survey) {
+        if (node != row.node && s.find(row.name)) holding.insert(node);
+    }
+    if (!placing && holding.empty()) return;
+    CopyOutcome out = place(row.name, holding, {}, request_id);
+    if (!out.node.empty()) {
+        report.replicated.push_back({row.name, out.node, out.same_zone});
+    } else if (out.refused) {
+        report.failed.push_back({row.name, out.unreplicated});
+    } else {
+        report.unreplicated.push_back({row.name, out.unreplicated});
+    }
+}
+
+// §8.3 step 4: the primary and a copy following it report one lineage the directory does not
+// have: the copy took the primary's image, so that lineage is the tenant's now.
+void Copies::learn_lineage(const TenantRow& tenant,
+                           const std::map<std::string, SurveyReply>& survey) {
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant.name);
+    auto primary = maps->nodes.find(tenant.node);
+    auto ps = survey.find(tenant.node);
+    if (t == maps->tenants.end() || primary == maps->nodes.end() || ps == survey.end()) return;
+    const CopyInfo* p = ps->second.find(tenant.name);
+    if (!p || p->lineage.empty() || p->lineage == t->second.lineage) return;
+    const std::string from = url_of(primary->second);
+    for (const auto& [node, s] : survey) {
+        if (node == tenant.node) continue;
+        const CopyInfo* c = s.find(tenant.name);
+        if (!c || !c->following || c->following->from != from || c->lineage != p->lineage) {
+            continue;
+        }
+        if (engine::Status st = router_.directory().set_lineage(tenant.name, p->lineage);
+            !st.is_ok()) {
+            log("the new lineage of `" + tenant.name + "` was not recorded: " + st.to_string());
+            return;
+        }
+        log("`" + tenant.name + "` is of lineage " + p->lineage + " now (was " +
+            (t->second.lineage.empty() ? std::string("not recorded") : t->second.lineage) +
+            "): its node `" + tenant.node + "` and the copy on `" + node + "` following it say so");
+        return;
+    }
+}
+
+// --- POST /_shard/replicas -----------------------------------------------------------------
+
+namespace {
+
+void write_why(json::Writer& w, const std::vector<RepairReport::Why>& list) {
+    w.begin_array();
+    for (const RepairReport::Why& x : list) {
+        w.begin_object();
+        w.key("tenant");
+        w.string(x.tenant);
+        w.key("why");
+        w.string(x.why);
+        w.end_object();
+    }
+    w.end_array();
+}
+
+}  // namespace
+
+http::Response serve_replicas(Router& router, const server::Request& request,
+                              const Router::Answering& a) {
+    if (request.head.method != http::Method::post) {
+        http::Response r = Router::error(405, request.head.path + " takes POST");
+        r.header("Allow", "POST");
+        return r;
+    }
+    std::optional<std::string> region;
+    const std::string_view text = request.body;
+    if (text.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        simdjson::dom::object obj;
+        if (parser.parse(text.data(), text.size()).get(doc)) {
+            return Router::error(400, "the body is not JSON");
+        }
+        if (doc.get_object().get(obj)) return Router::error(400, "the body is not a JSON object");
+        for (auto field : obj) {
+            if (field.key != "region") {
+                return Router::error(
+                    400, "unknown field `" + std::string(field.key) + "`: a repair takes region");
+            }
+            if (field.value.is_null()) continue;
+            std::string_view s;
+            if (field.value.get_string().get(s)) {
+                return Router::error(400, "field `region` must be a string");
+            }
+            if (!s.empty() && !valid_name(s)) {
+                return Router::error(
+                    400, "field `region`: `" + std::string(s) + "` is not [a-z0-9_-]{1,64}");
+            }
+            region = std::string(s);
+        }
+    }
+    RepairReport report = router.copies().repair_now(region, a.request_id);
+    http::Response r;
+    r.status = report.failed.empty() ? 200 : 502;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("replicated");
+    w.begin_array();
+    for (const RepairReport::Placed& p : report.replicated) {
+        w.begin_object();
+        w.key("tenant");
+        w.string(p.tenant);
+        w.key("replica");
+        w.string(p.replica);
+        if (p.same_zone) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+        w.end_object();
+    }
+    w.end_array();
+    w.key("failed");
+    write_why(w, report.failed);
+    w.key("unreplicated");
+    write_why(w, report.unreplicated);
+    w.end_object();
+    return r;
+}
+
+}  // namespace fenec::shard

@@ -1,0 +1,218 @@
+// test/shard/copies_test.cc: replicas of their own (router.md §8.2, §8.3; §18 cases 50–54)
+// through fenec-shard --replicas, against four real fenec-node processes shared by the cases:
+// the replica placed by zones and found following its primary on its node, `same_zone` answered
+// and counted and moved by a zone change, `unreplicated` with its reason until a node added
+// repairs it, a repair preferring a node that holds a stale copy and learning a lineage its
+// primary and a copy both report, a node removed listing the tenants whose copy it kept, and a
+// tenant's delete taking its replica with it.
+#include <gtest/gtest.h>
+
+#include "test/shard/cluster_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+class Copies : public ClusterTest<4> {
+  protected:
+    void SetUp() override { start_router({"--replicas"}); }
+};
+
+// Case 50: another zone of the same region first; the replica follows its primary, and a row
+// written through the router reaches it.
+TEST_F(Copies, ReplicaGoesToAnotherZoneOfTheRegion) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "fra").status, 201);
+    ASSERT_EQ(add(2, "eu3", "eu", "ams").status, 201);
+    ASSERT_EQ(add(3, "us1", "us", "iad").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    Json made(r.body);
+    EXPECT_EQ(made.text("replica_on"), "eu3") << r.body;
+    EXPECT_FALSE(made.has("same_zone")) << r.body;
+    EXPECT_FALSE(made.has("unreplicated")) << r.body;
+    EXPECT_TRUE(follows(2, t, 0)) << copy_on(2, t).body;
+    EXPECT_EQ(copy_on(1, t).status, 404);
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    EXPECT_TRUE(eventually([&] { return count_on(2, t) == R"({"count":1})"; })) << count_on(2, t);
+    Reply got = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(got.body).text("replica"), "eu3") << got.body;
+    const std::string m = metrics();
+    EXPECT_EQ(sample(m, R"(fenec_router_replicas{node="eu3"})"), "1") << m;
+    EXPECT_EQ(sample(m, R"(fenec_router_replicas{node="eu2"})"), "0") << m;
+    EXPECT_EQ(sample(m, R"(fenec_router_unreplicated_tenants{region="eu"})"), "0") << m;
+}
+
+// Case 51: every free node of the region in the primary's zone: the replica goes there all the
+// same, answered and counted as same_zone, until a zone change moves it at once.
+TEST_F(Copies, SameZoneCopyIsAnsweredAndCounted) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "fra").status, 201);
+    ASSERT_EQ(add(2, "us1", "us", "iad").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_EQ(Json(r.body).text("replica_on"), "eu2") << r.body;
+    EXPECT_TRUE(Json(r.body).boolean("same_zone")) << r.body;
+    Reply got = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_TRUE(Json(got.body).boolean("same_zone")) << got.body;
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_same_zone_copies{region="eu"})"), "1");
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_same_zone_copies{region="us"})"), "0");
+
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/eu2", R"({"zone":"ams"})").status, 200);
+    got = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_FALSE(Json(got.body).has("same_zone")) << got.body;
+    EXPECT_EQ(Json(got.body).text("replica"), "eu2") << got.body;
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_same_zone_copies{region="eu"})"), "0");
+}
+
+// Case 52: a region with no other node gives none, with the reason, until a node added there
+// runs a repair that gives it one.
+TEST_F(Copies, UnreplicatedUntilANodeIsAdded) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "us1", "us", "iad").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    const std::string why = "there is no other node in region `eu` to keep it";
+    EXPECT_EQ(Json(r.body).text("unreplicated"), why) << r.body;
+    EXPECT_FALSE(Json(r.body).has("replica_on")) << r.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("unreplicated"), why);
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_unreplicated_tenants{region="eu"})"), "1");
+
+    ASSERT_EQ(add(2, "eu2", "eu", "ams").status, 201);
+    EXPECT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica") == "eu2";
+    })) << shard("GET", "/_shard/tenants/" + t).body;
+    EXPECT_TRUE(follows(2, t, 0)) << copy_on(2, t).body;
+    EXPECT_FALSE(Json(shard("GET", "/_shard/tenants/" + t).body).has("unreplicated"));
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_unreplicated_tenants{region="eu"})"), "0");
+}
+
+// Case 53: a zone not recorded ranks between another zone and the same one.
+TEST_F(Copies, UnrecordedZoneRanksBetween) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "").status, 201);
+    ASSERT_EQ(add(2, "eu3", "eu", "fra").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_EQ(Json(r.body).text("replica_on"), "eu2") << r.body;
+    EXPECT_FALSE(Json(r.body).has("same_zone")) << r.body;
+}
+
+// §6.3: a node removed lists the tenants whose replica it kept, which then say why they have
+// none; a tenant's delete takes its replica with it (§6.4).
+TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
+    const std::string a = tenant("a");
+    const std::string b = tenant("b");
+    ASSERT_EQ(create(a, "eu1").status, 201);
+    ASSERT_EQ(create(b, "eu1").status, 201);
+    EXPECT_TRUE(follows(1, b, 0));
+    ASSERT_EQ(shard("DELETE", "/_shard/tenants/" + b).status, 204);
+    EXPECT_EQ(copy_on(1, b).status, 404) << "the replica went with the tenant";
+    EXPECT_EQ(copy_on(0, b).status, 404);
+
+    Reply r = shard("DELETE", "/_shard/nodes/eu2");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("\"unreplicated\":[\"" + a + "\"]"), std::string::npos) << r.body;
+    Reply got = shard("GET", "/_shard/tenants/" + a);
+    EXPECT_FALSE(Json(got.body).has("replica")) << got.body;
+    EXPECT_NE(Json(got.body).text("unreplicated").find("`eu2` was removed"), std::string::npos)
+        << got.body;
+}
+
+class Repair : public ClusterTest<3> {};
+
+// Case 54: a tenant with no replica record, and a node holding a stale copy of it: the repair
+// has that copy follow the primary, though another node ranks first by name.
+TEST_F(Repair, PrefersANodeHoldingACopy) {
+    start_router();  // no --replicas: nothing is placed until the repair is asked for
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
+    ASSERT_EQ(add(2, "eu3", "eu", "ams").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_FALSE(Json(r.body).has("replica_on")) << r.body;
+    EXPECT_FALSE(Json(r.body).has("unreplicated")) << "none was asked for: " << r.body;
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    // A stale copy on eu3: a file of the name the router never placed there.
+    ASSERT_EQ(node(2, "PUT", "/_admin/tenants/" + t).status, 201);
+
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"eu3\"}"), std::string::npos)
+        << r.body;
+    EXPECT_TRUE(follows(2, t, 0)) << copy_on(2, t).body;
+    EXPECT_EQ(copy_on(1, t).status, 404);
+    EXPECT_TRUE(eventually([&] { return count_on(2, t) == R"({"count":1})"; }))
+        << "the stale copy took the primary's rows: " << count_on(2, t);
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), "eu3");
+    // Asked again, there is nothing left to do.
+    r = shard("POST", "/_shard/replicas", R"({"region":"eu"})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("replicated":[])"), std::string::npos) << r.body;
+    EXPECT_EQ(shard("POST", "/_shard/replicas", R"({"zone":"x"})").status, 400);
+}
+
+// §8.3 step 4: a file of another lineage put in the primary's place, which the copy following
+// it takes too: the repair records the new lineage, since both report it.
+TEST_F(Repair, LearnsTheLineageItsPrimaryAndACopyReport) {
+    start_router();
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "n1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    const std::string was = Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage");
+    ASSERT_EQ(was.size(), 16u);
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
+
+    // Made again under the name on n1 behind the router's back: a new lineage.
+    ASSERT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status, 204);
+    ASSERT_EQ(node(0, "PUT", "/_admin/tenants/" + t).status, 201);
+    const std::string now = Json(copy_on(0, t).body).text("lineage");
+    ASSERT_NE(now, was);
+    ASSERT_TRUE(eventually([&] { return Json(copy_on(1, t).body).text("lineage") == now; }))
+        << "the copy takes the new file's image: " << copy_on(1, t).body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage"), was);
+
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("lineage"), now);
+}
+
+// §8.3 step 3: a tenant whose primary does not answer is given no replica (one made now could
+// follow a node that is gone) and is said to be looked at again; asked once it answers, it gets
+// one.
+TEST_F(Repair, SilentPrimaryGetsNoneUntilItAnswers) {
+    start_router();
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("acme");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    const uint16_t port = nodes_->port(0);
+    nodes_->procs[0]->kill(SIGKILL);
+    Reply r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("replicated":[],"failed":[],"unreplicated":[{"tenant":")" + t +
+                          R"(","why":"its node `n1` did not answer)"),
+              std::string::npos)
+        << r.body;
+    EXPECT_EQ(copy_on(1, t).status, 404);
+
+    nodes_->start(0, port);
+    r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"n2\"}"), std::string::npos)
+        << r.body;
+    EXPECT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
+}
+
+}  // namespace
+}  // namespace fenec::test
