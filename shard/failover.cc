@@ -1,0 +1,295 @@
+// shard/failover.cc: a node failed over, by hand or on a lease (router.md §9.1–§9.3); see
+// shard/failover.h.
+#include "shard/failover.h"
+
+#include <set>
+
+#include "json/writer.h"
+#include "server/obs/metrics.h"
+
+namespace fenec::shard {
+
+std::string failover_body(const std::string& node, const FailoverResult& r) {
+    std::string out;
+    json::Writer w(out);
+    w.begin_object();
+    w.key("node");
+    w.string(node);
+    auto pairs = [&](std::string_view key, const auto& list, std::string_view second) {
+        w.key(key);
+        w.begin_array();
+        for (const auto& [tenant, value] : list) {
+            w.begin_object();
+            w.key("tenant");
+            w.string(tenant);
+            w.key(second);
+            w.string(value);
+            w.end_object();
+        }
+        w.end_array();
+    };
+    pairs("promoted", r.promoted, "to");
+    pairs("failed", r.failed, "why");
+    pairs("waiting", r.waiting, "held_by");
+    w.key("unreplicated");
+    w.begin_array();
+    for (const std::string& t : r.unreplicated) w.string(t);
+    w.end_array();
+    w.end_object();
+    return out;
+}
+
+Failover::Failover(FailoverHost& host, obs::Registry& metrics) : host_(host) {
+    failovers_ =
+        &metrics.counter("fenec_router_failovers_total", "failovers", {"trigger", "outcome"});
+    worker_ = std::thread([this] { work(); });
+}
+
+Failover::~Failover() { stop(); }
+
+void Failover::stop() {
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+        stopping_ = true;
+        queue_.clear();
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+void Failover::post(std::function<void()> job) {
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+        queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+}
+
+void Failover::work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        auto job = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        job();
+        lock.lock();
+    }
+}
+
+void Failover::lapsed(const std::string& node) {
+    post([this, node] {
+        host_.note("fenec-shard: node `" + node + "`'s lease has certainly lapsed: failing it over",
+                   "", {});
+        (void)fail_over(node, false, "lease");
+    });
+}
+
+void Failover::released(const std::string& tenant) {
+    {
+        std::lock_guard lock(mu_);
+        if (!waiting_.contains(tenant)) return;
+    }
+    post([this, tenant] { settle_waiting(tenant); });
+}
+
+FailoverResult Failover::fail_over(const std::string& node, bool force, std::string_view trigger) {
+    std::lock_guard run(run_mu_);
+    FailoverResult r;
+    auto maps = host_.maps();
+    if (!maps->nodes.contains(node)) {
+        r.status = 404;
+        r.error = "no node `" + node + "`";
+        return r;
+    }
+    std::vector<std::string> tenants;  // the node's, in name order (the map's)
+    bool any_copy = maps->standby_of(node) != nullptr;
+    for (const auto& [name, t] : maps->tenants) {
+        if (t.node != node) continue;
+        tenants.push_back(name);
+        any_copy = any_copy || maps->replicas.contains(name);
+    }
+    bool holds_replica = false;
+    for (const auto& [tenant, on] : maps->replicas) holds_replica = holds_replica || on == node;
+    if (!any_copy && !holds_replica) {
+        r.status = 409;
+        r.error = "node `" + node +
+                  "` has no standby, none of its tenants has a replica and it "
+                  "holds no replica of another's: there is nothing to fail over onto";
+        return r;
+    }
+    std::set<std::string> to_nodes;
+    for (const std::string& name : tenants) {
+        if (!host_.claim(name, "failover")) {
+            const std::string held = host_.held_by(name);
+            const auto fresh = host_.maps();
+            const auto row = fresh->tenants.find(name);
+            if (row == fresh->tenants.end() || row->second.node != node)
+                continue;  // gone meanwhile
+            r.waiting.emplace_back(name, held);
+            {
+                std::lock_guard lock(mu_);
+                waiting_[name] = Waiting{node, fresh->copy_of(row->second), force};
+            }
+            host_.withhold(node, name);
+            continue;
+        }
+        const auto fresh = host_.maps();
+        const auto row = fresh->tenants.find(name);
+        if (row == fresh->tenants.end() || row->second.node != node) {  // moved or deleted
+            host_.release(name);
+            continue;
+        }
+        const std::string copy = fresh->copy_of(row->second);
+        std::string why, history;
+        if (copy.empty()) {
+            r.failed.emplace_back(name, "it has no replica");
+        } else if (promote_one(row->second, copy, force, why, history)) {
+            r.promoted.emplace_back(name, copy);
+            to_nodes.insert(copy);
+        } else {
+            r.failed.emplace_back(name, why);
+        }
+        host_.release(name);
+    }
+    after_promotions(node, {to_nodes.begin(), to_nodes.end()}, r);
+    r.status = r.failed.empty() ? 200 : 502;
+    failovers_->with({std::string(trigger), r.failed.empty() ? "done" : "failed"}).inc();
+    host_.note("fenec-shard: node `" + node + "` failed over (" + std::string(trigger) +
+                   "): " + std::to_string(r.promoted.size()) + " promoted, " +
+                   std::to_string(r.failed.size()) + " failed, " +
+                   std::to_string(r.waiting.size()) + " waiting",
+               "failover",
+               {{"node", node},
+                {"trigger", std::string(trigger)},
+                {"promoted", static_cast<uint64_t>(r.promoted.size())},
+                {"failed", static_cast<uint64_t>(r.failed.size())},
+                {"waiting", static_cast<uint64_t>(r.waiting.size())}});
+    return r;
+}
+
+bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, bool force,
+                           std::string& why, std::string& history) {
+    const auto maps = host_.maps();
+    const auto copy_node = maps->nodes.find(copy);
+    if (copy_node == maps->nodes.end()) {
+        why = "its copy's node `" + copy + "` is not in the directory";
+        return false;
+    }
+    // §6.4: the quota before the tenant's lease names the copy.
+    if (tenant.quota && !host_.send_quota(copy_node->second, tenant.name, *tenant.quota)) {
+        host_.note("fenec-shard: `" + copy + "` did not take `" + tenant.name +
+                       "`'s quota before its promotion; it is sent again when the node answers",
+                   "", {});
+    }
+    PromoteAsk ask;
+    ask.lineage = tenant.lineage;
+    ask.forked = tenant.forked;
+    ask.authority = maps->authority();
+    ask.term = maps->term;
+    ask.force = force;
+    const PromoteReply reply = host_.promote(copy_node->second, tenant.name, ask);
+    if (!reply.promoted) {
+        why = reply.status == 0 ? "node `" + copy + "` did not answer: " + reply.error
+                                : "node `" + copy + "` refused (" + std::to_string(reply.status) +
+                                      "): " + reply.error;
+        return false;
+    }
+    history = reply.history;
+    const engine::Status st =
+        host_.directory().fail_over_tenant(tenant.name, copy, tenant.node, history);
+    if (!st.is_ok()) {
+        // Promoted on the node, not in the directory: still routed to the old node, and under
+        // leases named by no grant of the copy's, so the copy takes no write.
+        why = "promoted on `" + copy +
+              "`, but the directory could not point the tenant at it: " + st.to_string();
+        return false;
+    }
+    if (force) {
+        host_.note("fenec-shard: `" + tenant.name + "` promoted on `" + copy + "` by force",
+                   "force",
+                   {{"tenant", tenant.name},
+                    {"node", copy},
+                    {"lineage_was", tenant.lineage},
+                    {"lineage", reply.lineage}});
+        if (!reply.lineage.empty() && reply.lineage != tenant.lineage) {
+            (void)host_.directory().set_lineage(tenant.name, reply.lineage);
+        }
+    }
+    host_.cut(tenant.name, tenant.node);
+    return true;
+}
+
+void Failover::after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
+                                FailoverResult& r) {
+    // §9.1 step 3: each node that took tenants is granted its new list at once, and the old
+    // node its list without them.
+    for (const std::string& n : to_nodes) host_.grant_now(n);
+    host_.grant_now(node);
+    const auto maps = host_.maps();
+    for (const auto& [tenant, on] : maps->replicas) {
+        if (on != node) continue;
+        if (host_.directory().remove_replica(tenant).is_ok()) r.unreplicated.push_back(tenant);
+    }
+    if (maps->standby_of(node)) {
+        bool left = false;
+        for (const auto& [name, t] : host_.maps()->tenants) left = left || t.node == node;
+        // Every tenant moved: the standby is a primary now; else kept for a second call.
+        if (!left) (void)host_.directory().remove_pair(node);
+    }
+    host_.repair("the failover of node `" + node + "`");
+}
+
+void Failover::settle_waiting(const std::string& tenant) {
+    std::lock_guard run(run_mu_);
+    Waiting w;
+    {
+        std::lock_guard lock(mu_);
+        auto it = waiting_.find(tenant);
+        if (it == waiting_.end()) return;
+        w = it->second;
+        waiting_.erase(it);
+    }
+    const auto maps = host_.maps();
+    const auto row = maps->tenants.find(tenant);
+    if (row == maps->tenants.end() || row->second.node != w.node) {
+        host_.restore(w.node, tenant);  // moved off (or deleted) meanwhile: nothing left to do
+        return;
+    }
+    if (maps->copy_of(row->second) != w.copy) {
+        host_.restore(w.node, tenant);
+        host_.note("fenec-shard: `" + tenant + "` waited to be failed over onto `" + w.copy +
+                       "`, which is no longer its copy: not promoted",
+                   "", {});
+        return;
+    }
+    if (!host_.claim(tenant, "failover")) {  // another operation came first: wait for it too
+        std::lock_guard lock(mu_);
+        waiting_[tenant] = w;
+        return;
+    }
+    std::string why, history;
+    const bool done = !w.copy.empty() && promote_one(row->second, w.copy, w.force, why, history);
+    host_.release(tenant);
+    host_.restore(w.node, tenant);
+    if (done) {
+        host_.grant_now(w.copy);
+        host_.note("fenec-shard: `" + tenant +
+                       "`, waiting for another operation, failed over "
+                       "onto `" +
+                       w.copy + "`",
+                   "", {});
+    } else {
+        host_.note("fenec-shard: `" + tenant +
+                       "`, waiting for another operation, could not be "
+                       "failed over onto `" +
+                       w.copy + "`: " + (w.copy.empty() ? std::string("it has no replica") : why),
+                   "", {});
+    }
+    host_.grant_now(w.node);
+}
+
+}  // namespace fenec::shard

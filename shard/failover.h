@@ -1,0 +1,143 @@
+// shard/failover.h: failing a node over (router.md §9.1–§9.3), by hand (`POST /_shard/nodes/<n>/
+// failover`) or on a lease that has certainly lapsed (shard/leases.h): each of the node's tenants,
+// in name order, promoted on its copy — the node's standby, else its own replica — after its
+// quota was sent there; the directory pointed at the copy in one synced statement; what is out
+// to the old node for it cut (§9.10). A tenant another operation holds waits, named by none of
+// the node's grants meanwhile, and is failed over when that operation ends, onto the copy it had
+// when the failover came and no other.
+//
+// A copy that is not its tenant as its primary has it is never promoted (§9.2): the node refuses
+// it given the tenant's lineage and the history its primary forked at its last failover, and the
+// refusal is a `failed` entry naming the node's reason. `force` promotes whatever the copy holds.
+//
+// Threads: `fail_over` runs on the caller's thread (an API worker, for a failover by hand);
+// `lapsed` and `released` queue their work on a worker of its own, so neither the lease threads
+// nor the operation releasing a claim wait on a promotion. One failover at a time.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/status.h"
+#include "server/obs/audit.h"
+#include "shard/directory.h"
+
+namespace fenec::obs {
+class CounterFamily;
+class Registry;
+}  // namespace fenec::obs
+
+namespace fenec::shard {
+
+// `POST /_admin/tenants/<t>/promote`'s body (node-http's §8.6).
+struct PromoteAsk {
+    std::string lineage;  // "" sends null (only with force)
+    std::string forked;   // "" sends null: no failover yet
+    std::string authority;
+    int64_t term = 0;
+    bool force = false;
+};
+
+// Its answer: `promoted` with the copy's new history and lineage, or the refusal's status and
+// error (`status` 0: the node did not answer).
+struct PromoteReply {
+    bool promoted = false;
+    int status = 0;
+    std::string error;
+    std::string history;
+    std::string lineage;
+};
+
+// What a failover asks of the router around it.
+class FailoverHost {
+  public:
+    virtual ~FailoverHost() = default;
+    virtual std::shared_ptr<const DirectoryMaps> maps() const = 0;
+    virtual Directory& directory() = 0;
+    // Claims (§6.1): false when another operation holds the tenant; held_by names it.
+    virtual bool claim(const std::string& tenant, std::string_view what) = 0;
+    virtual void release(const std::string& tenant) = 0;
+    virtual std::string held_by(const std::string& tenant) = 0;
+    virtual PromoteReply promote(const NodeRow& node, const std::string& tenant,
+                                 const PromoteAsk& ask) = 0;
+    // The tenant's recorded quota to `node` (§6.4: before a promoted copy's lease names it);
+    // false when the node did not take it (logged by the caller).
+    virtual bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) = 0;
+    // What is out to `from` for `tenant` is cut by §9.10's table; the directory points at the
+    // new primary already.
+    virtual void cut(const std::string& tenant, const std::string& from) = 0;
+    // Leasing, where it runs: grant `node` its list now; keep `tenant` out of `node`'s lists.
+    virtual void grant_now(const std::string& node) = 0;
+    virtual void withhold(const std::string& node, const std::string& tenant) = 0;
+    virtual void restore(const std::string& node, const std::string& tenant) = 0;
+    // A repair (§8.3), started on its own worker.
+    virtual void repair(std::string_view why) = 0;
+    // A log line, and an audit line of `event` (§15: `failover`, `force`) with `fields`.
+    virtual void note(const std::string& log_line, std::string_view event,
+                      std::vector<obs::JsonField> fields) = 0;
+};
+
+struct FailoverResult {
+    int status = 200;   // 200, 502 (`failed` not empty), 404, 409
+    std::string error;  // 404 and 409
+    std::vector<std::pair<std::string, std::string>> promoted;  // tenant, the node it is on now
+    std::vector<std::pair<std::string, std::string>> failed;    // tenant, why
+    std::vector<std::pair<std::string, std::string>> waiting;   // tenant, what holds it
+    std::vector<std::string> unreplicated;  // tenants whose replica lived on the node
+};
+
+// The §6.2 answer body of a failover.
+std::string failover_body(const std::string& node, const FailoverResult& r);
+
+class Failover {
+  public:
+    Failover(FailoverHost& host, obs::Registry& metrics);
+    ~Failover();
+    Failover(const Failover&) = delete;
+    Failover& operator=(const Failover&) = delete;
+
+    // By hand (trigger "hand") or on a lease ("lease"); blocking.
+    FailoverResult fail_over(const std::string& node, bool force, std::string_view trigger);
+    // Queued on the worker: a node whose lease certainly lapsed.
+    void lapsed(const std::string& node);
+    // A claim on `tenant` ended: a tenant waiting for it is failed over now (on the worker).
+    void released(const std::string& tenant);
+    // Stops the worker (work queued is dropped). Idempotent.
+    void stop();
+
+  private:
+    struct Waiting {
+        std::string node;  // the node failed over
+        std::string copy;  // the copy it had when the failover came
+        bool force = false;
+    };
+    // One tenant's promotion onto `copy`: true when promoted; else `why`.
+    bool promote_one(const TenantRow& tenant, const std::string& copy, bool force, std::string& why,
+                     std::string& history);
+    void after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
+                          FailoverResult& r);
+    void settle_waiting(const std::string& tenant);
+    void post(std::function<void()> work);
+    void work();
+
+    FailoverHost& host_;
+    obs::CounterFamily* failovers_ = nullptr;
+    std::mutex run_mu_;  // one failover at a time
+    std::mutex mu_;      // the queue and the waiting map
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    std::map<std::string, Waiting, std::less<>> waiting_;  // tenant → its failover
+    bool stopping_ = false;
+    std::thread worker_;
+};
+
+}  // namespace fenec::shard

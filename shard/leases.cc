@@ -1,0 +1,299 @@
+// shard/leases.cc: the primary router's leasing (router.md §9.4–§9.9); see shard/leases.h.
+#include "shard/leases.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "server/obs/metrics.h"
+
+namespace fenec::shard {
+
+namespace {
+
+constexpr int64_t ns_per_ms = 1'000'000;
+// The judge looks every min(50 ms, L/20) (§9.9).
+constexpr int64_t judge_every_max_ms = 50;
+// Raising the record waits at most this long for the standbys to be sent it (§9.7).
+constexpr int64_t record_standby_wait_ms = 1000;
+
+GrantReply silent() { return GrantReply{}; }
+
+}  // namespace
+
+struct Leases::Node {
+    Node(std::string n, uint64_t starts, int64_t now_ns)
+        : name(std::move(n)), book(starts, now_ns) {}
+    std::string name;
+    LeaseBook book;
+    std::thread thread;
+    std::condition_variable cv;  // wakes the thread (poke, stop) and grant_and_wait's waiters
+    bool poke = true;            // send at once: the first grant goes as leasing starts
+    bool removed = false;
+    int64_t next_due_ns = 0;
+    uint64_t answers = 0;  // counted answers so far
+    obs::Gauge* age = nullptr;
+    obs::Gauge* failed_over = nullptr;
+};
+
+Leases::Leases(LeaseOptions options, LeaseHost& host, const engine::Clock& clock,
+               obs::Registry& metrics)
+    : options_(std::move(options)), host_(host), clock_(clock) {
+    grants_ = &metrics.counter("fenec_router_grants_total", "grant answers", {"node", "outcome"});
+    age_ = &metrics.gauge("fenec_router_lease_age_seconds", "since the node's last counted answer",
+                          {"node"});
+    failed_over_ = &metrics.gauge("fenec_router_node_failed_over",
+                                  "1 while failed over and not heard from", {"node"});
+    metrics.gauge_fn("fenec_router_lease_record_seconds", "the longest-lease record",
+                     [this] { return static_cast<double>(record_ms()) / 1000; });
+}
+
+Leases::~Leases() { stop(); }
+
+int64_t Leases::record_ms() const {
+    std::lock_guard lock(mu_);
+    return record_ms_;
+}
+
+void Leases::start() {
+    raise_record();
+    std::lock_guard lock(mu_);
+    started_ns_ = clock_.steady_ns();
+    starts_ = static_cast<uint64_t>(host_.maps()->starts);
+    started_ = true;
+    sync_nodes_locked();
+    judge_ = std::thread([this] { judge(); });
+}
+
+void Leases::stop() {
+    std::vector<std::thread> threads;
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+        stopping_ = true;
+        for (auto& [name, n] : nodes_) {
+            n->cv.notify_all();
+            if (n->thread.joinable()) threads.push_back(std::move(n->thread));
+        }
+        for (auto& t : retired_) threads.push_back(std::move(t));
+        retired_.clear();
+        judge_cv_.notify_all();
+    }
+    for (auto& t : threads) t.join();
+    if (judge_.joinable()) judge_.join();
+}
+
+void Leases::raise_record() {
+    const auto maps = host_.maps();
+    const int64_t lease = options_.lease_ms;
+    const int64_t before = maps->lease_record ? maps->lease_record->ms : 0;
+    int64_t granted = lease;
+    if (!maps->lease_record || lease > before) {
+        const engine::Status st = host_.put_lease_record({lease, clock_.wall_ms(), options_.by});
+        if (st.is_ok()) {
+            host_.note("fenec-shard: the longest-lease record raised from " +
+                           std::to_string(before) + " ms to " + std::to_string(lease) + " ms",
+                       "lease_record", {{"from_ms", before}, {"to_ms", lease}});
+            host_.wait_for_standbys(record_standby_wait_ms);
+        } else {
+            // §9.7: where the record cannot be written, grants run no longer than it.
+            granted = maps->lease_record ? std::min(lease, before) : lease;
+            host_.note("fenec-shard: the longest-lease record could not be raised (" +
+                           st.to_string() + "); grants run " + std::to_string(granted) + " ms",
+                       "", {});
+        }
+    }
+    std::lock_guard lock(mu_);
+    lease_ms_ = granted;
+    record_ms_ = std::max(granted, before);
+}
+
+void Leases::lower_record_if_due(std::unique_lock<std::mutex>& lock, int64_t now_ns) {
+    if (record_ms_ <= lease_ms_) return;
+    const int64_t led_ms = (now_ns - started_ns_) / ns_per_ms;
+    if (led_ms * 10 <= record_ms_ * 11) return;  // not yet led 1.1 × the record
+    const int64_t from = record_ms_;
+    const int64_t to = lease_ms_;
+    lock.unlock();
+    const engine::Status st = host_.put_lease_record({to, clock_.wall_ms(), options_.by});
+    if (st.is_ok()) {
+        host_.note("fenec-shard: the longest-lease record lowered from " + std::to_string(from) +
+                       " ms to " + std::to_string(to) + " ms",
+                   "lease_record", {{"from_ms", from}, {"to_ms", to}});
+    }
+    lock.lock();
+    if (st.is_ok()) record_ms_ = to;
+}
+
+void Leases::sync_nodes_locked() {
+    if (!started_ || stopping_) return;
+    const auto maps = host_.maps();
+    const int64_t now = clock_.steady_ns();
+    for (const auto& [name, row] : maps->nodes) {
+        if (nodes_.contains(name)) continue;
+        // A node added while leasing runs is counted as answered when it is first seen.
+        auto n = std::make_unique<Node>(name, starts_, now);
+        n->age = &age_->with({name});
+        n->failed_over = &failed_over_->with({name});
+        n->failed_over->set(0);
+        Node* raw = n.get();
+        nodes_.emplace(name, std::move(n));
+        raw->thread = std::thread([this, raw] { run(*raw); });
+    }
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+        if (maps->nodes.contains(it->first)) {
+            ++it;
+            continue;
+        }
+        it->second->removed = true;
+        it->second->cv.notify_all();
+        retired_.push_back(std::move(it->second->thread));
+        graveyard_.push_back(std::move(it->second));  // its thread may still hold a reference
+        it = nodes_.erase(it);
+    }
+}
+
+std::vector<std::string> Leases::list_locked(const DirectoryMaps& maps,
+                                             const std::string& node) const {
+    std::vector<std::string> out;
+    const auto held = withheld_.find(node);
+    for (const auto& [name, t] : maps.tenants) {
+        if (t.node != node || (t.state != "active" && t.state != "moving")) continue;
+        if (held != withheld_.end() && held->second.contains(name)) continue;
+        out.push_back(name);
+    }
+    return out;
+}
+
+void Leases::changed(const std::string& node) {
+    std::lock_guard lock(mu_);
+    sync_nodes_locked();
+    for (auto& [name, n] : nodes_) {
+        if (!node.empty() && name != node) continue;
+        n->poke = true;
+        n->cv.notify_all();
+    }
+}
+
+bool Leases::grant_and_wait(const std::string& node, int64_t bound_ms) {
+    std::unique_lock lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || stopping_) return false;
+    Node& n = *it->second;
+    const uint64_t before = n.answers;
+    n.poke = true;
+    n.cv.notify_all();
+    return n.cv.wait_for(lock, std::chrono::milliseconds(bound_ms), [&] {
+        return stopping_ || n.removed || n.answers > before;
+    }) && n.answers > before;
+}
+
+void Leases::withhold(const std::string& node, const std::string& tenant) {
+    std::lock_guard lock(mu_);
+    withheld_[node].insert(tenant);
+}
+
+void Leases::restore(const std::string& node, const std::string& tenant) {
+    std::lock_guard lock(mu_);
+    auto it = withheld_.find(node);
+    if (it == withheld_.end()) return;
+    it->second.erase(tenant);
+    if (it->second.empty()) withheld_.erase(it);
+}
+
+std::optional<LeaseView> Leases::view(const std::string& node) const {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) return std::nullopt;
+    const LeaseBook& b = it->second->book;
+    LeaseView v;
+    v.takes = b.standing() == LeaseStanding::leasing;
+    v.age_ms = (clock_.steady_ns() - b.last_answer_ns()) / ns_per_ms;
+    v.failed_over = b.failed_over();
+    return v;
+}
+
+void Leases::run(Node& n) {
+    std::unique_lock lock(mu_);
+    while (!stopping_ && !n.removed) {
+        const int64_t now = clock_.steady_ns();
+        if (!n.poke && now < n.next_due_ns) {
+            n.cv.wait_for(lock, std::chrono::nanoseconds(n.next_due_ns - now));
+            continue;
+        }
+        n.poke = false;
+        const auto maps = host_.maps();
+        const auto row = maps->nodes.find(n.name);
+        if (row == maps->nodes.end()) break;  // removed; sync_nodes_locked retires this thread
+        const NodeRow node = row->second;
+        n.book.set_tenants(list_locked(*maps, n.name));
+        const GrantWire grant =
+            n.book.next(maps->authority(), maps->term, maps->history, lease_ms_);
+        const int64_t bound_ns = lease_ms_ * ns_per_ms / 3;  // the whole call (§9.9)
+        const int64_t sent = clock_.steady_ns();
+        lock.unlock();
+        GrantReply reply = host_.grant(node, grant, sent + bound_ns);
+        const int64_t back = clock_.steady_ns();
+        lock.lock();
+        if (back > sent + bound_ns) reply = silent();  // not back in time: counted as nothing
+        const GrantEffect e = n.book.answered(reply, back);
+        n.next_due_ns = e.again_now ? back : sent + bound_ns;
+        const bool counted = reply.kind == GrantReply::Kind::taken;
+        if (counted) ++n.answers;
+        n.cv.notify_all();  // grant_and_wait
+        if (e.returned) n.failed_over->set(0);
+        // No grant is out now: judged here too, before the next one goes, or a node whose every
+        // call runs to its bound would always have one out when the judge looks.
+        const bool lapsed = judge_locked(n, back);
+        lock.unlock();
+        if (lapsed) host_.lapsed(n.name);
+        count(n.name, e.outcome);
+        if (e.first_fence) {
+            host_.note("fenec-shard: fenced at `" + n.name + "`: " + reply.holder +
+                           "; it is not failed over by this router",
+                       "fenced",
+                       {{"node", n.name}, {"authority", grant.authority}, {"term", grant.term}});
+        }
+        if (e.first_takes_none) {
+            host_.note("fenec-shard: node `" + n.name +
+                           "` takes no lease (started without --lease): it is never failed "
+                           "over on its own",
+                       "", {});
+        }
+        if (counted) host_.answered(n.name, e.returned);
+        lock.lock();
+    }
+}
+
+void Leases::judge() {
+    std::unique_lock lock(mu_);
+    const int64_t every_ms = std::max<int64_t>(1, std::min(judge_every_max_ms, lease_ms_ / 20));
+    while (!stopping_) {
+        judge_cv_.wait_for(lock, std::chrono::milliseconds(every_ms));
+        if (stopping_) break;
+        const int64_t now = clock_.steady_ns();
+        std::vector<std::string> lapsed;
+        for (auto& [name, n] : nodes_) {
+            n->age->set(static_cast<double>(now - n->book.last_answer_ns()) / 1e9);
+            if (judge_locked(*n, now)) lapsed.push_back(name);
+        }
+        lower_record_if_due(lock, now);
+        if (lapsed.empty()) continue;
+        lock.unlock();
+        for (const std::string& name : lapsed) host_.lapsed(name);
+        lock.lock();
+    }
+}
+
+bool Leases::judge_locked(Node& n, int64_t now_ns) {
+    if (n.book.failed_over()) return false;
+    if (!n.book.lapsed(now_ns, lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms)) return false;
+    n.book.mark_failed_over();
+    n.failed_over->set(1);
+    return true;
+}
+
+void Leases::count(const std::string& node, std::string_view outcome) {
+    grants_->with({node, std::string(outcome)}).inc();
+}
+
+}  // namespace fenec::shard

@@ -1,0 +1,296 @@
+// test/shard/failover_test.cc: failing a node over (shard/failover.h) in process, over a real
+// directory file and a host whose nodes answer promotions as each test scripts them: the order,
+// the quota before the promotion, the directory's one statement, the cut, the grants, the
+// unreplicated tenants and the pair, the waiting tenant of §9.3, and the refusals of §9.1–§9.2.
+#include "shard/failover.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "server/obs/metrics.h"
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::shard {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FakeHost final : public FailoverHost {
+  public:
+    explicit FakeHost(Directory& d) : d_(d) {}
+    std::shared_ptr<const DirectoryMaps> maps() const override { return d_.maps(); }
+    Directory& directory() override { return d_; }
+    bool claim(const std::string& tenant, std::string_view what) override {
+        std::lock_guard lock(mu_);
+        return claims_.emplace(tenant, std::string(what)).second;
+    }
+    void release(const std::string& tenant) override {
+        {
+            std::lock_guard lock(mu_);
+            claims_.erase(tenant);
+        }
+        if (failover) failover->released(tenant);
+    }
+    std::string held_by(const std::string& tenant) override {
+        std::lock_guard lock(mu_);
+        auto it = claims_.find(tenant);
+        return it == claims_.end() ? "" : it->second;
+    }
+    PromoteReply promote(const NodeRow& node, const std::string& tenant,
+                         const PromoteAsk& ask) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("promote " + tenant + " on " + node.name + " lineage=" + ask.lineage +
+                       " forked=" + ask.forked + " term=" + std::to_string(ask.term) +
+                       (ask.force ? " force" : ""));
+        PromoteReply r;
+        if (refuse_.contains(tenant)) {
+            r.status = 409;
+            r.error = refuse_[tenant];
+            return r;
+        }
+        r.promoted = true;
+        r.history = "00000000000000f" + std::to_string(++histories_);
+        r.lineage = ask.force ? "00000000000000ee" : ask.lineage;
+        return r;
+    }
+    bool send_quota(const NodeRow& node, const std::string& tenant, const Quota&) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("quota " + tenant + " to " + node.name);
+        return true;
+    }
+    void cut(const std::string& tenant, const std::string& from) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("cut " + tenant + " from " + from);
+    }
+    void grant_now(const std::string& node) override {
+        std::lock_guard lock(mu_);
+        grants_.push_back(node);
+    }
+    void withhold(const std::string& node, const std::string& tenant) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("withhold " + tenant + " from " + node);
+    }
+    void restore(const std::string& node, const std::string& tenant) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("restore " + tenant + " to " + node);
+    }
+    void repair(std::string_view) override {
+        std::lock_guard lock(mu_);
+        ++repairs_;
+    }
+    void note(const std::string& line, std::string_view event,
+              std::vector<obs::JsonField>) override {
+        std::lock_guard lock(mu_);
+        if (!event.empty()) events_.push_back(std::string(event));
+        notes_.push_back(line);
+    }
+
+    void refuse(const std::string& tenant, std::string why) {
+        std::lock_guard lock(mu_);
+        refuse_[tenant] = std::move(why);
+    }
+    std::vector<std::string> log() const {
+        std::lock_guard lock(mu_);
+        return log_;
+    }
+    std::vector<std::string> grants() const {
+        std::lock_guard lock(mu_);
+        return grants_;
+    }
+    std::vector<std::string> events() const {
+        std::lock_guard lock(mu_);
+        return events_;
+    }
+    std::vector<std::string> notes() const {
+        std::lock_guard lock(mu_);
+        return notes_;
+    }
+    int repairs() const {
+        std::lock_guard lock(mu_);
+        return repairs_;
+    }
+
+    Failover* failover = nullptr;
+
+  private:
+    Directory& d_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::string> claims_;
+    std::map<std::string, std::string> refuse_;
+    std::vector<std::string> log_, grants_, events_, notes_;
+    int histories_ = 0;
+    int repairs_ = 0;
+};
+
+struct Fixture {
+    test::TempDir dir;
+    std::unique_ptr<Directory> d;
+    std::unique_ptr<FakeHost> host;
+    obs::Registry metrics;
+    std::unique_ptr<Failover> failover;
+    Fixture() {
+        auto opened = Directory::open(dir.path() + "/shard.fenec");
+        EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
+        d = std::move(opened.value());
+        host = std::make_unique<FakeHost>(*d);
+        failover = std::make_unique<Failover>(*host, metrics);
+        host->failover = failover.get();
+    }
+    ~Fixture() { failover->stop(); }
+    void node(const std::string& name) {
+        NodeRow n;
+        n.name = name;
+        n.addr = "127.0.0.1:1";
+        EXPECT_TRUE(d->put_node(n).is_ok());
+    }
+    void tenant(const std::string& name, const std::string& on, const std::string& lineage) {
+        TenantRow t;
+        t.name = name;
+        t.node = on;
+        t.lineage = lineage;
+        EXPECT_TRUE(d->put_tenant(t).is_ok());
+    }
+};
+
+template <class F>
+bool eventually(F f) {
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < end) {
+        if (f()) return true;
+        std::this_thread::sleep_for(2ms);
+    }
+    return f();
+}
+
+TEST(Failover, UnknownNodeAndNothingToFailOverOnto) {  // §18 case 60
+    Fixture f;
+    f.node("n1");
+    f.node("n2");
+    f.tenant("acme", "n1", "00000000000000a1");
+    EXPECT_EQ(f.failover->fail_over("n8", false, "hand").status, 404);
+    const FailoverResult r = f.failover->fail_over("n1", false, "hand");
+    EXPECT_EQ(r.status, 409);
+    EXPECT_NE(r.error.find("nothing to fail over onto"), std::string::npos) << r.error;
+    EXPECT_TRUE(f.host->log().empty());
+}
+
+TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cases 55, 56
+    Fixture f;
+    for (const char* n : {"n1", "n2", "n3"}) f.node(n);
+    f.tenant("beta", "n1", "00000000000000b1");
+    f.tenant("acme", "n1", "00000000000000a1");
+    f.tenant("gamma", "n1", "00000000000000c1");  // no copy: failed
+    f.tenant("delta", "n2", "00000000000000d1");  // its replica on n1: unreplicated after
+    Quota q;
+    q.limits[1] = 10;
+    ASSERT_TRUE(f.d->set_quota("acme", q).is_ok());
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.d->put_replica("beta", "n3").is_ok());
+    ASSERT_TRUE(f.d->put_replica("delta", "n1").is_ok());
+    const FailoverResult r = f.failover->fail_over("n1", false, "hand");
+    EXPECT_EQ(r.status, 502);  // gamma failed
+    ASSERT_EQ(r.promoted.size(), 2u);
+    EXPECT_EQ(r.promoted[0], (std::pair<std::string, std::string>{"acme", "n2"}));
+    EXPECT_EQ(r.promoted[1], (std::pair<std::string, std::string>{"beta", "n3"}));
+    ASSERT_EQ(r.failed.size(), 1u);
+    EXPECT_EQ(r.failed[0], (std::pair<std::string, std::string>{"gamma", "it has no replica"}));
+    EXPECT_EQ(r.unreplicated, std::vector<std::string>{"delta"});
+    const auto log = f.host->log();
+    const std::vector<std::string> want = {
+        "quota acme to n2", "promote acme on n2 lineage=00000000000000a1 forked= term=0",
+        "cut acme from n1", "promote beta on n3 lineage=00000000000000b1 forked= term=0",
+        "cut beta from n1",
+    };
+    EXPECT_EQ(log, want);
+    const auto m = f.d->maps();
+    EXPECT_EQ(m->tenants.at("acme").node, "n2");
+    EXPECT_EQ(m->tenants.at("acme").failed_from, "n1");
+    EXPECT_EQ(m->tenants.at("acme").forked, "00000000000000f1");
+    EXPECT_EQ(m->tenants.at("gamma").node, "n1");
+    EXPECT_TRUE(m->replicas.empty());  // acme's and beta's promoted, delta's lost with n1
+    const auto grants = f.host->grants();
+    EXPECT_NE(std::find(grants.begin(), grants.end(), "n2"), grants.end());
+    EXPECT_NE(std::find(grants.begin(), grants.end(), "n3"), grants.end());
+    EXPECT_NE(std::find(grants.begin(), grants.end(), "n1"), grants.end());
+    EXPECT_EQ(f.host->repairs(), 1);
+    EXPECT_EQ(f.host->events(), std::vector<std::string>{"failover"});
+    EXPECT_EQ(
+        failover_body("n1", r),
+        R"({"node":"n1","promoted":[{"tenant":"acme","to":"n2"},{"tenant":"beta","to":"n3"}],)"
+        R"("failed":[{"tenant":"gamma","why":"it has no replica"}],"waiting":[],)"
+        R"("unreplicated":["delta"]})");
+    // A second failover of a tenant promoted before names the history it forked then.
+    ASSERT_TRUE(f.d->put_replica("acme", "n1").is_ok());
+    f.failover->fail_over("n2", false, "hand");
+    EXPECT_EQ(f.host->log().back(), "cut acme from n2");
+    EXPECT_EQ(f.host->log()[f.host->log().size() - 2],
+              "promote acme on n1 lineage=00000000000000a1 forked=00000000000000f1 term=0");
+}
+
+TEST(Failover, APairWhoseEveryTenantMovedIsGoneAndARefusalIsNamed) {  // §18 cases 55, 57
+    Fixture f;
+    f.node("n1");
+    f.node("n2");
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_pair("n1", "n2").is_ok());
+    f.host->refuse("acme", "acme's copy here is of another lineage");
+    FailoverResult r = f.failover->fail_over("n1", false, "hand");
+    EXPECT_EQ(r.status, 502);
+    ASSERT_EQ(r.failed.size(), 1u);
+    EXPECT_NE(r.failed[0].second.find("node `n2` refused (409): acme's copy here is of another"),
+              std::string::npos)
+        << r.failed[0].second;
+    EXPECT_EQ(f.d->maps()->pairs.size(), 1u);  // kept for a second call
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
+}
+
+TEST(Failover, ForceIsAuditedAndRecordsTheLineageTheCopyNames) {
+    Fixture f;
+    f.node("n1");
+    f.node("n2");
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_pair("n1", "n2").is_ok());
+    const FailoverResult r = f.failover->fail_over("n1", true, "hand");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(f.host->events(), (std::vector<std::string>{"force", "failover"}));
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").lineage, "00000000000000ee");
+    EXPECT_TRUE(f.d->maps()->pairs.empty());  // every tenant moved: the standby is a primary
+}
+
+TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  // §18 case 59
+    Fixture f;
+    for (const char* n : {"n1", "n2", "n3"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    f.tenant("beta", "n1", "00000000000000b1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.d->put_replica("beta", "n2").is_ok());
+    ASSERT_TRUE(f.host->claim("acme", "move"));
+    ASSERT_TRUE(f.host->claim("beta", "quota"));
+    const FailoverResult r = f.failover->fail_over("n1", false, "lease");
+    ASSERT_EQ(r.waiting.size(), 2u);
+    EXPECT_EQ(r.waiting[0], (std::pair<std::string, std::string>{"acme", "move"}));
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
+    // The move rolls back (acme still on n1, its copy still n2): promoted as it ends.
+    f.host->release("acme");
+    ASSERT_TRUE(eventually([&] { return f.d->maps()->tenants.at("acme").node == "n2"; }));
+    // beta's copy changed meanwhile: not promoted, said so.
+    ASSERT_TRUE(f.d->put_replica("beta", "n3").is_ok());
+    f.host->release("beta");
+    ASSERT_TRUE(eventually([&] {
+        for (const std::string& n : f.host->notes()) {
+            if (n.find("`beta` waited to be failed over onto `n2`") != std::string::npos)
+                return true;
+        }
+        return false;
+    }));
+    EXPECT_EQ(f.d->maps()->tenants.at("beta").node, "n1");
+    const auto log = f.host->log();
+    EXPECT_NE(std::find(log.begin(), log.end(), "withhold acme from n1"), log.end());
+    EXPECT_NE(std::find(log.begin(), log.end(), "restore acme to n1"), log.end());
+    EXPECT_NE(std::find(log.begin(), log.end(), "restore beta to n1"), log.end());
+}
+
+}  // namespace
+}  // namespace fenec::shard

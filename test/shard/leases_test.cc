@@ -1,0 +1,360 @@
+// test/shard/leases_test.cc: the router's leasing threads and judge (shard/leases.h) in process,
+// against a host whose nodes answer as each test scripts them, on the real monotonic clock with
+// leases of a few hundred milliseconds. What is asserted exactly is the safety side: no node is
+// judged lapsed sooner than 1.1 leases after its last counted answer, nor while a grant is out;
+// the liveness side (renewals every third, a failover soon after the bound) with wide margins.
+#include "shard/leases.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/obs/metrics.h"
+
+namespace fenec::shard {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Sent {
+    std::string node;
+    GrantWire grant;
+    int64_t at_ns = 0;
+};
+
+// How a scripted node answers a grant.
+enum class Mode { ran, silent, fenced, takes_none, hold };
+
+class FakeHost final : public LeaseHost {
+  public:
+    explicit FakeHost(const engine::Clock& clock) : clock_(clock) {
+        auto m = std::make_shared<DirectoryMaps>();
+        m->id = "0123456789abcdef";
+        m->scope = "global";
+        m->starts = 7;
+        m->term = 2;
+        m->history = "fedcba9876543210";
+        maps_ = m;
+    }
+    void add_node(const std::string& name, Mode mode) {
+        std::lock_guard lock(mu_);
+        auto m = std::make_shared<DirectoryMaps>(*maps_);
+        NodeRow n;
+        n.name = name;
+        m->nodes[name] = n;
+        maps_ = m;
+        modes_[name] = mode;
+    }
+    void add_tenant(const std::string& name, const std::string& node) {
+        std::lock_guard lock(mu_);
+        auto m = std::make_shared<DirectoryMaps>(*maps_);
+        TenantRow t;
+        t.name = name;
+        t.node = node;
+        m->tenants[name] = t;
+        maps_ = m;
+    }
+    void set_mode(const std::string& node, Mode mode) {
+        std::lock_guard lock(mu_);
+        modes_[node] = mode;
+    }
+    void set_record(int64_t ms) {
+        std::lock_guard lock(mu_);
+        auto m = std::make_shared<DirectoryMaps>(*maps_);
+        m->lease_record = LeaseRecord{ms, 0, "before"};
+        maps_ = m;
+    }
+
+    std::shared_ptr<const DirectoryMaps> maps() const override {
+        std::lock_guard lock(mu_);
+        return maps_;
+    }
+    GrantReply grant(const NodeRow& node, const GrantWire& g, int64_t deadline_ns) override {
+        Mode mode;
+        {
+            std::lock_guard lock(mu_);
+            sent_.push_back({node.name, g, clock_.steady_ns()});
+            mode = modes_[node.name];
+        }
+        GrantReply r;
+        switch (mode) {
+            case Mode::ran:
+                r.kind = GrantReply::Kind::taken;
+                r.took = true;
+                r.ran = g.acked != 0;  // a lease runs once an answer is acknowledged
+                r.list = g.list;
+                break;
+            case Mode::silent:
+                break;
+            case Mode::fenced:
+                r.kind = GrantReply::Kind::fenced;
+                r.holder = "held by another at term 9";
+                break;
+            case Mode::takes_none:
+                r.kind = GrantReply::Kind::takes_none;
+                break;
+            case Mode::hold:  // the answer never comes: the call runs to its bound
+                std::this_thread::sleep_for(
+                    std::chrono::nanoseconds(deadline_ns - clock_.steady_ns()));
+                break;
+        }
+        if (r.kind == GrantReply::Kind::taken) {
+            std::lock_guard lock(mu_);
+            last_answer_ns_[node.name] = clock_.steady_ns();
+        }
+        return r;
+    }
+    engine::Status put_lease_record(const LeaseRecord& record) override {
+        std::lock_guard lock(mu_);
+        records_.push_back(record.ms);
+        if (!sent_.empty()) record_after_grant_ = true;
+        auto m = std::make_shared<DirectoryMaps>(*maps_);
+        m->lease_record = record;
+        maps_ = m;
+        return engine::Status::ok();
+    }
+    void wait_for_standbys(int64_t) override {}
+    void lapsed(const std::string& node) override {
+        std::lock_guard lock(mu_);
+        lapsed_.push_back({node, clock_.steady_ns(), last_answer_ns_[node]});
+    }
+    void answered(const std::string& node, bool returned) override {
+        std::lock_guard lock(mu_);
+        if (returned) returned_.push_back(node);
+    }
+    void note(const std::string& log, std::string_view event,
+              std::vector<obs::JsonField>) override {
+        std::lock_guard lock(mu_);
+        notes_.push_back(std::string(event) + ": " + log);
+    }
+
+    std::vector<Sent> sent(const std::string& node) const {
+        std::lock_guard lock(mu_);
+        std::vector<Sent> out;
+        for (const Sent& s : sent_) {
+            if (s.node == node) out.push_back(s);
+        }
+        return out;
+    }
+    struct Lapse {
+        std::string node;
+        int64_t at_ns;
+        int64_t last_answer_ns;
+    };
+    std::vector<Lapse> lapses() const {
+        std::lock_guard lock(mu_);
+        return lapsed_;
+    }
+    std::vector<int64_t> records() const {
+        std::lock_guard lock(mu_);
+        return records_;
+    }
+    bool record_after_grant() const {
+        std::lock_guard lock(mu_);
+        return record_after_grant_;
+    }
+    std::vector<std::string> notes() const {
+        std::lock_guard lock(mu_);
+        return notes_;
+    }
+    std::vector<std::string> returned() const {
+        std::lock_guard lock(mu_);
+        return returned_;
+    }
+
+  private:
+    const engine::Clock& clock_;
+    mutable std::mutex mu_;
+    std::shared_ptr<const DirectoryMaps> maps_;
+    std::map<std::string, Mode> modes_;
+    std::vector<Sent> sent_;
+    std::map<std::string, int64_t> last_answer_ns_;
+    std::vector<Lapse> lapsed_;
+    std::vector<int64_t> records_;
+    bool record_after_grant_ = false;
+    std::vector<std::string> notes_;
+    std::vector<std::string> returned_;
+};
+
+template <class F>
+bool eventually(F f, std::chrono::milliseconds bound = 5000ms) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    while (std::chrono::steady_clock::now() < end) {
+        if (f()) return true;
+        std::this_thread::sleep_for(2ms);
+    }
+    return f();
+}
+
+constexpr int64_t lease_ms = 300;
+constexpr int64_t ms = 1'000'000;
+
+struct Fixture {
+    engine::SystemClock clock;
+    FakeHost host{clock};
+    obs::Registry metrics;
+    std::unique_ptr<Leases> leases;
+    void start(int64_t lease = lease_ms) {
+        leases = std::make_unique<Leases>(LeaseOptions{lease, "127.0.0.1:1"}, host, clock, metrics);
+        leases->start();
+    }
+};
+
+TEST(Leases, GrantsGoAtOnceThenEveryThirdEachAcknowledgingTheAnswerBefore) {  // §18 case 61
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 6; }));
+    f.leases->stop();
+    const auto sent = f.host.sent("n1");
+    EXPECT_EQ(sent[0].grant.grant, (uint64_t{7} << 32) + 1);  // starts × 2^32 + n
+    EXPECT_EQ(sent[0].grant.acked, 0u);
+    ASSERT_TRUE(sent[0].grant.tenants.has_value());
+    EXPECT_EQ(*sent[0].grant.tenants, std::vector<std::string>{"acme"});
+    EXPECT_EQ(sent[0].grant.authority, "0123456789abcdef/global");
+    EXPECT_EQ(sent[0].grant.term, 2);
+    EXPECT_EQ(sent[0].grant.history, "fedcba9876543210");
+    EXPECT_EQ(sent[0].grant.lease_ms, lease_ms);
+    // The first answer ran nothing (nothing acknowledged): the second went at once.
+    EXPECT_LT(sent[1].at_ns - sent[0].at_ns, 50 * ms);
+    EXPECT_EQ(sent[1].grant.acked, sent[0].grant.grant);
+    for (size_t i = 2; i < sent.size(); ++i) {
+        EXPECT_EQ(sent[i].grant.grant, sent[i - 1].grant.grant + 1);
+        EXPECT_EQ(sent[i].grant.acked, sent[i - 1].grant.grant);
+        const int64_t gap = sent[i].at_ns - sent[i - 1].at_ns;
+        EXPECT_GE(gap, lease_ms * ms / 3 - ms) << "grant " << i << " came too soon";
+        EXPECT_FALSE(sent[i].grant.tenants.has_value()) << "the list was held: not sent again";
+    }
+    EXPECT_TRUE(f.host.lapses().empty());
+}
+
+TEST(Leases, ASilentNodeLapsesNoSoonerThanATenthPastItsLastAnswer) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_node("n2", Mode::ran);
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 3; }));
+    f.host.set_mode("n1", Mode::silent);
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    // An observation window, not a synchronisation: no second lapse may come in it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(lease_ms));
+    f.leases->stop();
+    const auto lapses = f.host.lapses();
+    ASSERT_EQ(lapses.size(), 1u);
+    EXPECT_EQ(lapses[0].node, "n1");
+    const int64_t after = lapses[0].at_ns - lapses[0].last_answer_ns;
+    EXPECT_GT(after, lease_ms * ms * 11 / 10);
+    EXPECT_LT(after, lease_ms * ms * 11 / 10 + 200 * ms);  // within the judge's ticks, widely
+    auto v = f.leases->view("n1");
+    ASSERT_TRUE(v.has_value());
+    EXPECT_TRUE(v->failed_over);
+}
+
+TEST(Leases, NoLapseWhileAGrantIsOut) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.start(600);
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 3; }));
+    f.host.set_mode("n1", Mode::hold);  // each call runs to its bound (200 ms), answering nothing
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    f.leases->stop();
+    const auto lapses = f.host.lapses();
+    const auto sent = f.host.sent("n1");
+    // The lapse came after the last grant's call ended (sent + its bound), never during it.
+    int64_t last_call_end = 0;
+    for (const Sent& s : sent) {
+        if (s.at_ns < lapses[0].at_ns) last_call_end = s.at_ns + 600 * ms / 3;
+    }
+    EXPECT_GE(lapses[0].at_ns, last_call_end);
+    EXPECT_GT(lapses[0].at_ns - lapses[0].last_answer_ns, 660 * ms);
+}
+
+TEST(Leases, AFencedNodeOrOneWithoutLeasesIsNeverFailedOverAndSaidOnce) {
+    Fixture f;
+    f.host.add_node("n1", Mode::fenced);
+    f.host.add_node("n2", Mode::takes_none);
+    f.start();
+    // An observation window of three leases: no lapse may come in it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(lease_ms * 3));
+    f.leases->stop();
+    EXPECT_TRUE(f.host.lapses().empty());
+    size_t fenced = 0, none = 0;
+    for (const std::string& n : f.host.notes()) {
+        fenced += n.starts_with("fenced: fenec-shard: fenced at `n1`");
+        none += n.find("`n2` takes no lease") != std::string::npos;
+    }
+    EXPECT_EQ(fenced, 1u);
+    EXPECT_EQ(none, 1u);
+    EXPECT_GE(f.host.sent("n1").size(), 3u);  // still granted: it may take ours again later
+}
+
+TEST(Leases, AChangedListIsGrantedAtOnce) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.start(3000);  // renewals every second: a grant within 100 ms is the change's
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 2; }));
+    std::this_thread::sleep_for(
+        100ms);  // past the first renewal's answer: the next is a second off
+    const size_t before = f.host.sent("n1").size();
+    f.host.add_tenant("acme", "n1");
+    f.leases->changed("n1");
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() > before; }, 100ms));
+    const auto sent = f.host.sent("n1");
+    ASSERT_TRUE(sent[before].grant.tenants.has_value());
+    EXPECT_EQ(*sent[before].grant.tenants, std::vector<std::string>{"acme"});
+    EXPECT_EQ(sent[before].grant.list, sent[before].grant.grant);
+    // Withheld (§9.3): the next list names it no more.
+    f.leases->withhold("n1", "acme");
+    f.leases->changed("n1");
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() > before + 1; }, 100ms));
+    EXPECT_EQ(*f.host.sent("n1")[before + 1].grant.tenants, std::vector<std::string>{});
+    f.leases->stop();
+}
+
+TEST(Leases, TheRecordIsRaisedBeforeTheFirstGrantAndANodeCountedByItUntilItRuns) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.start();
+    ASSERT_TRUE(eventually([&] { return !f.host.sent("n1").empty(); }));
+    EXPECT_EQ(f.host.records(), std::vector<int64_t>{lease_ms});  // none before: raised to L
+    EXPECT_FALSE(f.host.record_after_grant());
+    f.leases->stop();
+
+    // A record longer than the lease: kept, a node not yet run is counted by it, and lowered
+    // once the router has led 1.1 × the record.
+    Fixture g;
+    g.host.set_record(900);
+    g.host.add_node("n1", Mode::silent);  // never answers: counted by the record
+    g.start();
+    EXPECT_TRUE(g.host.records().empty());
+    ASSERT_TRUE(eventually([&] { return !g.host.lapses().empty(); }));
+    const auto lapse = g.host.lapses()[0];
+    EXPECT_EQ(lapse.last_answer_ns, 0);  // never answered: counted from leasing's start
+    EXPECT_GE(g.leases->record_ms(), 300);
+    ASSERT_TRUE(eventually([&] { return !g.host.records().empty(); }));
+    EXPECT_EQ(g.host.records(), std::vector<int64_t>{lease_ms});
+    EXPECT_EQ(g.leases->record_ms(), lease_ms);
+    g.leases->stop();
+}
+
+TEST(Leases, ANodeBackFromAFailoverIsReturnedOnce) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 2; }));
+    f.host.set_mode("n1", Mode::silent);
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    f.host.set_mode("n1", Mode::ran);
+    ASSERT_TRUE(eventually([&] { return !f.host.returned().empty(); }));
+    // An observation window: the answers after the first are no returns.
+    std::this_thread::sleep_for(std::chrono::milliseconds(lease_ms));
+    f.leases->stop();
+    EXPECT_EQ(f.host.returned(), std::vector<std::string>{"n1"});
+    EXPECT_FALSE(f.leases->view("n1")->failed_over);
+}
+
+}  // namespace
+}  // namespace fenec::shard
