@@ -185,15 +185,15 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
                        "`'s quota before its promotion; it is sent again when the node answers",
                    "", {});
     }
-    PromoteAsk ask;
+    PromoteWire ask;
     ask.lineage = tenant.lineage;
     ask.forked = tenant.forked;
     ask.authority = maps->authority();
     ask.term = maps->term;
     ask.force = force;
     const PromoteReply reply = host_.promote(copy_node->second, tenant.name, ask);
-    if (!reply.promoted) {
-        why = reply.status == 0 ? "node `" + copy + "` did not answer: " + reply.error
+    if (!reply.ok()) {
+        why = !reply.answered ? "node `" + copy + "` did not answer: " + reply.error
                                 : "node `" + copy + "` refused (" + std::to_string(reply.status) +
                                       "): " + reply.error;
         return false;

@@ -30,6 +30,7 @@
 #include "engine/status.h"
 #include "server/obs/audit.h"
 #include "shard/directory.h"
+#include "shard/node_calls.h"
 
 namespace fenec::obs {
 class CounterFamily;
@@ -37,25 +38,6 @@ class Registry;
 }  // namespace fenec::obs
 
 namespace fenec::shard {
-
-// `POST /_admin/tenants/<t>/promote`'s body (node-http's §8.6).
-struct PromoteAsk {
-    std::string lineage;  // "" sends null (only with force)
-    std::string forked;   // "" sends null: no failover yet
-    std::string authority;
-    int64_t term = 0;
-    bool force = false;
-};
-
-// Its answer: `promoted` with the copy's new history and lineage, or the refusal's status and
-// error (`status` 0: the node did not answer).
-struct PromoteReply {
-    bool promoted = false;
-    int status = 0;
-    std::string error;
-    std::string history;
-    std::string lineage;
-};
 
 // What a failover asks of the router around it.
 class FailoverHost {
@@ -67,8 +49,9 @@ class FailoverHost {
     virtual bool claim(const std::string& tenant, std::string_view what) = 0;
     virtual void release(const std::string& tenant) = 0;
     virtual std::string held_by(const std::string& tenant) = 0;
+    // `POST /_admin/tenants/<t>/promote` (node-http's §8.6), as NodeCalls::promote makes it.
     virtual PromoteReply promote(const NodeRow& node, const std::string& tenant,
-                                 const PromoteAsk& ask) = 0;
+                                 const PromoteWire& ask) = 0;
     // The tenant's recorded quota to `node` (§6.4: before a promoted copy's lease names it);
     // false when the node did not take it (logged by the caller).
     virtual bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) = 0;

@@ -39,18 +39,20 @@ class FakeHost final : public FailoverHost {
         return it == claims_.end() ? "" : it->second;
     }
     PromoteReply promote(const NodeRow& node, const std::string& tenant,
-                         const PromoteAsk& ask) override {
+                         const PromoteWire& ask) override {
         std::lock_guard lock(mu_);
         log_.push_back("promote " + tenant + " on " + node.name + " lineage=" + ask.lineage +
                        " forked=" + ask.forked + " term=" + std::to_string(ask.term) +
                        (ask.force ? " force" : ""));
         PromoteReply r;
+        r.answered = true;
         if (refuse_.contains(tenant)) {
             r.status = 409;
             r.error = refuse_[tenant];
             return r;
         }
-        r.promoted = true;
+        r.status = 200;
+        r.forked = true;
         r.history = "00000000000000f" + std::to_string(++histories_);
         r.lineage = ask.force ? "00000000000000ee" : ask.lineage;
         return r;
