@@ -61,6 +61,7 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     void begin();  // loop thread
     Call* next_active() const { return next_active_; }
     void cancel() override;
+    void cut(CutDecided decided) override;
     CallPhase state() const override { return state_.load(std::memory_order_acquire); }
     const CallRequest& request() const override { return req_; }
     // Loop thread, from the tick: cancel the operation of a call past its deadline.
@@ -118,6 +119,7 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     bool resent_ = false;
     bool timed_out_ = false;
     bool cancelled_ = false;
+    CutDecided cut_;  // set by cut(): runs once the cancelled operation completes
     uint64_t deadline_ms_ = 0;
     uint64_t sent_at_ms_ = 0;
     Address addr_;
@@ -260,6 +262,22 @@ void Call::cancel() {
     });
 }
 
+void Call::cut(CutDecided decided) {
+    std::weak_ptr<Call> weak = weak_from_this();
+    slot_.loop->post([weak, decided = std::move(decided)]() mutable {
+        auto call = weak.lock();
+        if (!call || call->phase_ == CallPhase::done || call->cancelled_) return;
+        if (call->phase_ == CallPhase::answer) return decided(CallPhase::answer, true);
+        call->cut_ = std::move(decided);
+        call->cancelled_ = true;
+        if (call->op_.in_flight) {
+            call->slot_.loop->cancel(call->op_);
+        } else {
+            call->step(-ECANCELED);
+        }
+    });
+}
+
 void Call::attempt(bool fresh) {
     close_fd();
     in_.clear();
@@ -328,9 +346,18 @@ void Call::step(int32_t result) {
     auto keep = self_;  // finish() may drop the last other reference
     if (phase_ == CallPhase::done) return;
     if (cancelled_) {
-        if (phase_ == CallPhase::streaming) sink_->on_end();
+        // A send under way when the cut came counts as far as it got.
+        if (phase_ == CallPhase::sending && result > 0) sent_ += static_cast<size_t>(result);
+        const CallPhase at = phase_;
+        const bool sent_whole = at == CallPhase::awaiting_head || at == CallPhase::answer ||
+                                at == CallPhase::streaming ||
+                                (at == CallPhase::sending && sent_ == req_.bytes.size());
+        if (at == CallPhase::streaming) sink_->on_end();
         close_fd();
-        return finish();
+        CutDecided cut = std::move(cut_);
+        finish();
+        if (cut) cut(at, sent_whole);
+        return;
     }
     switch (phase_) {
         case CallPhase::resolving:

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,15 @@ class RingCall {
     virtual CallPhase state() const = 0;
     // The request as started (peer, about, addr; its bytes too, kept for a resend).
     virtual const CallRequest& request() const = 0;
+    // Any thread: the call taken from its sink where it stands (the router's cut of what is out
+    // to a node failed over). On the call's loop, so no answer can slip in between: a call whose
+    // answer has begun (not a stream) is left alone and `decided(CallPhase::answer, true)` runs;
+    // any other is ended (a stream's on_end follows, its sink hears nothing else) and
+    // `decided(phase, sent_whole)` runs once it is, naming where it stopped and whether the
+    // request had gone out whole (a send under way when the cut came counted as far as it got).
+    // Nothing runs for a call already done or cancelled.
+    using CutDecided = std::function<void(CallPhase phase, bool sent_whole)>;
+    virtual void cut(CutDecided decided) = 0;
 };
 
 struct RingClientOptions {
