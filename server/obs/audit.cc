@@ -253,6 +253,14 @@ std::string_view audit_event_name(AuditEvent e) {
             return "schema";
         case AuditEvent::query:
             return "query";
+        case AuditEvent::failover:
+            return "failover";
+        case AuditEvent::force:
+            return "force";
+        case AuditEvent::lease_record:
+            return "lease_record";
+        case AuditEvent::fenced:
+            return "fenced";
     }
     return "refused";
 }

@@ -159,7 +159,19 @@ struct AuditWho {
 
 // The node's events (node-http.md §13.3) and the router's (router.md §15; `refused` and `admin`
 // are both's).
-enum class AuditEvent : uint8_t { refused, admin, lease, promote, schema, query };
+// The router's own besides: failover, force (a forced promotion), lease_record, fenced (§15).
+enum class AuditEvent : uint8_t {
+    refused,
+    admin,
+    lease,
+    promote,
+    schema,
+    query,
+    failover,
+    force,
+    lease_record,
+    fenced,
+};
 std::string_view audit_event_name(AuditEvent e);  // "refused", ...
 
 // The members every audit line has (node-http.md §13.3, router.md §15), then the event's own.
