@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "json/writer.h"
+#include "shard/cluster.h"
 #include "shard/copies.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
@@ -111,7 +112,10 @@ Holds holds(const DirectoryMaps& maps, std::string_view node) {
     return h;
 }
 
-void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
+// `lease` where leasing runs (§6.2): whether the node takes leases, the age of its last counted
+// answer, whether it is failed over and not heard from since.
+void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps,
+                const Leases* leases) {
     const Holds h = holds(maps, n.name);
     w.begin_object();
     w.key("name");
@@ -135,6 +139,17 @@ void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps) {
     w.uint64(h.tenants);
     w.key("replicas");
     w.uint64(h.replicas);
+    if (auto v = leases ? leases->view(n.name) : std::nullopt) {
+        w.key("lease");
+        w.begin_object();
+        w.key("takes");
+        w.boolean(v->takes);
+        w.key("age_ms");
+        w.int64(v->age_ms);
+        w.key("failed_over");
+        w.boolean(v->failed_over);
+        w.end_object();
+    }
     w.end_object();
 }
 
@@ -220,6 +235,13 @@ class Api {
             if (m == http::Method::del) return changed(delete_node(seg[2]));
             return method_not_allowed(request_.head.path, "GET, PUT, DELETE");
         }
+        if (seg.size() == 4 && seg[1] == "nodes" && seg[3] == "failover") {  // §9.1
+            if (!valid_name(seg[2])) {
+                return Router::error(400, "node name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
+            }
+            if (m != http::Method::post) return method_not_allowed(request_.head.path, "POST");
+            return changed(fail_over(seg[2]));
+        }
         if (seg.size() == 2 && seg[1] == "tenants") {
             if (m != http::Method::get) return method_not_allowed(request_.head.path, "GET");
             return list_tenants();
@@ -256,9 +278,31 @@ class Api {
     }
 
   private:
+    // A change's audit line; a change done grants every node its list at once where leasing
+    // runs, since a create, delete, pair or node change may have changed any node's (§9.5).
     Response changed(Response r) {
         router_.audit_admin(request_, a_, r.status);
+        if (r.status < 300) router_.cluster().changed();
         return r;
+    }
+
+    // §9.1: `{}` or `{"force": true}`.
+    Response fail_over(const std::string& node) {
+        Body body(request_.body);
+        if (!body.error.empty()) return Router::error(400, body.error);
+        if (std::string u = body.unknown({"force"}); !u.empty()) {
+            return Router::error(400, "unknown field `" + u + "`: a failover takes force");
+        }
+        bool force = false;
+        if (body.present("force")) {
+            simdjson::dom::element e;
+            if (body.object.at_key("force").get(e) || e.get_bool().get(force)) {
+                return Router::error(400, "field `force` must be true or false");
+            }
+        }
+        const FailoverResult r = router_.cluster().failover().fail_over(node, force, "hand");
+        if (r.status == 404 || r.status == 409) return Router::error(r.status, r.error);
+        return json(r.status, failover_body(node, r));
     }
 
     Response list_nodes() {
@@ -266,7 +310,9 @@ class Api {
         Response r;
         json::Writer w(r.body);
         w.begin_array();
-        for (const auto& [name, n] : maps->nodes) write_node(w, n, *maps);
+        for (const auto& [name, n] : maps->nodes) {
+            write_node(w, n, *maps, router_.cluster().leases());
+        }
         w.end_array();
         return r;
     }
@@ -277,7 +323,7 @@ class Api {
         if (it == maps->nodes.end()) return Router::error(404, "no node `" + name + "`");
         Response r;
         json::Writer w(r.body);
-        write_node(w, it->second, *maps);
+        write_node(w, it->second, *maps, router_.cluster().leases());
         return r;
     }
 

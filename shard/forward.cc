@@ -3,9 +3,19 @@
 // byte, the answer passed back — whole when it has a length, as it arrives when it has none (a
 // subscription). The node checks credentials: the client's Authorization passes untouched
 // (seed 000: the router holds no keys).
+//
+// Each forward stays registered in the router's InFlight (shard/in_flight.h) until its sink is
+// done, so a failover can cut it by §9.10's table: the call taken from its sink on its own loop
+// (RingCall::cut), then sent to the tenant's new primary, answered 502 `outcome: unknown`, or, a
+// subscription, ended. A write a promoted copy refuses for its lease (503 `Fenec-Lease`) before
+// the leading router's grant names the tenant there is asked again, at most twice, once that
+// grant was answered (§9.10's last paragraph).
+#include <charconv>
+#include <mutex>
 #include <optional>
 
 #include "server/runtime/mark.h"
+#include "shard/in_flight.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -45,14 +55,40 @@ bool dropped_answer_header(std::string_view name) {
 // padding is never sent. Past this a HEAD answers a length of 0 rather than allocate more.
 constexpr uint64_t head_length_kept_max = 64ull << 20;
 
-class ForwardSink final : public server::CallSink {
+using Forwarding = Router::Forwarding;
+
+// A lease refusal is asked again at most this often (§9.10).
+constexpr int lease_retries_max = 2;
+
+// One forward: the client's request kept for a resend, the call, and what its answer goes to.
+class ForwardSink final : public server::CallSink,
+                          public Cuttable,
+                          public std::enable_shared_from_this<ForwardSink> {
   public:
     ForwardSink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
-                std::string node, bool head_only, std::string peer)
-        : router_(router), exchange_(std::move(exchange)), a_(std::move(a)),
-          node_(std::move(node)), head_only_(head_only), peer_(std::move(peer)) {}
+                Forwarding f, std::string node, bool head_only, bool resendable)
+        : router_(router), exchange_(std::move(exchange)), a_(std::move(a)), f_(std::move(f)),
+          node_(std::move(node)), head_only_(head_only), resendable_(resendable) {}
+
+    // Before the call starts: its place in the in-flight record.
+    void registered(uint64_t id) { id_ = id; }
+    // Once it started (maybe on another thread than the one its callbacks run on).
+    void started(std::weak_ptr<server::RingCall> call) {
+        std::lock_guard lock(call_mu_);
+        call_ = std::move(call);
+    }
 
     void on_answer(server::Answer answer) override {
+        if (!answer.stream) done();
+        if (answer.status == 503 && answer.header("Fenec-Lease") &&
+            f_.lease_retries < lease_retries_max && router_.ask_again_after_grant(node_, [
+                &router = router_, exchange = exchange_, a = a_, f = f_
+            ]() mutable {
+                ++f.lease_retries;
+                router.forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
+            })) {
+            return;
+        }
         http::Response r;
         r.status = answer.status;
         r.content_type = "";
@@ -62,8 +98,9 @@ class ForwardSink final : public server::CallSink {
         }
         r.header("X-Request-Id", a_.request_id);
         router_.count(a_, answer.status);
+        const std::string& peer = f_.request->peer;
         if (answer.stream) {
-            router_.accepted(peer_);
+            router_.accepted(peer);
             r.stream = true;
             r.close = true;
             exchange_->start(std::move(r));
@@ -76,55 +113,120 @@ class ForwardSink final : public server::CallSink {
         }
         if (answer.status == 401) {  // the node refused the client's token: delayed here (§3)
             auto later = std::make_shared<http::Response>(std::move(r));
-            return router_.after_refusal(peer_, [exchange = exchange_, later] {
+            return router_.after_refusal(peer, [exchange = exchange_, later] {
                 exchange->reply(std::move(*later));
             });
         }
-        router_.accepted(peer_);
+        router_.accepted(peer);
         exchange_->reply(std::move(r));
     }
 
     void on_failure(server::CallError failure) override {
+        done();
         const int status = failure.failure == server::CallFailure::timeout ? 504 : 502;
-        http::Response r = Router::error(status, failure.message);
-        // The body gains the node (and the outcome where it may have run): §5.5.
-        r.body.pop_back();
-        r.body += ",\"node\":";
-        std::string quoted;
-        ql_quote(node_, quoted);
-        r.body += quoted;
-        if (failure.failure == server::CallFailure::may_have_run) {
-            r.body += ",\"outcome\":\"unknown\"";
+        answer_failed(status, failure.message,
+                      failure.failure == server::CallFailure::may_have_run);
+    }
+
+    bool on_data(std::string bytes) override { return exchange_->write(std::move(bytes)); }
+    void on_end() override {
+        done();
+        exchange_->end();
+    }
+
+    // §9.10, from the failover's thread: the call cut on its loop, then decided there.
+    void cut() override {
+        std::shared_ptr<server::RingCall> call;
+        {
+            std::lock_guard lock(call_mu_);
+            call = call_.lock();
         }
+        if (!call) return;
+        call->cut([self = shared_from_this()](server::CallPhase phase, bool sent_whole) {
+            self->cut_decided(phase, sent_whole);
+        });
+    }
+
+  private:
+    void cut_decided(server::CallPhase phase, bool sent_whole) {
+        if (phase == server::CallPhase::answer) return;  // an answer begun is left to the node
+        done();
+        if (phase == server::CallPhase::streaming) {  // on_end ended the client's stream
+            router_.count_cut("subscription_ended");
+            return;
+        }
+        if (!sent_whole || resendable_) {
+            router_.count_cut("resent");
+            router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), "moved");
+            return;
+        }
+        router_.count_cut("answered_502");
+        answer_failed(502,
+                      "node `" + node_ +
+                          "` was failed over while this write was out to it: it may have run",
+                      true);
+    }
+
+    // §5.5: the body gains the node, and the outcome where it may have run.
+    void answer_failed(int status, const std::string& message, bool may_have_run) {
+        http::Response r = Router::error(status, message);
+        r.body.pop_back();
+        r.body += ",\"node\":\"" + node_ + "\"";  // node names are [a-z0-9_-]
+        if (may_have_run) r.body += ",\"outcome\":\"unknown\"";
         r.body += "}";
         router_.metrics().upstream_errors->with({node_}).inc();
         router_.answer(*exchange_, a_, std::move(r));
     }
 
-    bool on_data(std::string bytes) override { return exchange_->write(std::move(bytes)); }
-    void on_end() override { exchange_->end(); }
-
-  private:
-    static void ql_quote(std::string_view s, std::string& out) {
-        out += '"';
-        for (char c : s) {  // node names are [a-z0-9_-]: nothing to escape
-            out += c;
-        }
-        out += '"';
+    // Out of the in-flight record: nothing is left to cut.
+    void done() {
+        if (id_ != 0) router_.in_flight().remove(node_, id_);
+        id_ = 0;
     }
 
     Router& router_;
     std::shared_ptr<server::Exchange> exchange_;
     Router::Answering a_;
+    Forwarding f_;
     std::string node_;
     bool head_only_;
-    std::string peer_;  // the client's, host:port
+    bool resendable_;
+    std::mutex call_mu_;
+    std::weak_ptr<server::RingCall> call_;  // under call_mu_
+    uint64_t id_ = 0;                       // the call's loop once it started
 };
+
+// Fenec-Wait's value with `spent_ms` taken off (a held request resent after a cut keeps what is
+// left of its wait, §9.10), or nullopt when it has none or it does not read.
+std::optional<std::string> wait_left(const http::RequestHead& h, uint64_t spent_ms) {
+    auto v = h.header("Fenec-Wait");
+    if (!v) return std::nullopt;
+    uint64_t ms = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), ms);
+    if (ec != std::errc() || end != v->data() + v->size()) return std::nullopt;
+    return std::to_string(ms > spent_ms ? ms - spent_ms : 0);
+}
 
 }  // namespace
 
 void Router::forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
                      Answering a) {
+    Forwarding f;
+    f.request = std::make_shared<server::Request>(std::move(request));
+    forward_to_node(std::move(f), std::move(exchange), std::move(a));
+}
+
+void Router::forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
+                           std::string_view reason) {
+    if (exchange->closed()) return;  // the client is gone: nothing to send it on for
+    if (auto* retries = upstream_options_.retries) retries->with({reason}).inc();
+    f.again = true;
+    forward_to_node(std::move(f), std::move(exchange), std::move(a));
+}
+
+void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exchange,
+                             Answering a) {
+    const server::Request& request = *f.request;
     const http::RequestHead& h = request.head;
     // `/t/<tenant>/…`: the tenant is the second segment (§5.1).
     std::string_view rest = std::string_view(h.path).substr(3);
@@ -157,11 +259,19 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
                            h.method == http::Method::options ||
                            h.header("Idempotency-Key").has_value();
     // The original target bytes, the client's method, its headers in order but the hop's own
-    // and the router's (§5.3), then the router's.
+    // and the router's (§5.3), then the router's. Sent again after a cut, a held request keeps
+    // what is left of its wait.
+    const std::optional<std::string> wait =
+        f.again ? wait_left(h, now_ms() - a.start_ms) : std::nullopt;
     http::OutRequest out{.method = h.method_text, .target = h.target, .host = node.addr};
     out.headers.reserve(h.headers.size() + 2);
-    for (const http::Header& f : h.headers) {
-        if (!dropped_request_header(f.name)) out.headers.push_back(f);
+    for (const http::Header& field : h.headers) {
+        if (dropped_request_header(field.name)) continue;
+        if (wait && http::iequals(field.name, "Fenec-Wait")) {
+            out.headers.push_back({field.name, *wait});
+        } else {
+            out.headers.push_back(field);
+        }
     }
     const std::string client = peer_host(request.peer);
     const std::string mark = client + " " + server::router_mark(node.token, client, a.request_id);
@@ -170,12 +280,17 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     out.body = request.body;
     http::write_request(out, up.bytes);
 
-    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, node.name, up.head_only,
-                                              request.peer);
-    std::weak_ptr<server::RingCall> call = upstream_->start(std::move(up), std::move(sink));
+    const bool head_only = up.head_only;
+    const bool resendable = up.resend_after_sent;
+    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, std::move(f), node.name,
+                                              head_only, resendable);
+    sink->registered(in_flight_->add(node.name, tenant, sink));
+    std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
+    std::weak_ptr<server::RingCall> weak = call;
+    sink->started(weak);
     // A client gone ends what the router has out for it (a subscription above all).
-    exchange->on_close([call] {
-        if (auto c = call.lock()) c->cancel();
+    exchange->on_close([weak] {
+        if (auto c = weak.lock()) c->cancel();
     });
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "json/writer.h"
+#include "shard/cluster.h"
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
@@ -256,6 +257,10 @@ Response Move::steps(const DirectoryMaps& maps) {
                                       to_.name + "`: " + st.to_string()});
     }
     steps_.flip = steps_.lap();
+    // Step 7: under leases, the target granted its new list and the source its list without
+    // the tenant, both at once.
+    router_.cluster().changed(to_.name);
+    router_.cluster().changed(from_.name);
     stall_after("flipped");
 
     // Steps 8 and 9: the copies follow the tenant to its new node; a failure here is logged and

@@ -63,6 +63,10 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
         {"--replicas", nullptr,
          "give each tenant on a node in no pair a replica of its own, in its region (default off)",
          flags::on(o.replicas)},
+        {"--auto-failover", "<s>",
+         "lease each node its tenants for s seconds (0.1 to 3600), renew every third, fail a node "
+         "over once its lease has lapsed; nodes need --lease (default off)",
+         flags::seconds_as_ms(o.auto_failover_ms)},
     };
 }
 
@@ -90,6 +94,9 @@ std::string check_options(const RouterOptions& o) {
         return "--listen " + o.listen +
                " is not a loopback address and there is no --token: anyone reaching it could "
                "move or delete every tenant through /_shard/ (set --token, or --insecure)";
+    }
+    if (o.auto_failover_ms != 0 && (o.auto_failover_ms < 100 || o.auto_failover_ms > 3'600'000)) {
+        return "--auto-failover: a lease runs 0.1 to 3600 seconds";
     }
     return "";
 }

@@ -1,8 +1,8 @@
 // shard/options.h: fenec-shard's flags (router.md §2.2), read left to right. An unknown flag, a
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
-// a zero timeout) are check_options'. Flags of later work (leases, standbys, regions) are not
-// taken yet: they are unknown flags until then.
+// a zero timeout) are check_options'. Flags of later work (standbys, regions) are not taken yet:
+// they are unknown flags until then.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,9 @@ struct RouterOptions {
     uint64_t fanout_max_bytes = 64ull << 20;   // bytes of the tenants' answers for one query
     std::optional<std::string> trace;          // spans as JSON lines (§16), like the node's
     bool replicas = false;  // --replicas: a replica of its own for a tenant in no pair (§8.2)
+    // --auto-failover <s>: lease each node its tenants for this long, renew every third, fail a
+    // node over once its lease has certainly lapsed (§9); 0: off. 100 ms to an hour.
+    uint64_t auto_failover_ms = 0;
 };
 
 using ParsedFlags = server::flags::Parsed<RouterOptions>;

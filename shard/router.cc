@@ -4,6 +4,7 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
@@ -14,7 +15,9 @@
 #include "server/runtime/refusal_delay.h"
 #include "server/runtime/timers.h"
 #include "server/runtime/workers.h"
+#include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
 
@@ -100,11 +103,13 @@ Router::Router(RouterOptions options, const engine::Clock& clock)
     id_seed_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     delay_ = std::make_unique<server::RefusalDelay>(static_cast<int64_t>(options_.auth_delay_ms));
     timers_ = std::make_unique<server::Timers>();
+    in_flight_ = std::make_unique<InFlight>();
     init_metrics();
 }
 
 Router::~Router() {
     timers_->stop();  // its callbacks answer through this
+    if (cluster_) cluster_->stop();  // its threads call nodes and promote through the rest
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
@@ -162,6 +167,8 @@ void Router::init_metrics() {
     m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
         return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
     });
+    metrics_.cut_requests = &m.counter("fenec_router_cut_requests_total",
+                                       "requests cut by failovers", {"outcome"});
     metrics_.fanouts = &m.counter("fenec_router_fanouts_total", "queries across tenants",
                                   {"merge", "outcome"});
     metrics_.fanout_calls = &m.counter("fenec_router_fanout_calls_total", "tenant calls",
@@ -211,6 +218,9 @@ std::string Router::prepare() {
     so.server_header = "fenec-shard/" + std::string(shard_version);
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
+    // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
+    cluster_ = std::make_unique<Cluster>(*this);
+    cluster_->start();
     return "";
 }
 
@@ -224,6 +234,7 @@ void Router::drain() {
     for (int i = 0; i < 100 && server_->connections() > 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    cluster_->stop();
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();
@@ -311,8 +322,30 @@ std::string Router::held_by(const std::string& tenant) {
 }
 
 void Router::release(const std::string& tenant) {
-    std::lock_guard lock(claims_mu_);
-    claims_.erase(tenant);
+    {
+        std::lock_guard lock(claims_mu_);
+        claims_.erase(tenant);
+    }
+    if (cluster_) cluster_->released(tenant);
+}
+
+void Router::count_cut(std::string_view outcome) {
+    metrics_.cut_requests->with({outcome}).inc();
+}
+
+bool Router::ask_again_after_grant(const std::string& node, std::function<void()> then) {
+    Leases* leases = cluster_ ? cluster_->leases() : nullptr;
+    if (!leases) return false;
+    const auto bound = static_cast<int64_t>(
+        std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
+    return api_pool_->submit([leases, node, bound, then = std::move(then)] {
+        (void)leases->grant_and_wait(node, bound);
+        then();
+    });
+}
+
+void Router::cut(const std::string& tenant, const std::string& from) {
+    for (const std::shared_ptr<Cuttable>& c : in_flight_->take(from, tenant)) c->cut();
 }
 
 // §3: `Authorization: Bearer <--token>`, compared in constant time; a JWT is refused whatever

@@ -37,8 +37,10 @@ class RefusalDelay;
 
 namespace fenec::shard {
 
+class Cluster;
 class Copies;
 class Fanout;
+class InFlight;
 class NodeCalls;
 struct QueryRequest;
 
@@ -106,7 +108,8 @@ class Router final : public server::Handler {
     void accepted(std::string_view peer);
 
     // Tenants claimed by an operation in progress (§6.1): false when already claimed; `what`
-    // (create, delete, move) is what held_by answers while it holds the claim.
+    // (create, delete, move) is what held_by answers while it holds the claim. A release lets a
+    // failover that waited for the tenant go on (§9.3).
     bool claim(const std::string& tenant, std::string_view what = "");
     void release(const std::string& tenant);
     std::string held_by(const std::string& tenant);
@@ -122,11 +125,36 @@ class Router final : public server::Handler {
         obs::HistogramFamily* fanout_duration = nullptr;  // {merge}
         obs::CounterFamily* moves = nullptr;            // {outcome, scope} (shard/move.cc)
         obs::HistogramFamily* move_duration = nullptr;  // successful moves
+        obs::CounterFamily* cut_requests = nullptr;     // {outcome} (§9.10)
     };
     Metrics& metrics() { return metrics_; }
 
+    // A forward's request, kept whole for a resend (§9.10's cut, a lease refusal).
+    struct Forwarding {
+        std::shared_ptr<server::Request> request;
+        int lease_retries = 0;  // lease refusals asked again so far (at most 2)
+        bool again = false;     // a resend: Fenec-Wait keeps what is left of its wait
+    };
+    // Sends `f` again to where the directory places its tenant now; `reason` is counted in
+    // fenec_router_retries_total. Nothing when the client is gone.
+    void forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
+                       std::string_view reason);
+    InFlight& in_flight() { return *in_flight_; }
+    void count_cut(std::string_view outcome);
+    // §9.10: `node` refused a write for its lease. Under leasing, `then` runs on an API worker
+    // once the node was granted its list now and answered (or a lease's time passed): true.
+    // Without leasing, or with the workers full: false, and the refusal is passed on.
+    bool ask_again_after_grant(const std::string& node, std::function<void()> then);
+    // §9.10: what is out to `from` for `tenant` cut; the directory points at its new primary.
+    void cut(const std::string& tenant, const std::string& from);
+    // Leasing and failover (shard/cluster.h), made in prepare().
+    Cluster& cluster() { return *cluster_; }
+    obs::Registry& registry() { return registry_; }
+    const engine::Clock& clock() const { return clock_; }
+
   private:
     void init_metrics();
+    void forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a);
     std::optional<http::Response> check_token(const server::Request& request);
     void forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
                  Answering a);                                  // forward.cc
@@ -175,6 +203,8 @@ class Router final : public server::Handler {
   private:
     std::unique_ptr<NodeCalls> node_calls_;
     std::unique_ptr<Copies> copies_;
+    std::unique_ptr<InFlight> in_flight_;
+    std::unique_ptr<Cluster> cluster_;
 };
 
 // "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay

@@ -1,0 +1,128 @@
+// shard/cluster.cc: leasing and failover over the router's parts (shard/cluster.h).
+#include "shard/cluster.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "shard/copies.h"
+#include "shard/node_calls.h"
+#include "shard/router.h"
+
+namespace fenec::shard {
+
+namespace {
+
+// A lease thread's or the failover's own request id: their calls come from no client.
+constexpr std::string_view lease_request_id = "lease";
+constexpr std::string_view failover_request_id = "failover";
+
+std::optional<obs::AuditEvent> event_of(std::string_view name) {
+    if (name == "failover") return obs::AuditEvent::failover;
+    if (name == "force") return obs::AuditEvent::force;
+    if (name == "lease_record") return obs::AuditEvent::lease_record;
+    if (name == "fenced") return obs::AuditEvent::fenced;
+    return std::nullopt;
+}
+
+}  // namespace
+
+Cluster::Cluster(Router& router) : router_(router) {
+    failover_ = std::make_unique<Failover>(*this, router_.registry());
+    if (router_.options().auto_failover_ms != 0) {
+        LeaseOptions o;
+        o.lease_ms = static_cast<int64_t>(router_.options().auto_failover_ms);
+        o.by = router_.options().listen;
+        leases_ = std::make_unique<Leases>(o, *this, router_.clock(), router_.registry());
+    }
+}
+
+Cluster::~Cluster() { stop(); }
+
+void Cluster::start() {
+    if (leases_) leases_->start();
+}
+
+void Cluster::stop() {
+    if (leases_) leases_->stop();
+    failover_->stop();
+}
+
+void Cluster::released(const std::string& tenant) { failover_->released(tenant); }
+
+void Cluster::changed(const std::string& node) {
+    if (leases_) leases_->changed(node);
+}
+
+std::shared_ptr<const DirectoryMaps> Cluster::maps() const { return router_.directory().maps(); }
+
+Directory& Cluster::directory() { return router_.directory(); }
+
+GrantReply Cluster::grant(const NodeRow& node, const GrantWire& grant, int64_t deadline_ns) {
+    // The lease's clock is the router's (injected); the client's deadline is steady_clock's.
+    const int64_t left_ns = deadline_ns - router_.clock().steady_ns();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(left_ns);
+    return router_.node_calls().grant(node, grant, deadline, lease_request_id);
+}
+
+engine::Status Cluster::put_lease_record(const LeaseRecord& record) {
+    return router_.directory().put_lease_record(record);
+}
+
+// No standby router follows this directory yet (standby routers are not built): nothing to wait
+// for.
+void Cluster::wait_for_standbys(int64_t) {}
+
+void Cluster::lapsed(const std::string& node) { failover_->lapsed(node); }
+
+void Cluster::answered(const std::string& node, bool returned) {
+    router_.copies().node_answered(node);
+    // §9.11: a node back after a failover holds stale copies; a repair has them follow.
+    if (returned) router_.copies().repair("node `" + node + "` answered again after a failover");
+}
+
+bool Cluster::claim(const std::string& tenant, std::string_view what) {
+    return router_.claim(tenant, what);
+}
+
+void Cluster::release(const std::string& tenant) { router_.release(tenant); }
+
+std::string Cluster::held_by(const std::string& tenant) { return router_.held_by(tenant); }
+
+PromoteReply Cluster::promote(const NodeRow& node, const std::string& tenant,
+                              const PromoteWire& ask) {
+    return router_.node_calls().promote(node, tenant, ask, failover_request_id);
+}
+
+bool Cluster::send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) {
+    return router_.node_calls().put_quota(node, tenant, quota, failover_request_id).ok();
+}
+
+void Cluster::cut(const std::string& tenant, const std::string& from) { router_.cut(tenant, from); }
+
+void Cluster::grant_now(const std::string& node) { changed(node); }
+
+void Cluster::withhold(const std::string& node, const std::string& tenant) {
+    if (leases_) leases_->withhold(node, tenant);
+}
+
+void Cluster::restore(const std::string& node, const std::string& tenant) {
+    if (leases_) leases_->restore(node, tenant);
+}
+
+void Cluster::repair(std::string_view why) { router_.copies().repair(std::string(why)); }
+
+void Cluster::note(const std::string& log_line, std::string_view event,
+                   std::vector<obs::JsonField> fields) {
+    const std::string line = log_line + "\n";
+    (void)!::write(2, line.data(), line.size());
+    if (auto e = event_of(event)) {
+        obs::AuditLine a;
+        a.event = *e;
+        a.fields = std::move(fields);
+        router_.audit(std::move(a), "",
+                      event == "failover" ? failover_request_id : lease_request_id);
+    }
+}
+
+}  // namespace fenec::shard

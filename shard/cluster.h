@@ -1,0 +1,74 @@
+// shard/cluster.h: the router's leasing and failover wired to the rest of it (router.md §9): the
+// LeaseHost and FailoverHost that shard/leases.h and shard/failover.h ask for, over the
+// directory, the admin calls to nodes (shard/node_calls.h), the copies (shard/copies.h), the
+// claims, the forwards' cut (§9.10) and the audit log. Owns the Failover (always: a failover by
+// hand needs no lease) and, with --auto-failover, the Leases.
+//
+// Threads: the hosts' calls come from the lease threads, the judge and the failover's worker;
+// none of them blocks on a loop. start() after the directory is open and the listener bound
+// (§2.3 step 5); stop() before the upstream loops stop.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shard/failover.h"
+#include "shard/leases.h"
+
+namespace fenec::shard {
+
+class Router;
+
+class Cluster final : public LeaseHost, public FailoverHost {
+  public:
+    explicit Cluster(Router& router);
+    ~Cluster() override;
+    Cluster(const Cluster&) = delete;
+    Cluster& operator=(const Cluster&) = delete;
+
+    // Leasing, with --auto-failover: the record raised where needed, then the threads.
+    void start();
+    void stop();
+
+    Failover& failover() { return *failover_; }
+    // nullptr without --auto-failover.
+    Leases* leases() { return leases_.get(); }
+
+    // A claim released (Router::release): a tenant waiting for it is failed over now (§9.3).
+    void released(const std::string& tenant);
+    // `node`'s list changed (a create, delete, move or a node added or removed; "" for all):
+    // granted at once where leasing runs.
+    void changed(const std::string& node = "");
+
+    // LeaseHost and FailoverHost.
+    std::shared_ptr<const DirectoryMaps> maps() const override;
+    Directory& directory() override;
+    GrantReply grant(const NodeRow& node, const GrantWire& grant, int64_t deadline_ns) override;
+    engine::Status put_lease_record(const LeaseRecord& record) override;
+    void wait_for_standbys(int64_t bound_ms) override;
+    void lapsed(const std::string& node) override;
+    void answered(const std::string& node, bool returned) override;
+    bool claim(const std::string& tenant, std::string_view what) override;
+    void release(const std::string& tenant) override;
+    std::string held_by(const std::string& tenant) override;
+    PromoteReply promote(const NodeRow& node, const std::string& tenant,
+                         const PromoteWire& ask) override;
+    bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) override;
+    void cut(const std::string& tenant, const std::string& from) override;
+    void grant_now(const std::string& node) override;
+    void withhold(const std::string& node, const std::string& tenant) override;
+    void restore(const std::string& node, const std::string& tenant) override;
+    void repair(std::string_view why) override;
+    void note(const std::string& log_line, std::string_view event,
+              std::vector<obs::JsonField> fields) override;
+
+  private:
+    Router& router_;
+    std::unique_ptr<Failover> failover_;
+    std::unique_ptr<Leases> leases_;
+};
+
+}  // namespace fenec::shard
