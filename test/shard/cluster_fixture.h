@@ -33,7 +33,7 @@ struct SharedNodes {
 
     // Starts node i, on `port` when given (a restart where the router knows it), else one it
     // picks. The last --listen is the one the node takes.
-    void start(int i, uint16_t port = 0) {
+    void start(int i, uint16_t port = 0, const std::vector<std::string>& more = {}) {
         std::vector<std::string> flags = {"--token",
                                           kData,
                                           "--admin-token",
@@ -42,6 +42,7 @@ struct SharedNodes {
                                           kReplication,
                                           "--auth-delay",
                                           "0"};
+        flags.insert(flags.end(), more.begin(), more.end());
         if (port) {
             flags.push_back("--listen");
             flags.push_back("127.0.0.1:" + std::to_string(port));

@@ -210,6 +210,11 @@ public:
     uint16_t port() const { return port_; }
     const std::string& first_line() const { return first_line_; }
 
+    // Sends `sig` without waiting (SIGSTOP, SIGCONT: a node that answers nothing and closes
+    // nothing, as a machine cut off would).
+    void signal(int sig) {
+        if (pid_ > 0) ::kill(pid_, sig);
+    }
     // Sends `sig` and waits for the exit; the exit status (or -1 when it was already gone).
     int kill(int sig) {
         if (pid_ <= 0) return -1;

@@ -1,0 +1,215 @@
+// test/shard/failover_cluster_test.cc: failover through a real fenec-shard in front of real
+// fenec-node processes on loopback (router.md §9): by hand onto a pair's standby (§18 case 55),
+// its refusals, the cut of what is out to the node failed over (§9.10), and, with
+// --auto-failover over nodes started with --lease, a node that stops answering failed over on its
+// lapsed lease, its old copy refusing writes, and its return (§9.4, §9.11).
+//
+// A node "cut off" is SIGSTOPped: its kernel still accepts connections and takes bytes, but
+// nothing answers and nothing is closed, as with a machine lost behind a network cut.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "test/shard/cluster_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+// A count's answer: `{"count":n}`.
+std::string counted(int n) { return "{\"count\":" + std::to_string(n) + "}"; }
+
+// Connections to 127.0.0.1:`port` whose bytes wait unread in the receive queue: requests sent
+// whole to a stopped node, awaiting its answer (/proc/net/tcp: local port, state 01, rx_queue).
+int requests_waiting_at(uint16_t port) {
+    std::ifstream in("/proc/net/tcp");
+    std::string line;
+    std::getline(in, line);  // the header
+    int n = 0;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string sl, local, remote, st, queues;
+        f >> sl >> local >> remote >> st >> queues;
+        const size_t colon = local.find(':');
+        if (colon == std::string::npos || st != "01") continue;
+        if (std::stoul(local.substr(colon + 1), nullptr, 16) != port) continue;
+        const size_t q = queues.find(':');
+        if (q != std::string::npos && std::stoul(queues.substr(q + 1), nullptr, 16) > 0) ++n;
+    }
+    return n;
+}
+
+class FailoverByHand : public ClusterTest<3> {
+  protected:
+    // n1 on node 0 with n2 (node 1) its standby, `t` created on n1 with three notes that n2
+    // holds too.
+    void pair_with_tenant(const std::string& t) {
+        ASSERT_EQ(add(0, "n1").status, 201);
+        ASSERT_EQ(add(1, "n2").status, 201);
+        auto p = shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})");
+        ASSERT_EQ(p.status, 200) << p.body;
+        ASSERT_EQ(create(t, "n1").status, 201);
+        for (int i = 0; i < 3; ++i) {
+            ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"x"})").status, 201);
+        }
+        ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(3); }))
+            << copy_on(1, t).body << " " << count_on(1, t);
+    }
+    void TearDown() override {
+        if (nodes_ && nodes_->procs[0]) nodes_->procs[0]->signal(SIGCONT);
+    }
+};
+
+// Case 55: the pair's standby promoted, the directory pointing at it, reads and writes through
+// the router landing there, the failover counted and audited.
+TEST_F(FailoverByHand, PromotesThePairsStandby) {
+    start_router();
+    const std::string t = tenant("acme");
+    pair_with_tenant(t);
+
+    auto r = shard("POST", "/_shard/nodes/n1/failover", "{}");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"to\":\"n2\"}"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("\"failed\":[]"), std::string::npos) << r.body;
+
+    Json row(shard("GET", "/_shard/tenants/" + t).body);
+    EXPECT_EQ(row.text("node"), "n2");
+    EXPECT_EQ(data("GET", "/t/" + t + "/c/notes?count").body, counted(3));
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+    EXPECT_EQ(count_on(1, t), counted(4));  // on n2, the new primary
+    Json copy(copy_on(1, t).body);
+    EXPECT_EQ(copy.text("role"), "primary") << copy_on(1, t).body;
+
+    EXPECT_EQ(sample(metrics(), "fenec_router_failovers_total{trigger=\"hand\",outcome=\"done\"}"),
+              "1");
+    EXPECT_TRUE(eventually([&] {
+        return read_file(dir_.path() + "/audit.log").find("\"event\":\"failover\"") !=
+               std::string::npos;
+    })) << read_file(dir_.path() + "/audit.log");
+}
+
+TEST_F(FailoverByHand, RefusesAnUnknownNodeAndOneWithNothingToFailOnto) {
+    start_router();
+    EXPECT_EQ(shard("POST", "/_shard/nodes/n9/failover", "{}").status, 404);
+    ASSERT_EQ(add(2, "n3").status, 201);
+    ASSERT_EQ(create(tenant("lone"), "n3").status, 201);
+    auto r = shard("POST", "/_shard/nodes/n3/failover", "{}");
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(shard("POST", "/_shard/nodes/n3/failover", R"({"force":1})").status, 400);
+    EXPECT_EQ(shard("GET", "/_shard/nodes/n3/failover").status, 405);
+    // Nothing changed: the tenant still on n3.
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + tenant("lone")).body).text("node"), "n3");
+}
+
+// §9.10: what is out to a node that answers nothing, for a tenant its failover promoted: a read
+// and a write with an Idempotency-Key go to the new primary, a write without one is answered
+// 502 `outcome: unknown`, a subscription is ended. Each counted.
+TEST_F(FailoverByHand, CutsWhatIsOutToTheNode) {
+    start_router();
+    const std::string t = tenant("cut");
+    pair_with_tenant(t);
+    auto sub = std::make_unique<Client>(router_->port());
+    ASSERT_TRUE(sub->send_raw("GET /t/" + t +
+                              "/c/notes/changes HTTP/1.1\r\nHost: x\r\n"
+                              "Authorization: Bearer " +
+                              kData + "\r\n\r\n"));
+    ASSERT_NE(sub->read_until("event: seed", 5000).find("event: seed"), std::string::npos);
+
+    nodes_->procs[0]->signal(SIGSTOP);
+    const uint16_t port = router_->port();
+    auto ask = [port](std::string method, std::string target, std::string body,
+                      std::vector<std::pair<std::string, std::string>> headers) {
+        return std::async(std::launch::async, [=] {
+            Client c(port);
+            return c.request(method, target, body, headers).value_or(Reply{});
+        });
+    };
+    auto auth = bearer(kData);
+    auto keyed = auth;
+    keyed.emplace_back("Idempotency-Key", "cut-1");
+    auto read = ask("GET", "/t/" + t + "/c/notes?count", "", auth);
+    auto write = ask("POST", "/t/" + t + "/c/notes", R"({"title":"unkeyed"})", auth);
+    auto write_keyed = ask("POST", "/t/" + t + "/c/notes", R"({"title":"keyed"})", keyed);
+    // All three sent whole to the stopped node and waiting there.
+    ASSERT_TRUE(eventually([&] { return requests_waiting_at(nodes_->port(0)) >= 3; }))
+        << requests_waiting_at(nodes_->port(0));
+
+    auto r = shard("POST", "/_shard/nodes/n1/failover", "{}");
+    ASSERT_EQ(r.status, 200) << r.body;
+
+    Reply got_read = read.get();
+    EXPECT_EQ(got_read.status, 200) << got_read.body;
+    // From n2: the three notes, and the keyed write when its resend landed first.
+    EXPECT_TRUE(got_read.body == counted(3) || got_read.body == counted(4)) << got_read.body;
+    Reply got_write = write.get();
+    EXPECT_EQ(got_write.status, 502) << got_write.body;
+    EXPECT_NE(got_write.body.find("\"outcome\":\"unknown\""), std::string::npos) << got_write.body;
+    Reply got_keyed = write_keyed.get();
+    EXPECT_EQ(got_keyed.status, 201) << got_keyed.body;
+    sub->read_until("\x01never", 5000);
+    EXPECT_TRUE(sub->closed_within(1000));
+
+    const std::string m = metrics();
+    EXPECT_EQ(sample(m, "fenec_router_cut_requests_total{outcome=\"resent\"}"), "2") << m;
+    EXPECT_EQ(sample(m, "fenec_router_cut_requests_total{outcome=\"answered_502\"}"), "1");
+    EXPECT_EQ(sample(m, "fenec_router_cut_requests_total{outcome=\"subscription_ended\"}"), "1");
+    // The keyed write ran once, on n2: three notes, and it.
+    EXPECT_EQ(count_on(1, t), counted(4));
+}
+
+// --auto-failover over nodes that take leases (§9.4): n1 stops answering, its lease lapses, its
+// tenant is failed over onto n2 and written there through the router; n1, back, refuses a write
+// it holds no lease for, and a repair has its stale copy follow n2 (§9.11).
+class FailoverOnLease : public ClusterTest<2> {
+  protected:
+    static void SetUpTestSuite() {
+        nodes_ = new SharedNodes();
+        for (int i = 0; i < 2; ++i) nodes_->start(i, 0, {"--lease"});
+    }
+    void TearDown() override {
+        if (nodes_ && nodes_->procs[0]) nodes_->procs[0]->signal(SIGCONT);
+    }
+};
+
+TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
+    start_router({"--auto-failover", "1"});
+    const std::string t = tenant("lease");
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
+    ASSERT_EQ(create(t, "n1").status, 201);
+    // Written through the router once n1's grant names the tenant (a refusal before it is
+    // asked again after a grant).
+    auto w = data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})");
+    ASSERT_EQ(w.status, 201) << w.body;
+    ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(1); }));
+    Json n1(shard("GET", "/_shard/nodes/n1").body);
+    ASSERT_TRUE(n1.has("lease")) << shard("GET", "/_shard/nodes/n1").body;
+
+    nodes_->procs[0]->signal(SIGSTOP);
+    ASSERT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000))
+        << shard("GET", "/_shard/tenants/" + t).body;
+    auto after = data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})");
+    EXPECT_EQ(after.status, 201) << after.body;
+    EXPECT_EQ(count_on(1, t), counted(2));
+    EXPECT_EQ(sample(metrics(), "fenec_router_failovers_total{trigger=\"lease\",outcome=\"done\"}"),
+              "1");
+
+    nodes_->procs[0]->signal(SIGCONT);
+    // n1's lease ran out while it was stopped: a write straight to it is refused, unrun.
+    auto stale = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"stale"})", kData);
+    EXPECT_EQ(stale.status, 503) << stale.body;
+    EXPECT_TRUE(stale.header("Fenec-Lease").has_value());
+    // Back: counted again, and its old copy made to follow the new primary.
+    EXPECT_TRUE(eventually(
+        [&] { return sample(metrics(), "fenec_router_node_failed_over{node=\"n1\"}") == "0"; },
+        8000));
+    EXPECT_TRUE(eventually([&] { return follows(0, t, 1); }, 8000)) << copy_on(0, t).body;
+    EXPECT_EQ(count_on(1, t), counted(2));
+}
+
+}  // namespace
+}  // namespace fenec::test
