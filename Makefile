@@ -33,13 +33,16 @@ CMAKE_DEFAULTS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF \
 FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure build run test test-slow test-asan ci fuzz bench format clean
+.PHONY: help deps configure build run run-cluster test test-slow test-asan ci fuzz bench format clean
 
 help:
 	@echo "Fenec make targets:"
 	@echo "  make run         build, then start fenec-node on LISTEN ($(LISTEN)) and fenec-shard"
 	@echo "                   on ROUTER_LISTEN ($(ROUTER_LISTEN)), create the tenant demo through"
 	@echo "                   the router, files in DEMO_DIR ($(DEMO_DIR)); print curl examples"
+	@echo "  make run-cluster build, then start three nodes under --lease and a router under"
+	@echo "                   --auto-failover 2 --replicas on loopback, create demo with its replica,"
+	@echo "                   and print how to cut a node off and watch demo fail over"
 	@echo "  make test        build, then run the unit suite (ctest -L unit)"
 	@echo "  make test-slow   build, then run the slow suites (ctest -L slow)"
 	@echo "  make test-asan   the unit suite in an ASan+UBSan build ($(ASAN_BUILD)/)"
@@ -82,6 +85,9 @@ run: build
 	    if [ ! -x $$bin ]; then echo "make run: $$bin was not built" >&2; exit 1; fi; done
 	tools/run-demo.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard $(DEMO_DIR) \
 	    $(LISTEN) $(ROUTER_LISTEN)
+
+run-cluster: build
+	tools/run-cluster.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard $(DEMO_DIR)-cluster
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j1

@@ -35,16 +35,7 @@ trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Waits for the first line naming the address; echoes it.
-listening() {  # out-file pid name
-    local _
-    for _ in $(seq 1 100); do
-        grep -q listening= "$1" 2>/dev/null && break
-        kill -0 "$2" 2>/dev/null || { echo "$3 did not start" >&2; cat "$1" >&2; exit 1; }
-        sleep 0.05
-    done
-    grep -o 'listening=[^ ]*' "$1" | head -n 1 | cut -d= -f2
-}
+source "$(dirname "$0")/demo-lib.sh"
 
 "$node_bin" --listen "$node_listen" --data-dir "$demo/node" --admin-token "$admin_token" \
     >"$node_out" &
