@@ -6,6 +6,7 @@
 // (§5.6), and never a Fenec-Seq it would take as its own position.
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
+#include "server/node/replication.h"
 #include "server/node/test_hooks.h"
 
 namespace fenec::node {
@@ -47,6 +48,10 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
         node.counters().outcome_unknown->inc();
         return node.answer(call, unknown_outcome(node, o, o.error->message, place));
     }
+    // §5.8 step 9, for every write path: up to --replica-wait for the block to reach the
+    // followers' streams, so a write answered is on its way to each connected copy, and the
+    // answer check below sees any lease that lapsed meanwhile.
+    if (o.landed && !o.error) node.replication().wait_handed(tenant.name(), o.seq.v);
     if (o.landed && leases) {  // §5.8 step 10: the answer check
         const engine::LeaseVerdict v = leases->check(tenant.name());
         if (v != engine::LeaseVerdict::ok) {

@@ -101,7 +101,7 @@ ql::RunOptions run_options(const Call& call) {
 }
 
 // Runs a write block with the key's row landing in it; the key is released after.
-ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statements& s,
+ql::BlockOutcome run_keyed(const Call& call, Tenant& t, const Statements& s,
                            std::optional<KeyedWrite>& key, bool store_only_if_written) {
     ql::Executor ex(t.db(), t.indexes());
     const std::vector<ql::Item> items = s.items();
@@ -112,10 +112,8 @@ ql::BlockOutcome run_keyed(Node& node, const Call& call, Tenant& t, const Statem
             return store_key(block, *key, 200, success_body(answers, s.batch));
         };
     }
-    ql::BlockOutcome o = ex.run_block(items, run_options(call), before);
-    // §5.8 step 9: up to --replica-wait for the block to reach the followers' streams.
-    if (o.landed && !o.error) node.replication().wait_handed(t.name(), o.seq.v);
-    return o;
+    // Its answer goes through answer_write, which waits for the followers' streams (§5.8 step 9).
+    return ex.run_block(items, run_options(call), before);
 }
 
 void count_statements(Node& node, const Statements& s) {
@@ -206,7 +204,7 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
             node.answer(*call, std::move(*refusal));
             return true;
         }
-        ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, true);
+        ql::BlockOutcome o = run_keyed(*call, *t, *s, key, true);
         if (key) finish_key(*t, *key, !o.error);
         const bool unmet = o.error && !o.landed && o.error->status() == 412;
         if ((!o.error && written_rows(o.answers) == 0) || unmet) {
@@ -359,7 +357,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
     if (refusal) return node.answer(*call, std::move(*refusal));
-    ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
+    ql::BlockOutcome o = run_keyed(*call, *t, *s, key, false);
     if (key) finish_key(*t, *key, !o.error);
     const std::optional<BatchPlace> place =
         s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
