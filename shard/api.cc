@@ -1,10 +1,11 @@
 // shard/api.cc: the `/_shard/` API (router.md §6): nodes registered (with their pair's standby),
 // listed and removed; tenants created on a node (by the fewest bytes, or the one named) with
 // their copy, read, listed and deleted with their copies; and the routes to the moves
-// (shard/move.h), pairs, the repair (shard/copies.h) and quotas (shard/quota.h). Runs on the
-// router's API workers: it waits on nodes (shard/node_calls.h) and on the directory's fsync.
-// Every change is one audit line. Failover, regions and the query across tenants are elsewhere
-// or later work, and answer 404 naming the route.
+// (shard/move.h), pairs, the repair (shard/copies.h), quotas (shard/quota.h) and failover by
+// hand (shard/cluster.h). Runs on the router's API workers: it waits on nodes
+// (shard/node_calls.h) and on the directory's fsync. Every change is one audit line, and grants
+// the nodes their lists at once under leases. The query across tenants runs on the loops
+// (shard/query.cc); regions are not built.
 #include <simdjson.h>
 
 #include <algorithm>

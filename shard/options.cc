@@ -81,7 +81,7 @@ ParsedFlags parse_flags(const std::vector<std::string>& args) {
 std::string flags_help() {
     RouterOptions scratch;
     return flags::help_text(
-        "fenec-shard: the router in front of fenec-node processes (router.md)\n\n"
+        "fenec-shard: the router in front of fenec-node processes (docs/http-router.md)\n\n"
         "usage: fenec-shard [flags]\n\n",
         flag_table(scratch), 28);
 }
