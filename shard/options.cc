@@ -3,6 +3,7 @@
 // cannot be read without being documented.
 #include "shard/options.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <utility>
 
@@ -60,6 +61,19 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          flags::number(o.upstream_poll_us, server::busy_poll_us_max)},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          flags::number(o.workers, 256, 1)},
+        {"--replication-token", "<t>",
+         "serve the directory at /_replication and present it when following (default none)",
+         flags::text(o.replication_token)},
+        {"--replica-of", "<url>",
+         "be a standby of the router at http://host:port, following its directory (default "
+         "none)",
+         flags::text(o.replica_of)},
+        {"--promote", nullptr,
+         "open a standby's directory file as a primary, forking its history (default off)",
+         flags::on(o.promote)},
+        {"--replication-buffer", "<size>",
+         "directory changes kept in memory for standbys that fall behind (default 8m)",
+         flags::size_bytes(o.replication_buffer_bytes)},
         {"--replicas", nullptr,
          "give each tenant on a node in no pair a replica of its own, in its region (default off)",
          flags::on(o.replicas)},
@@ -75,7 +89,12 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
 ParsedFlags parse_flags(const std::vector<std::string>& args) {
     RouterOptions defaults;
     if (const char* v = std::getenv("FENEC_SHARD_TOKEN"); v && *v) defaults.token = v;
-    return flags::parse(std::move(defaults), flag_table, args);
+    ParsedFlags parsed = flags::parse(std::move(defaults), flag_table, args);
+    // §2.2: an empty --replication-token counts as absent.
+    if (parsed.options.replication_token && parsed.options.replication_token->empty()) {
+        parsed.options.replication_token.reset();
+    }
+    return parsed;
 }
 
 std::string flags_help() {
@@ -84,6 +103,22 @@ std::string flags_help() {
         "fenec-shard: the router in front of fenec-node processes (docs/http-router.md)\n\n"
         "usage: fenec-shard [flags]\n\n",
         flag_table(scratch), 28);
+}
+
+std::string replica_addr(std::string_view url) {
+    if (!url.starts_with("http://")) return "";
+    std::string_view rest = url.substr(7);
+    if (rest.ends_with("/")) rest.remove_suffix(1);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || rest.find('/') != std::string_view::npos) {
+        return "";
+    }
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), port);
+    if (ec != std::errc() || end != rest.data() + rest.size() || port == 0 || port > 65535) {
+        return "";
+    }
+    return std::string(rest);
 }
 
 std::string check_options(const RouterOptions& o) {
@@ -97,6 +132,16 @@ std::string check_options(const RouterOptions& o) {
     }
     if (o.auto_failover_ms != 0 && (o.auto_failover_ms < 100 || o.auto_failover_ms > 3'600'000)) {
         return "--auto-failover: a lease runs 0.1 to 3600 seconds";
+    }
+    if (o.replica_of && !o.replication_token) {
+        return "--replica-of needs --replication-token: the primary's feed is guarded by it";
+    }
+    if (o.replica_of && o.promote) {
+        return "--replica-of with --promote: a router either follows its primary or is promoted "
+               "over it; start it with one of the two";
+    }
+    if (o.replica_of && replica_addr(*o.replica_of).empty()) {
+        return "--replica-of: `" + *o.replica_of + "` is not http://host:port";
     }
     return "";
 }

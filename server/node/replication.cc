@@ -1,10 +1,8 @@
-// server/node/replication.cc: the feed frames and the primary's side of a stream (node-http.md
-// §10.2, §10.3): hello, an image when the follower's position is not on this copy's history or
-// out of its feed, then every durable block, forks when they change, keep-alives, and an end.
-#define XXH_STATIC_LINKING_ONLY
+// server/node/replication.cc: the primary's side of a tenant's feed stream (node-http.md §10.2,
+// §10.3), in the feed's frames (server/replication/frames.h): hello, an image when the follower's
+// position is not on this copy's history or out of its feed, then every durable block, forks when
+// they change, keep-alives, and an end.
 #include "server/node/replication.h"
-
-#include <xxhash.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -27,159 +25,9 @@ namespace {
 // follower well inside the exchange's 1 MiB stream bound, which refuses past it.
 constexpr size_t keep_unsent_below = 512 << 10;
 
-uint64_t frame_check(char kind, std::string_view payload) {
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    XXH3_64bits_update(&st, &kind, 1);
-    XXH3_64bits_update(&st, payload.data(), payload.size());
-    return XXH3_64bits_digest(&st);
-}
-
-void put_le(std::string& out, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get_le(const char* p, int bytes) {
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-    return v;
-}
-
-std::string forks_json(const std::vector<std::pair<engine::HistoryId, engine::Seq>>& forks) {
-    std::string out;
-    json::Writer w(out);
-    w.begin_array();
-    for (const auto& [h, s] : forks) {
-        w.begin_object();
-        w.key("history");
-        w.string(engine::format::hex16(h.v));
-        w.key("at");
-        w.uint64(s.v);
-        w.end_object();
-    }
-    w.end_array();
-    return out;
-}
-
 }  // namespace
 
-std::string encode_frame(char kind, std::string_view payload) {
-    std::string out;
-    out.reserve(feed_frame_head_bytes + payload.size() + feed_frame_tail_bytes);
-    out.push_back(kind);
-    put_le(out, payload.size(), 4);
-    out.append(payload);
-    put_le(out, frame_check(kind, payload), 8);
-    return out;
-}
-
 uint32_t feed_frame_bound() { return test_hooks::feed_frame_bytes(feed_frame_bytes_max); }
-
-std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound) {
-    std::vector<std::string> out;
-    while (payload.size() > bound) {
-        out.push_back(encode_frame('C', payload.substr(0, bound)));
-        payload.remove_prefix(bound);
-    }
-    out.push_back(encode_frame('B', payload));
-    return out;
-}
-
-FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
-                       uint32_t bound) {
-    if (buf.size() < feed_frame_head_bytes) return FrameRead::more;
-    const uint32_t length = static_cast<uint32_t>(get_le(buf.data() + 1, 4));
-    if (length > bound) {
-        error = "a frame of " + std::to_string(length) + " bytes is over the bound";
-        return FrameRead::bad;
-    }
-    const size_t total = feed_frame_head_bytes + length + feed_frame_tail_bytes;
-    if (buf.size() < total) return FrameRead::more;
-    const std::string_view payload = buf.substr(feed_frame_head_bytes, length);
-    if (get_le(buf.data() + feed_frame_head_bytes + length, 8) != frame_check(buf[0], payload)) {
-        error = std::string("frame `") + buf[0] + "` fails its check";
-        return FrameRead::bad;
-    }
-    out.kind = buf[0];
-    out.payload.assign(payload);
-    consumed = total;
-    return FrameRead::frame;
-}
-
-engine::Result<engine::FeedEntry> decode_block(std::string_view payload) {
-    auto refused = [](std::string why) {
-        return engine::Status::error(engine::Code::invalid_argument, "a `B` frame " + why);
-    };
-    if (payload.size() < feed_block_head_bytes) {
-        return refused("of " + std::to_string(payload.size()) + " bytes, shorter than its " +
-                       std::to_string(feed_block_head_bytes) + "-byte head");
-    }
-    const uint64_t first = get_le(payload.data(), 8);
-    const uint64_t count = get_le(payload.data() + 8, 4);
-    if (count == 0) return refused("of count 0: a block holds at least one seq");
-    if (first == 0 || first - 1 > std::numeric_limits<uint64_t>::max() - count) {
-        return refused("whose seqs " + std::to_string(first) + " + " + std::to_string(count) +
-                       " are out of range");
-    }
-    engine::FeedEntry e;
-    e.type = engine::FeedEntry::Type::block;
-    e.first = engine::Seq{first};
-    e.last = engine::Seq{first + count - 1};
-    e.landed_ms = static_cast<int64_t>(get_le(payload.data() + 12, 8));
-    const std::string_view records = payload.substr(feed_block_head_bytes);
-    auto bytes = std::make_shared<std::vector<std::byte>>(records.size());
-    if (!records.empty()) std::memcpy(bytes->data(), records.data(), records.size());
-    e.records = std::move(bytes);
-    return e;
-}
-
-engine::Result<engine::FeedEntry> decode_forks(std::string_view payload) {
-    auto refused = [](const char* why) {
-        return engine::Status::error(engine::Code::invalid_argument, why);
-    };
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(payload);
-    simdjson::dom::element doc;
-    simdjson::dom::array arr;
-    if (parser.parse(padded).get(doc) || doc["forks"].get(arr)) {
-        return refused("an `F` frame that is not {\"forks\":[…]}");
-    }
-    engine::FeedEntry e;
-    e.type = engine::FeedEntry::Type::forks;
-    for (simdjson::dom::element fk : arr) {
-        std::string_view h;
-        uint64_t at = 0;
-        std::optional<uint64_t> history;
-        if (fk["history"].get(h) || fk["at"].get(at) ||
-            !(history = engine::format::parse_hex16(h))) {
-            return refused("a fork that does not parse");
-        }
-        e.forks.emplace_back(engine::HistoryId{*history}, engine::Seq{at});
-    }
-    return e;
-}
-
-FrameJoiner::Step FrameJoiner::take(Frame& f, std::string& error) {
-    if (f.kind == 'C') {
-        if (continued_.size() + f.payload.size() > block_bytes_max_) {
-            error = block_bytes_max_ % (1ull << 30) == 0
-                        ? "a block over " + std::to_string(block_bytes_max_ >> 30) + " GiB"
-                        : "a block over " + std::to_string(block_bytes_max_) + " bytes";
-            return Step::bad;
-        }
-        continued_.append(f.payload);
-        return Step::held;
-    }
-    if (continued_.empty()) return Step::whole;
-    if (f.kind != 'B') {
-        error = std::string("a continued block ended by `") + f.kind + "`";
-        return Step::bad;
-    }
-    continued_.append(f.payload);
-    f.payload = std::move(continued_);
-    continued_.clear();
-    return Step::whole;
-}
 
 // One stream being served: what GET /_admin/tenants/<t> shows in `followers`.
 struct Replication::Stream {
@@ -383,7 +231,7 @@ bool Replication::send_hello(FeedSender& out, engine::Database& db, bool image) 
     w.key("forks");
     std::vector<std::pair<engine::HistoryId, engine::Seq>> fk;
     for (const auto& f : hist.forks) fk.emplace_back(f.history, f.seq);
-    w.raw(forks_json(fk));
+    w.raw(replication::forks_json(fk));
     w.key("seq");
     w.uint64(db.seq().v);
     w.key("durable");
@@ -416,7 +264,8 @@ std::optional<engine::FeedCursor> Replication::send_image(FeedSender& out, engin
     w.key("bytes");
     w.uint64(bytes.size());
     w.key("digest");
-    w.string(engine::format::hex16(XXH3_64bits(bytes.data(), bytes.size())));
+    w.string(engine::format::hex16(
+        replication::image_digest({reinterpret_cast<const char*>(bytes.data()), bytes.size()})));
     w.end_object();
     if (!out.send('i', done, 0)) return out.cut();
     auto s = db.feed().since(engine::Position{img->info.seq, img->info.history.current()});
@@ -477,14 +326,9 @@ bool Replication::send_keepalive(FeedSender& out, engine::Database& db) {
 
 bool Replication::send_entry(FeedSender& out, Stream& stream, const engine::FeedEntry& e) {
     if (e.type == engine::FeedEntry::Type::forks) {
-        return out.send('F', "{\"forks\":" + forks_json(e.forks) + "}", keep_unsent_below);
+        return out.send('F', replication::encode_forks(e.forks), keep_unsent_below);
     }
-    std::string payload;
-    payload.reserve(20 + e.records->size());
-    put_le(payload, e.first.v, 8);
-    put_le(payload, e.last.v - e.first.v + 1, 4);
-    put_le(payload, static_cast<uint64_t>(e.landed_ms), 8);
-    payload.append(reinterpret_cast<const char*>(e.records->data()), e.records->size());
+    const std::string payload = replication::encode_block(e);
     // Over the frame bound (a spilled block): `C` pieces, then `B` with the last.
     for (std::string& frame : encode_block_frames(payload, feed_frame_bound())) {
         if (!out.send_frame(std::move(frame), keep_unsent_below)) return false;

@@ -2,14 +2,8 @@
 // primary serves on GET /_replication/tenants/<t>, the follower that reads one, the `<t>.follows`
 // side file, and the admin routes that start and end following (§8.6 promote, §8.7 follow).
 //
-// Frame layout (one codec, used by both ends; engine.md §11 frames the records inside `B`):
-//   frame = kind u8 | length u32 LE | payload[length] | check u64 LE = XXH3-64(kind ‖ payload)
-//   H hello (JSON), I image chunk (≤ 1 MiB), i image end (JSON), B block (first u64, count u32,
-//   landed_ms i64, the block's records verbatim), F forks (JSON), K keep-alive (JSON), E end
-//   (JSON), C continuation (a piece of the next `B` payload: a spilled block can pass the frame
-//   bound, so its payload goes as `C` frames then a `B` frame with the last piece, each within
-//   the bound). decode_frame, FrameJoiner, decode_block and decode_forks are the follower's
-//   readers of these outside bytes (fuzz/feed_fuzz.cc feeds them).
+// The frames are the feed's one codec (server/replication/frames.h), shared with the router's
+// directory feed; their names are used here as the node's own.
 //
 // Threads: each stream runs on a thread of its own (it waits on the tenant's feed, never on a
 // loop); each followed copy has one thread holding a plain blocking socket. Both are bounded by
@@ -32,6 +26,7 @@
 #include "engine/status.h"
 #include "json/writer.h"
 #include "server/node/registry.h"
+#include "server/replication/frames.h"
 #include "server/runtime/http.h"
 
 namespace fenec::node {
@@ -39,68 +34,25 @@ namespace fenec::node {
 class Node;
 struct Call;
 
-inline constexpr size_t feed_image_chunk_bytes_max = 1 << 20;  // §10.2: `I` chunks
-// A frame's payload: one `block` record tops at 33 MiB; a spilled block's records, which have
-// no top, go in pieces (`C` frames) of at most this.
-inline constexpr uint32_t feed_frame_bytes_max = 64u << 20;
-// A block joined from `C` frames: past this the follower drops the connection rather than hold
-// it (the engine's spills are bounded by the tenant's memory, far below).
-inline constexpr uint64_t feed_block_bytes_max = 4ull << 30;
-inline constexpr int64_t feed_keepalive_ms = 2000;            // §10.2: `K` after 2 s idle
-inline constexpr size_t feed_frame_head_bytes = 5;
-inline constexpr size_t feed_frame_tail_bytes = 8;
+using replication::decode_block;
+using replication::decode_forks;
+using replication::decode_frame;
+using replication::encode_block_frames;
+using replication::encode_frame;
+using replication::feed_block_bytes_max;
+using replication::feed_block_head_bytes;
+using replication::feed_frame_bytes_max;
+using replication::feed_frame_head_bytes;
+using replication::feed_frame_tail_bytes;
+using replication::feed_image_chunk_bytes_max;
+using replication::feed_keepalive_ms;
+using replication::Frame;
+using replication::FrameJoiner;
+using replication::FrameRead;
 
-std::string encode_frame(char kind, std::string_view payload);
 // The frame bound both ends use: feed_frame_bytes_max, or lower under the test hooks (so a test
 // can pass it with a small block; server/node/test_hooks.h).
 uint32_t feed_frame_bound();
-// A `B` payload as frames: `C` pieces then the `B` with the last piece, each at most `bound`.
-std::vector<std::string> encode_block_frames(std::string_view payload, uint32_t bound);
-
-struct Frame {
-    char kind = 0;
-    std::string payload;
-};
-enum class FrameRead : uint8_t { frame, more, bad };
-// Decodes one frame at the front of `buf`: `frame` (and `consumed`), `more` (incomplete), or
-// `bad` (length over the bound, a check that fails; `error` says which).
-FrameRead decode_frame(std::string_view buf, Frame& out, size_t& consumed, std::string& error,
-                       uint32_t bound = feed_frame_bytes_max);
-
-// A `B` payload's head (§10.2): first seq u64, count u32, landed_ms i64, all LE; the block's
-// records follow it.
-inline constexpr size_t feed_block_head_bytes = 20;
-
-// A `B` payload (joined from its `C` pieces) as the block entry it carries: seqs first to
-// first + count - 1, the records after the head copied out. Refused (invalid_argument, the
-// message saying why) when shorter than its head, of count 0 (a block holds at least one seq:
-// `last` would fall before `first`) or ending past the last seq. The records are the engine's
-// to check (Database::apply).
-engine::Result<engine::FeedEntry> decode_block(std::string_view payload);
-// An `F` payload {"forks":[{"history":<16 hex>,"at":<seq>},…]} as a forks entry; refused
-// (invalid_argument) when it is not that shape. The list's rules (starts at 0, its bound) are
-// the engine's (Database::apply).
-engine::Result<engine::FeedEntry> decode_forks(std::string_view payload);
-
-// Joins the `C` pieces of a block past the frame bound to the `B` frame that ends them (§10.2).
-// One a connection: a new connection starts with none held.
-class FrameJoiner {
-public:
-    enum class Step : uint8_t {
-        whole,  // `f` is a frame to handle: a `B` with the held pieces put before its payload
-        held,   // `f` was a `C` piece, kept: read the next frame
-        bad,    // `error` says why: a piece past `block_bytes_max` held, or pieces ended by
-                // a frame other than `B`; drop the connection
-    };
-    explicit FrameJoiner(uint64_t block_bytes_max = feed_block_bytes_max)
-        : block_bytes_max_(block_bytes_max) {}
-    Step take(Frame& f, std::string& error);
-    size_t held_bytes() const { return continued_.size(); }
-
-private:
-    uint64_t block_bytes_max_;
-    std::string continued_;  // `C` pieces of the next `B` payload
-};
 
 // `<t>.follows` (§8.7, §10.4): what a copy was told to follow and the last hello it heard.
 struct Follows {
