@@ -8,6 +8,7 @@
 #include "shard/copies.h"
 #include "shard/node_calls.h"
 #include "shard/router.h"
+#include "shard/standby.h"
 
 namespace fenec::shard {
 
@@ -40,7 +41,7 @@ Cluster::Cluster(Router& router) : router_(router) {
 Cluster::~Cluster() { stop(); }
 
 void Cluster::start() {
-    if (leases_) leases_->start();
+    if (leases_ && !started_.exchange(true)) leases_->start();
 }
 
 void Cluster::stop() {
@@ -69,9 +70,7 @@ engine::Status Cluster::put_lease_record(const LeaseRecord& record) {
     return router_.directory().put_lease_record(record);
 }
 
-// No standby router follows this directory yet (standby routers are not built): nothing to wait
-// for.
-void Cluster::wait_for_standbys(int64_t) {}
+void Cluster::wait_for_standbys(int64_t bound_ms) { router_.standby().wait_for_standbys(bound_ms); }
 
 void Cluster::lapsed(const std::string& node) { failover_->lapsed(node); }
 

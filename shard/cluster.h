@@ -9,6 +9,7 @@
 // (§2.3 step 5); stop() before the upstream loops stop.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,7 +30,8 @@ class Cluster final : public LeaseHost, public FailoverHost {
     Cluster(const Cluster&) = delete;
     Cluster& operator=(const Cluster&) = delete;
 
-    // Leasing, with --auto-failover: the record raised where needed, then the threads.
+    // Leasing, with --auto-failover: the record raised where needed, then the threads. Once:
+    // a primary's start, or a standby's promotion.
     void start();
     void stop();
 
@@ -69,6 +71,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     Router& router_;
     std::unique_ptr<Failover> failover_;
     std::unique_ptr<Leases> leases_;
+    std::atomic<bool> started_{false};
 };
 
 }  // namespace fenec::shard

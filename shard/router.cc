@@ -227,6 +227,14 @@ std::string Router::prepare() {
     // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
     // nothing until it is promoted.
     if (!standby_->following()) settle_moves(*this);
+    // Leasing and failover (shard/cluster.h): a primary leases once bound (§2.3 step 5, below), a
+    // standby once promoted, every node counted as answered then (§9.4); a standby cuts what it
+    // has out to a node as soon as its copy of the directory shows the failover (§9.12).
+    cluster_ = std::make_unique<Cluster>(*this);
+    standby_->on_leading([this] { cluster_->start(); });
+    standby_->on_failover([this](const std::vector<FailedOver>& failovers) {
+        for (const FailedOver& f : failovers) cut(f.tenant, f.failed_from);
+    });
     standby_->start();  // §2.3 step 3: a standby's follower
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
@@ -238,8 +246,7 @@ std::string Router::prepare() {
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
     // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
-    cluster_ = std::make_unique<Cluster>(*this);
-    cluster_->start();
+    if (!standby_->following()) cluster_->start();
     return "";
 }
 
