@@ -62,6 +62,10 @@ help:
 	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
 	@echo "                   follower's /changes event, 300 puts/s for 10 s"
 	@echo "                   ($(BUILD)/node-bench-replication.txt)"
+	@echo "  make shard-bench ARGS=leases three nodes under --lease, ten tenants on n1 with replicas and a"
+	@echo "                   writer each; n1 SIGSTOPped: cut to each tenant's first write on its"
+	@echo "                   replica at a lease of 1 s and 5 s, four runs each, lost writes counted"
+	@echo "                   ($(BUILD)/shard-bench-leases.txt)"
 	@echo "  make shard-bench ARGS=move   that tenant moved between two nodes through the router, and"
 	@echo "                   the first near query after; report in $(BUILD)/shard-bench-move.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
@@ -176,7 +180,11 @@ endif
 # 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh).
 .PHONY: shard-bench
 shard-bench: configure
-ifeq ($(ARGS),move)
+ifeq ($(ARGS),leases)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/shard_bench_leases.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/shard-bench-leases.txt
+else ifeq ($(ARGS),move)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	bash bench/shard_bench_move.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	    $(BUILD)/shard-bench-move.txt
