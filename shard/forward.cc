@@ -66,9 +66,11 @@ class ForwardSink final : public server::CallSink,
                           public std::enable_shared_from_this<ForwardSink> {
   public:
     ForwardSink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
-                Forwarding f, std::string node, bool head_only, bool resendable)
+                Forwarding f, std::string tenant, std::string node, bool head_only,
+                bool resendable)
         : router_(router), exchange_(std::move(exchange)), a_(std::move(a)), f_(std::move(f)),
-          node_(std::move(node)), head_only_(head_only), resendable_(resendable) {}
+          tenant_(std::move(tenant)), node_(std::move(node)), head_only_(head_only),
+          resendable_(resendable) {}
 
     // Before the call starts: its place in the in-flight record.
     void registered(uint64_t id) { id_ = id; }
@@ -80,6 +82,14 @@ class ForwardSink final : public server::CallSink,
 
     void on_answer(server::Answer answer) override {
         if (!answer.stream) done();
+        // §7.4: a tenant is never nowhere. A request looked up just before a move's flip reaches
+        // the source after its copy was deleted: the node ran nothing (404), and the directory
+        // names another node now, so it goes there, once.
+        if (answer.status == 404 && !answer.stream && !f_.again &&
+            router_.placed_elsewhere(tenant_, node_)) {
+            router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), "moved");
+            return;
+        }
         if (answer.status == 503 && answer.header("Fenec-Lease") &&
             f_.lease_retries < lease_retries_max && router_.ask_again_after_grant(node_, [
                 &router = router_, exchange = exchange_, a = a_, f = f_
@@ -188,6 +198,7 @@ class ForwardSink final : public server::CallSink,
     std::shared_ptr<server::Exchange> exchange_;
     Router::Answering a_;
     Forwarding f_;
+    std::string tenant_;
     std::string node_;
     bool head_only_;
     bool resendable_;
@@ -214,6 +225,12 @@ void Router::forward(server::Request request, std::shared_ptr<server::Exchange> 
     Forwarding f;
     f.request = std::make_shared<server::Request>(std::move(request));
     forward_to_node(std::move(f), std::move(exchange), std::move(a));
+}
+
+bool Router::placed_elsewhere(const std::string& tenant, const std::string& node) const {
+    auto maps = directory_->maps();
+    auto t = maps->tenants.find(tenant);
+    return t != maps->tenants.end() && t->second.node != node;
 }
 
 void Router::forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
@@ -282,7 +299,7 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
 
     const bool head_only = up.head_only;
     const bool resendable = up.resend_after_sent;
-    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, std::move(f), node.name,
+    auto sink = std::make_shared<ForwardSink>(*this, exchange, a, std::move(f), tenant, node.name,
                                               head_only, resendable);
     sink->registered(in_flight_->add(node.name, tenant, sink));
     std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);

@@ -143,6 +143,9 @@ class Router final : public server::Handler {
     void forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
                        std::string_view reason);
     InFlight& in_flight() { return *in_flight_; }
+    // Whether the directory places `tenant` on another node than `node` now (a move's flip or a
+    // failover since a request was sent there).
+    bool placed_elsewhere(const std::string& tenant, const std::string& node) const;
     void count_cut(std::string_view outcome);
     // §9.10: `node` refused a write for its lease. Under leasing, `then` runs on an API worker
     // once the node was granted its list now and answered (or a lease's time passed): true.
@@ -153,7 +156,6 @@ class Router final : public server::Handler {
     // Leasing and failover (shard/cluster.h), made in prepare().
     Cluster& cluster() { return *cluster_; }
     obs::Registry& registry() { return registry_; }
-    const engine::Clock& clock() const { return clock_; }
 
   private:
     void init_metrics();
