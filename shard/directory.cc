@@ -120,15 +120,37 @@ bool valid_name(std::string_view name) {
 
 Directory::~Directory() { close(); }
 
-engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& path) {
-    std::unique_ptr<Directory> d(new Directory());
-    d->path_ = path;
-    d->indexes_ = std::make_unique<index::IndexSet>();
+namespace {
+
+// The engine's options for the directory file: synced at every block, indexed by `indexes`, its
+// feed bound by --replication-buffer, opened to follow a primary or as one.
+engine::OpenOptions file_options(index::IndexSet& indexes, const DirectoryOpening& how,
+                                 bool follower) {
     engine::OpenOptions o;
     o.tenant = "directory";
     o.sync = engine::SyncPolicy::every_block();
-    o.hook = d->indexes_.get();
+    o.hook = &indexes;
+    o.feed_bytes = how.feed_bytes;
+    o.role = follower ? engine::Role::follower : engine::Role::primary;
+    return o;
+}
+
+}  // namespace
+
+engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& path,
+                                                           const DirectoryOpening& how) {
+    using Role = DirectoryOpening::Role;
+    std::unique_ptr<Directory> d(new Directory());
+    d->path_ = path;
+    d->how_ = how;
+    d->indexes_ = std::make_unique<index::IndexSet>();
     const bool fresh = !std::filesystem::exists(path);
+    if (fresh && how.role == Role::follower) {
+        // A standby's first start: nothing to read until the primary's image comes (§5.1).
+        d->publish(std::make_shared<DirectoryMaps>());
+        return d;
+    }
+    const engine::OpenOptions o = file_options(*d->indexes_, how, how.role == Role::follower);
     auto db = fresh ? engine::Database::create(path, o) : engine::Database::open(path, o);
     if (!db.is_ok()) {
         return Status::error(db.status().code(),
@@ -151,6 +173,7 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     if (Status st = d->load(); !st.is_ok()) {
         return Status::error(st.code(), "directory " + path + ": " + std::string(st.message()));
     }
+    if (how.role == Role::follower) return d;
     // §2.3 step 4: a leading start is counted before the router serves.
     auto maps = d->maps();
     if (Status st = d->write_locked(
@@ -162,6 +185,57 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     bumped->starts += 1;
     d->publish(std::move(bumped));
     return d;
+}
+
+bool Directory::ready() const { return ready_.load(std::memory_order_acquire); }
+
+bool Directory::following() const { return following_.load(std::memory_order_acquire); }
+
+std::optional<engine::Position> Directory::position() {
+    std::lock_guard lock(write_mu_);
+    if (!db_) return std::nullopt;
+    return engine::Position{db_->seq(), db_->history().current()};
+}
+
+Status Directory::apply(const engine::FeedEntry& entry) {
+    std::lock_guard lock(write_mu_);
+    if (!db_) return Status::error(Code::invalid_argument, "a change before the directory's image");
+    if (Status st = db_->apply(entry); !st.is_ok()) return st;
+    return load();
+}
+
+Status Directory::adopt_image(std::span<const std::byte> image, uint64_t seq) {
+    std::lock_guard lock(write_mu_);
+    if (db_) {
+        (void)db_->close();
+        db_.reset();
+    }
+    // The old file's indexes go with it: the image's are built as it opens.
+    indexes_ = std::make_unique<index::IndexSet>();
+    engine::ImageInfo info;
+    auto db = engine::Database::install_open(
+        image, path_ + ".incoming", path_, engine::InstallMode::replace,
+        file_options(*indexes_, how_, true),
+        [&](const engine::ImageInfo& got) {
+            if (got.seq.v == seq) return Status::ok();
+            return Status::error(Code::corruption,
+                                 "the image's seq is " + std::to_string(got.seq.v) +
+                                     ", its end frame said " + std::to_string(seq));
+        },
+        info);
+    if (!db.is_ok()) {
+        // The old file was left in place; it is opened again, as it stood, to be followed on.
+        auto again = engine::Database::open(path_, file_options(*indexes_, how_, true));
+        if (again.is_ok()) {
+            db_ = std::move(again.value());
+            (void)load();
+        }
+        return db.status();
+    }
+    db_ = std::move(db.value());
+    // The image's history is the primary's, as a primary's: this file now follows it.
+    if (Status st = db_->follow(db_->history()); !st.is_ok()) return st;
+    return load();
 }
 
 Status Directory::write_locked(const std::vector<Statement>& statements) {
@@ -272,8 +346,12 @@ Status Directory::load() {
 }
 
 void Directory::publish(std::shared_ptr<const DirectoryMaps> maps) {
-    std::lock_guard lock(maps_mu_);
-    maps_ = std::move(maps);
+    {
+        std::lock_guard lock(maps_mu_);
+        maps_ = std::move(maps);
+    }
+    ready_.store(db_ != nullptr, std::memory_order_release);
+    following_.store(how_.role == DirectoryOpening::Role::follower, std::memory_order_release);
 }
 
 std::shared_ptr<const DirectoryMaps> Directory::maps() const {

@@ -11,21 +11,20 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/database.h"
 #include "engine/status.h"
-
-namespace fenec::engine {
-class Database;
-}
 namespace fenec::index {
 class IndexSet;
 }
@@ -96,12 +95,25 @@ struct DirectoryMaps {
     std::string copy_of(const TenantRow& tenant) const;
 };
 
+// How a router opens its directory file (§2.3 step 2, §10).
+struct DirectoryOpening {
+    enum class Role : uint8_t {
+        primary,   // created when missing; `starts` bumped; a following file is refused
+        follower,  // a standby's: opened as it stands (none yet: waiting for its first image),
+                   // written only by what the primary's feed sends (apply, adopt_image)
+    };
+    Role role = Role::primary;
+    uint64_t feed_bytes = 8ull << 20;  // --replication-buffer: changes kept for followers
+};
+
 class Directory {
   public:
-    // Opens the file at `path`, creating it with its collections, its `directory` row and term 0
-    // when missing; loads the maps and bumps `starts` (§2.3 step 4). A file of a higher format, a
-    // scope other than `global`, or one the engine refuses is an error naming the path.
-    static engine::Result<std::unique_ptr<Directory>> open(const std::string& path);
+    // Opens the file at `path` as `how` says. A primary's is created when missing, with its
+    // collections, its `directory` row and term 0; a primary counts its start in `starts` (§2.3
+    // step 4). A file of a higher format, a scope other than `global`, or one the engine refuses
+    // (a following file opened as a primary among them) is an error naming the path.
+    static engine::Result<std::unique_ptr<Directory>> open(const std::string& path,
+                                                           const DirectoryOpening& how = {});
     ~Directory();
     Directory(const Directory&) = delete;
     Directory& operator=(const Directory&) = delete;
@@ -138,6 +150,27 @@ class Directory {
     // The longest-lease record (§9.7), replaced whole.
     [[nodiscard]] engine::Status put_lease_record(const LeaseRecord& record);
 
+    // ---- following a primary's directory (§10; shard/standby.h runs the feed)
+
+    // Whether there is a directory to read: false only on a standby whose first image has not
+    // come (§5.1: unknown is not absent).
+    bool ready() const;
+    // Whether the file follows a primary's (a standby's).
+    bool following() const;
+    // Where the file stands (its seq and current history): what a standby asks its primary's
+    // feed from. None while not ready.
+    std::optional<engine::Position> position();
+    // A change of the primary's feed (a block or its forks) applied to the file, then the maps
+    // rebuilt from it. Follower only.
+    [[nodiscard]] engine::Status apply(const engine::FeedEntry& entry);
+    // The primary's whole image put in the file's place (a first start, a diverged history, a
+    // feed outrun), checked against the seq its end frame named, followed from its history on,
+    // and the maps rebuilt from it. Follower only.
+    [[nodiscard]] engine::Status adopt_image(std::span<const std::byte> image, uint64_t seq);
+    // The file itself, for its feed to be served from (shard/standby.h): null while not ready.
+    // Valid until close(); a primary's never changes while it is open.
+    engine::Database* database() { return db_.get(); }
+
     // Closes the file (a sync first). Later writes fail. Idempotent.
     void close();
 
@@ -152,11 +185,15 @@ class Directory {
     engine::Status change(const std::function<void(DirectoryMaps&)>& edit);
 
     std::string path_;
+    DirectoryOpening how_;
     std::unique_ptr<index::IndexSet> indexes_;
     std::unique_ptr<engine::Database> db_;
     std::mutex write_mu_;         // serialises changes; taken before maps_mu_
     mutable std::mutex maps_mu_;  // guards the pointer swap only
     std::shared_ptr<const DirectoryMaps> maps_;
+    // Read on every forwarded request: atomics, not maps_mu_.
+    std::atomic<bool> ready_{false};      // a file is open (db_), so the maps are its
+    std::atomic<bool> following_{false};  // a follower's file
 };
 
 // `[a-z0-9_-]{1,64}`: the names of tenants, nodes, regions and zones (§4.2).

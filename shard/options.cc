@@ -3,6 +3,7 @@
 // cannot be read without being documented.
 #include "shard/options.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <utility>
 
@@ -60,6 +61,16 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          flags::number(o.upstream_poll_us, server::busy_poll_us_max)},
         {"--workers", "<n>", "io_uring loops for clients, and as many for nodes (default CPUs)",
          flags::number(o.workers, 256, 1)},
+        {"--replication-token", "<t>",
+         "serve the directory at /_replication and present it when following (default none)",
+         flags::text(o.replication_token)},
+        {"--replica-of", "<url>",
+         "be a standby of the router at http://host:port, following its directory (default "
+         "none)",
+         flags::text(o.replica_of)},
+        {"--replication-buffer", "<size>",
+         "directory changes kept in memory for standbys that fall behind (default 8m)",
+         flags::size_bytes(o.replication_buffer_bytes)},
         {"--replicas", nullptr,
          "give each tenant on a node in no pair a replica of its own, in its region (default off)",
          flags::on(o.replicas)},
@@ -71,7 +82,12 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
 ParsedFlags parse_flags(const std::vector<std::string>& args) {
     RouterOptions defaults;
     if (const char* v = std::getenv("FENEC_SHARD_TOKEN"); v && *v) defaults.token = v;
-    return flags::parse(std::move(defaults), flag_table, args);
+    ParsedFlags parsed = flags::parse(std::move(defaults), flag_table, args);
+    // §2.2: an empty --replication-token counts as absent.
+    if (parsed.options.replication_token && parsed.options.replication_token->empty()) {
+        parsed.options.replication_token.reset();
+    }
+    return parsed;
 }
 
 std::string flags_help() {
@@ -82,6 +98,22 @@ std::string flags_help() {
         flag_table(scratch), 28);
 }
 
+std::string replica_addr(std::string_view url) {
+    if (!url.starts_with("http://")) return "";
+    std::string_view rest = url.substr(7);
+    if (rest.ends_with("/")) rest.remove_suffix(1);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || rest.find('/') != std::string_view::npos) {
+        return "";
+    }
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), port);
+    if (ec != std::errc() || end != rest.data() + rest.size() || port == 0 || port > 65535) {
+        return "";
+    }
+    return std::string(rest);
+}
+
 std::string check_options(const RouterOptions& o) {
     if (o.listen.rfind(':') == std::string::npos) {
         return "--listen: `" + o.listen + "` is not host:port";
@@ -90,6 +122,12 @@ std::string check_options(const RouterOptions& o) {
         return "--listen " + o.listen +
                " is not a loopback address and there is no --token: anyone reaching it could "
                "move or delete every tenant through /_shard/ (set --token, or --insecure)";
+    }
+    if (o.replica_of && !o.replication_token) {
+        return "--replica-of needs --replication-token: the primary's feed is guarded by it";
+    }
+    if (o.replica_of && replica_addr(*o.replica_of).empty()) {
+        return "--replica-of: `" + *o.replica_of + "` is not http://host:port";
     }
     return "";
 }

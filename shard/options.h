@@ -1,13 +1,14 @@
 // shard/options.h: fenec-shard's flags (router.md §2.2), read left to right. An unknown flag, a
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
-// a zero timeout) are check_options'. Flags of later work (leases, standbys, regions) are not
-// taken yet: they are unknown flags until then.
+// a zero timeout, a standby without the replication token) are check_options'. Flags of later
+// work (regions) are not taken yet: they are unknown flags until then.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/runtime/flags.h"
@@ -21,7 +22,7 @@ struct RouterOptions {
     std::string directory = "shard.fenec";
     uint64_t upstream_timeout_ms = 60'000;
     uint64_t upstream_idle_ms = 30'000;
-    uint32_t upstream_pool = 32;        // idle connections kept per node address
+    uint32_t upstream_pool = 32;  // idle connections kept per node address
     uint32_t max_connections = 1000;
     uint64_t max_body_bytes = 64ull << 20;
     uint64_t idle_timeout_ms = 60'000;
@@ -37,12 +38,18 @@ struct RouterOptions {
     // the client and builds beside the router) the spin can delay the node it waits for (p50
     // 58 → 100 µs as often as 61 → 58): set 0 there, to sleep at once.
     uint32_t upstream_poll_us = 50;
-    uint64_t auth_delay_ms = 100;  // before a refusal, doubling per address (§3); 0: none
-    uint32_t fanout_concurrency = 16;          // tenant calls out at once for one query (§12.4)
-    uint64_t fanout_max_rows = 100'000;        // rows gathered for one query (§12.7)
-    uint64_t fanout_max_bytes = 64ull << 20;   // bytes of the tenants' answers for one query
-    std::optional<std::string> trace;          // spans as JSON lines (§16), like the node's
+    uint64_t auth_delay_ms = 100;        // before a refusal, doubling per address (§3); 0: none
+    uint32_t fanout_concurrency = 16;    // tenant calls out at once for one query (§12.4)
+    uint64_t fanout_max_rows = 100'000;  // rows gathered for one query (§12.7)
+    uint64_t fanout_max_bytes = 64ull << 20;  // bytes of the tenants' answers for one query
+    std::optional<std::string> trace;         // spans as JSON lines (§16), like the node's
     bool replicas = false;  // --replicas: a replica of its own for a tenant in no pair (§8.2)
+    // Standby routers (§10): the token that guards /_replication and is presented when following
+    // (empty counts as absent); the primary followed (http://host:port); the directory's changes
+    // kept in memory for followers that fall behind.
+    std::optional<std::string> replication_token;
+    std::optional<std::string> replica_of;
+    uint64_t replication_buffer_bytes = 8ull << 20;
 };
 
 using ParsedFlags = server::flags::Parsed<RouterOptions>;
@@ -54,7 +61,11 @@ ParsedFlags parse_flags(const std::vector<std::string>& args);
 std::string flags_help();
 
 // The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
-// unless --insecure. "" when fine.
+// unless --insecure; --replica-of without --replication-token, or not http://host:port. "" when
+// fine.
 std::string check_options(const RouterOptions& options);
+
+// --replica-of's `http://host:port` (no path) as host:port; "" when it is not that.
+std::string replica_addr(std::string_view url);
 
 }  // namespace fenec::shard

@@ -17,6 +17,7 @@
 #include "shard/copies.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
+#include "shard/standby.h"
 
 namespace fenec::shard {
 
@@ -59,6 +60,7 @@ Route route_of(std::string_view path) {
     if (first == "_shard") return Route::shard;
     if (first == "_metrics") return Route::metrics;
     if (first == "_health") return Route::health;
+    if (first == "_replication") return Route::replication;
     return Route::other;
 }
 
@@ -89,6 +91,7 @@ std::string_view route_label(Route route) {
         case Route::metrics: return "metrics";
         case Route::health: return "other";
         case Route::other: return "other";
+        case Route::replication: return "replication";
     }
     return "other";
 }
@@ -107,6 +110,7 @@ Router::~Router() {
     timers_->stop();  // its callbacks answer through this
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
+    if (standby_) standby_->stop();  // its threads read the directory
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
@@ -159,6 +163,9 @@ void Router::init_metrics() {
                                           "successful moves", {},
                                           {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25,
                                            50, 100, 250, 500, 1000});
+    m.gauge_fn("fenec_router_following", "1 on a standby", [this] {
+        return standby_ && standby_->following() ? 1.0 : 0.0;
+    });
     m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
         return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
     });
@@ -173,9 +180,15 @@ void Router::init_metrics() {
 }
 
 std::string Router::prepare() {
-    auto dir = Directory::open(options_.directory);
+    // §2.3 step 2: a standby opens its file to follow (none yet: it waits for the image).
+    DirectoryOpening how;
+    how.role = options_.replica_of ? DirectoryOpening::Role::follower
+                                   : DirectoryOpening::Role::primary;
+    how.feed_bytes = options_.replication_buffer_bytes;
+    auto dir = Directory::open(options_.directory, how);
     if (!dir.is_ok()) return dir.status().to_string();
     directory_ = std::move(dir.value());
+    standby_ = std::make_unique<Standby>(*this);
     if (options_.audit) {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
@@ -201,7 +214,10 @@ std::string Router::prepare() {
     node_calls_ = std::make_unique<NodeCalls>(*upstream_);
     copies_ = std::make_unique<Copies>(*this, registry_);
     copies_->start();
-    settle_moves(*this);  // §2.3 step 4: sources of moves a stop left behind thawed
+    // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
+    // nothing.
+    if (!standby_->following()) settle_moves(*this);
+    standby_->start();  // §2.3 step 3: a standby's follower
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
     so.listen = options_.listen;
@@ -220,6 +236,9 @@ uint16_t Router::port() const { return server_ ? server_->port() : 0; }
 
 void Router::drain() {
     server_->stop_accepting();
+    // The directory's feed streams end first (`E closing`): a standby's stream would otherwise
+    // hold its connection open through the whole wait below.
+    standby_->stop();
     // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it.
     for (int i = 0; i < 100 && server_->connections() > 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -351,6 +370,8 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         const std::string tenant(rest.substr(0, rest.find('/')));
         if (!valid_name(tenant)) {
             refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
+        } else if (!directory_->ready()) {
+            refuse = directory_waiting();
         } else if (!directory_->maps()->tenants.contains(tenant)) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
@@ -399,10 +420,17 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     }
     switch (a.route) {
         case Route::tenant:
+            if (!directory_->ready()) return answer(*exchange, a, directory_waiting());
             return forward(std::move(request), std::move(exchange), std::move(a));
+        case Route::replication:
+            return standby_->serve(std::move(request), std::move(exchange), a);
         case Route::query:
             return serve_query(request, std::move(exchange), a);
         case Route::shard: {
+            const http::Method m = request.head.method;
+            if (m != http::Method::get && m != http::Method::head && standby_->following()) {
+                return answer(*exchange, a, refused_on_standby());
+            }
             auto req = std::make_shared<server::Request>(std::move(request));
             const bool queued = api_pool_->submit([this, req, exchange, a] {
                 answer(*exchange, a, serve_api(*req, a));
@@ -430,13 +458,13 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.key("ok");
             w.boolean(true);
             w.key("role");
-            w.string("primary");
+            w.string(standby_->following() ? "standby" : "primary");
             w.key("scope");
             w.string("global");
             w.key("term");
             w.int64(directory_->maps()->term);
             w.key("directory");
-            w.string("ready");
+            w.string(directory_->ready() ? "ready" : "waiting");
             w.end_object();
             return answer(*exchange, a, std::move(r));
         }
@@ -446,6 +474,29 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
                                          ": the router serves /t/<tenant>/, /_shard/, /_metrics "
                                          "and /_health"));
     }
+}
+
+http::Response Router::refused_on_standby() {
+    const std::string& primary = standby_->primary();
+    http::Response r;
+    r.status = 409;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string("this router follows " + primary +
+             ": send changes there, or promote this one with POST /_replication/promote");
+    w.key("primary");
+    w.string(primary);
+    w.end_object();
+    return r;
+}
+
+http::Response Router::directory_waiting() {
+    http::Response r = error(503, "this standby has not received its directory from " +
+                                      standby_->primary() +
+                                      " yet: a tenant not found here may well exist");
+    r.header("Retry-After", "1");
+    return r;
 }
 
 http::Response Router::serve_metrics() {

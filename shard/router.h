@@ -2,7 +2,8 @@
 // the directory (shard/directory.h), the connections to nodes (shard/upstream.h), the `/_shard/`
 // API (shard/api.cc), metrics and the audit log. Routes (router.md §3): `/t/<tenant>/…` forwarded
 // to the tenant's node (shard/forward.cc), `/_shard/` and `/_metrics` behind --token, `/_health`
-// open, anything else 404 naming the served prefixes.
+// open, `/_replication` behind --replication-token (shard/standby.h), anything else 404 naming
+// the served prefixes.
 //
 // Threads: check_head and handle run on the HTTP server's loops and never block: a lookup is a
 // snapshot of the directory, a forward is handed to an upstream loop, and the `/_shard/` API runs
@@ -39,6 +40,7 @@ namespace fenec::shard {
 
 class Copies;
 class Fanout;
+class Standby;
 class NodeCalls;
 struct QueryRequest;
 
@@ -49,7 +51,7 @@ inline constexpr size_t api_threads = 4;
 // `/_shard/` requests waiting for a thread before 503: an operator's API, not a data plane.
 inline constexpr size_t api_queue_max = 256;
 
-enum class Route : uint8_t { tenant, shard, query, metrics, health, other };
+enum class Route : uint8_t { tenant, shard, query, metrics, health, other, replication };
 
 class Router final : public server::Handler {
   public:
@@ -97,6 +99,7 @@ class Router final : public server::Handler {
     Upstream& upstream() { return *upstream_; }
     const RouterOptions& options() const { return options_; }
     uint64_t now_ms() const { return static_cast<uint64_t>(clock_.steady_ns() / 1'000'000); }
+    const engine::Clock& clock() const { return clock_; }
     std::string new_request_id(std::optional<std::string_view> sent);
 
     // The refusal delay (§3): `fn` (which answers a 401 or 403 to `peer`, host:port) runs after
@@ -153,7 +156,7 @@ class Router final : public server::Handler {
     obs::Registry registry_;
     // The children count() adds to, looked up once (a family's `with` takes its mutex and
     // builds its key: four of them a request cost more than the rest of counting).
-    static constexpr size_t routes_ = 6;         // Route's values
+    static constexpr size_t routes_ = 7;         // Route's values
     static constexpr size_t code_classes_ = 5;   // 1xx … 5xx
     std::array<std::array<obs::Counter*, code_classes_>, routes_> request_counters_{};
     std::array<obs::Histogram*, routes_> request_durations_{};
@@ -175,6 +178,19 @@ class Router final : public server::Handler {
   private:
     std::unique_ptr<NodeCalls> node_calls_;
     std::unique_ptr<Copies> copies_;
+
+    // Standby routers (router.md §10, shard/standby.h): the directory's feed served, or followed
+    // from the primary, and the role. Made in prepare() once the directory is open; stopped
+    // before it closes.
+  public:
+    Standby& standby() { return *standby_; }
+
+  private:
+    // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
+    // whose directory has not come, 503.
+    http::Response refused_on_standby();
+    http::Response directory_waiting();
+    std::unique_ptr<Standby> standby_;
 };
 
 // "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay

@@ -1,0 +1,504 @@
+// shard/standby.cc: a standby router's follower of its primary's directory (router.md §10,
+// shard/standby.h), and the router's `/_replication` routes: the feed served (directory_feed.cc),
+// and the status.
+#include "shard/standby.h"
+
+#include <openssl/crypto.h>
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdio>
+
+#include "engine/format.h"
+
+namespace fenec::shard {
+
+namespace {
+
+std::optional<uint64_t> json_uint(const std::string& payload, std::string_view key) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    uint64_t v = 0;
+    if (parser.parse(padded).get(doc) || doc[key].get(v)) return std::nullopt;
+    return v;
+}
+
+std::optional<bool> json_bool(const std::string& payload, std::string_view key) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    bool v = false;
+    if (parser.parse(padded).get(doc) || doc[key].get(v)) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+// ---- the follower
+
+DirectoryFollower::DirectoryFollower(Directory& directory, Options options,
+                                     const engine::Clock& clock)
+    : directory_(directory),
+      options_(std::move(options)),
+      clock_(clock),
+      client_(server::BlockingClient::Options{}) {}
+
+DirectoryFollower::~DirectoryFollower() { stop(); }
+
+void DirectoryFollower::on_failover(std::function<void(const std::vector<FailedOver>&)> fn) {
+    on_failover_ = std::move(fn);
+}
+
+void DirectoryFollower::start() {
+    thread_ = std::thread([this] { run(); });
+}
+
+void DirectoryFollower::stop() {
+    {
+        std::lock_guard lock(mu_);
+        stop_ = true;
+    }
+    cancel_.cancel();
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+bool DirectoryFollower::sleep_ms(int64_t ms) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stop_; });
+    return !stop_;
+}
+
+void DirectoryFollower::run() {
+    int64_t backoff = standby_backoff_first_ms;
+    for (;;) {
+        std::string error;
+        const bool heard = session(error);
+        {
+            std::lock_guard lock(mu_);
+            connected_ = false;
+            in_image_ = false;
+            image_.clear();
+            image_.shrink_to_fit();
+            if (!error.empty()) error_ = error;
+            if (stop_) return;
+        }
+        if (!error.empty())
+            std::fprintf(stderr, "fenec-shard: following %s: %s\n", options_.primary.c_str(),
+                         error.c_str());
+        ++reconnects_;
+        if (heard) backoff = standby_backoff_first_ms;
+        if (!sleep_ms(backoff)) return;
+        backoff = std::min(backoff * 2, standby_backoff_max_ms);
+    }
+}
+
+// One connection: asked from the file's position, frames applied until it ends. True when a
+// hello was heard on it.
+bool DirectoryFollower::session(std::string& error) {
+    std::unique_ptr<server::Connection> feed = open_feed(error);
+    if (!feed) return false;
+    {
+        std::lock_guard lock(mu_);
+        connected_ = true;
+    }
+    return follow_feed(*feed, error);
+}
+
+// GET /_replication from the file's position (none yet: an image), up to a 200's head.
+std::unique_ptr<server::Connection> DirectoryFollower::open_feed(std::string& error) {
+    const std::string addr = replica_addr(options_.primary);
+    if (addr.empty()) {
+        error = options_.primary + ": not http://host:port";
+        return nullptr;
+    }
+    std::string target = "/_replication";
+    if (std::optional<engine::Position> at = directory_.position()) {
+        target += "?since=" + std::to_string(at->seq.v) +
+                  "&history=" + engine::format::hex16(at->history.v);
+    }
+    server::CallRequest r;
+    r.peer = options_.primary;
+    r.peer_text = "the primary router";
+    r.addr = addr;
+    r.resend_after_sent = true;  // a GET
+    r.allow_stream = true;
+    r.timeout_ms = options_.timeout_ms;
+    http::OutRequest get{.method = "GET", .target = target, .host = addr};
+    const std::string bearer = "Bearer " + options_.token;
+    get.headers.push_back({"User-Agent", "fenec-shard"});
+    get.headers.push_back({"Authorization", bearer});
+    http::write_request(get, r.bytes);
+    server::BlockingClient::Opened opened = client_.open(r, {.cancel = &cancel_});
+    if (!opened.head) {
+        error = options_.primary + ": " + opened.error.message;
+        return nullptr;
+    }
+    if (opened.head->status != 200) {
+        error = options_.primary + ": answered " + std::to_string(opened.head->status) + " " +
+                opened.head->body;
+        return nullptr;
+    }
+    return std::move(opened.connection);
+}
+
+// The frames applied as they come, each read bounded by the timeout (the primary sends
+// keep-alives), until the feed ends, fails, stops, or a frame is refused.
+bool DirectoryFollower::follow_feed(server::Connection& feed, std::string& error) {
+    std::string buf;
+    bool heard = false;
+    replication::FrameJoiner joiner;
+    for (;;) {
+        replication::Frame f;
+        size_t used = 0;
+        std::string ferr;
+        const replication::FrameRead r = replication::decode_frame(buf, f, used, ferr);
+        if (r == replication::FrameRead::bad) {
+            error = ferr;
+            return heard;
+        }
+        if (r == replication::FrameRead::more) {
+            if (feed.read_some(buf, options_.timeout_ms) != server::Connection::Read::data) {
+                return heard;
+            }
+            continue;
+        }
+        buf.erase(0, used);
+        const replication::FrameJoiner::Step step = joiner.take(f, ferr);
+        if (step == replication::FrameJoiner::Step::bad) {
+            error = ferr;
+            return heard;
+        }
+        if (step == replication::FrameJoiner::Step::held) continue;
+        if (f.kind == 'H') heard = true;
+        if (f.kind == 'E') return heard;
+        if (!handle(f, error)) return heard;
+        std::lock_guard lock(mu_);
+        if (stop_) return heard;
+        last_contact_ms_ = clock_.wall_ms();
+        if (heard) error_.clear();
+    }
+}
+
+bool DirectoryFollower::handle(replication::Frame& f, std::string& error) {
+    switch (f.kind) {
+        case 'H': {
+            std::lock_guard lock(mu_);
+            const std::optional<uint64_t> seq = json_uint(f.payload, "seq");
+            const std::optional<bool> image = json_bool(f.payload, "image");
+            if (!seq || !image) {
+                error = "a hello without seq or image";
+                return false;
+            }
+            primary_seq_ = *seq;
+            in_image_ = *image;
+            image_.clear();
+            return true;
+        }
+        case 'I': {
+            std::lock_guard lock(mu_);
+            if (!in_image_ || image_.size() + f.payload.size() > standby_image_bytes_max) {
+                error = "an image chunk out of place, or an image over its bound";
+                return false;
+            }
+            image_.append(f.payload);
+            return true;
+        }
+        case 'i':
+            return on_image_end(f, error);
+        case 'B':
+        case 'F':
+            return on_entry(f, error);
+        case 'K': {
+            std::lock_guard lock(mu_);
+            primary_seq_ = json_uint(f.payload, "seq").value_or(primary_seq_);
+            return true;
+        }
+        default:
+            error = std::string("an unknown frame `") + f.kind + "`";
+            return false;
+    }
+}
+
+// The image's end: the whole image put in the file's place, the maps rebuilt from it.
+bool DirectoryFollower::on_image_end(const replication::Frame& f, std::string& error) {
+    std::string image;
+    {
+        std::lock_guard lock(mu_);
+        if (!in_image_) {
+            error = "an image end out of place";
+            return false;
+        }
+        image.swap(image_);
+        in_image_ = false;
+    }
+    const std::optional<uint64_t> seq = json_uint(f.payload, "seq");
+    if (!seq) {
+        error = "an image end without its seq";
+        return false;
+    }
+    auto before = directory_.maps();
+    const engine::Status st = directory_.adopt_image(
+        {reinterpret_cast<const std::byte*>(image.data()), image.size()}, *seq);
+    if (!st.is_ok()) {
+        error = "the image does not install: " + st.to_string();
+        return false;
+    }
+    ++images_;
+    changed(*before);
+    return true;
+}
+
+// A block (`B`) or the forks (`F`), applied to the file; the maps rebuilt from it.
+bool DirectoryFollower::on_entry(const replication::Frame& f, std::string& error) {
+    engine::Result<engine::FeedEntry> e =
+        f.kind == 'B' ? replication::decode_block(f.payload) : replication::decode_forks(f.payload);
+    if (!e.is_ok()) {
+        error = std::string(e.status().message());
+        return false;
+    }
+    auto before = directory_.maps();
+    if (engine::Status st = directory_.apply(*e); !st.is_ok()) {
+        error = st.to_string();
+        return false;
+    }
+    changed(*before);
+    return true;
+}
+
+// §9.12: the tenants whose rows now name a failover they did not before.
+void DirectoryFollower::changed(const DirectoryMaps& before) {
+    if (!on_failover_) return;
+    auto after = directory_.maps();
+    std::vector<FailedOver> failed;
+    for (const auto& [name, t] : after->tenants) {
+        if (t.failed_from.empty()) continue;
+        auto was = before.tenants.find(name);
+        if (was != before.tenants.end() && was->second.failed_from == t.failed_from &&
+            was->second.node == t.node) {
+            continue;
+        }
+        failed.push_back(FailedOver{name, t.node, t.failed_from});
+    }
+    if (!failed.empty()) on_failover_(failed);
+}
+
+void DirectoryFollower::write_json(json::Writer& w) const {
+    std::optional<engine::Position> at = directory_.position();
+    std::lock_guard lock(mu_);
+    const uint64_t seq = at ? at->seq.v : 0;
+    w.begin_object();
+    w.key("primary");
+    w.string(options_.primary);
+    w.key("connected");
+    w.boolean(connected_);
+    w.key("primary_seq");
+    w.uint64(primary_seq_);
+    w.key("behind");
+    w.uint64(primary_seq_ > seq ? primary_seq_ - seq : 0);
+    w.key("last_contact_ms");
+    if (last_contact_ms_) {
+        w.int64(last_contact_ms_);
+    } else {
+        w.null();
+    }
+    w.key("images");
+    w.uint64(images_.load());
+    w.key("reconnects");
+    w.uint64(reconnects_.load());
+    w.key("error");
+    if (error_.empty()) {
+        w.null();
+    } else {
+        w.string(error_);
+    }
+    w.end_object();
+}
+
+}  // namespace fenec::shard
+
+// ---- the router's part
+
+namespace fenec::shard {
+
+namespace {
+
+// `?since=<seq>&history=<16 hex>`: each absent or well formed; `bad` names the one that is not.
+bool feed_position(const http::RequestHead& h, std::optional<uint64_t>& since,
+                   std::optional<uint64_t>& history, std::string& bad) {
+    if (const std::string* v = h.query_value("since"); v && !v->empty()) {
+        uint64_t n = 0;
+        auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || p != v->data() + v->size()) {
+            bad = "`since` must be a seq";
+            return false;
+        }
+        since = n;
+    }
+    if (const std::string* v = h.query_value("history"); v && !v->empty()) {
+        history = engine::format::parse_hex16(*v);
+        if (!history) {
+            bad = "`history` must be 16 hex";
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+Standby::Standby(Router& router)
+    : router_(router), primary_(router.options().replica_of.value_or("")) {
+    const RouterOptions& o = router.options();
+    if (o.replication_token) {
+        feed_ = std::make_unique<DirectoryFeed>(router.directory(), router.clock(), o.listen);
+    }
+    make_follower();
+}
+
+void Standby::make_follower() {
+    const RouterOptions& o = router_.options();
+    if (primary_.empty() || !o.replication_token) return;
+    follower_ = std::make_unique<DirectoryFollower>(
+        router_.directory(),
+        DirectoryFollower::Options{primary_, *o.replication_token, o.upstream_timeout_ms},
+        router_.clock());
+    if (on_failover_) follower_->on_failover(on_failover_);
+}
+
+Standby::~Standby() { stop(); }
+
+void Standby::on_failover(std::function<void(const std::vector<FailedOver>&)> fn) {
+    on_failover_ = std::move(fn);
+    if (follower_) follower_->on_failover(on_failover_);
+}
+
+void Standby::start() {
+    if (follower_ && following()) follower_->start();
+}
+
+void Standby::stop() {
+    if (follower_) follower_->stop();
+    if (feed_) feed_->stop();
+}
+
+bool Standby::following() const { return router_.directory().following(); }
+
+std::optional<http::Response> Standby::check_token(const server::Request& request) const {
+    const std::string& token = *router_.options().replication_token;
+    const auto auth = request.head.header("Authorization");
+    std::string_view value;
+    if (auth && auth->size() > 7 && http::iequals(auth->substr(0, 7), "Bearer ")) {
+        value = auth->substr(7);
+    }
+    if (value.size() == token.size() &&
+        CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0) {
+        return std::nullopt;
+    }
+    http::Response r = Router::error(
+        401, value.empty() ? "/_replication needs the replication token: Authorization: Bearer "
+                             "<token>"
+                           : "the token is not the router's --replication-token");
+    r.header("WWW-Authenticate", "Bearer");
+    return r;
+}
+
+void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> exchange,
+                    const Router::Answering& a) {
+    const http::RequestHead& h = request.head;
+    if (!feed_) {
+        return router_.answer(*exchange, a,
+                              Router::error(404, "no route " + h.path +
+                                                     ": this router serves no directory feed "
+                                                     "(start it with --replication-token)"));
+    }
+    if (std::optional<http::Response> refuse = check_token(request)) {
+        router_.audit_refused(request, a.request_id);
+        auto r = std::make_shared<http::Response>(std::move(*refuse));
+        return router_.after_refusal(
+            request.peer, [this, exchange, a, r] { router_.answer(*exchange, a, std::move(*r)); });
+    }
+    router_.accepted(request.peer);
+    auto only = [&](http::Method m, std::string_view allow) -> std::optional<http::Response> {
+        if (h.method == m) return std::nullopt;
+        http::Response r = Router::error(405, h.path + " takes " + std::string(allow));
+        r.header("Allow", std::string(allow));
+        return r;
+    };
+    if (h.path == "/_replication/status") {
+        if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
+        return router_.answer(*exchange, a, status());
+    }
+    if (h.path != "/_replication") {
+        return router_.answer(
+            *exchange, a,
+            Router::error(404, "no route " + h.path +
+                                   ": /_replication serves the feed and /status"));
+    }
+    if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
+    if (following()) {
+        // A standby serves no feed: its file changes only by its primary's, whose feed to follow.
+        http::Response r =
+            Router::error(409, "this router follows " + primary_ + ": follow the directory there");
+        return router_.answer(*exchange, a, std::move(r));
+    }
+    std::optional<uint64_t> since, history;
+    std::string bad;
+    if (!feed_position(h, since, history, bad)) {
+        return router_.answer(*exchange, a, Router::error(400, bad));
+    }
+    http::Response head;
+    head.stream = true;
+    head.close = true;
+    head.content_type = "application/x-fenec-feed";
+    head.header("X-Request-Id", a.request_id);
+    router_.count(a, 200);
+    feed_->serve(std::move(exchange), std::move(head), since, history, std::string(request.peer));
+}
+
+http::Response Standby::status() const {
+    Directory& d = router_.directory();
+    auto maps = d.maps();
+    const std::optional<engine::Position> at = d.position();
+    http::Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("role");
+    w.string(following() ? "standby" : "primary");
+    w.key("scope");
+    w.string("global");
+    w.key("term");
+    w.int64(maps->term);
+    w.key("position");
+    if (at) {
+        w.begin_object();
+        w.key("seq");
+        w.uint64(at->seq.v);
+        w.key("history");
+        w.string(engine::format::hex16(at->history.v));
+        w.end_object();
+    } else {
+        w.null();
+    }
+    if (following()) {
+        w.key("following");
+        if (follower_) {
+            follower_->write_json(w);
+        } else {
+            w.null();
+        }
+    } else {
+        w.key("followers");
+        if (feed_) {
+            feed_->write_followers(w);
+        } else {
+            w.begin_array();
+            w.end_array();
+        }
+    }
+    w.end_object();
+    return r;
+}
+
+}  // namespace fenec::shard
