@@ -150,7 +150,13 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
         d->publish(std::make_shared<DirectoryMaps>());
         return d;
     }
-    const engine::OpenOptions o = file_options(*d->indexes_, how, how.role == Role::follower);
+    if (fresh && how.role == Role::promote) {
+        return Status::error(Code::not_found,
+                             "directory " + path + ": there is no file here to promote");
+    }
+    // A file to promote is opened as the follower it is, then promoted below, so a standby's file
+    // and one that never followed fork alike.
+    const engine::OpenOptions o = file_options(*d->indexes_, how, how.role != Role::primary);
     auto db = fresh ? engine::Database::create(path, o) : engine::Database::open(path, o);
     if (!db.is_ok()) {
         return Status::error(db.status().code(),
@@ -174,6 +180,11 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
         return Status::error(st.code(), "directory " + path + ": " + std::string(st.message()));
     }
     if (how.role == Role::follower) return d;
+    if (how.role == Role::promote) {
+        auto p = d->promote_locked(how.by, d->db_->created_ms());
+        if (!p.is_ok()) return p.status();
+        return d;
+    }
     // §2.3 step 4: a leading start is counted before the router serves.
     auto maps = d->maps();
     if (Status st = d->write_locked(
@@ -236,6 +247,36 @@ Status Directory::adopt_image(std::span<const std::byte> image, uint64_t seq) {
     // The image's history is the primary's, as a primary's: this file now follows it.
     if (Status st = db_->follow(db_->history()); !st.is_ok()) return st;
     return load();
+}
+
+engine::Result<Promoted> Directory::promote(const std::string& by, int64_t at_ms) {
+    std::lock_guard lock(write_mu_);
+    if (!db_) {
+        return Status::error(Code::invalid_argument,
+                             "the directory has not arrived from the primary yet: there is "
+                             "nothing to promote");
+    }
+    return promote_locked(by, at_ms);
+}
+
+engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_t at_ms) {
+    // Opened as a follower, the file forks whether or not its history is a replica's yet.
+    auto forked = db_->promote();
+    if (!forked.is_ok()) return forked.status();
+    promoted_ = true;
+    Promoted p;
+    p.history = engine::format::hex16(forked->current().v);
+    auto maps = this->maps();
+    p.term = maps->term + 1;
+    if (Status st = write_locked(
+            {{"insert terms {term: $1, history: $2, at: $3, `by`: $4}",
+              {Value(p.term), p.history, engine::Timestamp{at_ms}, by}},
+             {"set directory {starts: $1} where name = \"self\"", {Value(maps->starts + 1)}}});
+        !st.is_ok()) {
+        return st;
+    }
+    if (Status st = load(); !st.is_ok()) return st;
+    return p;
 }
 
 Status Directory::write_locked(const std::vector<Statement>& statements) {
@@ -351,7 +392,8 @@ void Directory::publish(std::shared_ptr<const DirectoryMaps> maps) {
         maps_ = std::move(maps);
     }
     ready_.store(db_ != nullptr, std::memory_order_release);
-    following_.store(how_.role == DirectoryOpening::Role::follower, std::memory_order_release);
+    following_.store(how_.role == DirectoryOpening::Role::follower && !promoted_,
+                     std::memory_order_release);
 }
 
 std::shared_ptr<const DirectoryMaps> Directory::maps() const {

@@ -101,9 +101,17 @@ struct DirectoryOpening {
         primary,   // created when missing; `starts` bumped; a following file is refused
         follower,  // a standby's: opened as it stands (none yet: waiting for its first image),
                    // written only by what the primary's feed sends (apply, adopt_image)
+        promote,   // a standby's file opened as a primary: promote() run as it opens
     };
     Role role = Role::primary;
     uint64_t feed_bytes = 8ull << 20;  // --replication-buffer: changes kept for followers
+    std::string by;                    // this router's listen address, for a `terms` row
+};
+
+// What a promotion wrote (§4.2): the term it raised to and the history the file forked into.
+struct Promoted {
+    int64_t term = 0;
+    std::string history;  // 16 hex
 };
 
 class Directory {
@@ -155,7 +163,7 @@ class Directory {
     // Whether there is a directory to read: false only on a standby whose first image has not
     // come (§5.1: unknown is not absent).
     bool ready() const;
-    // Whether the file follows a primary's (a standby's).
+    // Whether the file follows a primary's (a standby's, not promoted since).
     bool following() const;
     // Where the file stands (its seq and current history): what a standby asks its primary's
     // feed from. None while not ready.
@@ -167,6 +175,10 @@ class Directory {
     // feed outrun), checked against the seq its end frame named, followed from its history on,
     // and the maps rebuilt from it. Follower only.
     [[nodiscard]] engine::Status adopt_image(std::span<const std::byte> image, uint64_t seq);
+    // §4.2, §10: the file's history forked in the engine, then, as the first change as primary,
+    // a `terms` row of the term plus one with the new history (`at`, `by`), and `starts` bumped;
+    // from then on the file is a primary's.
+    [[nodiscard]] engine::Result<Promoted> promote(const std::string& by, int64_t at_ms);
     // The file itself, for its feed to be served from (shard/standby.h): null while not ready.
     // Valid until close(); a primary's never changes while it is open.
     engine::Database* database() { return db_.get(); }
@@ -180,6 +192,7 @@ class Directory {
     // Runs `texts` with their parameters as one block, synced; caller holds write_mu_.
     engine::Status write_locked(const std::vector<Statement>& statements);
     engine::Status load();
+    engine::Result<Promoted> promote_locked(const std::string& by, int64_t at_ms);
     void publish(std::shared_ptr<const DirectoryMaps> maps);
     // After a synced write: the maps copied, edited and published; caller holds write_mu_.
     engine::Status change(const std::function<void(DirectoryMaps&)>& edit);
@@ -193,7 +206,8 @@ class Directory {
     std::shared_ptr<const DirectoryMaps> maps_;
     // Read on every forwarded request: atomics, not maps_mu_.
     std::atomic<bool> ready_{false};      // a file is open (db_), so the maps are its
-    std::atomic<bool> following_{false};  // a follower's file
+    std::atomic<bool> following_{false};  // a follower's file, not promoted
+    bool promoted_ = false;               // under write_mu_
 };
 
 // `[a-z0-9_-]{1,64}`: the names of tenants, nodes, regions and zones (§4.2).

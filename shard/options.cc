@@ -68,6 +68,9 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          "be a standby of the router at http://host:port, following its directory (default "
          "none)",
          flags::text(o.replica_of)},
+        {"--promote", nullptr,
+         "open a standby's directory file as a primary, forking its history (default off)",
+         flags::on(o.promote)},
         {"--replication-buffer", "<size>",
          "directory changes kept in memory for standbys that fall behind (default 8m)",
          flags::size_bytes(o.replication_buffer_bytes)},
@@ -125,6 +128,10 @@ std::string check_options(const RouterOptions& o) {
     }
     if (o.replica_of && !o.replication_token) {
         return "--replica-of needs --replication-token: the primary's feed is guarded by it";
+    }
+    if (o.replica_of && o.promote) {
+        return "--replica-of with --promote: a router either follows its primary or is promoted "
+               "over it; start it with one of the two";
     }
     if (o.replica_of && replica_addr(*o.replica_of).empty()) {
         return "--replica-of: `" + *o.replica_of + "` is not http://host:port";

@@ -45,10 +45,11 @@ struct RouterOptions {
     std::optional<std::string> trace;         // spans as JSON lines (§16), like the node's
     bool replicas = false;  // --replicas: a replica of its own for a tenant in no pair (§8.2)
     // Standby routers (§10): the token that guards /_replication and is presented when following
-    // (empty counts as absent); the primary followed (http://host:port); the directory's changes
-    // kept in memory for followers that fall behind.
+    // (empty counts as absent); the primary followed (http://host:port); a standby's file opened
+    // as a primary; the directory's changes kept in memory for followers that fall behind.
     std::optional<std::string> replication_token;
     std::optional<std::string> replica_of;
+    bool promote = false;
     uint64_t replication_buffer_bytes = 8ull << 20;
 };
 
@@ -61,8 +62,8 @@ ParsedFlags parse_flags(const std::vector<std::string>& args);
 std::string flags_help();
 
 // The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
-// unless --insecure; --replica-of without --replication-token, or not http://host:port. "" when
-// fine.
+// unless --insecure; --replica-of without --replication-token, with --promote, or not
+// http://host:port. "" when fine.
 std::string check_options(const RouterOptions& options);
 
 // --replica-of's `http://host:port` (no path) as host:port; "" when it is not that.

@@ -180,11 +180,14 @@ void Router::init_metrics() {
 }
 
 std::string Router::prepare() {
-    // §2.3 step 2: a standby opens its file to follow (none yet: it waits for the image).
+    // §2.3 step 2: a standby opens its file to follow (none yet: it waits for the image); one
+    // started with --promote opens it as a primary, forking it.
     DirectoryOpening how;
     how.role = options_.replica_of ? DirectoryOpening::Role::follower
+               : options_.promote  ? DirectoryOpening::Role::promote
                                    : DirectoryOpening::Role::primary;
     how.feed_bytes = options_.replication_buffer_bytes;
+    how.by = options_.listen;
     auto dir = Directory::open(options_.directory, how);
     if (!dir.is_ok()) return dir.status().to_string();
     directory_ = std::move(dir.value());
@@ -215,7 +218,7 @@ std::string Router::prepare() {
     copies_ = std::make_unique<Copies>(*this, registry_);
     copies_->start();
     // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
-    // nothing.
+    // nothing until it is promoted.
     if (!standby_->following()) settle_moves(*this);
     standby_->start();  // §2.3 step 3: a standby's follower
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
@@ -423,7 +426,10 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             if (!directory_->ready()) return answer(*exchange, a, directory_waiting());
             return forward(std::move(request), std::move(exchange), std::move(a));
         case Route::replication:
-            return standby_->serve(std::move(request), std::move(exchange), a);
+            return standby_->serve(std::move(request), std::move(exchange), a,
+                                   [this](std::function<void()> job) {
+                                       return api_pool_->submit(std::move(job));
+                                   });
         case Route::query:
             return serve_query(request, std::move(exchange), a);
         case Route::shard: {

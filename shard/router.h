@@ -180,7 +180,7 @@ class Router final : public server::Handler {
     std::unique_ptr<Copies> copies_;
 
     // Standby routers (router.md §10, shard/standby.h): the directory's feed served, or followed
-    // from the primary, and the role. Made in prepare() once the directory is open; stopped
+    // from the primary; the role and promotion. Made in prepare() once the directory is open; stopped
     // before it closes.
   public:
     Standby& standby() { return *standby_; }

@@ -1,6 +1,6 @@
 // shard/standby.cc: a standby router's follower of its primary's directory (router.md §10,
 // shard/standby.h), and the router's `/_replication` routes: the feed served (directory_feed.cc),
-// and the status.
+// the status, and promotion.
 #include "shard/standby.h"
 
 #include <openssl/crypto.h>
@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "engine/format.h"
+#include "shard/move.h"
 
 namespace fenec::shard {
 
@@ -405,7 +406,8 @@ std::optional<http::Response> Standby::check_token(const server::Request& reques
 }
 
 void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> exchange,
-                    const Router::Answering& a) {
+                    const Router::Answering& a,
+                    const std::function<bool(std::function<void()>)>& submit) {
     const http::RequestHead& h = request.head;
     if (!feed_) {
         return router_.answer(*exchange, a,
@@ -430,11 +432,21 @@ void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> e
         if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
         return router_.answer(*exchange, a, status());
     }
+    if (h.path == "/_replication/promote") {
+        if (auto r = only(http::Method::post, "POST")) return router_.answer(*exchange, a, *r);
+        auto req = std::make_shared<server::Request>(std::move(request));
+        if (!submit([this, req, exchange, a] { router_.answer(*exchange, a, promote(*req, a)); })) {
+            http::Response r = Router::error(503, "the router's API queue is full");
+            r.header("Retry-After", "1");
+            router_.answer(*exchange, a, std::move(r));
+        }
+        return;
+    }
     if (h.path != "/_replication") {
         return router_.answer(
             *exchange, a,
             Router::error(404, "no route " + h.path +
-                                   ": /_replication serves the feed and /status"));
+                                   ": /_replication serves the feed, /status and /promote"));
     }
     if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
     if (following()) {
@@ -498,6 +510,53 @@ http::Response Standby::status() const {
         }
     }
     w.end_object();
+    return r;
+}
+
+http::Response Standby::promote(const server::Request& request, const Router::Answering& a) {
+    std::lock_guard lock(promote_mu_);
+    Directory& d = router_.directory();
+    auto refused = [&](int status, std::string why) {
+        http::Response r = Router::error(status, std::move(why));
+        router_.audit_admin(request, a, r.status);
+        return r;
+    };
+    if (!following()) {
+        return refused(409, "this router is not a standby: it leads the directory at term " +
+                                std::to_string(d.maps()->term));
+    }
+    if (!d.ready()) {
+        return refused(409, "the directory has not arrived from " + primary_ +
+                                ": there is nothing to promote yet");
+    }
+    if (follower_) follower_->stop();
+    const std::string self =
+        router_.options().listen.substr(0, router_.options().listen.rfind(':')) + ":" +
+        std::to_string(router_.port());
+    engine::Result<Promoted> p = d.promote(self, router_.wall_ms());
+    if (!p.is_ok()) {
+        // Still a follower's file: it goes on following.
+        if (following()) {
+            make_follower();
+            if (follower_) follower_->start();
+        }
+        return refused(500, "the promotion failed: " + p.status().to_string());
+    }
+    std::fprintf(stderr, "fenec-shard: promoted: term %lld, history %s (followed %s)\n",
+                 static_cast<long long>(p->term), p->history.c_str(), primary_.c_str());
+    settle_moves(router_);  // §7.3: sources of moves left behind thawed, as a primary's start
+    if (on_leading_) on_leading_();
+    http::Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("promoted");
+    w.boolean(true);
+    w.key("term");
+    w.int64(p->term);
+    w.key("history");
+    w.string(p->history);
+    w.end_object();
+    router_.audit_admin(request, a, r.status);
     return r;
 }
 

@@ -2,7 +2,7 @@
 // its directory file's feed at `GET /_replication?since=<seq>&history=<id>` (DirectoryFeed), a
 // standby started with `--replica-of` follows it into a directory file of its own
 // (DirectoryFollower), and `Standby` ties them to the router: the `/_replication` routes (the
-// feed, `status`).
+// feed, `status`, `promote`) and promotion.
 //
 // The feed is the engine's (the file's landed blocks and forks) in the frames a node's tenant feed
 // uses (server/replication/frames.h): a hello, an image when the follower's position is not on
@@ -18,7 +18,7 @@
 // bound.
 //
 // Threads: a thread per stream served (it waits on the file's feed, never on a loop) and one
-// follower thread holding a blocking connection. All are joined
+// follower thread holding a blocking connection; promotion runs on an API worker. All are joined
 // by stop(), which the router calls before it closes the directory.
 #pragma once
 
@@ -159,7 +159,7 @@ class DirectoryFollower {
     std::thread thread_;
 };
 
-// The router's part in it: the routes and the role.
+// The router's part in it: the routes, the role and promotion.
 class Standby {
   public:
     explicit Standby(Router& router);
@@ -170,21 +170,31 @@ class Standby {
     // Ends the streams served and the follower; before the directory closes. Idempotent.
     void stop();
 
-    // A standby: every change is refused 409 naming `primary()` (§6.1).
+    // A standby not promoted: every change is refused 409 naming `primary()` (§6.1).
     bool following() const;
     const std::string& primary() const { return primary_; }
 
-    // `/_replication` and `/_replication/status` (§3, §10), past nothing: 404 without
-    // --replication-token, 401 without it presented. On the loop.
+    // `/_replication`, `/_replication/status`, `/_replication/promote` (§3, §10), past nothing:
+    // 404 without --replication-token, 401 without it presented. On the loop; a promotion is
+    // handed to an API worker by `submit`.
     void serve(server::Request request, std::shared_ptr<server::Exchange> exchange,
-               const Router::Answering& a);
+               const Router::Answering& a,
+               const std::function<bool(std::function<void()>)>& submit);
 
-    // Set before start(): DirectoryFollower's (§9.12).
+    // §10's promotion, on an API worker: the follower stopped, the file forked with a `terms`
+    // row of the term plus one, tenants left `moving` thawed (§7.3), `on_leading` run.
+    http::Response promote(const server::Request& request, const Router::Answering& a);
+
+    // Set before start(). `on_leading` runs once this router leads after a promotion (a start
+    // with --promote leads as a primary's start does): leasing starts there, as if every node
+    // had just answered (§9.4). `on_failover` is DirectoryFollower's (§9.12).
+    void on_leading(std::function<void()> fn) { on_leading_ = std::move(fn); }
     void on_failover(std::function<void(const std::vector<FailedOver>&)> fn);
 
   private:
     http::Response status() const;
-    // The follower of --replica-of.
+    // The follower of --replica-of (a stopped one cannot start again: a promotion that failed
+    // makes another).
     void make_follower();
     std::optional<http::Response> check_token(const server::Request& request) const;
 
@@ -192,6 +202,8 @@ class Standby {
     const std::string primary_;  // --replica-of, "" on a primary
     std::unique_ptr<DirectoryFeed> feed_;
     std::unique_ptr<DirectoryFollower> follower_;
+    std::mutex promote_mu_;  // one promotion at a time
+    std::function<void()> on_leading_;
     std::function<void(const std::vector<FailedOver>&)> on_failover_;
 };
 
