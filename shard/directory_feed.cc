@@ -10,6 +10,7 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "shard/standby.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -226,6 +227,7 @@ void DirectoryFeed::send_changes(Sender& out, Stream& stream, engine::Database& 
                 return out.ex.end();
             }
         } else {
+            test_hooks::stall_feed_change();
             for (std::string& frame : replication::encode_block_frames(
                      replication::encode_block(n.entry), replication::feed_frame_bytes_max)) {
                 if (!out.frame(std::move(frame), keep_unsent_below)) return out.ex.end();

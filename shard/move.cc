@@ -5,7 +5,9 @@
 // freeze and thaw are calls of the admin plane (Upstream::admin), a tenant's delete and its quota
 // go through shard/node_calls.h. The tenant's copies keep in step through shard/copies.h: its
 // replica on the target detached first (step 1), the quota sent to the target before the flip
-// (step 5), the pair's and the replica's copies moved after it (steps 8 and 9).
+// (step 5), the pair's and the replica's copies moved after it (steps 8 and 9). Before the source
+// goes, every standby router keeping up was sent the flip, at most a second (step 10,
+// shard/standby.h).
 //
 // Test hook (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_MOVE_STALL=<step>:<ms> makes
 // every move wait `ms` after the step named (`marked`, `frozen`, `installed`, `flipped`), so a
@@ -24,6 +26,7 @@
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
+#include "shard/standby.h"
 #include "shard/test_hooks.h"
 
 namespace fenec::shard {
@@ -99,6 +102,7 @@ class Move {
     NodeRow from_, to_;
     std::string path_;  // /_admin/tenants/<t>
     MoveSteps steps_;
+    uint64_t standbys_ms_ = 0;  // step 10's wait for the standby routers
 };
 
 Response Move::fail(const MoveFailure& f, bool counted) {
@@ -262,6 +266,12 @@ Response Move::steps(const DirectoryMaps& maps) {
     // answered as `unreplicated`, never the move's.
     const CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
 
+    // Step 10: every standby router keeping up was sent the flip before the source goes (at
+    // most a second), so none forwards to a deleted copy for longer than its network trip.
+    const uint64_t waited_from = router_.now_ms();
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
+    standbys_ms_ = router_.now_ms() - waited_from;
+
     const bool removed = remove_source();
     const uint64_t ms = router_.now_ms() - start;
     count("done");
@@ -321,7 +331,8 @@ Response Move::answer(const Copied& copied, bool removed, const CopyOutcome& cop
                                    {"image", steps_.image}, {"transfer", steps_.transfer},
                                    {"verify", steps_.verify}, {"flip", steps_.flip},
                                    {"delete", steps_.remove}, {"target_receive", steps_.receive},
-                                   {"target_install", steps_.install}}) {
+                                   {"target_install", steps_.install},
+                                   {"standbys", static_cast<double>(standbys_ms_)}}) {
         w.key(name);
         w.float64(tenth(took));
     }

@@ -180,8 +180,8 @@ class Router final : public server::Handler {
     std::unique_ptr<Copies> copies_;
 
     // Standby routers (router.md §10, shard/standby.h): the directory's feed served, or followed
-    // from the primary; the role and promotion. Made in prepare() once the directory is open; stopped
-    // before it closes.
+    // from the primary; the role, promotion, and the waits for standbys. Made in prepare() once
+    // the directory is open; stopped before it closes.
   public:
     Standby& standby() { return *standby_; }
 

@@ -386,6 +386,11 @@ void Standby::stop() {
 
 bool Standby::following() const { return router_.directory().following(); }
 
+void Standby::wait_for_standbys(int64_t bound_ms) {
+    if (!feed_ || following()) return;
+    feed_->wait_sent(std::nullopt, bound_ms);
+}
+
 std::optional<http::Response> Standby::check_token(const server::Request& request) const {
     const std::string& token = *router_.options().replication_token;
     const auto auth = request.head.header("Authorization");

@@ -2,7 +2,7 @@
 // its directory file's feed at `GET /_replication?since=<seq>&history=<id>` (DirectoryFeed), a
 // standby started with `--replica-of` follows it into a directory file of its own
 // (DirectoryFollower), and `Standby` ties them to the router: the `/_replication` routes (the
-// feed, `status`, `promote`) and promotion.
+// feed, `status`, `promote`), promotion, and what a primary waits for (§7.2 step 10, §9.7).
 //
 // The feed is the engine's (the file's landed blocks and forks) in the frames a node's tenant feed
 // uses (server/replication/frames.h): a hello, an image when the follower's position is not on
@@ -44,6 +44,9 @@
 
 namespace fenec::shard {
 
+// The longest a primary waits for its standbys to be sent a change: a move's flip before its
+// source is deleted (§7.2 step 10), the longest-lease record before a longer grant (§9.7).
+inline constexpr int64_t standby_wait_ms_max = 1000;
 // Within this much of being caught up, a standby counts as keeping up (§7.2 step 10).
 inline constexpr int64_t standby_keeping_up_ms = 1000;
 // A follower's reconnects back off from the first to the most (as a node's copy does).
@@ -159,7 +162,7 @@ class DirectoryFollower {
     std::thread thread_;
 };
 
-// The router's part in it: the routes, the role and promotion.
+// The router's part in it: the routes, the role, promotion, and the waits a primary makes.
 class Standby {
   public:
     explicit Standby(Router& router);
@@ -184,6 +187,10 @@ class Standby {
     // §10's promotion, on an API worker: the follower stopped, the file forked with a `terms`
     // row of the term plus one, tenants left `moving` thawed (§7.3), `on_leading` run.
     http::Response promote(const server::Request& request, const Router::Answering& a);
+
+    // §7.2 step 10 and §9.7: waits until every standby keeping up was sent everything written so
+    // far, at most `bound_ms`; at once where there is none or this router is a standby.
+    void wait_for_standbys(int64_t bound_ms);
 
     // Set before start(). `on_leading` runs once this router leads after a promotion (a start
     // with --promote leads as a primary's start does): leasing starts there, as if every node

@@ -1,7 +1,8 @@
 // shard/test_hooks.h: the router's test hook, the one way a test reaches into fenec-shard's
 // timing: FENEC_TEST_MOVE_STALL=<step>:<ms> in its environment holds every move `ms` after the
 // step named (`marked`, `frozen`, `installed`, `flipped`), so a test can write during the freeze
-// or stop the router mid-move.
+// or stop the router mid-move; FENEC_TEST_FEED_STALL=<ms> holds each change of the directory's
+// feed `ms` before it is sent to a standby, so a test can see a move wait for its standbys.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -16,5 +17,7 @@ namespace fenec::shard::test_hooks {
 
 // After the move step `step`: sleeps what FENEC_TEST_MOVE_STALL asks for that step.
 void stall_after_move_step(std::string_view step);
+// Before a change of the directory's feed goes to a standby: sleeps FENEC_TEST_FEED_STALL ms.
+void stall_feed_change();
 
 }  // namespace fenec::shard::test_hooks

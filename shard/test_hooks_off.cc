@@ -5,5 +5,6 @@
 namespace fenec::shard::test_hooks {
 
 void stall_after_move_step(std::string_view) {}
+void stall_feed_change() {}
 
 }  // namespace fenec::shard::test_hooks

@@ -1,4 +1,4 @@
-// shard/test_hooks_on.cc: the router's test hook that acts (shard/test_hooks.h), linked only into
+// shard/test_hooks_on.cc: the router's test hooks that act (shard/test_hooks.h), linked only into
 // fenec-shard-hooks, the router the integration tests start.
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +16,13 @@ void stall_after_move_step(std::string_view step) {
     const size_t colon = v.find(':');
     if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
     const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+void stall_feed_change() {
+    const char* env = std::getenv("FENEC_TEST_FEED_STALL");
+    if (!env) return;
+    const long ms = std::strtol(env, nullptr, 10);
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 

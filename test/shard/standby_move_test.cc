@@ -1,0 +1,58 @@
+// test/shard/standby_move_test.cc: a move waits for the standby routers (router.md §7.2 step 10,
+// §18 case 45): its source is deleted only once every standby keeping up was sent the flip, at
+// most one second.
+#include <gtest/gtest.h>
+
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+class StandbyMove : public StandbyTest {};
+
+// Case 45 (§7.2 step 10): a move deletes its source only once every standby keeping up was sent
+// the flip. R's feed holds each change 300 ms (FENEC_TEST_FEED_STALL): the mark and the flip reach
+// S some 600 ms after the mark was written, and the move waits for them; at 3 s a change, it
+// waits its one second and goes on; with no standby it waits for nothing.
+TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
+    auto standbys_ms = [&](const std::string& t, const std::string& to) {
+        Reply m = shard("POST", "/_shard/tenants/" + t + "/move", "{\"to\":\"" + to + "\"}");
+        EXPECT_EQ(m.status, 200) << m.body;
+        EXPECT_TRUE(Json(m.body).boolean("source_removed")) << m.body;
+        Json j(m.body);
+        double ms = -1;
+        if (j.doc["steps"]["standbys"].get_double().get(ms)) ms = -1;
+        return ms;
+    };
+    const std::string acme = tenant("acme");
+    ASSERT_EQ(create(acme, "n1").status, 201);
+    EXPECT_LT(standbys_ms(acme, "n2"), 50) << "no standby: nothing to wait for";
+
+    ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
+    start_router({"--replication-token", kReplication});
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    start_standby();
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
+    const double waited = standbys_ms(acme, "n1");
+    EXPECT_GE(waited, 250) << "the flip reached S only after two stalled changes";
+    EXPECT_LT(waited, 1000) << "and the move went on once it was sent";
+    EXPECT_TRUE(eventually(
+        [&] { return Json(on_s("GET", "/_shard/tenants/" + acme).body).text("node") == "n1"; }));
+
+    ::setenv("FENEC_TEST_FEED_STALL", "3000", 1);
+    start_router({"--replication-token", kReplication});
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    start_standby();  // R's new port; S goes on from its file's position
+    ASSERT_TRUE(eventually([&] {
+        return on_r("GET", "/_replication/status", {}, kReplication)
+                   .body.find(R"("keeping_up":true)") != std::string::npos;
+    })) << on_r("GET", "/_replication/status", {}, kReplication).body
+        << "\n"
+        << on_s("GET", "/_replication/status", {}, kReplication).body;
+    const double bounded = standbys_ms(acme, "n2");
+    EXPECT_GE(bounded, 950) << "S was keeping up: it was waited for";
+    EXPECT_LT(bounded, 1500) << "but at most a second";
+}
+
+}  // namespace
+}  // namespace fenec::test
