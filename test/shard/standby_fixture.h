@@ -55,6 +55,12 @@ class StandbyTest : public ClusterTest<2> {
         Reply r = on_r("GET", target);
         return s.status == r.status && s.body == r.body;
     }
+    // Whether S has its directory (an empty list from a standby still waiting would match R's
+    // too) and answers the tenants and nodes as R does.
+    bool caught_up() {
+        return on_s("GET", "/_health").body.find(R"("directory":"ready")") != std::string::npos &&
+               same("/_shard/tenants") && same("/_shard/nodes");
+    }
     int64_t term_of(Reply health) {
         Json j(health.body);
         int64_t t = -1;

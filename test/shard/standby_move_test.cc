@@ -32,7 +32,7 @@ TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
     start_router({"--replication-token", kReplication});
     ::unsetenv("FENEC_TEST_FEED_STALL");
     start_standby();
-    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants"); }));
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
     const double waited = standbys_ms(acme, "n1");
     EXPECT_GE(waited, 250) << "the flip reached S only after two stalled changes";
     EXPECT_LT(waited, 1000) << "and the move went on once it was sent";
@@ -46,7 +46,8 @@ TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
     ASSERT_TRUE(eventually([&] {
         return on_r("GET", "/_replication/status", {}, kReplication)
                    .body.find(R"("keeping_up":true)") != std::string::npos;
-    })) << on_r("GET", "/_replication/status", {}, kReplication).body << "\n"
+    })) << on_r("GET", "/_replication/status", {}, kReplication).body
+        << "\n"
         << on_s("GET", "/_replication/status", {}, kReplication).body;
     const double bounded = standbys_ms(acme, "n2");
     EXPECT_GE(bounded, 950) << "S was keeping up: it was waited for";

@@ -16,7 +16,7 @@ TEST_F(StandbyPromotion, PromotionRaisesTheTermByOne) {
     const std::string acme = tenant("acme");
     ASSERT_EQ(create(acme, "n1").status, 201);
     start_standby();
-    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants"); }));
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
     const int64_t r_term = term_of(on_r("GET", "/_health"));
     ASSERT_EQ(r_term, 0);
     EXPECT_EQ(on_s("POST", "/_replication/promote", {}, kRoot).status, 401);
@@ -36,13 +36,24 @@ TEST_F(StandbyPromotion, PromotionRaisesTheTermByOne) {
     EXPECT_EQ(term_of(on_r("GET", "/_health")), r_term) << "R's own file is untouched";
 }
 
+// A standby whose directory has not come has nothing to promote: 409, and it goes on waiting.
+TEST_F(StandbyPromotion, NothingToPromoteBeforeTheDirectoryComes) {
+    RouterProcess nothing({"--token", kRoot, "--directory", sdir_.path() + "/gone.fenec"});
+    const uint16_t gone = nothing.port();
+    nothing.kill(SIGKILL);
+    start_standby({}, gone);
+    Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
+    EXPECT_EQ(p.status, 409) << p.body;
+    EXPECT_NE(on_s("GET", "/_health").body.find(R"("role":"standby")"), std::string::npos);
+}
+
 // §2.2, §10: --promote opens a standby's file as a primary, the term up by one; a router is not
 // started both following and promoted.
 TEST_F(StandbyPromotion, StartsPromotedWithPromote) {
     const std::string acme = tenant("acme");
     ASSERT_EQ(create(acme, "n1").status, 201);
     start_standby();
-    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants"); }));
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
     standby_->kill(SIGTERM);
     start_standby({"--promote"}, 1);
     Reply h = on_s("GET", "/_health");
@@ -64,7 +75,7 @@ TEST_F(StandbyPromotion, APromotedStandbysTermFencesTheOldPrimaryAtTheNodes) {
     const std::string acme = tenant("acme");
     ASSERT_EQ(create(acme, "n2").status, 201);
     start_standby();
-    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants"); }));
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
     Reply s = on_s("PUT", "/_shard/nodes/n2", R"({"standby":"n1"})");
     ASSERT_EQ(s.status, 200) << s.body;
@@ -86,7 +97,7 @@ TEST_F(StandbyPromotion, ADivergedPrimaryComesBackAsAFollowerOfTheNewOne) {
     const std::string only_s = tenant("onlys");
     ASSERT_EQ(create(shared, "n1").status, 201);
     start_standby();
-    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants"); }));
+    ASSERT_TRUE(eventually([&] { return caught_up(); }));
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
     ASSERT_EQ(create(only_r, "n1").status, 201);  // R, unaware, goes on
     Reply c = on_s("PUT", "/_shard/tenants/" + only_s,
