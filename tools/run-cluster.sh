@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # tools/run-cluster.sh: what `make run-cluster` runs. Three fenec-nodes under --lease sharing one
-# replication token, and a router under `--auto-failover 2 --replicas` in front of them, on
-# loopback; the tenant `demo` created through the router with a replica of its own on another
+# replication token, a router under `--auto-failover 2 --replicas` in front of them and a standby
+# router following its directory, on loopback; the tenant `demo` created through the router with a replica of its own on another
 # node, and a row written. It prints how to stop a node (SIGSTOP: a machine cut off answers
 # nothing and closes nothing) and watch the tenant fail over onto its replica within about
 # 2.2 s, then stays in the foreground until Ctrl-C, which stops everything (SIGTERM; a stopped
 # node is continued first).
 #
-# Tokens are a demo's, on loopback only, printed below. Standby routers are not built yet.
+# Tokens are a demo's, on loopback only, printed below.
 #
 #   tools/run-cluster.sh <fenec-node> <fenec-shard> <demo dir> [first node port] [router host:port]
+#                        [standby router host:port]
 set -euo pipefail
 
 usage="usage: run-cluster.sh <fenec-node> <fenec-shard> <demo-dir> [first node port] [router host:port]"
@@ -18,6 +19,7 @@ shard_bin=${2:?$usage}
 demo=${3:?$usage}
 first_port=${4:-8181}
 router_listen=${5:-127.0.0.1:8180}
+standby_listen=${6:-127.0.0.1:8179}
 admin_token=demo-admin-token
 replication_token=demo-replication-token
 
@@ -65,12 +67,19 @@ done
 out=$(mktemp)
 outs+=("$out")
 "$shard_bin" --listen "$router_listen" --directory "$demo/shard.fenec" --auto-failover 2 \
-    --replicas >"$out" &
+    --replicas --replication-token "$replication_token" >"$out" &
 router_pid=$!
 pids+=("$router_pid")
 router_addr=$(listening "$out" "$router_pid" fenec-shard)
 head -n 1 "$out"
 url="http://$router_addr"
+out=$(mktemp)
+outs+=("$out")
+"$shard_bin" --listen "$standby_listen" --directory "$demo/standby.fenec" --auto-failover 2 \
+    --replica-of "$url" --replication-token "$replication_token" >"$out" &
+pids+=($!)
+standby_addr=$(listening "$out" "${pids[-1]}" "fenec-shard (standby)")
+head -n 1 "$out"
 
 for i in 1 2 3; do
     call PUT "$url/_shard/nodes/n$i" \
@@ -88,7 +97,8 @@ done
 n1_pid=${pids[0]}
 cat <<EOT
 
-A cluster on loopback: nodes n1..n3 (under --lease), the router on $url (--auto-failover 2).
+A cluster on loopback: nodes n1..n3 (under --lease), the router on $url (--auto-failover 2),
+a standby router on http://$standby_addr following its directory.
   curl -s $url/_shard/tenants/demo              # where demo is, and its replica
   curl -s $url/t/demo/c/notes                   # read through the router
   kill -STOP $n1_pid                            # cut n1 off: no answer, nothing closed
@@ -96,6 +106,9 @@ A cluster on loopback: nodes n1..n3 (under --lease), the router on $url (--auto-
   curl -s $url/t/demo/c/notes -d '{"title":"after"}'   # written on the new primary
   kill -CONT $n1_pid                            # n1 back: it refuses demo's writes, follows
   curl -s $url/_shard/nodes                     # each node's lease
+  curl -s http://$standby_addr/t/demo/c/notes    # the standby forwards too
+  curl -s -H 'Authorization: Bearer $replication_token' http://$standby_addr/_replication/status
+  curl -s -X POST -H 'Authorization: Bearer $replication_token' http://$standby_addr/_replication/promote
 Ctrl-C stops everything.
 EOT
 wait "$router_pid"
