@@ -109,8 +109,12 @@ GrantEffect LeaseBook::answered(const GrantReply& reply, int64_t back_ns) {
 
 bool LeaseBook::lapsed(int64_t now_ns, int64_t lease_ns, int64_t record_ns) const {
     if (standing_ != LeaseStanding::leasing || out_) return false;
+    return now_ns >= lapse_point_ns(lease_ns, record_ns);
+}
+
+int64_t LeaseBook::lapse_point_ns(int64_t lease_ns, int64_t record_ns) const {
     const int64_t held_ns = ran_ ? lease_ns : std::max(lease_ns, record_ns);
-    return now_ns - last_answer_ns_ > held_ns + held_ns / 10;
+    return last_answer_ns_ + held_ns + held_ns / 10 + 1;
 }
 
 }  // namespace fenec::shard

@@ -97,6 +97,9 @@ class LeaseBook {
     // counted answer more than 1.1 × the lease it may hold old — `lease_ns` once it has run one
     // of this router's leases, else the longer of `lease_ns` and `record_ns` (§9.7).
     bool lapsed(int64_t now_ns, int64_t lease_ns, int64_t record_ns) const;
+    // The first instant at which `lapsed` would hold once no grant is out: the last counted
+    // answer plus 1.1 × the lease it may hold, and a nanosecond.
+    int64_t lapse_point_ns(int64_t lease_ns, int64_t record_ns) const;
 
     // A failover took the node's tenants: the gauge reads 1 until it answers again (§9.11).
     void mark_failed_over() { failed_over_ = true; }

@@ -230,11 +230,22 @@ void Leases::run(Node& n) {
             n.book.next(maps->authority(), maps->term, maps->history, lease_ms_);
         const int64_t bound_ns = lease_ms_ * ns_per_ms / 3;  // the whole call (§9.9)
         const int64_t sent = clock_.steady_ns();
+        // Never past the lapse point while the node is not failed over: a grant still out there
+        // would keep the judge from failing over a node whose lease has certainly lapsed, up to
+        // a third of a lease late. Giving up on it there is safe: an answer to it would run the
+        // node's lease from the answer it acknowledges, an earlier one, so that lease ends
+        // before the lapse point anyway. Once failed over, a grant has its whole third again,
+        // so a node that comes back is heard (§9.11).
+        const int64_t due =
+            n.book.failed_over()
+                ? sent + bound_ns
+                : std::min(sent + bound_ns,
+                           n.book.lapse_point_ns(lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms));
         lock.unlock();
-        GrantReply reply = host_.grant(node, grant, sent + bound_ns);
+        GrantReply reply = host_.grant(node, grant, due);
         const int64_t back = clock_.steady_ns();
         lock.lock();
-        if (back > sent + bound_ns) reply = silent();  // not back in time: counted as nothing
+        if (back > due) reply = silent();  // not back in time: counted as nothing
         const GrantEffect e = n.book.answered(reply, back);
         n.next_due_ns = e.again_now ? back : sent + bound_ns;
         const bool counted = reply.kind == GrantReply::Kind::taken;
