@@ -646,17 +646,7 @@ class Api {
         w.string(node->name);
         w.key("region");
         w.string(node->region);
-        if (!copy.node.empty()) {
-            w.key("replica_on");
-            w.string(copy.node);
-            if (copy.same_zone) {
-                w.key("same_zone");
-                w.boolean(true);
-            }
-        } else if (copy.asked) {
-            w.key("unreplicated");
-            w.string(copy.unreplicated);
-        }
+        write_copy(w, copy);
         if (schema) {
             w.key("schema");
             w.raw(*schema);

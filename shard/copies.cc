@@ -56,6 +56,20 @@ Copies::~Copies() { stop(); }
 
 NodeCalls& Copies::calls() { return router_.node_calls(); }
 
+void write_copy(json::Writer& w, const CopyOutcome& copy) {
+    if (!copy.node.empty()) {
+        w.key("replica_on");
+        w.string(copy.node);
+        if (copy.same_zone) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+    } else if (copy.asked) {
+        w.key("unreplicated");
+        w.string(copy.unreplicated);
+    }
+}
+
 void Copies::remember(const std::string& tenant, std::string why) {
     std::lock_guard lock(why_mu_);
     why_[tenant] = std::move(why);

@@ -44,6 +44,10 @@ class GaugeFamily;
 class Registry;
 }  // namespace fenec::obs
 
+namespace fenec::json {
+class Writer;
+}
+
 namespace fenec::shard {
 
 class NodeCalls;
@@ -62,6 +66,9 @@ struct CopyOutcome {
     std::string unreplicated;  // why none, when one was wanted
     bool refused = false;      // a node was asked to keep it and did not
 };
+// A create's or a move's answer members for its copy: `replica_on` (and `same_zone` when so), or
+// `unreplicated` with the reason when one was wanted; nothing when none was.
+void write_copy(json::Writer& w, const CopyOutcome& copy);
 
 // What a repair did (the answer of `POST /_shard/replicas`).
 struct RepairReport {

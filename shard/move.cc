@@ -317,17 +317,7 @@ Response Move::answer(const Copied& copied, bool removed, const CopyOutcome& cop
     w.uint64(ms);
     w.key("source_removed");
     w.boolean(removed);
-    if (!copy.node.empty()) {
-        w.key("replica_on");
-        w.string(copy.node);
-        if (copy.same_zone) {
-            w.key("same_zone");
-            w.boolean(true);
-        }
-    } else if (copy.asked) {
-        w.key("unreplicated");
-        w.string(copy.unreplicated);
-    }
+    write_copy(w, copy);
     w.key("seq");
     w.string(copied.seq);
     w.key("steps");

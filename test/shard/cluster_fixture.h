@@ -6,6 +6,7 @@
 // traffic goes to 127.0.0.1 only.
 #pragma once
 
+#include <signal.h>
 #include <simdjson.h>
 
 #include <array>
@@ -105,6 +106,13 @@ class ClusterTest : public ::testing::Test {
         delete nodes_;
         nodes_ = nullptr;
     }
+    // A case may SIGSTOP a node (a node cut off): every node is continued after it, so the next
+    // case finds them answering.
+    void TearDown() override {
+        for (int i = 0; nodes_ && i < N; ++i) {
+            if (nodes_->procs[i]) nodes_->procs[i]->signal(SIGCONT);
+        }
+    }
 
     void start_router(std::vector<std::string> more = {}) {
         std::vector<std::string> flags = {"--token",      kRoot,
@@ -183,6 +191,20 @@ class ClusterTest : public ::testing::Test {
     TempDir dir_;
     std::unique_ptr<RouterProcess> router_;
     std::unique_ptr<Client> client_;
+};
+
+// A suite whose nodes take leases (--lease). A write answered has reached each connected copy's
+// stream (--replica-wait, a bound a loaded machine does not run out of), so a node stopped after
+// answering loses none of what it answered to a connected copy.
+template <int N>
+class LeasedClusterTest : public ClusterTest<N> {
+  protected:
+    static void SetUpTestSuite() {
+        ClusterTest<N>::nodes_ = new SharedNodes();
+        for (int i = 0; i < N; ++i) {
+            ClusterTest<N>::nodes_->start(i, 0, {"--lease", "--replica-wait", "5000"});
+        }
+    }
 };
 
 }  // namespace fenec::test

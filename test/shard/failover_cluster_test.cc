@@ -57,9 +57,6 @@ class FailoverByHand : public ClusterTest<3> {
         ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(3); }))
             << copy_on(1, t).body << " " << count_on(1, t);
     }
-    void TearDown() override {
-        if (nodes_ && nodes_->procs[0]) nodes_->procs[0]->signal(SIGCONT);
-    }
 };
 
 // Case 55: the pair's standby promoted, the directory pointing at it, reads and writes through
@@ -162,18 +159,7 @@ TEST_F(FailoverByHand, CutsWhatIsOutToTheNode) {
 // --auto-failover over nodes that take leases (§9.4): n1 stops answering, its lease lapses, its
 // tenant is failed over onto n2 and written there through the router; n1, back, refuses a write
 // it holds no lease for, and a repair has its stale copy follow n2 (§9.11).
-class FailoverOnLease : public ClusterTest<2> {
-  protected:
-    static void SetUpTestSuite() {
-        nodes_ = new SharedNodes();
-        // A write answered has reached each connected copy's stream (a bound a loaded machine
-        // does not run out of), so a node stopped after answering loses none of it.
-        for (int i = 0; i < 2; ++i) nodes_->start(i, 0, {"--lease", "--replica-wait", "5000"});
-    }
-    void TearDown() override {
-        if (nodes_ && nodes_->procs[0]) nodes_->procs[0]->signal(SIGCONT);
-    }
-};
+using FailoverOnLease = LeasedClusterTest<2>;
 
 TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     start_router({"--auto-failover", "1"});

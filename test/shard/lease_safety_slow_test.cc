@@ -23,17 +23,7 @@ int64_t now_ns() {
         .count();
 }
 
-// Two nodes under --lease; a write answered has reached each connected copy's stream.
-class LeaseSafety : public ClusterTest<2> {
-  protected:
-    static void SetUpTestSuite() {
-        nodes_ = new SharedNodes();
-        for (int i = 0; i < 2; ++i) nodes_->start(i, 0, {"--lease", "--replica-wait", "5000"});
-    }
-    void TearDown() override {
-        if (nodes_ && nodes_->procs[0]) nodes_->procs[0]->signal(SIGCONT);
-    }
-};
+using LeaseSafety = LeasedClusterTest<2>;
 
 // The lease-safety checker over a lapse (test/support/lease_check.h): while n1 is stopped and its
 // tenant failed over, a writer sends writes straight to both nodes, as a router that still

@@ -123,6 +123,7 @@ class FakeHost final : public LeaseHost {
     }
     void answered(const std::string& node, bool returned) override {
         std::lock_guard lock(mu_);
+        ++answers_[node];
         if (returned) returned_.push_back(node);
     }
     void note(const std::string& log, std::string_view event,
@@ -164,6 +165,12 @@ class FakeHost final : public LeaseHost {
         std::lock_guard lock(mu_);
         return returned_;
     }
+    // The counted answers the lease thread has finished with (LeaseHost::answered).
+    size_t answers(const std::string& node) const {
+        std::lock_guard lock(mu_);
+        auto it = answers_.find(node);
+        return it == answers_.end() ? 0 : it->second;
+    }
 
   private:
     const engine::Clock& clock_;
@@ -177,6 +184,7 @@ class FakeHost final : public LeaseHost {
     bool record_after_grant_ = false;
     std::vector<std::string> notes_;
     std::vector<std::string> returned_;
+    std::map<std::string, size_t> answers_;
 };
 
 template <class F>
@@ -300,9 +308,8 @@ TEST(Leases, AChangedListIsGrantedAtOnce) {
     Fixture f;
     f.host.add_node("n1", Mode::ran);
     f.start(3000);  // renewals every second: a grant within 100 ms is the change's
-    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= 2; }));
-    std::this_thread::sleep_for(
-        100ms);  // past the first renewal's answer: the next is a second off
+    // The second grant answered and done with: none is out, and the next is a second off.
+    ASSERT_TRUE(eventually([&] { return f.host.answers("n1") >= 2; }));
     const size_t before = f.host.sent("n1").size();
     f.host.add_tenant("acme", "n1");
     f.leases->changed("n1");
