@@ -249,9 +249,9 @@ done
 {
     echo
     echo "spread over $runs runs (min–max):"
-    echo "  node p50:                    $(spread "${node_p50[@]}")"
-    echo "  primary added p50:           $(spread "${primary_added[@]}")"
-    echo "  standby added p50:           $(spread "${standby_added[@]}")"
+    echo "  node p50:                      $(spread "${node_p50[@]}")"
+    echo "  primary added p50:             $(spread "${primary_added[@]}")"
+    echo "  standby added p50:             $(spread "${standby_added[@]}")"
     echo "  standby added / primary added: $(spread "${ratios[@]}")   goal <= 1.05 met in $met of $runs runs"
     echo
     echo "$(head -n 1 "$tmp/run-1/node.out" | awk '{print $1, $2}'),"\
