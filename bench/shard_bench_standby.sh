@@ -20,13 +20,17 @@
 # every figure, never the best run. Seed 002's reference: 23.7 µs added p50 for both routers
 # (23.0–23.8 and 23.1–23.9 over five runs).
 #
-# Both routers run with the same flags but the standby's two (--workers SHARD_BENCH_WORKERS,
+# STANDBY_BENCH_CONTROL=1 adds a control: a second standby following the same primary, asked last
+# in each round, and per run its added p50 over the first standby's, the ratio two routers in the
+# same role differ by in the same run: the noise any standby / primary ratio must be read against.
+#
+# The routers run with the same flags but the standby's two (--workers SHARD_BENCH_WORKERS,
 # --upstream-poll-us SHARD_BENCH_UPSTREAM_POLL_US, as `make shard-bench` runs its router).
 # Everything it started is stopped on exit, failure and signals.
 #
 # Usage: bench/shard_bench_standby.sh <fenec-node> <fenec-shard> [report, default
 #        build/shard-bench-standby.txt]
-# Environment: STANDBY_BENCH_RUNS (5), SHARD_BENCH_REQUESTS (5000), SHARD_BENCH_WARMUP (500),
+# Environment: STANDBY_BENCH_RUNS (5), STANDBY_BENCH_CONTROL (0), SHARD_BENCH_REQUESTS (5000), SHARD_BENCH_WARMUP (500),
 #              SHARD_BENCH_ROWS (1000), SHARD_BENCH_WORKERS (1), SHARD_BENCH_UPSTREAM_POLL_US (50),
 #              CXX (c++).
 set -euo pipefail
@@ -39,6 +43,7 @@ node_bin=$(realpath "$1")
 shard_bin=$(realpath "$2")
 report=${3:-build/shard-bench-standby.txt}
 runs=${STANDBY_BENCH_RUNS:-5}
+control=${STANDBY_BENCH_CONTROL:-0}
 requests=${SHARD_BENCH_REQUESTS:-5000}
 warmup=${SHARD_BENCH_WARMUP:-500}
 rows=${SHARD_BENCH_ROWS:-1000}
@@ -50,7 +55,7 @@ source "$here/../tools/demo-lib.sh"
 
 log() { echo "shard_bench_standby: $*" >&2; }
 
-for v in runs requests warmup rows workers poll_us; do
+for v in runs control requests warmup rows workers poll_us; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { log "$v=${!v} is not a number"; exit 2; }
 done
 for tool in "$node_bin" "$shard_bin"; do
@@ -121,12 +126,42 @@ status_of() {  # router address: its GET /_replication/status
 }
 seq_of() { sed -n 's/.*"position":{"seq":\([0-9]*\).*/\1/p' <<<"$1"; }
 
+# A standby router following $primary_addr, as `name` in `dir`; sets started_pid, started_addr.
+# Not to be run in a $(…) subshell: the pid must reach `pids` here.
+start_standby() {  # dir name
+    mkdir -p "$1/$2"
+    "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" --upstream-poll-us "$poll_us" \
+        --directory "$1/$2/standby.fenec" --token "$root" \
+        --replication-token "$replication" --replica-of "http://$primary_addr" \
+        >"$1/$2.out" 2>"$1/$2.err" &
+    pids+=($!)
+    started_pid=$!
+    started_addr=$(listening "$1/$2.out" "$started_pid" "fenec-shard ($2)")
+}
+
+# Waits (up to 10 s) until the standby at $1 has the tenant: at the primary's position, connected,
+# and answering for it.
+wait_for_tenant() {  # standby address
+    local want got status i
+    want=$(seq_of "$(status_of "$primary_addr")")
+    for ((i = 0; i < 200; i++)); do
+        status=$(status_of "$1" || true)
+        got=$(seq_of "$status")
+        [[ -n "$got" && -n "$want" ]] && ((got >= want)) &&
+            [[ "$status" == *'"connected":true'* ]] &&
+            rcurl -o /dev/null "http://$1/_shard/tenants/bench" 2>/dev/null && break
+        sleep 0.05
+    done
+    ((i < 200)) || { log "the standby on $1 did not reach seq $want in 10 s: $status"; exit 1; }
+    log "the standby on $1 has the directory at seq $got (the primary's $want)"
+}
+
 # One run, in this shell (so an interrupt stops what it started): the processes started, the
 # tenant made, the measurement; writes "<name> p50_us=.. …" lines and "cpu <node> <primary>
 # <standby> <s>" and "load <before>" to $dir/result.
 one_run() {
-    local run=$1 dir="$tmp/run-$1" i
-    mkdir -p "$dir/node" "$dir/primary" "$dir/standby"
+    local run=$1 dir="$tmp/run-$1"
+    mkdir -p "$dir/node" "$dir/primary"
     "$node_bin" --listen 127.0.0.1:0 --data-dir "$dir/node" --workers "$workers" \
         --admin-token "$admin" >"$dir/node.out" 2>"$dir/node.err" &
     pids+=($!)
@@ -136,15 +171,14 @@ one_run() {
         --directory "$dir/primary/shard.fenec" --token "$root" \
         --replication-token "$replication" >"$dir/primary.out" 2>"$dir/primary.err" &
     pids+=($!)
-    local primary_pid=$! primary_addr
+    local primary_pid=$!
     primary_addr=$(listening "$dir/primary.out" "$primary_pid" "fenec-shard (primary)")
-    "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" --upstream-poll-us "$poll_us" \
-        --directory "$dir/standby/standby.fenec" --token "$root" \
-        --replication-token "$replication" --replica-of "http://$primary_addr" \
-        >"$dir/standby.out" 2>"$dir/standby.err" &
-    pids+=($!)
-    local standby_pid=$! standby_addr
-    standby_addr=$(listening "$dir/standby.out" "$standby_pid" "fenec-shard (standby)")
+    start_standby "$dir" standby
+    local standby_pid=$started_pid standby_addr=$started_addr control_addr=""
+    if ((control)); then
+        start_standby "$dir" control
+        control_addr=$started_addr
+    fi
     log "run $run: fenec-node on $node_addr, primary on $primary_addr, standby on $standby_addr"
 
     rcurl -X PUT "http://$primary_addr/_shard/nodes/n1" \
@@ -154,21 +188,9 @@ one_run() {
     curl -sS --fail-with-body -X POST -H 'Content-Type: application/x-ndjson' \
         --data-binary @"$tmp/rows.ndjson" "http://$primary_addr/t/bench/batch" >/dev/null
 
-    # The standby has the tenant: at the primary's position, connected, and answering for it.
-    local want got standby_status
-    want=$(seq_of "$(status_of "$primary_addr")")
-    for ((i = 0; i < 200; i++)); do
-        standby_status=$(status_of "$standby_addr" || true)
-        got=$(seq_of "$standby_status")
-        [[ -n "$got" && -n "$want" ]] && ((got >= want)) &&
-            [[ "$standby_status" == *'"connected":true'* ]] &&
-            rcurl -o /dev/null "http://$standby_addr/_shard/tenants/bench" 2>/dev/null && break
-        sleep 0.05
-    done
-    ((i < 200)) || { log "run $run: the standby did not reach seq $want in 10 s: $standby_status"; exit 1; }
-    log "run $run: the standby has the directory at seq $got (the primary's $want)"
     local addr answer
-    for addr in "$node_addr" "$primary_addr" "$standby_addr"; do
+    for addr in $standby_addr $control_addr; do wait_for_tenant "$addr"; done
+    for addr in "$node_addr" "$primary_addr" $standby_addr $control_addr; do
         answer=$(curl -sS --fail-with-body "http://$addr/t/bench/c/accounts/$rows")
         [[ "$answer" == *"\"aid\":$rows,"* ]] || { log "row by id from $addr: $answer"; exit 1; }
     done
@@ -176,6 +198,7 @@ one_run() {
     # Odd runs ask the primary before the standby in each round, even runs after.
     local routers=("primary=${primary_addr##*:}" "standby=${standby_addr##*:}")
     ((run % 2 == 1)) || routers=("${routers[1]}" "${routers[0]}")
+    [[ -z "$control_addr" ]] || routers+=("control=${control_addr##*:}")
     local node_cpu primary_cpu standby_cpu load_before start out
     node_cpu=$(cpu_ms "$node_pid")
     primary_cpu=$(cpu_ms "$primary_pid")
@@ -186,7 +209,7 @@ one_run() {
         node="${node_addr##*:}" "${routers[@]}")
     {
         echo "$out"
-        echo "order node,${routers[0]%%=*},${routers[1]%%=*}"
+        echo "order node,${routers[0]%%=*},${routers[1]%%=*}${control_addr:+,control}"
         echo "cpu $(($(cpu_ms "$node_pid") - node_cpu)) $(($(cpu_ms "$primary_pid") - primary_cpu))" \
             "$(($(cpu_ms "$standby_pid") - standby_cpu))" \
             "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
@@ -201,7 +224,7 @@ spread() {  # values...: "min–max"
     printf '%s\n' "$@" | sort -g | sed -n '1h; $!d; x; G; s/\n/–/p'
 }
 
-ratios=() node_p50=() primary_added=() standby_added=() met=0
+ratios=() node_p50=() primary_added=() standby_added=() controls=() met=0
 {
     echo "make shard-bench ARGS=standby: a standby router's added latency on a row-by-id read beside"
     echo "its primary's, $runs runs"
@@ -211,7 +234,7 @@ ratios=() node_p50=() primary_added=() standby_added=() met=0
     echo "$requests requests per path after $warmup of warm-up; $rows rows; p50 in microseconds;"
     echo "added = router p50 − node p50 in the same run; goal: standby added / primary added <= 1.05"
     echo
-    printf "%-3s %-22s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" run order node primary standby \
+    printf "%-3s %-30s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" run order node primary standby \
         "prim.add" "stby.add" ratio goal "CPU ms node/prim/stby" "load before/after"
 } >"$tmp/report"
 cat "$tmp/report"
@@ -236,11 +259,14 @@ for run in $(seq 1 "$runs"); do
         verdict="NOT MET"
     fi
     ratios+=("$q") node_p50+=("${r[node/p50_us]}") primary_added+=("$pa") standby_added+=("$sa")
-    printf "%-3s %-22s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" "$run" "${r[order]}" \
+    printf "%-3s %-30s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" "$run" "${r[order]}" \
         "${r[node/p50_us]}" "${r[primary/p50_us]}" "${r[standby/p50_us]}" "$pa" "$sa" "$q" \
         "$verdict" "${r[cpu_node]}/${r[cpu_primary]}/${r[cpu_standby]} (${r[cpu_s]} s)" \
         "${r[load]}" | tee -a "$tmp/report"
-    for p in node primary standby; do
+    if ((control)); then
+        controls+=("$(ratio "$(minus "${r[control/p50_us]}" "${r[node/p50_us]}")" "$sa")")
+    fi
+    for p in node primary standby $( ((control)) && echo control); do
         echo "    $p p50 ${r[$p/p50_us]} p95 ${r[$p/p95_us]} p99 ${r[$p/p99_us]}" \
             "min ${r[$p/min_us]} n ${r[$p/n]}"
     done >>"$tmp/details"
@@ -253,6 +279,10 @@ done
     echo "  primary added p50:             $(spread "${primary_added[@]}")"
     echo "  standby added p50:             $(spread "${standby_added[@]}")"
     echo "  standby added / primary added: $(spread "${ratios[@]}")   goal <= 1.05 met in $met of $runs runs"
+    if ((control)); then
+        echo "  control added / standby added: $(spread "${controls[@]}")   (two standbys: the noise)" \
+            "per run: ${controls[*]}"
+    fi
     echo
     echo "$(head -n 1 "$tmp/run-1/node.out" | awk '{print $1, $2}'),"\
         "$(head -n 1 "$tmp/run-1/primary.out" | awk '{print $1, $2}')"
