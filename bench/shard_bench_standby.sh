@@ -12,17 +12,20 @@
 # What it measures, per run: p50/p95/p99 of a row-by-id read (GET /t/bench/c/accounts/<id>, ids
 # cycling over the rows) from one keep-alive client, straight to the node, through the primary and
 # through the standby, one request to each in turn (bench/latency_client.cc `measure`, the client
-# of `make shard-bench`; SHARD_BENCH_REQUESTS after SHARD_BENCH_WARMUP of warm-up). The order of
-# the two routers in a round alternates between runs (odd runs primary first), so neither always
-# follows the other. Reported per run: each path's p50, each router's added p50 over the node's,
-# standby added / primary added (goal ≤ 1.05 in the same run: following costs a request nothing),
-# and each process's CPU time during the measurement; then the spread (min–max) over the runs of
-# every figure, never the best run. Seed 002's reference: 23.7 µs added p50 for both routers
-# (23.0–23.8 and 23.1–23.9 over five runs).
+# of `make shard-bench`; SHARD_BENCH_REQUESTS after SHARD_BENCH_WARMUP of warm-up), with
+# `--rotate`: each round starts one place further along, so each path is asked first, second and
+# third equally often. On a loaded machine the place matters: with a fixed order a path is always
+# asked right after the same other one, which biases it by an amount that holds for the whole run
+# and changes from run to run (two identical standbys measured up to 1.4× apart in one run).
+# Reported per run: each path's p50, each router's added p50 over the node's, standby added /
+# primary added (goal ≤ 1.05 in the same run: following costs a request nothing), and each
+# process's CPU time during the measurement; then the spread (min–max) over the runs of every
+# figure, never the best run. Seed 002's reference: 23.7 µs added p50 for both routers (23.0–23.8
+# and 23.1–23.9 over five runs).
 #
-# STANDBY_BENCH_CONTROL=1 adds a control: a second standby following the same primary, asked last
-# in each round, and per run its added p50 over the first standby's, the ratio two routers in the
-# same role differ by in the same run: the noise any standby / primary ratio must be read against.
+# STANDBY_BENCH_CONTROL=1 adds a control: a second standby following the same primary, asked in
+# the same rotation, and per run its added p50 over the first standby's, the ratio two routers in
+# the same role differ by in the same run: the noise any standby / primary ratio is read against.
 #
 # The routers run with the same flags but the standby's two (--workers SHARD_BENCH_WORKERS,
 # --upstream-poll-us SHARD_BENCH_UPSTREAM_POLL_US, as `make shard-bench` runs its router).
@@ -30,9 +33,9 @@
 #
 # Usage: bench/shard_bench_standby.sh <fenec-node> <fenec-shard> [report, default
 #        build/shard-bench-standby.txt]
-# Environment: STANDBY_BENCH_RUNS (5), STANDBY_BENCH_CONTROL (0), SHARD_BENCH_REQUESTS (5000), SHARD_BENCH_WARMUP (500),
-#              SHARD_BENCH_ROWS (1000), SHARD_BENCH_WORKERS (1), SHARD_BENCH_UPSTREAM_POLL_US (50),
-#              CXX (c++).
+# Environment: STANDBY_BENCH_RUNS (5), STANDBY_BENCH_CONTROL (0), SHARD_BENCH_REQUESTS (5000),
+#              SHARD_BENCH_WARMUP (500), SHARD_BENCH_ROWS (1000), SHARD_BENCH_WORKERS (1),
+#              SHARD_BENCH_UPSTREAM_POLL_US (50), CXX (c++).
 set -euo pipefail
 
 if (($# < 2)); then
@@ -122,7 +125,8 @@ awk -v rows="$rows" 'BEGIN {
 
 rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $root" "$@"; }
 status_of() {  # router address: its GET /_replication/status
-    curl -sS --fail-with-body -H "Authorization: Bearer $replication" "http://$1/_replication/status"
+    curl -sS --fail-with-body -H "Authorization: Bearer $replication" \
+        "http://$1/_replication/status"
 }
 seq_of() { sed -n 's/.*"position":{"seq":\([0-9]*\).*/\1/p' <<<"$1"; }
 
@@ -195,9 +199,7 @@ one_run() {
         [[ "$answer" == *"\"aid\":$rows,"* ]] || { log "row by id from $addr: $answer"; exit 1; }
     done
 
-    # Odd runs ask the primary before the standby in each round, even runs after.
     local routers=("primary=${primary_addr##*:}" "standby=${standby_addr##*:}")
-    ((run % 2 == 1)) || routers=("${routers[1]}" "${routers[0]}")
     [[ -z "$control_addr" ]] || routers+=("control=${control_addr##*:}")
     local node_cpu primary_cpu standby_cpu load_before start out
     node_cpu=$(cpu_ms "$node_pid")
@@ -205,12 +207,12 @@ one_run() {
     standby_cpu=$(cpu_ms "$standby_pid")
     load_before=$(cut -d' ' -f1 /proc/loadavg)
     start=$(date +%s.%N)
-    out=$("$client" measure "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
+    out=$("$client" measure --rotate "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
         node="${node_addr##*:}" "${routers[@]}")
     {
         echo "$out"
-        echo "order node,${routers[0]%%=*},${routers[1]%%=*}${control_addr:+,control}"
-        echo "cpu $(($(cpu_ms "$node_pid") - node_cpu)) $(($(cpu_ms "$primary_pid") - primary_cpu))" \
+        echo "cpu $(($(cpu_ms "$node_pid") - node_cpu))" \
+            "$(($(cpu_ms "$primary_pid") - primary_cpu))" \
             "$(($(cpu_ms "$standby_pid") - standby_cpu))" \
             "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
         echo "load $load_before $(cut -d' ' -f1 /proc/loadavg)"
@@ -226,15 +228,19 @@ spread() {  # values...: "min–max"
 
 ratios=() node_p50=() primary_added=() standby_added=() controls=() met=0
 {
-    echo "make shard-bench ARGS=standby: a standby router's added latency on a row-by-id read beside"
-    echo "its primary's, $runs runs"
+    echo "make shard-bench ARGS=standby: a standby router's added latency on a row-by-id read"
+    echo "beside its primary's, $runs runs"
     echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nproc) CPUs; $(uname -r)"
-    echo "$node_bin and $shard_bin, --workers $workers each; both routers --upstream-poll-us $poll_us"
-    echo "one keep-alive client, one connection per path, one request to each path in turn;"
+    echo "$node_bin and $shard_bin, --workers $workers each;"
+    echo "both routers --upstream-poll-us $poll_us"
+    echo "one keep-alive client, one connection per path, one request to each path in turn, each"
+    paths="node, primary, standby$( ((control)) && echo ", control")"
+    echo "round starting one path further along ($paths);"
     echo "$requests requests per path after $warmup of warm-up; $rows rows; p50 in microseconds;"
-    echo "added = router p50 − node p50 in the same run; goal: standby added / primary added <= 1.05"
+    echo "added = router p50 − node p50 in the same run;"
+    echo "goal: standby added / primary added <= 1.05 in the same run"
     echo
-    printf "%-3s %-30s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" run order node primary standby \
+    printf "%-3s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" run node primary standby \
         "prim.add" "stby.add" ratio goal "CPU ms node/prim/stby" "load before/after"
 } >"$tmp/report"
 cat "$tmp/report"
@@ -243,7 +249,6 @@ for run in $(seq 1 "$runs"); do
     declare -A r=()
     while read -r name fields; do
         case $name in
-            order) r[order]=$fields ;;
             cpu) read -r 'r[cpu_node]' 'r[cpu_primary]' 'r[cpu_standby]' 'r[cpu_s]' <<<"$fields" ;;
             load) r[load]=${fields/ //} ;;
             *) for kv in $fields; do r[$name/${kv%%=*}]=${kv#*=}; done ;;
@@ -259,7 +264,7 @@ for run in $(seq 1 "$runs"); do
         verdict="NOT MET"
     fi
     ratios+=("$q") node_p50+=("${r[node/p50_us]}") primary_added+=("$pa") standby_added+=("$sa")
-    printf "%-3s %-30s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" "$run" "${r[order]}" \
+    printf "%-3s %7s %7s %7s %9s %9s %6s %-7s %-22s %s\n" "$run" \
         "${r[node/p50_us]}" "${r[primary/p50_us]}" "${r[standby/p50_us]}" "$pa" "$sa" "$q" \
         "$verdict" "${r[cpu_node]}/${r[cpu_primary]}/${r[cpu_standby]} (${r[cpu_s]} s)" \
         "${r[load]}" | tee -a "$tmp/report"
@@ -278,10 +283,11 @@ done
     echo "  node p50:                      $(spread "${node_p50[@]}")"
     echo "  primary added p50:             $(spread "${primary_added[@]}")"
     echo "  standby added p50:             $(spread "${standby_added[@]}")"
-    echo "  standby added / primary added: $(spread "${ratios[@]}")   goal <= 1.05 met in $met of $runs runs"
+    echo "  standby added / primary added: $(spread "${ratios[@]}")" \
+        "  goal <= 1.05 met in $met of $runs runs"
     if ((control)); then
-        echo "  control added / standby added: $(spread "${controls[@]}")   (two standbys: the noise)" \
-            "per run: ${controls[*]}"
+        echo "  control added / standby added: $(spread "${controls[@]}")" \
+            "  (two standbys: the noise) per run: ${controls[*]}"
     fi
     echo
     echo "$(head -n 1 "$tmp/run-1/node.out" | awk '{print $1, $2}'),"\
