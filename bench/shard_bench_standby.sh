@@ -234,7 +234,8 @@ ratios=() node_p50=() primary_added=() standby_added=() controls=() met=0
     echo "$node_bin and $shard_bin, --workers $workers each;"
     echo "both routers --upstream-poll-us $poll_us"
     echo "one keep-alive client, one connection per path, one request to each path in turn, each"
-    paths="node, primary, standby$( ((control)) && echo ", control")"
+    paths="node, primary, standby"
+    ((control == 0)) || paths+=", control"
     echo "round starting one path further along ($paths);"
     echo "$requests requests per path after $warmup of warm-up; $rows rows; p50 in microseconds;"
     echo "added = router p50 − node p50 in the same run;"
@@ -271,7 +272,9 @@ for run in $(seq 1 "$runs"); do
     if ((control)); then
         controls+=("$(ratio "$(minus "${r[control/p50_us]}" "${r[node/p50_us]}")" "$sa")")
     fi
-    for p in node primary standby $( ((control)) && echo control); do
+    names=(node primary standby)
+    ((control == 0)) || names+=(control)
+    for p in "${names[@]}"; do
         echo "    $p p50 ${r[$p/p50_us]} p95 ${r[$p/p95_us]} p99 ${r[$p/p99_us]}" \
             "min ${r[$p/min_us]} n ${r[$p/n]}"
     done >>"$tmp/details"
