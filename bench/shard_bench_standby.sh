@@ -161,8 +161,8 @@ wait_for_tenant() {  # standby address
 }
 
 # One run, in this shell (so an interrupt stops what it started): the processes started, the
-# tenant made, the measurement; writes "<name> p50_us=.. …" lines and "cpu <node> <primary>
-# <standby> <s>" and "load <before>" to $dir/result.
+# tenant made, the measurement; writes "<name> p50_us=.. …" lines, "cpu <node> <primary>
+# <standby> <measurement s>" and "load <before> <after>" to $dir/result.
 one_run() {
     local run=$1 dir="$tmp/run-$1"
     mkdir -p "$dir/node" "$dir/primary"
