@@ -69,6 +69,9 @@ help:
 	@echo "                   ($(BUILD)/shard-bench-leases.txt)"
 	@echo "  make shard-bench ARGS=move   that tenant moved between two nodes through the router, and"
 	@echo "                   the first near query after; report in $(BUILD)/shard-bench-move.txt"
+	@echo "  make shard-bench ARGS=standby one node, a primary router and a standby following it: a"
+	@echo "                   row-by-id read straight, through each, in turns; each router's added"
+	@echo "                   p50, five runs ($(BUILD)/shard-bench-standby.txt)"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -178,7 +181,8 @@ endif
 
 # The router's added latency against HAProxy's and a loopback round trip, in one run
 # (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench. ARGS=move: a
-# 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh).
+# 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh). ARGS=standby:
+# a standby router's added latency beside its primary's (bench/shard_bench_standby.sh).
 .PHONY: shard-bench
 shard-bench: configure
 ifeq ($(ARGS),leases)
@@ -189,6 +193,10 @@ else ifeq ($(ARGS),move)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	bash bench/shard_bench_move.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	    $(BUILD)/shard-bench-move.txt
+else ifeq ($(ARGS),standby)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/shard_bench_standby.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/shard-bench-standby.txt
 else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard

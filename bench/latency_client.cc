@@ -11,12 +11,15 @@
 //       port> over a kept connection of its own (one per client connection, a blocking thread
 //       each), and the answer back whole by its Content-Length: one more loopback hop with no
 //       work behind it, the floor of what any proxy that sleeps between requests adds.
-//   latency_client measure <requests> <warmup> <path with %d> <ids> <name=port>...
+//   latency_client measure [--rotate] <requests> <warmup> <path with %d> <ids> <name=port>...
 //       one kept TCP connection per target, each with TCP_NODELAY. Requests go round-robin over
 //       the targets (one to each in turn), so a change in the machine's load touches all alike;
-//       the first <warmup> rounds are not counted. Each request is `GET <path> HTTP/1.1` with %d
-//       replaced by 1 + (round % ids), timed with clock_gettime(CLOCK_MONOTONIC) around one
-//       blocking send and the blocking recvs that read its answer whole (by Content-Length).
+//       the first <warmup> rounds are not counted. In the order given unless --rotate: then round
+//       r starts at target r mod n, so each target is asked in each place of a round equally
+//       often (a target asked right after another is not timed alike on a loaded machine).
+//       Each request is `GET <path> HTTP/1.1` with %d replaced by 1 + (round % ids), timed with
+//       clock_gettime(CLOCK_MONOTONIC) around one blocking send and the blocking recvs that read
+//       its answer whole (by Content-Length).
 //       Prints one line per target: `<name> p50_us=.. p95_us=.. p99_us=.. min_us=.. n=..`.
 //       Exit 1 on any non-200 answer or connection error, naming it.
 #include <arpa/inet.h>
@@ -255,7 +258,8 @@ double percentile(std::vector<double>& v, double p) {
     return v[std::min(rank, v.size()) - 1];
 }
 
-int measure(int requests, int warmup, const std::string& path, int ids, int argc, char** argv) {
+int measure(int requests, int warmup, const std::string& path, int ids, bool rotate, int argc,
+            char** argv) {
     std::vector<Target> targets;
     for (int i = 0; i < argc; ++i) {
         const char* eq = std::strchr(argv[i], '=');
@@ -276,7 +280,9 @@ int measure(int requests, int warmup, const std::string& path, int ids, int argc
         std::snprintf(target, sizeof target, path.c_str(), 1 + round % ids);
         const std::string request = std::string("GET ") + target +
                                     " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n";
-        for (Target& t : targets) {
+        for (size_t k = 0; k < targets.size(); ++k) {
+            const size_t first = rotate ? static_cast<size_t>(round) % targets.size() : 0;
+            Target& t = targets[(first + k) % targets.size()];
             const double start = now_us();
             const std::string why = exchange(t, request, buf.data(), buf.size());
             const double took = now_us() - start;
@@ -308,14 +314,18 @@ int main(int argc, char** argv) {
     if (argc >= 4 && std::strcmp(argv[1], "hop") == 0) {
         return hop(argv[2], std::atoi(argv[3]));
     }
-    if (argc >= 7 && std::strcmp(argv[1], "measure") == 0) {
-        return measure(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::atoi(argv[5]),
-                       argc - 6, argv + 6);
+    if (argc >= 2 && std::strcmp(argv[1], "measure") == 0) {
+        const bool rotate = argc >= 3 && std::strcmp(argv[2], "--rotate") == 0;
+        const int at = rotate ? 3 : 2;  // <requests>
+        if (argc >= at + 5) {
+            return measure(std::atoi(argv[at]), std::atoi(argv[at + 1]), argv[at + 2],
+                           std::atoi(argv[at + 3]), rotate, argc - at - 4, argv + at + 4);
+        }
     }
     std::fprintf(stderr,
                  "usage: latency_client echo <port-file> <body bytes>\n"
                  "       latency_client hop <port-file> <upstream port>\n"
-                 "       latency_client measure <requests> <warmup> <path with %%d> <ids> "
-                 "<name=port>...\n");
+                 "       latency_client measure [--rotate] <requests> <warmup> <path with %%d> "
+                 "<ids> <name=port>...\n");
     return 2;
 }
