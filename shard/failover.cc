@@ -85,6 +85,7 @@ void Failover::lapsed(const std::string& node) {
         host_.note("fenec-shard: node `" + node + "`'s lease has certainly lapsed: failing it over",
                    "", {});
         (void)fail_over(node, false, "lease");
+        host_.failover_ended(node);
     });
 }
 

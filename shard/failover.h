@@ -61,6 +61,8 @@ class FailoverHost {
     // Leasing, where it runs: grant `node` its list now; keep `tenant` out of `node`'s lists.
     virtual void grant_now(const std::string& node) = 0;
     virtual void withhold(const std::string& node, const std::string& tenant) = 0;
+    // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it.
+    virtual void failover_ended(const std::string& node) = 0;
     virtual void restore(const std::string& node, const std::string& tenant) = 0;
     // A repair (§8.3), started on its own worker.
     virtual void repair(std::string_view why) = 0;

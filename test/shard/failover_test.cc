@@ -70,6 +70,10 @@ class FakeHost final : public FailoverHost {
         std::lock_guard lock(mu_);
         grants_.push_back(node);
     }
+    void failover_ended(const std::string& node) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("ended " + node);
+    }
     void withhold(const std::string& node, const std::string& tenant) override {
         std::lock_guard lock(mu_);
         log_.push_back("withhold " + tenant + " from " + node);
