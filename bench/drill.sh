@@ -30,7 +30,7 @@
 #
 # Usage: bench/drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks>
 #                       <fenec-lease-check> [report]
-# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (3), DRILL_SETTLE_S (4).
+# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (5), DRILL_SETTLE_S (4).
 set -euo pipefail
 
 usage="usage: drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks> <fenec-lease-check> [report]"
@@ -55,7 +55,7 @@ checker=${5:?$usage}
 report=${6:-build/drill.txt}
 runs=${DRILL_RUNS:-3}
 per_node=${DRILL_TENANTS_PER_NODE:-2}
-warmup=${DRILL_WARMUP_S:-3}
+warmup=${DRILL_WARMUP_S:-5}
 settle=${DRILL_SETTLE_S:-4}
 here=$(cd "$(dirname "$0")" && pwd)
 client="$here/drill_client.py"

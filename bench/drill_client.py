@@ -75,6 +75,7 @@ class Drill:
         self.answers = []  # (tenant, key, status, id, history, sent_ns, acked_ns, error)
         self.leases = []  # (node, asked_ns, answered_ns, left_ms, [tenants])
         self.router_polls = []  # (asked_ns, answered_ns, failed_over)
+        self.beats = []  # (before_ns, after_ns) of each 1 ms sleep
         self.stop_writes = threading.Event()
         self.stop_polls = threading.Event()
         self.cut_ns = self.kill_ns = None
@@ -148,6 +149,15 @@ class Drill:
                 conn = None
             time.sleep(POLL_S)
 
+    def heartbeat(self):
+        # A control: this process's own lateness waking from a 1 ms sleep. A pause every writer
+        # shows at once while this one is late is the client's (the machine's, the GIL's), not
+        # the cluster's.
+        while not self.stop_polls.is_set():
+            before = now_ns()
+            time.sleep(0.001)
+            self.beats.append((before, now_ns()))
+
     def router_poller(self):
         host, port = host_port(self.a.router)
         conn = None
@@ -218,6 +228,7 @@ class Drill:
         pollers = [threading.Thread(target=self.lease_poller, args=(n, u), daemon=True)
                    for n, u in sorted(self.nodes.items())]
         pollers.append(threading.Thread(target=self.router_poller, daemon=True))
+        pollers.append(threading.Thread(target=self.heartbeat, daemon=True))
         for th in pollers + threads:
             th.start()
         # Every tenant written, then the warm-up.
@@ -366,6 +377,10 @@ class Drill:
             return round(worst[0] / 1e6, 1), worst[1]
         pause_ms, pause_tenant = longest_pause(self.cut_ns, self.end_ns)
         before_ms, _ = longest_pause(self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns)
+
+        def client_late(lo, hi):
+            late = [b - a - 1_000_000 for a, b in self.beats if lo < b and a < hi]
+            return round(max(late, default=0) / 1e6, 1)
         violations = max(0, len(checked.stdout.strip().splitlines()) - 1) \
             if checked.returncode in (0, 1) else None
         result = {
@@ -376,6 +391,9 @@ class Drill:
             "dead_answers_not_201": other_answers,
             "other_pause_ms": pause_ms, "other_pause_tenant": pause_tenant,
             "other_pause_before_cut_ms": before_ms,
+            "client_late_ms": client_late(self.cut_ns, self.end_ns),
+            "client_late_before_cut_ms": client_late(
+                self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns),
             "acked": acked, "lost": len(lost), "lost_keys": lost[:10],
             "unknown_node": unknown,
             "checker_rc": checked.returncode, "violations": violations,
@@ -450,11 +468,13 @@ def cmd_table(a):
            "# failover_s: when GET /_shard/nodes first showed the node failed over, s after the kill",
            "# pause_ms: the longest wait between two acknowledged writes of any other tenant after",
            "#   the cut, and which; before_ms: the same over the warm-up before the cut",
+           "# client_late_ms: the drill client's own longest lateness waking from a 1 ms sleep,",
+           "#   after the cut (before it): a pause this long is the client's or the machine's",
            "# lost: acknowledged writes missing from their tenant's primary afterwards; checker:",
            "#   fenec-lease-check over the recording (writes, leases as the nodes reported them, rows)"]
     head = "%-4s %-9s " % ("run", "mode") + "".join("%-8s" % (t + "_s") for t in dead) + \
-        "%-11s %-15s %-10s %-7s %-5s %s" % ("failover_s", "pause_ms", "before_ms", "acked",
-                                            "lost", "checker")
+        "%-11s %-15s %-10s %-14s %-7s %-5s %s" % ("failover_s", "pause_ms", "before_ms",
+                                                  "client_late_ms", "acked", "lost", "checker")
     out.append(head)
     failed = False
     notes = []
@@ -467,9 +487,11 @@ def cmd_table(a):
         out.append("%-4s %-9s " % (r["run"], r["mode"]) +
                    "".join("%-8s" % ("%.2f" % again[t] if again.get(t) is not None else "never")
                            for t in dead) +
-                   "%-11s %-15s %-10s %-7d %-5d %s" % (
+                   "%-11s %-15s %-10s %-14s %-7d %-5d %s" % (
                        fo, "%.1f %s" % (r["other_pause_ms"], r["other_pause_tenant"] or ""),
-                       "%.1f" % r["other_pause_before_cut_ms"], r["acked"], r["lost"], checker))
+                       "%.1f" % r["other_pause_before_cut_ms"],
+                       "%.1f (%.1f)" % (r["client_late_ms"], r["client_late_before_cut_ms"]),
+                       r["acked"], r["lost"], checker))
         note = "run %s %s: the dead node's writers were answered, after the kill, %s besides " \
             "their 201s" % (r["run"], r["mode"], ", ".join(
                 "%d × %s" % (n, k) for k, n in sorted(r["dead_answers_not_201"].items()))
