@@ -30,7 +30,11 @@
 #
 # Usage: bench/drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks>
 #                       <fenec-lease-check> [report]
-# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (5), DRILL_SETTLE_S (4).
+# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (5), DRILL_SETTLE_S (4),
+# DRILL_READERS_TIMEOUT_S (0: none; > 0: a reader a tenant besides its writer, giving up after that
+# many s and asking again on a new connection, so the router opens new connections to the dead
+# node while it is not yet failed over).
+# Warm-up, settle and readers are in seconds; fractions are fine.
 set -euo pipefail
 
 usage="usage: drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks> <fenec-lease-check> [report]"
@@ -57,6 +61,7 @@ runs=${DRILL_RUNS:-3}
 per_node=${DRILL_TENANTS_PER_NODE:-2}
 warmup=${DRILL_WARMUP_S:-5}
 settle=${DRILL_SETTLE_S:-4}
+readers=${DRILL_READERS_TIMEOUT_S:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 client="$here/drill_client.py"
 source "$here/../tools/demo-lib.sh"
@@ -205,7 +210,8 @@ one_run() {
     python3 "$client" run --router "$url" --router-token root --data-token data \
         --admin-token admin "${node_args[@]}" "${tenant_args[@]}" --dead n1 \
         --dead-pid "${node_pids[0]}" --cut "ip link set fdr-n1 down" "${sink_args[@]}" \
-        --warmup "$warmup" --settle "$settle" --checker "$checker" --out "$dir" \
+        --warmup "$warmup" --settle "$settle" --reader-timeout "$readers" \
+        --checker "$checker" --out "$dir" \
         --run-no "$run" --mode "$mode" >"$dir/result.json" 2>"$dir/client.err" &
     pids+=($!)
     wait $! || { echo "drill: the client failed (run $run, $mode):" >&2; cat "$dir/client.err" >&2; exit 1; }
@@ -244,6 +250,8 @@ status=0
     echo "# $per_node tenants a node with replicas, a writer each through the router; n1 cut off (veth down) and SIGKILLed"
     [[ "$kind" == resolver ]] &&
         echo "# nodes registered by name; names past /etc/netns/<ns>/hosts go to a name server that never answers; n1's name removed at the kill"
+    [[ "$readers" != 0 ]] &&
+        echo "# and a reader a tenant giving up after $readers s and asking again on a new connection (DRILL_READERS_TIMEOUT_S)"
     [[ "$kind" == failover ]] &&
         echo "# cut: fenec-shard (§9.10 cuts requests out to n1); timeout: fenec-shard-hooks, FENEC_TEST_NO_CUT=1 (left to --upstream-timeout)"
     python3 "$client" table "$work/results.jsonl"

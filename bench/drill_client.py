@@ -11,6 +11,9 @@
 #     write a POST of {"k": key} with `Idempotency-Key: key`, retried with the same key until a
 #     201 (so a write the failover cuts goes to the new primary, router.md §9.10); every answer
 #     is kept with its send and answer instants (CLOCK_MONOTONIC, ns) and its Fenec-History;
+#   * with --reader-timeout, a reader per tenant too, GETs on a fresh connection each, giving up
+#     after that many seconds (an impatient client: while the dead node is not yet failed over,
+#     each of its requests has the router open a new connection to the node, looking its name up);
 #   * a poller per node asking GET /_admin/lease every 20 ms (the lease as the node reports it),
 #     and one asking the router's GET /_shard/nodes every 20 ms (when it marks the node failed
 #     over);
@@ -76,6 +79,7 @@ class Drill:
         self.leases = []  # (node, asked_ns, answered_ns, left_ms, [tenants])
         self.router_polls = []  # (asked_ns, answered_ns, failed_over)
         self.beats = []  # (before_ns, after_ns) of each 1 ms sleep
+        self.reads = []  # (tenant, status, sent_ns, answered_ns) of the readers
         self.stop_writes = threading.Event()
         self.stop_polls = threading.Event()
         self.cut_ns = self.kill_ns = None
@@ -125,6 +129,29 @@ class Drill:
                 time.sleep(0.005)  # no answer at all: do not spin on a refused connection
         if conn is not None:
             conn.close()
+
+    def reader(self, tenant):
+        # A reader that gives up after `--reader-timeout` s and asks again on a new connection,
+        # as an impatient client does: while the tenant's node is dead and not yet failed over,
+        # each new request out to it needs a new connection, and so a lookup of its name.
+        host, port = host_port(self.a.router)
+        headers = {"Authorization": "Bearer " + self.a.data_token}
+        while not self.stop_writes.is_set():
+            conn = http.client.HTTPConnection(host, port, timeout=self.a.reader_timeout)
+            sent = now_ns()
+            status = 0
+            try:
+                conn.request("GET", "/t/%s/c/w?limit=1" % tenant, headers=headers)
+                r = conn.getresponse()
+                r.read()
+                status = r.status
+            except Exception:
+                pass
+            finally:
+                conn.close()
+            self.reads.append((tenant, status, sent, now_ns()))
+            if status != 200:
+                time.sleep(0.01)
 
     def lease_poller(self, node, url):
         host, port = host_port(url)
@@ -225,6 +252,9 @@ class Drill:
             self.first_histories[(t, history)] = n
         threads = [threading.Thread(target=self.writer, args=(t,), daemon=True)
                    for t in sorted(self.tenants)]
+        if self.a.reader_timeout > 0:
+            threads += [threading.Thread(target=self.reader, args=(t,), daemon=True)
+                        for t in sorted(self.tenants)]
         pollers = [threading.Thread(target=self.lease_poller, args=(n, u), daemon=True)
                    for n, u in sorted(self.nodes.items())]
         pollers.append(threading.Thread(target=self.router_poller, daemon=True))
@@ -402,6 +432,12 @@ class Drill:
             "errors": errors,
         }
         result["cut_requests"] = self.cut_counts()
+        if self.a.reader_timeout > 0:
+            result["reads_after_kill"] = {}
+            for (t, status, sent, answered) in self.reads:
+                if sent > self.kill_ns:
+                    k = "%s %s" % (t, status or "no answer")
+                    result["reads_after_kill"][k] = result["reads_after_kill"].get(k, 0) + 1
         if self.a.sink_log:
             result["silent_resolver_queries"] = count_sink_after(self.a.sink_log, self.kill_ns)
         return result
@@ -501,6 +537,9 @@ def cmd_table(a):
         if "silent_resolver_queries" in r:
             note += "; the silent name server got %d queries after the kill" % \
                 r["silent_resolver_queries"]
+        if r.get("reads_after_kill"):
+            note += "; impatient readers after the kill: " + ", ".join(
+                "%d × %s" % (n, k) for k, n in sorted(r["reads_after_kill"].items()))
         if r.get("unknown_node"):
             note += "; %d acknowledged writes of an unknown history" % r["unknown_node"]
         if r.get("lost_keys"):
@@ -553,6 +592,8 @@ def main():
     r.add_argument("--warmup", type=float, default=3)
     r.add_argument("--settle", type=float, default=4)
     r.add_argument("--deadline", type=float, default=30)
+    r.add_argument("--reader-timeout", type=float, default=0,
+                   help="> 0: a reader a tenant too, giving up after this many s")
     r.add_argument("--checker", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--run-no", default="1")
