@@ -225,7 +225,7 @@ one_run() {
             { echo "drill: the router's /etc/hosts still names n1" >&2; exit 1; }
     fi
     cat "$dir/result.json" >>"$work/results.jsonl"
-    for f in router.out router.err checker.txt answers.txt record.txt sink.log client.err; do
+    for f in router.out router.err n1.err n2.err n3.err checker.txt answers.txt record.txt sink.log client.err; do
         [[ -f "$dir/$f" ]] && cp "$dir/$f" "$logs/$mode-$run-$f"
     done
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("drill: run %s %s: again %s, failover %s s, other pause %s ms, lost %d, checker rc %d" % (r["run"], r["mode"], r["write_again_s"], r["failover_s"], r["other_pause_ms"], r["lost"], r["checker_rc"]))' "$dir/result.json"

@@ -80,6 +80,7 @@ class Drill:
         self.router_polls = []  # (asked_ns, answered_ns, failed_over)
         self.beats = []  # (before_ns, after_ns) of each 1 ms sleep
         self.reads = []  # (tenant, status, sent_ns, answered_ns) of the readers
+        self.placements = []  # (seen_ns, tenant, (node, replica)) as the directory changed
         self.stop_writes = threading.Event()
         self.stop_polls = threading.Event()
         self.cut_ns = self.kill_ns = None
@@ -188,6 +189,8 @@ class Drill:
     def router_poller(self):
         host, port = host_port(self.a.router)
         conn = None
+        polls = 0
+        placed = {}  # tenant -> (node, replica) as last seen
         while not self.stop_polls.is_set():
             asked = now_ns()
             try:
@@ -202,6 +205,20 @@ class Drill:
                     failed = any(n.get("name") == self.a.dead and
                                  (n.get("lease") or {}).get("failed_over") for n in json.loads(body))
                     self.router_polls.append((asked, answered, bool(failed)))
+                # Every fifth round, where each tenant is and its replica: the directory's
+                # changes (the failover, the repair's new replicas) beside the writers' pauses.
+                polls += 1
+                if polls % 5 == 0:
+                    conn.request("GET", "/_shard/tenants",
+                                 headers={"Authorization": "Bearer " + self.a.router_token})
+                    r = conn.getresponse()
+                    body = r.read()
+                    if r.status == 200:
+                        for row in json.loads(body):
+                            where = (row.get("node"), row.get("replica"))
+                            if placed.get(row["name"]) != where:
+                                placed[row["name"]] = where
+                                self.placements.append((now_ns(), row["name"], where))
             except Exception:
                 if conn is not None:
                     conn.close()
@@ -396,17 +413,17 @@ class Drill:
         # The longest pause of every other tenant: between two acknowledged writes, the later
         # after the cut; and, for scale, before the cut in the warm-up.
         def longest_pause(lo, hi):
-            worst = (0, None)
+            worst = (0, None, None)
             for t in self.tenants:
                 if t in self.dead_tenants:
                     continue
                 times = [x[6] for x in self.acks(t)]
                 for a, b in zip(times, times[1:]):
                     if b > lo and a < hi and b - a > worst[0]:
-                        worst = (b - a, t)
-            return round(worst[0] / 1e6, 1), worst[1]
-        pause_ms, pause_tenant = longest_pause(self.cut_ns, self.end_ns)
-        before_ms, _ = longest_pause(self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns)
+                        worst = (b - a, t, a)
+            return round(worst[0] / 1e6, 1), worst[1], worst[2]
+        pause_ms, pause_tenant, pause_from = longest_pause(self.cut_ns, self.end_ns)
+        before_ms, _, _ = longest_pause(self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns)
 
         def client_late(lo, hi):
             late = [b - a - 1_000_000 for a, b in self.beats if lo < b and a < hi]
@@ -421,6 +438,12 @@ class Drill:
             "dead_answers_not_201": other_answers,
             "other_pause_ms": pause_ms, "other_pause_tenant": pause_tenant,
             "other_pause_before_cut_ms": before_ms,
+            "other_pause_from_s": round((pause_from - self.kill_ns) / 1e9, 2)
+            if pause_from else None,
+            "directory_changes": ["%s %s%s at %.2f" % (
+                t, node, (" replica " + replica) if replica else " no replica",
+                (at - self.kill_ns) / 1e9) for at, t, (node, replica) in self.placements
+                if at > self.kill_ns],
             "client_late_ms": client_late(self.cut_ns, self.end_ns),
             "client_late_before_cut_ms": client_late(
                 self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns),
@@ -537,6 +560,11 @@ def cmd_table(a):
         if "silent_resolver_queries" in r:
             note += "; the silent name server got %d queries after the kill" % \
                 r["silent_resolver_queries"]
+        if r.get("other_pause_from_s") is not None:
+            note += "; the longest pause began %.2f s after the kill" % r["other_pause_from_s"]
+        if r.get("directory_changes"):
+            note += "; the directory after the kill (polled every 100 ms): " + \
+                ", ".join(r["directory_changes"])
         if r.get("reads_after_kill"):
             note += "; impatient readers after the kill: " + ", ".join(
                 "%d × %s" % (n, k) for k, n in sorted(r["reads_after_kill"].items()))
