@@ -21,8 +21,9 @@
 #     node's veth down), then SIGKILL to the dead node, then, when asked, its name commented out
 #     of the given hosts files, in place, one byte (`ip netns exec` bind-mounts those files, so the
 #     inode must stay; one byte, so no lookup ever reads half a file);
-#   * until every dead-node tenant has a write acknowledged after the kill and the router shows
-#     the node failed over, then `--settle` s more (or `--deadline` s after the kill);
+#   * until every dead-node tenant has a write acknowledged after the kill by its new primary
+#     (an answer of another history) and the router shows the node failed over, then `--settle`
+#     s more (or `--deadline` s after the kill);
 #   * the rows each tenant's primary holds afterwards, read straight from the node the directory
 #     names; each acknowledged write looked up there (lost: missing, or another id);
 #   * the recording (acknowledged writes with the node that answered, found by the Fenec-History
@@ -231,6 +232,13 @@ class Drill:
         return [x for x in self.answers
                 if x[0] == tenant and x[2] == 201 and (after_ns is None or x[6] > after_ns)]
 
+    def written_again(self, tenant):
+        # A dead-node tenant's writes acknowledged after the kill by its new primary (another
+        # history): an answer of the old node the router had before the cut can reach the client
+        # just after the kill.
+        first = [h for (t, h) in self.first_histories if t == tenant]
+        return [x for x in self.acks(tenant, self.kill_ns) if x[4] not in first]
+
     def failover_ns(self):
         for asked, answered, failed in self.router_polls:
             if failed and answered > self.kill_ns:
@@ -299,7 +307,7 @@ class Drill:
         done_ns = None
         while now_ns() < deadline:
             if done_ns is None and self.failover_ns() and \
-                    all(self.acks(t, self.kill_ns) for t in self.dead_tenants):
+                    all(self.written_again(t) for t in self.dead_tenants):
                 done_ns = now_ns()
             if done_ns is not None and now_ns() - done_ns >= self.a.settle * 1e9:
                 break
@@ -403,7 +411,7 @@ class Drill:
         # When each dead-node tenant wrote again; what else its writers were answered.
         again, other_answers = {}, {}
         for t in self.dead_tenants:
-            after = self.acks(t, self.kill_ns)
+            after = self.written_again(t)
             again[t] = round((after[0][6] - self.kill_ns) / 1e9, 3) if after else None
             for x in self.answers:
                 if x[0] == t and x[6] > self.kill_ns and x[2] != 201:
