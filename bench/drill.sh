@@ -30,7 +30,7 @@
 #
 # Usage: bench/drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks>
 #                       <fenec-lease-check> [report]
-# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (5), DRILL_SETTLE_S (4),
+# Environment: DRILL_RUNS (3), DRILL_TENANTS_PER_NODE (2), DRILL_WARMUP_S (5), DRILL_SETTLE_S (10),
 # DRILL_READERS_TIMEOUT_S (0: none; > 0: a reader a tenant besides its writer, giving up after that
 # many s and asking again on a new connection, so the router opens new connections to the dead
 # node while it is not yet failed over).
@@ -60,7 +60,7 @@ report=${6:-build/drill.txt}
 runs=${DRILL_RUNS:-3}
 per_node=${DRILL_TENANTS_PER_NODE:-2}
 warmup=${DRILL_WARMUP_S:-5}
-settle=${DRILL_SETTLE_S:-4}
+settle=${DRILL_SETTLE_S:-10}
 readers=${DRILL_READERS_TIMEOUT_S:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 client="$here/drill_client.py"

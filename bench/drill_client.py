@@ -47,6 +47,7 @@ POLL_S = 0.02  # a lease poll and a router poll every 20 ms: well under the 2 s 
 WRITE_TIMEOUT_S = 30  # longer than the router's --upstream-timeout, so the router answers first
 LEASE_TIMEOUT_S = 0.5  # a poll of the dead node gives up quickly and asks again
 ROWS_PAGE = 10000  # the node's REST `limit` ceiling (node-http.md §5.3)
+RATE_WINDOW_S = 2  # the other tenants' write rate at the end of a run, over this window
 
 
 def now_ns():
@@ -312,6 +313,7 @@ class Drill:
             if done_ns is not None and now_ns() - done_ns >= self.a.settle * 1e9:
                 break
             time.sleep(0.05)
+        self.stop_ns = now_ns()
         self.stop_writes.set()
         for th in threads:
             th.join(WRITE_TIMEOUT_S + 5)
@@ -433,6 +435,25 @@ class Drill:
         pause_ms, pause_tenant, pause_from = longest_pause(self.cut_ns, self.end_ns)
         before_ms, _, _ = longest_pause(self.warm_ns - int(self.a.warmup * 1e9), self.cut_ns)
 
+        # The other tenants' write rate over the last RATE_WINDOW_S before the writers stopped,
+        # against the warm-up's: the slowest tenant's ratio (a primary that waits on a dead
+        # follower for each write shows here, not as one long pause).
+        def slowest_rate():
+            lo_before = self.warm_ns - int(self.a.warmup * 1e9)
+            lo_after = self.stop_ns - int(RATE_WINDOW_S * 1e9)
+            worst = (None, None)
+            for t in self.tenants:
+                if t in self.dead_tenants:
+                    continue
+                times = [x[6] for x in self.acks(t)]
+                before = sum(1 for x in times if lo_before < x <= self.cut_ns) / self.a.warmup
+                after = sum(1 for x in times if lo_after < x <= self.stop_ns) / RATE_WINDOW_S
+                ratio = after / before if before else 0
+                if worst[0] is None or ratio < worst[0]:
+                    worst = (round(ratio, 2), t)
+            return worst
+        rate_ratio, rate_tenant = slowest_rate()
+
         def client_late(lo, hi):
             late = [b - a - 1_000_000 for a, b in self.beats if lo < b and a < hi]
             return round(max(late, default=0) / 1e6, 1)
@@ -446,6 +467,7 @@ class Drill:
             "dead_answers_not_201": other_answers,
             "other_pause_ms": pause_ms, "other_pause_tenant": pause_tenant,
             "other_pause_before_cut_ms": before_ms,
+            "other_rate_ratio": rate_ratio, "other_rate_tenant": rate_tenant,
             "other_pause_from_s": round((pause_from - self.kill_ns) / 1e9, 2)
             if pause_from else None,
             "directory_changes": ["%s %s%s at %.2f" % (
@@ -537,11 +559,14 @@ def cmd_table(a):
            "#   the cut, and which; before_ms: the same over the warm-up before the cut",
            "# client_late_ms: the drill client's own longest lateness waking from a 1 ms sleep,",
            "#   after the cut (before it): a pause this long is the client's or the machine's",
+           "# rate_end: the slowest other tenant's writes a second over the run's last 2 s, as a",
+           "#   fraction of its rate in the warm-up, and which tenant",
            "# lost: acknowledged writes missing from their tenant's primary afterwards; checker:",
            "#   fenec-lease-check over the recording (writes, leases as the nodes reported them, rows)"]
     head = "%-4s %-9s " % ("run", "mode") + "".join("%-8s" % (t + "_s") for t in dead) + \
-        "%-11s %-15s %-10s %-14s %-7s %-5s %s" % ("failover_s", "pause_ms", "before_ms",
-                                                  "client_late_ms", "acked", "lost", "checker")
+        "%-11s %-15s %-10s %-14s %-11s %-7s %-5s %s" % (
+            "failover_s", "pause_ms", "before_ms", "client_late_ms", "rate_end", "acked", "lost",
+            "checker")
     out.append(head)
     failed = False
     notes = []
@@ -554,10 +579,11 @@ def cmd_table(a):
         out.append("%-4s %-9s " % (r["run"], r["mode"]) +
                    "".join("%-8s" % ("%.2f" % again[t] if again.get(t) is not None else "never")
                            for t in dead) +
-                   "%-11s %-15s %-10s %-14s %-7d %-5d %s" % (
+                   "%-11s %-15s %-10s %-14s %-11s %-7d %-5d %s" % (
                        fo, "%.1f %s" % (r["other_pause_ms"], r["other_pause_tenant"] or ""),
                        "%.1f" % r["other_pause_before_cut_ms"],
                        "%.1f (%.1f)" % (r["client_late_ms"], r["client_late_before_cut_ms"]),
+                       "%.2f %s" % (r["other_rate_ratio"], r["other_rate_tenant"]),
                        r["acked"], r["lost"], checker))
         note = "run %s %s: the dead node's writers were answered, after the kill, %s besides " \
             "their 201s" % (r["run"], r["mode"], ", ".join(
@@ -591,12 +617,14 @@ def cmd_table(a):
         rs = [r for r in results if r["mode"] == mode]
         out.append("# %s, %d runs: the dead node's tenants written again %s s after the kill; "
                    "failed over %s s after it; other tenants' longest pause %s ms (before the "
-                   "cut %s ms); acknowledged writes lost: %s; lease-safety violations: %s" % (
+                   "cut %s ms); slowest other tenant's rate at the end %s of its warm-up's; "
+                   "acknowledged writes lost: %s; lease-safety violations: %s" % (
                        mode, len(rs),
                        spread([s for r in rs for s in r["write_again_s"].values()]),
                        spread([r["failover_s"] for r in rs]),
                        spread([r["other_pause_ms"] for r in rs], "%.1f"),
                        spread([r["other_pause_before_cut_ms"] for r in rs], "%.1f"),
+                       spread([r["other_rate_ratio"] for r in rs]),
                        spread([r["lost"] for r in rs], "%d"),
                        spread([r["violations"] for r in rs], "%d")))
     if any(r["mode"] == "resolver" for r in results):
