@@ -238,6 +238,7 @@ logs="${report%.txt}-logs"
 rm -rf "$logs"
 mkdir -p "$logs" "$(dirname "$report")"
 net_down
+started="$(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 modes=(cut timeout)
 [[ "$kind" == resolver ]] && modes=(resolver)
 for run in $(seq 1 "$runs"); do
@@ -245,7 +246,7 @@ for run in $(seq 1 "$runs"); do
 done
 status=0
 {
-    echo "# make drill$([[ "$kind" == resolver ]] && echo " ARGS=resolver") — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# make drill$([[ "$kind" == resolver ]] && echo " ARGS=resolver") — $(nproc) CPUs, $(uname -r); started $started; ended $(date -u +%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# three nodes under --lease, a router under --auto-failover 2 --replicas --upstream-timeout 4, each in a network namespace;"
     echo "# $per_node tenants a node with replicas, a writer each through the router; n1 cut off (veth down) and SIGKILLed"
     [[ "$kind" == resolver ]] &&
