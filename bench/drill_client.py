@@ -304,7 +304,7 @@ class Drill:
         if self.a.forget:
             self.forget_names()
         # Until every dead-node tenant wrote again and the router failed the node over.
-        deadline = self.kill_ns + int(self.a.deadline * 1e9)
+        deadline = self.kill_ns + int(max(self.a.deadline, self.a.settle + 20) * 1e9)
         done_ns = None
         while now_ns() < deadline:
             if done_ns is None and self.failover_ns() and \
@@ -655,7 +655,8 @@ def main():
     r.add_argument("--sink-log", default="")
     r.add_argument("--warmup", type=float, default=3)
     r.add_argument("--settle", type=float, default=4)
-    r.add_argument("--deadline", type=float, default=30)
+    r.add_argument("--deadline", type=float, default=30,
+                   help="s after the kill to give up waiting (at least --settle + 20)")
     r.add_argument("--reader-timeout", type=float, default=0,
                    help="> 0: a reader a tenant too, giving up after this many s")
     r.add_argument("--checker", required=True)
