@@ -25,8 +25,8 @@
 #                             name out of the hosts files, so every lookup of it goes there
 #   bench/drill.sh check      only the checks below
 #
-# Refuses with exit 2 when not root, when `ip netns` does not work here, or when another drill
-# holds the lock. Exit 1 when a run lost a write, broke a lease or never failed over.
+# Refuses with exit 2 when not root, when `ip netns` does not work here, when another drill holds
+# the lock, or when 10.213.77.0/24 is already used here. Exit 1 when a run lost a write, broke a lease or never failed over.
 #
 # Usage: bench/drill.sh <failover|resolver|check> <fenec-node> <fenec-shard> <fenec-shard-hooks>
 #                       <fenec-lease-check> [report]
@@ -102,9 +102,11 @@ net_down() {
     done
     ip link del fdr-br 2>/dev/null || true
 }
+[[ -d /etc/netns ]] && had_etc_netns=1 || had_etc_netns=0
 cleanup() {
     stop_all
     net_down
+    ((had_etc_netns)) || rmdir /etc/netns 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
