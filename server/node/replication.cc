@@ -42,6 +42,10 @@ struct Replication::Stream {
     std::mutex wire_mu;
     std::deque<std::pair<uint64_t, uint64_t>> on_the_way;
     std::atomic<bool> live{false};  // past its image: a write's answer waits for it
+    // A write's wait ran out on it (a follower gone without a reset, its socket full): no write
+    // waits for it again until it has sent all it was given, so one dead follower does not
+    // cost each write of its primary the whole --replica-wait.
+    std::atomic<bool> lagging{false};
     std::atomic<bool> done{false};
     std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
@@ -304,6 +308,7 @@ void Replication::stream_on_the_wire(Stream& stream, uint64_t sent_total) {
             stream.on_the_way.pop_front();
             moved = true;
         }
+        if (moved && stream.on_the_way.empty()) stream.lagging = false;  // caught up
     }
     if (!moved) return;
     { std::lock_guard lock(handed_mu_); }  // a waiter between its check and its wait
@@ -377,15 +382,22 @@ bool Replication::send_entry(FeedSender& out, Stream& stream, const engine::Feed
 void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
     const NodeOptions& o = node_.options();
     if (o.sync != NodeOptions::Sync::always || o.replica_wait_ms == 0 || live_streams_ == 0) return;
+    auto short_of = [&](const Stream& st) {
+        return st.live && !st.done && st.tenant == tenant && st.sent < seq;
+    };
     std::unique_lock handed(handed_mu_);
-    handed_cv_.wait_for(handed, std::chrono::milliseconds(o.replica_wait_ms), [&] {
+    const bool sent = handed_cv_.wait_for(handed, std::chrono::milliseconds(o.replica_wait_ms), [&] {
         std::lock_guard lock(mu_);
         for (const auto& s : streams_) {
-            const Stream& st = *s.stream;
-            if (st.live && !st.done && st.tenant == tenant && st.sent < seq) return false;
+            if (!s.stream->lagging && short_of(*s.stream)) return false;
         }
         return true;
     });
+    if (sent) return;
+    std::lock_guard lock(mu_);
+    for (const auto& s : streams_) {
+        if (short_of(*s.stream)) s.stream->lagging = true;
+    }
 }
 
 void Replication::write_followers(std::string_view tenant, json::Writer& w) const {
@@ -398,6 +410,8 @@ void Replication::write_followers(std::string_view tenant, json::Writer& w) cons
         w.string(s.stream->peer);
         w.key("sent");
         w.uint64(s.stream->sent.load());
+        w.key("lagging");
+        w.boolean(s.stream->lagging.load());
         w.end_object();
     }
     w.end_array();

@@ -91,7 +91,9 @@ public:
     bool following(std::string_view tenant) const;
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has sent block `seq` into its socket — in the kernel's hands, so
-    // a node stopped or cut off right after its answer has still sent it. On a worker only.
+    // a node stopped or cut off right after its answer has still sent it. A stream a wait ran
+    // out on is lagging: not waited for again until it has sent all it was given. On a worker
+    // only.
     void wait_handed(std::string_view tenant, uint64_t seq);
 
     // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
