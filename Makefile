@@ -7,6 +7,7 @@
 BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
+DRILL_RUNS ?= 3
 DEMO_DIR ?= /tmp/fenec-demo
 LISTEN ?= 127.0.0.1:8081
 ROUTER_LISTEN ?= 127.0.0.1:8080
@@ -72,6 +73,14 @@ help:
 	@echo "  make shard-bench ARGS=standby one node, a primary router and a standby following it: a"
 	@echo "                   row-by-id read straight, through each, in turns; each router's added"
 	@echo "                   p50, five runs ($(BUILD)/shard-bench-standby.txt)"
+	@echo "  make drill       (root) three nodes under --lease and a router, each in a network"
+	@echo "                   namespace; a node cut off (veth down) and killed: when its tenants'"
+	@echo "                   writers write again, with the router's cut and with requests left to"
+	@echo "                   time out; lost writes and the lease-safety checker ($(BUILD)/drill.txt);"
+	@echo "                   DRILL_RUNS ($(DRILL_RUNS)) runs of each"
+	@echo "  make drill ARGS=resolver  the same, nodes known by name and unknown names sent to a"
+	@echo "                   name server that never answers: the dead node's failover, the other"
+	@echo "                   tenants' longest write pause ($(BUILD)/drill-resolver.txt)"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -207,4 +216,22 @@ else
 	    bash bench/shard_bench.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	        $(BUILD)/shard-bench.txt; \
 	fi
+endif
+
+# The failover drills (router.md §17; bench/drill.sh says what and how): real processes in network
+# namespaces, so root. `check` refuses before the build when the machine cannot run them. The
+# baseline's router is fenec-shard-hooks (FENEC_TEST_NO_CUT), built only with the tests.
+.PHONY: drill
+drill:
+	@bash bench/drill.sh check
+	@$(MAKE) --no-print-directory configure
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard fenec-shard-hooks fenec-lease-check
+ifeq ($(ARGS),resolver)
+	DRILL_RUNS=$(DRILL_RUNS) bash bench/drill.sh resolver $(BUILD)/server/fenec-node \
+	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
+	    $(BUILD)/drill-resolver.txt
+else
+	DRILL_RUNS=$(DRILL_RUNS) bash bench/drill.sh failover $(BUILD)/server/fenec-node \
+	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
+	    $(BUILD)/drill.txt
 endif

@@ -101,6 +101,10 @@ void Cluster::cut(const std::string& tenant, const std::string& from) { router_.
 
 void Cluster::grant_now(const std::string& node) { changed(node); }
 
+void Cluster::failover_ended(const std::string& node) {
+    if (leases_) leases_->failover_ended(node);
+}
+
 void Cluster::withhold(const std::string& node, const std::string& tenant) {
     if (leases_) leases_->withhold(node, tenant);
 }

@@ -61,6 +61,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) override;
     void cut(const std::string& tenant, const std::string& from) override;
     void grant_now(const std::string& node) override;
+    void failover_ended(const std::string& node) override;
     void withhold(const std::string& node, const std::string& tenant) override;
     void restore(const std::string& node, const std::string& tenant) override;
     void repair(std::string_view why) override;

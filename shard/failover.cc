@@ -2,6 +2,8 @@
 // shard/failover.h.
 #include "shard/failover.h"
 
+#include <algorithm>
+#include <atomic>
 #include <set>
 
 #include "json/writer.h"
@@ -37,6 +39,23 @@ std::string failover_body(const std::string& node, const FailoverResult& r) {
     w.end_array();
     w.end_object();
     return out;
+}
+
+void Failover::at_once(size_t n, const std::function<void(size_t)>& each) {
+    const size_t threads = std::min(n, promotions_at_once);
+    if (threads <= 1) {
+        for (size_t i = 0; i < n; ++i) each(i);
+        return;
+    }
+    std::atomic<size_t> next{0};
+    auto run = [&] {
+        for (size_t i = next++; i < n; i = next++) each(i);
+    };
+    std::vector<std::thread> helpers;
+    helpers.reserve(threads - 1);
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(run);
+    run();
+    for (std::thread& h : helpers) h.join();
 }
 
 Failover::Failover(FailoverHost& host, obs::Registry& metrics) : host_(host) {
@@ -85,6 +104,7 @@ void Failover::lapsed(const std::string& node) {
         host_.note("fenec-shard: node `" + node + "`'s lease has certainly lapsed: failing it over",
                    "", {});
         (void)fail_over(node, false, "lease");
+        host_.failover_ended(node);
     });
 }
 
@@ -121,7 +141,14 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
                   "holds no replica of another's: there is nothing to fail over onto";
         return r;
     }
-    std::set<std::string> to_nodes;
+    // The claims, in name order; then every claimed tenant's promotion at once (below).
+    struct Claimed {
+        TenantRow row;
+        std::string copy;
+        bool done = false;
+        std::string why, history;
+    };
+    std::vector<Claimed> claimed;
     for (const std::string& name : tenants) {
         if (!host_.claim(name, "failover")) {
             const std::string held = host_.held_by(name);
@@ -143,17 +170,31 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
             host_.release(name);
             continue;
         }
-        const std::string copy = fresh->copy_of(row->second);
-        std::string why, history;
-        if (copy.empty()) {
-            r.failed.emplace_back(name, "it has no replica");
-        } else if (promote_one(row->second, copy, force, why, history)) {
-            r.promoted.emplace_back(name, copy);
-            to_nodes.insert(copy);
-        } else {
-            r.failed.emplace_back(name, why);
+        Claimed& c = claimed.emplace_back();
+        c.row = row->second;
+        c.copy = fresh->copy_of(row->second);
+    }
+    // Each tenant's quota, promotion, directory row and cut, all tenants at once: a tenant's
+    // writes wait for the slowest of its node's promotions, not for their sum (§9.1; seed 001's
+    // figure is the node's last tenant writable again). Claimed, none is touched by another
+    // operation meanwhile; the directory takes their rows one write at a time.
+    at_once(claimed.size(), [&](size_t i) {
+        Claimed& c = claimed[i];
+        if (c.copy.empty()) {
+            c.why = "it has no replica";
+            return;
         }
-        host_.release(name);
+        c.done = promote_one(c.row, c.copy, force, c.why, c.history);
+    });
+    std::set<std::string> to_nodes;
+    for (Claimed& c : claimed) {  // the answer in name order
+        if (c.done) {
+            r.promoted.emplace_back(c.row.name, c.copy);
+            to_nodes.insert(c.copy);
+        } else {
+            r.failed.emplace_back(c.row.name, c.why);
+        }
+        host_.release(c.row.name);
     }
     after_promotions(node, {to_nodes.begin(), to_nodes.end()}, r);
     r.status = r.failed.empty() ? 200 : 502;

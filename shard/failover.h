@@ -1,8 +1,10 @@
 // shard/failover.h: failing a node over (router.md §9.1–§9.3), by hand (`POST /_shard/nodes/<n>/
 // failover`) or on a lease that has certainly lapsed (shard/leases.h): each of the node's tenants,
-// in name order, promoted on its copy — the node's standby, else its own replica — after its
-// quota was sent there; the directory pointed at the copy in one synced statement; what is out
-// to the old node for it cut (§9.10). A tenant another operation holds waits, named by none of
+// claimed in name order, promoted on its copy — the node's standby, else its own replica — after
+// its quota was sent there; the directory pointed at the copy in one synced statement; what is
+// out to the old node for it cut (§9.10). The promotions run at once (up to promotions_at_once
+// threads), so the node's last tenant is writable again after the slowest promotion rather than
+// after all of them in turn; the answer still lists the tenants in name order. A tenant another operation holds waits, named by none of
 // the node's grants meanwhile, and is failed over when that operation ends, onto the copy it had
 // when the failover came and no other.
 //
@@ -61,6 +63,8 @@ class FailoverHost {
     // Leasing, where it runs: grant `node` its list now; keep `tenant` out of `node`'s lists.
     virtual void grant_now(const std::string& node) = 0;
     virtual void withhold(const std::string& node, const std::string& tenant) = 0;
+    // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it.
+    virtual void failover_ended(const std::string& node) = 0;
     virtual void restore(const std::string& node, const std::string& tenant) = 0;
     // A repair (§8.3), started on its own worker.
     virtual void repair(std::string_view why) = 0;
@@ -68,6 +72,10 @@ class FailoverHost {
     virtual void note(const std::string& log_line, std::string_view event,
                       std::vector<obs::JsonField> fields) = 0;
 };
+
+// How many of a failed-over node's tenants are promoted at once: each promotion is a call to a
+// node and a directory write, mostly waiting on fsyncs.
+inline constexpr size_t promotions_at_once = 16;
 
 struct FailoverResult {
     int status = 200;   // 200, 502 (`failed` not empty), 404, 409
@@ -109,6 +117,9 @@ class Failover {
     void after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
                           FailoverResult& r);
     void settle_waiting(const std::string& tenant);
+    // each(0) … each(n - 1) on up to promotions_at_once threads, this one among them; returns
+    // when all have.
+    static void at_once(size_t n, const std::function<void(size_t)>& each);
     void post(std::function<void()> work);
     void work();
 

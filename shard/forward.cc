@@ -8,8 +8,9 @@
 // done, so a failover can cut it by §9.10's table: the call taken from its sink on its own loop
 // (RingCall::cut), then sent to the tenant's new primary, answered 502 `outcome: unknown`, or, a
 // subscription, ended. A write a promoted copy refuses for its lease (503 `Fenec-Lease`) before
-// the leading router's grant names the tenant there is asked again, at most twice, once that
-// grant was answered (§9.10's last paragraph).
+// the leading router's grant names the tenant there is asked again (Router::ask_again_for_lease):
+// by the leading router at most twice, each once its grant was answered (§9.10's last
+// paragraph); by a standby, which grants nothing, every 50 ms for a while (§9.12).
 #include <charconv>
 #include <mutex>
 #include <optional>
@@ -57,9 +58,6 @@ constexpr uint64_t head_length_kept_max = 64ull << 20;
 
 using Forwarding = Router::Forwarding;
 
-// A lease refusal is asked again at most this often (§9.10).
-constexpr int lease_retries_max = 2;
-
 // One forward: the client's request kept for a resend, the call, and what its answer goes to.
 class ForwardSink final : public server::CallSink,
                           public Cuttable,
@@ -91,12 +89,7 @@ class ForwardSink final : public server::CallSink,
             return;
         }
         if (answer.status == 503 && answer.header("Fenec-Lease") &&
-            f_.lease_retries < lease_retries_max && router_.ask_again_after_grant(node_, [
-                &router = router_, exchange = exchange_, a = a_, f = f_
-            ]() mutable {
-                ++f.lease_retries;
-                router.forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
-            })) {
+            router_.ask_again_for_lease(node_, f_, exchange_, a_)) {
             return;
         }
         http::Response r;

@@ -31,6 +31,10 @@ struct Leases::Node {
     bool removed = false;
     int64_t next_due_ns = 0;
     uint64_t answers = 0;  // counted answers so far
+    // Judged lapsed and its failover not ended (failover_ended): its grants name no tenant, so
+    // a node heard again just as its tenants are being promoted elsewhere takes no lease for
+    // them (its lease would overlap the promoted copies').
+    bool failing_over = false;
     obs::Gauge* age = nullptr;
     obs::Gauge* failed_over = nullptr;
 };
@@ -225,7 +229,8 @@ void Leases::run(Node& n) {
         const auto row = maps->nodes.find(n.name);
         if (row == maps->nodes.end()) break;  // removed; sync_nodes_locked retires this thread
         const NodeRow node = row->second;
-        n.book.set_tenants(list_locked(*maps, n.name));
+        n.book.set_tenants(n.failing_over ? std::vector<std::string>{}
+                                          : list_locked(*maps, n.name));
         const GrantWire grant =
             n.book.next(maps->authority(), maps->term, maps->history, lease_ms_);
         const int64_t bound_ns = lease_ms_ * ns_per_ms / 3;  // the whole call (§9.9)
@@ -300,7 +305,17 @@ bool Leases::judge_locked(Node& n, int64_t now_ns) {
     if (!n.book.lapsed(now_ns, lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms)) return false;
     n.book.mark_failed_over();
     n.failed_over->set(1);
+    n.failing_over = true;
     return true;
+}
+
+void Leases::failover_ended(const std::string& node) {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || !it->second->failing_over) return;
+    it->second->failing_over = false;
+    it->second->poke = true;  // its list now: the tenants the failover left there
+    it->second->cv.notify_all();
 }
 
 void Leases::count(const std::string& node, std::string_view outcome) {

@@ -101,6 +101,10 @@ class Leases {
     // it now and wait (at most `bound_ms`) for that grant's answer. True when one came back.
     bool grant_and_wait(const std::string& node, int64_t bound_ms);
 
+    // The failover of `node` that its lapse started (LeaseHost::lapsed) has ended, whatever its
+    // outcome: from the time of the lapse until now its grants named no tenant; now they name
+    // those still placed there, and one goes at once.
+    void failover_ended(const std::string& node);
     // §9.3: a tenant waiting for another operation while its node is failed over is named by
     // none of that node's grants meanwhile.
     void withhold(const std::string& node, const std::string& tenant);

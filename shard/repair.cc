@@ -178,7 +178,13 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         if (node != row.node && s.find(row.name)) holding.insert(node);
     }
     if (!placing && holding.empty()) return;
-    CopyOutcome out = place(row.name, holding, {}, request_id);
+    // Not on a node that did not answer the survey: one just failed over, say, would hold the
+    // attach for its whole --upstream-timeout before the next node is tried.
+    std::set<std::string> silent;
+    for (const auto& [name, node] : maps->nodes) {
+        if (!survey.contains(name)) silent.insert(name);
+    }
+    CopyOutcome out = place(row.name, holding, std::move(silent), request_id);
     if (!out.node.empty()) {
         report.replicated.push_back({row.name, out.node, out.same_zone});
     } else if (out.refused) {

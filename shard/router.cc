@@ -21,6 +21,7 @@
 #include "shard/move.h"
 #include "shard/node_calls.h"
 #include "shard/standby.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -362,18 +363,35 @@ void Router::count_cut(std::string_view outcome) {
     metrics_.cut_requests->with({outcome}).inc();
 }
 
-bool Router::ask_again_after_grant(const std::string& node, std::function<void()> then) {
-    Leases* leases = cluster_ ? cluster_->leases() : nullptr;
-    if (!leases) return false;
-    const auto bound = static_cast<int64_t>(
-        std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
-    return api_pool_->submit([leases, node, bound, then = std::move(then)] {
-        (void)leases->grant_and_wait(node, bound);
-        then();
-    });
+bool Router::ask_again_for_lease(const std::string& node, Forwarding& f,
+                                 const std::shared_ptr<server::Exchange>& exchange,
+                                 const Answering& a) {
+    if (f.lease_refused_ms == 0) f.lease_refused_ms = static_cast<int64_t>(now_ms());
+    auto again = [this, f, exchange, a]() mutable {
+        ++f.lease_retries;
+        forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
+    };
+    if (Leases* leases = cluster_ ? cluster_->leases() : nullptr) {  // leading
+        if (f.lease_retries >= lease_retries_max) return false;
+        const auto bound = static_cast<int64_t>(
+            std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
+        return api_pool_->submit([leases, node, bound, again = std::move(again)]() mutable {
+            (void)leases->grant_and_wait(node, bound);
+            again();
+        });
+    }
+    if (!standby_ || !standby_->following() || exchange->closed()) return false;
+    const auto maps = directory_->maps();
+    if (!maps->lease_record) return false;  // no router has leased from this directory
+    const int64_t window = std::min<int64_t>(maps->lease_record->ms * 2 / 3,
+                                             static_cast<int64_t>(options_.upstream_timeout_ms));
+    const int64_t next = static_cast<int64_t>(now_ms()) + standby_lease_ask_ms;
+    if (next - f.lease_refused_ms > window) return false;
+    return timers_->after(standby_lease_ask_ms, std::move(again));
 }
 
 void Router::cut(const std::string& tenant, const std::string& from) {
+    if (test_hooks::skip_failover_cut()) return;  // fenec-shard-hooks only: `make drill`'s baseline
     for (const std::shared_ptr<Cuttable>& c : in_flight_->take(from, tenant)) c->cut();
 }
 

@@ -52,6 +52,10 @@ inline constexpr std::string_view shard_version = "0.1.0";
 inline constexpr size_t api_threads = 4;
 // `/_shard/` requests waiting for a thread before 503: an operator's API, not a data plane.
 inline constexpr size_t api_queue_max = 256;
+// A write refused for its lease is asked again by the leading router at most this often, each
+// after a grant (§9.10), and by a standby this often, for a while (§9.12).
+inline constexpr int lease_retries_max = 2;
+inline constexpr int64_t standby_lease_ask_ms = 50;
 
 enum class Route : uint8_t { tenant, shard, query, metrics, health, other, replication };
 
@@ -135,7 +139,8 @@ class Router final : public server::Handler {
     // A forward's request, kept whole for a resend (§9.10's cut, a lease refusal).
     struct Forwarding {
         std::shared_ptr<server::Request> request;
-        int lease_retries = 0;  // lease refusals asked again so far (at most 2)
+        int lease_retries = 0;  // lease refusals asked again so far (at most 2 when leading)
+        int64_t lease_refused_ms = 0;  // the first lease refusal (a standby's window, §9.12)
         bool again = false;     // a resend: Fenec-Wait keeps what is left of its wait
     };
     // Sends `f` again to where the directory places its tenant now; `reason` is counted in
@@ -147,10 +152,16 @@ class Router final : public server::Handler {
     // failover since a request was sent there).
     bool placed_elsewhere(const std::string& tenant, const std::string& node) const;
     void count_cut(std::string_view outcome);
-    // §9.10: `node` refused a write for its lease. Under leasing, `then` runs on an API worker
-    // once the node was granted its list now and answered (or a lease's time passed): true.
-    // Without leasing, or with the workers full: false, and the refusal is passed on.
-    bool ask_again_after_grant(const std::string& node, std::function<void()> then);
+    // `node` refused `f`'s write for its lease (503 `Fenec-Lease`): true when it is sent again
+    // (forward_again, "lease"), false when the refusal is to be passed on.
+    // - Leading (§9.10): at most lease_retries_max times, each on an API worker once the node
+    //   was granted its list now and answered (or a lease's time passed).
+    // - A standby (§9.12), which grants nothing: every standby_lease_ask_ms, until two thirds of
+    //   the recorded lease or --upstream-timeout, whichever is sooner, has passed since the
+    //   first refusal, and only while the client is there.
+    // Neither, or the workers full: false.
+    bool ask_again_for_lease(const std::string& node, Forwarding& f,
+                             const std::shared_ptr<server::Exchange>& exchange, const Answering& a);
     // §9.10: what is out to `from` for `tenant` cut; the directory points at its new primary.
     void cut(const std::string& tenant, const std::string& from);
     // Leasing and failover (shard/cluster.h), made in prepare().

@@ -2,7 +2,9 @@
 // timing: FENEC_TEST_MOVE_STALL=<step>:<ms> in its environment holds every move `ms` after the
 // step named (`marked`, `frozen`, `installed`, `flipped`), so a test can write during the freeze
 // or stop the router mid-move; FENEC_TEST_FEED_STALL=<ms> holds each change of the directory's
-// feed `ms` before it is sent to a standby, so a test can see a move wait for its standbys.
+// feed `ms` before it is sent to a standby, so a test can see a move wait for its standbys;
+// FENEC_TEST_NO_CUT=1 has a failover cut nothing out to the old node (§9.10 off), so `make drill`
+// can time the same failover with its requests left to `--upstream-timeout`.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -19,5 +21,7 @@ namespace fenec::shard::test_hooks {
 void stall_after_move_step(std::string_view step);
 // Before a change of the directory's feed goes to a standby: sleeps FENEC_TEST_FEED_STALL ms.
 void stall_feed_change();
+// True when FENEC_TEST_NO_CUT=1: a failover leaves what is out to the old node to time out.
+bool skip_failover_cut();
 
 }  // namespace fenec::shard::test_hooks

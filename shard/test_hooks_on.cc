@@ -26,4 +26,9 @@ void stall_feed_change() {
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+bool skip_failover_cut() {
+    const char* env = std::getenv("FENEC_TEST_NO_CUT");
+    return env && std::string_view(env) == "1";
+}
+
 }  // namespace fenec::shard::test_hooks

@@ -23,6 +23,9 @@ namespace {
 
 constexpr int64_t backoff_first_ms = 100;   // §10.4
 constexpr int64_t backoff_max_ms = 5000;
+// A promotion's drain of what the primary already sent (Follower::stop): bytes in this node's
+// socket apply in well under this; it bounds only a primary that keeps sending.
+constexpr int64_t keep_received_ms_max = 1000;
 // How long an image's install waits for the copy's holders (requests, subscribers and streams
 // told to end) to let it go, as a delete does (§8.1); past it the image is dropped and asked
 // again on the next connection.
@@ -127,10 +130,14 @@ void Follower::begin() {
     thread_ = std::thread([this] { run(); });
 }
 
-void Follower::stop() {
+void Follower::stop(bool keep_received) {
     {
         std::lock_guard lock(mu_);
         stop_ = true;
+        if (keep_received) {
+            keep_until_ms_ = repl_.node().now_ms() + keep_received_ms_max;
+            keep_received_ = true;
+        }
     }
     cancel_.cancel();
     cv_.notify_all();
@@ -301,8 +308,15 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
             return heard;
         }
         if (r == FrameRead::more) {
-            if (feed.read_some(buf, read_ms) != server::Connection::Read::data) return heard;
-            continue;
+            // Stopped for a promotion: what has arrived, then no more (Follower::stop).
+            if (keep_received_) {
+                if (feed.read_now(buf) != server::Connection::Read::data) return heard;
+                continue;
+            }
+            const server::Connection::Read got = feed.read_some(buf, read_ms);
+            if (got == server::Connection::Read::data) continue;
+            if (got == server::Connection::Read::cancelled && keep_received_) continue;
+            return heard;
         }
         buf.erase(0, used);
         const FrameJoiner::Step step = joiner.take(f, ferr);
@@ -316,7 +330,7 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
         if (!handle(f, error)) return heard;
         {
             std::lock_guard lock(mu_);
-            if (stop_) return heard;
+            if (stop_ && (!keep_received_ || repl_.node().now_ms() > keep_until_ms_)) return heard;
             last_contact_ms_ = repl_.node().now_ms();
             if (heard) error_.clear();
         }
@@ -514,7 +528,7 @@ std::shared_ptr<Follower> Replication::find_follower(std::string_view tenant) co
     return it == followers_.end() ? nullptr : it->second;
 }
 
-void Replication::end_follower(std::string_view tenant) {
+void Replication::end_follower(std::string_view tenant, bool keep_received) {
     std::shared_ptr<Follower> f;
     {
         std::lock_guard lock(mu_);
@@ -523,7 +537,7 @@ void Replication::end_follower(std::string_view tenant) {
         f = it->second;
         followers_.erase(it);
     }
-    f->stop();
+    f->stop(keep_received);
 }
 
 bool Replication::stop_following(std::string_view tenant) {

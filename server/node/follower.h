@@ -28,7 +28,11 @@ public:
 
     void begin();
     // Stops at once: a pending connect or read is cut (the socket shut down); joins the thread.
-    void stop();
+    // With `keep_received` (a promotion, node-http.md §8.6), what the primary's stream already
+    // delivered to this node's socket is applied first, never waiting for more: a block the
+    // primary sent before it answered the write is kept even if it stopped or was cut off
+    // right after. Bounded by drain_ms_max, so a primary still sending cannot hold it.
+    void stop(bool keep_received = false);
     // Waits up to `ms` for a hello: true when heard; false with `error` when the primary refused
     // or was not reached (or the wait ran out: error empty).
     bool wait_heard(int64_t ms, std::string& error);
@@ -52,6 +56,8 @@ private:
     std::condition_variable cv_;
     Follows follows_;
     bool stop_ = false;
+    std::atomic<bool> keep_received_{false};  // stop(true): the socket's bytes applied first
+    int64_t keep_until_ms_ = 0;               // under mu_: when draining them gives up
     server::Cancel cancel_;          // ends the feed's connect or read at once (stop)
     server::BlockingClient client_;  // no pool: the feed is one connection, its own
     bool connected_ = false;

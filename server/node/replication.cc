@@ -5,6 +5,7 @@
 #include "server/node/replication.h"
 
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -33,8 +34,18 @@ uint32_t feed_frame_bound() { return test_hooks::feed_frame_bytes(feed_frame_byt
 struct Replication::Stream {
     std::string tenant;
     std::string peer;
+    // The last seq handed to the kernel: its block's bytes sent to the follower's socket, so a
+    // primary stopped or cut after it still delivers it (a write waits for it: wait_handed).
     std::atomic<uint64_t> sent{0};
+    // Blocks written to the exchange and not yet sent: (the stream's byte count at the block's
+    // end, its last seq). The stream thread appends; the loop's on_stream_sent takes them off.
+    std::mutex wire_mu;
+    std::deque<std::pair<uint64_t, uint64_t>> on_the_way;
     std::atomic<bool> live{false};  // past its image: a write's answer waits for it
+    // A write's wait ran out on it (a follower gone without a reset, its socket full): no write
+    // waits for it again until it has sent all it was given, so one dead follower does not
+    // cost each write of its primary the whole --replica-wait.
+    std::atomic<bool> lagging{false};
     std::atomic<bool> done{false};
     std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
@@ -47,12 +58,16 @@ struct Replication::FeedSender {
     server::Exchange& ex;
     const std::atomic<bool>& stopping;
     const std::atomic<const char*>& ending;
+    uint64_t written = 0;  // the stream's bytes written to the exchange (its head not counted)
 
     bool send_frame(std::string frame, size_t wait_below) {
         while (!ex.closed() && ex.pending_bytes() > wait_below && !stopping && !ending) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        return !stopping && !ending && ex.write(std::move(frame));
+        const size_t n = frame.size();
+        if (stopping || ending || !ex.write(std::move(frame))) return false;
+        written += n;
+        return true;
     }
     bool send(char kind, std::string_view payload, size_t wait_below) {
         return send_frame(encode_frame(kind, payload), wait_below);
@@ -202,6 +217,8 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
         if (auto* c = std::get_if<engine::FeedCursor>(&s)) cursor.emplace(std::move(*c));
     }
     std::shared_ptr<server::Exchange> ex = call->exchange;
+    // A block counts as sent once its last byte is in the socket (Stream::sent).
+    ex->on_stream_sent([this, stream](uint64_t total) { stream_on_the_wire(*stream, total); });
     http::Response head;
     head.stream = true;
     head.content_type = "application/x-fenec-feed";
@@ -273,16 +290,41 @@ std::optional<engine::FeedCursor> Replication::send_image(FeedSender& out, engin
     return std::get<engine::FeedCursor>(std::move(s));
 }
 
+void Replication::on_the_way(FeedSender& out, Stream& stream, uint64_t seq) {
+    {
+        std::lock_guard lock(stream.wire_mu);
+        stream.on_the_way.emplace_back(out.written, seq);
+    }
+    // Already sent (the loop was quicker than this line): nothing will call again for it.
+    if (out.ex.pending_bytes() == 0) stream_on_the_wire(stream, UINT64_MAX);
+}
+
+void Replication::stream_on_the_wire(Stream& stream, uint64_t sent_total) {
+    bool moved = false;
+    {
+        std::lock_guard lock(stream.wire_mu);
+        while (!stream.on_the_way.empty() && stream.on_the_way.front().first <= sent_total) {
+            stream.sent = stream.on_the_way.front().second;
+            stream.on_the_way.pop_front();
+            moved = true;
+        }
+        if (moved && stream.on_the_way.empty()) stream.lagging = false;  // caught up
+    }
+    if (!moved) return;
+    { std::lock_guard lock(handed_mu_); }  // a waiter between its check and its wait
+    handed_cv_.notify_all();
+}
+
 void Replication::send_blocks(FeedSender& out, Stream& stream, engine::Database& db,
                               engine::FeedCursor& cursor) {
-    stream.sent = cursor.position().v;
+    on_the_way(out, stream, cursor.position().v);  // the image's last frame
     stream.live = true;
     ++live_streams_;
     struct Unlive {
         Replication* r;
         ~Unlive() {
             --r->live_streams_;
-            { std::lock_guard lock(r->mu_); }
+            { std::lock_guard lock(r->handed_mu_); }
             r->handed_cv_.notify_all();
         }
     } unlive{this};
@@ -333,23 +375,29 @@ bool Replication::send_entry(FeedSender& out, Stream& stream, const engine::Feed
     for (std::string& frame : encode_block_frames(payload, feed_frame_bound())) {
         if (!out.send_frame(std::move(frame), keep_unsent_below)) return false;
     }
-    stream.sent = e.last.v;
-    { std::lock_guard lock(mu_); }  // a waiter between its check and its wait
-    handed_cv_.notify_all();
+    on_the_way(out, stream, e.last.v);
     return true;
 }
 
 void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
     const NodeOptions& o = node_.options();
     if (o.sync != NodeOptions::Sync::always || o.replica_wait_ms == 0 || live_streams_ == 0) return;
-    std::unique_lock lock(mu_);
-    handed_cv_.wait_for(lock, std::chrono::milliseconds(o.replica_wait_ms), [&] {
+    auto short_of = [&](const Stream& st) {
+        return st.live && !st.done && st.tenant == tenant && st.sent < seq;
+    };
+    std::unique_lock handed(handed_mu_);
+    const bool sent = handed_cv_.wait_for(handed, std::chrono::milliseconds(o.replica_wait_ms), [&] {
+        std::lock_guard lock(mu_);
         for (const auto& s : streams_) {
-            const Stream& st = *s.stream;
-            if (st.live && !st.done && st.tenant == tenant && st.sent < seq) return false;
+            if (!s.stream->lagging && short_of(*s.stream)) return false;
         }
         return true;
     });
+    if (sent) return;
+    std::lock_guard lock(mu_);
+    for (const auto& s : streams_) {
+        if (short_of(*s.stream)) s.stream->lagging = true;
+    }
 }
 
 void Replication::write_followers(std::string_view tenant, json::Writer& w) const {
@@ -362,6 +410,8 @@ void Replication::write_followers(std::string_view tenant, json::Writer& w) cons
         w.string(s.stream->peer);
         w.key("sent");
         w.uint64(s.stream->sent.load());
+        w.key("lagging");
+        w.boolean(s.stream->lagging.load());
         w.end_object();
     }
     w.end_array();

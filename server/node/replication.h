@@ -90,7 +90,10 @@ public:
     void write_following(std::string_view tenant, json::Writer& w) const;
     bool following(std::string_view tenant) const;
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
-    // `tenant` past its image has handed block `seq` to its connection. On a worker only.
+    // `tenant` past its image has sent block `seq` into its socket — in the kernel's hands, so
+    // a node stopped or cut off right after its answer has still sent it. A stream a wait ran
+    // out on is lagging: not waited for again until it has sent all it was given. On a worker
+    // only.
     void wait_handed(std::string_view tenant, uint64_t seq);
 
     // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
@@ -131,11 +134,17 @@ private:
                      engine::FeedCursor& cursor);
     bool send_keepalive(FeedSender& out, engine::Database& db);
     bool send_entry(FeedSender& out, Stream& stream, const engine::FeedEntry& e);
+    // `seq` is the last of what the stream has written so far: sent once those bytes are.
+    void on_the_way(FeedSender& out, Stream& stream, uint64_t seq);
+    // On the stream's loop thread as its bytes go out (Exchange::on_stream_sent), or on the
+    // stream's own when they went before it looked: moves Stream::sent on, wakes wait_handed.
+    void stream_on_the_wire(Stream& stream, uint64_t sent_total);
     void reap_locked();
     std::shared_ptr<Follower> start_follower(const std::string& tenant, const Follows& f);
     std::shared_ptr<Follower> find_follower(std::string_view tenant) const;
-    // Stops following `tenant` at once (a pending connect included) and joins its thread.
-    void end_follower(std::string_view tenant);
+    // Stops following `tenant` at once (a pending connect included) and joins its thread;
+    // with `keep_received` (a promotion), after applying what its socket already holds.
+    void end_follower(std::string_view tenant, bool keep_received = false);
     // A follow's `<t>.follows` written: the copy's follower stopped first, and an open primary
     // copy taken out of service meanwhile, so it reopens a replica. A refusal (409 still held,
     // 500 not written) or nullopt.
@@ -149,7 +158,10 @@ private:
         std::thread thread;
     };
     std::vector<StreamThread> streams_;
-    std::condition_variable handed_cv_;    // a stream handed a block on (under mu_)
+    // A stream sent a block on, or ended: wait_handed looks again. Its own mutex, taken before
+    // mu_ and never while mu_ is held, so the loops that signal it never wait on mu_.
+    std::mutex handed_mu_;
+    std::condition_variable handed_cv_;
     std::atomic<uint32_t> live_streams_{0};  // streams past their image: writes wait for these
     std::map<std::string, std::shared_ptr<Follower>, std::less<>> followers_;
 };

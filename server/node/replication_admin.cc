@@ -308,8 +308,11 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
         if (auto r = promote_refusal(node_, c, db, follows, body)) return answer(std::move(*r));
     }
     if (!replica) return answer(promoted(c, db, db.history(), false));
-    // Stops following at once, a pending connect included; the block being applied finishes.
-    end_follower(c.tenant);
+    // Stops following at once, a pending connect included; the block being applied finishes,
+    // and so does every block the primary already put on the wire: a write it answered was
+    // sent into its socket before the answer (wait_handed), so what has reached this node's
+    // socket is kept rather than cut off with the connection.
+    end_follower(c.tenant, /*keep_received=*/true);
     auto h = db.promote();
     if (!h.is_ok()) {
         return answer(node_.refusal(500, c.tenant + " cannot be promoted: " + h.status().to_string()));

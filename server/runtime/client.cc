@@ -218,6 +218,25 @@ Connection::Read Connection::read_some(std::string& out, uint64_t timeout_ms) {
     }
 }
 
+Connection::Read Connection::read_now(std::string& out) {
+    if (!in_.empty()) {
+        out.append(in_);
+        in_.clear();
+        return Read::data;
+    }
+    char buf[recv_bytes];
+    for (;;) {
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            out.append(buf, static_cast<size_t>(n));
+            return Read::data;
+        }
+        if (n == 0) return Read::end;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Read::timed_out;
+        if (errno != EINTR) return Read::failed;
+    }
+}
+
 // ---- the relay
 
 void Connection::blocking_with_timeouts() {

@@ -67,6 +67,10 @@ class Connection {
     // or the far end ended it, or nothing came within `timeout_ms` (0: no bound but the call's
     // deadline), or the call was cancelled, or the connection failed.
     Read read_some(std::string& out, uint64_t timeout_ms);
+    // What has already arrived, appended to `out` without waiting and whatever the call's Cancel
+    // says: data, or timed_out when nothing waits, or end, or failed. A follower being promoted
+    // keeps what its primary put on the wire before it stopped (node-http.md §8.6).
+    Read read_now(std::string& out);
 
     // Passes `bytes` body bytes from this connection on to `target` (a move: the image of its
     // source's GET into its target's PUT): what was read past the head first, then through a pipe

@@ -441,7 +441,7 @@ void Connection::on_sent(size_t n) {
     if (exchange_ && phase_ == Phase::streaming) {
         size_t head = std::min(n, stream_head_unsent_);  // the head is not the stream's bytes
         stream_head_unsent_ -= head;
-        exchange_->pending_.fetch_sub(n - head, std::memory_order_acq_rel);
+        if (n > head) exchange_->stream_sent(n - head);
     }
 }
 

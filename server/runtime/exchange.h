@@ -42,6 +42,7 @@ class ExchangeImpl final : public Exchange,
     bool closed() const override { return closed_.load(std::memory_order_acquire); }
     void on_close(std::function<void()> fn) override;
     size_t pending_bytes() const override { return pending_.load(std::memory_order_acquire); }
+    void on_stream_sent(std::function<void(uint64_t)> fn) override { on_stream_sent_ = std::move(fn); }
     void read_body(std::function<void(BodyChunk)> fn) override;
     void read_body_into(std::span<char> into, std::shared_ptr<const void> owner,
                         std::function<void(BodyChunk)> fn) override;
@@ -53,6 +54,12 @@ class ExchangeImpl final : public Exchange,
 
     // Loop thread: the peer closed or the connection was cut; runs on_close once.
     void mark_closed();
+    // Loop thread: `n` more of the stream's bytes were sent; runs on_stream_sent's function.
+    void stream_sent(size_t n) {
+        pending_.fetch_sub(n, std::memory_order_acq_rel);
+        stream_sent_ += n;
+        if (on_stream_sent_) on_stream_sent_(stream_sent_);
+    }
 
     Connection* connection_;          // loop thread; null once detached
     std::atomic<size_t> pending_{0};  // bytes written to the stream and not yet sent
@@ -75,6 +82,9 @@ class ExchangeImpl final : public Exchange,
     bool queued_ = false;                 // the task is posted
     std::shared_ptr<ExchangeImpl> self_;  // held while the task is posted
     std::function<void()> on_close_;
+    // Set before start() (so before the loop sees the stream), read on the loop thread after.
+    std::function<void(uint64_t)> on_stream_sent_;
+    uint64_t stream_sent_ = 0;  // loop thread
     bool body_streamed_ = false;              // set before the handler has the exchange
     bool body_over_ = false;                  // `last` or `failed` was delivered
     bool body_asked_ = false;                 // a read_body waits to be handed to the loop

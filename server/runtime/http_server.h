@@ -78,6 +78,11 @@ class Exchange {
     virtual void on_close(std::function<void()> fn) = 0;
     // Bytes queued on a stream and not yet sent.
     virtual size_t pending_bytes() const = 0;
+    // A stream's bytes handed to the kernel so far (its socket's send queue), a running total
+    // from the first write: `fn` runs on the connection's loop thread after each send that
+    // advanced it, with the new total. What a stream must know is on the wire (a replication
+    // feed's block, before the write it carries is answered) is known by it. Set before start().
+    virtual void on_stream_sent(std::function<void(uint64_t sent_total)> fn) = 0;
     // A streamed body (HeadVerdict::stream_body): asks for its next chunk (at most
     // body_chunk_bytes_max, server/runtime/loop.h). `fn` runs once, on the loop thread, with the
     // bytes that came next (those already read first), or with `failed`; at once on the caller's

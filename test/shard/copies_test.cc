@@ -146,7 +146,8 @@ TEST_F(Repair, PrefersANodeHoldingACopy) {
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"eu3\"}"), std::string::npos)
         << r.body;
-    EXPECT_TRUE(follows(2, t, 0)) << copy_on(2, t).body;
+    // The follow was taken before the repair answered; the copy reopens as a replica on its own.
+    EXPECT_TRUE(eventually([&] { return follows(2, t, 0); })) << copy_on(2, t).body;
     EXPECT_EQ(copy_on(1, t).status, 404);
     EXPECT_TRUE(eventually([&] { return count_on(2, t) == R"({"count":1})"; }))
         << "the stale copy took the primary's rows: " << count_on(2, t);
@@ -212,6 +213,27 @@ TEST_F(Repair, SilentPrimaryGetsNoneUntilItAnswers) {
     EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"n2\"}"), std::string::npos)
         << r.body;
     EXPECT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
+}
+
+// A node that does not answer the survey is no place for a replica: the repair after a failover
+// found the failed node first by name and waited its whole --upstream-timeout on it.
+TEST_F(Repair, ANodeSilentInTheSurveyIsNoPlaceForAReplica) {
+    start_router({"--upstream-timeout", "3"});
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);  // first by name among the others
+    ASSERT_EQ(add(2, "n3").status, 201);
+    const std::string t = tenant("acme");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    nodes_->procs[1]->signal(SIGSTOP);  // n2 lost: it answers nothing (TearDown continues it)
+    Reply r = shard("POST", "/_shard/replicas");
+    nodes_->procs[1]->signal(SIGCONT);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("{\"tenant\":\"" + t + "\",\"replica\":\"n3\"}"), std::string::npos)
+        << r.body;
+    EXPECT_EQ(read_file(dir_.path() + "/router.err").find("got no replica on `n2`"),
+              std::string::npos)
+        << "the repair tried the silent node first: " << read_file(dir_.path() + "/router.err");
+    EXPECT_TRUE(follows(2, t, 0)) << copy_on(2, t).body;
 }
 
 }  // namespace

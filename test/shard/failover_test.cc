@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <thread>
 
 #include "server/obs/metrics.h"
@@ -40,7 +41,13 @@ class FakeHost final : public FailoverHost {
     }
     PromoteReply promote(const NodeRow& node, const std::string& tenant,
                          const PromoteWire& ask) override {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
+        // Promotions in flight together: each waits up to a second for `together` of them.
+        ++in_flight_;
+        most_in_flight_ = std::max(most_in_flight_, in_flight_);
+        cv_.notify_all();
+        cv_.wait_for(lock, std::chrono::seconds(1), [&] { return in_flight_ >= together; });
+        --in_flight_;
         log_.push_back("promote " + tenant + " on " + node.name + " lineage=" + ask.lineage +
                        " forked=" + ask.forked + " term=" + std::to_string(ask.term) +
                        (ask.force ? " force" : ""));
@@ -53,7 +60,9 @@ class FakeHost final : public FailoverHost {
         }
         r.status = 200;
         r.forked = true;
-        r.history = "00000000000000f" + std::to_string(++histories_);
+        // Per tenant, so it does not depend on which of the promotions run at once came first:
+        // the tenant's first letter, then its promotions so far.
+        r.history = "0000000000" + hex2(tenant[0]) + "00f" + std::to_string(++histories_[tenant]);
         r.lineage = ask.force ? "00000000000000ee" : ask.lineage;
         return r;
     }
@@ -69,6 +78,10 @@ class FakeHost final : public FailoverHost {
     void grant_now(const std::string& node) override {
         std::lock_guard lock(mu_);
         grants_.push_back(node);
+    }
+    void failover_ended(const std::string& node) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("ended " + node);
     }
     void withhold(const std::string& node, const std::string& tenant) override {
         std::lock_guard lock(mu_);
@@ -113,6 +126,25 @@ class FakeHost final : public FailoverHost {
         std::lock_guard lock(mu_);
         return repairs_;
     }
+    int most_in_flight() const {
+        std::lock_guard lock(mu_);
+        return most_in_flight_;
+    }
+    // The log's lines about `tenant`, in order.
+    std::vector<std::string> log_of(const std::string& tenant) const {
+        std::vector<std::string> out;
+        for (const std::string& line : log()) {
+            if (line.find(" " + tenant + " ") != std::string::npos) out.push_back(line);
+        }
+        return out;
+    }
+    static std::string hex2(char c) {
+        static constexpr char digits[] = "0123456789abcdef";
+        const auto u = static_cast<unsigned char>(c);
+        return {digits[u >> 4], digits[u & 15]};
+    }
+
+    int together = 1;  // promotion waits for this many in flight (up to a second)
 
     Failover* failover = nullptr;
 
@@ -122,8 +154,10 @@ class FakeHost final : public FailoverHost {
     std::map<std::string, std::string> claims_;
     std::map<std::string, std::string> refuse_;
     std::vector<std::string> log_, grants_, events_, notes_;
-    int histories_ = 0;
+    std::map<std::string, int> histories_;
     int repairs_ = 0;
+    std::condition_variable cv_;
+    int in_flight_ = 0, most_in_flight_ = 0;
 };
 
 struct Fixture {
@@ -199,17 +233,20 @@ TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cas
     ASSERT_EQ(r.failed.size(), 1u);
     EXPECT_EQ(r.failed[0], (std::pair<std::string, std::string>{"gamma", "it has no replica"}));
     EXPECT_EQ(r.unreplicated, std::vector<std::string>{"delta"});
-    const auto log = f.host->log();
-    const std::vector<std::string> want = {
-        "quota acme to n2", "promote acme on n2 lineage=00000000000000a1 forked= term=0",
-        "cut acme from n1", "promote beta on n3 lineage=00000000000000b1 forked= term=0",
-        "cut beta from n1",
-    };
-    EXPECT_EQ(log, want);
+    // Each tenant's steps in order; the tenants' promotions run at once, so not one after the
+    // other (APromotionDoesNotWaitForAnother).
+    EXPECT_EQ(f.host->log().size(), 5u);
+    EXPECT_EQ(f.host->log_of("acme"),
+              (std::vector<std::string>{"quota acme to n2",
+                                        "promote acme on n2 lineage=00000000000000a1 forked= term=0",
+                                        "cut acme from n1"}));
+    EXPECT_EQ(f.host->log_of("beta"),
+              (std::vector<std::string>{"promote beta on n3 lineage=00000000000000b1 forked= term=0",
+                                        "cut beta from n1"}));
     const auto m = f.d->maps();
     EXPECT_EQ(m->tenants.at("acme").node, "n2");
     EXPECT_EQ(m->tenants.at("acme").failed_from, "n1");
-    EXPECT_EQ(m->tenants.at("acme").forked, "00000000000000f1");
+    EXPECT_EQ(m->tenants.at("acme").forked, "00000000006100f1");
     EXPECT_EQ(m->tenants.at("gamma").node, "n1");
     EXPECT_TRUE(m->replicas.empty());  // acme's and beta's promoted, delta's lost with n1
     const auto grants = f.host->grants();
@@ -228,7 +265,23 @@ TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cas
     f.failover->fail_over("n2", false, "hand");
     EXPECT_EQ(f.host->log().back(), "cut acme from n2");
     EXPECT_EQ(f.host->log()[f.host->log().size() - 2],
-              "promote acme on n1 lineage=00000000000000a1 forked=00000000000000f1 term=0");
+              "promote acme on n1 lineage=00000000000000a1 forked=00000000006100f1 term=0");
+}
+
+// A node's tenants are promoted at once (§9.1): its last tenant writes again after the slowest
+// promotion, not after the sum of them. Here each promotion waits for two to be in flight.
+TEST(Failover, APromotionDoesNotWaitForAnother) {
+    Fixture f;
+    for (const char* n : {"n1", "n2", "n3"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    f.tenant("beta", "n1", "00000000000000b1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.d->put_replica("beta", "n3").is_ok());
+    f.host->together = 2;
+    const FailoverResult r = f.failover->fail_over("n1", false, "lease");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.promoted.size(), 2u);
+    EXPECT_EQ(f.host->most_in_flight(), 2);
 }
 
 TEST(Failover, APairWhoseEveryTenantMovedIsGoneAndARefusalIsNamed) {  // §18 cases 55, 57

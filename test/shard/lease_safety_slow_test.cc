@@ -112,9 +112,10 @@ TEST_F(LeaseSafety, NoTwoNodesAcknowledgeWritesInOverlappingLeases) {
 
     // Afterwards: the rows n2, the new primary, holds.
     FinalRows final;
-    Json rows(node(1, "GET", "/t/" + t + "/c/notes", {}, kData).body);
+    const Reply held = node(1, "GET", "/t/" + t + "/c/notes", {}, kData);
+    Json rows(held.body);
     simdjson::dom::array list;  // the collection's rows, an array
-    ASSERT_TRUE(rows.ok && !rows.doc.get_array().get(list));
+    ASSERT_TRUE(rows.ok && !rows.doc.get_array().get(list)) << held.status << " " << held.body;
     for (auto row : list) {
         final[t][Json::text(row, "title")] = int64_t(row["_id"]);
     }

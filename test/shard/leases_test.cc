@@ -368,5 +368,35 @@ TEST(Leases, ANodeBackFromAFailoverIsReturnedOnce) {
     EXPECT_FALSE(f.leases->view("n1")->failed_over);
 }
 
+// A node judged lapsed and heard again while its failover runs takes no lease for its tenants:
+// the failover is promoting their copies, and a lease for them on the node would overlap theirs.
+// From the lapse until the failover ends its grants name no tenant; then those left there.
+TEST(Leases, ANodeJudgedLapsedIsGrantedNoTenantUntilItsFailoverEnds) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.answers("n1") >= 2; }));
+    f.host.set_mode("n1", Mode::silent);
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    const size_t at_lapse = f.host.sent("n1").size();
+    f.host.set_mode("n1", Mode::ran);  // heard again before its failover ended
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() >= at_lapse + 3; }));
+    const auto lists_since = [&](size_t from) {
+        std::vector<std::vector<std::string>> lists;
+        const auto sent = f.host.sent("n1");
+        for (size_t i = from; i < sent.size(); ++i) {
+            if (sent[i].grant.tenants) lists.push_back(*sent[i].grant.tenants);
+        }
+        return lists;
+    };
+    EXPECT_EQ(lists_since(at_lapse), std::vector<std::vector<std::string>>{{}});
+    const size_t at_end = f.host.sent("n1").size();
+    f.leases->failover_ended("n1");  // it left acme there (no copy to promote, say)
+    ASSERT_TRUE(eventually([&] { return !lists_since(at_end).empty(); }));
+    EXPECT_EQ(lists_since(at_end).front(), std::vector<std::string>{"acme"});
+    f.leases->stop();
+}
+
 }  // namespace
 }  // namespace fenec::shard

@@ -58,6 +58,10 @@ public:
     RouterProcess& operator=(const RouterProcess&) = delete;
 
     uint16_t port() const { return port_; }
+    // Sends `sig` and returns (SIGSTOP: the router frozen, as a machine lost; SIGCONT: back).
+    void signal(int sig) {
+        if (pid_ > 0) ::kill(pid_, sig);
+    }
     int kill(int sig) {
         if (pid_ <= 0) return -1;
         ::kill(pid_, sig);

@@ -11,14 +11,11 @@ namespace fenec::test {
 
 inline std::string url_of(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
-class StandbyTest : public ClusterTest<2> {
+// What a suite with a standby router adds to its cluster `Base` (ClusterTest<N> or
+// LeasedClusterTest<N>).
+template <class Base>
+class WithStandby : public Base {
   protected:
-    void SetUp() override {
-        start_router({"--replication-token", kReplication});
-        ASSERT_EQ(add(0, "n1").status, 201);
-        ASSERT_EQ(add(1, "n2").status, 201);
-    }
-
     // S: a standby of the router on `primary` (R's port unless said), over a file of its own.
     void start_standby(std::vector<std::string> more = {}, uint16_t primary = 0) {
         std::vector<std::string> flags = {"--token",
@@ -31,7 +28,7 @@ class StandbyTest : public ClusterTest<2> {
                                           "0"};
         if (primary != 1) {  // 1: started without --replica-of (a promotion at start)
             flags.push_back("--replica-of");
-            flags.push_back(url_of(primary ? primary : router_->port()));
+            flags.push_back(url_of(primary ? primary : this->router_->port()));
         }
         flags.insert(flags.end(), more.begin(), more.end());
         standby_.reset();
@@ -46,7 +43,7 @@ class StandbyTest : public ClusterTest<2> {
     }
     Reply on_r(std::string_view method, std::string_view target, std::string_view body = {},
                const std::string& token = kRoot) {
-        Client c(router_->port());
+        Client c(this->router_->port());
         return c.request(method, target, body, bearer(token)).value_or(Reply{});
     }
     // Whether S answers `target` as R does.
@@ -69,6 +66,15 @@ class StandbyTest : public ClusterTest<2> {
 
     TempDir sdir_;
     std::unique_ptr<RouterProcess> standby_;
+};
+
+class StandbyTest : public WithStandby<ClusterTest<2>> {
+  protected:
+    void SetUp() override {
+        start_router({"--replication-token", kReplication});
+        ASSERT_EQ(add(0, "n1").status, 201);
+        ASSERT_EQ(add(1, "n2").status, 201);
+    }
 };
 
 }  // namespace fenec::test

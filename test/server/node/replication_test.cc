@@ -129,6 +129,27 @@ TEST_F(Replication, FollowHearsReplicatesAndRefusesWritesOnTheReplica) {
     EXPECT_NE(p.body.find("\"followers\":[{\"peer\""), std::string::npos) << p.body;
 }
 
+// A follower gone without a reset (stopped: its socket fills, the stream's bytes stop going
+// out) is waited for once, for --replica-wait, and is lagging from then: the writes after do not
+// each wait for it. Once its stream has sent all it was given, it is waited for again.
+TEST_F(Replication, AFollowerAWaitRanOutOnIsLaggingUntilItCatchesUp) {
+    follow();
+    auto lagging = [&] { return member(n.admin("GET", "/_admin/tenants/acme").body, "lagging"); };
+    EXPECT_EQ(lagging(), "false");
+    n2.proc->signal(SIGSTOP);
+    // Rows large enough to fill both ends' socket buffers and the stream's own bound.
+    const std::string big(256 * 1024, 'x');
+    bool lagged = false;
+    for (int i = 0; i < 200 && !lagged; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + big + "\"]").status, 200);
+        lagged = i % 5 == 4 && lagging() == "true";
+    }
+    n2.proc->signal(SIGCONT);
+    EXPECT_TRUE(lagged) << n.admin("GET", "/_admin/tenants/acme").body;
+    EXPECT_TRUE(eventually([&] { return lagging() == "false"; }, 20000))
+        << n.admin("GET", "/_admin/tenants/acme").body;
+}
+
 // §14 case 79: a follower restarted catches up from the feed, no image.
 TEST_F(Replication, RestartedFollowerCatchesUpWithoutAnImage) {
     follow();

@@ -1,0 +1,105 @@
+// test/shard/held_grant_test.cc: a grant held on its way gives no lease (router.md §9.6, §18
+// cases 62 and 63 over real processes). R leases n1 through P, a fault proxy
+// (test/support/fault_proxy.h), while a client writes to n1 straight, past P. P holds a grant R
+// sends n1 and R is frozen with it, so that grant, naming the tenant, is the last n1 will get.
+// n1's lease runs out and n1 refuses the client's writes. Then P lets the grant through — read
+// late, after its sender gave up on it — and it acknowledges an answer too old to give a lease:
+// n1 goes on refusing. R, woken, fails n1 over onto n2, and n1 takes no write for the tenant
+// after its first refusal. Network traffic goes to 127.0.0.1 only.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "test/shard/cluster_fixture.h"
+#include "test/support/fault_proxy.h"
+
+namespace fenec::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+using HeldGrants = LeasedClusterTest<2>;
+
+TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
+    FaultProxy p(nodes_->port(0));
+    ASSERT_NE(p.port(), 0);
+    start_router({"--auto-failover", "1"});
+    const std::string t = tenant("held");
+    // n1 recorded at P's port: everything R sends n1 goes through P.
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1",
+                    "{\"addr\":\"127.0.0.1:" + std::to_string(p.port()) + "\",\"token\":\"" +
+                        node_admin_token(0) + "\"}")
+                  .status,
+              201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    ASSERT_TRUE(eventually([&] {
+        return copy_on(1, t).body.find("\"role\":\"replica\"") != std::string::npos &&
+               count_on(1, t) == count_on(0, t);
+    }));
+
+    // A client writing to n1 straight, as long as n1 takes its writes: when it last did.
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> direct_writes{0};
+    std::atomic<Clock::rep> last_taken{0};
+    std::thread writer([&] {
+        while (!stop) {
+            Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"direct"})", kData);
+            if (r.status == 201) {
+                ++direct_writes;
+                last_taken = Clock::now().time_since_epoch().count();
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+    });
+    struct Join {
+        std::atomic<bool>& stop;
+        std::thread& t;
+        ~Join() {
+            stop = true;
+            if (t.joinable()) t.join();
+        }
+    } join{stop, writer};
+    ASSERT_TRUE(eventually([&] { return direct_writes > 0; }));
+
+    // One grant of R's held on its way, and R frozen with it: the last grant n1 will read.
+    p.hold();
+    ASSERT_TRUE(eventually([&] { return p.held_bytes() > 0; }, 5000));
+    router_->signal(SIGSTOP);
+    ASSERT_TRUE(eventually(
+        [&] {
+            Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"probe"})", kData);
+            return r.status == 503 && r.header("Fenec-Lease").has_value();
+        },
+        5000));
+    const Clock::rep refused = Clock::now().time_since_epoch().count();
+    EXPECT_LT(last_taken.load(), refused);
+
+    // The held grant reaches n1 now, late: it names the tenant, and gives no lease.
+    p.release();
+    EXPECT_TRUE(eventually([&] { return p.held_bytes() == 0; }));
+    const auto watch_until = Clock::now() + 1500ms;
+    while (Clock::now() < watch_until) std::this_thread::sleep_for(20ms);
+    EXPECT_LT(last_taken.load(), refused) << "n1 took a write on a grant read late";
+    EXPECT_NE(node(0, "GET", "/_admin/lease").body.find("\"lease\":null"), std::string::npos)
+        << node(0, "GET", "/_admin/lease").body;
+
+    // R, woken, fails n1 over onto n2 and writes there; n1 still takes nothing for the tenant.
+    router_->signal(SIGCONT);
+    ASSERT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000))
+        << shard("GET", "/_shard/tenants/" + t).body;
+    EXPECT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"on-n2"})").status == 201; }));
+    stop = true;
+    writer.join();
+    EXPECT_LT(last_taken.load(), refused) << "n1 took a direct write after its lease ran out";
+}
+
+}  // namespace
+}  // namespace fenec::test

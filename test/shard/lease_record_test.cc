@@ -1,0 +1,47 @@
+// test/shard/lease_record_test.cc: the longest-lease record across a router's restart
+// (router.md §9.7, §18 case 68), over real processes. A router that led with a 5 s lease and
+// comes back with 1 s cannot know what its last grants gave: a node it granted 5 s may still be
+// writing for up to 5 s. The record in its directory says so, and the router counts every node
+// as answered at its start and judges a lapse against the record's 5 s, not its own 1 s, until
+// it has led 1.1 × 5 s. Network traffic goes to 127.0.0.1 only.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "test/shard/cluster_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+using LeaseRecordAcrossARestart = LeasedClusterTest<2>;
+
+TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughTheRecord) {
+    start_router({"--auto-failover", "5"});
+    const std::string t = tenant("record");
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
+    ASSERT_EQ(create(t, "n1").status, 201);
+    // Taken on n1 under a grant of 5 s.
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    ASSERT_TRUE(eventually([&] { return follows(1, t, 0); }));
+
+    client_.reset();
+    router_.reset();                    // R gone; n1's 5 s lease runs on
+    nodes_->procs[0]->signal(SIGSTOP);  // and n1 is cut before the new R reaches it
+    const auto restarted = std::chrono::steady_clock::now();
+    start_router({"--auto-failover", "1"});
+    ASSERT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; },
+        15000))
+        << shard("GET", "/_shard/tenants/" + t).body;
+    const auto took = std::chrono::steady_clock::now() - restarted;
+    // 1.1 × the record's 5 s from the start, not 1.1 × the new 1 s.
+    EXPECT_GE(took, 5500ms);
+    EXPECT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status, 201);
+}
+
+}  // namespace
+}  // namespace fenec::test

@@ -1,0 +1,116 @@
+// test/shard/standby_lease_test.cc: a standby router under leases (router.md §9.12), over real
+// processes: R leasing (--auto-failover) in front of two nodes under --lease, and S following
+// R's directory. S grants nothing and fails nothing over, yet
+// - a write it sends on that a node refuses for its lease is asked again every 50 ms, until the
+//   grant comes or two thirds of the recorded lease have passed, then the refusal goes back;
+// - what it has out to a node is cut as soon as its copy of the directory shows that node failed
+//   over, and goes to the tenant's new primary (§9.10's table).
+// Network traffic goes to 127.0.0.1 only.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
+  protected:
+    // R leasing at `lease` s with n1 and n2, `t` on n1, and S caught up with R, the lease record
+    // included.
+    void start(const std::string& t, bool paired, const std::string& lease) {
+        start_router({"--auto-failover", lease, "--replication-token", kReplication});
+        ASSERT_EQ(add(0, "n1").status, 201);
+        ASSERT_EQ(add(1, "n2").status, 201);
+        if (paired) {
+            ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
+        }
+        ASSERT_EQ(create(t, "n1").status, 201);
+        // The nodes outlive cases: a lease the last case's router granted n1 runs out first
+        // (a grant of another authority is not taken while it runs; 503, Retry-After: 1).
+        ASSERT_TRUE(eventually(
+            [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; },
+            8000));
+        start_standby();
+        // Its directory as R's (the lease record, written before the first grant, included).
+        // Not caught_up(): GET /_shard/nodes shows R's leases, which a standby has none of.
+        ASSERT_TRUE(eventually(
+            [&] {
+                return on_s("GET", "/_health").body.find(R"("directory":"ready")") !=
+                           std::string::npos &&
+                       same("/_shard/tenants");
+            },
+            8000))
+            << read_file(sdir_.path() + "/standby.err");
+    }
+    // n1 refuses a write straight to it for its lease (R frozen: no grant renews it).
+    bool n1_refuses(const std::string& t) {
+        Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"probe"})", kData);
+        return r.status == 503 && r.header("Fenec-Lease").has_value();
+    }
+    int64_t count(const std::string& t) {
+        Json j(count_on(0, t));
+        int64_t n = -1;
+        return j.ok && !j.doc["count"].get_int64().get(n) ? n : -1;
+    }
+    Reply write_on_s(const std::string& t, const std::string& title) {
+        return on_s("POST", "/t/" + t + "/c/notes", R"({"title":")" + title + R"("})", kData);
+    }
+};
+
+TEST_F(StandbyUnderLeases, AWriteRefusedForItsLeaseIsAskedAgainUntilTheGrantComes) {
+    const std::string t = tenant("ask");
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2"));  // S asks again for 1.33 s: R is back inside it
+    router_->signal(SIGSTOP);  // R grants nothing: n1's lease runs out
+    ASSERT_TRUE(eventually([&] { return n1_refuses(t); }, 5000));
+    const int64_t before = count(t);  // the probes n1 took before its lease ran out included
+    auto write = std::async(std::launch::async, [&] { return write_on_s(t, "through-s"); });
+    std::this_thread::sleep_for(150ms);  // S has been refused at least once by now
+    router_->signal(SIGCONT);            // R's next grant names t on n1 again
+    const Reply r = write.get();
+    EXPECT_EQ(r.status, 201) << r.body;
+    EXPECT_EQ(count(t), before + 1);
+}
+
+TEST_F(StandbyUnderLeases, ARefusalIsPassedOnOnceTwoThirdsOfTheLeaseHavePassed) {
+    const std::string t = tenant("passed");
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2"));
+    router_->signal(SIGSTOP);
+    ASSERT_TRUE(eventually([&] { return n1_refuses(t); }, 5000));
+    const auto began = std::chrono::steady_clock::now();
+    const Reply r = write_on_s(t, "refused");
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_TRUE(r.header("Fenec-Lease").has_value());
+    // Asked again every 50 ms for two thirds of the 2 s lease, not passed on at the first.
+    EXPECT_GE(took, 1250ms);
+    EXPECT_NE(
+        sample(on_s("GET", "/_metrics").body, "fenec_router_retries_total{reason=\"lease\"}"), "")
+        << on_s("GET", "/_metrics").body;
+}
+
+TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
+    const std::string t = tenant("cut");
+    ASSERT_NO_FATAL_FAILURE(start(t, true, "1"));
+    ASSERT_TRUE(eventually([&] { return follows(1, t, 0); }));
+    nodes_->procs[0]->signal(SIGSTOP);  // n1 lost: what S sends it waits
+    auto read = std::async(std::launch::async,
+                           [&] { return on_s("GET", "/t/" + t + "/c/notes?count", {}, kData); });
+    // R fails n1 over on its lease; S's copy shows it and S cuts the read it has out to n1,
+    // which goes to n2 (S's --upstream-timeout is 60 s: nothing else would end it).
+    ASSERT_EQ(read.wait_for(20s), std::future_status::ready);
+    const Reply r = read.get();
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(Json(on_s("GET", "/_shard/tenants/" + t).body).text("node"), "n2");
+    EXPECT_EQ(sample(on_s("GET", "/_metrics").body,
+                     "fenec_router_cut_requests_total{outcome=\"resent\"}"),
+              "1")
+        << on_s("GET", "/_metrics").body;
+}
+
+}  // namespace
+}  // namespace fenec::test
