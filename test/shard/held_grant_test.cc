@@ -79,6 +79,10 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
         5000));
     const Clock::rep refused = Clock::now().time_since_epoch().count();
     EXPECT_LT(last_taken.load(), refused);
+    // A whole lease more: the held grant acknowledges an answer n1 gave before it was held, so
+    // whatever lease that answer could still give (it may outlast the one n1 had, by up to a
+    // third of a lease) has ended by now. Nothing reaches n1 meanwhile.
+    std::this_thread::sleep_for(1200ms);
 
     // The held grant reaches n1 now, late: it names the tenant, and gives no lease.
     p.release();
