@@ -88,9 +88,27 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
             }
         }
         if (!covered) {
+            // What the node reported around it, to tell a lease ignored from one not polled.
+            std::string around;
+            if (it != by_node.end()) {
+                const LeaseReport* before = nullptr;
+                const LeaseReport* after = nullptr;
+                for (const LeaseReport* r : it->second) {
+                    if (r->answered_ns <= w.acked_ns) before = r;
+                    if (r->answered_ns > w.acked_ns && !after) after = r;
+                }
+                auto said = [&](const char* which, const LeaseReport* r) {
+                    if (!r) return std::string("; no report ") + which;
+                    return std::string("; the report ") + which + " answered at " +
+                           ms_text(r->answered_ns) + ", " + std::to_string(r->left_ms) +
+                           " ms left" + (names(*r, w.tenant) ? "" : ", not naming it");
+                };
+                around = said("before", before) + said("after", after);
+            }
             out.push_back("tenant `" + w.tenant + "`: node `" + w.node + "` acknowledged write " +
                           w.key + " (id " + std::to_string(w.id) + ") at " + ms_text(w.acked_ns) +
-                          " outside any lease it reported naming the tenant");
+                          " (sent at " + ms_text(w.sent_ns) + ")" +
+                          " outside any lease it reported naming the tenant" + around);
         }
     }
     // 2. Certain lease spans of two nodes naming one tenant never overlap.
