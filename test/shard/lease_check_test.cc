@@ -73,6 +73,18 @@ TEST(LeaseCheck, ALostWriteAndAMovedIdAreNamed) {
         << v[1];
 }
 
+// A write n1 checked inside its lease and answered just before it was stopped: the answer
+// arrives when n1 is woken, long after the lease ended, and is no write past the lease.
+TEST(LeaseCheck, AnAnswerHeldByAStoppedNodePastItsLeaseIsNotNamed) {
+    LeaseLedger l;
+    safe_failover(l);
+    AckedWrite w = acked("n1", 4, "w4", 2700);
+    w.sent_ns = 1590 * ms;  // sent inside the lease, which ends at 1600 ms
+    l.write(std::move(w));
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}, {"w3", 3}, {"w4", 4}}}});
+    EXPECT_TRUE(v.empty()) << v.front();
+}
+
 TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
     LeaseLedger l;
     l.lease(report("n1", 0, 0, {}));

@@ -61,7 +61,9 @@ TEST_F(LeaseSafety, NoTwoNodesAcknowledgeWritesInOverlappingLeases) {
                     for (auto n : names) r.tenants.emplace_back(std::string_view(n.get_string()));
                     ledger.lease(std::move(r));
                 }
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                // Often: a write acknowledged under a renewal that no report shows before the
+                // node is stopped is outside every reported lease (the checker's first rule).
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
             }
         });
     }

@@ -72,7 +72,9 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
     }
     // 1. Inside a reported lease: a report naming the tenant whose possible span — from the
     // previous report's answer (the lease may have begun right after it) to this one's answer
-    // plus its time left — holds the acknowledgement.
+    // plus its time left — meets the write's time at the node. That is some moment between its
+    // sending and its acknowledgement's arrival, not the arrival: a node stopped just after its
+    // answer check sends the answer when it is woken, its lease long over.
     for (const AckedWrite& w : writes_) {
         bool covered = false;
         auto it = by_node.find(w.node);
@@ -84,7 +86,7 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
                 const int64_t from =
                     i == 0 ? std::numeric_limits<int64_t>::min() : reports[i - 1]->answered_ns;
                 const int64_t to = r.answered_ns + r.left_ms * ns_per_ms;
-                covered = from <= w.acked_ns && w.acked_ns <= to;
+                covered = from <= w.acked_ns && w.sent_ns <= to;
             }
         }
         if (!covered) {
