@@ -69,8 +69,12 @@ TEST_F(StandbyUnderLeases, AWriteRefusedForItsLeaseIsAskedAgainUntilTheGrantCome
     ASSERT_TRUE(eventually([&] { return n1_refuses(t); }, 5000));
     const int64_t before = count(t);  // the probes n1 took before its lease ran out included
     auto write = std::async(std::launch::async, [&] { return write_on_s(t, "through-s"); });
-    std::this_thread::sleep_for(150ms);  // S has been refused at least once by now
-    router_->signal(SIGCONT);            // R's next grant names t on n1 again
+    // S has been refused once and is asking again (counted as each re-ask goes).
+    ASSERT_TRUE(eventually([&] {
+        return !sample(on_s("GET", "/_metrics").body, "fenec_router_retries_total{reason=\"lease\"}")
+                    .empty();
+    }));
+    router_->signal(SIGCONT);  // R's next grant names t on n1 again
     const Reply r = write.get();
     EXPECT_EQ(r.status, 201) << r.body;
     EXPECT_EQ(count(t), before + 1);
