@@ -58,10 +58,9 @@ public:
     RouterProcess& operator=(const RouterProcess&) = delete;
 
     uint16_t port() const { return port_; }
-    // Sends `sig` and returns (SIGSTOP: the router frozen, as a machine lost; SIGCONT: back).
-    void signal(int sig) {
-        if (pid_ > 0) ::kill(pid_, sig);
-    }
+    // Sends `sig` (SIGSTOP: the router frozen, as a machine lost; SIGCONT: back); a SIGSTOP
+    // returns once the router has stopped (child.h).
+    void signal(int sig) { ASSERT_TRUE(signal_child(pid_, sig)) << "signal " << sig; }
     int kill(int sig) {
         if (pid_ <= 0) return -1;
         ::kill(pid_, sig);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "server/runtime/http.h"
+#include "test/support/child.h"
 #include "test/support/wait.h"
 
 namespace fenec::test {
@@ -210,11 +211,9 @@ public:
     uint16_t port() const { return port_; }
     const std::string& first_line() const { return first_line_; }
 
-    // Sends `sig` without waiting (SIGSTOP, SIGCONT: a node that answers nothing and closes
-    // nothing, as a machine cut off would).
-    void signal(int sig) {
-        if (pid_ > 0) ::kill(pid_, sig);
-    }
+    // Sends `sig` (SIGSTOP, SIGCONT: a node that answers nothing and closes nothing, as a
+    // machine cut off would); a SIGSTOP returns once the node has stopped (child.h).
+    void signal(int sig) { ASSERT_TRUE(signal_child(pid_, sig)) << "signal " << sig; }
     // Sends `sig` and waits for the exit; the exit status (or -1 when it was already gone).
     int kill(int sig) {
         if (pid_ <= 0) return -1;
