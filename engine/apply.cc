@@ -17,13 +17,6 @@ Status bad(const std::string& what) {
     return Status::error(Code::invalid_argument, "replicated block refused: " + what);
 }
 
-template <class T>
-bool verify_as(std::span<const std::byte> body) {
-    flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(body.data()), body.size(),
-                            limits::verifier_depth_max, limits::verifier_tables_max);
-    return v.VerifyBuffer<T>(nullptr);
-}
-
 struct Rec {
     format::Kind kind;
     std::span<const std::byte> body;
@@ -56,9 +49,9 @@ Result<std::vector<Rec>> split_records(std::span<const std::byte> bytes) {
         const auto k = static_cast<format::Kind>(kind);
         const bool last = p + framed == bytes.size();
         bool ok = false;
-        if (k == format::Kind::spill && !last) ok = verify_as<fb::Spill>(body);
-        if (k == format::Kind::block && last && out.empty()) ok = verify_as<fb::Block>(body);
-        if (k == format::Kind::landing && last) ok = verify_as<fb::Landing>(body);
+        if (k == format::Kind::spill && !last) ok = codec::verify_as<fb::Spill>(body);
+        if (k == format::Kind::block && last && out.empty()) ok = codec::verify_as<fb::Block>(body);
+        if (k == format::Kind::landing && last) ok = codec::verify_as<fb::Landing>(body);
         if (!ok) return bad("record kind " + std::to_string(kind) + " is not valid here");
         out.push_back(Rec{k, body});
         p += framed;

@@ -8,6 +8,9 @@
 
 namespace fenec::engine {
 
+// Nanoseconds in a millisecond: the steady and boot clocks count ns, leases and rates speak ms.
+inline constexpr int64_t kNsPerMs = 1'000'000;
+
 class Clock {
 public:
     virtual ~Clock() = default;

@@ -8,6 +8,7 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "engine/format_generated.h"
+#include "engine/limits.h"
 #include "engine/rate.h"
 
 namespace fenec::engine {
@@ -110,6 +111,15 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<void>>> op_values(
 uint64_t count_writes(const std::vector<Block::Op>& ops, size_t begin, size_t end);
 
 std::span<const std::byte> body_of(const flatbuffers::FlatBufferBuilder& b);
+
+// Whether `body` is a well-formed T within the engine's verifier bounds (limits.h): the one check
+// replay and a follower's apply run on a record body before reading it.
+template <class T>
+bool verify_as(std::span<const std::byte> body) {
+    flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(body.data()), body.size(),
+                            limits::verifier_depth_max, limits::verifier_tables_max);
+    return v.VerifyBuffer<T>(nullptr);
+}
 
 // The AlterSpec an AlterCollection op records, against the collection's schema before it
 // (replay and a follower's apply); corruption at `offset` when it names no field.

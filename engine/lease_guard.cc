@@ -21,8 +21,6 @@
 namespace fenec::engine {
 namespace {
 
-constexpr int64_t kNsPerMs = 1'000'000;
-
 // runs_from_ns + length_ms, saturating: a huge length is a lease that never lapses in practice,
 // not a wrapped expiry in the past.
 int64_t expiry_of(int64_t runs_from_ns, int64_t length_ms) {

@@ -7,11 +7,12 @@
 #include <cassert>
 #include <cmath>
 
+#include "engine/clock.h"
+
 namespace fenec::engine {
 namespace {
 
 constexpr double kNsPerS = 1e9;
-constexpr int64_t kNsPerMs = 1'000'000;
 // A retry-after past a day means a rate so low or a debt so large that the exact figure no
 // longer matters; bounding it keeps the ns arithmetic far from overflow.
 constexpr int64_t kRetryAfterMsMax = 24 * 3600 * 1000;

@@ -97,31 +97,24 @@ uint64_t body_max(format::Kind k) {
     return 0;
 }
 
-template <class T>
-bool verify_as(std::span<const std::byte> body) {
-    flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(body.data()), body.size(),
-                            limits::verifier_depth_max, limits::verifier_tables_max);
-    return v.VerifyBuffer<T>(nullptr);
-}
-
 bool verify_body(format::Kind k, std::span<const std::byte> body) {
     switch (k) {
         case format::Kind::checkpoint:
-            return verify_as<fb::Checkpoint>(body);
+            return codec::verify_as<fb::Checkpoint>(body);
         case format::Kind::collection_state:
-            return verify_as<fb::CollectionState>(body);
+            return codec::verify_as<fb::CollectionState>(body);
         case format::Kind::image_docs:
-            return verify_as<fb::ImageDocs>(body);
+            return codec::verify_as<fb::ImageDocs>(body);
         case format::Kind::block:
-            return verify_as<fb::Block>(body);
+            return codec::verify_as<fb::Block>(body);
         case format::Kind::spill:
-            return verify_as<fb::Spill>(body);
+            return codec::verify_as<fb::Spill>(body);
         case format::Kind::landing:
-            return verify_as<fb::Landing>(body);
+            return codec::verify_as<fb::Landing>(body);
         case format::Kind::history:
-            return verify_as<fb::History>(body);
+            return codec::verify_as<fb::History>(body);
         case format::Kind::graph:
-            return verify_as<fb::Graph>(body);
+            return codec::verify_as<fb::Graph>(body);
     }
     return false;
 }

@@ -16,22 +16,6 @@ namespace fenec::shard {
 
 namespace {
 
-void log(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
-
-std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
-
-// A tenant claimed for a pair's change (§6.1), released at the end of its part.
-struct Held {
-    Router& router;
-    std::string tenant;
-    bool held;
-    Held(Router& r, std::string t)
-        : router(r), tenant(std::move(t)), held(r.claim(tenant, "pair")) {}
-    ~Held() {
-        if (held) router.release(tenant);
-    }
-};
-
 // The tenants on `node`, by name.
 std::vector<TenantRow> tenants_on(const DirectoryMaps& maps, std::string_view node) {
     std::vector<TenantRow> out;
@@ -117,14 +101,14 @@ void Copies::detach(const std::string& tenant, std::string_view request_id) {
     if (auto n = maps->nodes.find(node); n != maps->nodes.end()) {
         NodeAnswer a = calls().remove(n->second, tenant, request_id);
         if (!a.gone()) {
-            log("the replica of `" + tenant + "` on `" + node + "` was not deleted (" +
-                a.said(n->second) + "); its record is cleared all the same");
+            log_line("the replica of `" + tenant + "` on `" + node + "` was not deleted (" +
+                     a.said(n->second) + "); its record is cleared all the same");
         }
     }
     // Cleared even when the node did not answer (§8.2): it keeps no copy the router counts on.
     if (engine::Status st = router_.directory().remove_replica(tenant); !st.is_ok()) {
-        log("the replica record of `" + tenant + "` on `" + node +
-            "` was not cleared: " + st.to_string());
+        log_line("the replica record of `" + tenant + "` on `" + node +
+                 "` was not cleared: " + st.to_string());
     }
 }
 
@@ -153,16 +137,16 @@ CopyOutcome Copies::place(const std::string& tenant,
         Attached a = attach(t->second, node, true, request_id);
         if (a.ok) {
             if (p.same_zone) {
-                log("the replica of `" + tenant + "` is on `" + p.node + "`, in the zone `" +
-                    node.zone + "` of its node `" + t->second.node +
-                    "`: no node of its region in another zone could keep it");
+                log_line("the replica of `" + tenant + "` is on `" + p.node + "`, in the zone `" +
+                         node.zone + "` of its node `" + t->second.node +
+                         "`: no node of its region in another zone could keep it");
             }
             out.node = p.node;
             out.same_zone = p.same_zone;
             out.unreplicated.clear();
             return out;
         }
-        log("`" + tenant + "` got no replica on `" + p.node + "`: " + a.why);
+        log_line("`" + tenant + "` got no replica on `" + p.node + "`: " + a.why);
         out.unreplicated = "node `" + p.node + "` did not take it: " + a.why;
         out.refused = true;
         unwanted.insert(p.node);
@@ -188,7 +172,7 @@ CopyOutcome Copies::created(const std::string& tenant, std::string_view request_
         } else {
             out.unreplicated = "its node's standby `" + *s + "` did not take it: " + a.why;
             out.refused = true;
-            log("`" + tenant + "` has no copy: " + out.unreplicated);
+            log_line("`" + tenant + "` has no copy: " + out.unreplicated);
             remember(tenant, out.unreplicated);
         }
         return out;
@@ -203,8 +187,8 @@ void Copies::deleted(const TenantRow& tenant, const DirectoryMaps& before,
     if (auto n = before.nodes.find(copy); n != before.nodes.end()) {
         NodeAnswer a = calls().remove(n->second, tenant.name, request_id);
         if (!a.gone()) {
-            log("deleted `" + tenant.name + "`, but not its copy on `" + copy + "` (" +
-                a.said(n->second) + ")");
+            log_line("deleted `" + tenant.name + "`, but not its copy on `" + copy + "` (" +
+                     a.said(n->second) + ")");
         }
     }
     forget(tenant.name);
@@ -230,8 +214,8 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
         if (auto n = maps->nodes.find(*s); n != maps->nodes.end()) {
             NodeAnswer a = calls().remove(n->second, tenant, request_id);
             if (!a.gone()) {
-                log("moved `" + tenant + "` off `" + from + "`, but its copy on the standby `" +
-                    *s + "` was not deleted (" + a.said(n->second) + ")");
+                log_line("moved `" + tenant + "` off `" + from + "`, but its copy on the standby `" +
+                         *s + "` was not deleted (" + a.said(n->second) + ")");
             }
         }
     }
@@ -239,8 +223,8 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
         detach(tenant, request_id);  // the target's standby is its copy now
         CopyOutcome out = created(tenant, request_id);
         if (!out.unreplicated.empty()) {
-            log("moved `" + tenant + "` to `" + row.node + "`: " + out.unreplicated +
-                "; left for the repair");
+            log_line("moved `" + tenant + "` to `" + row.node + "`: " + out.unreplicated +
+                     "; left for the repair");
         }
         return out;
     }
@@ -256,8 +240,8 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
         if (p && p->node == replica) {
             Attached a = attach(row, maps->nodes.at(replica), true, request_id);
             if (a.ok) return {true, replica, p->same_zone, ""};
-            log("moved `" + tenant + "`, but its replica on `" + replica +
-                "` did not follow it: " + a.why);
+            log_line("moved `" + tenant + "`, but its replica on `" + replica +
+                     "` did not follow it: " + a.why);
         }
         detach(tenant, request_id);
         return place(tenant, {}, {from}, request_id);
@@ -274,7 +258,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
     auto s = maps->nodes.find(standby);
     auto old = maps->nodes.find(old_standby);
     for (const TenantRow& t : tenants_on(*maps, node)) {
-        Held held(router_, t.name);
+        TenantClaim held(router_, t.name, "pair");
         Attached a =
             !held.held
                 ? Attached{false, "another operation holds it (" + router_.held_by(t.name) + ")"}
@@ -282,7 +266,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
                                      : attach(t, s->second, false, request_id);
         if (!a.ok) {
             const std::string why = "the standby `" + standby + "` did not take it: " + a.why;
-            log("`" + t.name + "` has no copy: " + why);
+            log_line("`" + t.name + "` has no copy: " + why);
             remember(t.name, why);
             unreplicated.push_back(t.name);
             continue;
@@ -308,12 +292,12 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
     auto maps = router_.directory().maps();
     auto old = maps->nodes.find(old_standby);
     for (const TenantRow& t : tenants_on(*maps, node)) {
-        Held held(router_, t.name);
+        TenantClaim held(router_, t.name, "pair");
         if (old != maps->nodes.end()) {
             NodeAnswer a = calls().remove(old->second, t.name, request_id);
             if (!a.gone()) {
-                log("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
-                    old_standby + "` was not deleted (" + a.said(old->second) + ")");
+                log_line("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
+                         old_standby + "` was not deleted (" + a.said(old->second) + ")");
             }
         }
         if (!router_.options().replicas) continue;
@@ -409,8 +393,8 @@ bool Copies::post(std::string key, std::function<void()> job) {
         if (stopping_) return false;
         if (queued_.contains(key)) return true;  // the one waiting does it
         if (jobs_.size() >= copies_queue_max) {
-            log("the copies' worker has " + std::to_string(copies_queue_max) + " jobs waiting: `" +
-                key + "` is dropped");
+            log_line("the copies' worker has " + std::to_string(copies_queue_max) + " jobs waiting: `" +
+                     key + "` is dropped");
             return false;
         }
         queued_.insert(key);
@@ -455,14 +439,14 @@ void Copies::work() {
 void Copies::repair(std::string reason, std::optional<std::string> region) {
     const std::string key = "repair " + (region ? "region `" + *region + "`" : "everywhere");
     post(key, [this, reason = std::move(reason), region] {
-        log("a repair " + (region ? "of region `" + *region + "`" : "of every region") + " (" +
-            reason + ")");
+        log_line("a repair " + (region ? "of region `" + *region + "`" : "of every region") + " (" +
+                 reason + ")");
         Scope scope;
         scope.region = region;
         RepairReport r = run_repair(scope, router_.new_request_id(std::nullopt));
         if (!r.replicated.empty() || !r.failed.empty()) {
-            log("the repair (" + reason + ") gave " + std::to_string(r.replicated.size()) +
-                " tenants a replica; " + std::to_string(r.failed.size()) + " failed");
+            log_line("the repair (" + reason + ") gave " + std::to_string(r.replicated.size()) +
+                     " tenants a replica; " + std::to_string(r.failed.size()) + " failed");
         }
     });
 }

@@ -41,18 +41,6 @@ void stall_after(std::string_view step) { test_hooks::stall_after_move_step(step
 
 double tenth(double ms) { return static_cast<double>(static_cast<int64_t>(ms * 10 + 0.5)) / 10; }
 
-// The tenant claimed for the move's life (§6.1).
-struct Claim {
-    Router& router;
-    std::string tenant;
-    bool held;
-    Claim(Router& r, std::string t, std::string_view what)
-        : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
-    ~Claim() {
-        if (held) router.release(tenant);
-    }
-};
-
 Response busy_answer(Router& router, const std::string& tenant) {
     const std::string what = router.held_by(tenant);
     Response r = Router::error(409, "another operation on `" + tenant + "` is in progress: " + what);
@@ -130,7 +118,7 @@ Response Move::run(const server::Request& request) {
     // §7.1: the body and the checks; a refusal here counts as no move.
     std::string to_name;
     if (auto refused = read_target(request.body, to_name)) return *refused;
-    Claim claim(router_, tenant_, "move");
+    TenantClaim claim(router_, tenant_, "move");
     if (!claim.held) return busy_answer(router_, tenant_);
     auto maps = router_.directory().maps();
     if (auto refused = check(*maps, to_name)) return *refused;

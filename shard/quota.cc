@@ -17,22 +17,8 @@ namespace fenec::shard {
 
 namespace {
 
-void log(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
-
 // The quota's one encoding (the node's object), for the router's answers as for the node.
 void write_quota(json::Writer& w, const std::optional<Quota>& quota) { w.raw(quota_body(quota)); }
-
-// The tenant claimed for the life of the object (§6.1).
-struct Claim {
-    Router& router;
-    std::string tenant;
-    bool held;
-    Claim(Router& r, std::string t)
-        : router(r), tenant(std::move(t)), held(r.claim(tenant, "quota")) {}
-    ~Claim() {
-        if (held) router.release(tenant);
-    }
-};
 
 http::Response busy(Router& router, const std::string& tenant) {
     const std::string holder = router.held_by(tenant);
@@ -133,8 +119,8 @@ QuotaSent QuotaSync::send_to(const NodeRow& node, const TenantRow& tenant, std::
     }
     owe(node.name, tenant.name);
     const std::string why = a.said(node);
-    log("the quota of `" + tenant.name + "` was not taken by its " + std::string(role) + " on `" +
-        node.name + "` (" + why + "): sent again when the node answers");
+    log_line("the quota of `" + tenant.name + "` was not taken by its " + std::string(role) + " on `" +
+             node.name + "` (" + why + "): sent again when the node answers");
     return {false, why};
 }
 
@@ -177,7 +163,7 @@ void QuotaSync::resend(const std::string& node, std::string_view request_id) {
     for (const std::string& tenant : tenants) {
         // Claimed, so a quota set meanwhile is not overtaken by this older send; a tenant held
         // by another operation is left owed, for the node's next answer.
-        Claim claim(router_, tenant);
+        TenantClaim claim(router_, tenant, "quota");
         if (!claim.held) continue;
         auto maps = router_.directory().maps();
         auto t = maps->tenants.find(tenant);
@@ -190,7 +176,7 @@ void QuotaSync::resend(const std::string& node, std::string_view request_id) {
         }
         const bool primary = t->second.node == node;
         QuotaSent s = send_to(n->second, t->second, primary ? "primary" : "copy", request_id);
-        if (s.taken) log("the quota of `" + tenant + "` is taken by `" + node + "` now");
+        if (s.taken) log_line("the quota of `" + tenant + "` is taken by `" + node + "` now");
     }
 }
 
@@ -223,7 +209,7 @@ http::Response serve_quota(Router& router, const server::Request& request,
         quota = parse_quota(request.body, error);
         if (!quota) return Router::error(400, error);
     }
-    Claim claim(router, tenant);
+    TenantClaim claim(router, tenant, "quota");
     if (!claim.held) return busy(router, tenant);
     if (!router.directory().maps()->tenants.contains(tenant)) return no_tenant(tenant);
     // The row first, synced: a quota sent is one a restart still knows (§6.4).

@@ -26,10 +26,6 @@ namespace fenec::shard {
 
 namespace {
 
-void log(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
-
-std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
-
 // Whether `survey` shows `node` keeping a copy of `tenant` that follows `from`.
 bool follows(const std::map<std::string, SurveyReply>& survey, const std::string& node,
              const std::string& tenant, const std::string& from) {
@@ -38,18 +34,6 @@ bool follows(const std::map<std::string, SurveyReply>& survey, const std::string
     const CopyInfo* c = s->second.find(tenant);
     return c && c->following && c->following->from == from;
 }
-
-// Releases a claim at the end of a tenant's part.
-struct Held {
-    Router& router;
-    std::string tenant;
-    bool held;
-    Held(Router& r, std::string t)
-        : router(r), tenant(std::move(t)), held(r.claim(tenant, "repair")) {}
-    ~Held() {
-        if (held) router.release(tenant);
-    }
-};
 
 }  // namespace
 
@@ -136,7 +120,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         std::lock_guard lock(mu_);
         schedule_.settled(tenant.name);
     }
-    Held held(router_, tenant.name);
+    TenantClaim held(router_, tenant.name, "repair");
     if (!held.held) {
         report.unreplicated.push_back({tenant.name, "another operation holds it (" +
                                                         router_.held_by(tenant.name) +
@@ -214,12 +198,12 @@ void Copies::learn_lineage(const TenantRow& tenant,
         }
         if (engine::Status st = router_.directory().set_lineage(tenant.name, p->lineage);
             !st.is_ok()) {
-            log("the new lineage of `" + tenant.name + "` was not recorded: " + st.to_string());
+            log_line("the new lineage of `" + tenant.name + "` was not recorded: " + st.to_string());
             return;
         }
-        log("`" + tenant.name + "` is of lineage " + p->lineage + " now (was " +
-            (t->second.lineage.empty() ? std::string("not recorded") : t->second.lineage) +
-            "): its node `" + tenant.node + "` and the copy on `" + node + "` following it say so");
+        log_line("`" + tenant.name + "` is of lineage " + p->lineage + " now (was " +
+                 (t->second.lineage.empty() ? std::string("not recorded") : t->second.lineage) +
+                 "): its node `" + tenant.node + "` and the copy on `" + node + "` following it say so");
         return;
     }
 }

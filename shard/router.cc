@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <random>
 #include <thread>
@@ -79,6 +80,10 @@ size_t code_class(int status) {
 }
 
 }  // namespace
+
+void log_line(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
+
+std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
 
 std::string peer_host(std::string_view peer) {
     const size_t colon = peer.rfind(':');

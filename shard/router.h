@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "engine/clock.h"
 #include "server/obs/audit.h"
@@ -235,6 +236,27 @@ class Router final : public server::Handler {
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
 };
+
+// A tenant claimed (Router::claim) for the scope of an operation: `held` is false when another
+// held it already; a claim that was granted is released when the guard goes.
+struct TenantClaim {
+    Router& router;
+    std::string tenant;
+    bool held;
+    TenantClaim(Router& r, std::string t, std::string_view what)
+        : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
+    ~TenantClaim() {
+        if (held) router.release(tenant);
+    }
+    TenantClaim(const TenantClaim&) = delete;
+    TenantClaim& operator=(const TenantClaim&) = delete;
+};
+
+// One line on stderr, "fenec-shard: <line>": what the copies', quotas' and repairs' work says.
+void log_line(const std::string& line);
+
+// A node's base URL, "http://<addr>".
+std::string url_of(const NodeRow& node);
 
 // "127.0.0.1:5123" → "127.0.0.1", "[::1]:5123" → "::1": the client address of the refusal delay
 // and of Fenec-Router.

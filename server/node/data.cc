@@ -92,12 +92,6 @@ std::optional<http::Response> scope_refusal(
 }
 
 // The headers of §4.1 that bear on reading and holding: Fenec-After, Fenec-History, Fenec-Wait.
-struct ReadAfter {
-    std::optional<uint64_t> after;
-    std::optional<uint64_t> history;
-    std::optional<uint64_t> wait_ms;
-};
-
 std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out) {
     const http::RequestHead& h = call.request.head;
     if (auto v = h.header("Fenec-After")) {
@@ -118,8 +112,6 @@ std::optional<http::Response> read_after_headers(Node& node, const Call& call, R
 }
 
 // Whether this copy holds write `after` of `history` (§5.6): yes, not yet (wait), or never.
-enum class Holds : uint8_t { yes, not_yet, never };
-
 Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history) {
     const uint64_t seq = t.db().seq().v;
     if (!history) return seq >= after ? Holds::yes : Holds::not_yet;

@@ -4,7 +4,9 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "engine/database.h"
 #include "json/writer.h"
@@ -32,6 +34,31 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call);
 // the quota's name on 429 and 507, the 503's reason).
 // A tenant the registry could not give: 404 unknown, 503 `memory`, 500 a file that does not open.
 http::Response acquire_refusal(const Node& node, const Acquired& acquired);
+
+// An answer of `status` whose body is JSON already written (rest.cc, lease_admin.cc).
+inline http::Response json_answer(int status, std::string body) {
+    http::Response r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+}
+
+// data.cc, shared with statements.cc: what §5.8 checks before a statement runs for the
+// credential (a JWT runs no schema statement, one of scope "read" runs reads only, §3.2); the
+// headers of §4.1 that bear on reading and holding (Fenec-After, Fenec-History, Fenec-Wait);
+// whether this copy holds write `after` of `history` (§5.6): yes, not yet (wait), or never; and
+// the answer to a write it does not hold.
+std::optional<http::Response> scope_refusal(
+    Node& node, const Call& call, std::span<const std::shared_ptr<const ql::ParsedStatement>> all);
+struct ReadAfter {
+    std::optional<uint64_t> after;
+    std::optional<uint64_t> history;
+    std::optional<uint64_t> wait_ms;
+};
+std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out);
+enum class Holds : uint8_t { yes, not_yet, never };
+Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history);
+http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history);
 
 // statements.cc: §5.8 step 4, admission of a write before its key is looked up: the node
 // stopping, the tenant frozen (503 with the reason). nullopt: admitted.

@@ -19,13 +19,6 @@ namespace {
 // body may make the node keep and persist.
 constexpr size_t authority_bytes_max = 128;
 
-http::Response json_answer(int status, std::string body) {
-    http::Response r;
-    r.status = status;
-    r.body = std::move(body);
-    return r;
-}
-
 }  // namespace
 
 void write_holder(json::Writer& w, const std::optional<Holder>& h) {

@@ -84,13 +84,6 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
     node.answer(*call, shaped(node, t, o, shape));
 }
 
-http::Response json_answer(int status, std::string body) {
-    http::Response r;
-    r.status = status;
-    r.body = std::move(body);
-    return r;
-}
-
 void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
                     const std::string& coll, uint64_t id) {
     const http::RequestHead& h = call->request.head;

@@ -19,17 +19,6 @@
 namespace fenec::node {
 
 using Parsed = std::shared_ptr<const ql::ParsedStatement>;
-std::optional<http::Response> scope_refusal(Node& node, const Call& call,
-                                            std::span<const Parsed> parsed);
-struct ReadAfter {
-    std::optional<uint64_t> after;
-    std::optional<uint64_t> history;
-    std::optional<uint64_t> wait_ms;
-};
-std::optional<http::Response> read_after_headers(Node& node, const Call& call, ReadAfter& out);
-enum class Holds : uint8_t { yes, not_yet, never };
-Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history);
-http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history);
 
 namespace {
 
