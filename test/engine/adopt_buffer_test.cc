@@ -13,7 +13,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::adopt_buffer_test {
 namespace {
 
 using namespace engine;
@@ -121,4 +121,4 @@ TEST(AdoptBuffer, AMostlyLiveFileIsAdoptedAtOpenAMostlyDeadOneCopiedOut) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::adopt_buffer_test

@@ -10,7 +10,7 @@
 #include "engine/format_generated.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::apply_refusals_test {
 namespace {
 
 using namespace engine;
@@ -134,4 +134,4 @@ TEST(ApplyRefusals, PutDocsWithBytesPastItsLastDocument) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::apply_refusals_test

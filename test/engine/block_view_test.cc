@@ -8,7 +8,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::block_view_test {
 namespace {
 
 using namespace engine;
@@ -144,4 +144,4 @@ TEST(BlockInternal, ServerRowsAreNotChargedToTheRates) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::block_view_test

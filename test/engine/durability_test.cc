@@ -31,7 +31,7 @@
 #include "engine/format_generated.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::durability_test {
 namespace {
 
 using namespace engine;
@@ -1109,4 +1109,4 @@ TEST(DurabilityBlocks, ListenerHearsOncePerLandedBlockAndNeverForARefusedOne) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::durability_test

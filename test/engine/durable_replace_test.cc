@@ -18,7 +18,7 @@
 #include "engine/io.h"
 #include "test/support/fault_fs.h"
 
-namespace fenec {
+namespace fenec::durable_replace_test {
 namespace {
 
 using engine::Code;
@@ -209,4 +209,4 @@ TEST_F(PosixDirectoryTest, MakesListsSizesAndReplaces) {
 }
 
 }  // namespace
-}  // namespace fenec
+}  // namespace fenec::durable_replace_test

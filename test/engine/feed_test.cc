@@ -8,7 +8,7 @@
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::feed_test {
 namespace {
 
 using namespace engine;
@@ -260,4 +260,4 @@ TEST(Feed, EntriesReadableOnlyOnceDurable) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::feed_test

@@ -25,7 +25,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::file_format_golden_test {
 namespace {
 
 using namespace engine;
@@ -242,4 +242,4 @@ TEST(FileFormatGolden, TheFreshFileIsTheFuzzersSeed) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::file_format_golden_test

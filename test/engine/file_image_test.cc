@@ -18,7 +18,7 @@
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::file_image_test {
 namespace {
 
 using namespace engine;
@@ -194,8 +194,8 @@ TEST(FileImage, ACutOrLongerFileImageIsRefusedAndInstallsNothing) {
     // Every cut inside a record (a cut on a record's edge is a shorter valid file: the digest
     // and the seq sent with it refuse that one, node-http.md §8.3).
     std::set<uint64_t> edges;
-    for (uint64_t p = format::kHeaderBytes; p < bytes.size();
-         p += format::framed_size(format::load_u32(bytes.data() + p))) {
+    for (uint64_t p = engine::format::kHeaderBytes; p < bytes.size();
+         p += engine::format::framed_size(engine::format::load_u32(bytes.data() + p))) {
         edges.insert(p);
     }
     EXPECT_GT(edges.size(), 4u);
@@ -211,4 +211,4 @@ TEST(FileImage, ACutOrLongerFileImageIsRefusedAndInstallsNothing) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::file_image_test

@@ -12,7 +12,7 @@
 #include "test/support/engine_fixture.h"
 #include "test/support/wait.h"
 
-namespace fenec::test {
+namespace fenec::test::gate_flusher_test {
 namespace {
 
 using namespace engine;
@@ -127,4 +127,4 @@ TEST(FlusherTest, SweepsExpiredRows) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::gate_flusher_test

@@ -9,7 +9,7 @@
 
 #include "engine/format.h"
 
-namespace fenec::engine::format {
+namespace fenec::engine::format::hex16_test {
 namespace {
 
 TEST(Hex16, WritesSixteenLowercaseDigits) {
@@ -34,4 +34,4 @@ TEST(Hex16, ParsesWhatItWritesAndNothingElse) {
 }
 
 }  // namespace
-}  // namespace fenec::engine::format
+}  // namespace fenec::engine::format::hex16_test

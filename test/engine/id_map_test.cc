@@ -8,7 +8,7 @@
 
 #include "engine/id_map.h"
 
-namespace fenec::engine {
+namespace fenec::engine::id_map_test {
 namespace {
 
 DocRef ref_of(uint64_t v) {
@@ -72,4 +72,4 @@ TEST(IdMapTest, AnswersAsAnOrderedMap) {
 }
 
 }  // namespace
-}  // namespace fenec::engine
+}  // namespace fenec::engine::id_map_test

@@ -15,7 +15,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::image_install_test {
 namespace {
 
 using namespace engine;
@@ -128,4 +128,4 @@ TEST(ImageInstall, ADamagedImageGetsTheVerdictTheWholeInstallGives) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::image_install_test

@@ -13,7 +13,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::install_open_test {
 namespace {
 
 using namespace engine;
@@ -123,4 +123,4 @@ TEST(InstallOpen, ARefusedCheckOrAnExistingTargetInstallsNothing) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::install_open_test

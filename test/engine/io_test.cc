@@ -27,7 +27,7 @@
 #include "engine/aligned_bytes.h"
 #include "test/support/fault_fs.h"
 
-namespace fenec {
+namespace fenec::io_test {
 namespace {
 
 using engine::Code;
@@ -599,4 +599,4 @@ TEST_F(FaultFsTest, HelpersSetFlipAndReadContents) {
 }
 
 }  // namespace
-}  // namespace fenec
+}  // namespace fenec::io_test

@@ -15,10 +15,8 @@
 
 #include "engine/clock.h"
 
-namespace fenec::engine {
+namespace fenec::engine::lease_guard_test {
 namespace {
-
-constexpr int64_t kNsPerMs = 1'000'000;
 
 TEST(LeaseGuardTest, NoLeaseRefusesEveryTenant) {
     FakeBootClock clock;
@@ -260,4 +258,4 @@ TEST(LeaseGuardTest, ConcurrentChecksSeeOnlyWholeSnapshots) {
 }
 
 }  // namespace
-}  // namespace fenec::engine
+}  // namespace fenec::engine::lease_guard_test

@@ -27,7 +27,7 @@
 #include "engine/limits.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::model_test {
 namespace {
 
 using namespace engine;
@@ -1246,4 +1246,4 @@ TEST(Values, NameFieldCountAndDocumentSizeLimits) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::model_test

@@ -6,7 +6,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::rate_level_test {
 namespace {
 
 using namespace engine;
@@ -49,4 +49,4 @@ TEST(RateLevel, UsageReportsEachBucketsLevelAndNothingWithoutARate) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::rate_level_test

@@ -9,10 +9,11 @@
 
 #include <cstdint>
 
-namespace fenec::engine {
+#include "engine/clock.h"
+
+namespace fenec::engine::rate_test {
 namespace {
 
-constexpr int64_t kNsPerMs = 1'000'000;
 constexpr int64_t kT0 = 7'000'000'000;  // any steady-clock origin
 
 TEST(RateBucketTest, StartsFull) {
@@ -131,4 +132,4 @@ TEST(RateBucketTest, RetryAfterIsTheLeastWaitForAnAwkwardRate) {
 }
 
 }  // namespace
-}  // namespace fenec::engine
+}  // namespace fenec::engine::rate_test

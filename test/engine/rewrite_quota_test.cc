@@ -34,7 +34,7 @@
 #include "engine/limits.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::rewrite_quota_test {
 namespace {
 
 using namespace engine;
@@ -1225,4 +1225,4 @@ TEST(TtlInsert, InsertOverAnExpiredUnsweptRowLands) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::rewrite_quota_test

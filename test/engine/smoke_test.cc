@@ -5,7 +5,7 @@
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::smoke_test {
 namespace {
 
 using namespace engine;
@@ -58,4 +58,4 @@ TEST(EngineSmoke, WriteReopenCheckpoint) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::smoke_test

@@ -10,7 +10,7 @@
 #include "engine/schema.h"
 #include "engine/value.h"
 
-namespace fenec::engine {
+namespace fenec::engine::vector_value_test {
 namespace {
 
 Schema three_fields() {
@@ -53,4 +53,4 @@ TEST(VectorValue, ReadsFloat32AndBinary16VectorsWithoutAValue) {
 }
 
 }  // namespace
-}  // namespace fenec::engine
+}  // namespace fenec::engine::vector_value_test

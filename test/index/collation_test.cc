@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace fenec::index {
+namespace fenec::index::collation_test {
 namespace {
 
 using engine::Collation;
@@ -352,4 +352,4 @@ TEST(CollationTest, ThreadsAgree) {
 }
 
 }  // namespace
-}  // namespace fenec::index
+}  // namespace fenec::index::collation_test

@@ -28,7 +28,7 @@
 #include "test/index/hnsw_fixture.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::index {
+namespace fenec::index::hnsw_index_test {
 namespace {
 
 using namespace hnsw_test;
@@ -558,4 +558,4 @@ TEST(HnswPersistence, UnknownVersionRebuilds) {
 TEST(HnswRecall, TenThousandClustered128) { recall_check(10000, 100, {1.0}, 64); }
 
 }  // namespace
-}  // namespace fenec::index
+}  // namespace fenec::index::hnsw_index_test

@@ -6,7 +6,7 @@
 
 #include "test/index/hnsw_fixture.h"
 
-namespace fenec::index {
+namespace fenec::index::hnsw_recall_slow_test {
 namespace {
 
 using namespace hnsw_test;
@@ -16,4 +16,4 @@ TEST(HnswSlowRecall, HundredThousandClustered128) {
 }
 
 }  // namespace
-}  // namespace fenec::index
+}  // namespace fenec::index::hnsw_recall_slow_test

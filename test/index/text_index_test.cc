@@ -27,7 +27,7 @@
 #include "index/tokenizer.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::index {
+namespace fenec::index::text_index_test {
 namespace {
 
 using engine::Block;
@@ -456,4 +456,4 @@ TEST(TextIndexReferenceTest, GeneratedCorpusEqualsExhaustiveScorer) {
 }
 
 }  // namespace
-}  // namespace fenec::index
+}  // namespace fenec::index::text_index_test

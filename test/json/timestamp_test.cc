@@ -9,7 +9,7 @@
 
 #include <random>
 
-namespace fenec::json {
+namespace fenec::json::timestamp_test {
 namespace {
 
 std::string reformat(std::string_view text) {
@@ -158,4 +158,4 @@ TEST(TimestampTest, RoundTripsOverRandomInstants) {
 }
 
 }  // namespace
-}  // namespace fenec::json
+}  // namespace fenec::json::timestamp_test

@@ -13,7 +13,7 @@
 #include <limits>
 #include <random>
 
-namespace fenec::json {
+namespace fenec::json::writer_test {
 namespace {
 
 template <class F>
@@ -163,4 +163,4 @@ TEST(JsonWriterTest, NonFiniteIsAProgrammerError) {
 }
 
 }  // namespace
-}  // namespace fenec::json
+}  // namespace fenec::json::writer_test

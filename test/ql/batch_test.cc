@@ -14,7 +14,7 @@
 #include "ql/parser.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::batch_test {
 namespace {
 
 using engine::Code;
@@ -332,4 +332,4 @@ TEST(Batch, ParamsAreEachItemsOwn) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::batch_test

@@ -14,7 +14,7 @@
 #include <limits>
 #include <random>
 
-namespace fenec::ql {
+namespace fenec::ql::compare_test {
 namespace {
 
 using engine::Collation;
@@ -269,4 +269,4 @@ TEST(CompareTest, TotalOrderAndEqualityAgreeOverRandomValues) {
 }
 
 }  // namespace
-}  // namespace fenec::ql
+}  // namespace fenec::ql::compare_test

@@ -12,7 +12,7 @@
 #include "ql/parser.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::differential_test {
 namespace {
 
 using engine::Database;
@@ -153,4 +153,4 @@ TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::differential_test

@@ -37,7 +37,7 @@
 #include "test/support/engine_fixture.h"
 #include "test/support/json_value.h"
 
-namespace fenec::ql {
+namespace fenec::ql::golden_test {
 namespace {
 
 constexpr int kCasesExpected = 160;  // fenecql.md §16 numbers its examples 1 to 160
@@ -663,4 +663,4 @@ TEST(GoldenHarness, ExpandsRepeats) {
 }
 
 }  // namespace
-}  // namespace fenec::ql
+}  // namespace fenec::ql::golden_test

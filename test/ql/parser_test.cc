@@ -14,7 +14,7 @@
 #include "ql/lexer.h"
 #include "ql/parser.h"
 
-namespace fenec::ql {
+namespace fenec::ql::parser_test {
 namespace {
 
 std::string repeat(std::string_view s, size_t n) {
@@ -1252,4 +1252,4 @@ TEST(ParseSpec, ReadOnlyClassification) {
 }
 
 }  // namespace
-}  // namespace fenec::ql
+}  // namespace fenec::ql::parser_test

@@ -5,7 +5,7 @@
 
 #include "ql/exec_read.h"
 
-namespace fenec::ql {
+namespace fenec::ql::project_test {
 namespace {
 
 engine::Schema schema_of(size_t fields) {
@@ -49,4 +49,4 @@ TEST(Project, TwoColumnsOfOneNameRefusedMany) {
 }
 
 }  // namespace
-}  // namespace fenec::ql
+}  // namespace fenec::ql::project_test

@@ -12,7 +12,7 @@
 #include "ql/parser.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::read_by_id_test {
 namespace {
 
 using engine::Database;
@@ -96,4 +96,4 @@ TEST(ReadById, ProjectOnePassKeepsTheColumnsOrder) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::read_by_id_test

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fenec::ql {
+namespace fenec::ql::value_json_test {
 namespace {
 
 std::string value(const engine::Value& v) {
@@ -77,4 +77,4 @@ TEST(ValueJson, Base64RefusesAllButTheCanonicalText) {
 }
 
 }  // namespace
-}  // namespace fenec::ql
+}  // namespace fenec::ql::value_json_test

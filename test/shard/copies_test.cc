@@ -9,7 +9,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::copies_test {
 namespace {
 
 class Copies : public ClusterTest<4> {
@@ -237,4 +237,4 @@ TEST_F(Repair, ANodeSilentInTheSurveyIsNoPlaceForAReplica) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::copies_test

@@ -7,7 +7,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::shard {
+namespace fenec::shard::directory_test {
 namespace {
 
 TenantRow tenant(std::string name, std::string node, std::string lineage = "") {
@@ -137,4 +137,4 @@ TEST(Directory, NamesAreChecked) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::directory_test

@@ -15,7 +15,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::failover_cluster_test {
 namespace {
 
 // A count's answer: `{"count":n}`.
@@ -200,4 +200,4 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::failover_cluster_test

@@ -13,7 +13,7 @@
 #include "server/obs/metrics.h"
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::shard {
+namespace fenec::shard::failover_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -348,4 +348,4 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::failover_test

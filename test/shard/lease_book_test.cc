@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fenec::shard {
+namespace fenec::shard::lease_book_test {
 namespace {
 
 constexpr int64_t ms = 1'000'000;  // ns
@@ -181,4 +181,4 @@ TEST(LeaseBook, TheGrantBodyIsTheNodesWireFormat) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::lease_book_test

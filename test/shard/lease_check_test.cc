@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fenec::test {
+namespace fenec::test::lease_check_test {
 namespace {
 
 constexpr int64_t ms = 1'000'000;
@@ -94,4 +94,4 @@ TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::lease_check_test

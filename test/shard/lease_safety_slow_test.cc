@@ -14,7 +14,7 @@
 #include "test/shard/cluster_fixture.h"
 #include "test/support/lease_check.h"
 
-namespace fenec::test {
+namespace fenec::test::lease_safety_slow_test {
 namespace {
 
 int64_t now_ns() {
@@ -129,4 +129,4 @@ TEST_F(LeaseSafety, NoTwoNodesAcknowledgeWritesInOverlappingLeases) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::lease_safety_slow_test

@@ -14,7 +14,7 @@
 
 #include "server/obs/metrics.h"
 
-namespace fenec::shard {
+namespace fenec::shard::leases_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -399,4 +399,4 @@ TEST(Leases, ANodeJudgedLapsedIsGrantedNoTenantUntilItsFailoverEnds) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::leases_test

@@ -14,7 +14,7 @@
 #include "json/writer.h"
 #include "ql/compare.h"
 
-namespace fenec::shard {
+namespace fenec::shard::merge_test {
 namespace {
 
 using engine::Value;
@@ -414,4 +414,4 @@ TEST(Merge, RefusalsNameTheirCause) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::merge_test

@@ -7,7 +7,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::move_replica_test {
 namespace {
 
 class MoveReplica : public ClusterTest<3> {
@@ -64,4 +64,4 @@ TEST_F(MoveReplica, ReplicaOnTheTargetIsPlacedAgain) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::move_replica_test

@@ -16,7 +16,7 @@
 
 #include "test/shard/shard_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::move_test {
 namespace {
 
 const std::string ROOT = "root";
@@ -377,4 +377,4 @@ TEST_F(Move, FailedMoveThawsTheSourceAndRestoresTheDirectory) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::move_test

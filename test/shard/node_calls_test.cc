@@ -11,7 +11,7 @@
 #include "shard/upstream.h"
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::node_calls_test {
 namespace {
 
 using shard::CopyInfo;
@@ -268,4 +268,4 @@ TEST_F(NodeCallsLive, GrantsAreReadAndBounded) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::node_calls_test

@@ -8,7 +8,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::pairs_test {
 namespace {
 
 class Pairs : public ClusterTest<3> {
@@ -102,4 +102,4 @@ TEST_F(Pairs, RefusesWhatCannotBeAPair) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::pairs_test

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fenec::shard {
+namespace fenec::shard::placement_test {
 namespace {
 
 struct Maps {
@@ -108,4 +108,4 @@ TEST(Placement, NeverThePrimaryAStandbyOrANodeWithAStandby) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::placement_test

@@ -13,7 +13,7 @@
 
 #include "test/shard/shard_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::query_test {
 namespace {
 
 const std::string ROOT = "root";
@@ -531,4 +531,4 @@ TEST_F(Query, MovedOrDeletedWhileRunning) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::query_test

@@ -7,7 +7,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::quota_test {
 namespace {
 
 class Quotas : public ClusterTest<3> {
@@ -120,4 +120,4 @@ TEST_F(Quotas, Refusals) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::quota_test

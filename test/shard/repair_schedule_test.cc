@@ -5,7 +5,7 @@
 
 #include "shard/copies.h"
 
-namespace fenec::shard {
+namespace fenec::shard::repair_schedule_test {
 namespace {
 
 TEST(RepairSchedule, LooksAgainAtTenThirtySixtyOneTwentyAndThreeHundredSeconds) {
@@ -49,4 +49,4 @@ TEST(RepairSchedule, AnsweredIsSettled) {
 }
 
 }  // namespace
-}  // namespace fenec::shard
+}  // namespace fenec::shard::repair_schedule_test

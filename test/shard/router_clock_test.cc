@@ -10,7 +10,7 @@
 #include "shard/router.h"
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::router_clock_test {
 namespace {
 
 const std::string root = "root-token-for-the-clock";
@@ -56,4 +56,4 @@ TEST(RouterClock, AuditLinesCarryTheInjectedWallClock) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::router_clock_test

@@ -7,7 +7,7 @@
 
 #include "test/shard/shard_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::router_test {
 namespace {
 
 const std::string ROOT = "root";
@@ -450,4 +450,4 @@ TEST_F(Router, SilentNodeIs504) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::router_test

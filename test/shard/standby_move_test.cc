@@ -5,7 +5,7 @@
 
 #include "test/shard/standby_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::standby_move_test {
 namespace {
 
 class StandbyMove : public StandbyTest {};
@@ -55,4 +55,4 @@ TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::standby_move_test

@@ -6,7 +6,7 @@
 
 #include "test/shard/standby_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::standby_promote_test {
 namespace {
 
 class StandbyPromotion : public StandbyTest {};
@@ -128,4 +128,4 @@ TEST_F(StandbyPromotion, ADivergedPrimaryComesBackAsAFollowerOfTheNewOne) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::standby_promote_test

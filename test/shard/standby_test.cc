@@ -8,7 +8,7 @@
 
 #include "test/shard/standby_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::standby_test {
 namespace {
 
 class Standby : public StandbyTest {};
@@ -129,4 +129,4 @@ TEST_F(Standby, WaitsForItsDirectoryBeforeAnsweringTenants) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::standby_test

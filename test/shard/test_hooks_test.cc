@@ -8,7 +8,7 @@
 
 #include "test/support/file_search.h"
 
-namespace fenec::test {
+namespace fenec::test::test_hooks_test {
 namespace {
 
 TEST(TestHooks, OnlyTheHooksBuildNamesThem) {
@@ -25,4 +25,4 @@ TEST(TestHooks, OnlyTheHooksBuildNamesThem) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::test_hooks_test

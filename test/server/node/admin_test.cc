@@ -18,7 +18,7 @@
 #include "test/server/node/image_fixture.h"
 #include "test/support/wait.h"
 
-namespace fenec::test {
+namespace fenec::test::admin_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -655,4 +655,4 @@ TEST(Admin, MutatingRoutesAreAudited) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::admin_test

@@ -7,7 +7,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::busy_poll_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -71,4 +71,4 @@ TEST(BusyPoll, OverTheBoundIsRefusedAtStart) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::busy_poll_test

@@ -6,7 +6,7 @@
 #include "server/node/jwt.h"
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::data_plane_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -545,4 +545,4 @@ TEST_F(DataPlane, TenantStreamsLimit) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::data_plane_test

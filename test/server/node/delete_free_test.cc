@@ -8,7 +8,7 @@
 
 #include "test/server/node/image_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::delete_free_test {
 namespace {
 
 const std::string& D = image_data_token;
@@ -75,4 +75,4 @@ TEST(DeleteFree, DeleteThenAnImmediateInstallOrCreateOfTheSameNameServesTheNewOn
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::delete_free_test

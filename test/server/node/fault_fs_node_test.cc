@@ -18,7 +18,7 @@
 #include "test/server/node/node_fixture.h"
 #include "test/support/fault_fs.h"
 
-namespace fenec::test {
+namespace fenec::test::fault_fs_node_test {
 namespace {
 
 const std::string D1 = "9e2d41c07a5b3f18/eu";
@@ -253,4 +253,4 @@ TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::fault_fs_node_test

@@ -8,7 +8,7 @@
 
 #include "server/node/replication.h"
 
-namespace fenec::node {
+namespace fenec::node::feed_decode_test {
 namespace {
 
 std::string block_payload(uint64_t first, uint32_t count, int64_t landed_ms, std::string records) {
@@ -108,4 +108,4 @@ TEST(FeedDecode, ContinuationPiecesJoinToTheirBlock) {
 }
 
 }  // namespace
-}  // namespace fenec::node
+}  // namespace fenec::node::feed_decode_test

@@ -14,7 +14,7 @@
 #include "test/server/node/image_fixture.h"
 #include "test/support/wait.h"
 
-namespace fenec::test {
+namespace fenec::test::file_image_test {
 namespace {
 
 const std::string& D = image_data_token;
@@ -125,4 +125,4 @@ TEST(FileImage, ACutBodyOrAWrongSeqOrDigestLeavesNothingServed) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::file_image_test

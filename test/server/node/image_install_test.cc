@@ -8,7 +8,7 @@
 
 #include "test/server/node/image_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::image_install_test {
 namespace {
 
 const std::string& D = image_data_token;
@@ -93,4 +93,4 @@ TEST(ImageInstall, DigestIsXxh3_128AndADamagedDigestIsRefused) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::image_install_test

@@ -10,7 +10,7 @@
 #include "test/server/node/node_fixture.h"
 #include "test/support/wait.h"
 
-namespace fenec::test {
+namespace fenec::test::image_stream_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -158,4 +158,4 @@ TEST(ImageStream, ALargeImageIsStreamedToDiskAndInstalled) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::image_stream_test

@@ -9,7 +9,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::leases_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -296,4 +296,4 @@ TEST_F(Leases, ACompactBatchAnsweredAfterItsLeaseLapsedHasAnUnknownOutcome) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::leases_test

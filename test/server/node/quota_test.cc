@@ -9,7 +9,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::quota_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -264,4 +264,4 @@ TEST_F(Quotas, PutRefusesWhatIsNotAQuotaNamingTheField) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::quota_test

@@ -4,7 +4,7 @@
 // collection or the id, Fenec-Seq and Fenec-History on a 200).
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::read_by_id_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -72,4 +72,4 @@ TEST_F(ReadById, Refusals) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::read_by_id_test

@@ -9,7 +9,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::registry_obs_test {
 namespace {
 
 const std::string D = "data-token-d-7f3k";
@@ -524,4 +524,4 @@ TEST(RegistryObs, CorsPreflightAndAnswers) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::registry_obs_test

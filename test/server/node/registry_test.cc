@@ -15,7 +15,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::node {
+namespace fenec::node::registry_test {
 namespace {
 
 using fenec::test::TempDir;
@@ -190,4 +190,4 @@ TEST(RegistryIdle, ReopenDuringAnIdleCloseWaitsForIt) {
 }
 
 }  // namespace
-}  // namespace fenec::node
+}  // namespace fenec::node::registry_test

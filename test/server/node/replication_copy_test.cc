@@ -11,7 +11,7 @@
 #include "server/node/replication.h"
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::replication_copy_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -253,4 +253,4 @@ TEST(ReplicationBigBlock, ABlockPastTheFrameBoundReplicates) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::replication_copy_test

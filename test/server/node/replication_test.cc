@@ -7,7 +7,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::replication_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -272,7 +272,6 @@ TEST_F(Replication, ForkedCheckUntilTheOldPrimaryHears) {
     EXPECT_EQ(member(ok.body, "forked"), "true") << ok.body;
 }
 
-}  // namespace
 // §14 case 72 for promote and follow (§9.5): a term taken from an authority fences its lower
 // terms, across a restart; a call without `authority` is an operator's and is not fenced.
 TEST_F(Replication, PromoteAndFollowAreFencedByTerm) {
@@ -323,4 +322,5 @@ TEST_F(Replication, FenecAfterOnAHistoryThisCopyLeft) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
 }
 
-}  // namespace fenec::test
+}  // namespace
+}  // namespace fenec::test::replication_test

@@ -12,7 +12,7 @@
 #include "test/server/node/node_fixture.h"
 #include "test/support/file_search.h"
 
-namespace fenec::test {
+namespace fenec::test::test_hooks_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -140,4 +140,4 @@ TEST(TestHooks, FeedFrameBytesCutsABlockOnlyInTheHooksBuild) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::test_hooks_test

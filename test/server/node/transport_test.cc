@@ -9,7 +9,7 @@
 
 #include "test/server/node/node_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::transport_test {
 namespace {
 
 const std::string D = "data-token-d";
@@ -280,4 +280,4 @@ TEST(Transport, StartupRefusals) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::transport_test

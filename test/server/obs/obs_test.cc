@@ -23,7 +23,7 @@
 #include "server/obs/metrics.h"
 #include "test/support/wait.h"
 
-namespace fenec::obs {
+namespace fenec::obs::obs_test {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -599,4 +599,4 @@ TEST(TraceParent, TracestateSampleAndIds) {
 }
 
 }  // namespace
-}  // namespace fenec::obs
+}  // namespace fenec::obs::obs_test

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace fenec::server {
+namespace fenec::server::base64url_test {
 namespace {
 
 TEST(Base64url, Rfc4648VectorsAndStrictDecoding) {
@@ -31,4 +31,4 @@ TEST(Base64url, Rfc4648VectorsAndStrictDecoding) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::base64url_test

@@ -30,7 +30,7 @@
 #include "server/runtime/pool.h"
 #include "server/runtime/ring_client.h"
 
-namespace fenec::server {
+namespace fenec::server::client_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -594,4 +594,4 @@ TEST(RingClient, ACallsStateIsKnownWhileItRuns) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::client_test

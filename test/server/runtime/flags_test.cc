@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace fenec::server::flags {
+namespace fenec::server::flags::flags_test {
 namespace {
 
 struct Options {
@@ -162,4 +162,4 @@ TEST(Flags, LoopbackListeners) {
 }
 
 }  // namespace
-}  // namespace fenec::server::flags
+}  // namespace fenec::server::flags::flags_test

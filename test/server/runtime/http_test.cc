@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace fenec::http {
+namespace fenec::http::http_test {
 namespace {
 
 struct Parsed {
@@ -679,4 +679,4 @@ TEST(HttpRequestWriter, ParsesBackWithItsFramingAdded) {
 }
 
 }  // namespace
-}  // namespace fenec::http
+}  // namespace fenec::http::http_test

@@ -34,7 +34,7 @@
 #include "server/runtime/http_server.h"
 #include "server/runtime/workers.h"
 
-namespace fenec::server {
+namespace fenec::server::loop_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -1186,4 +1186,4 @@ TEST(WorkerPool, BoundedQueueRefusesWhenFull) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::loop_test

@@ -14,7 +14,7 @@
 
 #include "server/runtime/base64url.h"
 
-namespace fenec::server {
+namespace fenec::server::mark_test {
 namespace {
 
 // The mark computed independently of the code under test.
@@ -72,4 +72,4 @@ TEST(RouterMark, RoundTripsAndRefusesTampering) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::mark_test

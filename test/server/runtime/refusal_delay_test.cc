@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace fenec::server {
+namespace fenec::server::refusal_delay_test {
 namespace {
 
 TEST(RefusalDelayTest, DoublesCapsAndResets) {
@@ -46,4 +46,4 @@ TEST(RefusalDelayTest, EvictsTheAddressRefusedLongestAgo) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::refusal_delay_test

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace fenec::server {
+namespace fenec::server::service_test {
 namespace {
 
 // A server whose steps are recorded; `fail` names the step that fails.
@@ -99,4 +99,4 @@ TEST(ServiceDeathTest, ServesUntilASignalThenDrains) {
 }
 
 }  // namespace
-}  // namespace fenec::server
+}  // namespace fenec::server::service_test

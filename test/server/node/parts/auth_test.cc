@@ -25,7 +25,7 @@
 #include "server/node/jwt.h"
 #include "server/runtime/base64url.h"
 
-namespace fenec::auth {
+namespace fenec::auth::auth_test {
 namespace {
 
 constexpr int64_t now_ms = 1'700'000'000'000;  // a fixed Unix time
@@ -484,4 +484,4 @@ TEST_F(AuthTest, IdentifyFromManyThreadsWhileKeysReload) {
 }
 
 }  // namespace
-}  // namespace fenec::auth
+}  // namespace fenec::auth::auth_test

@@ -19,7 +19,7 @@
 #include "server/node/rest_filter.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::node {
+namespace fenec::node::json_body_test {
 namespace {
 
 using engine::Value;
@@ -591,4 +591,4 @@ TEST_F(RestRun, ShapeMatchesWhatTheStatementAnswers) {
 }
 
 }  // namespace
-}  // namespace fenec::node
+}  // namespace fenec::node::json_body_test

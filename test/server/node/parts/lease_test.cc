@@ -13,7 +13,7 @@
 
 #include "test/support/fault_fs.h"
 
-namespace fenec::node {
+namespace fenec::node::lease_test {
 namespace {
 
 using engine::LeaseVerdict;
@@ -352,4 +352,4 @@ TEST_F(LeasesTest, AFenceWhoseTermIsNotKeptIsRefused) {
 }
 
 }  // namespace
-}  // namespace fenec::node
+}  // namespace fenec::node::lease_test

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace fenec::node {
+namespace fenec::node::statement_shape_test {
 namespace {
 
 TEST(StatementShape, RemovesLiteralsKeepsParameters) {
@@ -48,4 +48,4 @@ TEST(StatementShape, LongShapesAreCutBetweenTokens) {
 }
 
 }  // namespace
-}  // namespace fenec::node
+}  // namespace fenec::node::statement_shape_test
