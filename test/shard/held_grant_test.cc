@@ -15,7 +15,7 @@
 #include "test/shard/cluster_fixture.h"
 #include "test/support/fault_proxy.h"
 
-namespace fenec::test {
+namespace fenec::test::held_grant_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -109,4 +109,4 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::held_grant_test

@@ -10,7 +10,7 @@
 
 #include "test/shard/cluster_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::lease_record_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -47,4 +47,4 @@ TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughThe
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::lease_record_test

@@ -13,7 +13,7 @@
 
 #include "test/shard/standby_fixture.h"
 
-namespace fenec::test {
+namespace fenec::test::standby_lease_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -117,4 +117,4 @@ TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
 }
 
 }  // namespace
-}  // namespace fenec::test
+}  // namespace fenec::test::standby_lease_test
