@@ -327,7 +327,9 @@ void Call::attempt(bool fresh) {
 }
 
 void Call::looked_up(Resolved r) {
-    if (phase_ != CallPhase::resolving) return;  // ended meanwhile: its deadline, or cancelled
+    // Ended meanwhile (cancelled, cut), or past its deadline: lookup_timed_out, posted by the
+    // tick, fails it.
+    if (phase_ != CallPhase::resolving || timed_out_) return;
     if (r.addresses.empty()) return fail(Mishap::lookup_failed, r.error, req_.timeout_ms);
     addr_ = r.addresses.front();
     set_phase(CallPhase::connecting);
