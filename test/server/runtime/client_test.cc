@@ -204,6 +204,15 @@ class BlockingCaller final : public Caller {
     BlockingClient client_;
 };
 
+// A ring call's sink that hands its one outcome to a future.
+struct PromisedSink final : CallSink {
+    std::promise<Result> done;
+    void on_answer(Answer a) override { done.set_value({std::move(a), {}}); }
+    void on_failure(CallError e) override { done.set_value({std::nullopt, std::move(e)}); }
+    bool on_data(std::string) override { return false; }
+    void on_end() override {}
+};
+
 class RingCaller final : public Caller {
   public:
     RingCaller(std::shared_ptr<ConnectionPool> pool, ClientObserver* observer) {
@@ -217,14 +226,7 @@ class RingCaller final : public Caller {
     }
     ~RingCaller() override { client_->stop(); }
     Result call(const CallRequest& request) override {
-        struct Sink final : CallSink {
-            std::promise<Result> done;
-            void on_answer(Answer a) override { done.set_value({std::move(a), {}}); }
-            void on_failure(CallError e) override { done.set_value({std::nullopt, std::move(e)}); }
-            bool on_data(std::string) override { return false; }
-            void on_end() override {}
-        };
-        auto sink = std::make_shared<Sink>();
+        auto sink = std::make_shared<PromisedSink>();
         auto result = sink->done.get_future();
         last_ = client_->start(request, sink);
         return result.get();
@@ -624,16 +626,9 @@ TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
     std::string error;
     auto client = RingClient::create(o, error);
     ASSERT_TRUE(client) << error;
-    struct Sink final : CallSink {
-        std::promise<Result> done;
-        void on_answer(Answer a) override { done.set_value({std::move(a), {}}); }
-        void on_failure(CallError e) override { done.set_value({std::nullopt, std::move(e)}); }
-        bool on_data(std::string) override { return false; }
-        void on_end() override {}
-    };
     auto call = [&](const std::string& addr, uint64_t timeout_ms,
                     std::shared_ptr<RingCall>* started = nullptr) {
-        auto sink = std::make_shared<Sink>();
+        auto sink = std::make_shared<PromisedSink>();
         auto result = sink->done.get_future();
         CallRequest r = plain_get(addr);
         r.timeout_ms = timeout_ms;
