@@ -2,7 +2,7 @@
 // runs on a detached helper thread that shares a small record with the caller: the answer, and
 // an eventfd it writes when done, which the caller polls beside its Cancel until its deadline.
 // Whoever lets go of the record last closes the eventfd, so an abandoned helper writes into a
-// record that is still there.
+// record that is still there. resolve_or_look_up's helper calls its caller's `done` instead.
 #include "server/runtime/resolve.h"
 
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -104,40 +105,67 @@ bool split_host_port(std::string_view addr, std::string& host, uint16_t& port, s
     return true;
 }
 
-Resolved resolve_within(const std::string& addr, const Lookup& lookup, Clock::time_point deadline,
-                        const Cancel* cancel) {
+namespace {
+
+// `addr`'s answer when it needs no lookup: a numeric host's address, or, when `addr` is not
+// host:port, none and the error. nullopt for a name, with its host and port.
+std::optional<Resolved> without_lookup(const std::string& addr, std::string& host,
+                                       uint16_t& port) {
     Resolved out;
-    std::string host;
-    uint16_t port = 0;
     if (!split_host_port(addr, host, port, out.error)) return out;
     Address address;
-    if (numeric(host, port, address)) {
-        out.addresses.push_back(address);
-        return out;
+    if (!numeric(host, port, address)) return std::nullopt;
+    out.addresses.push_back(address);
+    return out;
+}
+
+// `lookup` of `host` on a helper thread of its own, handing its answer to `done` there (or on
+// this thread, when no thread can be had).
+void look_up(const std::string& host, uint16_t port, const Lookup& lookup,
+             std::function<void(Resolved)> done) {
+    try {
+        std::thread([done, lookup, host, port = std::to_string(port)] {
+            done(lookup(host, port));
+        }).detach();
+    } catch (const std::system_error& e) {
+        done(Resolved{{}, std::string("cannot look `") + host + "` up: " + e.what()});
     }
+}
+
+}  // namespace
+
+std::optional<Resolved> resolve_or_look_up(const std::string& addr, const Lookup& lookup,
+                                           std::function<void(Resolved)> done) {
+    std::string host;
+    uint16_t port = 0;
+    if (auto now = without_lookup(addr, host, port)) return now;
+    look_up(host, port, lookup, std::move(done));
+    return std::nullopt;
+}
+
+Resolved resolve_within(const std::string& addr, const Lookup& lookup, Clock::time_point deadline,
+                        const Cancel* cancel) {
+    std::string host;
+    uint16_t port = 0;
+    if (auto now = without_lookup(addr, host, port)) return std::move(*now);
     const Clock::time_point began = Clock::now();
     auto pending = std::make_shared<Pending>();
     pending->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (pending->event_fd < 0) {
-        out.error = std::string("cannot look `") + host + "` up: eventfd: " + std::strerror(errno);
-        return out;
+        return Resolved{{}, std::string("cannot look `") + host + "` up: eventfd: " +
+                                std::strerror(errno)};
     }
-    try {
-        std::thread([pending, lookup, host, port = std::to_string(port)] {
-            Resolved r = lookup(host, port);
-            std::lock_guard lock(pending->mu);
-            pending->result = std::move(r);
-            pending->done = true;
-            const uint64_t one = 1;
-            [[maybe_unused]] ssize_t n = ::write(pending->event_fd, &one, sizeof one);
-        }).detach();
-    } catch (const std::system_error& e) {
-        out.error = std::string("cannot look `") + host + "` up: " + e.what();
-        return out;
-    }
+    look_up(host, port, lookup, [pending](Resolved r) {
+        std::lock_guard lock(pending->mu);
+        pending->result = std::move(r);
+        pending->done = true;
+        const uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(pending->event_fd, &one, sizeof one);
+    });
     const Wait w = wait_for(pending->event_fd, POLLIN, deadline, cancel);
     std::lock_guard lock(pending->mu);
     if (pending->done) return std::move(pending->result);
+    Resolved out;
     out.error = w == Wait::cancelled ? "the lookup of `" + host + "` was cancelled"
                                      : "the lookup of `" + host + "` took over " +
                                            ms_text(Clock::now() - began) + " ms";

@@ -64,11 +64,21 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     void cut(CutDecided decided) override;
     CallPhase state() const override { return state_.load(std::memory_order_acquire); }
     const CallRequest& request() const override { return req_; }
-    // Loop thread, from the tick: cancel the operation of a call past its deadline.
+    // Loop thread, from the tick: cancel the operation of a call past its deadline. A call
+    // still waiting for its name's lookup has none: it is failed in a turn of its own (the tick
+    // walks the calls, and must not end one under its feet).
     void judge(uint64_t now_ms) {
-        if (deadline_ms_ != 0 && now_ms >= deadline_ms_ && op_.in_flight && !timed_out_) {
+        if (deadline_ms_ == 0 || now_ms < deadline_ms_ || timed_out_) return;
+        if (op_.in_flight) {
             timed_out_ = true;
             slot_.loop->cancel(op_);
+        } else if (phase_ == CallPhase::resolving) {
+            timed_out_ = true;
+            std::weak_ptr<Call> weak = weak_from_this();
+            slot_.loop->post([weak] {
+                auto call = weak.lock();
+                if (call && call->phase_ == CallPhase::resolving) call->lookup_timed_out();
+            });
         }
     }
 
@@ -81,6 +91,9 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     void body_read(int32_t result);
     void streamed(int32_t result);
     void attempt(bool fresh);
+    void looked_up(Resolved r);
+    void lookup_timed_out();
+    void connect_now();
     void send_more();
     void recv_more();
     bool take_head();  // false: wait for more bytes
@@ -122,6 +135,7 @@ class Call final : public RingCall, public std::enable_shared_from_this<Call> {
     CutDecided cut_;  // set by cut(): runs once the cancelled operation completes
     uint64_t deadline_ms_ = 0;
     uint64_t sent_at_ms_ = 0;
+    uint64_t lookup_began_ms_ = 0;
     Address addr_;
     size_t sent_ = 0;
     std::unique_ptr<char[]> buf_;  // not zeroed: a recv fills what it says
@@ -258,7 +272,11 @@ void Call::cancel() {
         auto call = weak.lock();
         if (!call || call->phase_ == CallPhase::done) return;
         call->cancelled_ = true;
-        if (call->op_.in_flight) call->slot_.loop->cancel(call->op_);
+        if (call->op_.in_flight) {
+            call->slot_.loop->cancel(call->op_);
+        } else {
+            call->step(-ECANCELED);  // waiting for its lookup: nothing to cancel but itself
+        }
     });
 }
 
@@ -291,15 +309,42 @@ void Call::attempt(bool fresh) {
         }
     }
     set_phase(CallPhase::connecting);
-    if (addr_.length == 0) {  // resolved once per call, and only when a pooled one will not do
-        set_phase(CallPhase::resolving);
-        const Resolved r = resolve_within(
-            req_.addr, system_lookup,
-            std::chrono::steady_clock::now() + std::chrono::milliseconds(req_.timeout_ms), nullptr);
-        if (r.addresses.empty()) return fail(Mishap::lookup_failed, r.error, req_.timeout_ms);
-        addr_ = r.addresses.front();
-        set_phase(CallPhase::connecting);
-    }
+    if (addr_.length != 0) return connect_now();
+    // Resolved once per call, and only when a pooled connection will not do; a name on a helper
+    // thread, whose answer comes back to this loop (the loop is kept as long as that takes).
+    set_phase(CallPhase::resolving);
+    arm_deadline();
+    lookup_began_ms_ = now();
+    std::weak_ptr<Call> weak = weak_from_this();
+    std::shared_ptr<Loop> loop = slot_.loop;
+    std::optional<Resolved> at_once =
+        resolve_or_look_up(req_.addr, client_.options().lookup, [weak, loop](Resolved r) {
+            loop->post([weak, r = std::move(r)]() mutable {
+                if (auto call = weak.lock()) call->looked_up(std::move(r));
+            });
+        });
+    if (at_once) looked_up(std::move(*at_once));
+}
+
+void Call::looked_up(Resolved r) {
+    // Ended meanwhile (cancelled, cut), or past its deadline: lookup_timed_out, posted by the
+    // tick, fails it.
+    if (phase_ != CallPhase::resolving || timed_out_) return;
+    if (r.addresses.empty()) return fail(Mishap::lookup_failed, r.error, req_.timeout_ms);
+    addr_ = r.addresses.front();
+    set_phase(CallPhase::connecting);
+    connect_now();
+}
+
+void Call::lookup_timed_out() {
+    std::string host = req_.addr.substr(0, req_.addr.rfind(':'));
+    fail(Mishap::lookup_failed,
+         "the lookup of `" + host + "` took over " + std::to_string(now() - lookup_began_ms_) +
+             " ms",
+         req_.timeout_ms);
+}
+
+void Call::connect_now() {
     fd_ = ::socket(addr_.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return fail(Mishap::no_socket, std::strerror(errno));
     int one = 1;

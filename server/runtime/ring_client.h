@@ -10,9 +10,9 @@
 // at once; one without is a stream when the request allows it, its bytes handed over as they
 // arrive until either side ends it. `timeout_ms` bounds the connect and each read or write, not a
 // stream once its head came: each loop's tick (ring_tick_ms) cancels the operation of a call past
-// its deadline. A name is looked up within the call's bound (server/runtime/resolve.h), on the
-// loop: only its first address is tried, and a slow resolver stalls that loop until the bound, so
-// give loops addresses.
+// its deadline. A name is looked up on a helper thread (server/runtime/resolve.h), the loop going
+// on meanwhile; the call is handed the answer on its loop, and fails resolving at its deadline
+// when none came. Only the first address is tried.
 //
 // Where a call runs: on the calling thread's loop when it is one of a server's
 // (server::serving_loop: a forward crosses no thread) or one of this client's own (a call started
@@ -26,6 +26,7 @@
 #include <string>
 
 #include "server/runtime/call.h"
+#include "server/runtime/resolve.h"
 
 namespace fenec::server {
 
@@ -84,6 +85,7 @@ struct RingClientOptions {
     uint32_t poll_us = 0;
     std::shared_ptr<ConnectionPool> pool;  // shared with other clients; nullptr: none
     ClientObserver* observer = nullptr;    // optional; outlives the client
+    Lookup lookup = system_lookup;         // for names; a test stands in its own
 };
 
 class RingClient {

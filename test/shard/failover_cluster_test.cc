@@ -2,7 +2,8 @@
 // fenec-node processes on loopback (router.md §9): by hand onto a pair's standby (§18 case 55),
 // its refusals, the cut of what is out to the node failed over (§9.10), and, with
 // --auto-failover over nodes started with --lease, a node that stops answering failed over on its
-// lapsed lease, its old copy refusing writes, and its return (§9.4, §9.11).
+// lapsed lease, its old copy refusing writes, and its return (§9.4, §9.11). Each failover's
+// writes go through RecordedWrites, and the lease-safety checker is run over them at the end.
 //
 // A node "cut off" is SIGSTOPped: its kernel still accepts connections and takes bytes, but
 // nothing answers and nothing is closed, as with a machine lost behind a network cut.
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "test/shard/cluster_fixture.h"
+#include "test/shard/recorded_writes.h"
 
 namespace fenec::test::failover_cluster_test {
 namespace {
@@ -43,6 +45,10 @@ int requests_waiting_at(uint16_t port) {
 
 class FailoverByHand : public ClusterTest<3> {
   protected:
+    // What the case wrote, for the lease-safety checker: n1 and n2 take no lease, so it asks
+    // only that no acknowledged write is missing afterwards.
+    RecordedWrites rec_{first_nodes(*nodes_, 2), false};
+
     // n1 on node 0 with n2 (node 1) its standby, `t` created on n1 with three notes that n2
     // holds too.
     void pair_with_tenant(const std::string& t) {
@@ -52,7 +58,7 @@ class FailoverByHand : public ClusterTest<3> {
         ASSERT_EQ(p.status, 200) << p.body;
         ASSERT_EQ(create(t, "n1").status, 201);
         for (int i = 0; i < 3; ++i) {
-            ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"x"})").status, 201);
+            ASSERT_EQ(rec_.write_at(router_->port(), t, "n1").status, 201);
         }
         ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(3); }))
             << copy_on(1, t).body << " " << count_on(1, t);
@@ -74,7 +80,7 @@ TEST_F(FailoverByHand, PromotesThePairsStandby) {
     Json row(shard("GET", "/_shard/tenants/" + t).body);
     EXPECT_EQ(row.text("node"), "n2");
     EXPECT_EQ(data("GET", "/t/" + t + "/c/notes?count").body, counted(3));
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+    ASSERT_EQ(rec_.write_at(router_->port(), t, "n2").status, 201);
     EXPECT_EQ(count_on(1, t), counted(4));  // on n2, the new primary
     Json copy(copy_on(1, t).body);
     EXPECT_EQ(copy.text("role"), "primary") << copy_on(1, t).body;
@@ -85,6 +91,7 @@ TEST_F(FailoverByHand, PromotesThePairsStandby) {
         return read_file(dir_.path() + "/audit.log").find("\"event\":\"failover\"") !=
                std::string::npos;
     })) << read_file(dir_.path() + "/audit.log");
+    EXPECT_EQ(rec_.check({{t, nodes_->port(1)}}), "");
 }
 
 TEST_F(FailoverByHand, RefusesAnUnknownNodeAndOneWithNothingToFailOnto) {
@@ -128,7 +135,12 @@ TEST_F(FailoverByHand, CutsWhatIsOutToTheNode) {
     keyed.emplace_back("Idempotency-Key", "cut-1");
     auto read = ask("GET", "/t/" + t + "/c/notes?count", "", auth);
     auto write = ask("POST", "/t/" + t + "/c/notes", R"({"title":"unkeyed"})", auth);
-    auto write_keyed = ask("POST", "/t/" + t + "/c/notes", R"({"title":"keyed"})", keyed);
+    auto write_keyed = std::async(std::launch::async, [&] {  // resent: answered by n2
+        return rec_.write(t, "n2", [&](const std::string& body) {
+            Client c(port);
+            return c.request("POST", "/t/" + t + "/c/notes", body, keyed).value_or(Reply{});
+        });
+    });
     // All three sent whole to the stopped node and waiting there.
     ASSERT_TRUE(eventually([&] { return requests_waiting_at(nodes_->port(0)) >= 3; }))
         << requests_waiting_at(nodes_->port(0));
@@ -154,6 +166,7 @@ TEST_F(FailoverByHand, CutsWhatIsOutToTheNode) {
     EXPECT_EQ(sample(m, "fenec_router_cut_requests_total{outcome=\"subscription_ended\"}"), "1");
     // The keyed write ran once, on n2: three notes, and it.
     EXPECT_EQ(count_on(1, t), counted(4));
+    EXPECT_EQ(rec_.check({{t, nodes_->port(1)}}), "");
 }
 
 // --auto-failover over nodes that take leases (§9.4): n1 stops answering, its lease lapses, its
@@ -162,6 +175,7 @@ TEST_F(FailoverByHand, CutsWhatIsOutToTheNode) {
 using FailoverOnLease = LeasedClusterTest<2>;
 
 TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
+    RecordedWrites rec(first_nodes(*nodes_, 2), true);
     start_router({"--auto-failover", "1"});
     const std::string t = tenant("lease");
     ASSERT_EQ(add(0, "n1").status, 201);
@@ -170,7 +184,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     ASSERT_EQ(create(t, "n1").status, 201);
     // Written through the router once n1's grant names the tenant (a refusal before it is
     // asked again after a grant).
-    auto w = data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})");
+    auto w = rec.write_at(router_->port(), t, "n1");
     ASSERT_EQ(w.status, 201) << w.body;
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(1); }));
     Json n1(shard("GET", "/_shard/nodes/n1").body);
@@ -180,7 +194,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     ASSERT_TRUE(eventually(
         [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000))
         << shard("GET", "/_shard/tenants/" + t).body;
-    auto after = data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})");
+    auto after = rec.write_at(router_->port(), t, "n2");
     EXPECT_EQ(after.status, 201) << after.body;
     EXPECT_EQ(count_on(1, t), counted(2));
     EXPECT_EQ(sample(metrics(), "fenec_router_failovers_total{trigger=\"lease\",outcome=\"done\"}"),
@@ -188,7 +202,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
 
     nodes_->procs[0]->signal(SIGCONT);
     // n1's lease ran out while it was stopped: a write straight to it is refused, unrun.
-    auto stale = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"stale"})", kData);
+    auto stale = rec.write_at(nodes_->port(0), t, "n1");
     EXPECT_EQ(stale.status, 503) << stale.body;
     EXPECT_TRUE(stale.header("Fenec-Lease").has_value());
     // Back: counted again, and its old copy made to follow the new primary.
@@ -197,6 +211,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
         8000));
     EXPECT_TRUE(eventually([&] { return follows(0, t, 1); }, 8000)) << copy_on(0, t).body;
     EXPECT_EQ(count_on(1, t), counted(2));
+    EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
 }  // namespace

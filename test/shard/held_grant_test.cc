@@ -5,7 +5,8 @@
 // n1's lease runs out and n1 refuses the client's writes. Then P lets the grant through — read
 // late, after its sender gave up on it — and it acknowledges an answer too old to give a lease:
 // n1 goes on refusing. R, woken, fails n1 over onto n2, and n1 takes no write for the tenant
-// after its first refusal. Network traffic goes to 127.0.0.1 only.
+// after its first refusal. Every write goes through RecordedWrites, and the lease-safety checker
+// is run over them at the end. Network traffic goes to 127.0.0.1 only.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "test/shard/cluster_fixture.h"
+#include "test/shard/recorded_writes.h"
 #include "test/support/fault_proxy.h"
 
 namespace fenec::test::held_grant_test {
@@ -24,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 using HeldGrants = LeasedClusterTest<2>;
 
 TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
+    RecordedWrites rec(first_nodes(*nodes_, 2), true);  // n1 polled straight, not through P
     FaultProxy p(nodes_->port(0));
     ASSERT_NE(p.port(), 0);
     start_router({"--auto-failover", "1"});
@@ -37,7 +40,7 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
     ASSERT_EQ(add(1, "n2").status, 201);
     ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
     ASSERT_EQ(create(t, "n1").status, 201);
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    ASSERT_EQ(rec.write_at(router_->port(), t, "n1").status, 201);
     ASSERT_TRUE(eventually([&] {
         return copy_on(1, t).body.find("\"role\":\"replica\"") != std::string::npos &&
                count_on(1, t) == count_on(0, t);
@@ -50,7 +53,7 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
     std::atomic<Clock::rep> last_taken{0};
     std::thread writer([&] {
         while (!stop) {
-            Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"direct"})", kData);
+            Reply r = rec.write_at(nodes_->port(0), t, "n1");
             ++direct_tries;
             if (r.status == 201) {
                 ++direct_writes;
@@ -75,7 +78,7 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
     router_->signal(SIGSTOP);
     ASSERT_TRUE(eventually(
         [&] {
-            Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"probe"})", kData);
+            Reply r = rec.write_at(nodes_->port(0), t, "n1");
             return r.status == 503 && r.header("Fenec-Lease").has_value();
         },
         5000));
@@ -102,10 +105,11 @@ TEST_F(HeldGrants, AGrantHeldOnItsWayGivesNoLease) {
         [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000))
         << shard("GET", "/_shard/tenants/" + t).body;
     EXPECT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"on-n2"})").status == 201; }));
+        [&] { return rec.write_at(router_->port(), t, "n2").status == 201; }));
     stop = true;
     writer.join();
     EXPECT_LT(last_taken.load(), refused) << "n1 took a direct write after its lease ran out";
+    EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
 }  // namespace

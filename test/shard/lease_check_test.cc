@@ -93,5 +93,21 @@ TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
     EXPECT_TRUE(l.check({{"acme", {{"w1", 1}}}}).empty());
 }
 
+// Over nodes that take no lease (a failover by hand), writes are not held to leases none
+// reported; a lost one is still named.
+TEST(LeaseCheck, OverNodesWithoutLeasesOnlyALostWriteIsNamed) {
+    LeaseLedger l(false);
+    l.write(acked("n1", 1, "w1", 100));
+    l.write(acked("n2", 2, "w2", 200));
+    EXPECT_TRUE(l.check({{"acme", {{"w1", 1}, {"w2", 2}}}}).empty());
+    const auto v = l.check({{"acme", {{"w2", 2}}}});
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_NE(v[0].find("write w1 acknowledged by `n1`"), std::string::npos) << v[0];
+    // The same writes, leases taken and none reported: both outside any lease.
+    LeaseLedger leased;
+    leased.write(acked("n1", 1, "w1", 100));
+    EXPECT_EQ(leased.check({{"acme", {{"w1", 1}}}}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace fenec::test::lease_check_test

@@ -3,12 +3,14 @@
 // comes back with 1 s cannot know what its last grants gave: a node it granted 5 s may still be
 // writing for up to 5 s. The record in its directory says so, and the router counts every node
 // as answered at its start and judges a lapse against the record's 5 s, not its own 1 s, until
-// it has led 1.1 × 5 s. Network traffic goes to 127.0.0.1 only.
+// it has led 1.1 × 5 s. The writes go through RecordedWrites, and the lease-safety checker is
+// run over them at the end. Network traffic goes to 127.0.0.1 only.
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "test/shard/cluster_fixture.h"
+#include "test/shard/recorded_writes.h"
 
 namespace fenec::test::lease_record_test {
 namespace {
@@ -18,6 +20,7 @@ using namespace std::chrono_literals;
 using LeaseRecordAcrossARestart = LeasedClusterTest<2>;
 
 TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughTheRecord) {
+    RecordedWrites rec(first_nodes(*nodes_, 2), true);
     start_router({"--auto-failover", "5"});
     const std::string t = tenant("record");
     ASSERT_EQ(add(0, "n1").status, 201);
@@ -25,7 +28,7 @@ TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughThe
     ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
     ASSERT_EQ(create(t, "n1").status, 201);
     // Taken on n1 under a grant of 5 s.
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+    ASSERT_EQ(rec.write_at(router_->port(), t, "n1").status, 201);
     // n2's copy has the row (not only heard n1: a copy still taking its image lacks it).
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == R"({"count":1})"; }));
 
@@ -41,9 +44,10 @@ TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughThe
     const auto took = std::chrono::steady_clock::now() - restarted;
     // 1.1 × the record's 5 s from the start, not 1.1 × the new 1 s.
     EXPECT_GE(took, 5500ms);
-    const Reply after = data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})");
+    const Reply after = rec.write_at(router_->port(), t, "n2");
     EXPECT_EQ(after.status, 201) << after.body << "\n" << shard("GET", "/_shard/tenants/" + t).body
                                  << "\n" << copy_on(1, t).body;
+    EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
 }  // namespace

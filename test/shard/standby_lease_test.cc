@@ -4,13 +4,15 @@
 // - a write it sends on that a node refuses for its lease is asked again every 50 ms, until the
 //   grant comes or two thirds of the recorded lease have passed, then the refusal goes back;
 // - what it has out to a node is cut as soon as its copy of the directory shows that node failed
-//   over, and goes to the tenant's new primary (§9.10's table).
+//   over, and goes to the tenant's new primary (§9.10's table); the lease-safety checker is run
+//   over that failover's writes.
 // Network traffic goes to 127.0.0.1 only.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
 
+#include "test/shard/recorded_writes.h"
 #include "test/shard/standby_fixture.h"
 
 namespace fenec::test::standby_lease_test {
@@ -21,8 +23,9 @@ using namespace std::chrono_literals;
 class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
   protected:
     // R leasing at `lease` s with n1 and n2, `t` on n1, and S caught up with R, the lease record
-    // included.
-    void start(const std::string& t, bool paired, const std::string& lease) {
+    // included. The first write goes through `rec` when given.
+    void start(const std::string& t, bool paired, const std::string& lease,
+               RecordedWrites* rec = nullptr) {
         start_router({"--auto-failover", lease, "--replication-token", kReplication});
         ASSERT_EQ(add(0, "n1").status, 201);
         ASSERT_EQ(add(1, "n2").status, 201);
@@ -33,7 +36,11 @@ class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
         // The nodes outlive cases: a lease the last case's router granted n1 runs out first
         // (a grant of another authority is not taken while it runs; 503, Retry-After: 1).
         ASSERT_TRUE(eventually(
-            [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; },
+            [&] {
+                return (rec ? rec->write_at(router_->port(), t, "n1")
+                            : data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})"))
+                           .status == 201;
+            },
             8000));
         start_standby();
         // Its directory as R's (the lease record, written before the first grant, included).
@@ -99,7 +106,8 @@ TEST_F(StandbyUnderLeases, ARefusalIsPassedOnOnceTwoThirdsOfTheLeaseHavePassed) 
 
 TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
     const std::string t = tenant("cut");
-    ASSERT_NO_FATAL_FAILURE(start(t, true, "1"));
+    RecordedWrites rec(first_nodes(*nodes_, 2), true);
+    ASSERT_NO_FATAL_FAILURE(start(t, true, "1", &rec));
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0); }));
     nodes_->procs[0]->signal(SIGSTOP);  // n1 lost: what S sends it waits
     auto read = std::async(std::launch::async,
@@ -114,6 +122,12 @@ TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
                      "fenec_router_cut_requests_total{outcome=\"resent\"}"),
               "1")
         << on_s("GET", "/_metrics").body;
+    // A write through S lands on n2; none acknowledged is missing there.
+    const Reply w = rec.write(t, "n2", [&](const std::string& body) {
+        return on_s("POST", "/t/" + t + "/c/notes", body, kData);
+    });
+    EXPECT_EQ(w.status, 201) << w.body;
+    EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ using FinalRows = std::map<std::string, std::map<std::string, int64_t>>;
 
 class LeaseLedger {
   public:
+    // `leased`: the nodes take leases. Over nodes that take none (a failover by hand) there is no
+    // lease to report, and only rule 3 is checked.
+    explicit LeaseLedger(bool leased = true) : leased_(leased) {}
+    bool leased() const { return leased_; }
     void write(AckedWrite w);
     void lease(LeaseReport r);
     // Every violation found, each a sentence naming the tenant, the nodes and the instants; empty
@@ -59,6 +63,7 @@ class LeaseLedger {
     size_t leases() const;
 
   private:
+    const bool leased_;
     mutable std::mutex mu_;
     std::vector<AckedWrite> writes_;
     std::vector<LeaseReport> leases_;

@@ -204,6 +204,15 @@ class BlockingCaller final : public Caller {
     BlockingClient client_;
 };
 
+// A ring call's sink that hands its one outcome to a future.
+struct PromisedSink final : CallSink {
+    std::promise<Result> done;
+    void on_answer(Answer a) override { done.set_value({std::move(a), {}}); }
+    void on_failure(CallError e) override { done.set_value({std::nullopt, std::move(e)}); }
+    bool on_data(std::string) override { return false; }
+    void on_end() override {}
+};
+
 class RingCaller final : public Caller {
   public:
     RingCaller(std::shared_ptr<ConnectionPool> pool, ClientObserver* observer) {
@@ -217,14 +226,7 @@ class RingCaller final : public Caller {
     }
     ~RingCaller() override { client_->stop(); }
     Result call(const CallRequest& request) override {
-        struct Sink final : CallSink {
-            std::promise<Result> done;
-            void on_answer(Answer a) override { done.set_value({std::move(a), {}}); }
-            void on_failure(CallError e) override { done.set_value({std::nullopt, std::move(e)}); }
-            bool on_data(std::string) override { return false; }
-            void on_end() override {}
-        };
-        auto sink = std::make_shared<Sink>();
+        auto sink = std::make_shared<PromisedSink>();
         auto result = sink->done.get_future();
         last_ = client_->start(request, sink);
         return result.get();
@@ -590,6 +592,85 @@ TEST(RingClient, ACallsStateIsKnownWhileItRuns) {
     EXPECT_EQ(call->request().about, "acme");
     call->cancel();
     EXPECT_TRUE(eventually([&] { return call->state() == CallPhase::done; }));
+    client->stop();
+}
+
+// A name is looked up off the loop: a resolver that never answers fails its call resolving at
+// the call's bound, and meanwhile the loop (one, shared by every call) answers the others; one
+// that answers late has its call go on from the answer; a call waiting on its lookup is
+// cancelled at once.
+TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
+    Peer peer([](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string body;
+        if (p.read_request(fd, head, body)) write_all(fd, answer_bytes(200, "ok"));
+    });
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool open = false;
+    };
+    auto gate = std::make_shared<Gate>();
+    const std::string peer_port = peer.addr().substr(peer.addr().rfind(':') + 1);
+    RingClientOptions o;
+    o.loops = 1;
+    o.lookup = [gate, peer_port](const std::string& host, const std::string& port) {
+        if (host == "later.test") {  // answers, late: the peer's address
+            std::this_thread::sleep_for(100ms);
+            return system_lookup("127.0.0.1", peer_port);
+        }
+        std::unique_lock lock(gate->mu);
+        gate->cv.wait(lock, [&] { return gate->open; });
+        return Resolved{{}, "released " + host + ":" + port};
+    };
+    std::string error;
+    auto client = RingClient::create(o, error);
+    ASSERT_TRUE(client) << error;
+    auto call = [&](const std::string& addr, uint64_t timeout_ms,
+                    std::shared_ptr<RingCall>* started = nullptr) {
+        auto sink = std::make_shared<PromisedSink>();
+        auto result = sink->done.get_future();
+        CallRequest r = plain_get(addr);
+        r.timeout_ms = timeout_ms;
+        auto c = client->start(r, sink);
+        if (started) *started = c;
+        return result;
+    };
+
+    const auto t0 = Clock::now();
+    auto stuck = call("stuck.invalid:80", 400);
+    // Each answered while the stuck lookup is out, not after its bound.
+    for (int i = 0; i < 5; ++i) {
+        const auto began = Clock::now();
+        Result got = call(peer.addr(), 10'000).get();
+        ASSERT_TRUE(got.answer) << got.error.message;
+        EXPECT_LT(ms_since(began), 200) << "call " << i << " waited on another's lookup";
+    }
+    Result late = call("later.test:80", 10'000).get();
+    ASSERT_TRUE(late.answer) << late.error.message;
+    EXPECT_EQ(late.answer->body, "ok");
+
+    Result failed = stuck.get();
+    const int64_t took = ms_since(t0);
+    ASSERT_FALSE(failed.answer);
+    EXPECT_EQ(failed.error.phase, CallPhase::resolving) << failed.error.message;
+    EXPECT_EQ(failed.error.failure, CallFailure::unreachable) << failed.error.message;
+    EXPECT_FALSE(failed.error.sent_whole);
+    EXPECT_NE(failed.error.message.find("lookup of `stuck.invalid` took over"), std::string::npos)
+        << failed.error.message;
+    EXPECT_GE(took, 390);
+    EXPECT_LT(took, 2000);
+
+    std::shared_ptr<RingCall> waiting;
+    auto cancelled = call("stuck.invalid:80", 60'000, &waiting);
+    EXPECT_TRUE(eventually([&] { return waiting->state() == CallPhase::resolving; }));
+    waiting->cancel();
+    EXPECT_TRUE(eventually([&] { return waiting->state() == CallPhase::done; }));
+    {
+        std::lock_guard lock(gate->mu);
+        gate->open = true;
+    }
+    gate->cv.notify_all();
     client->stop();
 }
 
