@@ -65,7 +65,12 @@ TEST_F(Quotas, CopiesMadeLaterAreSentIt) {
     ASSERT_EQ(create(t, "n1").status, 201);
     ASSERT_EQ(shard("PUT", "/_shard/tenants/" + t + "/quota", R"({"streams":3})").status, 200);
     ASSERT_EQ(add(1, "n2").status, 201);  // a node added: the repair gives acme its replica
-    EXPECT_TRUE(eventually([&] { return follows(1, t, 0); })) << copy_on(1, t).body;
+    // Recorded once attached: the copy told to follow, sent the quota, then its row (§8.2). A
+    // copy already following may not have been sent it yet.
+    EXPECT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica") == "n2";
+    })) << shard("GET", "/_shard/tenants/" + t).body;
+    EXPECT_TRUE(follows(1, t, 0)) << copy_on(1, t).body;
     EXPECT_EQ(quota_on(1, t), R"({"streams":3})");
 
     ASSERT_EQ(add(2, "n3").status, 201);
