@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "test/shard/cluster_fixture.h"
 #include "test/support/lease_check.h"
+#include "test/support/wait.h"
 
 namespace fenec::test {
 
@@ -45,7 +47,8 @@ class RecordedWrites {
     RecordedWrites(std::vector<Node> nodes, bool leased) : ledger_(leased) {
         if (!leased) return;
         for (const Node& n : nodes) {
-            pollers_.emplace_back([this, n] {
+            std::atomic<int64_t>* round = &rounds_.emplace_back(0);
+            pollers_.emplace_back([this, n, round] {
                 while (!done_) {
                     LeaseReport r;
                     r.node = n.name;
@@ -66,6 +69,7 @@ class RecordedWrites {
                         }
                         ledger_.lease(std::move(r));
                     }
+                    *round = r.asked_ns;
                     std::this_thread::sleep_for(std::chrono::milliseconds(2));
                 }
             });
@@ -114,6 +118,15 @@ class RecordedWrites {
     // too, when nothing acknowledged was recorded (a check that could not fail) or, over nodes
     // that take leases, no lease was reported.
     std::string check(const std::map<std::string, uint16_t>& final) {
+        // One more round of polls, each asked after the last write: a lease begun just before a
+        // write is seen only by a report after it. A stopped node's poll gives up within 1 s.
+        const int64_t last = monotonic_ns();
+        wait_until([&] {
+            for (const auto& round : rounds_) {
+                if (round.load() < last) return false;
+            }
+            return true;
+        });
         stop();
         std::string said;
         if (ledger_.writes() == 0) said += "no acknowledged write was recorded\n";
@@ -155,6 +168,7 @@ class RecordedWrites {
     LeaseLedger ledger_;
     std::atomic<bool> done_{false};
     std::atomic<int> keys_{0};
+    std::deque<std::atomic<int64_t>> rounds_;  // each poller's last round: when it asked
     std::vector<std::thread> pollers_;
 };
 
