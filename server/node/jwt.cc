@@ -342,7 +342,7 @@ std::string read_claims(simdjson::dom::parser& parser, std::string_view payload_
 }
 
 std::string check_times(const Identity& id, int64_t nbf_ms, int64_t now_ms) {
-    if (now_ms - jwt_skew_ms > id.exp_ms) return "JWT expired";
+    if (expired(id, now_ms)) return "JWT expired";
     if (now_ms + jwt_skew_ms < nbf_ms) return "JWT not valid yet (nbf)";
     return "";
 }

@@ -29,6 +29,12 @@ namespace fenec::auth {
 inline constexpr size_t jwt_cache_entries_max = 4096;
 // §3.2: clocks of issuer and node disagree by this much at most.
 inline constexpr int64_t jwt_skew_ms = 30'000;
+
+// §3.2: whether `who` has expired at `now_ms` (Unix ms): a JWT past its `exp` by more than the
+// skew. The tokens never expire. The door's check, and the one a request that waited meets again.
+inline bool expired(const Identity& who, int64_t now_ms) {
+    return now_ms - jwt_skew_ms > who.exp_ms;
+}
 // §1.1: an HS256 key shorter than the hash output is guessable offline (RFC 7518 §3.2).
 inline constexpr size_t hs256_key_bytes_min = 32;
 // §1.1: NIST SP 800-57's floor for RSA.

@@ -9,6 +9,7 @@
 
 #include "json/writer.h"
 #include "server/node/handlers.h"
+#include "server/node/jwt.h"
 #include "server/node/lease.h"
 #include "server/node/parked.h"
 #include "server/node/quota.h"
@@ -588,6 +589,14 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
         return false;
     }
     return true;
+}
+
+std::optional<http::Response> Node::expired_meanwhile(const Call& call) {
+    if (!auth::expired(call.who, now_ms())) return std::nullopt;
+    const std::string why = "the JWT expired while the request waited";
+    counters_.refused->with({"credential"}).inc();
+    audit_refusal(call, 401, why);
+    return refusal(401, why, "expired");
 }
 
 void Node::audit_refusal(const Call& call, int status, std::string_view why) {

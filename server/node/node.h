@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/clock.h"
@@ -114,6 +115,11 @@ public:
     // case after those (`line`, `key`, `limit`).
     http::Response refusal(int status, std::string_view message, std::string_view reason = {},
                            const std::function<void(json::Writer&)>& more = {}) const;
+
+    // §5.5, §5.6: a request that waited (a held write's every run, a read after its wait) meets
+    // its credential's times again, as at the door: a JWT that expired meanwhile gets this 401,
+    // counted and audited as a refused credential, and what it asked for is not run.
+    std::optional<http::Response> expired_meanwhile(const Call& call);
 
     // Runs `fn` on the worker pool; 503 when its queue is full.
     void submit(const std::shared_ptr<Call>& call,

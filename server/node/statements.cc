@@ -182,6 +182,10 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
     auto ran = std::make_shared<std::atomic<bool>>(false);
     auto run = [&node, call, t, s, last, ran]() -> bool {
         *ran = true;
+        if (auto r = node.expired_meanwhile(*call)) {
+            node.answer(*call, std::move(*r));
+            return true;
+        }
         const Tenant::WriteTicket ticket = t->admit_write();  // until this run answers (§8.2)
         if (auto r = write_refusal(node, *t)) {  // each run is a write (§5.5)
             node.answer(*call, std::move(*r));
@@ -263,6 +267,10 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
             return true;
         }
         if (holds_write(*t, *ra.after, ra.history) != Holds::yes) return false;
+        if (auto r = node.expired_meanwhile(*call)) {
+            node.answer(*call, std::move(*r));
+            return true;
+        }
         run();
         return true;
     };

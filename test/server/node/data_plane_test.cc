@@ -1,6 +1,7 @@
 // test/server/node/data_plane_test.cc: the node's data plane over HTTP against the real binary
 // (node-http.md §14 cases 10-31, 42-46): statements, batches, REST, credentials and JWTs,
 // idempotency, subscriptions with cursors and reseeds. Each test starts its own node.
+#include <chrono>
 #include <ctime>
 
 #include "server/node/jwt.h"
@@ -370,6 +371,75 @@ TEST_F(DataPlane, HeldClaimGetsAJobPutWhileItWaits) {
     EXPECT_EQ(empty.status, 200);
     EXPECT_EQ(empty.body, R"({"affected":0,"rows":[]})");
     EXPECT_EQ(query("put jobs {payload: $1}", "[\"x\"]", h2).status, 400);
+}
+
+// A JWT valid at the door that expires within about a second (its `exp` 29 s past, inside the
+// node's 30 s skew), and the Unix ms after which the node surely holds it expired. Made early in
+// a second, so the door sees it valid however the second turns, and not at its very start, where
+// std::time (the coarse clock, a tick behind) may still say the second before.
+std::pair<std::string, int64_t> jwt_expiring_soon() {
+    auto wall_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    EXPECT_TRUE(wait_until([&] { return wall_ms() % 1000 >= 50 && wall_ms() % 1000 < 300; },
+                           std::chrono::milliseconds(2000)));
+    const int64_t issued_s = wall_ms() / 1000;
+    return {jwt("acme", -29), (issued_s + 1) * 1000 + 50};
+}
+
+bool wall_past(int64_t unix_ms) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count() > unix_ms;
+}
+
+// §5.5: a held claim meets its JWT's times again at every run: one whose JWT expired while it
+// waited is answered 401 at its next run and claims nothing.
+TEST_F(DataPlane, HeldClaimWhoseJwtExpiresWhileItWaitsIs401AndClaimsNothing) {
+    ASSERT_EQ(admin("PUT", "/_admin/tenants/acme",
+                    R"J({"schema":["create collection jobs (payload text, run_at timestamp @sorted, owner text)"]})J").status, 201);
+    const std::string claim = "set jobs {owner: $1, run_at: now() + 30000} where run_at <= now() order run_at limit 1 returning *";
+    const auto [token, expired_after] = jwt_expiring_soon();
+    auto h = bearer(token);
+    h.emplace_back("Fenec-Wait", "10000");
+    const uint64_t writes = statements_run(node_->port(), "write");
+    std::thread putter([&, expired_after = expired_after] {
+        // Once the claim has run and is held, and its JWT has expired by the node's rule.
+        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "write") > writes; }));
+        EXPECT_TRUE(wait_until([&] { return wall_past(expired_after); }));
+        Client c(node_->port());
+        c.request("POST", "/t/acme/query", R"({"query":"put jobs {payload: \"p\", run_at: now()}"})", bearer(D));
+    });
+    auto r = query(claim, "[\"w1\"]", h);
+    putter.join();
+    EXPECT_EQ(r.status, 401) << r.body;
+    EXPECT_NE(r.body.find("expired while the request waited"), std::string::npos) << r.body;
+    const Reply jobs = query("get jobs", "[]");
+    EXPECT_NE(jobs.body.find("\"payload\":\"p\""), std::string::npos) << jobs.body;
+    EXPECT_EQ(jobs.body.find("w1"), std::string::npos) << "claimed after its JWT expired: " << jobs.body;
+}
+
+// §5.6: a read that waited for a write meets its JWT's times again before it runs.
+TEST_F(DataPlane, FenecAfterReadWhoseJwtExpiresWhileItWaitsIs401) {
+    make_acme();
+    const uint64_t seq = std::stoull(*data("GET", "/t/acme/").header("Fenec-Seq"));
+    const auto [token, expired_after] = jwt_expiring_soon();
+    auto h = bearer(token);
+    h.emplace_back("Fenec-After", std::to_string(seq + 1));
+    h.emplace_back("Fenec-Wait", "10000");
+    const uint64_t reads = statements_run(node_->port(), "read");
+    std::thread writer([&, expired_after = expired_after] {
+        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "read") > reads; }));
+        EXPECT_TRUE(wait_until([&] { return wall_past(expired_after); }));
+        Client c(node_->port());
+        c.request("POST", "/t/acme/query", R"({"query":"put notes {title: \"late\"}"})", bearer(D));
+    });
+    auto waited = query("get notes where title = $1", "[\"late\"]", h);
+    writer.join();
+    EXPECT_EQ(waited.status, 401) << waited.body;
+    EXPECT_EQ(waited.body.find("\"late\""), std::string::npos) << waited.body;
 }
 
 TEST_F(DataPlane, IdenticalHeldClaimsQueueOldestFirst) {
