@@ -563,18 +563,6 @@ class Api {
         return r;
     }
 
-    // Claims the tenant for the life of the object (§6.1).
-    struct Claim {
-        Router& router;
-        std::string tenant;
-        bool held;
-        Claim(Router& r, std::string t, std::string_view what)
-            : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
-        ~Claim() {
-            if (held) router.release(tenant);
-        }
-    };
-
     // §6.1: `held_by` names the operation holding the claim, not the one refused.
     Response busy(const std::string& tenant, std::string_view what) {
         std::string holder = router_.held_by(tenant);
@@ -603,7 +591,7 @@ class Api {
         if (schema && (schema->empty() || schema->front() != '[')) {
             return Router::error(400, "field `schema` must be an array of FenecQL statements");
         }
-        Claim claim(router_, name, "create");
+        TenantClaim claim(router_, name, "create");  // §6.1
         if (!claim.held) return busy(name, "create");
         auto maps = router_.directory().maps();
         if (maps->tenants.contains(name)) {
@@ -710,7 +698,7 @@ class Api {
     // §6.4 Delete: the node first (204 or 404 is done), then its copies (best effort), then the
     // row, so a tenant is never unroutable while its file still serves.
     Response delete_tenant(const std::string& name) {
-        Claim claim(router_, name, "delete");
+        TenantClaim claim(router_, name, "delete");  // §6.1
         if (!claim.held) return busy(name, "delete");
         auto maps = router_.directory().maps();
         auto it = maps->tenants.find(name);
