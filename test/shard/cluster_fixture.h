@@ -161,6 +161,15 @@ class ClusterTest : public ::testing::Test {
                      "{\"node\":\"" + node_name +
                          "\",\"schema\":[\"create collection notes (title text)\"]}");
     }
+    // n1 (node 0) paired with n2 (node 1) as its standby, and `tenant` created on n1. Fatal
+    // failures: call it under ASSERT_NO_FATAL_FAILURE.
+    void pair_n1_n2_with(const std::string& tenant) {
+        ASSERT_EQ(add(0, "n1").status, 201);
+        ASSERT_EQ(add(1, "n2").status, 201);
+        const Reply p = shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})");
+        ASSERT_EQ(p.status, 200) << p.body;
+        ASSERT_EQ(create(tenant, "n1").status, 201);
+    }
     // What node i says of its copy of `tenant` (GET /_admin/tenants/<t>), or 404.
     Reply copy_on(int i, const std::string& tenant) {
         return node(i, "GET", "/_admin/tenants/" + tenant);

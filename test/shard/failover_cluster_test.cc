@@ -52,11 +52,7 @@ class FailoverByHand : public ClusterTest<3> {
     // n1 on node 0 with n2 (node 1) its standby, `t` created on n1 with three notes that n2
     // holds too.
     void pair_with_tenant(const std::string& t) {
-        ASSERT_EQ(add(0, "n1").status, 201);
-        ASSERT_EQ(add(1, "n2").status, 201);
-        auto p = shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})");
-        ASSERT_EQ(p.status, 200) << p.body;
-        ASSERT_EQ(create(t, "n1").status, 201);
+        ASSERT_NO_FATAL_FAILURE(pair_n1_n2_with(t));
         for (int i = 0; i < 3; ++i) {
             ASSERT_EQ(rec_.write_at(router_->port(), t, "n1").status, 201);
         }
@@ -178,10 +174,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
     start_router({"--auto-failover", "1"});
     const std::string t = tenant("lease");
-    ASSERT_EQ(add(0, "n1").status, 201);
-    ASSERT_EQ(add(1, "n2").status, 201);
-    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
-    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_NO_FATAL_FAILURE(pair_n1_n2_with(t));
     // Written through the router once n1's grant names the tenant (a refusal before it is
     // asked again after a grant).
     auto w = rec.write_at(router_->port(), t, "n1");

@@ -23,10 +23,7 @@ TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughThe
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
     start_router({"--auto-failover", "5"});
     const std::string t = tenant("record");
-    ASSERT_EQ(add(0, "n1").status, 201);
-    ASSERT_EQ(add(1, "n2").status, 201);
-    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
-    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_NO_FATAL_FAILURE(pair_n1_n2_with(t));
     // Taken on n1 under a grant of 5 s.
     ASSERT_EQ(rec.write_at(router_->port(), t, "n1").status, 201);
     // n2's copy has the row (not only heard n1: a copy still taking its image lacks it).

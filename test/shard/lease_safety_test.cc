@@ -26,10 +26,7 @@ TEST_F(LeaseSafety, NoTwoNodesAcknowledgeWritesInOverlappingLeases) {
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
     start_router({"--auto-failover", "1"});
     const std::string t = tenant("ledger");
-    ASSERT_EQ(add(0, "n1").status, 201);
-    ASSERT_EQ(add(1, "n2").status, 201);
-    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n2"})").status, 200);
-    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_NO_FATAL_FAILURE(pair_n1_n2_with(t));
     ASSERT_EQ(rec.write_at(router_->port(), t, "n1").status, 201);
 
     std::atomic<bool> done{false};

@@ -395,6 +395,19 @@ bool wall_past(int64_t unix_ms) {
                .count() > unix_ms;
 }
 
+// The write a waiting request wakes to, sent with the data token to the node at `port` once
+// a `kind` statement past the `before` counted has run (the waiting request, parked) and the
+// node surely holds its JWT expired (`expired_after`, Unix ms).
+std::thread write_once_expired(uint16_t port, std::string_view kind, uint64_t before,
+                               int64_t expired_after, std::string body) {
+    return std::thread([=] {
+        EXPECT_TRUE(wait_until([&] { return statements_run(port, kind) > before; }));
+        EXPECT_TRUE(wait_until([&] { return wall_past(expired_after); }));
+        Client c(port);
+        c.request("POST", "/t/acme/query", body, bearer(D));
+    });
+}
+
 // §5.5: a held claim meets its JWT's times again at every run: one whose JWT expired while it
 // waited is answered 401 at its next run and claims nothing.
 TEST_F(DataPlane, HeldClaimWhoseJwtExpiresWhileItWaitsIs401AndClaimsNothing) {
@@ -404,14 +417,9 @@ TEST_F(DataPlane, HeldClaimWhoseJwtExpiresWhileItWaitsIs401AndClaimsNothing) {
     const auto [token, expired_after] = jwt_expiring_soon();
     auto h = bearer(token);
     h.emplace_back("Fenec-Wait", "10000");
-    const uint64_t writes = statements_run(node_->port(), "write");
-    std::thread putter([&, expired_after = expired_after] {
-        // Once the claim has run and is held, and its JWT has expired by the node's rule.
-        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "write") > writes; }));
-        EXPECT_TRUE(wait_until([&] { return wall_past(expired_after); }));
-        Client c(node_->port());
-        c.request("POST", "/t/acme/query", R"({"query":"put jobs {payload: \"p\", run_at: now()}"})", bearer(D));
-    });
+    std::thread putter = write_once_expired(
+        node_->port(), "write", statements_run(node_->port(), "write"), expired_after,
+        R"({"query":"put jobs {payload: \"p\", run_at: now()}"})");
     auto r = query(claim, "[\"w1\"]", h);
     putter.join();
     EXPECT_EQ(r.status, 401) << r.body;
@@ -429,13 +437,9 @@ TEST_F(DataPlane, FenecAfterReadWhoseJwtExpiresWhileItWaitsIs401) {
     auto h = bearer(token);
     h.emplace_back("Fenec-After", std::to_string(seq + 1));
     h.emplace_back("Fenec-Wait", "10000");
-    const uint64_t reads = statements_run(node_->port(), "read");
-    std::thread writer([&, expired_after = expired_after] {
-        EXPECT_TRUE(wait_until([&] { return statements_run(node_->port(), "read") > reads; }));
-        EXPECT_TRUE(wait_until([&] { return wall_past(expired_after); }));
-        Client c(node_->port());
-        c.request("POST", "/t/acme/query", R"({"query":"put notes {title: \"late\"}"})", bearer(D));
-    });
+    std::thread writer = write_once_expired(node_->port(), "read",
+                                            statements_run(node_->port(), "read"), expired_after,
+                                            R"({"query":"put notes {title: \"late\"}"})");
     auto waited = query("get notes where title = $1", "[\"late\"]", h);
     writer.join();
     EXPECT_EQ(waited.status, 401) << waited.body;

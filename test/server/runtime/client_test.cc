@@ -608,18 +608,26 @@ TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
     struct Gate {
         std::mutex mu;
         std::condition_variable cv;
-        bool open = false;
+        bool open = false;   // the stuck lookups answer (none: they fail)
+        bool later = false;  // later.test answers (the peer's address)
     };
     auto gate = std::make_shared<Gate>();
+    auto let = [gate](bool Gate::*which) {
+        {
+            std::lock_guard lock(gate->mu);
+            gate.get()->*which = true;
+        }
+        gate->cv.notify_all();
+    };
     const std::string peer_port = peer.addr().substr(peer.addr().rfind(':') + 1);
     RingClientOptions o;
     o.loops = 1;
     o.lookup = [gate, peer_port](const std::string& host, const std::string& port) {
-        if (host == "later.test") {  // answers, late: the peer's address
-            std::this_thread::sleep_for(100ms);
+        std::unique_lock lock(gate->mu);
+        if (host == "later.test") {  // answers once let, the call waiting meanwhile
+            gate->cv.wait(lock, [&] { return gate->later; });
             return system_lookup("127.0.0.1", peer_port);
         }
-        std::unique_lock lock(gate->mu);
         gate->cv.wait(lock, [&] { return gate->open; });
         return Resolved{{}, "released " + host + ":" + port};
     };
@@ -646,7 +654,11 @@ TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
         ASSERT_TRUE(got.answer) << got.error.message;
         EXPECT_LT(ms_since(began), 200) << "call " << i << " waited on another's lookup";
     }
-    Result late = call("later.test:80", 10'000).get();
+    std::shared_ptr<RingCall> looking;
+    auto answered_late = call("later.test:80", 10'000, &looking);
+    EXPECT_TRUE(eventually([&] { return looking->state() == CallPhase::resolving; }));
+    let(&Gate::later);
+    Result late = answered_late.get();
     ASSERT_TRUE(late.answer) << late.error.message;
     EXPECT_EQ(late.answer->body, "ok");
 
@@ -666,11 +678,7 @@ TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
     EXPECT_TRUE(eventually([&] { return waiting->state() == CallPhase::resolving; }));
     waiting->cancel();
     EXPECT_TRUE(eventually([&] { return waiting->state() == CallPhase::done; }));
-    {
-        std::lock_guard lock(gate->mu);
-        gate->open = true;
-    }
-    gate->cv.notify_all();
+    let(&Gate::open);
     client->stop();
 }
 
