@@ -275,7 +275,7 @@ Usage Database::usage() const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     Usage u;
     u.file_bytes = file_bytes_;
-    u.dead_bytes = dead_bytes_;
+    u.dead_bytes = dead_bytes_ + graph_dead_bytes_;
     for (const auto& [id, c] : collections_) {
         (c->internal() ? u.internal_rows : u.rows) += c->rows();
         u.memory_bytes += c->segments().bytes_held() + c->rows() * 48;

@@ -113,7 +113,7 @@ struct Limits {
 
 struct Usage {
     uint64_t file_bytes = 0;
-    uint64_t dead_bytes = 0;
+    uint64_t dead_bytes = 0;     // superseded versions, deleted rows, superseded graph records
     uint64_t rows = 0;           // client collections
     uint64_t internal_rows = 0;  // `_` collections
     uint64_t memory_bytes = 0;

@@ -239,6 +239,8 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.uint64(u.durable_seq.v);
     w.key("bytes");
     w.uint64(u.file_bytes);
+    w.key("dead_bytes");  // what a compaction would take off (compactor.h)
+    w.uint64(u.dead_bytes);
     w.key("role");
     w.string(h.replica || node.replication().following(t.name()) ? "replica" : "primary");
     w.key("open");

@@ -221,6 +221,11 @@ std::string Node::prepare() {
     ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
     ro.feed_bytes = options_.feed_buffer_mib << 20;
     registry_ = std::make_unique<Registry>(std::move(ro));
+    CompactorOptions co;
+    co.dead_share_min = options_.compact_dead;
+    co.file_bytes_min = options_.compact_min_mib << 20;
+    compactor_ = std::make_unique<Compactor>(*registry_, metrics_, audit_.get(),
+                                             [this] { return now_ms(); }, co);
     const uint32_t threads = std::max<uint32_t>(2, options_.workers * 2);
     workers_ = std::make_unique<server::WorkerPool>(threads, worker_queue_max);
     subscriptions_ = std::make_unique<Subscriptions>(*this);
@@ -240,6 +245,7 @@ std::string Node::serve() {
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return error;
     server_->start();
+    compactor_->start();
     ticker_ = std::thread([this] {
         while (!stopping_) {
             for (int i = 0; i < 10 && !stopping_; ++i) {
@@ -287,6 +293,7 @@ void Node::drain() {
     }
     if (server_) server_->shutdown();
     if (ticker_.joinable()) ticker_.join();
+    compactor_->stop();
     workers_->shutdown();
     registry_->close_all();
     if (audit_) audit_->close();

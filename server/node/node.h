@@ -15,6 +15,7 @@
 #include "engine/io.h"
 #include "json/writer.h"
 #include "server/node/auth.h"
+#include "server/node/compactor.h"
 #include "server/node/options.h"
 #include "server/node/registry.h"
 #include "server/node/statement_cache.h"
@@ -134,6 +135,7 @@ public:
     void abandoned() { in_flight_.fetch_sub(1); }
     Subscriptions& subscriptions() { return *subscriptions_; }
     Replication& replication() { return *replication_; }
+    Compactor& compactor() { return *compactor_; }
     obs::LineLog* audit() { return audit_.get(); }
     // The node's leases (§9): null when started without --lease, so writes ask no lease.
     Leases* leases() { return options_.lease ? leases_.get() : nullptr; }
@@ -190,6 +192,7 @@ private:
     std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<Subscriptions> subscriptions_;
     std::unique_ptr<Replication> replication_;  // streams and followers (replication.h)
+    std::unique_ptr<Compactor> compactor_;      // after registry_ and audit_: it uses both
     obs::Registry metrics_;
     Counters counters_;
     // The per-answer metric children, looked up once per (route, status) and kept: the family's

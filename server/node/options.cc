@@ -118,6 +118,18 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
          flags::number(o.idempotency_ttl_s, UINT32_MAX)},
         {"--wait-max", "<ms>", "cap on Fenec-Wait (default 30000)",
          flags::number(o.wait_max_ms, UINT32_MAX)},
+        {"--compact-dead", "<0..1>",
+         "compact an open tenant in the background once this share of its file is dead; 0 = "
+         "never (default 0.5)",
+         [&o](const std::string& v) {
+             char* end = nullptr;
+             const double d = std::strtod(v.c_str(), &end);
+             if (v.empty() || *end != '\0' || !(d >= 0 && d <= 1)) return false;
+             o.compact_dead = d;
+             return true;
+         }},
+        {"--compact-min", "<MiB>", "files smaller are never compacted in the background (default 1)",
+         flags::number(o.compact_min_mib, 1ull << 30)},
         {"--auth-delay", "<ms>", "delay before a 401, doubled per refusal; 0 = off (default 100)",
          flags::number(o.auth_delay_ms, UINT32_MAX)},
         {"--cors", "<origin>", "answer browsers from this origin (default off)",

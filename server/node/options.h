@@ -50,6 +50,8 @@ struct NodeOptions {
     uint64_t feed_buffer_mib = 64;       // --feed-buffer: the replication feed per tenant (§10.3)
     uint32_t upstream_timeout_s = 10;    // --upstream-timeout: a follower's connect and read bound
     uint32_t replica_wait_ms = 50;       // --replica-wait: an answer waits for the streams (§5.8)
+    double compact_dead = 0.5;           // --compact-dead: background compaction's dead share; 0 off
+    uint64_t compact_min_mib = 1;        // --compact-min: files smaller are never compacted by it
 };
 
 using ParsedFlags = server::flags::Parsed<NodeOptions>;

@@ -536,6 +536,40 @@ void Registry::close_all() {
     }
 }
 
+std::shared_ptr<Tenant> Registry::compaction_candidate(
+    double dead_share_min, uint64_t file_bytes_min,
+    const std::function<bool(const std::string&)>& skip) const {
+    std::vector<std::shared_ptr<Tenant>> open;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& [name, slot] : slots_) {
+            if (slot->tenant && !slot->out) open.push_back(slot->tenant);
+        }
+    }
+    std::shared_ptr<Tenant> best;
+    uint64_t best_dead = 0;
+    uint64_t best_live = 0;
+    for (auto& t : open) {
+        engine::Database& db = t->db();
+        if (db.frozen() || db.failure() || skip(t->name())) continue;
+        const engine::Usage u = db.usage();
+        if (u.file_bytes < file_bytes_min || u.file_bytes == 0) continue;
+        if (static_cast<double>(u.dead_bytes) < dead_share_min * static_cast<double>(u.file_bytes)) {
+            continue;
+        }
+        if (u.dead_bytes > best_dead) {
+            best = t;
+            best_dead = u.dead_bytes;
+            best_live = u.file_bytes - std::min(u.dead_bytes, u.file_bytes);
+        }
+    }
+    open.clear();
+    if (best && options_.memory_max_bytes && memory_bytes() + best_live > options_.memory_max_bytes) {
+        return nullptr;
+    }
+    return best;
+}
+
 uint64_t Registry::memory_bytes() const {
     std::vector<std::shared_ptr<Tenant>> open;
     {

@@ -202,6 +202,15 @@ public:
     void close_all();
 
     uint64_t memory_bytes() const;
+    // The open tenant a background compaction should rewrite next (compactor.h): the one with
+    // the most dead bytes among those whose file holds at least `file_bytes_min` bytes, at least
+    // `dead_share_min` of them dead. Only a tenant in service, not frozen (its file may be read
+    // as its image), not latched, and whose live image fits under memory_max_bytes beside the
+    // open tenants (a rewrite holds it in memory), and not one `skip` names. Null when none. The
+    // reference keeps it open.
+    std::shared_ptr<Tenant> compaction_candidate(
+        double dead_share_min, uint64_t file_bytes_min,
+        const std::function<bool(const std::string&)>& skip) const;
     size_t open_count() const;
     uint64_t opens() const { return opens_; }
     uint64_t closes(CloseReason r) const { return closes_[static_cast<int>(r)]; }

@@ -112,6 +112,12 @@ void count_statements(Node& node, const Statements& s) {
     if (s.parsed.size() > writes) node.counters().statements->with({"read"}).inc(s.parsed.size() - writes);
 }
 
+// A client's `compact`, counted beside the background's (compactor.h); `before`: the file's
+// bytes before it ran.
+void count_compact(Node& node, Tenant& t, uint64_t before, const ql::BlockOutcome& o) {
+    node.compactor().count_statement(!o.error, before, o.error ? before : t.db().usage().file_bytes);
+}
+
 // A batch holding `compact` runs each statement alone, stopping at the first failure (§5.2).
 // One refused for the lease after earlier ones landed would tell the client to come back as if
 // none had: its outcome is unknown, at the last landed statement's seq (§5.8, seed 001).
@@ -122,7 +128,10 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
     all.history = t.db().history().current();
     for (size_t i = 0; i < s.parsed.size(); ++i) {
         ql::Item item{s.parsed[i].get(), s.bodies[i].params};
+        const bool compacting = s.parsed[i]->statement.kind() == ql::StatementKind::compact;
+        const uint64_t before = compacting ? t.db().usage().file_bytes : 0;
         ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
+        if (compacting) count_compact(node, t, before, o);
         if (o.error) {
             o.failed_at = 0;
             if (!o.landed && all.landed && o.error->engine_code == engine::Code::not_leased) {
@@ -354,7 +363,9 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
     if (refusal) return node.answer(*call, std::move(*refusal));
+    const uint64_t before = s->compact ? t->db().usage().file_bytes : 0;
     ql::BlockOutcome o = run_keyed(*call, *t, *s, key, false);
+    if (s->compact) count_compact(node, *t, before, o);
     if (key) finish_key(*t, *key, !o.error);
     const std::optional<BatchPlace> place =
         s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;

@@ -261,6 +261,8 @@ std::string_view audit_event_name(AuditEvent e) {
             return "lease_record";
         case AuditEvent::fenced:
             return "fenced";
+        case AuditEvent::compact:
+            return "compact";
     }
     return "refused";
 }

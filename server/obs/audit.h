@@ -160,6 +160,7 @@ struct AuditWho {
 // The node's events (node-http.md §13.3) and the router's (router.md §15; `refused` and `admin`
 // are both's).
 // The router's own besides: failover, force (a forced promotion), lease_record, fenced (§15).
+// The node's own, asked by no one: compact (a background compaction, §11.4).
 enum class AuditEvent : uint8_t {
     refused,
     admin,
@@ -171,6 +172,7 @@ enum class AuditEvent : uint8_t {
     force,
     lease_record,
     fenced,
+    compact,
 };
 std::string_view audit_event_name(AuditEvent e);  // "refused", ...
 

@@ -17,6 +17,7 @@
 #include "server/node/node.h"
 #include "test/server/node/node_fixture.h"
 #include "test/support/fault_fs.h"
+#include "test/support/wait.h"
 
 namespace fenec::test::fault_fs_node_test {
 namespace {
@@ -63,7 +64,7 @@ class FaultFsNode : public ::testing::Test {
   protected:
     void TearDown() override { stop(); }
 
-    void start(bool lease = false) {
+    void start(bool lease = false, const std::function<void(node::NodeOptions&)>& more = {}) {
         client_.reset();
         node::NodeOptions o;
         o.listen = "127.0.0.1:0";
@@ -72,6 +73,7 @@ class FaultFsNode : public ::testing::Test {
         o.node_name = "n1";
         o.auth_delay_ms = 0;
         o.lease = lease;
+        if (more) more(o);
         node_ = std::make_unique<node::Node>(o, node::NodeEnv{fs_, clock_, boot_clock_});
         ASSERT_EQ(node_->prepare(), "");
         ASSERT_EQ(node_->serve(), "");
@@ -250,6 +252,34 @@ TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {
     EXPECT_FALSE(fs_.has(dir_ + "/zeta.follows"));
     fs_.crash(FaultFs::CrashMode::synced_only);
     EXPECT_TRUE(fs_.has(dir_ + "/zeta.follows"));
+}
+
+// A background compaction whose side file cannot take the tenant's place leaves the file as it
+// was and the tenant served, is counted as failed, and is not tried again at once (compactor.h).
+TEST_F(FaultFsNode, ABackgroundCompactionThatFailsLeavesTheTenantServed) {
+    start(false, [](node::NodeOptions& o) {
+        o.compact_dead = 0.3;
+        o.compact_min_mib = 0;
+    });
+    create("acme");
+    fs_.fail_rename(1);  // writes rename nothing: the first rename is the compaction's
+    const std::string pad(400, 'x');  // rows large beside their blocks' framing
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(put("acme", pad + std::to_string(i)).status, 200);
+    auto set = call("POST", "/t/acme/query",
+                    R"J({"query":"set notes {title: \"u\"} where title != \"\""})J");
+    ASSERT_EQ(set.status, 200) << set.body;
+    const uint64_t grown = fs_.contents(dir_ + "/acme.fenec").size();
+    std::string m;
+    ASSERT_TRUE(wait_until([&] {
+        m = call("GET", "/_metrics").body;
+        return has(m, R"(fenec_compactions_total{trigger="auto",outcome="failed"} 1)");
+    })) << m;
+    EXPECT_FALSE(has(m, R"(outcome="ok")")) << m;
+    EXPECT_EQ(fs_.contents(dir_ + "/acme.fenec").size(), grown);
+    EXPECT_FALSE(fs_.has(dir_ + "/acme.fenec.rewrite")) << "the side file is removed";
+    EXPECT_EQ(put("acme", "after").status, 200) << "the tenant still takes writes";
+    auto count = call("POST", "/t/acme/query", R"J({"query":"get notes select count(*)"})J");
+    EXPECT_TRUE(has(count.body, "51")) << count.body;
 }
 
 }  // namespace
