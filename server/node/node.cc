@@ -16,6 +16,7 @@
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
 #include "server/runtime/flags.h"
+#include "server/runtime/host.h"
 #include "server/runtime/mark.h"
 
 namespace fenec::node {
@@ -81,6 +82,21 @@ std::optional<std::string> marked_client(const NodeOptions& o, const http::Reque
         return std::nullopt;
     }
     return client;
+}
+
+// §3.4: whether a request admitted only because its plane is open may be served: its Host is
+// localhost or a literal address, or a router whose mark verified judged the client's Host at its
+// edge (router.md §3; the router sends the node its directory address as Host, not the client's).
+bool open_plane_host_ok(const http::RequestHead& h, bool marked) {
+    return marked || server::host_is_local_or_literal(h.header("Host"), h.version_minor);
+}
+
+std::string open_plane_refusal(auth::Credential plane) {
+    const std::string_view name = plane == auth::Credential::admin         ? "admin"
+                                  : plane == auth::Credential::replication ? "replication"
+                                                                           : "data";
+    return "the " + std::string(name) +
+           " plane is open here: Host must be a loopback or literal address";
 }
 
 }  // namespace
@@ -369,7 +385,9 @@ bool octet_stream_type(std::string_view ct) {
 bool Node::admin_credential(const http::RequestHead& h) {
     if (auth_->plane_open(auth::Credential::admin) &&
         (server::flags::is_loopback(options_.listen) || options_.insecure)) {
-        return true;
+        // Open, but not to a foreign Host (§3.4): authorize answers that one 400 after the
+        // --max-body bound.
+        return open_plane_host_ok(h, marked_client(options_, h).has_value());
     }
     auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
     return v.ok && v.identity.credential == auth::Credential::admin;
@@ -546,7 +564,8 @@ void Node::submit(const std::shared_ptr<Call>& call,
 }
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a
-// known one where it does not reach. False when the call was answered.
+// known one where it does not reach, 400 for a foreign Host on a plane admitted only because it
+// is open (§3.4). False when the call was answered.
 //
 // The refusal delay (§3.3) is keyed by the peer's address. A request whose router's mark
 // verifies is neither delayed nor counted, nor does it reset anything: the router delays at its
@@ -572,10 +591,18 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     }
     const bool marked = !call.via.empty();
     const std::string peer = peer_host(call.request.peer);
+    auto open_admits = [&] {
+        if (open_plane_host_ok(h, marked)) return true;
+        const std::string why = open_plane_refusal(plane);
+        counters_.refused->with({"host"}).inc();
+        audit_refusal(call, 400, why);
+        answer(call, refusal(400, why));
+        return false;
+    };
     if (!v.ok) {
         if (open) {
             call.who.credential = plane;  // an open plane takes any request
-            return true;
+            return open_admits();
         }
         const std::string why = value.empty() ? "no credential: send Authorization: Bearer <token>"
                                               : v.why;
@@ -614,7 +641,8 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     // On the data plane every credential left reaches it; elsewhere another plane's credential
     // got here only because the plane is open, and resets nothing.
     const bool reaches = plane == auth::Credential::data || got == plane;
-    if (reaches && !marked) delay_->accepted(peer);
+    if (!reaches) return open_admits();
+    if (!marked) delay_->accepted(peer);
     return true;
 }
 

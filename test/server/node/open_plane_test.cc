@@ -2,7 +2,8 @@
 // binary. The router's mark (node-http.md §3.3): one that verifies under the admin token skips
 // the refusal delay and names the client as the audit's `peer` and the router as `via`; a forged
 // one is ignored (delayed, `via` null). The delay is reset only by a credential that reaches the
-// plane it asked for.
+// plane it asked for. An open plane (§3.4) takes only a loopback or literal Host, on the data,
+// admin and replication planes alike, unless a verified mark says a router judged the client's.
 #include <fstream>
 #include <sstream>
 
@@ -134,6 +135,63 @@ TEST(Delay, DataTokenOnAdminPlaneDoesNotReset) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 401);
     EXPECT_LT(ms_since(t2), 230);
+}
+
+// §3.4: a node with no tokens answers a foreign Host 400 on each plane, and what the same request
+// with a literal Host gets otherwise; localhost, 127.0.0.1 and [::1] with or without a port pass;
+// HTTP/1.1 with no Host is refused, HTTP/1.0 with none is taken.
+TEST(OpenPlane, ForeignHostIs400) {
+    TempDir dir;
+    const std::string log = dir.path() + "/audit.log";
+    auto node = start(dir, {"--audit", log});
+    const uint16_t port = node->port();
+    const std::string at = ":" + std::to_string(port);
+    ASSERT_EQ(raw(port, "PUT", "/_admin/tenants/acme", "127.0.0.1" + at).status, 201);
+    const std::string targets[] = {"/_admin/tenants", "/_replication/acme", "/t/acme/c/notes/1",
+                                   "/_metrics"};
+    for (const std::string& target : targets) {
+        const int literal = raw(port, "GET", target, "127.0.0.1" + at).status;
+        EXPECT_NE(literal, 400) << target;
+        const std::vector<std::string> local = {"localhost", "localhost" + at, "127.0.0.1", "[::1]",
+                                                "[::1]" + at};
+        for (const std::string& host : local) {
+            EXPECT_EQ(raw(port, "GET", target, host).status, literal) << target << " " << host;
+        }
+        EXPECT_EQ(raw(port, "GET", target, std::nullopt, {}, "HTTP/1.0").status, literal) << target;
+        const std::vector<std::optional<std::string>> foreign = {
+            "evil.example", "evil.example" + at, "localhost.evil.example" + at, std::nullopt};
+        for (const std::optional<std::string>& host : foreign) {
+            const Reply r = raw(port, "GET", target, host);
+            EXPECT_EQ(r.status, 400) << target << " " << host.value_or("(none)");
+            EXPECT_NE(r.body.find("plane is open here: Host must be"), std::string::npos) << r.body;
+        }
+    }
+    // A write from a foreign Host is refused before it runs.
+    EXPECT_EQ(raw(port, "DELETE", "/_admin/tenants/acme", "evil.example").status, 400);
+    EXPECT_EQ(raw(port, "GET", "/_admin/tenants/acme", "127.0.0.1").status, 200) << "not deleted";
+    const Reply m = raw(port, "GET", "/_metrics", "127.0.0.1");
+    EXPECT_NE(m.body.find("fenec_http_refused_total{reason=\"host\"}"), std::string::npos);
+    const std::string refused = audit_line(
+        log,
+        raw(port, "GET", "/_admin/tenants", "evil.example").header("X-Request-Id").value_or("?"));
+    EXPECT_NE(refused.find("\"status\":400"), std::string::npos) << slurp(log);
+}
+
+// §3.4 with §3.3: a node whose admin token is set but not its data token (`make run`'s node)
+// takes a foreign Host on its open data plane from a router whose mark verifies, since the router
+// judged the client's Host at its edge; a forged mark does not pass.
+TEST(OpenPlane, VerifiedMarkPassesAForeignHost) {
+    TempDir dir;
+    auto node = start(dir, {"--admin-token", A});
+    const uint16_t port = node->port();
+    ASSERT_EQ(raw(port, "PUT", "/_admin/tenants/acme", "127.0.0.1", bearer(A)).status, 201);
+    const int literal = raw(port, "GET", "/t/acme/c/notes/1", "127.0.0.1").status;
+    EXPECT_NE(literal, 400);
+    EXPECT_EQ(raw(port, "GET", "/t/acme/c/notes/1", "db.example", marked(A, "m-1")).status,
+              literal);
+    EXPECT_EQ(raw(port, "GET", "/t/acme/c/notes/1", "db.example", marked("forged", "m-2")).status,
+              400);
+    EXPECT_EQ(raw(port, "GET", "/t/acme/c/notes/1", "db.example").status, 400);
 }
 
 }  // namespace
