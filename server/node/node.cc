@@ -84,7 +84,7 @@ std::optional<std::string> marked_client(const NodeOptions& o, const http::Reque
     return client;
 }
 
-// §3.4: whether a request admitted only because its plane is open may be served: its Host is
+// §3.1, open planes: whether a request admitted only because its plane is open may be served: its Host is
 // localhost or a literal address, or a router whose mark verified judged the client's Host at its
 // edge (router.md §3; the router sends the node its directory address as Host, not the client's).
 bool open_plane_host_ok(const http::RequestHead& h, bool marked) {
@@ -385,7 +385,7 @@ bool octet_stream_type(std::string_view ct) {
 bool Node::admin_credential(const http::RequestHead& h) {
     if (auth_->plane_open(auth::Credential::admin) &&
         (server::flags::is_loopback(options_.listen) || options_.insecure)) {
-        // Open, but not to a foreign Host (§3.4): authorize answers that one 400 after the
+        // Open, but not to a foreign Host (§3.1, open planes): authorize answers that one 400 after the
         // --max-body bound.
         return open_plane_host_ok(h, marked_client(options_, h).has_value());
     }
@@ -565,7 +565,7 @@ void Node::submit(const std::shared_ptr<Call>& call,
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a
 // known one where it does not reach, 400 for a foreign Host on a plane admitted only because it
-// is open (§3.4). False when the call was answered.
+// is open (§3.1, open planes). False when the call was answered.
 //
 // The refusal delay (§3.3) is keyed by the peer's address. A request whose router's mark
 // verifies is neither delayed nor counted, nor does it reset anything: the router delays at its

@@ -1,5 +1,5 @@
 // test/shard/open_router_test.cc: the router and a node's open planes (router.md §3, node-http.md
-// §3.3-§3.4) with real processes. A router without --token takes only a loopback or literal Host
+// §3.1, §3.3; docs/http-node.md) with real processes. A router without --token takes only a loopback or literal Host
 // (so a DNS-rebinding browser is stopped at its edge), on /_shard/ and /t/ alike; one with a
 // token takes any. `make run`'s shape, a node with only an admin token behind a router without
 // one, answers curl's `Host: localhost:<port>` through the router; a named router in front of an
