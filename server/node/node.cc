@@ -84,9 +84,10 @@ std::optional<std::string> marked_client(const NodeOptions& o, const http::Reque
     return client;
 }
 
-// §3.1, open planes: whether a request admitted only because its plane is open may be served: its Host is
-// localhost or a literal address, or a router whose mark verified judged the client's Host at its
-// edge (router.md §3; the router sends the node its directory address as Host, not the client's).
+// §3.1, open planes: whether a request admitted only because its plane is open may be served: its
+// Host is localhost or a literal address, or a router whose mark verified judged the client's Host
+// at its edge (router.md §3; the router sends the node its directory address as Host, not the
+// client's).
 bool open_plane_host_ok(const http::RequestHead& h, bool marked) {
     return marked || server::host_is_local_or_literal(h.header("Host"), h.version_minor);
 }
@@ -385,8 +386,8 @@ bool octet_stream_type(std::string_view ct) {
 bool Node::admin_credential(const http::RequestHead& h) {
     if (auth_->plane_open(auth::Credential::admin) &&
         (server::flags::is_loopback(options_.listen) || options_.insecure)) {
-        // Open, but not to a foreign Host (§3.1, open planes): authorize answers that one 400 after the
-        // --max-body bound.
+        // Open, but not to a foreign Host (§3.1, open planes): authorize answers that one 400
+        // after the --max-body bound.
         return open_plane_host_ok(h, marked_client(options_, h).has_value());
     }
     auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());

@@ -1,6 +1,6 @@
-// server/runtime/host.h: what an open plane asks of a request's `Host` (node-http.md §3.1, open planes;
-// router.md §3), one rule for fenec-node and fenec-shard. A plane with no credential set answers
-// anyone who reaches it; a browser that a hostile page's DNS name has been re-pointed to
+// server/runtime/host.h: what an open plane asks of a request's `Host` (node-http.md §3.1, open
+// planes; router.md §3), one rule for fenec-node and fenec-shard. A plane with no credential set
+// answers anyone who reaches it; a browser that a hostile page's DNS name has been re-pointed to
 // 127.0.0.1 (DNS rebinding) reaches it too, and sends the hostile name as `Host`. A name the
 // client typed that the attacker cannot re-point is `localhost` or a literal address, so an open
 // plane takes only those.

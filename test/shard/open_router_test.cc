@@ -1,10 +1,11 @@
 // test/shard/open_router_test.cc: the router and a node's open planes (router.md §3, node-http.md
-// §3.1, §3.3; docs/http-node.md) with real processes. A router without --token takes only a loopback or literal Host
-// (so a DNS-rebinding browser is stopped at its edge), on /_shard/ and /t/ alike; one with a
-// token takes any. `make run`'s shape, a node with only an admin token behind a router without
-// one, answers curl's `Host: localhost:<port>` through the router; a named router in front of an
-// open node works, since the node verifies the router's mark. The node's audit line for a request
-// through the router names the client as peer and the router as via, and skips the node's delay.
+// §3.1, §3.3; docs/http-node.md) with real processes. A router without --token takes only a
+// loopback or literal Host (so a DNS-rebinding browser is stopped at its edge), on /_shard/ and /t/
+// alike; one with a token takes any. `make run`'s shape, a node with only an admin token behind a
+// router without one, answers curl's `Host: localhost:<port>` through the router; a named router in
+// front of an open node works, since the node verifies the router's mark. The node's audit line for
+// a request through the router names the client as peer and the router as via, and skips the node's
+// delay.
 #include <gtest/gtest.h>
 
 #include "test/shard/shard_fixture.h"
@@ -103,7 +104,7 @@ TEST(RouterMark, NodeAuditNamesVia) {
     TempDir logs;
     const std::string log = logs.path() + "/node-audit.log";
     RoutedNode s({"--token", D, "--admin-token", A, "--auth-delay", "300", "--audit", log},
-            {"--token", ROOT});
+                 {"--token", ROOT});
     const uint16_t port = s.router->port();
     for (int i = 0; i < 3; ++i) {
         const auto t = std::chrono::steady_clock::now();

@@ -2,8 +2,9 @@
 // binary. The router's mark (node-http.md §3.3): one that verifies under the admin token skips
 // the refusal delay and names the client as the audit's `peer` and the router as `via`; a forged
 // one is ignored (delayed, `via` null). The delay is reset only by a credential that reaches the
-// plane it asked for. An open plane (§3.1, open planes) takes only a loopback or literal Host, on the data,
-// admin and replication planes alike, unless a verified mark says a router judged the client's.
+// plane it asked for. An open plane (§3.1, open planes) takes only a loopback or literal Host, on
+// the data, admin and replication planes alike, unless a verified mark says a router judged the
+// client's.
 #include <fstream>
 #include <sstream>
 
@@ -137,9 +138,9 @@ TEST(Delay, DataTokenOnAdminPlaneDoesNotReset) {
     EXPECT_LT(ms_since(t2), 230);
 }
 
-// §3.1, open planes: a node with no tokens answers a foreign Host 400 on each plane, and what the same request
-// with a literal Host gets otherwise; localhost, 127.0.0.1 and [::1] with or without a port pass;
-// HTTP/1.1 with no Host is refused, HTTP/1.0 with none is taken.
+// §3.1, open planes: a node with no tokens answers a foreign Host 400 on each plane, and what the
+// same request with a literal Host gets otherwise; localhost, 127.0.0.1 and [::1] with or without a
+// port pass; HTTP/1.1 with no Host is refused, HTTP/1.0 with none is taken.
 TEST(OpenPlane, ForeignHostIs400) {
     TempDir dir;
     const std::string log = dir.path() + "/audit.log";
@@ -177,9 +178,9 @@ TEST(OpenPlane, ForeignHostIs400) {
     EXPECT_NE(refused.find("\"status\":400"), std::string::npos) << slurp(log);
 }
 
-// §3.1, open planes with §3.3: a node whose admin token is set but not its data token (`make run`'s node)
-// takes a foreign Host on its open data plane from a router whose mark verifies, since the router
-// judged the client's Host at its edge; a forged mark does not pass.
+// §3.1, open planes with §3.3: a node whose admin token is set but not its data token (`make run`'s
+// node) takes a foreign Host on its open data plane from a router whose mark verifies, since the
+// router judged the client's Host at its edge; a forged mark does not pass.
 TEST(OpenPlane, VerifiedMarkPassesAForeignHost) {
     TempDir dir;
     auto node = start(dir, {"--admin-token", A});
