@@ -13,6 +13,7 @@
 
 #include "json/writer.h"
 #include "server/obs/audit.h"
+#include "server/runtime/host.h"
 #include "server/runtime/refusal_delay.h"
 #include "server/runtime/timers.h"
 #include "server/runtime/workers.h"
@@ -422,10 +423,34 @@ std::optional<http::Response> Router::check_token(const server::Request& request
     return r;
 }
 
+// §3: a router without --token is open, and takes only a loopback or literal Host
+// (server/runtime/host.h) on every route it serves but /_health, /t/ among them: it sends a node
+// its directory address as Host (§5.3) with a mark that node trusts, so a DNS-rebinding browser
+// is stopped here or nowhere. /_replication/ is guarded by --replication-token whenever served.
+std::optional<http::Response> Router::check_host(const server::Request& request, Route route) {
+    if (options_.token || route == Route::health || route == Route::replication) {
+        return std::nullopt;
+    }
+    if (server::host_is_local_or_literal(request.head.header("Host"), request.head.version_minor)) {
+        return std::nullopt;
+    }
+    return error(400,
+                 "the router is open here (no --token): Host must be a loopback or literal "
+                 "address");
+}
+
 server::HeadVerdict Router::check_head(const server::Request& request) {
     server::HeadVerdict v;
     v.body_bytes_max = options_.max_body_bytes;
     const Route route = route_of(request.head.path);
+    if (std::optional<http::Response> foreign = check_host(request, route)) {
+        const std::string id = new_request_id(request.head.header("X-Request-Id"));
+        audit_refused(request, id);
+        foreign->header("X-Request-Id", id);
+        count({route, now_ms(), id}, foreign->status);
+        v.refuse = std::move(foreign);
+        return v;
+    }
     std::optional<http::Response> refuse;
     if (request.head.header("Upgrade")) {
         refuse = error(501, "Upgrade is not supported by the router");

@@ -173,6 +173,7 @@ class Router final : public server::Handler {
     void init_metrics();
     void forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a);
     std::optional<http::Response> check_token(const server::Request& request);
+    std::optional<http::Response> check_host(const server::Request& request, Route route);
     void forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
                  Answering a);                                  // forward.cc
     http::Response serve_api(const server::Request& request, const Answering& a);  // api.cc

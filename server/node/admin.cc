@@ -27,7 +27,8 @@ void audit_admin(Node& node, const Call& call, int status) {
     line.at_ms = node.now_ms();
     line.event = obs::AuditEvent::admin;
     line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential)};
-    line.peer = call.request.peer;
+    line.peer = audit_peer(call);
+    line.via = call.via;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},
                    {"path", call.request.head.path},

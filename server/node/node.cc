@@ -16,6 +16,8 @@
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
 #include "server/runtime/flags.h"
+#include "server/runtime/host.h"
+#include "server/runtime/mark.h"
 
 namespace fenec::node {
 
@@ -66,6 +68,36 @@ bool json_type(std::string_view ct) {
 std::string peer_host(std::string_view peer) {
     size_t colon = peer.rfind(':');
     return std::string(colon == std::string_view::npos ? peer : peer.substr(0, colon));
+}
+
+// §3.3: the client a router's `Fenec-Router` names, when its mark verifies for the request's
+// `X-Request-Id` under the node's admin token; nullopt for no mark, a wrong one, or a node with
+// no admin token (the mark's key is that token, so there nothing can verify).
+std::optional<std::string> marked_client(const NodeOptions& o, const http::RequestHead& h) {
+    const std::optional<std::string_view> mark = h.header("Fenec-Router");
+    if (!mark || !o.admin_token) return std::nullopt;
+    std::string client;
+    if (!server::verify_router_mark(*o.admin_token, *mark, h.header("X-Request-Id").value_or(""),
+                                    client)) {
+        return std::nullopt;
+    }
+    return client;
+}
+
+// §3.1, open planes: whether a request admitted only because its plane is open may be served: its
+// Host is localhost or a literal address, or a router whose mark verified judged the client's Host
+// at its edge (router.md §3; the router sends the node its directory address as Host, not the
+// client's).
+bool open_plane_host_ok(const http::RequestHead& h, bool marked) {
+    return marked || server::host_is_local_or_literal(h.header("Host"), h.version_minor);
+}
+
+std::string open_plane_refusal(auth::Credential plane) {
+    const std::string_view name = plane == auth::Credential::admin         ? "admin"
+                                  : plane == auth::Credential::replication ? "replication"
+                                                                           : "data";
+    return "the " + std::string(name) +
+           " plane is open here: Host must be a loopback or literal address";
 }
 
 }  // namespace
@@ -361,7 +393,9 @@ bool octet_stream_type(std::string_view ct) {
 bool Node::admin_credential(const http::RequestHead& h) {
     if (auth_->plane_open(auth::Credential::admin) &&
         (server::flags::is_loopback(options_.listen) || options_.insecure)) {
-        return true;
+        // Open, but not to a foreign Host (§3.1, open planes): authorize answers that one 400
+        // after the --max-body bound.
+        return open_plane_host_ok(h, marked_client(options_, h).has_value());
     }
     auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
     return v.ok && v.identity.credential == auth::Credential::admin;
@@ -538,7 +572,14 @@ void Node::submit(const std::shared_ptr<Call>& call,
 }
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a
-// known one where it does not reach. False when the call was answered.
+// known one where it does not reach, 400 for a foreign Host on a plane admitted only because it
+// is open (§3.1, open planes). False when the call was answered.
+//
+// The refusal delay (§3.3) is keyed by the peer's address. A request whose router's mark
+// verifies is neither delayed nor counted, nor does it reset anything: the router delays at its
+// edge, and a client must not clear its own delay here by going round through a router. Only a
+// credential that reaches the plane it asked for resets the address (a data token sent to
+// /_admin/ is a 403 and leaves the count of bad admin tokens as it was).
 bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     Call& call = *c;
     const http::RequestHead& h = call.request.head;
@@ -547,24 +588,35 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     const bool open =
         auth_->plane_open(plane) && (server::flags::is_loopback(options_.listen) ||
                                      options_.insecure || plane == auth::Credential::data);
-    if (!auth_->plane_open(plane) || !open) {
-        // A guarded plane, or an unguarded one on a public listener (absent there).
-        if (auth_->plane_open(plane)) {
-            answer(call, refusal(404, "no route " + h.path));
-            return false;
-        }
+    if (auth_->plane_open(plane) && !open) {
+        // An unguarded plane on a public listener is absent there.
+        answer(call, refusal(404, "no route " + h.path));
+        return false;
     }
+    if (std::optional<std::string> client = marked_client(options_, h)) {
+        call.client = std::move(*client);
+        call.via = call.request.peer;
+    }
+    const bool marked = !call.via.empty();
     const std::string peer = peer_host(call.request.peer);
+    auto open_admits = [&] {
+        if (open_plane_host_ok(h, marked)) return true;
+        const std::string why = open_plane_refusal(plane);
+        counters_.refused->with({"host"}).inc();
+        audit_refusal(call, 400, why);
+        answer(call, refusal(400, why));
+        return false;
+    };
     if (!v.ok) {
         if (open) {
             call.who.credential = plane;  // an open plane takes any request
-            return true;
+            return open_admits();
         }
         const std::string why = value.empty() ? "no credential: send Authorization: Bearer <token>"
                                               : v.why;
         counters_.refused->with({"credential"}).inc();
         audit_refusal(call, 401, why);
-        const int64_t delay = delay_->refused(peer, now_ms());
+        const int64_t delay = marked ? 0 : delay_->refused(peer, now_ms());
         http::Response r = refusal(401, why);
         auto later = std::make_shared<http::Response>(std::move(r));
         if (delay <= 0 || !timers_.after(delay, [this, c, later] { answer(*c, std::move(*later)); })) {
@@ -572,7 +624,6 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
         }
         return false;
     }
-    delay_->accepted(peer);
     call.who = v.identity;
     const auth::Credential got = v.identity.credential;
     std::string why;
@@ -595,6 +646,11 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
         answer(call, refusal(403, why));
         return false;
     }
+    // On the data plane every credential left reaches it; elsewhere another plane's credential
+    // got here only because the plane is open, and resets nothing.
+    const bool reaches = plane == auth::Credential::data || got == plane;
+    if (!reaches) return open_admits();
+    if (!marked) delay_->accepted(peer);
     return true;
 }
 
@@ -613,7 +669,8 @@ void Node::audit_refusal(const Call& call, int status, std::string_view why) {
     line.event = obs::AuditEvent::refused;
     line.who = obs::AuditWho{static_cast<obs::Credential>(call.who.credential), call.who.sub,
                              call.who.tenant};
-    line.peer = call.request.peer;
+    line.peer = audit_peer(call);
+    line.via = call.via;
     line.request_id = call.request_id;
     line.fields = {{"method", std::string(call.request.head.method_text)},
                    {"path", call.request.head.path},

@@ -45,6 +45,11 @@ struct Call {
     std::shared_ptr<server::Exchange> exchange;
     Route route = Route::other;
     auth::Identity who;
+    // §3.3: set by authorize when the request carries a router's mark that verifies: the client
+    // the router names (the audit's `peer`) and the router's own address (`via`). Empty when the
+    // request came straight from its client.
+    std::string client;
+    std::string via;
     std::string request_id;
     std::string tenant;           // /t/<tenant>/ or /_admin/tenants/<tenant>
     std::vector<std::string> rest;  // the path's segments after the tenant
@@ -58,6 +63,13 @@ struct Call {
     // quota.cc: the tenant's count of requests in flight, held until the call is answered.
     std::shared_ptr<void> admitted;
 };
+
+// The peer an audit line names (§13.3): the client a verified router's mark names, else the
+// connection's own address; the line's `via` is Call::via.
+inline std::string_view audit_peer(const Call& call) {
+    return call.client.empty() ? std::string_view(call.request.peer)
+                               : std::string_view(call.client);
+}
 
 inline constexpr std::string_view fenec_version = "0.1.0";
 

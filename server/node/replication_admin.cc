@@ -217,7 +217,8 @@ engine::Status audit_forced(Node& node, const Call& c, engine::Database& db,
     line.at_ms = node.now_ms();
     line.event = obs::AuditEvent::promote;
     line.who = obs::AuditWho{static_cast<obs::Credential>(c.who.credential)};
-    line.peer = c.request.peer;
+    line.peer = audit_peer(c);
+    line.via = c.via;
     line.request_id = c.request_id;
     line.fields = {{"tenant", c.tenant},
                    {"history", engine::format::hex16(h.current().v)},
