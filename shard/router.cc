@@ -248,6 +248,10 @@ std::string Router::prepare() {
     so.loops = loops;
     so.connections_max = options_.max_connections;
     so.idle_timeout_ms = static_cast<uint32_t>(options_.idle_timeout_ms);
+    so.head_timeout_ms = options_.head_timeout_ms;
+    so.body_bytes_per_s_min = options_.body_rate_min;
+    so.connections_per_peer_max = options_.max_connections_per_address;
+    so.connections_reserved_pct = options_.reserved_connections_pct;
     so.server_header = "fenec-shard/" + std::string(shard_version);
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
@@ -462,8 +466,11 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
     return v;
 }
 
-http::Response Router::over_capacity() {
-    http::Response r = error(503, "the router has too many connections open");
+http::Response Router::over_capacity(std::string_view reason) {
+    http::Response r =
+        error(503, reason == "per_address" ? "the router has --max-connections-per-address open "
+                                             "from this client address"
+                                           : "the router has too many connections open");
     r.header("Retry-After", "1");
     r.close = true;
     return r;

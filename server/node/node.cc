@@ -93,6 +93,9 @@ void Node::init_metrics() {
                                        "time from the head read to the answer queued", {"route"});
     m.gauge_fn("fenec_http_connections", "open connections",
                [this] { return server_ ? static_cast<double>(server_->connections()) : 0; });
+    m.gauge_fn(
+        "fenec_http_connections_unproven", "open connections yet to send a whole request",
+        [this] { return server_ ? static_cast<double>(server_->connections_unproven()) : 0; });
     counters_.refused = &m.counter("fenec_http_refused_total", "requests or connections refused",
                                    {"reason"});
     counters_.statements = &m.counter("fenec_statements_total", "statements run", {"kind"});
@@ -236,6 +239,10 @@ std::string Node::serve() {
     so.busy_poll_us = options_.busy_poll_us;
     so.connections_max = options_.max_connections;
     so.idle_timeout_ms = options_.idle_timeout_s * 1000;
+    so.head_timeout_ms = options_.head_timeout_ms;
+    so.body_bytes_per_s_min = options_.body_rate_min;
+    so.connections_per_peer_max = options_.max_connections_per_address;
+    so.connections_reserved_pct = options_.reserved_connections_pct;
     std::string error;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return error;
@@ -312,15 +319,23 @@ http::Response Node::refusal(int status, std::string_view message, std::string_v
     return r;
 }
 
-http::Response Node::over_capacity() {
-    http::Response r = refusal(503, "the node is at --max-connections (" +
-                                        std::to_string(options_.max_connections) + ")",
-                               "connections");
+http::Response Node::over_capacity(std::string_view reason) {
+    const bool per_address = reason == "per_address";
+    http::Response r = refusal(
+        503,
+        per_address
+            ? "the node is at --max-connections-per-address (" +
+                  std::to_string(options_.max_connections_per_address) + ") for this client address"
+            : "the node is at --max-connections (" + std::to_string(options_.max_connections) + ")",
+        std::string(reason));
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     r.close = true;
-    counters_.refused->with({"connections"}).inc();
+    counters_.refused->with({reason}).inc();
     return r;
 }
+
+// Connections the server cut for slowness or to make room (slow_head, slow_body, evicted).
+void Node::on_refused(std::string_view reason) { counters_.refused->with({reason}).inc(); }
 
 // The answers the server writes itself (400, 408, 411, 413, 431, 501): the node's body and the
 // X-Request-Id every answer carries (§4.2).

@@ -93,7 +93,8 @@ public:
     // server::Handler
     server::HeadVerdict check_head(const server::Request& request) override;
     void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
-    http::Response over_capacity() override;
+    http::Response over_capacity(std::string_view reason) override;
+    void on_refused(std::string_view reason) override;
     http::Response framing_error(int status, std::string_view message) override;
 
     // For the handlers (node/*.cc).
