@@ -431,8 +431,16 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
     v.body_bytes_max = options_.max_body_bytes;
     const Route route = route_of(request.head.path);
     std::optional<http::Response> refuse;
+    const http::Method method = request.head.method;
+    const bool body_method = method == http::Method::post || method == http::Method::put ||
+                             method == http::Method::patch;
     if (request.head.header("Upgrade")) {
         refuse = error(501, "Upgrade is not supported by the router");
+    } else if (route == Route::tenant && body_method && !request.head.content_length) {
+        // §5.2: the router frames what it sends on with its own Content-Length; without one
+        // from the client it would send an empty body the client did not mean.
+        refuse = error(411, "a " + std::string(request.head.method_text) + " to " +
+                                request.head.path + " needs Content-Length");
     } else if (route == Route::tenant && request.head.expect_continue) {
         // §5.2: `Expect: 100-continue` is answered only once the tenant is found, so a client
         // does not send a body to a tenant the router cannot place.
@@ -446,8 +454,12 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
     } else if (route == Route::shard || route == Route::query || route == Route::metrics) {
-        // With a refusal delay the token is judged in handle(), where an answer can wait.
-        if (options_.auth_delay_ms > 0) return v;
+        // With a refusal delay the token is judged in handle(), where an answer can wait; a
+        // body it will refuse is streamed, so it is never read and no 100 Continue invites it.
+        if (options_.auth_delay_ms > 0) {
+            v.stream_body = check_token(request).has_value();
+            return v;
+        }
         refuse = check_token(request);
         if (refuse) {
             const std::string id = new_request_id(request.head.header("X-Request-Id"));

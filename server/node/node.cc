@@ -419,7 +419,43 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
             return refuse(409, "tenant " + image_tenant + " has a file here: delete it first");
         }
     }
+    // Credentials before bodies: on a guarded plane, a head without what the plane takes has
+    // its body streamed, so dispatch's authorize refuses it (401 after --auth-delay, or 403)
+    // with not a byte of it read and no 100 Continue sent; the connection then closes.
+    if (!v.stream_body && h.content_length.value_or(0) > 0 && refused_by_head(h)) {
+        v.stream_body = true;
+    }
     return v;
+}
+
+// Whether authorize() will refuse this head (§3.1), judged from the head alone: a guarded plane
+// and no credential that reaches it, or a plane absent on this listener. Mirrors authorize's
+// rules; a scope (a read-only JWT writing) is judged later, with the statement.
+bool Node::refused_by_head(const http::RequestHead& h) {
+    const std::vector<std::string> seg = split_path(h.path);
+    const std::string& first = seg.empty() ? std::string() : seg[0];
+    auth::Credential plane;
+    if (first == "t" && seg.size() >= 2) {
+        plane = auth::Credential::data;
+    } else if (first == "_admin" || first == "_metrics") {
+        plane = auth::Credential::admin;
+    } else if (first == "_replication") {
+        plane = auth::Credential::replication;
+    } else {
+        return false;
+    }
+    if (auth_->plane_open(plane)) {  // no credential asked for; 404 where the plane is absent
+        return !(server::flags::is_loopback(options_.listen) || options_.insecure ||
+                 plane == auth::Credential::data);
+    }
+    const auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
+    if (!v.ok) return true;
+    const auth::Credential got = v.identity.credential;
+    if (plane != auth::Credential::data) return got != plane;
+    if (got == auth::Credential::jwt) {
+        return v.identity.tenant.empty() || v.identity.tenant != seg[1];
+    }
+    return got != auth::Credential::data;
 }
 
 void Node::handle(server::Request request, std::shared_ptr<server::Exchange> exchange) {

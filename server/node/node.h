@@ -165,6 +165,8 @@ public:
 
 private:
     void dispatch(std::shared_ptr<Call> call);
+    // check_head: whether authorize() will refuse this head (credentials before bodies).
+    bool refused_by_head(const http::RequestHead& h);
     bool authorize(const std::shared_ptr<Call>& call, auth::Credential plane);
     bool admin_credential(const http::RequestHead& head);
     void audit_refusal(const Call& call, int status, std::string_view why);

@@ -258,21 +258,22 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
                                       std::to_string(verdict.body_bytes_max) + " bytes");
     }
     if (length == 0) return dispatch();
-    if (request_.head.expect_continue && in_.size() == 0) {
-        queued_.append("HTTP/1.1 100 Continue\r\n\r\n");
-        flush();
-    }
     body_length_ = length;
     body_got_ = 0;
     body_timed_ms_ = 0;
     body_waiting_since_ms_ = 0;
     phase_ = Phase::body;
     if (verdict.stream_body) {
-        // The handler has the request now and pulls the body; nothing is read until it asks.
+        // The handler has the request now and pulls the body; nothing is read until it asks,
+        // and `100 Continue` waits for that ask: a handler that answers first (a credential
+        // refused from the head) never invites the body.
         body_streamed_ = true;
         body_wanted_ = false;
+        continue_owed_ = request_.head.expect_continue;
         return hand_to_handler();
     }
+    continue_owed_ = false;
+    if (request_.head.expect_continue) invite_body();
     body_clock_start(loop_.now_ms());
     take_body();
 }
@@ -285,8 +286,19 @@ bool Connection::on_body_wanted(std::span<char> into, std::shared_ptr<const void
     body_into_owner_ = std::move(owner);
     last_activity_ms_ = loop_.now_ms();  // the peer's silence is timed from here
     body_clock_start(last_activity_ms_);
+    if (continue_owed_) {  // request_ is the handler's by now: the flag says it asked
+        continue_owed_ = false;
+        invite_body();
+    }
     stream_body_step();
     return true;
+}
+
+// `100 Continue` for a client that asked to be invited, unless it sent body bytes regardless.
+void Connection::invite_body() {
+    if (body_got_ != 0 || in_.size() != 0) return;
+    queued_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    flush();
 }
 
 // Hands the handler what is buffered, or reads for it; only while it wants a chunk.

@@ -163,6 +163,7 @@ class Connection {
     void on_head(http::RequestHead head, size_t consumed);
     void take_body();
     void stream_body_step();
+    void invite_body();
     void deliver_chunk(std::string bytes);
     bool into_done() const;
     void dispatch();
@@ -197,6 +198,7 @@ class Connection {
     bool recv_into_user_ = false;   // ... that is, into body_into_
     bool body_streamed_ = false;    // phase body: the handler pulls it (HeadVerdict::stream_body)
     bool body_wanted_ = false;      // ... and has asked for its next chunk
+    bool continue_owed_ = false;    // ... and `100 Continue` waits for its first ask
     std::string body_chunk_;        // a streamed body's recv lands here
     std::span<char> body_into_;     // ... or here (read_body_into), body_into_got_ of it filled
     size_t body_into_got_ = 0;

@@ -7,12 +7,14 @@
 // answered strictly in order (the next head is parsed only once the answer before it is sent);
 // a head over http::head_bytes_max or with too many fields → 431; a body judged from
 // Content-Length against the Handler's check before any body byte is read (413 names both
-// sizes); `Expect: 100-continue` answered after that check; silent between requests for
-// `idle_timeout_ms` → closed with no answer; silent part-way through a request as long → 408;
-// a head not whole `head_timeout_ms` after its first byte → 408 however many bytes came; a body
-// slower than `body_bytes_per_s_min` (after a grace of head_timeout_ms) → 408; an answer the peer
-// does not read within `send_timeout_ms` → cut. After an answer to a request it could not frame
-// (400, 411, 413, 431, 501), or whose body it did not read, it closes.
+// sizes); `Expect: 100-continue` answered after that check, or for a streamed body
+// (HeadVerdict::stream_body) only when the handler first asks for it, so a handler that refuses
+// from the head (a missing credential) answers with no 100 sent and no body byte read; silent
+// between requests for `idle_timeout_ms` → closed with no answer; silent part-way through a request
+// as long → 408; a head not whole `head_timeout_ms` after its first byte → 408 however many bytes
+// came; a body slower than `body_bytes_per_s_min` (after a grace of head_timeout_ms) → 408; an
+// answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request it
+// could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
 //
 // Admission (slow clients must not lock others out): over `connections_per_peer_max` from one
 // client address a new connection gets 503 (reason per_address). A connection is *proven* once
@@ -116,7 +118,9 @@ struct HeadVerdict {
     uint64_t body_bytes_max = 64ull << 20;  // the body bound for this route (413 past it)
     // The body is not read into Request::body: handle() gets the request at once (body empty,
     // its length in head.content_length) and pulls the body through Exchange::read_body.
-    // Ignored when the request has no body.
+    // Ignored when the request has no body. `100 Continue`, if asked for, is sent only once the
+    // handler asks for the body: a handler that answers without asking refuses before any body
+    // byte is read (the connection then closes).
     bool stream_body = false;
 };
 

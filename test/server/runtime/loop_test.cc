@@ -10,7 +10,8 @@
 // a prompt shutdown with connections open; Loop::post from other threads; the pool's bound;
 // pipelined requests answered inline in order; streamed bodies (HeadVerdict::stream_body): in
 // order in bounded chunks, reading stopped while the handler holds one, a client leaving or
-// silent part-way reported to the handler, an early answer closing, read_body refused otherwise;
+// silent part-way reported to the handler, an early answer closing (and never sent a 100),
+// read_body refused otherwise;
 // slow clients: a head's deadline from its first byte, a body's rate floor, the per-address
 // cap, the reserved share and the eviction of an unproven connection for a newcomer.
 #include "server/runtime/loop.h"
@@ -553,6 +554,30 @@ TEST_F(StreamBodyTest, AnAnswerBeforeTheBodyIsWholeCloses) {
     EXPECT_EQ(r->status, 400);
     EXPECT_TRUE(r->close);
     EXPECT_TRUE(c.sees_eof());
+}
+
+// A streamed body's `100 Continue` waits for the handler's first ask: a handler that answers
+// from the head (a refused credential) never invites the body; one that reads it does.
+TEST_F(StreamBodyTest, ExpectContinueWaitsForTheHandlersAsk) {
+    start();
+    Client early(port());
+    early.send_all(
+        "PUT /sink/early HTTP/1.1\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n");
+    auto r = early.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_TRUE(r->close);
+    EXPECT_TRUE(early.sees_eof());
+    Client asked(port());
+    asked.send_all("PUT /sink HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    r = asked.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 100);
+    asked.send_all("hello");
+    r = asked.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "5");
 }
 
 TEST_F(StreamBodyTest, ABodyNotStreamedRefusesReadBody) {
