@@ -27,6 +27,51 @@ namespace {
 
 using Response = http::Response;
 
+// A node's admin token is sent in a header line of every call to it: this long covers any token
+// an operator makes (a JWT-sized one included); longer is a mistake, not a credential.
+constexpr size_t node_token_bytes_max = 4096;
+
+// §6.3: a node's `addr` is host:port (a name or IPv4 of [A-Za-z0-9.-], or [IPv6]) with a port of
+// 1-65535, and its `token` 1-4096 visible ASCII bytes (0x21-0x7E): both go into the head of
+// every request to the node, so a CR or LF in either would let a registration forge headers.
+// The problem in words, or "" when both are fine (an absent field is not checked).
+std::string node_addr_token_error(const std::optional<std::string>& addr,
+                                  const std::optional<std::string>& token) {
+    if (addr) {
+        const std::string& a = *addr;
+        const size_t colon = a.rfind(':');
+        std::string_view host =
+            colon == std::string::npos ? "" : std::string_view(a).substr(0, colon);
+        const std::string_view port =
+            colon == std::string::npos ? "" : std::string_view(a).substr(colon + 1);
+        bool ok =
+            !host.empty() && !port.empty() && port.size() <= 5 &&
+            std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (ok) ok = std::stoul(std::string(port)) >= 1 && std::stoul(std::string(port)) <= 65535;
+        const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+        if (v6) host = host.substr(1, host.size() - 2);
+        for (char c : host) {
+            const bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '.' || c == '-';
+            if (!(v6 ? name || c == ':' : name && c != ':')) ok = false;
+        }
+        if (!ok) {
+            std::string shown;  // the value named without its control bytes
+            for (char c : a) shown += (c >= 0x20 && c < 0x7f) ? c : '?';
+            return "field `addr`: `" + shown + "` is not host:port (a port of 1-65535)";
+        }
+    }
+    if (token) {
+        const bool visible = std::all_of(token->begin(), token->end(),
+                                         [](char c) { return c >= 0x21 && c <= 0x7e; });
+        if (token->empty() || token->size() > node_token_bytes_max || !visible) {
+            return "field `token`: 1 to " + std::to_string(node_token_bytes_max) +
+                   " bytes of visible ASCII (no space, CR, LF or other control byte)";
+        }
+    }
+    return "";
+}
+
 std::vector<std::string> segments(std::string_view path) {
     std::vector<std::string> out;
     size_t at = 1;
@@ -357,8 +402,8 @@ class Api {
         if (addr) row.addr = *addr;
         if (token) row.token = *token;
         if (zone) row.zone = *zone;
-        if (addr && (addr->rfind(':') == std::string::npos || addr->find('/') != std::string::npos)) {
-            return Router::error(400, "field `addr`: `" + *addr + "` is not host:port");
+        if (std::string why = node_addr_token_error(addr, token); !why.empty()) {
+            return Router::error(400, why);
         }
         for (const auto& [field, v] : {std::pair{"region", region}, std::pair{"zone", zone},
                                        std::pair{"standby", standby}}) {

@@ -37,6 +37,22 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          flags::number(o.upstream_pool, 4096, 0)},
         {"--max-connections", "<n>", "client connections at once (default 1000)",
          flags::number(o.max_connections, 1'000'000, 1)},
+        {"--head-timeout", "<ms>",
+         "a request head not whole this long after its first byte is answered 408; 0 = off "
+         "(default 5000)",
+         flags::number(o.head_timeout_ms, server::head_timeout_ms_max)},
+        {"--body-rate-min", "<bytes/s>",
+         "a body slower than this on average (after --head-timeout of grace) is answered 408; "
+         "0 = off (default 4096)",
+         flags::number(o.body_rate_min, server::body_bytes_per_s_min_max)},
+        {"--max-connections-per-address", "<n>",
+         "connections from one client address, loopback included; past it 503; 0 = no limit "
+         "(default 64)",
+         flags::number(o.max_connections_per_address, UINT32_MAX)},
+        {"--reserved-connections", "<pct>",
+         "share of --max-connections that connections yet to send a whole request may not take, "
+         "0-90 (default 25)",
+         flags::number(o.reserved_connections_pct, server::connections_reserved_pct_max)},
         {"--max-body", "<size>", "request body ceiling, 413 past it (default 64m)",
          flags::size_bytes(o.max_body_bytes)},
         {"--idle-timeout", "<s>", "a client connection silent this long is closed (default 60)",

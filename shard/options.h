@@ -25,6 +25,13 @@ struct RouterOptions {
     uint64_t upstream_idle_ms = 30'000;
     uint32_t upstream_pool = 32;  // idle connections kept per node address
     uint32_t max_connections = 1000;
+    // Slow clients (router.md §2.2, server::ServerOptions): a head's deadline after its first
+    // byte, a body's rate floor, connections per client address, the share of --max-connections
+    // kept for connections that have sent a whole request.
+    uint32_t head_timeout_ms = 5'000;
+    uint32_t body_rate_min = 4'096;  // bytes/s
+    uint32_t max_connections_per_address = 64;
+    uint32_t reserved_connections_pct = 25;
     uint64_t max_body_bytes = 64ull << 20;
     uint64_t idle_timeout_ms = 60'000;
     std::optional<std::string> audit;

@@ -249,6 +249,10 @@ std::string Router::prepare() {
     so.loops = loops;
     so.connections_max = options_.max_connections;
     so.idle_timeout_ms = static_cast<uint32_t>(options_.idle_timeout_ms);
+    so.head_timeout_ms = options_.head_timeout_ms;
+    so.body_bytes_per_s_min = options_.body_rate_min;
+    so.connections_per_peer_max = options_.max_connections_per_address;
+    so.connections_reserved_pct = options_.reserved_connections_pct;
     so.server_header = "fenec-shard/" + std::string(shard_version);
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
@@ -452,8 +456,16 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         return v;
     }
     std::optional<http::Response> refuse;
+    const http::Method method = request.head.method;
+    const bool body_method = method == http::Method::post || method == http::Method::put ||
+                             method == http::Method::patch;
     if (request.head.header("Upgrade")) {
         refuse = error(501, "Upgrade is not supported by the router");
+    } else if (route == Route::tenant && body_method && !request.head.content_length) {
+        // §5.2: the router frames what it sends on with its own Content-Length; without one
+        // from the client it would send an empty body the client did not mean.
+        refuse = error(411, "a " + std::string(request.head.method_text) + " to " +
+                                request.head.path + " needs Content-Length");
     } else if (route == Route::tenant && request.head.expect_continue) {
         // §5.2: `Expect: 100-continue` is answered only once the tenant is found, so a client
         // does not send a body to a tenant the router cannot place.
@@ -467,8 +479,12 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
     } else if (route == Route::shard || route == Route::query || route == Route::metrics) {
-        // With a refusal delay the token is judged in handle(), where an answer can wait.
-        if (options_.auth_delay_ms > 0) return v;
+        // With a refusal delay the token is judged in handle(), where an answer can wait; a
+        // body it will refuse is streamed, so it is never read and no 100 Continue invites it.
+        if (options_.auth_delay_ms > 0) {
+            v.stream_body = check_token(request).has_value();
+            return v;
+        }
         refuse = check_token(request);
         if (refuse) {
             const std::string id = new_request_id(request.head.header("X-Request-Id"));
@@ -487,8 +503,11 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
     return v;
 }
 
-http::Response Router::over_capacity() {
-    http::Response r = error(503, "the router has too many connections open");
+http::Response Router::over_capacity(std::string_view reason) {
+    http::Response r =
+        error(503, reason == "per_address" ? "the router has --max-connections-per-address open "
+                                             "from this client address"
+                                           : "the router has too many connections open");
     r.header("Retry-After", "1");
     r.close = true;
     return r;

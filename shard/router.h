@@ -79,7 +79,7 @@ class Router final : public server::Handler {
 
     server::HeadVerdict check_head(const server::Request& request) override;
     void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
-    http::Response over_capacity() override;
+    http::Response over_capacity(std::string_view reason) override;
 
     // Shared with api.cc and forward.cc.
     struct Answering {

@@ -125,6 +125,9 @@ void Node::init_metrics() {
                                        "time from the head read to the answer queued", {"route"});
     m.gauge_fn("fenec_http_connections", "open connections",
                [this] { return server_ ? static_cast<double>(server_->connections()) : 0; });
+    m.gauge_fn(
+        "fenec_http_connections_unproven", "open connections yet to send a whole request",
+        [this] { return server_ ? static_cast<double>(server_->connections_unproven()) : 0; });
     counters_.refused = &m.counter("fenec_http_refused_total", "requests or connections refused",
                                    {"reason"});
     counters_.statements = &m.counter("fenec_statements_total", "statements run", {"kind"});
@@ -273,6 +276,10 @@ std::string Node::serve() {
     so.busy_poll_us = options_.busy_poll_us;
     so.connections_max = options_.max_connections;
     so.idle_timeout_ms = options_.idle_timeout_s * 1000;
+    so.head_timeout_ms = options_.head_timeout_ms;
+    so.body_bytes_per_s_min = options_.body_rate_min;
+    so.connections_per_peer_max = options_.max_connections_per_address;
+    so.connections_reserved_pct = options_.reserved_connections_pct;
     std::string error;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return error;
@@ -351,15 +358,23 @@ http::Response Node::refusal(int status, std::string_view message, std::string_v
     return r;
 }
 
-http::Response Node::over_capacity() {
-    http::Response r = refusal(503, "the node is at --max-connections (" +
-                                        std::to_string(options_.max_connections) + ")",
-                               "connections");
+http::Response Node::over_capacity(std::string_view reason) {
+    const bool per_address = reason == "per_address";
+    http::Response r = refusal(
+        503,
+        per_address
+            ? "the node is at --max-connections-per-address (" +
+                  std::to_string(options_.max_connections_per_address) + ") for this client address"
+            : "the node is at --max-connections (" + std::to_string(options_.max_connections) + ")",
+        std::string(reason));
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     r.close = true;
-    counters_.refused->with({"connections"}).inc();
+    counters_.refused->with({reason}).inc();
     return r;
 }
+
+// Connections the server cut for slowness or to make room (slow_head, slow_body, evicted).
+void Node::on_refused(std::string_view reason) { counters_.refused->with({reason}).inc(); }
 
 // The answers the server writes itself (400, 408, 411, 413, 431, 501): the node's body and the
 // X-Request-Id every answer carries (§4.2).
@@ -445,7 +460,43 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
             return refuse(409, "tenant " + image_tenant + " has a file here: delete it first");
         }
     }
+    // Credentials before bodies: on a guarded plane, a head without what the plane takes has
+    // its body streamed, so dispatch's authorize refuses it (401 after --auth-delay, or 403)
+    // with not a byte of it read and no 100 Continue sent; the connection then closes.
+    if (!v.stream_body && h.content_length.value_or(0) > 0 && refused_by_head(h)) {
+        v.stream_body = true;
+    }
     return v;
+}
+
+// Whether authorize() will refuse this head (§3.1), judged from the head alone: a guarded plane
+// and no credential that reaches it, or a plane absent on this listener. Mirrors authorize's
+// rules; a scope (a read-only JWT writing) is judged later, with the statement.
+bool Node::refused_by_head(const http::RequestHead& h) {
+    const std::vector<std::string> seg = split_path(h.path);
+    const std::string& first = seg.empty() ? std::string() : seg[0];
+    auth::Credential plane;
+    if (first == "t" && seg.size() >= 2) {
+        plane = auth::Credential::data;
+    } else if (first == "_admin" || first == "_metrics") {
+        plane = auth::Credential::admin;
+    } else if (first == "_replication") {
+        plane = auth::Credential::replication;
+    } else {
+        return false;
+    }
+    if (auth_->plane_open(plane)) {  // no credential asked for; 404 where the plane is absent
+        return !(server::flags::is_loopback(options_.listen) || options_.insecure ||
+                 plane == auth::Credential::data);
+    }
+    const auth::Verdict v = auth_->identify(h.header("Authorization").value_or(""), now_ms());
+    if (!v.ok) return true;
+    const auth::Credential got = v.identity.credential;
+    if (plane != auth::Credential::data) return got != plane;
+    if (got == auth::Credential::jwt) {
+        return v.identity.tenant.empty() || v.identity.tenant != seg[1];
+    }
+    return got != auth::Credential::data;
 }
 
 void Node::handle(server::Request request, std::shared_ptr<server::Exchange> exchange) {

@@ -106,7 +106,8 @@ public:
     // server::Handler
     server::HeadVerdict check_head(const server::Request& request) override;
     void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
-    http::Response over_capacity() override;
+    http::Response over_capacity(std::string_view reason) override;
+    void on_refused(std::string_view reason) override;
     http::Response framing_error(int status, std::string_view message) override;
 
     // For the handlers (node/*.cc).
@@ -178,6 +179,8 @@ public:
 
 private:
     void dispatch(std::shared_ptr<Call> call);
+    // check_head: whether authorize() will refuse this head (credentials before bodies).
+    bool refused_by_head(const http::RequestHead& h);
     bool authorize(const std::shared_ptr<Call>& call, auth::Credential plane);
     bool admin_credential(const http::RequestHead& head);
     void audit_refusal(const Call& call, int status, std::string_view why);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "server/runtime/flags.h"
+#include "server/runtime/loop.h"
 
 namespace fenec::node {
 
@@ -106,6 +107,22 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
         {"--max-connections", "<n>",
          "open connections, streams included; 0 = no limit (default 1024)",
          flags::number(o.max_connections, UINT32_MAX)},
+        {"--head-timeout", "<ms>",
+         "a request head not whole this long after its first byte is answered 408; 0 = off "
+         "(default 5000)",
+         flags::number(o.head_timeout_ms, server::head_timeout_ms_max)},
+        {"--body-rate-min", "<bytes/s>",
+         "a body slower than this on average (after --head-timeout of grace) is answered 408; "
+         "0 = off (default 4096)",
+         flags::number(o.body_rate_min, server::body_bytes_per_s_min_max)},
+        {"--max-connections-per-address", "<n>",
+         "connections from one client address, loopback included; past it 503; 0 = no limit "
+         "(default 64)",
+         flags::number(o.max_connections_per_address, UINT32_MAX)},
+        {"--reserved-connections", "<pct>",
+         "share of --max-connections that connections yet to send a whole request may not take, "
+         "0-90 (default 25)",
+         flags::number(o.reserved_connections_pct, server::connections_reserved_pct_max)},
         {"--max-streams", "<n>", "open subscriptions on the node (default 4096)",
          flags::number(o.max_streams, UINT32_MAX)},
         {"--tenant-streams", "<n>", "open subscriptions per tenant (default 256)",
@@ -181,7 +198,8 @@ std::string check_options(const NodeOptions& o) {
                " is not loopback and neither --token nor a JWT key is set (or pass --insecure)";
     }
     if (o.replication_token && o.sync == NodeOptions::Sync::off) {
-        return "--replication-token cannot go with --sync off: followers are sent fsynced blocks only";
+        return "--replication-token cannot go with --sync off: followers are sent fsynced blocks "
+               "only";
     }
     return "";
 }

@@ -35,6 +35,13 @@ struct NodeOptions {
     uint64_t max_body_mib = 64;
     uint64_t max_image_mib = 16384;
     uint32_t max_connections = 1024;
+    // Slow clients (node-http.md §2.1, server::ServerOptions): a head's deadline after its first
+    // byte, a body's rate floor, connections per client address, the share of --max-connections
+    // kept for connections that have sent a whole request.
+    uint32_t head_timeout_ms = 5'000;
+    uint32_t body_rate_min = 4'096;  // bytes/s
+    uint32_t max_connections_per_address = 64;
+    uint32_t reserved_connections_pct = 25;
     uint32_t max_streams = 4096;
     uint32_t tenant_streams = 256;
     uint32_t keepalive_s = 20;
@@ -43,15 +50,15 @@ struct NodeOptions {
     uint32_t wait_max_ms = 30000;
     uint32_t auth_delay_ms = 100;
     std::optional<std::string> cors;
-    std::string node_name;  // default: the host name
-    uint32_t workers = 0;   // io_uring loops; 0: the CPU count
+    std::string node_name;       // default: the host name
+    uint32_t workers = 0;        // io_uring loops; 0: the CPU count
     uint32_t busy_poll_us = 50;  // a loop polls this long before it sleeps (ServerOptions)
     bool insecure = false;
-    uint64_t feed_buffer_mib = 64;       // --feed-buffer: the replication feed per tenant (§10.3)
-    uint32_t upstream_timeout_s = 10;    // --upstream-timeout: a follower's connect and read bound
-    uint32_t replica_wait_ms = 50;       // --replica-wait: an answer waits for the streams (§5.8)
-    double compact_dead = 0.5;           // --compact-dead: background compaction's dead share; 0 off
-    uint64_t compact_min_mib = 1;        // --compact-min: files smaller are never compacted by it
+    uint64_t feed_buffer_mib = 64;     // --feed-buffer: the replication feed per tenant (§10.3)
+    uint32_t upstream_timeout_s = 10;  // --upstream-timeout: a follower's connect and read bound
+    uint32_t replica_wait_ms = 50;     // --replica-wait: an answer waits for the streams (§5.8)
+    double compact_dead = 0.5;         // --compact-dead: background compaction's dead share; 0 off
+    uint64_t compact_min_mib = 1;      // --compact-min: files smaller are never compacted by it
 };
 
 using ParsedFlags = server::flags::Parsed<NodeOptions>;

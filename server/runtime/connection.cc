@@ -38,6 +38,8 @@ http::Response Handler::framing_error(int status, std::string_view message) {
     return r;
 }
 
+void Handler::on_refused(std::string_view) {}
+
 namespace internal {
 
 Connection::Connection(ConnectionOwner& owner, int fd, uint64_t id, std::string peer,
@@ -54,6 +56,7 @@ Connection::Connection(ConnectionOwner& owner, int fd, uint64_t id, std::string 
     shut_c_.callback = &Connection::on_shut_done;
     close_c_.callback = &Connection::on_close_done;
     last_activity_ms_ = loop_.now_ms();
+    accepted_ms_ = last_activity_ms_;
 }
 
 void Connection::start() { arm_recv(); }
@@ -212,6 +215,9 @@ void Connection::process_head() {
         if (peer_closed_) return cut();
         return arm_recv();
     }
+    // The head's deadline runs from its first byte in phase head: a pipelined request behind a
+    // slow answer is not timed while it waits.
+    if (head_started_ms_ == 0) head_started_ms_ = loop_.now_ms();
     http::RequestHead head;
     size_t consumed = 0;
     http::ParseError error;
@@ -232,6 +238,7 @@ void Connection::process_head() {
 void Connection::on_head(http::RequestHead head, size_t consumed) {
     in_.consume(consumed);
     head_scanned_ = 0;
+    head_started_ms_ = 0;
     request_.head = std::move(head);
     request_.body.clear();
     request_.peer = peer_;
@@ -251,19 +258,23 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
                                       std::to_string(verdict.body_bytes_max) + " bytes");
     }
     if (length == 0) return dispatch();
-    if (request_.head.expect_continue && in_.size() == 0) {
-        queued_.append("HTTP/1.1 100 Continue\r\n\r\n");
-        flush();
-    }
     body_length_ = length;
     body_got_ = 0;
+    body_timed_ms_ = 0;
+    body_waiting_since_ms_ = 0;
     phase_ = Phase::body;
     if (verdict.stream_body) {
-        // The handler has the request now and pulls the body; nothing is read until it asks.
+        // The handler has the request now and pulls the body; nothing is read until it asks,
+        // and `100 Continue` waits for that ask: a handler that answers first (a credential
+        // refused from the head) never invites the body.
         body_streamed_ = true;
         body_wanted_ = false;
+        continue_owed_ = request_.head.expect_continue;
         return hand_to_handler();
     }
+    continue_owed_ = false;
+    if (request_.head.expect_continue) invite_body();
+    body_clock_start(loop_.now_ms());
     take_body();
 }
 
@@ -274,8 +285,20 @@ bool Connection::on_body_wanted(std::span<char> into, std::shared_ptr<const void
     body_into_got_ = 0;
     body_into_owner_ = std::move(owner);
     last_activity_ms_ = loop_.now_ms();  // the peer's silence is timed from here
+    body_clock_start(last_activity_ms_);
+    if (continue_owed_) {  // request_ is the handler's by now: the flag says it asked
+        continue_owed_ = false;
+        invite_body();
+    }
     stream_body_step();
     return true;
+}
+
+// `100 Continue` for a client that asked to be invited, unless it sent body bytes regardless.
+void Connection::invite_body() {
+    if (body_got_ != 0 || in_.size() != 0) return;
+    queued_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    flush();
 }
 
 // Hands the handler what is buffered, or reads for it; only while it wants a chunk.
@@ -306,6 +329,7 @@ bool Connection::into_done() const {
 
 void Connection::deliver_chunk(std::string bytes) {
     body_wanted_ = false;
+    body_clock_stop(loop_.now_ms());
     BodyChunk chunk;
     chunk.bytes = std::move(bytes);
     chunk.filled = body_into_got_;
@@ -316,6 +340,7 @@ void Connection::deliver_chunk(std::string bytes) {
     if (chunk.last) {
         body_streamed_ = false;
         phase_ = Phase::handling;
+        settle();
     }
     std::shared_ptr<ExchangeImpl> exchange = exchange_;  // the handler may reply in the call
     exchange->deliver_body(std::move(chunk));
@@ -336,6 +361,7 @@ void Connection::take_body() {
 
 void Connection::dispatch() {
     phase_ = Phase::handling;
+    settle();
     hand_to_handler();
     arm_recv();  // read ahead (bounded), and hear the peer close
 }
@@ -355,6 +381,7 @@ void Connection::answer_and_close(http::Response response) {
     }
     body_streamed_ = false;
     body_wanted_ = false;
+    settle();
     response.close = true;
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     phase_ = Phase::closing;
@@ -380,6 +407,7 @@ void Connection::on_answer(http::Response response) {
         body_streamed_ = false;
         body_wanted_ = false;
         in_.clear();
+        settle();
     }
     // A reply framed as a stream has no length: only the close can end it.
     response.close = response.close || response.stream || !keep_alive_ || body_unread;
@@ -487,6 +515,7 @@ void Connection::on_op_end() {
 void Connection::cut() {
     if (phase_ == Phase::dead) return;
     phase_ = Phase::dead;
+    settle();
     if (exchange_) {
         std::shared_ptr<ExchangeImpl> exchange = std::move(exchange_);
         exchange->connection_ = nullptr;
@@ -519,16 +548,64 @@ void Connection::on_close_done(Completion& c) {
     self->owner_.release(self);
 }
 
+void Connection::settle() {
+    if (unproven) owner_.settled(this);
+}
+
+void Connection::evict() {
+    if (!unproven || phase_ != Phase::head) return;
+    owner_.handler.on_refused("evicted");
+    if (in_.size() == 0) return cut();  // nothing sent: nothing to answer
+    framing_error(408, "the request head was not completed in time for a newer client");
+}
+
+void Connection::slow(std::string_view reason, std::string_view message) {
+    owner_.handler.on_refused(reason);
+    framing_error(408, message);
+}
+
+void Connection::body_clock_start(uint64_t now) {
+    if (body_waiting_since_ms_ == 0) body_waiting_since_ms_ = now;
+}
+
+void Connection::body_clock_stop(uint64_t now) {
+    if (body_waiting_since_ms_ == 0) return;
+    body_timed_ms_ += now - body_waiting_since_ms_;
+    body_waiting_since_ms_ = 0;
+}
+
+// Below body_bytes_per_s_min on average over the time the body was awaited, past a grace of the
+// head's deadline (a client's first bytes and a slow start are not judged).
+bool Connection::body_too_slow(uint64_t now) const {
+    const ServerOptions& o = owner_.options;
+    if (o.body_bytes_per_s_min == 0) return false;
+    uint64_t timed = body_timed_ms_;
+    if (body_waiting_since_ms_ != 0) timed += now - body_waiting_since_ms_;
+    const uint64_t grace =
+        o.head_timeout_ms != 0 ? o.head_timeout_ms : ServerOptions{}.head_timeout_ms;
+    if (timed <= grace) return false;
+    return body_got_ < (timed - grace) * o.body_bytes_per_s_min / 1000;
+}
+
 void Connection::sweep(uint64_t now) {
     const ServerOptions& o = owner_.options;
     bool idle = o.idle_timeout_ms != 0 && now - last_activity_ms_ >= o.idle_timeout_ms;
     bool send_stalled = o.send_timeout_ms != 0 && now - last_send_ms_ >= o.send_timeout_ms;
     switch (phase_) {
         case Phase::head:
+            if (in_.size() != 0 && head_started_ms_ != 0 && o.head_timeout_ms != 0 &&
+                now - head_started_ms_ >= o.head_timeout_ms) {
+                return slow("slow_head", "the request head was not whole within " +
+                                             std::to_string(o.head_timeout_ms) + " ms");
+            }
             if (!idle) return;
             if (in_.size() == 0) return cut();  // between requests: closed, no answer
             return framing_error(408, "the request was not completed in time");
         case Phase::body:
+            if (body_too_slow(now)) {
+                return slow("slow_body", "the request body came slower than " +
+                                             std::to_string(o.body_bytes_per_s_min) + " bytes/s");
+            }
             if (body_streamed_ && !body_wanted_) return;  // the handler holds a chunk
             if (idle) framing_error(408, "the request body was not completed in time");
             return;

@@ -96,6 +96,9 @@ class ConnectionOwner {
     // The connection's close has completed and none of its operations is in flight: unlink it
     // and free it.
     virtual void release(Connection* c) = 0;
+    // The connection is no longer waiting for its first whole request (it sent one, or it is
+    // closing): it leaves the unproven set. Called once, only for a connection in that set.
+    virtual void settled(Connection* c) = 0;
 
     Handler& handler;
     const ServerOptions& options;
@@ -116,6 +119,12 @@ class Connection {
     // After the loop's thread is gone and its ring drained: closes without the ring.
     void abandon();
     void sweep(uint64_t now_ms);
+    // Cut to make room for a newcomer (http_server.h, admission): 408 when part of a request
+    // came, closed silently when nothing did. Only while unproven.
+    void evict();
+    const std::string& peer() const { return peer_; }
+    uint64_t accepted_ms() const { return accepted_ms_; }
+    bool evictable() const { return unproven && phase_ == Phase::head; }
     // From the Exchange's task, or its reply() on the loop thread.
     void on_answer(http::Response response);
     void on_stream_start(http::Response head);
@@ -129,6 +138,10 @@ class Connection {
     Connection* prev = nullptr;  // the owner's list
     Connection* next = nullptr;
     const bool counted;  // in connections(); a 503 refusal is not
+    // In the owner's unproven list (oldest first): counted, and no whole request sent yet.
+    bool unproven = false;
+    Connection* unproven_prev = nullptr;
+    Connection* unproven_next = nullptr;
 
   private:
     static void on_recv_done(Completion& c) {
@@ -150,6 +163,7 @@ class Connection {
     void on_head(http::RequestHead head, size_t consumed);
     void take_body();
     void stream_body_step();
+    void invite_body();
     void deliver_chunk(std::string bytes);
     bool into_done() const;
     void dispatch();
@@ -162,6 +176,11 @@ class Connection {
     void begin_linger();
     void detach_exchange();
     void finish_if_idle();
+    void settle();
+    void slow(std::string_view reason, std::string_view message);
+    void body_clock_start(uint64_t now);
+    void body_clock_stop(uint64_t now);
+    bool body_too_slow(uint64_t now) const;
 
     ConnectionOwner& owner_;
     Loop& loop_;
@@ -179,6 +198,7 @@ class Connection {
     bool recv_into_user_ = false;   // ... that is, into body_into_
     bool body_streamed_ = false;    // phase body: the handler pulls it (HeadVerdict::stream_body)
     bool body_wanted_ = false;      // ... and has asked for its next chunk
+    bool continue_owed_ = false;    // ... and `100 Continue` waits for its first ask
     std::string body_chunk_;        // a streamed body's recv lands here
     std::span<char> body_into_;     // ... or here (read_body_into), body_into_got_ of it filled
     size_t body_into_got_ = 0;
@@ -199,6 +219,12 @@ class Connection {
     uint32_t ops_ = 0;  // operations whose callback has not run yet
     Completion recv_c_, send_c_, shut_c_, close_c_;
     uint64_t last_activity_ms_ = 0;
+    uint64_t accepted_ms_ = 0;
+    uint64_t head_started_ms_ = 0;  // the current head's first byte was buffered (0: none yet)
+    // A body's rate is judged over the time it was awaited: all of it for a body read into the
+    // request, only while the handler asks for bytes for a streamed one.
+    uint64_t body_timed_ms_ = 0;          // awaited time before body_waiting_since_ms_
+    uint64_t body_waiting_since_ms_ = 0;  // 0: not awaited now
     uint64_t last_send_ms_ = 0;
     uint64_t linger_deadline_ms_ = 0;
     size_t linger_bytes_ = 0;

@@ -8,6 +8,14 @@
 // loops round-robin (a Handoff task) and lives on that loop alone, so a Connection is touched by
 // one thread only. A LoopState owns its loop's connections (an intrusive list) and frees each
 // once its close has completed. Bounds: server/runtime/loop.h.
+//
+// Admission (http_server.h): connections per client address are counted under a mutex (taken
+// on accept and on free, which run on different loops). Connections that have not sent a whole
+// request yet are *unproven*: counted in one atomic and listed, oldest first, by the loop that
+// owns them, which publishes the accept time of its oldest evictable one (still in its head) on
+// each sweep. A newcomer that finds no slot is handed to the loop with the oldest such
+// connection past head_timeout_ms/2: that loop evicts it and serves the newcomer, or, if none is
+// evictable by then, answers the newcomer 503.
 #include "server/runtime/http_server.h"
 
 #include <arpa/inet.h>
@@ -23,8 +31,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "server/runtime/connection.h"
@@ -46,7 +56,10 @@ struct LoopState final : ConnectionOwner {
     LoopState(ServerImpl& s, uint32_t i, std::shared_ptr<Loop> l);
     void add(Connection* c);
     void release(Connection* c) override;
-    void adopt(int fd, uint64_t id, std::string peer);
+    void settled(Connection* c) override;
+    void adopt(int fd, uint64_t id, std::string peer, bool evict);
+    bool evict_oldest(uint64_t now);
+    void publish_evictable(uint64_t now);
     void arm_sweep();
     static void on_sweep(Completion& c);
     void begin_shutdown();
@@ -56,6 +69,10 @@ struct LoopState final : ConnectionOwner {
     const uint32_t index;
     std::thread thread;
     Connection* first = nullptr;
+    Connection* unproven_first = nullptr;  // oldest first
+    Connection* unproven_last = nullptr;
+    // Accept time of the oldest unproven connection still in its head (max: none), for loop 0.
+    std::atomic<uint64_t> oldest_evictable_ms{std::numeric_limits<uint64_t>::max()};
     Completion sweep_c;
     bool stopping = false;
 };
@@ -66,8 +83,15 @@ struct Handoff final : Task {
     int fd = -1;
     uint64_t id = 0;
     std::string peer;
+    bool evict = false;  // admitted in place of an unproven connection the target evicts
     static void run_it(Task& task, bool cancelled);
 };
+
+// The client address of "ip:port" or "[v6]:port".
+std::string peer_address(const std::string& peer) {
+    size_t colon = peer.rfind(':');
+    return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
 
 class ServerImpl final : public HttpServer {
   public:
@@ -78,6 +102,9 @@ class ServerImpl final : public HttpServer {
     void start() override;
     void stop_accepting() override;
     uint32_t connections() const override { return connections_.load(std::memory_order_acquire); }
+    uint32_t connections_unproven() const override {
+        return unproven_.load(std::memory_order_acquire);
+    }
     void shutdown() override;
 
     // Loop 0.
@@ -85,12 +112,18 @@ class ServerImpl final : public HttpServer {
     static void on_accept(Completion& c);
     static void on_accept_retry(Completion& c);
     void accepted(int fd);
+    void refuse(int fd, std::string peer, std::string_view reason);
+    LoopState* eviction_target(uint64_t now) const;
     void stop_accepting_on_loop();
     void close_listener();
     bool listener_busy() const { return accept_c_.in_flight || accept_retry_c_.in_flight; }
 
     void loop_stopped();
-    void connection_freed(bool counted);
+    void connection_freed(const std::string& peer, bool counted);
+    bool admit_peer(const std::string& address);
+    void release_peer(const std::string& address);
+    void unproven_left() { unproven_.fetch_sub(1, std::memory_order_acq_rel); }
+    void eviction_ran() { evictions_.fetch_sub(1, std::memory_order_acq_rel); }
 
     const ServerOptions options;
     Handler& handler;
@@ -101,10 +134,14 @@ class ServerImpl final : public HttpServer {
     int listen_fd_ = -1;
     uint16_t port_ = 0;
     std::atomic<uint32_t> connections_{0};
-    uint32_t refusals_ = 0;  // loop 0
-    uint64_t next_id_ = 1;   // loop 0
-    size_t next_loop_ = 0;   // loop 0
-    bool accepting_ = true;  // loop 0 after start
+    std::atomic<uint32_t> unproven_{0};
+    std::atomic<uint32_t> evictions_{0};  // Handoffs with evict posted and not yet run
+    std::mutex peers_mutex_;
+    std::unordered_map<std::string, uint32_t> peers_;  // counted connections per client address
+    uint32_t refusals_ = 0;                            // loop 0
+    uint64_t next_id_ = 1;                             // loop 0
+    size_t next_loop_ = 0;                             // loop 0
+    bool accepting_ = true;                            // loop 0 after start
     Completion accept_c_, accept_retry_c_;
     std::mutex control_;  // start / stop_accepting / shutdown
     bool started_ = false;
@@ -130,20 +167,71 @@ void LoopState::release(Connection* c) {
     if (c->prev != nullptr) c->prev->next = c->next;
     if (c->next != nullptr) c->next->prev = c->prev;
     if (first == c) first = c->next;
-    server.connection_freed(c->counted);
+    if (c->unproven) settled(c);
+    server.connection_freed(c->peer(), c->counted);
     delete c;
     maybe_stop();
 }
 
-void LoopState::adopt(int fd, uint64_t id, std::string peer) {
+void LoopState::settled(Connection* c) {
+    assert(c->unproven);
+    c->unproven = false;
+    if (c->unproven_prev != nullptr) c->unproven_prev->unproven_next = c->unproven_next;
+    if (c->unproven_next != nullptr) c->unproven_next->unproven_prev = c->unproven_prev;
+    if (unproven_first == c) unproven_first = c->unproven_next;
+    if (unproven_last == c) unproven_last = c->unproven_prev;
+    c->unproven_prev = c->unproven_next = nullptr;
+    server.unproven_left();
+}
+
+// `evict`: the newcomer takes the slot of this loop's oldest evictable connection, or is
+// answered 503 when there is none any more.
+void LoopState::adopt(int fd, uint64_t id, std::string peer, bool evict) {
     if (stopping) {
         ::close(fd);
-        server.connection_freed(true);
+        server.unproven_left();
+        server.connection_freed(peer, true);
         return;
     }
     auto* c = new Connection(*this, fd, id, std::move(peer), true);
     add(c);
+    c->unproven = true;  // counted in unproven_ by accepted()
+    c->unproven_prev = unproven_last;
+    if (unproven_last != nullptr) unproven_last->unproven_next = c;
+    unproven_last = c;
+    if (unproven_first == nullptr) unproven_first = c;
+    if (evict && !evict_oldest(loop->now_ms())) {
+        return c->start_refusal(handler.over_capacity("connections"));
+    }
     c->start();
+}
+
+// The oldest unproven connection still in its head and older than head_timeout_ms/2 is evicted.
+bool LoopState::evict_oldest(uint64_t now) {
+    const uint64_t age_min = options.head_timeout_ms / 2;
+    bool evicted = false;
+    if (options.head_timeout_ms != 0) {
+        for (Connection* c = unproven_first; c != nullptr; c = c->unproven_next) {
+            if (now - c->accepted_ms() < age_min) break;  // the rest are younger
+            if (!c->evictable()) continue;
+            c->evict();
+            evicted = true;
+            break;
+        }
+    }
+    publish_evictable(now);
+    return evicted;
+}
+
+void LoopState::publish_evictable(uint64_t) {
+    uint64_t oldest = std::numeric_limits<uint64_t>::max();
+    for (Connection* c = unproven_first; c != nullptr; c = c->unproven_next) {
+        if (c->evictable()) {
+            oldest = c->accepted_ms();
+            break;
+        }
+    }
+    oldest_evictable_ms.store(oldest, std::memory_order_release);
 }
 
 void LoopState::arm_sweep() {
@@ -157,6 +245,7 @@ void LoopState::on_sweep(Completion& c) {
     if (self->stopping) return self->maybe_stop();
     uint64_t now = self->loop->now_ms();
     for (Connection* conn = self->first; conn != nullptr; conn = conn->next) conn->sweep(now);
+    self->publish_evictable(now);
     self->arm_sweep();
 }
 
@@ -177,12 +266,15 @@ void LoopState::maybe_stop() {
 
 void Handoff::run_it(Task& task, bool cancelled) {
     auto* self = static_cast<Handoff*>(&task);
+    ServerImpl& server = self->target->server;
     if (cancelled) {
         ::close(self->fd);
-        self->target->server.connection_freed(true);
+        server.unproven_left();
+        server.connection_freed(self->peer, true);
     } else {
-        self->target->adopt(self->fd, self->id, std::move(self->peer));
+        self->target->adopt(self->fd, self->id, std::move(self->peer), self->evict);
     }
+    if (self->evict) server.eviction_ran();
     delete self;
 }
 
@@ -338,36 +430,92 @@ void ServerImpl::accepted(int fd) {
     int one = 1;  // answers are written whole: Nagle would only delay them
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::string peer = peer_name(fd);
-    uint32_t max = options.connections_max;
-    if (max != 0 && connections_.load(std::memory_order_acquire) >= max) {
-        if (refusals_ >= refusals_in_flight_max) {
-            ::close(fd);
-            return;
+    if (!admit_peer(peer_address(peer))) return refuse(fd, std::move(peer), "per_address");
+    // A newcomer is unproven: it may take a slot only outside the reserved share.
+    const uint32_t max = options.connections_max;
+    const uint32_t reserved = static_cast<uint32_t>(
+        uint64_t{max} * std::min(options.connections_reserved_pct, connections_reserved_pct_max) /
+        100);
+    const bool full = max != 0 && (connections_.load(std::memory_order_acquire) >= max ||
+                                   unproven_.load(std::memory_order_acquire) >= max - reserved);
+    LoopState* target = loops[next_loop_++ % loops.size()].get();
+    if (full) {
+        target = eviction_target(first.loop->now_ms());
+        if (target == nullptr ||
+            evictions_.load(std::memory_order_acquire) >= evictions_in_flight_max) {
+            release_peer(peer_address(peer));
+            return refuse(fd, std::move(peer), "connections");
         }
-        ++refusals_;
-        auto* c = new Connection(first, fd, next_id_++, std::move(peer), false);
-        first.add(c);
-        c->start_refusal(handler.over_capacity());
-        return;
+        evictions_.fetch_add(1, std::memory_order_acq_rel);
     }
     connections_.fetch_add(1, std::memory_order_acq_rel);
-    LoopState& target = *loops[next_loop_++ % loops.size()];
-    if (&target == &first) return target.adopt(fd, next_id_++, std::move(peer));
+    unproven_.fetch_add(1, std::memory_order_acq_rel);
+    if (target == &first && !full) return target->adopt(fd, next_id_++, std::move(peer), false);
     auto* handoff = new Handoff();
     handoff->run = &Handoff::run_it;
-    handoff->target = &target;
+    handoff->target = target;
     handoff->fd = fd;
     handoff->id = next_id_++;
     handoff->peer = std::move(peer);
-    if (!target.loop->post(*handoff)) Handoff::run_it(*handoff, true);
+    handoff->evict = full;
+    if (!target->loop->post(*handoff)) Handoff::run_it(*handoff, true);
 }
 
-void ServerImpl::connection_freed(bool counted) {
-    if (counted) {
-        connections_.fetch_sub(1, std::memory_order_acq_rel);
-    } else {
-        --refusals_;  // refusals live on loop 0, as this call does then
+// Answered 503 on loop 0 and closed; past refusals_in_flight_max closed unanswered.
+void ServerImpl::refuse(int fd, std::string peer, std::string_view reason) {
+    LoopState& first = *loops[0];
+    if (refusals_ >= refusals_in_flight_max) {
+        ::close(fd);
+        return;
     }
+    ++refusals_;
+    auto* c = new Connection(first, fd, next_id_++, std::move(peer), false);
+    first.add(c);
+    c->start_refusal(handler.over_capacity(reason));
+}
+
+// The loop whose oldest evictable connection is oldest, if that one is past head_timeout_ms/2.
+LoopState* ServerImpl::eviction_target(uint64_t now) const {
+    if (options.head_timeout_ms == 0) return nullptr;
+    LoopState* target = nullptr;
+    uint64_t oldest = std::numeric_limits<uint64_t>::max();
+    for (const auto& state : loops) {
+        uint64_t t = state->oldest_evictable_ms.load(std::memory_order_acquire);
+        if (t < oldest) {
+            oldest = t;
+            target = state.get();
+        }
+    }
+    if (target == nullptr || now < oldest || now - oldest < options.head_timeout_ms / 2) {
+        return nullptr;
+    }
+    return target;
+}
+
+bool ServerImpl::admit_peer(const std::string& address) {
+    std::lock_guard lock(peers_mutex_);
+    uint32_t& n = peers_[address];
+    if (options.connections_per_peer_max != 0 && n >= options.connections_per_peer_max) {
+        if (n == 0) peers_.erase(address);
+        return false;
+    }
+    ++n;
+    return true;
+}
+
+void ServerImpl::release_peer(const std::string& address) {
+    std::lock_guard lock(peers_mutex_);
+    auto it = peers_.find(address);
+    if (it != peers_.end() && --it->second == 0) peers_.erase(it);
+}
+
+void ServerImpl::connection_freed(const std::string& peer, bool counted) {
+    if (!counted) {
+        --refusals_;  // refusals live on loop 0, as this call does then
+        return;
+    }
+    connections_.fetch_sub(1, std::memory_order_acq_rel);
+    release_peer(peer_address(peer));
 }
 
 void ServerImpl::stop_accepting() {
@@ -432,7 +580,8 @@ void ServerImpl::shutdown() {
         while (Connection* c = state->first) {
             state->first = c->next;
             c->abandon();
-            connection_freed(c->counted);
+            if (c->unproven) unproven_left();
+            connection_freed(c->peer(), c->counted);
             delete c;
         }
     }
@@ -456,7 +605,7 @@ std::unique_ptr<HttpServer> HttpServer::bind(const ServerOptions& options, Handl
     // The sweep finds idle, stalled and lingering connections; a tick of an eighth of the
     // shortest timeout keeps each within 1/8 of its bound.
     uint32_t shortest = linger_ms;
-    for (uint32_t t : {options.idle_timeout_ms, options.send_timeout_ms}) {
+    for (uint32_t t : {options.idle_timeout_ms, options.send_timeout_ms, options.head_timeout_ms}) {
         if (t != 0) shortest = std::min(shortest, t);
     }
     server->sweep_ms = std::clamp<uint32_t>(shortest / 8, 5, 1000);

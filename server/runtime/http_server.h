@@ -7,11 +7,22 @@
 // answered strictly in order (the next head is parsed only once the answer before it is sent);
 // a head over http::head_bytes_max or with too many fields → 431; a body judged from
 // Content-Length against the Handler's check before any body byte is read (413 names both
-// sizes); `Expect: 100-continue` answered after that check; silent between requests for
-// `idle_timeout_ms` → closed with no answer; silent part-way through a request as long → 408;
-// an answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request
-// it could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
-// Over `connections_max` a new connection gets 503 `Retry-After: 1` and is closed.
+// sizes); `Expect: 100-continue` answered after that check, or for a streamed body
+// (HeadVerdict::stream_body) only when the handler first asks for it, so a handler that refuses
+// from the head (a missing credential) answers with no 100 sent and no body byte read; silent
+// between requests for `idle_timeout_ms` → closed with no answer; silent part-way through a request
+// as long → 408; a head not whole `head_timeout_ms` after its first byte → 408 however many bytes
+// came; a body slower than `body_bytes_per_s_min` (after a grace of head_timeout_ms) → 408; an
+// answer the peer does not read within `send_timeout_ms` → cut. After an answer to a request it
+// could not frame (400, 411, 413, 431, 501), or whose body it did not read, it closes.
+//
+// Admission (slow clients must not lock others out): over `connections_per_peer_max` from one
+// client address a new connection gets 503 (reason per_address). A connection is *proven* once
+// it has sent a whole request; `connections_reserved_pct` of connections_max is kept for proven
+// ones (the router's pooled keep-alives, clients between requests), so connections that have not
+// sent a whole request yet hold at most the rest. When a newcomer finds no slot, the oldest
+// unproven connection older than head_timeout_ms/2 is evicted for it (408, or closed if it sent
+// nothing); if none is, the newcomer gets 503 `Retry-After: 1` (reason connections) and is closed.
 //
 // Threads (server/runtime/http_server.cc): one listener, accepted on loop 0 (multishot) and handed
 // to the loops round-robin, so `loops` connections spread evenly whatever their addresses; a
@@ -107,7 +118,9 @@ struct HeadVerdict {
     uint64_t body_bytes_max = 64ull << 20;  // the body bound for this route (413 past it)
     // The body is not read into Request::body: handle() gets the request at once (body empty,
     // its length in head.content_length) and pulls the body through Exchange::read_body.
-    // Ignored when the request has no body.
+    // Ignored when the request has no body. `100 Continue`, if asked for, is sent only once the
+    // handler asks for the body: a handler that answers without asking refuses before any body
+    // byte is read (the connection then closes).
     bool stream_body = false;
 };
 
@@ -119,8 +132,14 @@ class Handler {
     // On the loop thread once the body is read; must hand slow work elsewhere and answer through
     // `exchange`, which stays valid as long as the shared_ptr is held.
     virtual void handle(Request request, std::shared_ptr<Exchange> exchange) = 0;
-    // A connection refused for `connections_max`: the answer it gets (503).
-    virtual http::Response over_capacity() = 0;
+    // A connection refused at admission: the answer it gets (503). `reason` is "connections"
+    // (connections_max, or the share not reserved for proven connections) or "per_address"
+    // (connections_per_peer_max).
+    virtual http::Response over_capacity(std::string_view reason) = 0;
+    // Told of each connection the server cut for being slow or to make room, for a metric:
+    // "slow_head", "slow_body" (each answered 408), "evicted". On a loop thread; the default
+    // does nothing.
+    virtual void on_refused(std::string_view reason);
     // An answer the server writes on its own, to a request it could not frame or a client too
     // slow: 400/505 (malformed), 408 (silent part-way), 411 (Transfer-Encoding), 413 (body over
     // HeadVerdict::body_bytes_max), 431 (head too large), 501 (unknown method). `message` names
@@ -135,7 +154,16 @@ struct ServerOptions {
     uint32_t connections_max = 1024;        // 0: no limit
     uint32_t idle_timeout_ms = 60'000;      // 0: never
     uint32_t send_timeout_ms = 30'000;      // an answer or stream unread this long: cut
-    size_t stream_buffer_max = 1 << 20;     // bytes a stream may hold unsent (node-http.md §5.4)
+    // A head not whole this long after its first byte: 408 (0: off; at most head_timeout_ms_max).
+    uint32_t head_timeout_ms = 5'000;
+    // A body read slower than this on average, past a grace of head_timeout_ms: 408 (0: off).
+    // A streamed body is timed only while its handler asks for bytes.
+    uint32_t body_bytes_per_s_min = 4'096;
+    uint32_t connections_per_peer_max = 64;  // from one client address (IP); 0: no limit
+    // Share of connections_max (percent, at most connections_reserved_pct_max) that connections
+    // which have not sent a whole request yet may not take.
+    uint32_t connections_reserved_pct = 25;
+    size_t stream_buffer_max = 1 << 20;  // bytes a stream may hold unsent (node-http.md §5.4)
     std::string server_header = "fenec-node/0.1.0";
     // Each loop polls for completions this long after a turn before it sleeps (Loop::create):
     // the next request of a kept-alive connection is then picked up without a thread wake-up.
@@ -159,6 +187,8 @@ class HttpServer {
     virtual void stop_accepting() = 0;
     // Open connections (streams and idle keep-alives included).
     virtual uint32_t connections() const = 0;
+    // Of those, the ones that have not sent a whole request yet.
+    virtual uint32_t connections_unproven() const = 0;
     // Closes every connection and joins the loops' threads. Idempotent.
     // Not from a loop thread (a Handler callback). Connections still open after shutdown_wait_ms
     // (server/runtime/loop.h) are closed regardless.

@@ -22,7 +22,12 @@
 //   answer                one at a time per connection (pipelined heads wait unparsed).
 //   stream                ServerOptions::stream_buffer_max unsent (+ one write that began it).
 //   connections           ServerOptions::connections_max, plus refusals_in_flight_max being
-//                         answered 503; past both a connection is closed unanswered.
+//                         answered 503; past both a connection is closed unanswered. A newcomer
+//                         admitted by evicting an unproven connection may exceed it by at most
+//                         evictions_in_flight_max until those evictions have run.
+//                         ServerOptions::connections_per_peer_max from one address.
+//   slow clients          a head whole within head_timeout_ms (at most head_timeout_ms_max) of
+//                         its first byte; a body at body_bytes_per_s_min on average.
 //   lingering close       linger_ms and linger_bytes_max per closing connection.
 //   worker queue          WorkerPool::queue_max (server/runtime/workers.h).
 #pragma once
@@ -67,6 +72,17 @@ inline constexpr uint32_t linger_ms = 2'000;
 inline constexpr size_t linger_bytes_max = 1 << 20;
 // Connections over connections_max being answered 503 at once; more are closed unanswered.
 inline constexpr uint32_t refusals_in_flight_max = 64;
+// Newcomers admitted while the evictions making room for them are still posted to their loops:
+// each may overshoot connections_max by one for a turn; past this many a newcomer gets the 503.
+inline constexpr uint32_t evictions_in_flight_max = 64;
+// The longest head deadline a flag may set: a head is at most http::head_bytes_max, which any
+// client sends in well under this; longer only lends a slot to a client that trickles.
+inline constexpr uint32_t head_timeout_ms_max = 600'000;
+// The reserved share of connections_max is at most this percent, so a new client always has
+// some slots to be admitted into.
+inline constexpr uint32_t connections_reserved_pct_max = 90;
+// The body-rate floor a flag may set: above this an honest client on an ordinary link is refused.
+inline constexpr uint32_t body_bytes_per_s_min_max = 64u << 20;
 // Accept failing for lack of descriptors or memory is retried after this long, not spun on.
 inline constexpr uint32_t accept_retry_ms = 100;
 // A loop polls its CQ for at most this long after a turn before it sleeps (Loop::create): past

@@ -10,13 +10,17 @@
 // a prompt shutdown with connections open; Loop::post from other threads; the pool's bound;
 // pipelined requests answered inline in order; streamed bodies (HeadVerdict::stream_body): in
 // order in bounded chunks, reading stopped while the handler holds one, a client leaving or
-// silent part-way reported to the handler, an early answer closing, read_body refused otherwise.
+// silent part-way reported to the handler, an early answer closing (and never sent a 100),
+// read_body refused otherwise;
+// slow clients: a head's deadline from its first byte, a body's rate floor, the per-address
+// cap, the reserved share and the eviction of an unproven connection for a newcomer.
 #include "server/runtime/loop.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/runtime/body_reader.h"
 #include "server/runtime/http.h"
@@ -71,8 +76,15 @@ struct Reply {
 // A blocking test client with a receive timeout, so a server bug fails rather than hangs.
 class Client {
   public:
-    explicit Client(uint16_t port, int rcvbuf = 0) {
+    // `source`: the address it connects from (another loopback address is another peer).
+    explicit Client(uint16_t port, int rcvbuf = 0, const char* source = nullptr) {
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (source != nullptr) {
+            sockaddr_in from{};
+            from.sin_family = AF_INET;
+            ::inet_pton(AF_INET, source, &from.sin_addr);
+            if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) return;
+        }
         timeval tv{3, 0};
         ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         if (rcvbuf > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
@@ -202,16 +214,26 @@ class EchoHandler : public Handler {
         });
         EXPECT_TRUE(queued);
     }
-    http::Response over_capacity() override {
+    http::Response over_capacity(std::string_view reason) override {
         http::Response r;
         r.status = 503;
         r.header("Retry-After", "1");
-        r.body = R"({"error":"too many connections","reason":"connections"})";
+        r.body = R"({"error":"too many connections","reason":")" + std::string(reason) + "\"}";
         return r;
+    }
+    void on_refused(std::string_view reason) override {
+        std::lock_guard lock(refused_m);
+        refused.emplace_back(reason);
+    }
+    std::vector<std::string> refused_reasons() {
+        std::lock_guard lock(refused_m);
+        return refused;
     }
 
     std::atomic<uint64_t> body_bytes_max{1 << 20};
-    std::string stream_prefix;  // paths whose body is streamed (set before start)
+    std::mutex refused_m;
+    std::vector<std::string> refused;  // on_refused's reasons
+    std::string stream_prefix;         // paths whose body is streamed (set before start)
     std::function<void(Request, std::shared_ptr<Exchange>)> on_special =
         [](Request, std::shared_ptr<Exchange>) {};
     WorkerPool pool{2, 1024};
@@ -534,6 +556,30 @@ TEST_F(StreamBodyTest, AnAnswerBeforeTheBodyIsWholeCloses) {
     EXPECT_TRUE(c.sees_eof());
 }
 
+// A streamed body's `100 Continue` waits for the handler's first ask: a handler that answers
+// from the head (a refused credential) never invites the body; one that reads it does.
+TEST_F(StreamBodyTest, ExpectContinueWaitsForTheHandlersAsk) {
+    start();
+    Client early(port());
+    early.send_all(
+        "PUT /sink/early HTTP/1.1\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n");
+    auto r = early.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_TRUE(r->close);
+    EXPECT_TRUE(early.sees_eof());
+    Client asked(port());
+    asked.send_all("PUT /sink HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    r = asked.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 100);
+    asked.send_all("hello");
+    r = asked.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "5");
+}
+
 TEST_F(StreamBodyTest, ABodyNotStreamedRefusesReadBody) {
     std::atomic<bool> failed{false};
     handler.on_special = [&](Request, std::shared_ptr<Exchange> ex) {
@@ -795,6 +841,185 @@ TEST_F(ServerTest, HalfAHeadThenSilenceIs408) {
     r = d.read_reply();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 408);
+}
+
+// Slow clients (issue 17): a head's deadline runs from its first byte, however many bytes
+// follow; a body has a rate floor; one address has a connection cap; connections that have not
+// sent a whole request cannot take the reserved share, and the oldest of them is evicted for a
+// newcomer once it is past half the head deadline.
+
+// Whether `c` has bytes to read within `ms`.
+bool readable(Client& c, int ms) {
+    pollfd p{c.fd(), POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+}
+
+TEST_F(ServerTest, SlowHeadIsCutAtItsDeadline) {
+    ServerOptions o;
+    o.head_timeout_ms =
+        1000;  // the idle timeout (60 s) alone never fires: a byte comes each 200 ms
+    start(o);
+    Client c(port());
+    const std::string head = "GET /slow HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(100, 'a');
+    const auto t0 = Clock::now();
+    size_t i = 0;
+    while (!readable(c, 200)) {
+        ASSERT_LT(Clock::now() - t0, 3000ms) << "still open at 3 s";
+        c.send_all(std::string_view(head).substr(i++ % head.size(), 1));
+    }
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    const auto waited = Clock::now() - t0;
+    EXPECT_GE(waited, 900ms);
+    EXPECT_LT(waited, 1600ms);
+    EXPECT_TRUE(c.sees_eof());
+    EXPECT_EQ(handler.refused_reasons(), std::vector<std::string>{"slow_head"});
+}
+
+// The head clock runs in phase head only: a pipelined request waiting behind a slow answer is
+// not timed while it waits.
+TEST_F(ServerTest, APipelinedHeadBehindASlowAnswerIsNotTimed) {
+    handler.on_special = [this](Request, std::shared_ptr<Exchange> ex) {
+        std::lock_guard lock(m);
+        held = std::move(ex);
+    };
+    ServerOptions o;
+    o.head_timeout_ms = 200;
+    start(o);
+    Client c(port());
+    const std::string next = get("/after");
+    c.send_all(get("/hold") + next.substr(0, 10));  // and half of the next head
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lock(m);
+        return held != nullptr;
+    }));
+    std::this_thread::sleep_for(600ms);  // three head deadlines pass while the answer is held
+    {
+        std::lock_guard lock(m);
+        http::Response r;
+        r.body = "held";
+        held->reply(std::move(r));
+        held.reset();
+    }
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "held");
+    std::this_thread::sleep_for(100ms);  // the rest of the head, within its deadline from here
+    c.send_all(next.substr(10));
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "GET /after ");
+}
+
+TEST_F(ServerTest, SlowBodyBelowTheRateIs408) {
+    ServerOptions o;
+    o.head_timeout_ms = 500;  // the body's grace
+    o.body_bytes_per_s_min = 4096;
+    start(o);
+    Client c(port());
+    c.send_all("POST /slow HTTP/1.1\r\nContent-Length: 100000\r\n\r\n");
+    const auto t0 = Clock::now();
+    while (!readable(c, 100)) {  // 100 bytes each 100 ms: 1000 bytes/s, and never silent
+        ASSERT_LT(Clock::now() - t0, 3000ms) << "still reading at 3 s";
+        c.send_all(std::string(100, 'b'));
+    }
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    EXPECT_LT(Clock::now() - t0, 1500ms);
+    EXPECT_EQ(handler.refused_reasons(), std::vector<std::string>{"slow_body"});
+    // At the rate it is read whole.
+    Client d(port());
+    d.send_all("POST /fast HTTP/1.1\r\nContent-Length: 40000\r\n\r\n");
+    for (int i = 0; i < 10; ++i) {
+        std::this_thread::sleep_for(100ms);  // 40 KB/s over a second: past the grace
+        d.send_all(std::string(4000, 'f'));
+    }
+    r = d.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ServerTest, PerPeerCapRefusesTheNth) {
+    ServerOptions o;
+    o.connections_per_peer_max = 3;
+    start(o);
+    std::vector<std::unique_ptr<Client>> in;
+    for (int i = 0; i < 3; ++i) {
+        in.push_back(std::make_unique<Client>(port()));
+        in.back()->send_all(get("/in"));
+        auto r = in.back()->read_reply();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    Client fourth(port());
+    fourth.send_all(get("/in"));
+    auto r = fourth.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_NE(r->body.find("per_address"), std::string::npos) << r->body;
+    EXPECT_TRUE(fourth.sees_eof());
+    // Another address is not counted with it.
+    Client other(port(), 0, "127.0.0.2");
+    ASSERT_TRUE(other.connected());
+    other.send_all(get("/in"));
+    r = other.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    // A slot given back is taken again.
+    in.front()->close();
+    ASSERT_TRUE(eventually([&] {
+        Client again(port());
+        again.send_all(get("/in"));
+        auto a = again.read_reply();
+        return a && a->status == 200;
+    }));
+}
+
+// connections_max 4 with half reserved: two connections that sent nothing fill the share a
+// newcomer may take, so the next is refused though two slots are free; once they are past half
+// the head deadline the oldest is evicted for a newcomer; a proven connection keeps its slot.
+TEST_F(ServerTest, UnprovenConnectionsAreKeptOutOfTheReservedShare) {
+    ServerOptions o;
+    o.connections_max = 4;
+    o.connections_reserved_pct = 50;
+    o.head_timeout_ms = 400;
+    o.loops = 2;
+    start(o);
+    Client proven(port());
+    proven.send_all(get("/in"));
+    ASSERT_TRUE(proven.read_reply());
+    Client silent1(port(), 0, "127.0.0.2");
+    Client silent2(port(), 0, "127.0.0.3");
+    ASSERT_TRUE(eventually([&] { return server->connections_unproven() == 2; }));
+    Client early(port());
+    early.send_all(get("/in"));
+    auto r = early.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_NE(r->body.find("\"connections\""), std::string::npos) << r->body;
+    EXPECT_EQ(server->connections(), 3u);
+    // Past 200 ms a newcomer evicts the oldest silent one (closed: it sent nothing).
+    const auto t0 = Clock::now();
+    std::optional<Reply> newcomer;
+    ASSERT_TRUE(eventually([&] {
+        Client c(port());
+        c.send_all(get("/late"));
+        newcomer = c.read_reply();
+        return newcomer && newcomer->status == 200;
+    }));
+    EXPECT_LT(Clock::now() - t0, 1500ms);
+    // One of the two (accepted within a millisecond of each other, on two loops) is closed.
+    pollfd both[2] = {{silent1.fd(), POLLIN, 0}, {silent2.fd(), POLLIN, 0}};
+    ASSERT_EQ(::poll(both, 2, 3000), 1);
+    EXPECT_TRUE(both[0].revents != 0 ? silent1.sees_eof() : silent2.sees_eof());
+    EXPECT_EQ(handler.refused_reasons(), std::vector<std::string>{"evicted"});
+    proven.send_all(get("/again"));
+    r = proven.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
 }
 
 TEST_F(ServerTest, StreamStartWritesEnd) {
