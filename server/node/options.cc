@@ -117,7 +117,7 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
          flags::number(o.body_rate_min, server::body_bytes_per_s_min_max)},
         {"--max-connections-per-address", "<n>",
          "connections from one client address, loopback included; past it 503; 0 = no limit "
-         "(default 64)",
+         "(default 0: a router in front is one address)",
          flags::number(o.max_connections_per_address, UINT32_MAX)},
         {"--reserved-connections", "<pct>",
          "share of --max-connections that connections yet to send a whole request may not take, "

@@ -40,7 +40,7 @@ struct NodeOptions {
     // kept for connections that have sent a whole request.
     uint32_t head_timeout_ms = 5'000;
     uint32_t body_rate_min = 4'096;  // bytes/s
-    uint32_t max_connections_per_address = 64;
+    uint32_t max_connections_per_address = 0;  // off: a router in front is one address
     uint32_t reserved_connections_pct = 25;
     uint32_t max_streams = 4096;
     uint32_t tenant_streams = 256;
