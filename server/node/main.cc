@@ -2,6 +2,7 @@
 // binaries share (server/runtime/service.h; node-http.md §1.3): refusals exit 2, the first SIGTERM
 // or SIGINT drains and exits 0, a second exits at once.
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,14 @@ void warn_if_open_to_others(const std::string& data_dir) {
                  data_dir.c_str(), *bits);
 }
 
+// The machine's boot id (§8.8), read once here: "" when it cannot be read.
+std::string read_boot_id() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,7 +64,8 @@ int main(int argc, char** argv) {
     engine::PosixBootClock boot_clock;
     std::optional<node::Node> n;
     return server::run("fenec-node", start, [&] {
-        n.emplace(flags.options, node::NodeEnv{engine::posix_fs(), clock, boot_clock});
+        n.emplace(flags.options,
+                  node::NodeEnv{engine::posix_fs(), clock, boot_clock, read_boot_id()});
         return server::Service{[&] {
                                    std::string why = n->prepare();
                                    if (why.empty()) warn_if_open_to_others(flags.options.data_dir);
