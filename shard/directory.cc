@@ -474,7 +474,10 @@ Status Directory::put_node(const NodeRow& node) {
     const bool named = !node.token_env.empty() || !node.token_file.empty();
     // A token given in the clear goes to this router's sidecar, never into the replicated file.
     if (!named) {
-        if (Status st = tokens_->put(node.name, node.token); !st.is_ok()) return st;
+        // No token (a node whose admin plane takes none) keeps no line.
+        Status st =
+            node.token.empty() ? tokens_->remove(node.name) : tokens_->put(node.name, node.token);
+        if (!st.is_ok()) return st;
     }
     Status st = write_locked(
         {{"del nodes where name = $1", {node.name}},
