@@ -88,4 +88,9 @@ Result<std::string> read_small(Fs& fs, std::string_view path, uint64_t bytes_max
 // fdatasync, renameat2(RENAME_NOREPLACE), fsync of the directory.
 Fs& posix_fs();
 
+// The group and other permission bits of `path` (`st_mode & 077`), 0 when only its owner may
+// reach it; not_found when it is absent. For a warning at start: PosixFs creates files 0600 and
+// directories 0700, but a folder a user made, or a file from an older version, may be wider.
+Result<uint32_t> others_may_access(std::string_view path);
+
 }  // namespace fenec::engine

@@ -3,7 +3,9 @@
 // and dir_of(). Invariants: every fd is O_CLOEXEC; read_at and append either move every byte or
 // return an error; a failed fdatasync is reported once and never retried (the kernel may have
 // dropped the dirty pages, so a second success would lie); every error names the path and the
-// strerror text, and carries errno in Detail::err_no. No exception leaves this file.
+// strerror text, and carries errno in Detail::err_no; a file is created 0600 and a directory
+// 0700 (file_create_mode, dir_create_mode), whatever the umask lets through, so no other local
+// user reads a tenant's data or a token beside it. No exception leaves this file.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -48,6 +50,12 @@ Status io_error(std::string_view what, std::string_view path, int err) {
 constexpr uint64_t direct_align_bytes = 4096;
 // Each direct write moves at most this much, so one call never pins a whole large image.
 constexpr uint64_t direct_chunk_bytes = 8 << 20;
+
+// Owner read and write only: tenant files, sidecars and the router's directory hold data and
+// tokens no other local user may read (issue 17 item 8). The umask can only take bits away.
+constexpr mode_t file_create_mode = 0600;
+// Owner only, so a file's name (a tenant's) is not listed to other users either.
+constexpr mode_t dir_create_mode = 0700;
 
 class PosixFile final : public File {
 public:
@@ -191,7 +199,7 @@ public:
         std::string p(path);
         int fd;
         do {
-            fd = ::open(p.c_str(), open_flags(mode) | O_CLOEXEC, 0644);
+            fd = ::open(p.c_str(), open_flags(mode) | O_CLOEXEC, file_create_mode);
         } while (fd < 0 && errno == EINTR);
         if (fd < 0) return os_error(code_of_errno(errno), "open", p, errno);
         return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, std::move(p)));
@@ -288,7 +296,8 @@ public:
         // Each prefix in turn, so a missing parent is made first; one that exists is fine.
         for (size_t at = d.find('/', 1);; at = d.find('/', at + 1)) {
             const std::string prefix = d.substr(0, at);
-            if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+            if (!prefix.empty() && ::mkdir(prefix.c_str(), dir_create_mode) != 0 &&
+                errno != EEXIST) {
                 return os_error(code_of_errno(errno), "mkdir", prefix, errno);
             }
             if (at == std::string::npos) break;
@@ -316,6 +325,13 @@ std::string dir_of(std::string_view path) {
 Fs& posix_fs() {
     static PosixFs fs;
     return fs;
+}
+
+Result<uint32_t> others_may_access(std::string_view path) {
+    const std::string p(path);
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return os_error(code_of_errno(errno), "stat", p, errno);
+    return static_cast<uint32_t>(st.st_mode & 077);
 }
 
 }  // namespace fenec::engine

@@ -17,6 +17,7 @@
 #include "shard/copies.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
+#include "shard/node_tokens.h"
 #include "shard/placement.h"
 #include "shard/quota.h"
 #include "shard/router.h"
@@ -377,13 +378,16 @@ class Api {
     Response put_node(const std::string& name) {
         Body body(request_.body);
         if (!body.error.empty()) return Router::error(400, body.error);
-        if (std::string u = body.unknown({"addr", "token", "region", "zone", "standby"}); !u.empty()) {
-            return Router::error(400, "unknown field `" + u + "`: a node takes addr, token, region, "
-                                      "zone and standby");
+        if (std::string u = body.unknown(
+                {"addr", "token", "token_env", "token_file", "region", "zone", "standby"});
+            !u.empty()) {
+            return Router::error(400, "unknown field `" + u + "`: a node takes addr, token, "
+                                      "token_env, token_file, region, zone and standby");
         }
         std::string bad;
         auto addr = body.text("addr", bad);
         auto token = body.text("token", bad);
+        const NodeToken given{token, body.text("token_env", bad), body.text("token_file", bad)};
         auto region = body.text("region", bad);
         auto zone = body.text("zone", bad);
         // §8.1: a name records the pair, null removes it, absent leaves it as it is.
@@ -393,14 +397,14 @@ class Api {
         auto maps = router_.directory().maps();
         auto it = maps->nodes.find(name);
         const bool fresh = it == maps->nodes.end();
-        if (fresh && (!addr || !token)) {
+        if (fresh && (!addr || !given.any())) {
             return Router::error(400, std::string("a new node needs `") +
                                           (!addr ? "addr" : "token") + "`");
         }
         NodeRow row = fresh ? NodeRow{} : it->second;
         row.name = name;
         if (addr) row.addr = *addr;
-        if (token) row.token = *token;
+        if (std::optional<Response> refused = take_token(given, row)) return *refused;
         if (zone) row.zone = *zone;
         if (std::string why = node_addr_token_error(addr, token); !why.empty()) {
             return Router::error(400, why);
@@ -469,6 +473,50 @@ class Api {
         w.end_array();
         w.end_object();
         return r;
+    }
+
+    // How a PUT names a node's admin token: at most one of the three (shard/node_tokens.h).
+    struct NodeToken {
+        std::optional<std::string> token, env, file;
+        bool any() const { return token || env || file; }
+    };
+
+    // `row` given the token `given` names, read now so the node can be asked with it (§6.3);
+    // nothing given keeps the row's way (a variable or file read again). 400 for two at once, a
+    // name or path that cannot be one, or a variable or file this router cannot read.
+    static std::optional<Response> take_token(const NodeToken& given, NodeRow& row) {
+        if (int(bool(given.token)) + int(bool(given.env)) + int(bool(given.file)) > 1) {
+            return Router::error(400, "give one of `token`, `token_env` and `token_file`");
+        }
+        if (given.token) {
+            row.token = *given.token;
+            row.token_env.clear();
+            row.token_file.clear();
+            return std::nullopt;
+        }
+        if (given.env && !valid_env_name(*given.env)) {
+            return Router::error(400, "field `token_env`: `" + *given.env +
+                                          "` is not an environment variable's name");
+        }
+        if (given.file && (!given.file->starts_with('/') ||
+                           given.file->find_first_of("\r\n") != std::string::npos)) {
+            return Router::error(
+                400, "field `token_file`: `" + *given.file + "` is not an absolute path");
+        }
+        if (given.env || given.file) {
+            row.token_env = given.env.value_or("");
+            row.token_file = given.file.value_or("");
+        }
+        // A row naming where its token is read is read again, so a PUT takes a changed token.
+        if (row.token_env.empty() && row.token_file.empty()) return std::nullopt;
+        auto read = read_node_token(row.token_env, row.token_file);
+        if (!read.is_ok()) {
+            return Router::error(400, std::string("field `") +
+                                          (row.token_env.empty() ? "token_file" : "token_env") +
+                                          "`: " + std::string(read.status().message()));
+        }
+        row.token = std::move(read.value());
+        return std::nullopt;
     }
 
     // §8.1, once the node is recorded: the pair recorded or changed when `standby` names a node

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <random>
 #include <variant>
 #include <vector>
@@ -28,7 +29,7 @@ constexpr std::string_view kSchema[] = {
     "create collection directory (name text @unique, id text, scope text, format int, starts int)",
     "create collection terms (term int @unique, history text, at timestamp, `by` text)",
     "create collection nodes (name text @unique, addr text, token text, region text, zone text, "
-    "lease text)",
+    "lease text, token_env text, token_file text)",
     "create collection pairs (node text @unique, standby text)",
     "create collection tenants (name text @unique, node text @hash, state text, moving_to text, "
     "lineage text, forked text, failed_from text, quota json)",
@@ -144,6 +145,11 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     d->path_ = path;
     d->how_ = how;
     d->indexes_ = std::make_unique<index::IndexSet>();
+    // Read first, so every load() (a standby's too) finds the tokens given to this router.
+    d->tokens_ = std::make_unique<TokenSidecar>(path + std::string(token_sidecar_suffix));
+    if (Status st = d->tokens_->load(); !st.is_ok()) {
+        return Status::error(st.code(), "directory " + path + ": " + st.to_string());
+    }
     const bool fresh = !std::filesystem::exists(path);
     if (fresh && how.role == Role::follower) {
         // A standby's first start: nothing to read until the primary's image comes (§5.1).
@@ -183,7 +189,11 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     if (how.role == Role::promote) {
         auto p = d->promote_locked(how.by, d->db_->created_ms());
         if (!p.is_ok()) return p.status();
+        if (Status st = d->upgrade_tokens_locked(); !st.is_ok()) return st;
         return d;
+    }
+    if (Status st = d->upgrade_tokens_locked(); !st.is_ok()) {
+        return Status::error(st.code(), "directory " + path + ": " + std::string(st.message()));
     }
     // §2.3 step 4: a leading start is counted before the router serves.
     auto maps = d->maps();
@@ -276,7 +286,59 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
         return st;
     }
     if (Status st = load(); !st.is_ok()) return st;
+    if (Status st = upgrade_tokens_locked(); !st.is_ok()) return st;
     return p;
+}
+
+Status Directory::upgrade_tokens_locked() {
+    bool lacks_fields = false;
+    {
+        const engine::ReadView view = db_->read();  // released before the write below
+        auto nodes = view.find("nodes");
+        if (!nodes.is_ok()) return nodes.status();
+        const engine::Schema* schema = view.schema(*nodes);
+        lacks_fields = schema == nullptr || !schema->slot_of("token_file");
+    }
+    std::vector<Statement> change;
+    if (lacks_fields) {
+        change.push_back({"alter collection nodes add field token_env text", {}});
+        change.push_back({"alter collection nodes add field token_file text", {}});
+    }
+    // Each secret reaches the sidecar, durably, before its row lets go of it.
+    auto maps = this->maps();
+    for (const std::string& name : tokens_in_rows_) {
+        auto it = maps->nodes.find(name);
+        if (it == maps->nodes.end()) continue;
+        if (!tokens_->get(name)) {
+            if (Status st = tokens_->put(name, it->second.token); !st.is_ok()) return st;
+        }
+        change.push_back({"set nodes {token: $1} where name = $2", {Value(), name}});
+    }
+    if (change.empty()) return Status::ok();
+    if (Status st = write_locked(change); !st.is_ok()) return st;
+    return load();
+}
+
+std::string Directory::token_of(const NodeRow& row, const std::string& in_row,
+                                const DirectoryMaps* before) const {
+    if (row.token_env.empty() && row.token_file.empty()) {
+        if (std::optional<std::string> t = tokens_->get(row.name)) return *t;
+        return in_row;
+    }
+    auto token = read_node_token(row.token_env, row.token_file);
+    if (token.is_ok()) return *token;
+    // Said when the row or what could be read changes, not at every change of the directory.
+    const NodeRow* was = nullptr;
+    if (before) {
+        auto it = before->nodes.find(row.name);
+        if (it != before->nodes.end()) was = &it->second;
+    }
+    if (!was || was->token_env != row.token_env || was->token_file != row.token_file ||
+        !was->token.empty()) {
+        std::cerr << "fenec-shard: node `" << row.name << "`: " << token.status().message()
+                  << ": this router calls it without its admin token\n";
+    }
+    return "";
 }
 
 Status Directory::write_locked(const std::vector<Statement>& statements) {
@@ -336,11 +398,17 @@ Status Directory::load() {
     auto nodes = run("get nodes");
     if (!nodes.is_ok()) return nodes.status();
     Rows n{nodes->table};
+    const std::shared_ptr<const DirectoryMaps> before = this->maps();
+    tokens_in_rows_.clear();
     for (size_t i = 0; i < nodes->table.rows.size(); ++i) {
         NodeRow r;
         r.name = text_of(n.at(i, "name"));
         r.addr = text_of(n.at(i, "addr"));
-        r.token = text_of(n.at(i, "token"));
+        r.token_env = text_of(n.at(i, "token_env"));
+        r.token_file = text_of(n.at(i, "token_file"));
+        const std::string in_row = text_of(n.at(i, "token"));
+        if (!in_row.empty()) tokens_in_rows_.push_back(r.name);
+        r.token = token_of(r, in_row, before.get());
         r.region = text_of(n.at(i, "region"));
         r.zone = text_of(n.at(i, "zone"));
         r.lease = text_of(n.at(i, "lease"));
@@ -403,15 +471,40 @@ std::shared_ptr<const DirectoryMaps> Directory::maps() const {
 
 Status Directory::put_node(const NodeRow& node) {
     std::lock_guard lock(write_mu_);
+    const bool named = !node.token_env.empty() || !node.token_file.empty();
+    // A token given in the clear goes to this router's sidecar, never into the replicated file.
+    if (!named) {
+        // No token (a node whose admin plane takes none) keeps no line.
+        Status st =
+            node.token.empty() ? tokens_->remove(node.name) : tokens_->put(node.name, node.token);
+        if (!st.is_ok()) return st;
+    }
     Status st = write_locked(
         {{"del nodes where name = $1", {node.name}},
-         {"insert nodes {name: $1, addr: $2, token: $3, region: $4, zone: $5, lease: $6}",
-          {node.name, node.addr, node.token, node.region, node.zone, node.lease}}});
+         {"insert nodes {name: $1, addr: $2, region: $3, zone: $4, lease: $5, token_env: $6, "
+          "token_file: $7}",
+          {node.name, node.addr, node.region, node.zone, node.lease, or_null(node.token_env),
+           or_null(node.token_file)}}});
     if (!st.is_ok()) return st;
+    // The row names where its token is read: a secret kept for it before is dropped. Left
+    // behind, it is never read (the row's names come first) and goes with the node's removal.
+    if (named) tokens_->remove(node.name).ignore();
     auto next = std::make_shared<DirectoryMaps>(*maps());
     next->nodes[node.name] = node;
     publish(std::move(next));
     return Status::ok();
+}
+
+TokenSidecar::Tokens Directory::clear_tokens() {
+    std::lock_guard lock(write_mu_);
+    return tokens_->all();
+}
+
+Status Directory::take_tokens(const TokenSidecar::Tokens& tokens) {
+    std::lock_guard lock(write_mu_);
+    if (tokens == tokens_->all()) return Status::ok();
+    if (Status st = tokens_->replace(tokens); !st.is_ok()) return st;
+    return db_ ? load() : Status::ok();
 }
 
 Status Directory::remove_node(std::string_view name) {
@@ -422,6 +515,8 @@ Status Directory::remove_node(std::string_view name) {
                               {"del pairs where node = $1 or standby = $1", {n}},
                               {"del replicas where node = $1", {n}}});
     if (!st.is_ok()) return st;
+    // The node's token is nobody's now; a failure leaves a line no row reads.
+    tokens_->remove(n).ignore();
     return change([&](DirectoryMaps& m) {
         m.nodes.erase(n);
         std::erase_if(m.pairs, [&](const auto& p) { return p.first == n || p.second == n; });

@@ -25,6 +25,7 @@
 
 #include "engine/database.h"
 #include "engine/status.h"
+#include "shard/node_tokens.h"
 namespace fenec::index {
 class IndexSet;
 }
@@ -36,11 +37,15 @@ inline constexpr int64_t directory_format = 1;
 
 struct NodeRow {
     std::string name;
-    std::string addr;               // host:port
-    std::string token;              // the node's admin token: never answered by any endpoint
+    std::string addr;  // host:port
+    // The node's admin token, as this router read it (shard/node_tokens.h): held in memory and
+    // never answered by any endpoint, nor written into the directory file.
+    std::string token;
     std::string region;             // "" = the unnamed region
     std::string zone;               // "" = not recorded
     std::string lease = "unknown";  // "takes", "none" or "unknown"
+    std::string token_env = {};     // the variable each router reads `token` from, or ""
+    std::string token_file = {};    // the file each router reads `token` from, or ""
 };
 
 // A tenant's quota as the router keeps and sends it (the node's `PUT …/quota` object): each
@@ -130,6 +135,8 @@ class Directory {
     std::shared_ptr<const DirectoryMaps> maps() const;
 
     // Each is one synced write block, then the maps change. An error leaves the maps unchanged.
+    // put_node writes `token_env` and `token_file` into the row and never `token`: a node named
+    // by neither has its token put in the sidecar `<path>.tokens` first (shard/node_tokens.h).
     [[nodiscard]] engine::Status put_node(const NodeRow& node);
     [[nodiscard]] engine::Status remove_node(std::string_view name);
     [[nodiscard]] engine::Status put_tenant(const TenantRow& tenant);
@@ -157,6 +164,14 @@ class Directory {
 
     // The longest-lease record (§9.7), replaced whole.
     [[nodiscard]] engine::Status put_lease_record(const LeaseRecord& record);
+
+    // ---- the tokens given in the clear (shard/node_tokens.h)
+
+    // The sidecar's tokens, node → token: what a primary answers `GET /_replication/tokens`.
+    TokenSidecar::Tokens clear_tokens();
+    // A standby's: its sidecar replaced by its primary's `tokens`, durably, then the maps
+    // rebuilt so each node's token is the one taken.
+    [[nodiscard]] engine::Status take_tokens(const TokenSidecar::Tokens& tokens);
 
     // ---- following a primary's directory (§10; shard/standby.h runs the feed)
 
@@ -192,6 +207,13 @@ class Directory {
     // Runs `texts` with their parameters as one block, synced; caller holds write_mu_.
     engine::Status write_locked(const std::vector<Statement>& statements);
     engine::Status load();
+    // A row's token: from its token_env or token_file, else the sidecar, else `in_row` (a
+    // directory written before the sidecar). "" when it cannot be read, said once on stderr.
+    std::string token_of(const NodeRow& row, const std::string& in_row,
+                         const DirectoryMaps* before) const;
+    // A primary's, as it opens: the `nodes` fields of item 8 added to a file that lacks them, and
+    // tokens still in rows moved into the sidecar and cleared from the rows.
+    engine::Status upgrade_tokens_locked();
     engine::Result<Promoted> promote_locked(const std::string& by, int64_t at_ms);
     void publish(std::shared_ptr<const DirectoryMaps> maps);
     // After a synced write: the maps copied, edited and published; caller holds write_mu_.
@@ -204,6 +226,9 @@ class Directory {
     std::mutex write_mu_;         // serialises changes; taken before maps_mu_
     mutable std::mutex maps_mu_;  // guards the pointer swap only
     std::shared_ptr<const DirectoryMaps> maps_;
+    std::unique_ptr<TokenSidecar> tokens_;  // `<path>.tokens`; under write_mu_
+    // Rows whose `token` field still holds a secret, seen by the last load(); under write_mu_.
+    std::vector<std::string> tokens_in_rows_;
     // Read on every forwarded request: atomics, not maps_mu_.
     std::atomic<bool> ready_{false};      // a file is open (db_), so the maps are its
     std::atomic<bool> following_{false};  // a follower's file, not promoted

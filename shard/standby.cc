@@ -34,6 +34,21 @@ std::optional<bool> json_bool(const std::string& payload, std::string_view key) 
     return v;
 }
 
+// `{"<node>":"<token>",…}`, or none when the body is not such an object.
+std::optional<TokenSidecar::Tokens> tokens_of(const std::string& body) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(body);
+    simdjson::dom::object o;
+    if (parser.parse(padded).get(o)) return std::nullopt;
+    TokenSidecar::Tokens tokens;
+    for (auto field : o) {
+        std::string_view v;
+        if (field.value.get(v)) return std::nullopt;
+        tokens[std::string(field.key)] = std::string(v);
+    }
+    return tokens;
+}
+
 }  // namespace
 
 // ---- the follower
@@ -160,6 +175,8 @@ bool DirectoryFollower::follow_feed(server::Connection& feed, std::string& error
             return heard;
         }
         if (r == replication::FrameRead::more) {
+            // Caught up with what came: the tokens of the changes applied, fetched once for them.
+            if (tokens_due_) fetch_tokens();
             if (feed.read_some(buf, options_.timeout_ms) != server::Connection::Read::data) {
                 return heard;
             }
@@ -247,6 +264,7 @@ bool DirectoryFollower::on_image_end(const replication::Frame& f, std::string& e
         return false;
     }
     ++images_;
+    tokens_due_ = true;
     changed(*before);
     return true;
 }
@@ -264,8 +282,50 @@ bool DirectoryFollower::on_entry(const replication::Frame& f, std::string& error
         error = st.to_string();
         return false;
     }
+    tokens_due_ = true;
     changed(*before);
     return true;
+}
+
+// GET /_replication/tokens from the primary into this router's own sidecar. A failure is said
+// and asked again at the next pause in the feed, a second at least after this one; a primary
+// from before the route (404) keeps the tokens in its rows, which the file brings.
+void DirectoryFollower::fetch_tokens() {
+    const int64_t now_ms = clock_.wall_ms();
+    if (now_ms - tokens_tried_ms_ < standby_tokens_retry_ms) return;
+    tokens_tried_ms_ = now_ms;
+    const std::string addr = replica_addr(options_.primary);
+    server::CallRequest r;
+    r.peer = options_.primary;
+    r.peer_text = "the primary router";
+    r.addr = addr;
+    r.resend_after_sent = true;  // a GET
+    r.timeout_ms = options_.timeout_ms;
+    http::OutRequest get{.method = "GET", .target = "/_replication/tokens", .host = addr};
+    const std::string bearer = "Bearer " + options_.token;
+    get.headers.push_back({"User-Agent", "fenec-shard"});
+    get.headers.push_back({"Authorization", bearer});
+    http::write_request(get, r.bytes);
+    const server::CallResult got = client_.call(r, {.cancel = &cancel_});
+    std::string why;
+    if (!got.answer) {
+        why = got.error.message;
+    } else if (got.answer->status == 404) {
+        tokens_due_ = false;
+        return;
+    } else if (got.answer->status != 200) {
+        why = "answered " + std::to_string(got.answer->status) + " " + got.answer->body;
+    } else if (std::optional<TokenSidecar::Tokens> tokens = tokens_of(got.answer->body); !tokens) {
+        why = "the tokens are not a JSON object of strings";
+    } else if (engine::Status st = directory_.take_tokens(*tokens); !st.is_ok()) {
+        why = "the tokens could not be kept: " + st.to_string();
+    }
+    if (!why.empty()) {
+        std::fprintf(stderr, "fenec-shard: the nodes' tokens from %s: %s\n",
+                     options_.primary.c_str(), why.c_str());
+        return;
+    }
+    tokens_due_ = false;
 }
 
 // §9.12: the tenants whose rows now name a failover they did not before.
@@ -447,11 +507,16 @@ void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> e
         }
         return;
     }
+    if (h.path == "/_replication/tokens") {
+        if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
+        return router_.answer(*exchange, a, tokens());
+    }
     if (h.path != "/_replication") {
         return router_.answer(
             *exchange, a,
             Router::error(404, "no route " + h.path +
-                                   ": /_replication serves the feed, /status and /promote"));
+                                   ": /_replication serves the feed, /status, /tokens and "
+                                   "/promote"));
     }
     if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
     if (following()) {
@@ -472,6 +537,24 @@ void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> e
     head.header("X-Request-Id", a.request_id);
     router_.count(a, 200);
     feed_->serve(std::move(exchange), std::move(head), since, history, std::string(request.peer));
+}
+
+// The nodes' tokens given in the clear, for the standbys (shard/node_tokens.h): they are not in
+// the directory's feed. A standby has only its primary's copy, and serves none.
+http::Response Standby::tokens() const {
+    if (following()) {
+        return Router::error(409, "this router follows " + primary_ + ": ask the tokens there");
+    }
+    http::Response r;
+    r.header("Cache-Control", "no-store");
+    json::Writer w(r.body);
+    w.begin_object();
+    for (const auto& [node, token] : router_.directory().clear_tokens()) {
+        w.key(node);
+        w.string(token);
+    }
+    w.end_object();
+    return r;
 }
 
 http::Response Standby::status() const {

@@ -52,6 +52,8 @@ inline constexpr int64_t standby_keeping_up_ms = 1000;
 // A follower's reconnects back off from the first to the most (as a node's copy does).
 inline constexpr int64_t standby_backoff_first_ms = 100;
 inline constexpr int64_t standby_backoff_max_ms = 5000;
+// A standby asks its primary for the nodes' tokens again no sooner than this after a failure.
+inline constexpr int64_t standby_tokens_retry_ms = 1000;
 // An image bigger than this is refused by a standby (the directory is a few rows a tenant; a
 // million tenants is far below it).
 inline constexpr uint64_t standby_image_bytes_max = 1ull << 30;
@@ -141,6 +143,7 @@ class DirectoryFollower {
     bool on_entry(const replication::Frame& f, std::string& error);
     bool sleep_ms(int64_t ms);
     void changed(const DirectoryMaps& before);
+    void fetch_tokens();
 
     Directory& directory_;
     const Options options_;
@@ -157,6 +160,9 @@ class DirectoryFollower {
     int64_t last_contact_ms_ = 0;
     std::string image_;  // the image being received
     bool in_image_ = false;
+    // The follower thread's alone: a change was applied whose tokens were not fetched since.
+    bool tokens_due_ = false;
+    int64_t tokens_tried_ms_ = 0;  // wall ms of the last fetch
     std::atomic<uint64_t> images_{0};
     std::atomic<uint64_t> reconnects_{0};
     std::thread thread_;
@@ -177,7 +183,8 @@ class Standby {
     bool following() const;
     const std::string& primary() const { return primary_; }
 
-    // `/_replication`, `/_replication/status`, `/_replication/promote` (§3, §10), past nothing:
+    // `/_replication`, `/_replication/status`, `/_replication/tokens` (shard/node_tokens.h),
+    // `/_replication/promote` (§3, §10), past nothing:
     // 404 without --replication-token, 401 without it presented. On the loop; a promotion is
     // handed to an API worker by `submit`.
     void serve(server::Request request, std::shared_ptr<server::Exchange> exchange,
@@ -200,6 +207,7 @@ class Standby {
 
   private:
     http::Response status() const;
+    http::Response tokens() const;
     // The follower of --replica-of (a stopped one cannot start again: a promotion that failed
     // makes another).
     void make_follower();

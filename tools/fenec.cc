@@ -9,6 +9,7 @@
 
 #include "engine/database.h"
 #include "engine/format.h"
+#include "engine/io.h"
 #include "tools/shell.h"
 
 namespace {
@@ -56,7 +57,7 @@ int fail(const Status& st) {
 }
 
 int demo(const std::string& dir) {
-    ::mkdir(dir.c_str(), 0755);
+    if (Status made = posix_fs().make_dirs(dir); !made.is_ok()) return fail(made);
     const std::string path = dir + "/demo.fenec";
     ::unlink(path.c_str());
     OpenOptions options;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "engine/io.h"
+
 namespace fenec::tools {
 
 namespace {
@@ -88,8 +90,11 @@ LineEditor::~LineEditor() { save(); }
 
 void LineEditor::save() const {
     if (history_path_.empty()) return;
-    std::ofstream out(history_path_, std::ios::trunc);
-    for (const std::string& line : history_) out << line << '\n';
+    std::string text;
+    for (const std::string& line : history_) text += line + '\n';
+    // Through the engine's Fs: created 0600, as queries typed may name data no other local user
+    // should read. A history not saved costs only the history, so a failure is not reported.
+    (void)engine::replace_durably(engine::posix_fs(), history_path_, text);
 }
 
 void LineEditor::add_history(const std::string& line) {

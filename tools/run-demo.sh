@@ -6,8 +6,9 @@
 # and stays in the foreground until Ctrl-C, which stops both cleanly (SIGTERM).
 #
 # The node leaves its data plane open on loopback (node-http.md §1.2); its admin plane takes the
-# token below, which the router holds to create tenants on it. The router, on loopback, takes no
-# token for /_shard/ (router.md §2.2).
+# token below, which the router holds to create tenants on it: given as `token`, the router keeps
+# it in `shard.fenec.tokens` (0600) beside its directory, never in the directory file itself. The
+# router, on loopback, takes no token for /_shard/ (router.md §2.2).
 #
 #   tools/run-demo.sh <fenec-node> <fenec-shard> <demo dir> [node host:port] [router host:port]
 set -euo pipefail
@@ -20,7 +21,7 @@ node_listen=${4:-127.0.0.1:8081}
 router_listen=${5:-127.0.0.1:8080}
 admin_token=demo-admin-token  # loopback only: a demo's, printed below
 
-mkdir -p "$demo/node"
+mkdir -p -m 700 "$demo/node"  # the node's alone: it warns at start about a wider folder
 node_out=$(mktemp)
 router_out=$(mktemp)
 pids=()

@@ -6,8 +6,6 @@
 
 #include <simdjson.h>
 
-#include <fstream>
-
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -179,14 +177,6 @@ void list_tenants(Node& node, Call& call) {
     node.answer(call, std::move(r));
 }
 
-// The machine's boot id, so a router tells a reboot from a restart (§8.8); "" if unreadable.
-std::string boot_id() {
-    std::ifstream in("/proc/sys/kernel/random/boot_id");
-    std::string id;
-    std::getline(in, id);
-    return id;
-}
-
 void hello(Node& node, Call& call) {
     const std::vector<TenantInfo> tenants = node.registry().list();
     uint64_t disk = 0;
@@ -198,8 +188,8 @@ void hello(Node& node, Call& call) {
     w.string(node.options().node_name);
     w.key("version");
     w.string(fenec_version);
-    w.key("boot_id");
-    w.string(boot_id());
+    w.key("boot_id");  // so a router tells a reboot from a restart (§8.8)
+    w.string(node.boot_id());
     w.key("started");
     w.string(obs::iso_time_ms(node.started_ms()));
     w.key("takes_leases");

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/io.h"
 #include "server/node/replication.h"
 #include "server/runtime/cancel.h"
 #include "server/runtime/client.h"
@@ -67,8 +68,8 @@ private:
     uint64_t primary_seq_ = 0;
     std::atomic<uint64_t> images_{0};
     std::atomic<uint64_t> reconnects_{0};
-    std::shared_ptr<Tenant> held_;  // a following copy holds its tenant open (§10.4)
-    int image_fd_ = -1;             // the image being received, <t>.fenec.incoming
+    std::shared_ptr<Tenant> held_;         // a following copy holds its tenant open (§10.4)
+    std::unique_ptr<engine::File> image_;  // the image being received, <t>.fenec.incoming
     std::thread thread_;
 };
 

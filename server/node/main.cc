@@ -1,9 +1,12 @@
 // server/node/main.cc: fenec-node's main(): its flags and the Node, run in the one shape both
 // binaries share (server/runtime/service.h; node-http.md §1.3): refusals exit 2, the first SIGTERM
 // or SIGINT drains and exits 0, a second exits at once.
+#include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 
+#include "engine/io.h"
 #include "server/node/node.h"
 #include "server/runtime/service.h"
 
@@ -29,6 +32,27 @@ std::string ready_line(const node::Node& n, const node::NodeOptions& o) {
            " lease=" + (o.lease ? "on" : "off") + " open=" + (open.empty() ? "none" : open);
 }
 
+// Files are created 0600 in folders made 0700 (engine/posix_fs.cc), but a data folder the user
+// made, or one an older version wrote, may let other local users in: said once at start, and
+// left as it is (the folder is the user's to change).
+void warn_if_open_to_others(const std::string& data_dir) {
+    auto bits = engine::others_may_access(data_dir);
+    if (!bits.is_ok() || *bits == 0) return;
+    std::fprintf(stderr,
+                 "fenec-node: warning: --data-dir %s is open to other local users (mode %03o "
+                 "& 077): its tenant files and side files should be the node's alone "
+                 "(chmod 700 it)\n",
+                 data_dir.c_str(), *bits);
+}
+
+// The machine's boot id (§8.8), read once here: "" when it cannot be read.
+std::string read_boot_id() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,8 +64,14 @@ int main(int argc, char** argv) {
     engine::PosixBootClock boot_clock;
     std::optional<node::Node> n;
     return server::run("fenec-node", start, [&] {
-        n.emplace(flags.options, node::NodeEnv{engine::posix_fs(), clock, boot_clock});
-        return server::Service{[&] { return n->prepare(); }, [&] { return n->serve(); },
+        n.emplace(flags.options,
+                  node::NodeEnv{engine::posix_fs(), clock, boot_clock, read_boot_id()});
+        return server::Service{[&] {
+                                   std::string why = n->prepare();
+                                   if (why.empty()) warn_if_open_to_others(flags.options.data_dir);
+                                   return why;
+                               },
+                               [&] { return n->serve(); },
                                [&] { return ready_line(*n, flags.options); }, [&] { n->drain(); }};
     });
 }

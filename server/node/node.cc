@@ -251,7 +251,7 @@ std::string Node::prepare() {
     ro.flusher = flusher_.get();
     ro.on_open = [this](Tenant& t) {
         load_idempotency_keys(t);
-        load_quota(*this, t);
+        return load_quota(*this, t);  // never served without the quota it was given
     };
     ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
     ro.feed_bytes = options_.feed_buffer_mib << 20;

@@ -84,10 +84,13 @@ inline constexpr std::string_view fenec_version = "0.1.0";
 //   engine's clock for each tenant. A wait on a condition variable or a socket measures its own
 //   timeout (the OS's), as does the run of the once-a-second ticker.
 // - boot_clock: what leases run on (CLOCK_BOOTTIME in main()).
+// - boot_id: the machine's boot id `GET /_admin/hello` answers (§8.8), read once by main() at
+//   start: a read per call answered "" once the node ran out of descriptors. "" when unknown.
 struct NodeEnv {
     engine::Fs& fs;
     const engine::Clock& clock;
     const engine::BootClock& boot_clock;
+    std::string boot_id = {};
 };
 
 class Node final : public server::Handler {
@@ -121,6 +124,7 @@ public:
     // The wall clock (NodeEnv::clock), UTC ms.
     int64_t now_ms() const { return env_.clock.wall_ms(); }
     int64_t started_ms() const { return started_ms_; }
+    const std::string& boot_id() const { return env_.boot_id; }
     // Finishes a call: headers every answer carries, metrics, slow log, then the reply.
     void answer(Call& call, http::Response response);
     // A JSON refusal {"error": message[, "reason": reason]} with `status` and the headers its

@@ -4,7 +4,6 @@
 #include "server/node/quota.h"
 
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -234,28 +233,29 @@ std::string quota_refusal_message(std::string_view tenant, std::string_view quot
     return who + " is at its " + std::string(quota) + " quota";
 }
 
-void load_quota(Node& node, Tenant& t) {
+engine::Status load_quota(Node& node, Tenant& t) {
     const std::string path = side_path(node, t.name());
     auto text = read_side_file(node, path);
-    std::string why;
-    Quota q;
     if (!text.is_ok()) {
-        why = text.status().to_string();
-    } else if (!text->has_value()) {
-        return;  // no quota: nothing touched
-    } else {
-        why = parse_quota(**text, q);
+        // Out of descriptors, an I/O error: the open fails rather than lift the quota. A file
+        // over its bound is no quota this node wrote: as one that does not parse.
+        const bool transient = text.status().code() == engine::Code::io_error;
+        return engine::Status::error(transient ? engine::Code::io_error : engine::Code::corruption,
+                                     "the quota of tenant " + t.name() + " cannot be read (" +
+                                         path + "): " + text.status().to_string());
     }
-    if (!why.empty()) {
-        // The node wrote this file whole (engine::replace_durably); one that does not read was
-        // put there by hand. Said loudly, and no quota rather than a guessed one.
-        const std::string line =
-            "fenec-node: " + path + " ignored, no quota applied: " + why + "\n";
-        (void)!::write(2, line.data(), line.size());
-        return;
+    if (!text->has_value()) return engine::Status::ok();  // no quota: nothing touched
+    Quota q;
+    if (std::string why = parse_quota(**text, q); !why.empty()) {
+        // The node writes this file whole (engine::replace_durably): one that does not parse was
+        // put there by hand, or is over its bound. No guessed quota, and none lifted.
+        return engine::Status::error(
+            engine::Code::corruption,
+            "the quota of tenant " + t.name() + " does not parse (" + path + "): " + why);
     }
     std::lock_guard lock(t.quota_mu);
     apply(t, q);
+    return engine::Status::ok();
 }
 
 void serve_quota(Node& node, const std::shared_ptr<Call>& call) {

@@ -41,9 +41,11 @@ std::string quota_json(const Quota& q);
 // "tenant acme is at its rows quota" (§7); `tenant` empty: "the tenant".
 std::string quota_refusal_message(std::string_view tenant, std::string_view quota);
 
-// RegistryOptions::on_open: the side file, if there is one, applied to the tenant opening.
-// A side file that does not read is logged on stderr and applies nothing.
-void load_quota(Node& node, Tenant& t);
+// RegistryOptions::on_open: the side file, if there is one, applied to the tenant opening. A
+// tenant never serves without the quota it was given: a side file that cannot be read is
+// io_error (the open fails, 503: a descriptor or the disk may be back on the next try), one that
+// does not parse is corruption (500); each names the file.
+[[nodiscard]] engine::Status load_quota(Node& node, Tenant& t);
 
 // GET and PUT /_admin/tenants/<t>/quota (§8.5), the credential already checked.
 void serve_quota(Node& node, const std::shared_ptr<Call>& call);

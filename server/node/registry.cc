@@ -144,7 +144,16 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     // A tenant frozen before a restart opens frozen (§8.2: the mark is `<t>.frozen`).
     if (has_sidecar(name, sidecar_frozen)) (void)(*db)->freeze();
     tenant->attach(std::move(indexes), std::move(db.value()));
-    if (options_.on_open) options_.on_open(*tenant);
+    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
+        const std::string why =
+            "tenant " + std::string(name) + " cannot be opened: " + st.to_string();
+        if (st.code() == engine::Code::io_error) {
+            return Acquired{nullptr, AcquireError::unavailable, why};  // asked again next time
+        }
+        slot.failed_ms = now;
+        slot.failure = why;
+        return Acquired{nullptr, AcquireError::open_failed, slot.failure};
+    }
     tenant->refresh_memory();
     tenant->last_used_ms = now;
     slot.failure.clear();
@@ -154,6 +163,17 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     }
     ++opens_;
     return Acquired{tenant, AcquireError::none, {}};
+}
+
+engine::Status Registry::run_on_open(Tenant& tenant) {
+    if (!options_.on_open) return engine::Status::ok();
+    engine::Status st = options_.on_open(tenant);
+    if (!st.is_ok()) {
+        // Never served: closed at once, so nothing runs on it without what on_open gives it.
+        std::unique_ptr<engine::Database> d = tenant.detach_db();
+        (void)d->close();
+    }
+    return st;
 }
 
 engine::Status Registry::create(std::string_view name,
@@ -198,7 +218,7 @@ engine::Status Registry::create(std::string_view name,
         std::unique_ptr<engine::Database> d = tenant->detach_db();
         return d->close();
     }
-    if (options_.on_open) options_.on_open(*tenant);
+    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) return st;
     tenant->refresh_memory();
     tenant->last_used_ms = now_ms();
     {
@@ -417,7 +437,7 @@ engine::Status Registry::OutOfService::install_open(
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));
-    if (r.options_.on_open) r.options_.on_open(*tenant);
+    if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) return st;
     tenant->refresh_memory();
     tenant->last_used_ms = r.now_ms();
     slot_->failure.clear();

@@ -44,12 +44,16 @@ struct RegistryOptions {
     // lands. A create's schema asks none (§9.4): create opens the new file without it and closes
     // it, so the first request opens it again behind the gate.
     const engine::LandingGate* gate = nullptr;
-    std::function<void(Tenant&)> on_open;  // after the tenant opened, before it is served
+    // After the tenant opened, before it is served. An error fails the open, the file closed:
+    // io_error as AcquireError::unavailable (503, tried again at the next use), any other as
+    // open_failed.
+    std::function<engine::Status(Tenant&)> on_open;
     std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
-enum class AcquireError : uint8_t { none, not_found, open_failed, memory };
+// unavailable: a transient failure of the open (an I/O error of RegistryOptions::on_open).
+enum class AcquireError : uint8_t { none, not_found, open_failed, memory, unavailable };
 
 struct Acquired {
     std::shared_ptr<Tenant> tenant;
@@ -229,6 +233,8 @@ private:
     };
 
     Acquired open_locked(Slot& slot, std::string_view name);
+    // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
+    engine::Status run_on_open(Tenant& tenant);
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
                                      index::IndexSet& indexes, bool gated = true) const;
     // `checkpoint` for a tenant that stays on disk (idle, memory, shutdown: it reopens faster);

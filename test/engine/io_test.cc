@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -279,6 +280,31 @@ TEST_F(PosixFsIoTest, RemoveAndExists) {
     EXPECT_EQ(st.code(), Code::not_found);
     EXPECT_NE(st.message().find(path("a")), std::string_view::npos);
     EXPECT_FALSE(*fs_.exists(path("a") + "/below"));  // ENOTDIR is "no such file" too
+}
+
+// With umask 0 (nothing taken away), every way PosixFs creates a file gives 0600 and
+// make_dirs gives 0700 to each level it makes; others_may_access reads the bits back.
+TEST_F(PosixFsIoTest, CreatesOwnerOnly) {
+    const mode_t umask_before = ::umask(0);
+    must_open(fs_, path("new"), OpenMode::create_new).reset();
+    must_open(fs_, path("truncated"), OpenMode::create_truncate).reset();
+    ASSERT_TRUE(engine::replace_durably(fs_, path("replaced"), "secret").is_ok());
+    ASSERT_TRUE(fs_.make_dirs(path("d1/d2")).is_ok());
+    ::umask(umask_before);
+    for (const char* name : {"new", "truncated", "replaced"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat(path(name).c_str(), &st), 0) << name;
+        EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+        EXPECT_EQ(*engine::others_may_access(path(name)), 0u) << name;
+    }
+    for (const char* name : {"d1", "d1/d2"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat(path(name).c_str(), &st), 0) << name;
+        EXPECT_EQ(st.st_mode & 0777, 0700u) << name;
+    }
+    ASSERT_EQ(::chmod(path("new").c_str(), 0640), 0);
+    EXPECT_EQ(*engine::others_may_access(path("new")), 040u);
+    EXPECT_EQ(engine::others_may_access(path("absent")).status().code(), Code::not_found);
 }
 
 // --- FaultFs -----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -169,8 +170,10 @@ class NodeProcess {
 public:
     // `stderr_path`, when given, receives the node's stderr (truncated first); otherwise it goes
     // to the test's own stderr. `binary`: fenec-node-hooks unless a test asks for another.
+    // `child_setup`, when given, runs in the child just before execv (e.g. `::umask(0)`): only
+    // async-signal-safe calls, as the test process may have threads.
     NodeProcess(std::string data_dir, std::vector<std::string> flags, std::string stderr_path = {},
-                std::string binary = FENEC_NODE_BIN)
+                std::string binary = FENEC_NODE_BIN, std::function<void()> child_setup = {})
         : data_dir_(std::move(data_dir)) {
         int out[2];
         if (::pipe(out) != 0) return;
@@ -187,6 +190,7 @@ public:
             }
             ::close(out[0]);
             ::close(out[1]);
+            if (child_setup) child_setup();
             std::vector<char*> argv;
             for (auto& a : args) argv.push_back(a.data());
             argv.push_back(nullptr);
@@ -209,6 +213,7 @@ public:
     NodeProcess& operator=(const NodeProcess&) = delete;
 
     uint16_t port() const { return port_; }
+    pid_t pid() const { return pid_; }
     const std::string& first_line() const { return first_line_; }
 
     // Sends `sig` (SIGSTOP, SIGCONT: a node that answers nothing and closes nothing, as a

@@ -1,0 +1,51 @@
+// test/server/node/boot_id_test.cc: `GET /_admin/hello` answers the machine's boot id (§8.8) even
+// when the node has no descriptor left to open a file with: the id is read once at start. The
+// node's RLIMIT_NOFILE is lowered (prlimit) so that the hello's own connection takes its last
+// descriptor; a read of /proc per call then failed and answered "".
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::test::boot_id_test {
+namespace {
+
+const std::string A = "admin-token-a";
+
+TEST(AdminHello, BootIdIsAnsweredWithNoDescriptorLeft) {
+    std::string want;
+    std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), want);
+    ASSERT_EQ(want.size(), 36u);
+    TempDir dir;
+    NodeProcess node(dir.path(), {"--admin-token", A, "--auth-delay", "0"});
+    ASSERT_NE(node.port(), 0) << node.first_line();
+    Client first(node.port());
+    auto r = first.request("GET", "/_admin/hello", {}, bearer(A));
+    ASSERT_TRUE(r);
+    ASSERT_NE(r->body.find("\"boot_id\":\"" + want + "\""), std::string::npos) << r->body;
+
+    // The lowest descriptor free in the node: the next connection takes it, nothing after it.
+    std::set<int> used;
+    for (const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(node.pid()) + "/fd")) {
+        used.insert(std::stoi(e.path().filename().string()));
+    }
+    int lowest = 0;
+    while (used.count(lowest)) ++lowest;
+    rlimit old{};
+    ASSERT_EQ(::prlimit(node.pid(), RLIMIT_NOFILE, nullptr, &old), 0);
+    const rlimit tight{static_cast<rlim_t>(lowest + 1), old.rlim_max};
+    ASSERT_EQ(::prlimit(node.pid(), RLIMIT_NOFILE, &tight, nullptr), 0);
+
+    Client last(node.port());
+    r = last.request("GET", "/_admin/hello", {}, bearer(A));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_NE(r->body.find("\"boot_id\":\"" + want + "\""), std::string::npos) << r->body;
+}
+
+}  // namespace
+}  // namespace fenec::test::boot_id_test
