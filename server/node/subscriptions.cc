@@ -86,7 +86,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         if (now_ms - last_write_ms_ >= int64_t{node_.options().keepalive_s} * 1000) {
             send_locked(": keepalive\n\n");
         }
-        if (position_ < tenant_->db().seq().v) {
+        if (position_ < tenant_->visible_seq().v) {
             scheduled_ = false;
             pump_locked();  // a wake lost to a full pool
         }
@@ -191,6 +191,13 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         ql::BlockOutcome o = ex.run_block(std::span(&item, 1), ql::RunOptions{});
         if (o.error) {
             end_locked("closing", o.error->message, 0);
+            return false;
+        }
+        // Nothing is sent before it is durable (INVARIANTS N29): a row as a later block left it
+        // could be taken back by a power cut, and the subscriber would hold it under a cursor
+        // that then names other data.
+        if (engine::Status synced = tenant_->wait_visible(o.seq); !synced.is_ok()) {
+            end_locked("closing", synced.to_string(), 0);
             return false;
         }
         const ql::Answer& a = o.answers.front();
