@@ -260,6 +260,7 @@ public:
     int64_t created_ms() const { return created_ms_; }
     Seq seq() const { return Seq{seq_.load(std::memory_order_acquire)}; }
     Seq durable_seq() const;
+    const SyncPolicy& sync_policy() const { return options_.sync; }
     History history() const;
     std::optional<Status> failure() const;
     const std::string& path() const { return path_; }

@@ -113,7 +113,8 @@ std::optional<http::Response> read_after_headers(Node& node, const Call& call, R
 
 // Whether this copy holds write `after` of `history` (§5.6): yes, not yet (wait), or never.
 Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history) {
-    const uint64_t seq = t.db().seq().v;
+    // A write a power cut could take back is not held (N22).
+    const uint64_t seq = t.visible_seq().v;
     if (!history) return seq >= after ? Holds::yes : Holds::not_yet;
     const engine::History h = t.db().history();
     if (h.current().v == *history) return seq >= after ? Holds::yes : Holds::not_yet;
@@ -137,7 +138,7 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
     w.key("error");
     w.string(msg);
     w.key("seq");
-    w.uint64(t.db().seq().v);
+    w.uint64(t.visible_seq().v);
     w.key("history");
     w.string(engine::format::hex16(t.db().history().current().v));
     w.end_object();

@@ -3,7 +3,9 @@
 // The rows of an event are read through FenecQL: the shape's own `get` statement (rest_filter's
 // build_statement) with `_id in (the ids the block touched)` added, so a row is in the shape
 // exactly when the REST list would answer it. `puts` are the rows it returns (whole and
-// current); `dels` the touched ids this stream had sent that it no longer returns.
+// current); `dels` the touched ids this stream had sent that it no longer returns. A resumed
+// stream has sent nothing: it takes the shape as it stands for sent, and reseeds when a change
+// after its cursor took a row out of the shape that the subscriber may hold (resume_locked).
 #include "server/node/subscriptions.h"
 
 #include <algorithm>
@@ -34,39 +36,33 @@ std::string event(std::string_view name, std::optional<uint64_t> id, std::string
 }  // namespace
 
 class Subscription final : public ChangeWatcher, public std::enable_shared_from_this<Subscription> {
-public:
-  Subscription(Node& node, Subscriptions& owner, std::shared_ptr<Call> call,
-               std::shared_ptr<Tenant> tenant, std::string collection, RestQuery shape)
-      : node_(node),
-        owner_(owner),
-        call_(std::move(call)),
-        tenant_(std::move(tenant)),
-        collection_(std::move(collection)),
-        shape_(std::move(shape)) {}
+  public:
+    Subscription(Node& node, Subscriptions& owner, std::shared_ptr<Call> call,
+                 std::shared_ptr<Tenant> tenant, std::string collection, RestQuery shape)
+        : node_(node),
+          owner_(owner),
+          call_(std::move(call)),
+          tenant_(std::move(tenant)),
+          collection_(std::move(collection)),
+          shape_(std::move(shape)) {}
 
-  // Seeds (or resumes from `cursor`) and starts following. On the worker that opened it.
-  void begin(std::optional<uint64_t> cursor, std::optional<uint64_t> history) {
-      std::lock_guard lock(mu_);
-      last_write_ms_ = node_.now_ms();
-      const uint64_t seq = tenant_->db().seq().v;
-      const uint64_t current = tenant_->db().history().current().v;
-      std::vector<ChangeEntry> entries;
-      const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
-                             tenant_->changes_after(engine::Seq{*cursor}, entries);
-      if (!resumable) {
-          if (cursor) node_.counters().reseeds->inc();
-          seed_locked();
-          return;
-      }
-      // The ids the client may hold: those in the shape now and every one touched since.
-      std::vector<uint64_t> touched;
-      for (const ChangeEntry& e : entries) collect(e, touched);
-      std::string rows;
-      if (!query_locked({}, rows, sent_)) return;
-      sent_.insert(touched.begin(), touched.end());
-      position_ = *cursor;
-      pump_locked();
-  }
+    // Seeds (or resumes from `cursor`) and starts following. On the worker that opened it.
+    void begin(std::optional<uint64_t> cursor, std::optional<uint64_t> history) {
+        std::lock_guard lock(mu_);
+        last_write_ms_ = node_.now_ms();
+        if (!resolve_locked()) return;
+        const uint64_t seq = tenant_->db().seq().v;
+        const uint64_t current = tenant_->db().history().current().v;
+        std::vector<ChangeEntry> entries;
+        const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
+                               tenant_->changes_after(engine::Seq{*cursor}, entries);
+        if (!resumable) {
+            if (cursor) node_.counters().reseeds->inc();
+            seed_locked();
+            return;
+        }
+        resume_locked(*cursor);
+    }
 
     void wake() override {
         if (ended_ || scheduled_.exchange(true)) return;
@@ -90,7 +86,7 @@ public:
         if (now_ms - last_write_ms_ >= int64_t{node_.options().keepalive_s} * 1000) {
             send_locked(": keepalive\n\n");
         }
-        if (position_ < tenant_->db().seq().v) {
+        if (position_ < tenant_->visible_seq().v) {
             scheduled_ = false;
             pump_locked();  // a wake lost to a full pool
         }
@@ -104,7 +100,51 @@ public:
     const std::string& tenant_name() const { return tenant_->name(); }
     bool ended() const { return ended_.load(); }
 
-private:
+  private:
+    // The collection's id as it stands; false (the stream ended `dropped`) when it is gone.
+    bool resolve_locked() {
+        engine::ReadView view = tenant_->db().read();
+        engine::Result<engine::CollectionId> c = view.find(collection_);
+        if (!c.is_ok()) {
+            end_locked("dropped", "collection " + collection_ + " was dropped", 0);
+            return false;
+        }
+        collection_id_ = *c;
+        return true;
+    }
+
+    // A resume (§5.4): the subscriber holds the shape as it stood at `cursor`, which this stream
+    // never sent. A row in the shape now is put again by the changes that touched it; a row
+    // touched after the cursor and not in the shape now was deleted or left it, and the
+    // subscriber holds it if the shape held it before. The ring keeps no before-image to judge
+    // that by, so such a row reseeds rather than be dropped (a client would keep it for good) or
+    // named unjudged (which would name rows the shape never held). The shape is read first and
+    // the changes after it, so every change up to the read is judged.
+    void resume_locked(uint64_t cursor) {
+        std::string rows;
+        std::set<uint64_t> now;
+        uint64_t read_seq = 0;
+        if (!query_locked({}, rows, now, &read_seq)) return;
+        std::vector<ChangeEntry> entries;
+        if (!tenant_->changes_after(engine::Seq{cursor}, entries)) {
+            node_.counters().reseeds->inc();
+            return seed_locked();  // the ring moved past the cursor meanwhile
+        }
+        std::vector<uint64_t> touched;
+        for (const ChangeEntry& e : entries) {
+            if (e.last.v <= read_seq) collect(e, touched);
+        }
+        for (uint64_t id : touched) {
+            if (!now.contains(id)) {
+                node_.counters().reseeds->inc();
+                return seed_locked();
+            }
+        }
+        sent_ = std::move(now);
+        position_ = cursor;
+        pump_locked();
+    }
+
     void collect(const ChangeEntry& e, std::vector<uint64_t>& ids) const {
         for (const engine::CollectionChange& c : e.changes) {
             if (c.collection.v != collection_id_.v) continue;
@@ -137,7 +177,8 @@ private:
         }
         auto st = build_statement(q, collection_, schema);
         if (!st) {
-            end_locked("dropped", "the shape no longer fits " + collection_ + ": " + st.error().message, 0);
+            end_locked("dropped",
+                       "the shape no longer fits " + collection_ + ": " + st.error().message, 0);
             return false;
         }
         ql::QlResult<ql::ParsedStatement> parsed = ql::parse(st->text);
@@ -152,13 +193,21 @@ private:
             end_locked("closing", o.error->message, 0);
             return false;
         }
+        // Nothing is sent before it is durable (INVARIANTS N22): a row as a later block left it
+        // could be taken back by a power cut, and the subscriber would hold it under a cursor
+        // that then names other data.
+        if (engine::Status synced = tenant_->wait_visible(o.seq); !synced.is_ok()) {
+            end_locked("closing", synced.to_string(), 0);
+            return false;
+        }
         const ql::Answer& a = o.answers.front();
         rows = ql::rows_json(a.table);
         const auto& cols = *a.table.columns;
         const size_t id_col = std::find(cols.begin(), cols.end(), "_id") - cols.begin();
         for (const ql::Row& r : a.table.rows) {
             if (id_col < r.cells.size()) {
-                if (const auto* v = std::get_if<int64_t>(&r.cells[id_col].rep)) in.insert(static_cast<uint64_t>(*v));
+                if (const auto* v = std::get_if<int64_t>(&r.cells[id_col].rep))
+                    in.insert(static_cast<uint64_t>(*v));
             }
         }
         if (seq) *seq = o.seq.v;
@@ -222,7 +271,9 @@ private:
         if (!call_->exchange->write(std::move(bytes))) {
             // Gone, or 1 MiB unread (§5.4 `slow`): nothing more can reach this reader.
             ended_ = true;
-            node_.counters().subscriptions_ended->with({call_->exchange->closed() ? "closed" : "slow"}).inc();
+            node_.counters()
+                .subscriptions_ended->with({call_->exchange->closed() ? "closed" : "slow"})
+                .inc();
             call_->exchange->end();
             finish();
         }
@@ -268,8 +319,8 @@ private:
     engine::CollectionId collection_id_{};
 
     std::mutex mu_;
-    uint64_t position_ = 0;      // the last seq this stream has accounted for
-    std::set<uint64_t> sent_;    // ids in the shape as this stream last told it
+    uint64_t position_ = 0;    // the last seq this stream has accounted for
+    std::set<uint64_t> sent_;  // ids in the shape as this stream last told it
     int64_t last_write_ms_ = 0;
     std::atomic<bool> ended_{false};  // written under mu_; read without it by wake() and the sweep
     std::atomic<bool> scheduled_{false};
@@ -278,25 +329,31 @@ private:
 void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& tenant) {
     const http::RequestHead& h = call->request.head;
     if (h.header("Fenec-After") || h.header("Fenec-History")) {
-        return node_.answer(*call, node_.refusal(400, "a subscription takes `since`, not Fenec-After"));
+        return node_.answer(*call,
+                            node_.refusal(400, "a subscription takes `since`, not Fenec-After"));
     }
     // The shape: §5.3's filters and select; the cursor keys are the stream's own.
     QueryPairs pairs;
     std::optional<std::string> since, history;
     for (const auto& [k, v] : h.query) {
-        if (k == "since") since = v;
-        else if (k == "history") history = v;
-        else pairs.emplace_back(k, v);
+        if (k == "since")
+            since = v;
+        else if (k == "history")
+            history = v;
+        else
+            pairs.emplace_back(k, v);
     }
     auto shape = parse_rest_query(pairs, true);
-    if (!shape) return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
+    if (!shape)
+        return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
     std::optional<uint64_t> cursor;
     if (since) {
         cursor = parse_decimal(*since);
         if (!cursor) return node_.answer(*call, node_.refusal(400, "since must be a decimal seq"));
     } else if (auto last = h.header("Last-Event-ID")) {
         cursor = parse_decimal(*last);
-        if (!cursor) return node_.answer(*call, node_.refusal(400, "Last-Event-ID must be a decimal seq"));
+        if (!cursor)
+            return node_.answer(*call, node_.refusal(400, "Last-Event-ID must be a decimal seq"));
     }
     std::optional<uint64_t> hist;
     if (history) {
@@ -314,15 +371,18 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
         auto st = build_statement(shape.value(), coll, *view.schema(*c));
         if (!st) return node_.answer(*call, node_.refusal(st.error().status, st.error().message));
     }
-    auto sub = std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
+    auto sub =
+        std::make_shared<Subscription>(node_, *this, call, tenant, coll, std::move(shape.value()));
     {
         // The limits are checked and the stream counted under one lock, so opens racing each
         // other cannot pass them.
         std::lock_guard lock(mu_);
         if (subs_.size() >= node_.options().max_streams) {
-            return node_.answer(*call, node_.refusal(503, "the node is at --max-streams (" +
-                                                              std::to_string(node_.options().max_streams) + ")",
-                                                     "streams"));
+            return node_.answer(*call,
+                                node_.refusal(503,
+                                              "the node is at --max-streams (" +
+                                                  std::to_string(node_.options().max_streams) + ")",
+                                              "streams"));
         }
         if (auto refused = streams_refusal(node_, *tenant)) {
             return node_.answer(*call, std::move(*refused));

@@ -15,7 +15,6 @@ void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
 }
 
 void Tenant::on_block(const engine::BlockSummary& summary) {
-    std::vector<std::shared_ptr<ChangeWatcher>> wake;
     {
         std::lock_guard lock(mu_);
         ring_.push_back(ChangeEntry{summary.first, summary.last, summary.changes});
@@ -23,23 +22,28 @@ void Tenant::on_block(const engine::BlockSummary& summary) {
             floor_ = ring_.front().last;
             ring_.pop_front();
         }
-        for (auto it = watchers_.begin(); it != watchers_.end();) {
-            if (auto w = it->lock()) {
-                wake.push_back(std::move(w));
-                ++it;
-            } else {
-                it = watchers_.erase(it);
-            }
-        }
     }
-    for (const auto& w : wake) w->wake();
+    wake_watchers();
+}
+
+void Tenant::on_durable(engine::Seq) { wake_watchers(); }
+
+engine::Seq Tenant::visible_seq() const {
+    if (db_->sync_policy().kind == engine::SyncPolicy::Kind::at_close) return db_->seq();
+    return db_->durable_seq();
+}
+
+engine::Status Tenant::wait_visible(engine::Seq seq) {
+    if (visible_seq().v >= seq.v) return engine::Status::ok();
+    return db_->wait_durable(seq);
 }
 
 bool Tenant::changes_after(engine::Seq cursor, std::vector<ChangeEntry>& out) const {
+    const engine::Seq visible = visible_seq();  // read first: a later durable mark only adds
     std::lock_guard lock(mu_);
     if (cursor.v < floor_.v) return false;
     for (const ChangeEntry& e : ring_) {
-        if (e.last.v > cursor.v) out.push_back(e);
+        if (e.last.v > cursor.v && e.last.v <= visible.v) out.push_back(e);
     }
     return true;
 }
@@ -62,12 +66,19 @@ void Tenant::unwatch(const ChangeWatcher* w) {
     });
 }
 
-void Tenant::wake_all() {
+void Tenant::wake_all() { wake_watchers(); }
+
+void Tenant::wake_watchers() {
     std::vector<std::shared_ptr<ChangeWatcher>> wake;
     {
         std::lock_guard lock(mu_);
-        for (const auto& w : watchers_) {
-            if (auto s = w.lock()) wake.push_back(std::move(s));
+        for (auto it = watchers_.begin(); it != watchers_.end();) {
+            if (auto w = it->lock()) {
+                wake.push_back(std::move(w));
+                ++it;
+            } else {
+                it = watchers_.erase(it);
+            }
         }
     }
     for (const auto& w : wake) w->wake();

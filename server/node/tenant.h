@@ -33,13 +33,13 @@ struct ChangeEntry {
 // Something parked on the tenant's changes (a subscription, a held request): told once per
 // landed block, from under the engine's writer lock, so it must only enqueue.
 class ChangeWatcher {
-public:
+  public:
     virtual ~ChangeWatcher() = default;
     virtual void wake() = 0;
 };
 
 class Tenant final : public engine::ChangeListener {
-public:
+  public:
     Tenant(std::string name, size_t ring_max) : name_(std::move(name)), ring_max_(ring_max) {}
 
     const std::string& name() const { return name_; }
@@ -50,11 +50,22 @@ public:
     void attach(std::unique_ptr<index::IndexSet> indexes, std::unique_ptr<engine::Database> db);
     std::unique_ptr<engine::Database> detach_db() { return std::move(db_); }
 
-    // engine::ChangeListener: under the writer lock; only enqueues.
+    // engine::ChangeListener. on_block: under the writer lock; only enqueues. Both wake every
+    // watcher: held requests run again at landing, streams and Fenec-After reads look again once
+    // what landed is durable.
     void on_block(const engine::BlockSummary& summary) override;
-    void on_durable(engine::Seq) override {}
+    void on_durable(engine::Seq) override;
 
-    // The entries after `cursor`, or false when the ring does not reach back to it (a reseed).
+    // What subscribers and Fenec-After may be told (INVARIANTS N22): the durable seq, which a
+    // power cut cannot take back; under --sync off (nothing durable until close, by the
+    // operator's choice) the landed seq.
+    engine::Seq visible_seq() const;
+    // Waits (the group commit, or an fsync of its own) until `seq` is visible; an error when the
+    // tenant is latched read-only after a failed write.
+    engine::Status wait_visible(engine::Seq seq);
+
+    // The visible entries after `cursor`, or false when the ring does not reach back to it (a
+    // reseed).
     bool changes_after(engine::Seq cursor, std::vector<ChangeEntry>& out) const;
     engine::Seq ring_floor() const;
 
@@ -89,7 +100,7 @@ public:
     // were). Taken before the admission check, so a freeze that sets its mark and then counts
     // zero has missed none: a write counted after that finds the mark.
     class WriteTicket {
-    public:
+      public:
         explicit WriteTicket(Tenant& t) : t_(&t) { t.writes_in_flight_.fetch_add(1); }
         WriteTicket(WriteTicket&& o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
         WriteTicket(const WriteTicket&) = delete;
@@ -99,7 +110,7 @@ public:
             if (t_) t_->write_done();
         }
 
-    private:
+      private:
         Tenant* t_;
     };
     WriteTicket admit_write() { return WriteTicket(*this); }
@@ -122,8 +133,9 @@ public:
     // answers, so a quota whose side file was not kept is never reported as if it were applied.
     std::string quota_applied = "{}";
 
-private:
+  private:
     void write_done();
+    void wake_watchers();
 
     const std::string name_;
     const size_t ring_max_;

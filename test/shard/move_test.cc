@@ -316,6 +316,38 @@ TEST_F(Move, SubscriptionResumesOnTheTargetWithoutASeed) {
               std::string::npos) << got;
 }
 
+// node-http.md §5.4 across a move: a subscriber away while its row was deleted on n1, which then
+// moved to n2, resumes through the router with Last-Event-ID; n2's ring starts at its seq, past
+// the cursor, so the stream reseeds without the row (before: the row stayed with it for good).
+TEST_F(Move, ResumedStreamAcrossAMoveHearsTheDelete) {
+    make_acme();
+    ASSERT_EQ(data("POST", "/t/acme/c/notes", R"({"title":"a","n":1})").status, 201);
+    ASSERT_EQ(data("POST", "/t/acme/c/notes", R"({"title":"b","n":2})").status, 201);
+    std::string cursor;
+    {
+        Client s(router_->port());
+        s.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
+                   "\r\n\r\n");
+        const std::string seen = s.read_until("\n\n", 5000);
+        ASSERT_NE(seen.find("\"b\""), std::string::npos) << seen;
+        const size_t id_at = seen.find("event: seed\nid: ");
+        ASSERT_NE(id_at, std::string::npos) << seen;
+        cursor = seen.substr(id_at + 16, seen.find('\n', id_at + 16) - id_at - 16);
+    }
+    ASSERT_EQ(data("DELETE", "/t/acme/c/notes/2").status, 200);
+    auto r = shard("POST", "/_shard/tenants/acme/move", R"({"to":"n2"})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    Client again(router_->port());
+    again.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
+                   "\r\nLast-Event-ID: " + cursor + "\r\n\r\n");
+    const std::string got = again.read_until("\n\n", 5000);
+    const size_t seed = got.find("event: seed");
+    const bool named = got.find("\"dels\":[2]") != std::string::npos;
+    const bool reseeded =
+        seed != std::string::npos && got.find("\"b\"", seed) == std::string::npos;
+    EXPECT_TRUE(named || reseeded) << got;
+}
+
 // Cases 44 and 42: the router SIGKILLed once the image is installed on n2, before the flip. It
 // comes back with acme routed to n1 and marked moving, n1 thawed (a write is taken there); moving
 // again replaces the stale copy on n2, whose reads then give the source's rows.

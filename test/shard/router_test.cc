@@ -295,6 +295,36 @@ TEST_F(Router, SubscriptionStreamedThrough) {
     }));
 }
 
+// node-http.md §5.4 through the router: a stream resumed with `Last-Event-ID` (passed through
+// unchanged) after the row it held was deleted no longer leaves the row with its subscriber —
+// named in `dels` or left out by a reseed.
+TEST_F(Router, ResumedStreamThroughTheRouterHearsTheDelete) {
+    add_node(0);
+    make_tenant("acme", kNotes);
+    ASSERT_EQ(data("POST", "/t/acme/query", R"({"query":"put notes {title: \"held\"}"})").status, 200);
+    std::string cursor;
+    {
+        Client sub(router_->port());
+        ASSERT_TRUE(sub.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                 D + "\r\n\r\n"));
+        const std::string got = sub.read_until("\n\n", 5000);
+        ASSERT_NE(got.find("\"title\":\"held\""), std::string::npos) << got;
+        const size_t id = got.find("\nid: ");
+        ASSERT_NE(id, std::string::npos) << got;
+        cursor = got.substr(id + 5, got.find('\n', id + 1) - id - 5);
+    }
+    ASSERT_EQ(data("POST", "/t/acme/query", R"({"query":"del notes where _id = 1"})").status, 200);
+    Client sub(router_->port());
+    ASSERT_TRUE(sub.send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                             D + "\r\nLast-Event-ID: " + cursor + "\r\n\r\n"));
+    const std::string got = sub.read_until("\n\n", 5000);
+    const bool named = got.find("event: change") != std::string::npos &&
+                       got.find("\"dels\":[1]") != std::string::npos;
+    const bool reseeded = got.find("event: seed") != std::string::npos &&
+                          got.find("\"rows\":[]") != std::string::npos;
+    EXPECT_TRUE(named || reseeded) << got;
+}
+
 // §5.5: a node that does not answer is 502 naming it, counted per node.
 TEST_F(Router, StoppedNodeIs502) {
     add_node(0);
