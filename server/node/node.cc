@@ -115,6 +115,8 @@ void Node::init_metrics() {
                                            "writes landed and answered 500 outcome unknown").with({});
     counters_.lease_grants = &m.counter("fenec_lease_grants_total", "grants answered, by outcome",
                                         {"outcome"});
+    counters_.over_budget = &m.counter("fenec_statements_over_budget_total",
+                                       "requests whose statements passed a budget", {"budget"});
     m.gauge_fn("fenec_lease_left_seconds", "lease left (-1 without --lease)", [this] {
         return leases() ? static_cast<double>(leases()->left_ms()) / 1000 : -1.0;
     });

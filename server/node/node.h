@@ -159,6 +159,7 @@ public:
         obs::Counter* spans = nullptr;
         obs::Counter* outcome_unknown = nullptr;
         obs::CounterFamily* lease_grants = nullptr;  // outcome
+        obs::CounterFamily* over_budget = nullptr;   // budget: rows, time (ql/budget.h)
     };
     Counters& counters() { return counters_; }
 
