@@ -12,6 +12,7 @@
 #include "engine/schema.h"
 #include "engine/value.h"
 #include "ql/ast.h"
+#include "ql/budget.h"
 #include "ql/error.h"
 
 namespace fenec::ql {
@@ -19,6 +20,11 @@ namespace fenec::ql {
 struct Context {
     std::span<const engine::Value> params;
     int64_t now_ms = 0;
+    // The run's budget (ql/budget.h): every loop that reads rows counts them here and stops when
+    // it says so. Null: unbounded (the executor always sets one).
+    Budget* budget = nullptr;
+    // Counts `n` visits; false when the loop must stop.
+    bool visit(uint64_t n = 1) const { return !budget || budget->visit(n); }
 };
 
 Error error_at(uint32_t pos, std::string message);

@@ -1,8 +1,9 @@
 // ql/error.h: what the FenecQL front end answers when a statement is refused, and the result type
 // that carries it. No exception leaves ql/. An Error is either a 400 (the statement does not parse
 // or breaks a rule that needs no schema) or a 413 (a limit of fenecql.md §14 is passed, named by
-// `limit`). The server turns an Error into its HTTP answer in one function; callers key on
-// `limit` and `status()`, never on `message`, which is for people.
+// `limit`), or a run budget passed (`budget`: rows 400, time 503). The server turns an Error into
+// its HTTP answer in one function; callers key on `limit`, `budget` and `status()`, never on
+// `message`, which is for people.
 #pragma once
 
 #include <cstdint>
@@ -49,11 +50,24 @@ constexpr std::string_view limit_name(Limit limit) {
     return "";
 }
 
+// A run budget passed (ql/budget.h), by its wire name: rows is a 400, time a 503.
+enum class BudgetKind : uint8_t { none, rows, time };
+
+constexpr std::string_view budget_name(BudgetKind b) {
+    switch (b) {
+        case BudgetKind::none: return "";
+        case BudgetKind::rows: return "rows";
+        case BudgetKind::time: return "time";
+    }
+    return "";
+}
+
 struct Error {
     std::string message;              // names what was expected and what was found
     std::optional<uint32_t> position;  // code points from 0, when a token of the text is the cause
     Limit limit = Limit::none;        // set for a 413
-    uint64_t max = 0;                 // the limit's maximum, for a 413
+    uint64_t max = 0;                 // the limit's or the budget's maximum
+    BudgetKind budget = BudgetKind::none;  // set when a run budget was passed (ql/budget.h)
     // Set where the status is not 400 or 413 (403, 404, 409, 412, and engine refusals), with
     // the members fenecql.md §12.3 names for it.
     int status_code = 0;

@@ -27,6 +27,12 @@ void write_error_members(json::Writer& w, const Error& e) {
         w.key("max");
         w.uint64(e.max);
     }
+    if (e.budget != BudgetKind::none) {
+        w.key("budget");
+        w.string(budget_name(e.budget));
+        w.key("max");
+        w.uint64(e.max);
+    }
     if (!e.collection.empty()) {
         w.key("collection");
         w.string(e.collection);

@@ -2,7 +2,9 @@
 #include "ql/eval.h"
 
 #include "index/index_set.h"
+#include "index/key.h"
 #include "ql/compare.h"
+#include "ql/limits.h"
 
 namespace fenec::ql {
 
@@ -172,6 +174,10 @@ QlResult<CNode> Compiler::in(const Expr& e, const In& in) {
         if (auto f = convert_for(l.value(), constant)) return *f;
         n.set.push_back(std::move(constant.constant));
     }
+    if (n.set.size() > limits::in_list_linear_max) {
+        n.keys.reserve(n.set.size());
+        for (const Value& item : n.set) n.keys.insert(in_key(item, n.rule));
+    }
     n.kids.push_back(std::move(l.value()));
     return n;
 }
@@ -284,6 +290,15 @@ Value compare_values_op(const CNode& n, const Value& a, const Value& b) {
 
 }  // namespace
 
+// Equality of texts never consults the collation (index::equal_text: the bytes, or the folds'
+// bytes under nocase), and under the bytes collation a text's key is exactly those bytes. Every
+// other kind's key is equal exactly when the values are (index/key.h: 1 and 1.0 alike, 0.0 and
+// -0.0 alike, a vector as the list of its components). No ICU sort key is built per row.
+std::string in_key(const Value& v, const index::TextRule& rule) {
+    const index::TextRule equality{engine::Collation::bytes, rule.nocase, rule.fold};
+    return index::key_of(v, equality);
+}
+
 QlResult<CNode> compile_where(const Expr& e, const engine::Schema& schema,
                               const std::string& collection, const Context& ctx) {
     Compiler c{schema, collection, ctx};
@@ -304,8 +319,14 @@ Value eval(const CNode& n, engine::DocId id, const engine::DocView& doc, const C
             return compare_values_op(n, eval(n.kids[0], id, doc, ctx), eval(n.kids[1], id, doc, ctx));
         case CNode::Kind::in: {
             const Value v = eval(n.kids[0], id, doc, ctx);
+            if (!n.keys.empty()) return n.keys.contains(in_key(v, n.rule)) != n.negated;
             bool found = false;
-            for (const Value& s : n.set) found = found || equal_values(v, s, n.rule);
+            for (const Value& s : n.set) {
+                if (equal_values(v, s, n.rule)) {
+                    found = true;
+                    break;
+                }
+            }
             return found != n.negated;
         }
         case CNode::Kind::is_null: return eval(n.kids[0], id, doc, ctx).is_null() != n.negated;

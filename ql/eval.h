@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/database.h"
@@ -48,8 +49,15 @@ struct CNode {
     bool turkish = false;          // `~`: the fold
     bool negated = false;          // in, is_null
     std::vector<engine::Value> set;  // in: the values
+    // in, with more than limits::in_list_linear_max values: their equality keys (in_key), so a
+    // row costs one key and one lookup, not a comparison per value. Empty: compare linearly.
+    std::unordered_set<std::string> keys;
     std::vector<CNode> kids;
 };
+
+// The key `in` hashes `v` by under `rule`: index::key_of with the collation dropped, so
+// in_key(a, rule) == in_key(b, rule) exactly when equal_values(a, b, rule) (ql/compare.h).
+std::string in_key(const engine::Value& v, const index::TextRule& rule);
 
 QlResult<CNode> compile_where(const Expr& e, const engine::Schema& schema,
                               const std::string& collection, const Context& ctx);

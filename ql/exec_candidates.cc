@@ -111,6 +111,7 @@ Rows select_rows(const engine::ReadView& view, const index::IndexSet& indexes,
     std::optional<std::vector<uint64_t>> ids = candidates(where, indexes, c);
     if (ids) {
         for (uint64_t id : *ids) {
+            if (!ctx.visit()) break;  // the run's budget is passed: the executor refuses it
             std::optional<DocView> doc = view.get(c, DocId{id});
             if (!doc) continue;
             if (!where || matches(*where, DocId{id}, *doc, ctx))
@@ -120,7 +121,7 @@ Rows select_rows(const engine::ReadView& view, const index::IndexSet& indexes,
     }
     view.scan(c, [&](DocId id, DocView doc) {
         if (!where || matches(*where, id, doc, ctx)) out.rows.emplace_back(id, doc);
-        return true;
+        return ctx.visit();
     });
     return out;
 }

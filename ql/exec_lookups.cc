@@ -134,6 +134,7 @@ Rows Lookups::matching(size_t level, DocId parent_id, const DocView& parent_doc)
         ids = lv.index->equal(index::key_of(key, lv.index->rule()));
     }
     for (uint64_t id : ids) {
+        if (!ctx.visit()) break;  // the run's budget is passed: the executor refuses it
         std::optional<DocView> doc = view.get(lv.collection, DocId{id});
         if (!doc) continue;
         if (lv.where && !matches(*lv.where, DocId{id}, *doc, ctx)) continue;

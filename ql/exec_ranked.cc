@@ -82,6 +82,7 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
             return error_at(g.match->query.pos,
                             "`match` takes a text, found " + kind_of(q.value()));
         auto keep = [&](uint64_t id) {
+            if (!ctx.visit()) return false;  // the budget is passed: the executor refuses it
             std::optional<engine::DocView> doc = view.get(c, engine::DocId{id});
             return doc && (!where || matches(*where, engine::DocId{id}, *doc, ctx));
         };

@@ -279,7 +279,7 @@ QlResult<Rows> Writer::rows_to_write(engine::CollectionId c, const engine::Schem
     Rows rows;
     block.scan(c, [&](DocId id, engine::DocView doc) {
         if (matches(where.value(), id, doc, ctx)) rows.rows.emplace_back(id, doc);
-        return true;
+        return ctx.visit();  // a passed budget stops the scan, and the block rolls back
     });
     if (f.order) {
         if (auto fail = order_rows(rows, *f.order, schema, name, nullptr)) return *fail;

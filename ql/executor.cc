@@ -83,6 +83,13 @@ QlResult<Answer> run_statement(engine::Block& block, const index::IndexSet& inde
     return e;
 }
 
+// The budget's refusal when `budget` was passed, whatever the statement came to: a loop it
+// stopped may have left the statement short (fewer rows, a `require` unmet).
+Failure over_budget(const Budget& budget) {
+    if (budget.passed() == BudgetKind::none) return std::nullopt;
+    return budget.error();
+}
+
 std::optional<int64_t> now_of(const RunOptions& options) {
     if (options.now_ms == 0) return std::nullopt;
     return options.now_ms;
@@ -112,7 +119,8 @@ BlockOutcome Executor::run_block(std::span<const Item> items, const RunOptions& 
     return run_writes(items, options, before_commit);
 }
 
-BlockOutcome Executor::run_read(const engine::ReadView& view, const Item& item) {
+BlockOutcome Executor::run_read(const engine::ReadView& view, const Item& item,
+                                const BudgetLimits& limits) {
     BlockOutcome out;
     if (Failure f = check_item(item, 1, RunOptions{}, false)) return failed(std::move(*f), 0);
     if (statement_of(item).writes()) {
@@ -120,8 +128,10 @@ BlockOutcome Executor::run_read(const engine::ReadView& view, const Item& item) 
         e.message = "run_read runs reads only";
         return failed(std::move(e), 0);
     }
-    Context ctx{item.params, view.now_ms()};
+    Budget budget(limits);
+    Context ctx{item.params, view.now_ms(), &budget};
     QlResult<Answer> a = run_get(std::get<Get>(statement_of(item).node), view, indexes_, ctx);
+    if (Failure f = over_budget(budget)) return failed(std::move(*f), 0);
     if (!a) return failed(a.take_error(), 0);
     out.answers.push_back(std::move(a.value()));
     out.seq = view.seq();
@@ -174,11 +184,13 @@ bool is_point_read(const Statement& statement, const engine::ReadView& view) {
 BlockOutcome Executor::run_reads(std::span<const Item> items, const RunOptions& options) {
     BlockOutcome out;
     const engine::ReadView view = db_.read(now_of(options));
-    Context ctx{{}, view.now_ms()};
+    Budget budget(options.budget);
+    Context ctx{{}, view.now_ms(), &budget};
     for (size_t i = 0; i < items.size(); ++i) {
         ctx.params = items[i].params;
         QlResult<Answer> a =
             run_get(std::get<Get>(statement_of(items[i]).node), view, indexes_, ctx);
+        if (Failure f = over_budget(budget)) return failed(std::move(*f), i);
         if (!a) return failed(a.take_error(), i);
         out.answers.push_back(std::move(a.value()));
     }
@@ -206,10 +218,15 @@ BlockOutcome Executor::run_writes(std::span<const Item> items, const RunOptions&
     }
     engine::Block& block = *begun;
     BlockOutcome out;
-    Context ctx{{}, block.now_ms()};
+    Budget budget(options.budget);
+    Context ctx{{}, block.now_ms(), &budget};
     for (size_t i = 0; i < items.size(); ++i) {
         ctx.params = items[i].params;
         QlResult<Answer> a = run_statement(block, indexes_, statement_of(items[i]), ctx);
+        if (Failure f = over_budget(budget)) {  // what it wrote so far lands with nothing else
+            block.rollback();
+            return failed(std::move(*f), i);
+        }
         if (!a) {
             block.rollback();
             return failed(a.take_error(), i);

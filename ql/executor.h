@@ -16,6 +16,7 @@
 #include "index/index_set.h"
 #include "ql/answer.h"
 #include "ql/ast.h"
+#include "ql/budget.h"
 #include "ql/error.h"
 
 namespace fenec::ql {
@@ -24,6 +25,9 @@ struct RunOptions {
     bool read_only = false;  // the admin endpoint: writing statements are refused, 403
     int64_t now_ms = 0;      // the statements' one `now`: now(), TTL expiry, the block's time;
                              // 0: the database clock's wall time
+    // What the run may spend (ql/budget.h), one fresh budget per run_block: passed, the item
+    // that passed it is refused with Error::budget and a write block rolls back whole.
+    BudgetLimits budget{};
 };
 
 // One statement of a block and its parameters; both must outlive the run_block call.
@@ -83,7 +87,8 @@ class Executor {
                            const BeforeCommit& before_commit = {});
     // One read statement (a get or select) at `view`, which must be of this executor's
     // database: for a caller that took the view itself (Database::try_read).
-    BlockOutcome run_read(const engine::ReadView& view, const Item& item);
+    BlockOutcome run_read(const engine::ReadView& view, const Item& item,
+                          const BudgetLimits& budget = {});
     // `get <collection> where _id = <id>` at `view` without parsing or compiling it: the REST
     // read of one document (node-http.md §5.3). Answers as run_read of that statement would.
     BlockOutcome read_by_id(const engine::ReadView& view, const std::string& collection,

@@ -35,6 +35,10 @@ inline constexpr uint32_t lookup_depth_max = 8;
 // Rows a `near` or `match` ranks (`offset` + `limit`), when both are literals; the executor
 // checks the same sum once parameters are bound.
 inline constexpr uint64_t ranked_rows_max = 10'000;
+// Items of an `in` list compared one by one; a longer list is compiled into a hash set of
+// equality keys (ql/eval.h), one lookup per row. Below this a few comparisons cost less than
+// building a key for the row.
+inline constexpr size_t in_list_linear_max = 16;
 
 // Argument ranges: outside them is a 400 (fenecql.md §4.1, §14).
 inline constexpr int64_t ef_min = 1;

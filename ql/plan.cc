@@ -41,6 +41,7 @@ std::optional<Rows> ordered_by_index(const engine::ReadView& view, const index::
 
     Rows out;
     auto take = [&](uint64_t id) {
+        if (!ctx.visit()) return false;  // the run's budget is passed: the executor refuses it
         std::optional<engine::DocView> doc = view.get(c, engine::DocId{id});
         if (doc && (!where || matches(*where, engine::DocId{id}, *doc, ctx))) {
             out.rows.emplace_back(engine::DocId{id}, *doc);

@@ -256,6 +256,7 @@ void admin_query(Node& node, Call& call, Tenant& t) {
     ql::Item item{&parsed.value(), body->params};
     ql::RunOptions o;
     o.read_only = true;
+    o.budget = statement_budget(node);
     ql::BlockOutcome out = ex.run_block(std::span(&item, 1), o);
     if (out.error) return node.answer(call, error_response(node, *out.error));
     http::Response r;

@@ -1,8 +1,9 @@
 // server/node/errors.cc: the one function that turns a refusal into an HTTP answer (§6). The
 // status is the FenecQL error's (ql::engine_error maps engine codes once, in ql/); what is added
 // here is what HTTP carries beside it: Retry-After, the quota's name, the 503's reason and, for a
-// lease refusal, Fenec-Lease by the engine's verdict (§9.4). A quota's refusal is written whole
-// here: the tenant and the quota, never the engine's limit.
+// lease refusal, Fenec-Lease by the engine's verdict (§9.4). A passed statement budget keeps
+// its own status (rows 400, time 503 with Retry-After) and is counted by budget. A quota's refusal
+// is written whole here: the tenant and the quota, never the engine's limit.
 #include "json/writer.h"
 #include "ql/error_json.h"
 #include "server/node/handlers.h"
@@ -36,6 +37,12 @@ std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
 
 }  // namespace
 
+ql::BudgetLimits statement_budget(const Node& node) {
+    return ql::BudgetLimits{.rows_max = node.options().statement_rows,
+                            .time_ms_max = node.options().statement_ms,
+                            .clock = &node.clock()};
+}
+
 http::Response error_response(Node& node, const ql::Error& e,
                               const std::function<void(json::Writer&)>& more) {
     return error_response(node, {}, e, more);
@@ -63,6 +70,9 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
         node.counters().quota_refusals->with({quota}).inc();
     } else {
         ql::write_error_members(w, e);
+    }
+    if (e.budget != ql::BudgetKind::none) {
+        node.counters().over_budget->with({std::string(ql::budget_name(e.budget))}).inc();
     }
     if (r.status == 503 && !reason.empty()) {
         w.key("reason");

@@ -64,6 +64,10 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
 // stopping, the tenant frozen (503 with the reason). nullopt: admitted.
 std::optional<http::Response> write_refusal(Node& node, Tenant& tenant);
 
+// errors.cc: the budget one run of a request's statements gets (--statement-rows,
+// --statement-ms; ql/budget.h). Passed, error_response answers it: rows 400, time 503.
+ql::BudgetLimits statement_budget(const Node& node);
+
 // `more` writes members after the error's own (a batch's `completed` and `at`). A quota's
 // refusal (507, 429) names `tenant` and the quota, never an amount (§7), and is counted.
 http::Response error_response(Node& node, std::string_view tenant, const ql::Error& error,

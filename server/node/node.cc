@@ -150,6 +150,10 @@ void Node::init_metrics() {
                                            "writes landed and answered 500 outcome unknown").with({});
     counters_.lease_grants = &m.counter("fenec_lease_grants_total", "grants answered, by outcome",
                                         {"outcome"});
+    counters_.over_budget = &m.counter("fenec_statements_over_budget_total",
+                                       "requests whose statements passed a budget", {"budget"});
+    m.gauge_fn("fenec_worker_jobs_waiting", "jobs queued for the worker pool, every tenant's",
+               [this] { return workers_ ? static_cast<double>(workers_->queued()) : 0; });
     m.gauge_fn("fenec_lease_left_seconds", "lease left (-1 without --lease)", [this] {
         return leases() ? static_cast<double>(leases()->left_ms()) / 1000 : -1.0;
     });
@@ -618,7 +622,11 @@ void Node::dispatch(std::shared_ptr<Call> call) {
 
 void Node::submit(const std::shared_ptr<Call>& call,
                   std::function<void(const std::shared_ptr<Call>&)> fn) {
-    const bool queued = workers_->submit([call, fn = std::move(fn)] { fn(call); });
+    // The pool shares its workers fairly between keys (workers.h): one per tenant, so a tenant's
+    // heavy requests wait behind each other, not in front of another tenant's; 0 for the
+    // node's own routes. The pool sees an opaque number only.
+    const uint64_t key = call->tenant.empty() ? 0 : std::hash<std::string>{}(call->tenant) | 1;
+    const bool queued = workers_->submit(key, [call, fn = std::move(fn)] { fn(call); });
     if (!queued) answer(*call, refusal(503, "the node's workers are busy", "connections"));
 }
 

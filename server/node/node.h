@@ -139,7 +139,8 @@ public:
     // counted and audited as a refused credential, and what it asked for is not run.
     std::optional<http::Response> expired_meanwhile(const Call& call);
 
-    // Runs `fn` on the worker pool; 503 when its queue is full.
+    // Runs `fn` on the worker pool under the call's tenant's fair share; 503 when its queue is
+    // full.
     void submit(const std::shared_ptr<Call>& call,
                 std::function<void(const std::shared_ptr<Call>&)> fn);
     // Work that answers no call directly (a parked request's retry); false when the pool is full.
@@ -178,6 +179,7 @@ public:
         obs::Counter* spans = nullptr;
         obs::Counter* outcome_unknown = nullptr;
         obs::CounterFamily* lease_grants = nullptr;  // outcome
+        obs::CounterFamily* over_budget = nullptr;   // budget: rows, time (ql/budget.h)
     };
     Counters& counters() { return counters_; }
 

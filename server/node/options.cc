@@ -90,6 +90,14 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
          "under --sync always, how long an answer waits for its block to reach each connected "
          "follower's stream (default 50)",
          flags::number(o.replica_wait_ms, 60000)},
+        {"--statement-rows", "<n>",
+         "rows one request's statements may visit (read, filtered or not); past it 400; 0 = off "
+         "(default 10000000)",
+         flags::number(o.statement_rows, UINT64_MAX)},
+        {"--statement-ms", "<ms>",
+         "time one request's statements may run; past it 503, nothing written; 0 = off "
+         "(default 10000)",
+         flags::number(o.statement_ms, UINT32_MAX)},
         {"--trace", "<path>", "spans as JSON lines (default off)", flags::text(o.trace)},
         {"--trace-sample", "<0..1>",
          "share of requests traced without a sampled traceparent (default 0)",

@@ -48,6 +48,9 @@ struct NodeOptions {
     uint32_t changes = 4096;
     uint32_t idempotency_ttl_s = 86400;
     uint32_t wait_max_ms = 30000;
+    // A run of statements' budget (issue 17; ql/budget.h): rows visited, and time from its start.
+    uint64_t statement_rows = 10'000'000;  // --statement-rows; 0: off
+    uint32_t statement_ms = 10'000;        // --statement-ms; 0: off
     uint32_t auth_delay_ms = 100;
     std::optional<std::string> cors;
     std::string node_name;       // default: the host name

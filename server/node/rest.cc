@@ -68,7 +68,8 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
             return store_key(block, *key, r.status, r.body);
         };
     }
-    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{}, before);
+    ql::BlockOutcome o =
+        ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)}, before);
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
     answer_write(node, *call, t, std::move(o),
@@ -79,7 +80,7 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
                    const Shape& shape) {
     ql::Executor ex(t.db(), t.indexes());
     const std::vector<ql::Item> items = p.items();
-    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{});
+    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)});
     node.counters().statements->with({"read"}).inc();
     node.answer(*call, shaped(node, t, o, shape));
 }

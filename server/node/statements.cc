@@ -83,14 +83,15 @@ uint64_t written_rows(std::span<const ql::Answer> answers) {
     return n;
 }
 
-ql::RunOptions run_options(const Call& call) {
+ql::RunOptions run_options(const Node& node, const Call& call) {
     ql::RunOptions o;
+    o.budget = statement_budget(node);  // fresh per run: a held claim's every run gets its own
     if (auto ms = test_hooks::now_ms(call.request.head)) o.now_ms = *ms;
     return o;
 }
 
 // Runs a write block with the key's row landing in it; the key is released after.
-ql::BlockOutcome run_keyed(const Call& call, Tenant& t, const Statements& s,
+ql::BlockOutcome run_keyed(const Node& node, const Call& call, Tenant& t, const Statements& s,
                            std::optional<KeyedWrite>& key, bool store_only_if_written) {
     ql::Executor ex(t.db(), t.indexes());
     const std::vector<ql::Item> items = s.items();
@@ -102,7 +103,7 @@ ql::BlockOutcome run_keyed(const Call& call, Tenant& t, const Statements& s,
         };
     }
     // Its answer goes through answer_write, which waits for the followers' streams (§5.8 step 9).
-    return ex.run_block(items, run_options(call), before);
+    return ex.run_block(items, run_options(node, call), before);
 }
 
 void count_statements(Node& node, const Statements& s) {
@@ -130,7 +131,7 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
         ql::Item item{s.parsed[i].get(), s.bodies[i].params};
         const bool compacting = s.parsed[i]->statement.kind() == ql::StatementKind::compact;
         const uint64_t before = compacting ? t.db().usage().file_bytes : 0;
-        ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(call));
+        ql::BlockOutcome o = ex.run_block(std::span(&item, 1), run_options(node, call));
         if (compacting) count_compact(node, t, before, o);
         if (o.error) {
             o.failed_at = 0;
@@ -206,7 +207,7 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
             node.answer(*call, std::move(*refusal));
             return true;
         }
-        ql::BlockOutcome o = run_keyed(*call, *t, *s, key, true);
+        ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, true);
         if (key) finish_key(*t, *key, !o.error);
         const bool unmet = o.error && !o.landed && o.error->status() == 412;
         if ((!o.error && written_rows(o.answers) == 0) || unmet) {
@@ -261,7 +262,7 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     auto run = [&node, call, t, s] {
         ql::Executor ex(t->db(), t->indexes());
         const std::vector<ql::Item> items = s->items();
-        const ql::BlockOutcome o = ex.run_block(items, run_options(*call));
+        const ql::BlockOutcome o = ex.run_block(items, run_options(node, *call));
         node.answer(*call, outcome_response(node, *t, o, s->batch));
     };
     if (!ra.after) return run();
@@ -370,7 +371,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
     if (refusal) return node.answer(*call, std::move(*refusal));
     const uint64_t before = s->compact ? t->db().usage().file_bytes : 0;
-    ql::BlockOutcome o = run_keyed(*call, *t, *s, key, false);
+    ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
     if (s->compact) count_compact(node, *t, before, o);
     if (key) finish_key(*t, *key, !o.error);
     const std::optional<BatchPlace> place =

@@ -188,8 +188,14 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         }
         ql::Executor ex(tenant_->db(), tenant_->indexes());
         ql::Item item{&parsed.value(), st->params};
-        ql::BlockOutcome o = ex.run_block(std::span(&item, 1), ql::RunOptions{});
+        ql::BlockOutcome o =
+            ex.run_block(std::span(&item, 1), ql::RunOptions{.budget = statement_budget(node_)});
         if (o.error) {
+            if (o.error->budget != ql::BudgetKind::none) {
+                node_.counters()
+                    .over_budget->with({std::string(ql::budget_name(o.error->budget))})
+                    .inc();
+            }
             end_locked("closing", o.error->message, 0);
             return false;
         }

@@ -1,6 +1,7 @@
-// server/runtime/workers.cc: the bounded worker pool (server/runtime/workers.h). Jobs run in FIFO
-// order; the queue never holds more than queue_max_ jobs; shutdown drains what was accepted, then
-// joins.
+// server/runtime/workers.cc: the bounded, fair worker pool (server/runtime/workers.h). One FIFO
+// per key; a ring of the keys with jobs waiting; a free worker serves the key with the fewest
+// jobs running, first in the ring among equals, then moves it to the ring's back. The queues
+// never hold more than queue_max_ jobs together; shutdown drains what was accepted, then joins.
 #include "server/runtime/workers.h"
 
 #include <algorithm>
@@ -17,11 +18,14 @@ WorkerPool::WorkerPool(size_t threads, size_t queue_max)
 
 WorkerPool::~WorkerPool() { shutdown(); }
 
-bool WorkerPool::submit(std::function<void()> job) {
+bool WorkerPool::submit(uint64_t key, std::function<void()> job) {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_ || queue_.size() >= queue_max_) return false;
-        queue_.push_back(std::move(job));
+        if (stopping_ || queued_ >= queue_max_) return false;
+        Lane& lane = lanes_[key];
+        if (lane.jobs.empty()) ring_.push_back(key);
+        lane.jobs.push_back(std::move(job));
+        ++queued_;
     }
     ready_.notify_one();
     return true;
@@ -29,7 +33,7 @@ bool WorkerPool::submit(std::function<void()> job) {
 
 size_t WorkerPool::queued() const {
     std::lock_guard lock(mutex_);
-    return queue_.size();
+    return queued_;
 }
 
 void WorkerPool::shutdown() {
@@ -45,17 +49,43 @@ void WorkerPool::shutdown() {
     threads_.clear();
 }
 
+std::function<void()> WorkerPool::take(uint64_t& key) {
+    // The ring holds only the keys waiting, a handful at a time: a walk is cheaper than an index.
+    auto best = ring_.begin();
+    size_t least = lanes_.at(*best).running;
+    for (auto it = std::next(best); it != ring_.end() && least > 0; ++it) {
+        const size_t running = lanes_.at(*it).running;
+        if (running < least) {
+            best = it;
+            least = running;
+        }
+    }
+    key = *best;
+    Lane& lane = lanes_.at(key);
+    std::function<void()> job = std::move(lane.jobs.front());
+    lane.jobs.pop_front();
+    --queued_;
+    ++lane.running;
+    ring_.erase(best);
+    if (!lane.jobs.empty()) ring_.push_back(key);  // its turn is used: to the back
+    return job;
+}
+
 void WorkerPool::work() {
     for (;;) {
         std::function<void()> job;
+        uint64_t key = 0;
         {
             std::unique_lock lock(mutex_);
-            ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return;  // stopping, and everything accepted has run
-            job = std::move(queue_.front());
-            queue_.pop_front();
+            ready_.wait(lock, [this] { return stopping_ || !ring_.empty(); });
+            if (ring_.empty()) return;  // stopping, and everything accepted has run
+            job = take(key);
         }
         job();
+        job = nullptr;  // what it captured goes before the lane is told
+        std::lock_guard lock(mutex_);
+        Lane& lane = lanes_.at(key);
+        if (--lane.running == 0 && lane.jobs.empty()) lanes_.erase(key);
     }
 }
 

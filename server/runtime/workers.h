@@ -1,15 +1,25 @@
 // server/runtime/workers.h: the worker pool the node runs statements on, so no loop thread waits on
-// a statement, the disk or a lock held long (node-http.md §2.1). A plain bounded FIFO under one
-// mutex: `queue_max` is the bound (STYLE.md), and a full queue refuses rather than grows — the
+// a statement, the disk or a lock held long (node-http.md §2.1). Bounded: `queue_max` jobs wait at
+// most, over every key together (STYLE.md), and a full queue refuses rather than grows — the
 // caller answers 503 and nothing queues without limit. Thread-safe.
+//
+// Fair share: every job carries an opaque key (the node passes a hash of the tenant's name; the
+// pool knows nothing of tenants). Jobs of one key run in the order submitted. A free worker takes
+// the next job of the key with the fewest jobs running, among keys with jobs waiting, ties going
+// round-robin in the order the keys began to wait. So while k keys wait, none holds more than
+// max(1, threads / k) workers for longer than its running jobs take, a key alone may use every
+// worker, and no worker idles while a job waits.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace fenec::server {
@@ -22,8 +32,11 @@ class WorkerPool {
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;
 
-    // Queues `job`; false, and `job` dropped, when `queue_max` jobs wait or after shutdown().
-    bool submit(std::function<void()> job);
+    // Queues `job` under `key`; false, and `job` dropped, when `queue_max` jobs wait or after
+    // shutdown().
+    bool submit(uint64_t key, std::function<void()> job);
+    // Under key 0.
+    bool submit(std::function<void()> job) { return submit(0, std::move(job)); }
     // Refuses new jobs, runs the ones already queued, joins the threads. Idempotent; not from a
     // worker thread.
     void shutdown();
@@ -32,12 +45,21 @@ class WorkerPool {
     size_t threads() const { return threads_.size(); }
 
   private:
+    struct Lane {
+        std::deque<std::function<void()>> jobs;  // waiting, in submission order
+        size_t running = 0;
+    };
+
     void work();
+    // The next job to run, its lane's running count raised; under mutex_, with a job waiting.
+    std::function<void()> take(uint64_t& key);
 
     const size_t queue_max_;
     mutable std::mutex mutex_;
     std::condition_variable ready_;
-    std::deque<std::function<void()>> queue_;  // at most queue_max_
+    std::unordered_map<uint64_t, Lane> lanes_;  // keys with jobs waiting or running
+    std::list<uint64_t> ring_;                  // each key with jobs waiting once, in turn order
+    size_t queued_ = 0;                         // at most queue_max_
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };
