@@ -110,7 +110,7 @@ class FaultFsNode : public ::testing::Test {
     // Opens a subscription to acme's notes (`query` after the path); the head consumed.
     std::unique_ptr<Client> subscribe(const std::string& query) {
         auto c = std::make_unique<Client>(node_->port());
-        c->send_raw("GET /t/acme/c/notes/changes" + query + " HTTP/1.1\r\nHost: x\r\n\r\n");
+        c->send_raw("GET /t/acme/c/notes/changes" + query + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
         const std::string got = c->read_until("\r\n\r\n", 5000);
         const size_t end = got.find("\r\n\r\n");
         EXPECT_NE(end, std::string::npos) << got;
