@@ -102,6 +102,8 @@ void create_tenant(Node& node, Call& call) {
         r = error_response(node, *failed);
     } else if (st.code() == engine::Code::already_exists) {
         r = node.refusal(409, "tenant " + call.tenant + " exists");
+    } else if (st.code() == engine::Code::limit_exceeded) {  // the descriptor budget
+        r = node.refusal(503, std::string(st.message()), "descriptors");
     } else if (!st.is_ok()) {
         r = node.refusal(500, "tenant " + call.tenant + " could not be created: " + st.to_string());
     } else {

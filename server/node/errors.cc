@@ -104,6 +104,7 @@ http::Response acquire_refusal(const Node& node, const Acquired& a) {
     switch (a.error) {
         case AcquireError::not_found: return node.refusal(404, a.message);
         case AcquireError::memory: return node.refusal(503, a.message, "memory");
+        case AcquireError::descriptors: return node.refusal(503, a.message, "descriptors");
         case AcquireError::unavailable: return node.refusal(503, a.message);  // Retry-After: 1
         default: return node.refusal(500, a.message);
     }

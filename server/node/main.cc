@@ -1,6 +1,8 @@
 // server/node/main.cc: fenec-node's main(): its flags and the Node, run in the one shape both
 // binaries share (server/runtime/service.h; node-http.md §1.3): refusals exit 2, the first SIGTERM
 // or SIGINT drains and exits 0, a second exits at once.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -45,6 +47,25 @@ void warn_if_open_to_others(const std::string& data_dir) {
                  data_dir.c_str(), *bits);
 }
 
+// The soft RLIMIT_NOFILE raised to the hard one, so the node may hold as many descriptors as the
+// system lets it; said on stderr when raised. What it may hold now: it bounds the open tenants.
+uint64_t raise_descriptor_limit() {
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+    if (r.rlim_cur < r.rlim_max) {
+        const rlim_t was = r.rlim_cur;
+        r.rlim_cur = r.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &r) == 0) {
+            std::fprintf(stderr, "fenec-node: descriptors: soft limit raised from %llu to %llu\n",
+                         static_cast<unsigned long long>(was),
+                         static_cast<unsigned long long>(r.rlim_cur));
+        } else {
+            r.rlim_cur = was;
+        }
+    }
+    return r.rlim_cur == RLIM_INFINITY ? 0 : static_cast<uint64_t>(r.rlim_cur);
+}
+
 // The machine's boot id (§8.8), read once here: "" when it cannot be read.
 std::string read_boot_id() {
     std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -64,8 +85,8 @@ int main(int argc, char** argv) {
     engine::PosixBootClock boot_clock;
     std::optional<node::Node> n;
     return server::run("fenec-node", start, [&] {
-        n.emplace(flags.options,
-                  node::NodeEnv{engine::posix_fs(), clock, boot_clock, read_boot_id()});
+        n.emplace(flags.options, node::NodeEnv{engine::posix_fs(), clock, boot_clock,
+                                               read_boot_id(), raise_descriptor_limit()});
         return server::Service{[&] {
                                    std::string why = n->prepare();
                                    if (why.empty()) warn_if_open_to_others(flags.options.data_dir);

@@ -24,6 +24,21 @@ namespace fenec::node {
 namespace {
 
 constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
+// The descriptor budget (node-http.md "Limits"): what the process holds besides connections and
+// tenants (the listener, each loop's ring and eventfds, logs, the data dir's lock, calls to other
+// nodes, and the opens in flight past the bound), and what one open tenant holds (its file, and
+// one more for a moment: a sidecar read, a rewrite's side file, an image).
+constexpr uint64_t descriptors_reserved = 64;
+constexpr uint64_t descriptors_per_tenant = 2;
+constexpr size_t open_tenants_min = 16;  // fewer would close tenants on every request
+
+// Open tenants at once under `descriptors` (0: no bound) beside `connections_max` connections.
+size_t open_tenants_max(uint64_t descriptors, uint64_t connections_max) {
+    if (descriptors == 0) return 0;
+    const uint64_t others = descriptors_reserved + (connections_max ? connections_max : descriptors / 2);
+    const uint64_t left = descriptors > others ? descriptors - others : 0;
+    return std::max<size_t>(open_tenants_min, left / descriptors_per_tenant);
+}
 
 // What a crash leaves in the data directory that no one reads again (§11): an image received or
 // built and not renamed into place, a deleted file not yet unlinked, a side file's replacement
@@ -169,6 +184,11 @@ void Node::init_metrics() {
                [this] { return registry_ ? static_cast<double>(registry_->list().size()) : 0; });
     m.gauge_fn("fenec_tenants_open", "open tenants",
                [this] { return registry_ ? static_cast<double>(registry_->open_count()) : 0; });
+    m.gauge_fn("fenec_tenants_open_max", "open tenants the descriptor budget allows (0: no bound)",
+               [this] {
+                   return static_cast<double>(
+                       open_tenants_max(env_.descriptors, options_.max_connections));
+               });
     m.counter_fn("fenec_tenant_opens_total", "tenants opened",
                  [this] { return registry_ ? static_cast<double>(registry_->opens()) : 0; });
     m.gauge_fn("fenec_memory_bytes", "the open tenants' memory",
@@ -251,6 +271,7 @@ std::string Node::prepare() {
     ro.sync = sync;
     ro.close_idle_ms = int64_t{options_.close_idle_s} * 1000;
     ro.memory_max_bytes = options_.max_memory_mib << 20;
+    ro.open_max = open_tenants_max(env_.descriptors, options_.max_connections);
     ro.changes_max = options_.changes;
     ro.flusher = flusher_.get();
     ro.on_open = [this](Tenant& t) {

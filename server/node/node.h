@@ -91,6 +91,9 @@ struct NodeEnv {
     const engine::Clock& clock;
     const engine::BootClock& boot_clock;
     std::string boot_id = {};
+    // The descriptors the process may hold (its soft RLIMIT_NOFILE, which main() raised to the
+    // hard one); 0: unbounded (a node in a test's process). Bounds the open tenants (prepare).
+    uint64_t descriptors = 0;
 };
 
 class Node final : public server::Handler {

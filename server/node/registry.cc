@@ -34,6 +34,28 @@ std::string Registry::path_of(std::string_view name) const {
     return options_.data_dir + "/" + std::string(name) + ".fenec";
 }
 
+std::string_view close_reason_name(CloseReason r) {
+    switch (r) {
+        case CloseReason::idle: return "idle";
+        case CloseReason::memory: return "memory";
+        case CloseReason::shutdown: return "shutdown";
+        case CloseReason::descriptors: return "descriptors";
+    }
+    return "idle";
+}
+
+// Room for one more open tenant under open_max (the descriptor budget): the least recently used
+// idle ones closed until there is. False when every open tenant is in use. Opens racing each
+// other may each pass at the bound: at most one over per worker, which the budget's reserve
+// covers (Node::prepare).
+bool Registry::room_for_one_more(int64_t now) {
+    if (!options_.open_max) return true;
+    while (open_count() >= options_.open_max) {
+        if (!evict_one(CloseReason::descriptors, now, false)) return false;
+    }
+    return true;
+}
+
 Acquired Registry::acquire(std::string_view name) {
     for (;;) {
         std::shared_ptr<Slot> slot;
@@ -128,6 +150,12 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
             }
         }
     }
+    if (!room_for_one_more(now)) {
+        opening_bytes_ -= 2 * file_bytes;
+        return Acquired{nullptr, AcquireError::descriptors,
+                        "every open tenant is in use and the node is at its descriptor budget: "
+                        "tenant " + std::string(name) + " cannot be opened now"};
+    }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     auto db = engine::Database::open(path, open_options(name, *tenant, *indexes));
@@ -196,6 +224,12 @@ engine::Status Registry::create(std::string_view name,
     if (slot->tenant || file_exists(name)) {
         return engine::Status::error(engine::Code::already_exists,
                                      "tenant " + std::string(name) + " exists");
+    }
+    if (!room_for_one_more(now_ms())) {
+        return engine::Status::error(engine::Code::limit_exceeded,
+                                     "every open tenant is in use and the node is at its "
+                                     "descriptor budget: tenant " + std::string(name) +
+                                         " cannot be created now");
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
@@ -511,7 +545,7 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
         if (it != slots_.end() && it->second == victim) slots_.erase(it);
     }
     ++closes_[static_cast<int>(reason)];
-    if (options_.on_close) options_.on_close(reason == CloseReason::idle ? "idle" : "memory");
+    if (options_.on_close) options_.on_close(close_reason_name(reason));
     return true;
 }
 

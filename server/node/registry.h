@@ -38,6 +38,9 @@ struct RegistryOptions {
     engine::SyncPolicy sync = engine::SyncPolicy::every_block();
     int64_t close_idle_ms = 300'000;   // 0: never
     uint64_t memory_max_bytes = 0;     // 0: no bound
+    // Open tenants at once, from the node's descriptor budget (Node::prepare): before an open
+    // past it the least recently used idle tenant is closed; 0: no bound.
+    size_t open_max = 0;
     size_t changes_max = 4096;         // change-ring entries per tenant
     engine::Flusher* flusher = nullptr;
     // Under --lease the node's LeaseGuard (node-http.md §9.4): asked as every write begins and
@@ -48,12 +51,12 @@ struct RegistryOptions {
     // io_error as AcquireError::unavailable (503, tried again at the next use), any other as
     // open_failed.
     std::function<engine::Status(Tenant&)> on_open;
-    std::function<void(std::string_view reason)> on_close;  // "idle", "memory", "shutdown"
+    std::function<void(std::string_view reason)> on_close;  // close_reason_name's
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
 // unavailable: a transient failure of the open (an I/O error of RegistryOptions::on_open).
-enum class AcquireError : uint8_t { none, not_found, open_failed, memory, unavailable };
+enum class AcquireError : uint8_t { none, not_found, open_failed, memory, descriptors, unavailable };
 
 struct Acquired {
     std::shared_ptr<Tenant> tenant;
@@ -77,7 +80,8 @@ inline constexpr std::string_view sidecar_frozen = ".frozen";
 enum class TakeOutError : uint8_t { none, busy, in_use };
 
 // Why a tenant closed, as fenec_tenant_closes_total labels it.
-enum class CloseReason : uint8_t { idle, memory, shutdown };
+enum class CloseReason : uint8_t { idle, memory, shutdown, descriptors };
+std::string_view close_reason_name(CloseReason r);  // "idle", "memory", "shutdown", "descriptors"
 
 // An image's install begun as it arrives (Registry::OutOfService::begin_install): the tenant and
 // indexes the database will be opened with, and the engine's install, fed as bytes arrive.
@@ -177,8 +181,8 @@ public:
     std::shared_ptr<Tenant> try_get(std::string_view name);
     // Creates `<t>.fenec` and lands `schema` (FenecQL statements) as its first blocks before the
     // tenant is served; `run_schema` runs them and answers the failing statement's error.
-    // Exists → already_exists. `lineage`: in, the lineage to take (0: a random one); out, the
-    // file's.
+    // Exists → already_exists; at open_max with every open tenant in use → limit_exceeded.
+    // `lineage`: in, the lineage to take (0: a random one); out, the file's.
     engine::Status create(std::string_view name,
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
@@ -233,6 +237,7 @@ private:
     };
 
     Acquired open_locked(Slot& slot, std::string_view name);
+    bool room_for_one_more(int64_t now);
     // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
     engine::Status run_on_open(Tenant& tenant);
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
@@ -250,7 +255,7 @@ private:
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
-    std::atomic<uint64_t> closes_[3] = {};
+    std::atomic<uint64_t> closes_[4] = {};
 };
 
 }  // namespace fenec::node

@@ -140,6 +140,9 @@ std::optional<http::Response> empty_copy(Node& node, const Call& c, const Replic
     engine::Status st = node.registry().create(
         c.tenant, [](Tenant&) { return engine::Status::ok(); }, lineage);
     if (st.is_ok() || st.code() == engine::Code::already_exists) return std::nullopt;
+    if (st.code() == engine::Code::limit_exceeded) {  // the descriptor budget
+        return node.refusal(503, std::string(st.message()), "descriptors");
+    }
     return node.refusal(500, "an empty copy of " + c.tenant + " cannot be made: " + st.to_string());
 }
 

@@ -1,0 +1,68 @@
+// test/server/node/limits_test.cc: a node at its descriptor limit (issue 17 item 9) against the
+// real binary. The open tenants are bounded by the descriptor budget (node-http.md "Limits"):
+// with RLIMIT_NOFILE at 256 (hard and soft, so the node cannot raise it), creating and writing
+// 300 tenants answers every request, the least recently used idle tenants closing to make room
+// (counted as closes for `descriptors`), where before the 200-somethingth create answered 500
+// "Too many open files".
+#include <sys/resource.h>
+
+#include <memory>
+#include <string>
+
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::test::limits_test {
+namespace {
+
+const std::string D = "data-token-d";
+const std::string A = "admin-token-a";
+
+// A sample's value in a Prometheus text body (its line, not its HELP or TYPE); 0 when absent.
+uint64_t metric(const std::string& body, const std::string& key) {
+    const size_t at = body.find("\n" + key + " ");
+    return at == std::string::npos ? 0 : std::stoull(body.substr(at + key.size() + 2));
+}
+
+TEST(Limits, DescriptorsBoundOpenTenants) {
+    TempDir dir;
+    NodeProcess node(
+        dir.path(),
+        {"--token", D, "--admin-token", A, "--auth-delay", "0", "--max-connections", "32"}, {},
+        FENEC_NODE_BIN, [] {
+            rlimit r{256, 256};
+            ::setrlimit(RLIMIT_NOFILE, &r);
+        });
+    ASSERT_NE(node.port(), 0) << node.first_line();
+    Client c(node.port());
+    const std::string schema = R"J({"schema":["create collection notes (title text)"]})J";
+    for (int i = 0; i < 300; ++i) {
+        const std::string t = "t" + std::to_string(i);
+        auto made = c.request("PUT", "/_admin/tenants/" + t, schema, bearer(A));
+        ASSERT_TRUE(made.has_value());
+        ASSERT_EQ(made->status, 201) << t << ": " << made->body;
+        auto put = c.request("POST", "/t/" + t + "/query",
+                             R"J({"query":"put notes {title: \"x\"}"})J", bearer(D));
+        ASSERT_TRUE(put.has_value());
+        ASSERT_EQ(put->status, 200) << t << ": " << put->body;
+    }
+    // Every tenant still answers, the first ones opened again.
+    for (int i : {0, 1, 150, 299}) {
+        auto read = c.request("POST", "/t/t" + std::to_string(i) + "/query",
+                              R"J({"query":"get notes select count(*)"})J", bearer(D));
+        ASSERT_TRUE(read.has_value());
+        EXPECT_EQ(read->status, 200) << read->body;
+    }
+    auto m = c.request("GET", "/_metrics", {}, bearer(A));
+    ASSERT_TRUE(m.has_value());
+    const uint64_t open_max = metric(m->body, "fenec_tenants_open_max");
+    EXPECT_GT(open_max, 16u) << m->body;
+    EXPECT_LT(open_max, 128u) << m->body;  // (256 - 64 reserved - 32 connections) / 2
+    EXPECT_LE(metric(m->body, "fenec_tenants_open"), open_max + 1);
+    EXPECT_GT(metric(m->body, "fenec_tenant_closes_total{reason=\"descriptors\"}"), 0u) << m->body;
+    auto hello = c.request("GET", "/_admin/hello", {}, bearer(A));
+    ASSERT_TRUE(hello.has_value());
+    EXPECT_NE(hello->body.find("\"tenants\":300"), std::string::npos) << hello->body;
+}
+
+}  // namespace
+}  // namespace fenec::test::limits_test
