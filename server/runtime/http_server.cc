@@ -15,7 +15,9 @@
 // owns them, which publishes the accept time of its oldest evictable one (still in its head) on
 // each sweep. A newcomer that finds no slot is handed to the loop with the oldest such
 // connection past head_timeout_ms/2: that loop evicts it and serves the newcomer, or, if none is
-// evictable by then, answers the newcomer 503.
+// evictable by then, answers the newcomer 503. A newcomer from the address holding the most
+// unproven connections (counted per address beside the others) evicts no one: a slow client
+// that reconnects as fast as it is cut cannot take back the slots it lost (may_evict_for).
 #include "server/runtime/http_server.h"
 
 #include <arpa/inet.h>
@@ -122,7 +124,13 @@ class ServerImpl final : public HttpServer {
     void connection_freed(const std::string& peer, bool counted);
     bool admit_peer(const std::string& address);
     void release_peer(const std::string& address);
-    void unproven_left() { unproven_.fetch_sub(1, std::memory_order_acq_rel); }
+    // An unproven connection from `peer` (ip:port) proved itself or left.
+    void unproven_left(const std::string& peer);
+    // Whether a newcomer from `address` may take an evictable slot: only while some other address
+    // holds at least as many unproven connections as this one would with it. So the address that
+    // holds the most connections yet to send a request (a slow client reconnecting as fast as it
+    // is cut) cannot evict its way back in, and everyone else can.
+    bool may_evict_for(const std::string& address);
     void eviction_ran() { evictions_.fetch_sub(1, std::memory_order_acq_rel); }
 
     const ServerOptions options;
@@ -138,10 +146,11 @@ class ServerImpl final : public HttpServer {
     std::atomic<uint32_t> evictions_{0};  // Handoffs with evict posted and not yet run
     std::mutex peers_mutex_;
     std::unordered_map<std::string, uint32_t> peers_;  // counted connections per client address
-    uint32_t refusals_ = 0;                            // loop 0
-    uint64_t next_id_ = 1;                             // loop 0
-    size_t next_loop_ = 0;                             // loop 0
-    bool accepting_ = true;                            // loop 0 after start
+    std::unordered_map<std::string, uint32_t> unproven_peers_;  // of those, the unproven ones
+    uint32_t refusals_ = 0;                                     // loop 0
+    uint64_t next_id_ = 1;                                      // loop 0
+    size_t next_loop_ = 0;                                      // loop 0
+    bool accepting_ = true;                                     // loop 0 after start
     Completion accept_c_, accept_retry_c_;
     std::mutex control_;  // start / stop_accepting / shutdown
     bool started_ = false;
@@ -181,7 +190,7 @@ void LoopState::settled(Connection* c) {
     if (unproven_first == c) unproven_first = c->unproven_next;
     if (unproven_last == c) unproven_last = c->unproven_prev;
     c->unproven_prev = c->unproven_next = nullptr;
-    server.unproven_left();
+    server.unproven_left(c->peer());
 }
 
 // `evict`: the newcomer takes the slot of this loop's oldest evictable connection, or is
@@ -189,7 +198,7 @@ void LoopState::settled(Connection* c) {
 void LoopState::adopt(int fd, uint64_t id, std::string peer, bool evict) {
     if (stopping) {
         ::close(fd);
-        server.unproven_left();
+        server.unproven_left(peer);
         server.connection_freed(peer, true);
         return;
     }
@@ -269,7 +278,7 @@ void Handoff::run_it(Task& task, bool cancelled) {
     ServerImpl& server = self->target->server;
     if (cancelled) {
         ::close(self->fd);
-        server.unproven_left();
+        server.unproven_left(self->peer);
         server.connection_freed(self->peer, true);
     } else {
         self->target->adopt(self->fd, self->id, std::move(self->peer), self->evict);
@@ -440,7 +449,8 @@ void ServerImpl::accepted(int fd) {
                                    unproven_.load(std::memory_order_acquire) >= max - reserved);
     LoopState* target = loops[next_loop_++ % loops.size()].get();
     if (full) {
-        target = eviction_target(first.loop->now_ms());
+        target =
+            may_evict_for(peer_address(peer)) ? eviction_target(first.loop->now_ms()) : nullptr;
         if (target == nullptr ||
             evictions_.load(std::memory_order_acquire) >= evictions_in_flight_max) {
             release_peer(peer_address(peer));
@@ -450,6 +460,10 @@ void ServerImpl::accepted(int fd) {
     }
     connections_.fetch_add(1, std::memory_order_acq_rel);
     unproven_.fetch_add(1, std::memory_order_acq_rel);
+    {
+        std::lock_guard lock(peers_mutex_);
+        ++unproven_peers_[peer_address(peer)];
+    }
     if (target == &first && !full) return target->adopt(fd, next_id_++, std::move(peer), false);
     auto* handoff = new Handoff();
     handoff->run = &Handoff::run_it;
@@ -501,6 +515,23 @@ bool ServerImpl::admit_peer(const std::string& address) {
     }
     ++n;
     return true;
+}
+
+void ServerImpl::unproven_left(const std::string& peer) {
+    unproven_.fetch_sub(1, std::memory_order_acq_rel);
+    std::lock_guard lock(peers_mutex_);
+    auto it = unproven_peers_.find(peer_address(peer));
+    if (it != unproven_peers_.end() && --it->second == 0) unproven_peers_.erase(it);
+}
+
+bool ServerImpl::may_evict_for(const std::string& address) {
+    std::lock_guard lock(peers_mutex_);
+    auto self = unproven_peers_.find(address);
+    const uint32_t with_newcomer = (self == unproven_peers_.end() ? 0 : self->second) + 1;
+    for (const auto& [other, n] : unproven_peers_) {
+        if (other != address && n >= with_newcomer) return true;
+    }
+    return false;
 }
 
 void ServerImpl::release_peer(const std::string& address) {
@@ -580,7 +611,7 @@ void ServerImpl::shutdown() {
         while (Connection* c = state->first) {
             state->first = c->next;
             c->abandon();
-            if (c->unproven) unproven_left();
+            if (c->unproven) unproven_left(c->peer());
             connection_freed(c->peer(), c->counted);
             delete c;
         }

@@ -1022,6 +1022,32 @@ TEST_F(ServerTest, UnprovenConnectionsAreKeptOutOfTheReservedShare) {
     EXPECT_EQ(r->status, 200);
 }
 
+// A slow client that reconnects as soon as it is cut cannot evict its way back in: a newcomer
+// from the address holding the most unproven connections evicts no one (503), while one from
+// any other address takes the oldest evictable slot.
+TEST_F(ServerTest, ANewcomerFromTheBusiestAddressEvictsNoOne) {
+    ServerOptions o;
+    o.connections_max = 4;
+    o.connections_reserved_pct = 0;
+    o.head_timeout_ms = 400;
+    o.loops = 1;
+    start(o);
+    std::vector<std::unique_ptr<Client>> slow;
+    for (int i = 0; i < 4; ++i) slow.push_back(std::make_unique<Client>(port(), 0, "127.0.0.2"));
+    ASSERT_TRUE(eventually([&] { return server->connections_unproven() == 4; }));
+    std::this_thread::sleep_for(250ms);  // past half the head deadline: all four evictable
+    Client again(port(), 0, "127.0.0.2");
+    again.send_all(get("/again"));
+    auto r = again.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503) << "the busiest address evicted one of its own";
+    Client other(port(), 0, "127.0.0.3");
+    other.send_all(get("/other"));
+    r = other.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
 TEST_F(ServerTest, StreamStartWritesEnd) {
     handler.on_special = [this](Request, std::shared_ptr<Exchange> ex) {
         handler.pool.submit([ex] {
