@@ -358,15 +358,17 @@ load_rows() {  # addr tenant rows width
 # ---- the attacks: each writes its cell on stdout ----
 a_loris_node() {
     local v=$1 flags=(--max-connections 20)
-    if has_flag "$v" fenec-node --head-timeout; then flags+=(--head-timeout 1000); fi
+    local note=" (no --head-timeout)"
+    if has_flag "$v" fenec-node --head-timeout; then flags+=(--head-timeout 1000); note=""; fi
     node n "$v" "${flags[@]}"
-    py loris "$n_addr" /_health
+    echo "$(py loris "$n_addr" /_health)$note"
 }
 a_loris_router() {
     local v=$1 flags=(--max-connections 20)
-    if has_flag "$v" fenec-shard --head-timeout; then flags+=(--head-timeout 1000); fi
+    local note=" (no --head-timeout)"
+    if has_flag "$v" fenec-shard --head-timeout; then flags+=(--head-timeout 1000); note=""; fi
     router r "$v" "${flags[@]}"
-    py loris "$r_addr" /_health
+    echo "$(py loris "$r_addr" /_health)$note"
 }
 a_in_list() {
     local v=$1 i times=() st t out
@@ -554,6 +556,6 @@ mkdir -p "$(dirname "$report")"
     echo "|---|---|---|"
     for entry in "${attacks[@]}"; do
         fn=${entry%%|*}
-        echo "| ${entry#*|} | ${cell[$fn.before]} | ${cell[$fn.after]} |"
+        echo "| ${entry#*|} | ${cell[$fn.before]//|/\\|} | ${cell[$fn.after]//|/\\|} |"
     done
 } | tee "$report"
