@@ -7,6 +7,7 @@
 BUILD ?= build
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
+HOSTILE_BEFORE ?=
 DRILL_RUNS ?= 3
 DEMO_DIR ?= /tmp/fenec-demo
 LISTEN ?= 127.0.0.1:8081
@@ -81,6 +82,11 @@ help:
 	@echo "  make drill ARGS=resolver  the same, nodes known by name and unknown names sent to a"
 	@echo "                   name server that never answers: the dead node's failover, the other"
 	@echo "                   tenants' longest write pause ($(BUILD)/drill-resolver.txt)"
+	@echo "  make hostile HOSTILE_BEFORE=dir   build fenec-node and fenec-shard, then replay issue"
+	@echo "                   17's attacks (slow loris, a large in list, foreign Host, credentials"
+	@echo "                   before body, file modes, a resumed subscription, dead share...)"
+	@echo "                   against the binaries in dir and those in $(BUILD)/; table attack |"
+	@echo "                   before | after in $(BUILD)/hostile.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make format      clang-format -i every .h and .cc"
@@ -239,3 +245,15 @@ else
 	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
 	    $(BUILD)/drill.txt
 endif
+
+# Issue 17's attacks replayed against real processes of two versions (bench/hostile.sh says
+# which and how): HOSTILE_BEFORE holds an older fenec-node and fenec-shard (or is a build folder),
+# $(BUILD) the ones built here. Refused before the build when HOSTILE_BEFORE is unset.
+.PHONY: hostile
+hostile:
+	@if [ -z "$(HOSTILE_BEFORE)" ]; then \
+	    echo "make hostile: set HOSTILE_BEFORE to a folder holding the fenec-node and fenec-shard" \
+	        "to compare against (e.g. a build of an older commit)" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory configure
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/hostile.sh $(HOSTILE_BEFORE) $(BUILD) $(BUILD)/hostile.txt
