@@ -313,7 +313,8 @@ start() {  # var binary args... : starts it, sets <var>_pid and <var>_addr
     local var=$1 exe=$2
     shift 2
     local out="$tmp/$ATTACK.$var.out" err="$tmp/$ATTACK.$var.err"
-    (umask "${UMASK:-$(umask)}" && exec "$exe" --listen 127.0.0.1:0 "$@") >"$out" 2>"$err" &
+    (umask "${UMASK:-$(umask)}" && { [[ -z ${NOFILE:-} ]] || ulimit -n "$NOFILE"; } &&
+        exec "$exe" --listen 127.0.0.1:0 "$@") >"$out" 2>"$err" &
     local pid=$!
     echo "$pid $exe" >>"$tmp/pids"
     echo "$pid $exe" >>"$tmp/$ATTACK.pids"
@@ -425,6 +426,36 @@ a_statement_rows() {
         echo "$st $(py field "$tmp/$ATTACK.body" budget max)$note"
     fi
 }
+a_descriptors() {
+    local v=$1
+    NOFILE=256 node n "$v" --max-connections 32
+    python3 - "$n_addr" <<'PY'
+import http.client, sys
+host, port = sys.argv[1].rsplit(":", 1)
+c = http.client.HTTPConnection(host, int(port), timeout=30)
+def ask(method, path, body):
+    global c
+    try:
+        c.request(method, path, body, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, r.read().decode(errors="replace")
+    except (OSError, http.client.HTTPException) as e:
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        return 0, str(e)
+done, first = 0, ""
+for i in range(300):
+    st, body = ask("PUT", f"/_admin/tenants/t{i}", '{"schema":["create collection notes (title text)"]}')
+    if st == 201:
+        st, body = ask("POST", f"/t/t{i}/query", '{"query":"put notes {title: \\"x\\"}"}')
+    if st == 200:
+        done += 1
+    elif not first:
+        first = f"; first refused: t{i} {st} {body[:50]}"
+st, body = ask("GET", "/_admin/hello", None)
+tenants = body.split('"tenants":', 1)[1].split(",", 1)[0] if '"tenants":' in body else "?"
+print(f"{done} of 300 created and written{first}; hello tenants {tenants}")
+PY
+}
 a_host_node() {
     local v=$1 st
     node n "$v"
@@ -526,6 +557,7 @@ attacks=(
     "a_directory_token|8b node admin token in router directory"
     "a_resume_delete|9 subscription resumed after a delete"
     "a_dead_share|10 file after 2 sets of every row, 5 s later / before"
+    "a_descriptors|11 300 tenants created and written, ulimit -n 256, --max-connections 32"
 )
 
 # Runs one attack against one version in a subshell that stops what it started; the cell is its
