@@ -39,11 +39,20 @@ Database::~Database() {
 Result<std::unique_ptr<Database>> Database::create(std::string_view path,
                                                    const OpenOptions& options) {
     std::unique_ptr<Database> db(new Database(std::string(path), options));
-    FENEC_RETURN_IF_ERROR(db->write_fresh(*db->fs_));
-    return open(path, options);
+    Fs& fs = *db->fs_;
+    bool placed = false;
+    Status st = db->write_fresh(fs, placed);
+    db.reset();
+    Result<std::unique_ptr<Database>> opened =
+        st.is_ok() ? open(path, options) : Result<std::unique_ptr<Database>>(st);
+    // A create that failed once its file was in place leaves no file: one that never opened is
+    // no tenant, and left behind it would answer the next create `already_exists` and each open
+    // its failure. (Not placed: nothing of ours is at `path`, maybe someone else's file.)
+    if (!opened.is_ok() && placed) remove_durably(fs, path).ignore();
+    return opened;
 }
 
-Status Database::write_fresh(Fs& fs) {
+Status Database::write_fresh(Fs& fs, bool& placed) {
     FENEC_ASSIGN_OR_RETURN(bool there, fs.exists(path_));
     if (there) {
         return Status::error(Code::already_exists, "the file `" + path_ + "` already exists");
@@ -58,13 +67,15 @@ Status Database::write_fresh(Fs& fs) {
     format::append_record(bytes, format::Kind::history, codec::body_of(b));
     const std::string tmp = path_ + ".new";
     FENEC_ASSIGN_OR_RETURN(auto file, fs.open(tmp, OpenMode::create_truncate));
-    FENEC_RETURN_IF_ERROR(file->append(bytes));
-    FENEC_RETURN_IF_ERROR(file->sync());
+    Status st = file->append(bytes);
+    if (st.is_ok()) st = file->sync();
     file.reset();
-    if (Status st = fs.rename(tmp, path_, false); !st.is_ok()) {
-        fs.remove(tmp).ignore();
+    if (st.is_ok()) st = fs.rename(tmp, path_, false);
+    if (!st.is_ok()) {
+        fs.remove(tmp).ignore();  // no `.new` left behind
         return st;
     }
+    placed = true;
     return fs.sync_dir(dir_of(path_));
 }
 
@@ -162,9 +173,10 @@ Status Database::wait_durable(Seq s) {
     for (;;) {
         if (durable_seq_ >= s.v) return Status::ok();
         if (failure_) {
-            return Status::error(Code::io_error, "the tenant is read-only after a failed write: " +
-                                                     failure_->to_string(),
-                                 failure_->detail());
+            return Status::error(
+                Code::io_error,
+                "the tenant is read-only after a failed write: " + failure_->to_string(),
+                failure_->detail());
         }
         if (syncing_) {
             sync_cv_.wait(l);
@@ -352,7 +364,9 @@ Result<uint32_t> Database::delete_expired(CollectionId collection, std::span<con
     }
     FENEC_ASSIGN_OR_RETURN(Block block, begin(BlockOptions{.internal = true}));
     Collection* col = collection_locked(collection);
-    if (!col) return Status::error(Code::not_found, "no collection with id " + std::to_string(collection.v));
+    if (!col)
+        return Status::error(Code::not_found,
+                             "no collection with id " + std::to_string(collection.v));
     uint32_t deleted = 0;
     for (DocId id : ids) {
         const DocRef* ref = col->find(id);

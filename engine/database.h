@@ -276,7 +276,8 @@ private:
 
     Database(std::string path, const OpenOptions& options);
 
-    Status write_fresh(Fs& fs);
+    // The new file written beside `path_` and renamed onto it; `placed` once it is there.
+    Status write_fresh(Fs& fs, bool& placed);
     // finish_replay (the hook told, documents repacked out of the replay's buffer, indexes
     // built) then adopt_file (the file kept, synced, the flusher told).
     Status finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t file_size);

@@ -239,14 +239,17 @@ engine::Status Registry::create(std::string_view name,
     if (!db.is_ok()) return db.status();
     lineage = (*db)->lineage();
     tenant->attach(std::move(indexes), std::move(db.value()));
-    if (engine::Status st = run_schema(*tenant); !st.is_ok()) {
+    // A schema refused or not kept: the file never served, and goes (Database::create removes
+    // one that failed before it opened).
+    auto unmade = [&](engine::Status st) {
         std::unique_ptr<engine::Database> d = tenant->detach_db();
         (void)d->close();
         d.reset();
-        options_.fs->remove(path).ignore();  // the schema refused: the file never served
+        engine::remove_durably(*options_.fs, path).ignore();
         return st;
-    }
-    if (engine::Status st = tenant->db().sync(); !st.is_ok()) return st;
+    };
+    if (engine::Status st = run_schema(*tenant); !st.is_ok()) return unmade(st);
+    if (engine::Status st = tenant->db().sync(); !st.is_ok()) return unmade(st);
     if (options_.gate) {
         // Opened without the gate for its schema: closed, to be opened behind it on first use.
         std::unique_ptr<engine::Database> d = tenant->detach_db();

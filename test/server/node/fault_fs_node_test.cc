@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/clock.h"
 #include "server/node/node.h"
@@ -277,7 +278,7 @@ TEST_F(FaultFsNode, ABackgroundCompactionThatFailsLeavesTheTenantServed) {
     };
     start();
     create("acme");
-    fs_.fail_rename(1);  // writes rename nothing: the first rename is the compaction's
+    fs_.fail_rename(1);               // writes rename nothing: the first rename is the compaction's
     const std::string pad(400, 'x');  // rows large beside their blocks' framing
     for (int i = 0; i < 50; ++i) ASSERT_EQ(put("acme", pad + std::to_string(i)).status, 200);
     auto set = call("POST", "/t/acme/query",
@@ -364,6 +365,39 @@ TEST_F(FaultFsNode, PowerCutDoesNotDivergeAResumedCursor) {
     const std::string got = sub->read_until("\"other\"", 5000);
     EXPECT_NE(got.find("\"other\""), std::string::npos) << got;
     EXPECT_EQ(got.find("\"lost\""), std::string::npos) << got;
+}
+
+// A create that fails at any step of its file (written beside, fsynced, renamed into place, the
+// folder fsynced, opened, its schema landed and fsynced) is answered 5xx and leaves no file
+// behind, so the same create then succeeds (issue 17 item 9).
+TEST_F(FaultFsNode, EveryCreateStepFailsCleanly) {
+    start();
+    const std::vector<std::function<void()>> arms = {
+        [&] { fs_.fail_append(1, ENOSPC); }, [&] { fs_.fail_sync(1); },
+        [&] { fs_.fail_rename(1); },         [&] { fs_.fail_sync_dir(1); },
+        [&] { fs_.fail_sync(2); },           [&] { fs_.fail_append(2, ENOSPC); },
+        [&] { fs_.fail_sync(3); },
+    };
+    const std::string schema = R"J({"schema":["create collection notes (title text)"]})J";
+    int failed = 0;
+    for (size_t i = 0; i < arms.size(); ++i) {
+        SCOPED_TRACE("arm " + std::to_string(i));
+        fs_.clear_faults();
+        arms[i]();
+        auto r = call("PUT", "/_admin/tenants/x", schema);
+        fs_.clear_faults();
+        if (r.status != 201) {
+            ++failed;
+            EXPECT_GE(r.status, 500) << r.body;
+            EXPECT_FALSE(fs_.has(dir_ + "/x.fenec"));
+            EXPECT_FALSE(fs_.has(dir_ + "/x.fenec.new"));
+            r = call("PUT", "/_admin/tenants/x", schema);
+            ASSERT_EQ(r.status, 201) << r.body;
+        }
+        EXPECT_EQ(put("x", "a").status, 200);
+        ASSERT_EQ(call("DELETE", "/_admin/tenants/x").status, 204);
+    }
+    EXPECT_GE(failed, 5) << "most armed steps fail the create";
 }
 
 }  // namespace
