@@ -101,8 +101,9 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
     bool ended() const { return ended_.load(); }
 
   private:
-    // The collection's id as it stands; false (the stream ended `dropped`) when it is gone.
-    bool resolve_locked() {
+    // The collection's id as it stands, and its schema into `schema` when given; false (the
+    // stream ended `dropped`) when it is gone.
+    bool resolve_locked(engine::Schema* schema = nullptr) {
         engine::ReadView view = tenant_->db().read();
         engine::Result<engine::CollectionId> c = view.find(collection_);
         if (!c.is_ok()) {
@@ -110,6 +111,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
             return false;
         }
         collection_id_ = *c;
+        if (schema) *schema = *view.schema(*c);
         return true;
     }
 
@@ -165,16 +167,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
             q.conditions.push_back(std::move(c));
         }
         engine::Schema schema;
-        {
-            engine::ReadView view = tenant_->db().read();
-            engine::Result<engine::CollectionId> c = view.find(collection_);
-            if (!c.is_ok()) {
-                end_locked("dropped", "collection " + collection_ + " was dropped", 0);
-                return false;
-            }
-            collection_id_ = *c;
-            schema = *view.schema(*c);
-        }
+        if (!resolve_locked(&schema)) return false;
         auto st = build_statement(q, collection_, schema);
         if (!st) {
             end_locked("dropped",
