@@ -20,6 +20,9 @@ Compactor::Compactor(Registry& registry, obs::Registry& metrics, obs::LineLog* a
                             .counter("fenec_compaction_reclaimed_bytes_total",
                                      "bytes compactions took off tenant files")
                             .with({});
+    metrics.counter_fn("fenec_compaction_checks_total",
+                       "times the compactor looked over the open tenants",
+                       [this] { return static_cast<double>(checks_.load()); });
 }
 
 Compactor::~Compactor() { stop(); }
@@ -53,6 +56,7 @@ void Compactor::run() {
             options_.dead_share_min, options_.file_bytes_min,
             [this](const std::string& name) { return failed_until_ms_.contains(name); });
         if (t && !compact(*t)) failed_until_ms_[t->name()] = now + options_.retry_after_failure_ms;
+        checks_.fetch_add(1, std::memory_order_relaxed);
     }
 }
 

@@ -10,6 +10,7 @@
 // could double the node's peak.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -72,6 +73,7 @@ class Compactor {
     std::condition_variable cv_;
     bool stopping_ = false;
     std::map<std::string, int64_t> failed_until_ms_;  // the compactor thread's own
+    std::atomic<uint64_t> checks_{0};                 // looks over the open tenants so far
     std::thread thread_;
 };
 

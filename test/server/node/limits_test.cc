@@ -17,12 +17,6 @@ namespace {
 const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
 
-// A sample's value in a Prometheus text body (its line, not its HELP or TYPE); 0 when absent.
-uint64_t metric(const std::string& body, const std::string& key) {
-    const size_t at = body.find("\n" + key + " ");
-    return at == std::string::npos ? 0 : std::stoull(body.substr(at + key.size() + 2));
-}
-
 TEST(Limits, DescriptorsBoundOpenTenants) {
     TempDir dir;
     NodeProcess node(
@@ -54,11 +48,12 @@ TEST(Limits, DescriptorsBoundOpenTenants) {
     }
     auto m = c.request("GET", "/_metrics", {}, bearer(A));
     ASSERT_TRUE(m.has_value());
-    const uint64_t open_max = metric(m->body, "fenec_tenants_open_max");
+    const uint64_t open_max = metric_value(m->body, "fenec_tenants_open_max");
     EXPECT_GT(open_max, 16u) << m->body;
     EXPECT_LT(open_max, 128u) << m->body;  // (256 - 64 reserved - 32 connections) / 2
-    EXPECT_LE(metric(m->body, "fenec_tenants_open"), open_max + 1);
-    EXPECT_GT(metric(m->body, "fenec_tenant_closes_total{reason=\"descriptors\"}"), 0u) << m->body;
+    EXPECT_LE(metric_value(m->body, "fenec_tenants_open"), open_max + 1);
+    EXPECT_GT(metric_value(m->body, "fenec_tenant_closes_total{reason=\"descriptors\"}"), 0u)
+        << m->body;
     auto hello = c.request("GET", "/_admin/hello", {}, bearer(A));
     ASSERT_TRUE(hello.has_value());
     EXPECT_NE(hello->body.find("\"tenants\":300"), std::string::npos) << hello->body;

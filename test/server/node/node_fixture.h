@@ -254,6 +254,12 @@ private:
     std::string path_;
 };
 
+// A sample's value in a Prometheus text body (its line, not its HELP or TYPE); 0 when absent.
+inline uint64_t metric_value(const std::string& body, const std::string& sample) {
+    const size_t at = body.find("\n" + sample + " ");
+    return at == std::string::npos ? 0 : std::stoull(body.substr(at + sample.size() + 2));
+}
+
 inline std::vector<std::pair<std::string, std::string>> bearer(const std::string& token) {
     return {{"Authorization", "Bearer " + token}};
 }

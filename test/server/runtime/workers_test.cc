@@ -15,18 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "test/support/wait.h"
+
 namespace fenec::server::workers_test {
 namespace {
-
-// Polls `cond` for up to 5 s: a job starting on another thread.
-template <class F>
-bool soon(F cond) {
-    for (int i = 0; i < 5000; ++i) {
-        if (cond()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return cond();
-}
 
 // The names of jobs in the order they started.
 struct Starts {
@@ -48,7 +40,8 @@ TEST(WorkerPool, RoundRobinsKeys) {
     Starts starts;
     std::latch gate(1);
     ASSERT_TRUE(pool.submit(9, [&] { gate.wait(); }));
-    ASSERT_TRUE(soon([&] { return pool.queued() == 0; }));  // the one worker is held
+    ASSERT_TRUE(
+        fenec::test::wait_until([&] { return pool.queued() == 0; }));  // the one worker is held
     // Key 1 queues three jobs before keys 2 and 3 queue any: FIFO would run all of key 1 first.
     for (const char* n : {"a1", "a2", "a3"}) ASSERT_TRUE(pool.submit(1, [&, n] { starts.add(n); }));
     for (const char* n : {"b1", "b2"}) ASSERT_TRUE(pool.submit(2, [&, n] { starts.add(n); }));
@@ -70,13 +63,14 @@ TEST(WorkerPool, AKeyHoldingWorkersWaitsBehindOneHoldingNone) {
         starts.add("a2");
         release_a2.wait();
     }));
-    ASSERT_TRUE(soon([&] { return starts.size() == 2; }));  // alone, key 1 took both workers
+    ASSERT_TRUE(fenec::test::wait_until(
+        [&] { return starts.size() == 2; }));  // alone, key 1 took both workers
     ASSERT_TRUE(pool.submit(1, [&] { starts.add("a3"); }));
     ASSERT_TRUE(pool.submit(1, [&] { starts.add("a4"); }));
     ASSERT_TRUE(pool.submit(2, [&] { starts.add("b1"); }));  // after key 1's waiting jobs
     release_a1.count_down();
     // The freed worker goes to key 2 (none running), not to key 1's older a3.
-    ASSERT_TRUE(soon([&] { return starts.size() >= 3; }));
+    ASSERT_TRUE(fenec::test::wait_until([&] { return starts.size() >= 3; }));
     EXPECT_EQ(starts.get()[2], "b1");
     release_a2.count_down();
     pool.shutdown();
@@ -93,7 +87,7 @@ TEST(WorkerPool, AKeyAloneTakesEveryWorker) {
             release.wait();
         }));
     }
-    EXPECT_TRUE(soon([&] { return running.load() == 3; }));
+    EXPECT_TRUE(fenec::test::wait_until([&] { return running.load() == 3; }));
     release.count_down();
     pool.shutdown();
 }
@@ -103,7 +97,7 @@ TEST(WorkerPool, QueueBoundCountsEveryKey) {
     std::latch gate(1);
     std::atomic<int> ran{0};
     ASSERT_TRUE(pool.submit(1, [&] { gate.wait(); }));
-    ASSERT_TRUE(soon([&] { return pool.queued() == 0; }));
+    ASSERT_TRUE(fenec::test::wait_until([&] { return pool.queued() == 0; }));
     EXPECT_TRUE(pool.submit(1, [&] { ran++; }));
     EXPECT_TRUE(pool.submit(2, [&] { ran++; }));
     EXPECT_TRUE(pool.submit(3, [&] { ran++; }));
