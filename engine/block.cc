@@ -691,6 +691,7 @@ void Database::notify_locked(const Block& block, Seq first, Seq last, bool inter
             ch.schema_changed = true;
         }
     }
+    sum.memory_bytes = memory_bytes_locked();
     listener->on_block(sum);
 }
 

@@ -293,6 +293,8 @@ private:
     Status apply_record(Block& block, uint8_t kind, std::span<const std::byte> body);
     void seed_feed(const ReplayState& replay);
     void notify_locked(const Block& block, Seq first, Seq last, bool internal);
+    // Usage::memory_bytes, under either lock.
+    uint64_t memory_bytes_locked() const;
     Snapshot snapshot_locked() const;
     void rebuild_retired_graphs_locked();
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
