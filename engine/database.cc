@@ -311,6 +311,7 @@ uint64_t Database::memory_bytes_locked() const {
         bytes += c->segments().bytes_held() + c->docs().memory_bytes();
     }
     if (options_.hook) bytes += options_.hook->memory_bytes();
+    if (feed_) bytes += feed_->bytes();  // the replication feed's recent blocks (engine.md §11)
     return bytes;
 }
 

@@ -99,7 +99,8 @@ static_assert(std::is_same_v<decltype(Hnsw::linkLists_), char**> &&
                   std::is_same_v<decltype(Hnsw::element_levels_), std::vector<int>>,
               FENEC_HNSWLIB_PIN("a node's upper levels are one malloc'd block of lists"));
 static_assert(std::is_same_v<decltype(Hnsw::M_), size_t> &&
-                  std::is_same_v<decltype(Hnsw::link_list_locks_), std::vector<std::mutex>>,
+                  std::is_same_v<decltype(Hnsw::link_list_locks_), std::vector<std::mutex>> &&
+                  std::is_same_v<decltype(Hnsw::link_list_update_locks_), std::vector<std::mutex>>,
               FENEC_HNSWLIB_PIN("m is a size_t; a node's lock is a std::mutex (memory_bytes)"));
 static_assert(std::is_same_v<decltype(Hnsw::cur_element_count), size_t> &&
                   std::is_same_v<decltype(Hnsw::max_elements_), size_t>,
@@ -263,6 +264,8 @@ class VectorIndexes::Field {
             const uint64_t n = graph->cur_element_count;
             bytes += cap * (graph->size_data_per_element_ + sizeof(void*) + sizeof(int) +
                             sizeof(std::mutex) + sizeof(unsigned short));
+            // A fixed 65,536 update locks a graph (2.6 MB), whatever its size.
+            bytes += graph->link_list_update_locks_.size() * sizeof(std::mutex);
             bytes += n * (8 + 8 + sizeof(std::pair<const labeltype, tableint>));
             if (graph->M_ > 1) bytes += n * graph->size_links_per_element_ / (graph->M_ - 1);
         }

@@ -3,8 +3,14 @@
 // - a tenant written once holds kilobytes, not a megabyte of segment it never touched;
 // - each kind of index (hash, unique, sorted, text, hnsw) adds to it what its entries hold;
 // - the hash, sorted and text indexes give back exactly what they counted once their rows go;
-// - a landed block tells its listener the figure as the block left it.
+// - a landed block tells its listener the figure as the block left it;
+// - the figure is, within a quarter, the heap a tenant with every kind of index really holds
+//   (glibc's mallinfo2 before and after, on the real file system).
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <memory>
 #include <string>
@@ -41,11 +47,13 @@ struct Tenant {
     std::unique_ptr<engine::Database> db;
     CollectionId items;
 
-    explicit Tenant(IndexKind kind, const std::string& indexed = "s") {
+    // On the FaultFs double (which holds the file in memory), or with `dir` on the real one.
+    explicit Tenant(IndexKind kind, const std::string& indexed = "s", const std::string& dir = "") {
         engine::OpenOptions o = env.options();
         o.hook = &set;
         o.listener = &listener;
-        auto r = engine::Database::create(kPath, o);
+        if (!dir.empty()) o.fs = &engine::posix_fs();
+        auto r = engine::Database::create(dir.empty() ? kPath : dir + "/t.fenec", o);
         EXPECT_TRUE(r.is_ok()) << r.status().to_string();
         db = std::move(r).value();
         engine::Schema schema;
@@ -161,6 +169,36 @@ TEST(Memory, ALandedBlockTellsItsListenerTheFigureItLeft) {
     t.insert(kRows);
     EXPECT_EQ(t.listener.last_memory, t.memory());
     EXPECT_GT(t.listener.last_memory, uint64_t{kRows} * 64);
+}
+
+// The heap every thread's malloc holds now.
+uint64_t heap_in_use() {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+TEST(Memory, TheFigureIsWithinAQuarterOfTheHeapATenantHolds) {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("fenec-memory-" + std::to_string(getpid())))
+            .string();
+    std::filesystem::create_directories(dir);
+    for (const auto& [kind, field] :
+         {std::pair{IndexKind::none, "s"}, std::pair{IndexKind::hash, "s"},
+          std::pair{IndexKind::sorted, "n"}, std::pair{IndexKind::text, "s"},
+          std::pair{IndexKind::hnsw, "v"}}) {
+        SCOPED_TRACE(std::string(field) + " kind " + std::to_string(static_cast<int>(kind)));
+        std::filesystem::remove(dir + "/t.fenec");
+        const uint64_t before = heap_in_use();
+        auto t = std::make_unique<Tenant>(kind, field, dir);
+        for (int b = 0; b < 5; ++b) t->insert(kRows);
+        const double held = static_cast<double>(heap_in_use() - before);
+        const double figure = static_cast<double>(t->memory());
+        RecordProperty("ratio_" + std::to_string(static_cast<int>(kind)), std::to_string(figure / held));
+        EXPECT_GE(figure, 0.75 * held) << "figure " << figure << " heap " << held;
+        EXPECT_LE(figure, 1.25 * held) << "figure " << figure << " heap " << held;
+        t.reset();
+    }
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace
