@@ -296,12 +296,16 @@ private:
     std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
-// A PUT's body received: in memory (`body`, `got` bytes of it, replayed as it came by `begun`),
-// or, too large for memory, written to `<t>.fenec.incoming` and fsynced (`body` null).
+// A PUT's body received: in memory (`body`, `got` bytes of it, replayed as it came by `begun`,
+// charged to the node's memory as it came), or, too large for memory, written to
+// `<t>.fenec.incoming` and fsynced (`body` null).
 struct Received {
+    explicit Received(Registry& registry) : charge(registry) {}
     std::shared_ptr<std::byte[]> body;
     uint64_t got = 0;
     std::unique_ptr<BegunInstall> begun;
+    // Given back as the install ends: installed, the tenant's own memory counts the bytes.
+    Registry::ArrivingCharge charge;
 };
 
 // The body of `length` bytes gathered in memory and hashed, its records replayed as they come
@@ -325,7 +329,7 @@ std::optional<http::Response> receive_in_memory(Node& node, Call& call, const Ex
     // them there (a 69 MB body is ~17,000 first touches, ~25 ms of the receive otherwise).
     // Stopped when this function returns.
     Prefault prefault(body, static_cast<size_t>(length));
-    // Received straight into `body`; `take` counts, moves the prefault window, and
+    // Received straight into `body`; `take` counts, charges, moves the prefault window, and
     // replays the records that are whole now while the next slice arrives (a damaged record
     // found here is kept and answered by the install, as it would be found there).
     received.body = body;
@@ -337,6 +341,7 @@ std::optional<http::Response> receive_in_memory(Node& node, Call& call, const Ex
         node, call, expected,
         [&](std::string_view bytes) {
             got += bytes.size();
+            received.charge.add(bytes.size());
             prefault.received(got);
             (void)begun.feed(got);
             return engine::Status::ok();
@@ -410,8 +415,12 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     const uint64_t length = call.request.body.empty()
                                 ? call.request.head.content_length.value_or(0)
                                 : call.request.body.size();
-    const bool in_memory = length <= image_in_memory_max();
-    Received received;
+    // One that could never fit under --max-memory goes to disk too: in memory it would be
+    // charged to the node past its bound (Registry::ArrivingCharge).
+    const uint64_t memory_max = node.options().max_memory_mib << 20;
+    const bool in_memory =
+        length <= image_in_memory_max() && (memory_max == 0 || length <= memory_max);
+    Received received(node.registry());
     if (auto refused = in_memory
                            ? receive_in_memory(node, call, expected, *taken.out, length, received)
                            : receive_to_disk(node, call, expected, incoming)) {

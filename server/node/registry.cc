@@ -635,7 +635,7 @@ uint64_t Registry::memory_bytes() const {
             if (slot->tenant) open.push_back(slot->tenant);
         }
     }
-    uint64_t sum = opening_bytes_.load();
+    uint64_t sum = opening_bytes_.load() + arriving_bytes_.load();
     for (const auto& t : open) sum += t->memory_bytes();
     return sum;
 }

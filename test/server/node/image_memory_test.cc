@@ -2,8 +2,11 @@
 // its body is pending (issue 17 item 9, server/node/image.cc): resident memory follows the bytes
 // that arrived, not the Content-Length declared. A client that declares 512 MiB and sends 1 MiB
 // grows the node's RSS by less than 64 MiB; once it leaves, the node serves and the tenant's
-// name is free again.
+// name is free again. The bytes that arrived are charged to the node's memory (hello's
+// memory_bytes, which --max-memory bounds) until the body is refused or installed; an image
+// declared larger than --max-memory is received on disk instead.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -80,6 +83,67 @@ TEST(ImageMemory, APendingBodyHoldsTheBytesSentNotTheLengthDeclared) {
         return created.status != 409;
     }));
     EXPECT_EQ(created.status, 201) << created.body;
+}
+
+// hello's memory_bytes (what --max-memory bounds), read from its answer.
+uint64_t memory_bytes(ImageNode& n) {
+    const Reply r = n.admin("GET", "/_admin/hello");
+    const size_t at = r.body.find("\"memory_bytes\":");
+    EXPECT_NE(at, std::string::npos) << r.status << " " << r.body;
+    return at == std::string::npos ? 0 : std::stoull(r.body.substr(at + 15));
+}
+
+// The bytes that arrived are charged to the node's memory as they arrive, so --max-memory makes
+// room for them (the sweep closes idle tenants), and given back once the client leaves.
+TEST(ImageMemory, ThePendingBytesAreChargedToTheNodesMemoryAsTheyArrive) {
+    ImageNode n;
+    ASSERT_EQ(memory_bytes(n), 0u) << "no tenant open";
+    constexpr uint64_t sent = 16 * mib;  // at least one of the receive's slices (8 MiB)
+    auto c = std::make_unique<Client>(n.process->port());
+    ASSERT_TRUE(c->send_raw(put_head(declared_bytes) + std::string(sent, 'x')));
+    uint64_t charged = 0;
+    ASSERT_TRUE(wait_until([&] { return (charged = memory_bytes(n)) > 0; }));
+    EXPECT_LE(charged, sent) << "charged as they arrive, not as declared";
+    c.reset();
+    EXPECT_TRUE(wait_until([&] { return memory_bytes(n) == 0; })) << "given back";
+}
+
+// An image declared larger than --max-memory could never be charged under it: it is received on
+// disk (one chunk in memory at a time) and installed closed, as one past the in-memory bound is.
+TEST(ImageMemory, AnImageLargerThanMaxMemoryIsReceivedOnDisk) {
+    ImageNode source;
+    ASSERT_EQ(source
+                  .admin("PUT", "/_admin/tenants/acme",
+                         R"J({"schema":["create collection notes (title text)"]})J")
+                  .status,
+              201);
+    std::string docs = "[";
+    for (int i = 0; i < 300; ++i) {
+        docs += (i ? ",{\"title\":\"" : "{\"title\":\"") + std::string(5000, 'a' + i % 26) + "\"}";
+    }
+    docs += "]";
+    ASSERT_EQ(source.call("POST", "/t/acme/c/notes", image_data_token, docs).status, 201);
+    const Reply image = source.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(image.status, 200);
+    ASSERT_GT(image.body.size(), mib);
+
+    TempDir dir;
+    NodeProcess target(dir.path(), {"--token", image_data_token, "--admin-token", image_admin_token,
+                                    "--auth-delay", "0", "--max-memory", "1"});
+    ASSERT_NE(target.port(), 0) << target.first_line();
+    Client c(target.port());
+    auto put = c.request("PUT", "/_admin/tenants/acme/file", image.body,
+                         {{"Authorization", "Bearer " + image_admin_token},
+                          {"Content-Type", "application/octet-stream"}});
+    ASSERT_TRUE(put);
+    ASSERT_EQ(put->status, 201) << put->body;
+    // Verified from the file, not opened by the install (an in-memory install leaves it open).
+    auto listed = c.request("GET", "/_admin/tenants", {}, bearer(image_admin_token));
+    ASSERT_TRUE(listed);
+    EXPECT_NE(listed->body.find("\"open\":false"), std::string::npos) << listed->body;
+    EXPECT_NE(put->body.find("\"bytes\":" + std::to_string(image.body.size())), std::string::npos)
+        << put->body;
+    EXPECT_EQ(std::filesystem::file_size(dir.path() + "/acme.fenec"), image.body.size());
 }
 
 }  // namespace
