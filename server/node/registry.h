@@ -207,7 +207,10 @@ public:
     engine::Status create(std::string_view name,
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
-    std::vector<TenantInfo> list() const;
+    // The tenant files in the data directory, by name. An error (io_error, its errno in the
+    // detail: EMFILE at the descriptor limit) when the directory cannot be listed: never an empty
+    // or partial list, which a caller would answer as the tenants this node has.
+    engine::Result<std::vector<TenantInfo>> list() const;
     // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
     // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
     // requests so they answer), again every leave_repeat_ms, until the registry holds the only
