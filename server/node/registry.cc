@@ -266,10 +266,12 @@ engine::Status Registry::create(std::string_view name,
     return engine::Status::ok();
 }
 
-std::vector<TenantInfo> Registry::list() const {
+engine::Result<std::vector<TenantInfo>> Registry::list() const {
     std::vector<TenantInfo> out;
+    // The data directory the node created and locked, so a failure is the process's (out of
+    // descriptors: opendir needs one) or the disk's, never "no tenants".
     auto files = options_.fs->list(options_.data_dir);
-    if (!files.is_ok()) return out;  // the data directory the node created and locked
+    if (!files.is_ok()) return files.status();
     for (const std::string& file : *files) {
         if (!file.ends_with(".fenec")) continue;
         std::string name = file.substr(0, file.size() - 6);
@@ -635,7 +637,7 @@ uint64_t Registry::memory_bytes() const {
             if (slot->tenant) open.push_back(slot->tenant);
         }
     }
-    uint64_t sum = opening_bytes_.load();
+    uint64_t sum = opening_bytes_.load() + arriving_bytes_.load();
     for (const auto& t : open) sum += t->memory_bytes();
     return sum;
 }

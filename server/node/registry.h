@@ -156,6 +156,27 @@ public:
         std::string name_;
     };
 
+    // An image being received into memory (a PUT's body, server/node/image.cc), charged to the
+    // node's memory as its bytes arrive rather than as its Content-Length declares: counted in
+    // memory_bytes() from add() on, so the sweep closes idle tenants to make room for it and an
+    // open past memory_max_bytes meanwhile finds it there. Given back when destroyed (an image
+    // installed is counted by its tenant from then on; a refused one is freed).
+    class ArrivingCharge {
+    public:
+        explicit ArrivingCharge(Registry& registry) : registry_(registry) {}
+        ~ArrivingCharge() { registry_.arriving_bytes_ -= bytes_; }
+        ArrivingCharge(const ArrivingCharge&) = delete;
+        ArrivingCharge& operator=(const ArrivingCharge&) = delete;
+        void add(uint64_t bytes) {
+            bytes_ += bytes;
+            registry_.arriving_bytes_ += bytes;
+        }
+
+    private:
+        Registry& registry_;
+        uint64_t bytes_ = 0;
+    };
+
     struct TakenOut {
         std::unique_ptr<OutOfService> out;  // null on error
         TakeOutError error = TakeOutError::none;
@@ -186,7 +207,10 @@ public:
     engine::Status create(std::string_view name,
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
-    std::vector<TenantInfo> list() const;
+    // The tenant files in the data directory, by name. An error (io_error, its errno in the
+    // detail: EMFILE at the descriptor limit) when the directory cannot be listed: never an empty
+    // or partial list, which a caller would answer as the tenants this node has.
+    engine::Result<std::vector<TenantInfo>> list() const;
     // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
     // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
     // requests so they answer), again every leave_repeat_ms, until the registry holds the only
@@ -209,6 +233,7 @@ public:
     // Syncs, checkpoints and closes every open tenant (SIGTERM).
     void close_all();
 
+    // The open tenants' memory, with what tenants being opened and images arriving are charged.
     uint64_t memory_bytes() const;
     // The open tenant a background compaction should rewrite next (compactor.h): the one with
     // the most dead bytes among those whose file holds at least `file_bytes_min` bytes, at least
@@ -255,6 +280,7 @@ private:
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
+    std::atomic<uint64_t> arriving_bytes_{0};  // images received into memory so far (ArrivingCharge)
     std::atomic<uint64_t> closes_[4] = {};
 };
 

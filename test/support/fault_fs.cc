@@ -212,6 +212,7 @@ Result<uint64_t> FaultFs::file_size(std::string_view path) {
 
 Result<std::vector<std::string>> FaultFs::list(std::string_view dir) {
     std::lock_guard lk(mu_);
+    if (list_error_) return io_error("opendir", dir, *list_error_);
     const std::string d = normalize_dir(dir);
     std::vector<std::string> names;
     for (const auto& [path, node] : live_) {
@@ -362,8 +363,14 @@ void FaultFs::clear_faults() {
     sync_faults_.clear();
     rename_faults_.clear();
     sync_dir_faults_.clear();
+    list_error_.reset();
     power_budget_bytes_.reset();
     power_cut_ = false;
+}
+
+void FaultFs::fail_lists(bool on, int err) {
+    std::lock_guard lk(mu_);
+    list_error_ = on ? std::optional<int>(err) : std::nullopt;
 }
 
 void FaultFs::stall_syncs(bool on) {

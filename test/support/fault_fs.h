@@ -22,7 +22,7 @@
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
 //
 // Faults: fail_append / fail_sync / fail_rename / fail_sync_dir count calls of their kind from
-// the moment they are armed (the next call is 1) and fire once. A failed append leaves
+// the moment they are armed (the next call is 1) and fire once; fail_lists holds until turned off. A failed append leaves
 // `after_bytes` of its data in the file (a torn write); a failed sync covers nothing; a failed
 // rename or sync_dir changes nothing. Counters count every call, failed ones included.
 //
@@ -87,6 +87,9 @@ public:
     // (append, sync, truncate, a creating open, rename, sync_dir, remove) fails with EIO until
     // crash(). An append that ends exactly at the budget succeeds.
     void crash_after_bytes(uint64_t n);
+    // While on, every list() fails with `err` (EMFILE: what opendir answers a process out of
+    // descriptors) and names nothing; off (or clear_faults) lists again.
+    void fail_lists(bool on, int err = EMFILE);
     // Disarms every fault above (not the stall, not the delay).
     void clear_faults();
 
@@ -153,6 +156,7 @@ private:
     std::vector<Fault> sync_faults_;
     std::vector<Fault> rename_faults_;
     std::vector<Fault> sync_dir_faults_;
+    std::optional<int> list_error_;  // fail_lists: the errno every list() fails with
     std::optional<uint64_t> power_budget_bytes_;  // bytes left before the power cut
     bool power_cut_ = false;
 

@@ -6,8 +6,9 @@
 // takes nothing; a quota whose `<t>.quota` fails is refused and not applied; a freeze or thaw
 // whose `<t>.frozen` fails is refused and the tenant keeps its state; a follow whose
 // `<t>.follows` fails is refused and starts nothing; a promotion whose `<t>.follows` cannot be
-// removed says so. A term answered survives a power cut. Leases run on the injected boot clock
-// and the node's files carry the injected wall clock: nothing here sleeps.
+// removed says so. A term answered survives a power cut. A data directory that cannot be listed
+// is answered 503, never as no tenants. Leases run on the injected boot clock and the node's files
+// carry the injected wall clock: nothing here sleeps.
 #include <cerrno>
 #include <chrono>
 #include <functional>
@@ -76,7 +77,7 @@ class FaultFsNode : public ::testing::Test {
         o.auth_delay_ms = 0;
         o.lease = lease;
         if (options_) options_(o);
-        node_ = std::make_unique<node::Node>(o, node::NodeEnv{fs_, clock_, boot_clock_});
+        node_ = std::make_unique<node::Node>(o, node::NodeEnv{fs_, clock_, boot_clock_, boot_id_});
         ASSERT_EQ(node_->prepare(), "");
         ASSERT_EQ(node_->serve(), "");
         client_ = std::make_unique<Client>(node_->port());
@@ -122,6 +123,7 @@ class FaultFsNode : public ::testing::Test {
 
     std::function<void(node::NodeOptions&)> options_;  // run on the options of each start
     const std::string dir_ = "/n1";
+    const std::string boot_id_ = "0b00710d-f00d-4e5e-9a1b-000000000001";  // as main() reads it
     FaultFs fs_;
     engine::FakeClock clock_{wall_ms};
     engine::FakeBootClock boot_clock_;
@@ -398,6 +400,42 @@ TEST_F(FaultFsNode, EveryCreateStepFailsCleanly) {
         ASSERT_EQ(call("DELETE", "/_admin/tenants/x").status, 204);
     }
     EXPECT_GE(failed, 5) << "most armed steps fail the create";
+}
+
+// A data directory that cannot be listed (out of descriptors, opendir fails EMFILE) is answered
+// 503 naming it by hello and the tenant list, never as a node with no tenants (issue 17 item 9:
+// hello said `tenants: 0`); the metric says NaN, not 0. Tenants are still served, and both answer
+// again once the directory lists. hello's boot id is the one main() read at start (NodeEnv),
+// never one read per call.
+TEST_F(FaultFsNode, ADirectoryThatCannotBeListedIsAnswered503NeverAsNoTenants) {
+    start();
+    create("acme");
+    fs_.fail_lists(true);
+    for (const char* path : {"/_admin/hello", "/_admin/tenants", "/_admin/tenants?detail"}) {
+        SCOPED_TRACE(path);
+        auto r = call("GET", path);
+        EXPECT_EQ(r.status, 503) << r.body;
+        EXPECT_TRUE(has(r.body, "the data directory cannot be listed")) << r.body;
+        EXPECT_TRUE(has(r.body, "Too many open files")) << r.body;
+        EXPECT_TRUE(has(r.body, "\"reason\":\"descriptors\"")) << r.body;
+        EXPECT_EQ(r.header("Retry-After").value_or(""), "1");
+    }
+    EXPECT_TRUE(has(call("GET", "/_metrics").body, "\nfenec_tenants NaN\n"));
+    EXPECT_EQ(put("acme", "a").status, 200) << "its tenants are still served";
+    fs_.fail_lists(true, EIO);
+    auto r = call("GET", "/_admin/hello");
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_TRUE(has(r.body, "\"reason\":\"io\"")) << r.body;
+
+    fs_.fail_lists(false);
+    r = call("GET", "/_admin/hello");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, "\"tenants\":1,")) << r.body;
+    EXPECT_TRUE(has(r.body, "\"boot_id\":\"" + boot_id_ + "\"")) << r.body;
+    r = call("GET", "/_admin/tenants");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, "\"name\":\"acme\"")) << r.body;
+    EXPECT_TRUE(has(call("GET", "/_metrics").body, "\nfenec_tenants 1\n"));
 }
 
 }  // namespace
