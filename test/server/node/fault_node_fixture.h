@@ -1,7 +1,8 @@
 // test/server/node/fault_node_fixture.h: fenec-node in process on the fault-injecting file system
 // (test/support/fault_fs.h) and fake clocks, handed to it as main() hands it the real ones
 // (NodeEnv), spoken to over HTTP on a loopback port; start() again after stop() is a restart on
-// the same files. Shared by the fault tests (fault_fs_node_test.cc: side files, creates, leases).
+// the same files. Shared by the fault tests (fault_fs_node_test.cc: side files, creates, leases;
+// fault_open_test.cc: a tenant's open).
 #pragma once
 
 #include <cerrno>
