@@ -279,7 +279,12 @@ engine::Status Registry::create(std::string_view name,
         std::unique_ptr<engine::Database> d = tenant->detach_db();
         return d->close();
     }
-    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) return st;
+    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
+        // Closed already (a quota a deleted file of the name left could not be read): never
+        // served without it, so not created either; left, the same create would be refused.
+        engine::remove_durably(*options_.fs, path).ignore();
+        return st;
+    }
     tenant->refresh_memory();
     tenant->last_used_ms = now_ms();
     {
