@@ -482,7 +482,13 @@ engine::Status Registry::OutOfService::install(
         !st.is_ok()) {
         return fail(st);
     }
-    return fs.sync_dir(registry_.options_.data_dir);
+    engine::Status st = fs.sync_dir(registry_.options_.data_dir);
+    // Refused once in place: a create_only install leaves no file, or the tenant would be served
+    // after all and the same install answered already_exists (as engine::Database::install_open).
+    if (!st.is_ok() && mode == engine::InstallMode::create_only) {
+        engine::remove_durably(fs, target).ignore();
+    }
+    return st;
 }
 
 engine::Status Registry::OutOfService::install_open(
@@ -507,7 +513,14 @@ engine::Status Registry::OutOfService::install_open(
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));
-    if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) return st;
+    if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) {
+        // Its quota unread: never served without it, so not installed either (closed already);
+        // left in place, the next request would open it and the same install be refused.
+        if (mode == engine::InstallMode::create_only) {
+            engine::remove_durably(*r.options_.fs, r.path_of(name_)).ignore();
+        }
+        return st;
+    }
     tenant->refresh_memory();
     tenant->last_used_ms = r.now_ms();
     slot_->failure.clear();

@@ -2,7 +2,7 @@
 // (test/support/fault_fs.h) and fake clocks, handed to it as main() hands it the real ones
 // (NodeEnv), spoken to over HTTP on a loopback port; start() again after stop() is a restart on
 // the same files. Shared by the fault tests (fault_fs_node_test.cc: side files, creates, leases;
-// fault_open_test.cc: a tenant's open).
+// fault_open_test.cc: a tenant's open; fault_install_test.cc: an image's install).
 #pragma once
 
 #include <cerrno>
