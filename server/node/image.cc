@@ -449,19 +449,20 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // The body handed over: the tenant keeps it as its documents' store rather than copying
     // them out of it (Collection::adopt), and frees it with itself.
     const std::span<const std::byte> image(received.body.get(), in_memory ? received.got : 0);
+    // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go
+    // (its quota stays), before the install, so a failure to remove them refuses an install that
+    // has not happened rather than one served already; the tenant is absent meanwhile.
+    if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
+        if (!in_memory) node.fs().remove(incoming).ignore();  // received to disk already
+        return node.refusal(500, "the image could not be installed: the old marks of tenant " +
+                                     call.tenant + " could not be removed: " + gone.to_string());
+    }
     engine::Status st =
         in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
                                             check, info, nullptr, std::move(received.begun))
                   : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
     received.body.reset();
     if (auto refused = install_refusal(node, call, st)) return std::move(*refused);
-    // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go;
-    // its quota stays. Removed before it is back in service, so no request sees it otherwise.
-    if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
-        return node.refusal(
-            500, "the image was installed, but its old marks could not be removed: " +
-                     gone.to_string());
-    }
     const double install_ms = ms_since(received_ns);
     http::Response r;
     r.status = 201;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,7 +56,9 @@ struct RegistryOptions {
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
-// unavailable: a transient failure of the open (an I/O error of RegistryOptions::on_open).
+// unavailable: a transient failure of the open, asked again at the next use: an I/O error (out of
+// descriptors among them) of the file's stat, its sidecars' or the open itself, or of
+// RegistryOptions::on_open.
 enum class AcquireError : uint8_t { none, not_found, open_failed, memory, descriptors, unavailable };
 
 struct Acquired {
@@ -223,8 +226,10 @@ public:
     // the body).
     bool file_exists(std::string_view name) const;
     // A sidecar of `name` is there (`.follows`, `.frozen`); one that cannot be asked about is
-    // taken as absent.
+    // taken as absent (a listing, a create): never to open a tenant, which asks sidecar_there.
     bool has_sidecar(std::string_view name, std::string_view suffix) const;
+    // Whether it is there, or the error that kept it from being known.
+    engine::Result<bool> sidecar_there(std::string_view name, std::string_view suffix) const;
     // `<data-dir>/<t><suffix>`: a sidecar's path.
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
@@ -265,8 +270,11 @@ private:
     bool room_for_one_more(int64_t now);
     // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
     engine::Status run_on_open(Tenant& tenant);
+    // `follows`: whether `<t>.follows` is there, when the caller asked already (else asked
+    // here, an error taken as absent).
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
-                                     index::IndexSet& indexes, bool gated = true) const;
+                                     index::IndexSet& indexes, bool gated = true,
+                                     std::optional<bool> follows = std::nullopt) const;
     // `checkpoint` for a tenant that stays on disk (idle, memory, shutdown: it reopens faster);
     // `plain` for one taken out of service, whose file is about to be deleted or replaced.
     void close_tenant(const std::shared_ptr<Tenant>& t,
