@@ -178,6 +178,9 @@ uint64_t heap_in_use() {
 }
 
 TEST(Memory, TheFigureIsWithinAQuarterOfTheHeapATenantHolds) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "ASan's allocator replaces glibc's: mallinfo2 reads 0, no oracle to compare";
+#endif
     const std::string dir =
         (std::filesystem::temp_directory_path() / ("fenec-memory-" + std::to_string(getpid())))
             .string();
