@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "index/memory.h"
+
 namespace fenec::node {
 
 void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
@@ -155,10 +157,10 @@ std::optional<engine::DocId> Tenant::key_row(const std::string& user_key) const 
 void Tenant::remember_key(const std::string& user_key, engine::DocId row) {
     std::lock_guard lock(keys_mu_);
     if (keys_.insert_or_assign(user_key, row).second) {
-        // A std::map node: three links and a colour word, the key and the row; the key's heap.
-        keys_bytes_.fetch_add(32 + sizeof(std::pair<const std::string, engine::DocId>) +
-                                  (user_key.size() > 15 ? user_key.size() + 1 : 0),
-                              std::memory_order_relaxed);
+        keys_bytes_.fetch_add(
+            index::memory::tree_node_bytes<std::pair<const std::string, engine::DocId>> +
+                index::memory::string_heap(user_key),
+            std::memory_order_relaxed);
     }
 }
 
