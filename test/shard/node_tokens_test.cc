@@ -4,6 +4,8 @@
 // bytes hold neither; a token given as `token` lands in the 0600 sidecar `<directory>.tokens`,
 // never in the file; a directory written before these fields (tokens in its rows) is upgraded as a
 // primary opens it: fields added, each token moved to the sidecar and cleared from its row.
+#include <gtest/gtest.h>
+
 #include <sys/stat.h>
 
 #include <cstdlib>

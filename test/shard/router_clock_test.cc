@@ -1,6 +1,8 @@
 // test/shard/router_clock_test.cc: the router reads time through the clock main() hands it
 // (shard/router.h): run in process on a fake clock, its audit lines carry the fake wall time as
 // the test moves it, whatever the machine's clock says.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>

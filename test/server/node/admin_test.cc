@@ -8,6 +8,8 @@
 // refused naming its offset, hello and the tenant list. Cases 53 and 63 use the
 // `Fenec-Test-Stall: land=` hook of fenec-node-hooks.
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>

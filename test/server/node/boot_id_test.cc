@@ -5,6 +5,8 @@
 // The tenant count was then read from a listing that failed silently and answered `tenants: 0`;
 // hello now answers 503 naming the descriptors, never a 200 with an empty id or a wrong count,
 // and once descriptors are free again answers 200 with the boot id and the count.
+#include <gtest/gtest.h>
+
 #include <sys/resource.h>
 
 #include <filesystem>

@@ -3,6 +3,8 @@
 // the budget is 400 naming the budget and its flag, even when it returns none; a write that
 // passes it lands nothing; a read that runs past the time budget is 503 with Retry-After; each
 // is counted in fenec_statements_over_budget_total; and a large `in` list answers exactly.
+#include <gtest/gtest.h>
+
 #include <string>
 
 #include "test/server/node/node_fixture.h"

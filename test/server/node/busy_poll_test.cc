@@ -2,6 +2,8 @@
 // loops answer in order on one kept-alive connection, with pipelined requests, whether they
 // sleep at once (0), poll a little (the default) or the most allowed (1000), and with two loops;
 // a value past the bound is refused at start with exit 2 and a message naming the flag.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 

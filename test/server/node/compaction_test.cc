@@ -3,6 +3,8 @@
 // rewritten by the node on its own: the file shrinks, every row and the seq are as before, the
 // metric counts it and the audit log has its `compact` line. With --compact-dead 0 the file is
 // left as it is until a client's `compact`, which the metric counts under trigger="statement".
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>

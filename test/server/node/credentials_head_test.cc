@@ -3,6 +3,8 @@
 // with its body unread: no `100 Continue` is sent to it, its 401 (or 403) comes while the client
 // is still sending, and the connection closes. A head that carries the credential still gets its
 // 100 and is served.
+#include <gtest/gtest.h>
+
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test::credentials_head_test {

@@ -1,6 +1,8 @@
 // test/server/node/data_plane_test.cc: the node's data plane over HTTP against the real binary
 // (node-http.md §14 cases 10-31, 42-46): statements, batches, REST, credentials and JWTs,
 // idempotency, subscriptions with cursors and reseeds. Each test starts its own node.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <ctime>
 

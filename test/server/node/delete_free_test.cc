@@ -4,6 +4,8 @@
 // binary, an installed tenant answers reads and writes as its source did, and a DELETE followed
 // at once by a PUT of the same name (an image, or a fresh tenant) -- while the old one may still
 // be freeing -- serves the new one, round after round and across a restart.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 
 #include "test/server/node/image_fixture.h"

@@ -3,6 +3,8 @@
 // tenant acme's stalled writes and four more of acme's queued, tenant globex's read is answered
 // when the first worker frees, before acme's queued writes. A FIFO pool answers it last. Uses
 // the `Fenec-Test-Stall: land=` hook of fenec-node-hooks; the order of answers is the evidence.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <thread>
 

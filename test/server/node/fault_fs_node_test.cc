@@ -9,6 +9,8 @@
 // removed says so. A term answered survives a power cut. A data directory that cannot be listed
 // is answered 503, never as no tenants. Leases run on the injected boot clock and the node's files
 // carry the injected wall clock: nothing here sleeps.
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <chrono>
 #include <functional>

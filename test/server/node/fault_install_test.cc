@@ -11,6 +11,8 @@
 // Before: a folder fsync or a quota read that failed after the rename answered 500 with the file
 // in place, so the tenant was served after all and the same PUT answered 409; a mark not removed
 // answered 500 with the tenant installed and served.
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <functional>

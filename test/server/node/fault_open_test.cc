@@ -9,6 +9,8 @@
 // file that could not be opened or read 500 for the next 10 s, and a `.follows` or `.frozen` that
 // could not be asked about was taken as absent, so the replica took the write, as did the frozen
 // tenant.
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <functional>
 #include <string>

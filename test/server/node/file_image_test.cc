@@ -6,6 +6,8 @@
 // as the source does, and reopens whole after a restart; an install whose body is cut half-way
 // leaves nothing served and no `.incoming`, as does one whose Fenec-Seq or digest does not match,
 // and the whole body installs after them.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>

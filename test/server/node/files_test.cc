@@ -2,6 +2,8 @@
 // with umask 0 in the node (nothing taken away by the umask), the data folder it makes is 0700 and
 // the tenant file, its `.quota`, `.frozen` and (on a follower, whose image comes through the Fs)
 // `.follows` sidecars and `fenec-node.state` are 0600: no group or other bit.
+#include <gtest/gtest.h>
+
 #include <sys/stat.h>
 
 #include "test/server/node/node_fixture.h"

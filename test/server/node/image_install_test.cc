@@ -4,6 +4,8 @@
 // written tenant (closed without a checkpoint) followed by a PUT of the image again is safe and
 // survives a restart, and the digest is XXH3-128 in 32 hex, a SHA-256-length or wrong digest
 // refused naming the header.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 
 #include "test/server/node/image_fixture.h"

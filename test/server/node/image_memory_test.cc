@@ -5,6 +5,8 @@
 // name is free again. The bytes that arrived are charged to the node's memory (hello's
 // memory_bytes, which --max-memory bounds) until the body is refused or installed; an image
 // declared larger than --max-memory is received on disk instead.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

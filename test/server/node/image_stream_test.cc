@@ -4,6 +4,8 @@
 // client that leaves part-way installs nothing, leaves no `<t>.fenec.incoming`, and a later PUT of
 // the same image succeeds; a wrong Fenec-Image-Digest, known only once the body is in, is refused
 // 400 and installs nothing.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <thread>
 

@@ -5,6 +5,8 @@
 // and a write that lands under a lease and is answered after it lapsed is 500 "outcome":"unknown"
 // — settled by a read with Fenec-After/Fenec-History, or by its Idempotency-Key once leased again.
 // Leases are a few hundred ms, so the waits stay short.
+#include <gtest/gtest.h>
+
 #include <thread>
 
 #include "test/server/node/node_fixture.h"

@@ -4,6 +4,8 @@
 // 300 tenants answers every request, the least recently used idle tenants closing to make room
 // (counted as closes for `descriptors`), where before the 200-somethingth create answered 500
 // "Too many open files".
+#include <gtest/gtest.h>
+
 #include <sys/resource.h>
 
 #include <memory>

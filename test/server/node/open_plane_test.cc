@@ -5,6 +5,8 @@
 // plane it asked for. An open plane (§3.1, open planes) takes only a loopback or literal Host, on
 // the data, admin and replication planes alike, unless a verified mark says a router judged the
 // client's.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 

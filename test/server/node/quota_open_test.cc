@@ -3,6 +3,8 @@
 // Retry-After (transient: asked again at the next use), one that does not parse with 500, each
 // naming the file; with the file back the tenant opens under its quota. Before, the file was
 // said on stderr and ignored, so running out of descriptors lifted a tenant's quota.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 

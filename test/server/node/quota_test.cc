@@ -3,6 +3,8 @@
 // with 429 and the seconds of debt left, streams and requests counted by the node, a refusal
 // naming the quota and never an amount, a delete or drop never refused, the quota kept in
 // `<t>.quota` across a restart, usage read by the admin token only, PUT's validation.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>

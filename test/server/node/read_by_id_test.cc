@@ -2,6 +2,8 @@
 // FenecQL (Executor::read_by_id), against the real binary: it answers the row as `get <c> where
 // _id = $1` does, follows schema changes at once, and refuses as before (404 naming the
 // collection or the id, Fenec-Seq and Fenec-History on a 200).
+#include <gtest/gtest.h>
+
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test::read_by_id_test {

@@ -2,6 +2,8 @@
 // against the real binary (node-http.md §14 cases 88, 90, 92), and the transport details of
 // §2-§4 the other node tests leave out: HEAD, the tenant's description, 405 with Allow, the 404
 // naming the planes, X-Request-Id on a 401, Fenec-Seq on REST writes, and CORS (§2.3).
+#include <gtest/gtest.h>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>

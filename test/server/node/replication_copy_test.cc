@@ -4,6 +4,8 @@
 // ending the copy's subscribers and the streams served from it `closing`; a follow with no copy
 // here makes an empty one of the given lineage, which answers lineage checks and promotes; a
 // block over the frame bound goes as `C` continuation frames and replicates whole.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <thread>

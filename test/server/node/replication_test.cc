@@ -2,6 +2,8 @@
 // (node-http.md §10, §8.6, §8.7; §14 cases 32, 78, 79, 80, 82, 83, 85, 86): the feed's
 // credentials and first frame, a follower catching up live and after a restart, writes refused
 // on a replica, Fenec-After on a stalled replica, promotion's checks and its audit line.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <thread>
 

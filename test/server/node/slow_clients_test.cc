@@ -1,6 +1,8 @@
 // test/server/node/slow_clients_test.cc: slow clients do not lock others out of the node (issue
 // 17 item 1), against the real binary: the node's flags reach the runtime's head deadline,
 // reserved share and eviction (proved in detail in test/server/runtime/loop_test.cc).
+#include <gtest/gtest.h>
+
 #include "test/server/node/node_fixture.h"
 #include "test/support/slow_loris.h"
 

@@ -3,6 +3,8 @@
 // replaces it, a `change` puts and deletes. After a resume, the copy must equal the shape as it
 // stands (a row deleted or gone from the shape after the cursor is named in `dels` or a reseed
 // leaves it out), and no `dels` names a row the shape never held.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>

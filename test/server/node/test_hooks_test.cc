@@ -4,6 +4,8 @@
 // statement's `now` on fenec-node-hooks and is ignored by fenec-node; a `Fenec-Test-Stall: land=`
 // holds a write's answer on fenec-node-hooks and not on fenec-node; FENEC_TEST_FEED_FRAME_BYTES
 // cuts a block into `C` frames on fenec-node-hooks' feed and not on fenec-node's.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <iterator>

@@ -2,6 +2,8 @@
 // binary (node-http.md §14 cases 1-9, 87, 89, 93 and the kill -9 case): pipelining,
 // limits, slow and idle peers, the tenant registry closing idle tenants, metrics that promtool
 // passes, SIGTERM, and every acknowledged write surviving a SIGKILL.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <fstream>
 #include <mutex>
