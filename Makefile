@@ -35,7 +35,7 @@ CMAKE_DEFAULTS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF -DFENEC_UN
 FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure build run run-cluster test test-slow test-asan ci fuzz bench format clean
+.PHONY: help deps deps-dev configure build run run-cluster test test-slow test-asan ci fuzz bench format clean
 
 help:
 	@echo "Fenec make targets:"
@@ -89,6 +89,7 @@ help:
 	@echo "                   before | after in $(BUILD)/hostile.txt"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
+	@echo "  make deps-dev    the same, and clang and clang-format for make fuzz and make format"
 	@echo "  make format      clang-format -i every .h and .cc"
 	@echo "  make clean       remove the build folders"
 	@echo "Variables: BUILD=$(BUILD) JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS)" \
@@ -96,6 +97,9 @@ help:
 
 deps:
 	@bash ci/setup
+
+deps-dev:
+	@bash ci/setup --dev
 
 configure: deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_DEFAULTS) $(CMAKE_ARGS)
@@ -138,7 +142,7 @@ ci:
 # Each fuzz/<name>_fuzz.cc builds $(FUZZ_BUILD)/fuzz/fuzz_<name>; it runs over a copy of
 # fuzz/corpus/<name>/ so what libFuzzer adds never lands in the committed corpus. Crash inputs go
 # to $(FUZZ_ARTIFACTS)/<name>/. Every target runs; the target fails if any of them failed.
-fuzz: deps
+fuzz: deps-dev
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja $(CMAKE_DEFAULTS) \
 	    -DFENEC_FUZZ=ON -DFENEC_TESTS=OFF -DFENEC_BENCH=OFF $(CMAKE_ARGS)
 	ninja -C $(FUZZ_BUILD) -j$(JOBS)
@@ -173,7 +177,7 @@ bench: build
 	if [ $$found -eq 0 ]; then echo "make bench: no benchmarks in $(BUILD)/bench" >&2; exit 1; fi; \
 	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed" >&2; exit 1; fi
 
-format: deps
+format: deps-dev
 	find $(FORMAT_DIRS) -path fuzz/corpus -prune -o \( -name '*.h' -o -name '*.cc' \) -print \
 	    | xargs -r clang-format -i
 
