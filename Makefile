@@ -6,6 +6,8 @@
 
 BUILD ?= build
 JOBS ?= 2
+# How many test executables ctest runs at once. `make test` runs one at a time; CI runs two.
+TEST_JOBS ?= 1
 FUZZ_SECONDS ?= 30
 HOSTILE_BEFORE ?=
 DRILL_RUNS ?= 3
@@ -29,7 +31,7 @@ OPT_FLAGS ?= -O2 -g -DNDEBUG
 
 # Options the Makefile states on every configure, so a build folder always reflects the last
 # command that configured it (CMake caches -D values). CMAKE_ARGS comes last and wins.
-CMAKE_DEFAULTS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF -DFENEC_UNITY=OFF \
+CMAKE_DEFAULTS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF -DFENEC_UNITY=OFF -DFENEC_TEST_OPT= \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='$(OPT_FLAGS)'
 
 FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
@@ -117,7 +119,7 @@ run-cluster: build
 	tools/run-cluster.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard $(DEMO_DIR)-cluster
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j1
+	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L unit -j$(TEST_JOBS)
 
 test-slow: build
 	ctest --test-dir $(BUILD) --output-on-failure -L slow -j1
@@ -133,11 +135,15 @@ test-asan:
 
 # Both CI builds are unity builds (FENEC_UNITY, CMakeLists.txt): a cold build parses the heavy
 # headers once per batch of sources rather than once per file (docs/benchmarks.md, "CI's builds").
+# The sanitizer build compiles the sources under test/ at -O0 (FENEC_TEST_OPT, CMakeLists.txt):
+# the code under test keeps -O1. Each build's suites run two executables at a time (TEST_JOBS):
+# most of a suite's time is spent waiting on processes and sockets, not on a core.
 ci:
 	$(MAKE) --no-print-directory test CMAKE_ARGS='-DFENEC_WERROR=ON -DFENEC_UNITY=ON' \
-	    OPT_FLAGS='-O2 -g1 -DNDEBUG'
-	$(MAKE) --no-print-directory test-asan CMAKE_ARGS='-DFENEC_WERROR=ON -DFENEC_UNITY=ON' \
-	    ASAN_OPT_FLAGS='-O1 -g1'
+	    OPT_FLAGS='-O2 -g1 -DNDEBUG' TEST_JOBS=2
+	$(MAKE) --no-print-directory test-asan \
+	    CMAKE_ARGS='-DFENEC_WERROR=ON -DFENEC_UNITY=ON -DFENEC_TEST_OPT=-O0' \
+	    ASAN_OPT_FLAGS='-O1 -g1' TEST_JOBS=2
 
 # Each fuzz/<name>_fuzz.cc builds $(FUZZ_BUILD)/fuzz/fuzz_<name>; it runs over a copy of
 # fuzz/corpus/<name>/ so what libFuzzer adds never lands in the committed corpus. Crash inputs go
