@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "index/limits.h"
 #include "index/memory.h"
 #include "index/tokenizer.h"
 
@@ -54,7 +55,11 @@ void TextField::add(uint64_t id, std::vector<std::string> terms) {
         size_t j = i + 1;
         while (j < terms.size() && terms[j] == terms[i]) ++j;
         auto [it, fresh] = postings_.try_emplace(std::move(terms[i]));
-        if (fresh) bytes_ += memory::hash_node_bytes<Postings> + memory::string_heap(it->first);
+        if (fresh) {
+            dictionary_.insert(it->first);
+            bytes_ += memory::hash_node_bytes<Postings> + memory::string_heap(it->first) +
+                      memory::tree_node_bytes<std::string_view>;
+        }
         Postings& list = it->second;
         const size_t capacity = list.capacity();
         const Posting p{id, static_cast<uint32_t>(j - i), dl};
@@ -89,7 +94,9 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
             if (at != list.end() && at->id == id) list.erase(at);
             if (list.empty()) {
                 bytes_ -= memory::hash_node_bytes<Postings> + memory::string_heap(it->first) +
+                          memory::tree_node_bytes<std::string_view> +
                           list.capacity() * sizeof(Posting);
+                dictionary_.erase(it->first);
                 postings_.erase(it);
             }
         }
@@ -100,20 +107,48 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
     total_length_ -= terms.size();
 }
 
-std::vector<std::pair<uint64_t, double>> TextField::match(
+engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> TextField::query_terms(
+    std::string_view query) const {
+    // Views of the query's own terms until the end of this call, of dictionary_'s keys after:
+    // a prefix's terms are the dictionary's, and a whole term the dictionary lacks scores
+    // nothing, so only terms the dictionary holds are kept.
+    std::vector<QueryTerm> words = tokenize_query(query);
+    std::vector<std::pair<std::string_view, uint32_t>> distinct;
+    std::unordered_map<std::string_view, size_t> seen;
+    auto count = [&](std::string_view term) {
+        auto [it, fresh] = seen.emplace(term, distinct.size());
+        if (fresh) distinct.emplace_back(term, 0);
+        ++distinct[it->second].second;
+    };
+    size_t expanded = 0;
+    for (const QueryTerm& w : words) {
+        if (!w.prefix) {
+            auto at = dictionary_.find(w.text);
+            if (at != dictionary_.end()) count(*at);
+            continue;
+        }
+        for (auto at = dictionary_.lower_bound(w.text);
+             at != dictionary_.end() && at->starts_with(w.text); ++at) {
+            if (++expanded > limits::match_prefix_terms_max) {
+                return Status::error(engine::Code::invalid_argument,
+                                     "the prefix `" + w.text + "*` takes the query past " +
+                                         std::to_string(limits::match_prefix_terms_max) +
+                                         " terms (match_prefix_terms_max): make it longer");
+            }
+            count(*at);
+        }
+    }
+    return distinct;
+}
+
+engine::Result<std::vector<std::pair<uint64_t, double>>> TextField::match(
     std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const {
     std::vector<std::pair<uint64_t, double>> out;
     if (k == 0 || rows_ == 0) return out;
 
-    // Distinct query terms in order of first appearance, with their counts.
-    std::vector<std::string> words = tokenize(query);
-    std::vector<std::pair<std::string_view, uint32_t>> distinct;
-    std::unordered_map<std::string_view, size_t> seen;
-    for (const std::string& w : words) {
-        auto [it, fresh] = seen.emplace(w, distinct.size());
-        if (fresh) distinct.emplace_back(w, 0);
-        ++distinct[it->second].second;
-    }
+    engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> terms = query_terms(query);
+    if (!terms.is_ok()) return terms.status();
+    const std::vector<std::pair<std::string_view, uint32_t>>& distinct = terms.value();
 
     struct Cursor {
         const Posting* at;
@@ -125,7 +160,7 @@ std::vector<std::pair<uint64_t, double>> TextField::match(
     std::vector<Cursor> cursors;  // in query-term order
     for (const auto& [term, qtf] : distinct) {
         auto it = postings_.find(std::string(term));
-        if (it == postings_.end()) continue;
+        assert(it != postings_.end());  // query_terms keeps the dictionary's terms only
         const auto df = static_cast<double>(it->second.size());
         const double idf = std::log(1 + (n - df + 0.5) / (df + 0.5));
         cursors.push_back(
@@ -194,11 +229,12 @@ std::optional<TextStats> TextIndexes::stats(engine::CollectionId c, uint16_t slo
     return f ? std::optional<TextStats>(f->stats()) : std::nullopt;
 }
 
-std::vector<std::pair<uint64_t, double>> TextIndexes::match(
+engine::Result<std::vector<std::pair<uint64_t, double>>> TextIndexes::match(
     engine::CollectionId c, uint16_t slot, std::string_view query,
     const std::function<bool(uint64_t)>& keep, size_t k) const {
     const TextField* f = find(c, slot);
-    return f ? f->match(query, keep, k) : std::vector<std::pair<uint64_t, double>>{};
+    if (!f) return std::vector<std::pair<uint64_t, double>>{};
+    return f->match(query, keep, k);
 }
 
 // A write replaces `before` by `after`; its undo replaces `after` by `before`.

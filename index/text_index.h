@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,11 +48,10 @@ public:
     uint64_t memory_bytes() const { return bytes_; }
 
     // See TextIndexes::match.
-    std::vector<std::pair<uint64_t, double>> match(std::string_view query,
-                                                   const std::function<bool(uint64_t)>& keep,
-                                                   size_t k) const;
+    engine::Result<std::vector<std::pair<uint64_t, double>>> match(
+        std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const;
 
-private:
+  private:
     struct Posting {
         uint64_t id = 0;
         uint32_t tf = 0;  // the term's count in the row
@@ -59,10 +59,19 @@ private:
     };
     using Postings = std::vector<Posting>;  // ascending by id
 
+    // The query's distinct terms in order of first appearance, each prefix replaced by the
+    // terms it stands for in byte order, with their counts; refused past
+    // limits::match_prefix_terms_max.
+    engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> query_terms(
+        std::string_view query) const;
+
     uint16_t slot_;
     double k1_;
     double b_;
     std::unordered_map<std::string, Postings> postings_;
+    // postings_'s keys in byte order (views of them: a node's key never moves), so a prefix
+    // finds its terms as one range.
+    std::set<std::string_view> dictionary_;
     uint64_t rows_ = 0;
     uint64_t total_length_ = 0;
     uint64_t bytes_ = 0;
@@ -89,13 +98,14 @@ public:
     // The rows holding at least one term of `query` that `keep` accepts, scored by BM25 over the
     // whole collection's statistics (fenecql.md §8), best first, equal scores by lower id, at
     // most `k`. Empty if (c, slot) is not a @text field or the query has no terms. `keep` is
-    // called at most once per row holding a query term.
-    std::vector<std::pair<uint64_t, double>> match(engine::CollectionId c, uint16_t slot,
-                                                   std::string_view query,
-                                                   const std::function<bool(uint64_t)>& keep,
-                                                   size_t k) const;
+    // called at most once per row holding a query term. A prefix term (`search*`,
+    // index/tokenizer.h) counts as every term of the field starting with it, each once; more
+    // than limits::match_prefix_terms_max of them in one query is invalid_argument.
+    engine::Result<std::vector<std::pair<uint64_t, double>>> match(
+        engine::CollectionId c, uint16_t slot, std::string_view query,
+        const std::function<bool(uint64_t)>& keep, size_t k) const;
 
-private:
+  private:
     const TextField* find(engine::CollectionId c, uint16_t slot) const;
     void apply(const engine::WriteEvent& ev, bool undo);
 

@@ -132,9 +132,10 @@ void emit_word(std::string_view text, const std::vector<Unit>& word, TermMapper&
     }
 }
 
-}  // namespace
-
-std::vector<std::string> tokenize(std::string_view utf8) {
+// Splits `utf8` into terms; `word_end(end, before, after)` is called after each word with the
+// byte offset just past it and the count of terms before and after it, to look at what follows.
+template <class WordEnd>
+std::vector<std::string> split(std::string_view utf8, WordEnd word_end) {
     std::vector<std::string> terms;
     // ICU indexes in int32_t; a document is at most 16 MiB (engine/limits.h).
     assert(utf8.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
@@ -143,7 +144,10 @@ std::vector<std::string> tokenize(std::string_view utf8) {
     TermMapper mapper(terms);
     std::vector<Unit> word;
     auto flush = [&] {
-        if (!word.empty()) emit_word(utf8, word, mapper);
+        if (word.empty()) return;
+        const size_t before = terms.size();
+        emit_word(utf8, word, mapper);
+        word_end(word.back().end, before, terms.size());
         word.clear();
     };
     int32_t i = 0;
@@ -174,6 +178,25 @@ std::vector<std::string> tokenize(std::string_view utf8) {
     }
     flush();
     return terms;
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize(std::string_view utf8) {
+    return split(utf8, [](int32_t, size_t, size_t) {});
+}
+
+std::vector<QueryTerm> tokenize_query(std::string_view utf8) {
+    std::vector<size_t> prefixes;  // indexes of the terms a `*` follows
+    std::vector<std::string> terms = split(utf8, [&](int32_t end, size_t before, size_t after) {
+        const auto at = static_cast<size_t>(end);
+        if (after > before && at < utf8.size() && utf8[at] == '*') prefixes.push_back(after - 1);
+    });
+    std::vector<QueryTerm> out;
+    out.reserve(terms.size());
+    for (std::string& t : terms) out.push_back(QueryTerm{std::move(t), false});
+    for (size_t i : prefixes) out[i].prefix = true;
+    return out;
 }
 
 }  // namespace fenec::index

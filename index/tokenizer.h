@@ -9,7 +9,8 @@
 //    stands on either side of the stretch is a word of its own.
 // 3. Every term is mapped by ICU's NFKC_Casefold, then U+0131 becomes `i` and U+0307 is removed
 //    (so I, İ, ı and i fold together); empty terms are dropped.
-// Ill-formed UTF-8 sequences separate. Thread-safe: no state beyond ICU's own immutable data.
+// Ill-formed UTF-8 sequences separate. A query marks its prefix terms with `*` (tokenize_query).
+// Thread-safe: no state beyond ICU's own immutable data.
 #pragma once
 
 #include <string>
@@ -20,5 +21,17 @@ namespace fenec::index {
 
 // The terms of `utf8` in text order, repeats kept.
 std::vector<std::string> tokenize(std::string_view utf8);
+
+// A term of a `match` query: a whole term, or a prefix standing for every term of the index
+// that starts with it (fenecql.md §8, prefix terms).
+struct QueryTerm {
+    std::string text;
+    bool prefix = false;
+};
+
+// The terms of a query, as tokenize() makes them, in text order, repeats kept. A `*` written
+// right after a word (no space between) makes the word's last term a prefix: `search*`,
+// `東京*`; a `*` standing alone, or after a separator, only separates.
+std::vector<QueryTerm> tokenize_query(std::string_view utf8);
 
 }  // namespace fenec::index

@@ -86,7 +86,11 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
             std::optional<engine::DocView> doc = view.get(c, engine::DocId{id});
             return doc && (!where || matches(*where, engine::DocId{id}, *doc, ctx));
         };
-        hits = indexes.text().match(c, slot.value(), *text, keep, k);
+        engine::Result<std::vector<std::pair<uint64_t, double>>> found =
+            indexes.text().match(c, slot.value(), *text, keep, k);
+        if (!found.is_ok())  // a prefix standing for too many terms
+            return error_at(g.match->query.pos, std::string(found.status().message()));
+        hits = std::move(found.value());
     } else {
         QlResult<uint16_t> slot =
             ranked_field(g.near->field, schema, engine::IndexKind::hnsw, "near");
