@@ -10,6 +10,7 @@
 
 #include "index/limits.h"
 #include "index/memory.h"
+#include "index/stemmer.h"
 #include "index/tokenizer.h"
 
 namespace fenec::index {
@@ -24,9 +25,9 @@ std::optional<std::string> text_of(const engine::DocView& doc, uint16_t slot) {
     return std::nullopt;
 }
 
-std::vector<std::string> terms_of(const engine::DocView& doc, uint16_t slot) {
-    std::optional<std::string> text = text_of(doc, slot);
-    return text ? tokenize(*text) : std::vector<std::string>{};
+std::vector<std::string> terms_of(const TextField& field, const engine::DocView& doc) {
+    std::optional<std::string> text = text_of(doc, field.slot());
+    return text ? field.terms(*text) : std::vector<std::string>{};
 }
 
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
@@ -45,7 +46,21 @@ bool better(const Ranked& a, const Ranked& b) {
 }  // namespace
 
 TextField::TextField(uint16_t slot, const engine::TextParams& params)
-    : slot_(slot), k1_(params.k1_hundredths / 100.0), b_(params.b_hundredths / 100.0) {}
+    : slot_(slot),
+      k1_(params.k1_hundredths / 100.0),
+      b_(params.b_hundredths / 100.0),
+      stem_(params.stem) {
+    if (stem_.empty()) return;
+    stemmer_ = Stemmer::make(stem_);
+    stem_missing_ = stemmer_ == nullptr;
+}
+
+TextField::~TextField() = default;
+
+std::vector<std::string> TextField::terms(std::string_view text) const {
+    if (stem_missing_) return {};  // nothing is indexed that no query could find
+    return tokenize(text, stemmer_.get());
+}
 
 void TextField::add(uint64_t id, std::vector<std::string> terms) {
     if (terms.empty()) return;
@@ -109,10 +124,21 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
 
 engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> TextField::query_terms(
     std::string_view query) const {
+    std::unique_ptr<Stemmer> stemmer;
+    if (!stem_.empty()) {
+        stemmer = Stemmer::make(stem_);
+        if (!stemmer) {
+            return Status::error(engine::Code::invalid_argument,
+                                 "the field is stemmed `" + stem_ +
+                                     "`, which this build's "
+                                     "libstemmer does not have (it has: " +
+                                     stem_languages() + ")");
+        }
+    }
     // Views of the query's own terms until the end of this call, of dictionary_'s keys after:
     // a prefix's terms are the dictionary's, and a whole term the dictionary lacks scores
     // nothing, so only terms the dictionary holds are kept.
-    std::vector<QueryTerm> words = tokenize_query(query);
+    std::vector<QueryTerm> words = tokenize_query(query, stemmer.get());
     std::vector<std::pair<std::string_view, uint32_t>> distinct;
     std::unordered_map<std::string_view, size_t> seen;
     auto count = [&](std::string_view term) {
@@ -144,11 +170,10 @@ engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> TextField::qu
 engine::Result<std::vector<std::pair<uint64_t, double>>> TextField::match(
     std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const {
     std::vector<std::pair<uint64_t, double>> out;
-    if (k == 0 || rows_ == 0) return out;
-
     engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> terms = query_terms(query);
     if (!terms.is_ok()) return terms.status();
     const std::vector<std::pair<std::string_view, uint32_t>>& distinct = terms.value();
+    if (k == 0 || rows_ == 0) return out;
 
     struct Cursor {
         const Posting* at;
@@ -246,8 +271,8 @@ void TextIndexes::apply(const engine::WriteEvent& ev, bool undo) {
     for (const auto& f : it->second) {
         const uint16_t slot = f->slot();
         if (gone && comes && same_bytes(gone->raw(slot), comes->raw(slot))) continue;
-        if (gone) f->remove(ev.id.v, terms_of(*gone, slot));
-        if (comes) f->add(ev.id.v, terms_of(*comes, slot));
+        if (gone) f->remove(ev.id.v, terms_of(*f, *gone));
+        if (comes) f->add(ev.id.v, terms_of(*f, *comes));
     }
 }
 
@@ -271,7 +296,7 @@ void TextIndexes::on_schema(engine::CollectionId c, const engine::Schema* schema
     if (fields.empty()) return;
     if (docs) {
         docs->each([&](engine::DocId id, engine::DocView doc) {
-            for (const auto& f : fields) f->add(id.v, terms_of(doc, f->slot()));
+            for (const auto& f : fields) f->add(id.v, terms_of(*f, doc));
             return true;
         });
     }

@@ -25,6 +25,8 @@
 
 namespace fenec::index {
 
+class Stemmer;
+
 // A field's corpus statistics (fenecql.md §8).
 struct TextStats {
     uint64_t rows = 0;          // N
@@ -35,27 +37,32 @@ struct TextStats {
 // One @text field's inverted index.
 class TextField {
 public:
-    // k1 and b as the schema keeps them, in hundredths (engine.md §2.4).
-    TextField(uint16_t slot, const engine::TextParams& params);
+  // k1 and b as the schema keeps them, in hundredths (engine.md §2.4); `params.stem` names
+  // the stemmer of its terms (index/stemmer.h), empty for none.
+  TextField(uint16_t slot, const engine::TextParams& params);
+  ~TextField();
 
-    uint16_t slot() const { return slot_; }
-    // `terms` are the row's tokens (index/tokenizer.h); a row with none is not counted.
-    void add(uint64_t id, std::vector<std::string> terms);
-    // Takes back an add of the same id and terms.
-    void remove(uint64_t id, std::vector<std::string> terms);
-    TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
-    // The heap its postings hold (index/memory.h), kept as rows are added and removed.
-    uint64_t memory_bytes() const { return bytes_; }
+  // The terms of a row's text, as the field makes them (stemmed under `stem`).
+  std::vector<std::string> terms(std::string_view text) const;
 
-    // See TextIndexes::match.
-    engine::Result<std::vector<std::pair<uint64_t, double>>> match(
-        std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const;
+  uint16_t slot() const { return slot_; }
+  // `terms` are the row's tokens (index/tokenizer.h); a row with none is not counted.
+  void add(uint64_t id, std::vector<std::string> terms);
+  // Takes back an add of the same id and terms.
+  void remove(uint64_t id, std::vector<std::string> terms);
+  TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
+  // The heap its postings hold (index/memory.h), kept as rows are added and removed.
+  uint64_t memory_bytes() const { return bytes_; }
 
-  private:
-    struct Posting {
-        uint64_t id = 0;
-        uint32_t tf = 0;  // the term's count in the row
-        uint32_t dl = 0;  // the row's count of terms (a row of 16 MiB holds fewer than 2^32)
+  // See TextIndexes::match.
+  engine::Result<std::vector<std::pair<uint64_t, double>>> match(
+      std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const;
+
+private:
+  struct Posting {
+      uint64_t id = 0;
+      uint32_t tf = 0;  // the term's count in the row
+      uint32_t dl = 0;  // the row's count of terms (a row of 16 MiB holds fewer than 2^32)
     };
     using Postings = std::vector<Posting>;  // ascending by id
 
@@ -68,6 +75,13 @@ public:
     uint16_t slot_;
     double k1_;
     double b_;
+    std::string stem_;  // the language, empty for none
+    // The stemmer of the rows' terms, used under the engine's writer lock only; a query makes
+    // its own (a stemmer is not thread-safe). Null when the field is not stemmed, or when this
+    // build's libstemmer lacks `stem_` (a file from another build): then the field holds no
+    // postings and a match on it is refused, never answered unstemmed.
+    std::unique_ptr<Stemmer> stemmer_;
+    bool stem_missing_ = false;
     std::unordered_map<std::string, Postings> postings_;
     // postings_'s keys in byte order (views of them: a node's key never moves), so a prefix
     // finds its terms as one range.

@@ -30,6 +30,7 @@
 #include "engine/database.h"
 #include "index/index_set.h"
 #include "index/limits.h"
+#include "index/stemmer.h"
 #include "index/tokenizer.h"
 #include "test/support/engine_fixture.h"
 
@@ -112,6 +113,38 @@ TEST(TokenizerTest, AStarRightAfterAWordMakesItsLastTermAPrefix) {
         for (const auto& [text, prefix] : query_terms(q)) plain.push_back(text);
         EXPECT_EQ(plain, tokenize(q)) << q;
     }
+}
+
+TEST(TokenizerTest, AStemmerStemsEveryTermButAPrefix) {
+    auto en = Stemmer::make("en");
+    ASSERT_NE(en, nullptr);
+    EXPECT_EQ(tokenize("Searching SEARCHES searched, search", en.get()),
+              (Terms{"search", "search", "search", "search"}));
+    EXPECT_EQ(tokenize("Searching", nullptr), (Terms{"searching"}));  // no stemmer: as before
+    using QT = std::vector<std::pair<std::string, bool>>;
+    QT got;
+    for (QueryTerm& t : tokenize_query("connected searchi* RUNNING*", en.get())) {
+        got.emplace_back(std::move(t.text), t.prefix);
+    }
+    EXPECT_EQ(got, (QT{{"connect", false}, {"searchi", true}, {"running", true}}));
+    EXPECT_EQ(Stemmer::make("klingon"), nullptr);
+    EXPECT_TRUE(stem_language_known("english"));
+    EXPECT_TRUE(stem_language_known("tur"));
+    EXPECT_FALSE(stem_language_known("EN"));  // libstemmer's names are lower case
+    EXPECT_NE(stem_languages().find("turkish"), std::string::npos);
+}
+
+TEST(TokenizerTest, TurkishStemsAfterTurkishLowercasing) {
+    auto tr = Stemmer::make("tr");
+    ASSERT_NE(tr, nullptr);
+    // I is the capital of ı here: IŞIKLAR is ışıklar, whose stem is ışık (folded to işik as every
+    // term is). Lowercased as Unicode does, it would be işiklar, which the stemmer leaves whole.
+    EXPECT_EQ(tokenize("IŞIKLAR ışıklar Işık", tr.get()), (Terms{"işik", "işik", "işik"}));
+    EXPECT_EQ(tokenize("Kitaplardan EVLERİMİZDEN arabalarımızdan", tr.get()),
+              (Terms{"kitap", "ev", "araba"}));
+    EXPECT_EQ(tokenize("I\u0307STANBUL", tr.get()), tokenize("istanbul", tr.get()));  // İ spelt I + U+0307
+    // Without a Turkish stemmer the I forms fold as §8 says, one term.
+    EXPECT_EQ(tokenize("IŞIK ışık", nullptr), (Terms{"işik", "işik"}));
 }
 
 TEST(TokenizerTest, EmptyTermsAreDropped) {
