@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     const auto keep_all = [](uint64_t) { return true; };
     benchmark::RegisterBenchmark("fenec/match_top10", [&](benchmark::State& s) {
         per_query(s, fenec_samples, kQueries, [&](size_t q) {
-            auto answer = text.match(kColl, 0, ours[q], keep_all, kTop);
+            auto answer = text.match(kColl, 0, ours[q], keep_all, kTop).value();
             benchmark::DoNotOptimize(answer.data());
             return answer.size();
         });

@@ -47,8 +47,11 @@ Result<TypeDesc> type_from_fb(const fb::TypeDesc* t, uint64_t offset, int depth)
 flatbuffers::Offset<fb::IndexDesc> to_fb(flatbuffers::FlatBufferBuilder& b, const IndexDesc& x) {
     auto hnsw = fb::CreateHnswParams(b, static_cast<fb::Metric>(x.hnsw.metric), x.hnsw.m,
                                      x.hnsw.ef_construction, x.hnsw.ef_search);
+    // No stem is no string at all, so a field without one is written byte for byte as before.
+    auto stem = x.text.stem.empty() ? flatbuffers::Offset<flatbuffers::String>()
+                                    : b.CreateString(x.text.stem);
     auto text = fb::CreateTextParams(b, x.text.k1_hundredths, x.text.b_hundredths, x.text.prefix,
-                                     x.text.prefix_min, x.text.chars);
+                                     x.text.prefix_min, x.text.chars, stem);
     return fb::CreateIndexDesc(b, static_cast<fb::IndexKind>(x.kind), x.ttl_ms, hnsw, text);
 }
 
@@ -88,8 +91,9 @@ Result<IndexDesc> from_fb(const fb::IndexDesc* x, uint64_t offset) {
                               h->ef_search()};
     }
     if (const fb::TextParams* t = x->text()) {
+        std::string stem = t->stem() ? t->stem()->str() : std::string();
         out.text = TextParams{t->k1_hundredths(), t->b_hundredths(), t->prefix(), t->prefix_min(),
-                              t->chars()};
+                              t->chars(), std::move(stem)};
     }
     return out;
 }

@@ -26,6 +26,9 @@ inline constexpr uint64_t doc_bytes_max = 16ull << 20;
 inline constexpr uint32_t collections_max = 4096;
 // Collection and field names: short identifiers.
 inline constexpr size_t name_bytes_max = 64;
+// A @text field's stemming language, as libstemmer names its algorithms (`en`, `turkish`): the
+// longest of its names is 10 bytes; this leaves room and keeps a schema record small.
+inline constexpr size_t stem_name_bytes_max = 32;
 // Fields per collection, dropped slots included: slots are never reused.
 inline constexpr size_t fields_max = 1024;
 // Nesting of lists and json objects: bounds the decoder's recursion.

@@ -2,6 +2,7 @@
 // collection and the field.
 #include "engine/schema.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "engine/limits.h"
@@ -104,6 +105,13 @@ bool is_text_or_text_list(const TypeDesc& t) {
            (t.base == BaseType::List && t.item && t.item->base == BaseType::Text);
 }
 
+// Empty (no stemming), or a name of libstemmer's shape; which names exist is index/'s to know.
+bool is_stem_name(std::string_view stem) {
+    if (stem.size() > limits::stem_name_bytes_max) return false;
+    return std::all_of(stem.begin(), stem.end(),
+                       [](char ch) { return (ch >= 'a' && ch <= 'z') || ch == '_'; });
+}
+
 Status check_index(std::string_view c, const FieldDesc& f, const IndexDesc& ix, bool on_path) {
     switch (ix.kind) {
         case IndexKind::none: return Status::ok();
@@ -123,6 +131,9 @@ Status check_index(std::string_view c, const FieldDesc& f, const IndexDesc& ix, 
             return Status::ok();
         case IndexKind::text:
             if (on_path || f.type.base != BaseType::Text) return bad(c, f.name, "@text needs a text field");
+            if (!is_stem_name(ix.text.stem)) {
+                return bad(c, f.name, "a stemming language is named by 1..32 bytes of [a-z_]");
+            }
             return Status::ok();
         case IndexKind::hnsw:
             if (on_path || f.type.base != BaseType::Vector) {

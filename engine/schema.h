@@ -44,6 +44,10 @@ struct TextParams {
     uint8_t prefix = 0;
     uint8_t prefix_min = 0;
     bool chars = false;
+    // `@text(stem <language>)`: the Snowball algorithm the field's terms are stemmed by, as
+    // libstemmer names it (index/stemmer.h); empty: not stemmed. The engine keeps the name and
+    // checks its shape (limits::stem_name_bytes_max, [a-z_]); the index knows the languages.
+    std::string stem;
     bool operator==(const TextParams&) const = default;
 };
 

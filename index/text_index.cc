@@ -8,7 +8,9 @@
 #include <cassert>
 #include <cmath>
 
+#include "index/limits.h"
 #include "index/memory.h"
+#include "index/stemmer.h"
 #include "index/tokenizer.h"
 
 namespace fenec::index {
@@ -23,9 +25,9 @@ std::optional<std::string> text_of(const engine::DocView& doc, uint16_t slot) {
     return std::nullopt;
 }
 
-std::vector<std::string> terms_of(const engine::DocView& doc, uint16_t slot) {
-    std::optional<std::string> text = text_of(doc, slot);
-    return text ? tokenize(*text) : std::vector<std::string>{};
+std::vector<std::string> terms_of(const TextField& field, const engine::DocView& doc) {
+    std::optional<std::string> text = text_of(doc, field.slot());
+    return text ? field.terms(*text) : std::vector<std::string>{};
 }
 
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
@@ -44,7 +46,21 @@ bool better(const Ranked& a, const Ranked& b) {
 }  // namespace
 
 TextField::TextField(uint16_t slot, const engine::TextParams& params)
-    : slot_(slot), k1_(params.k1_hundredths / 100.0), b_(params.b_hundredths / 100.0) {}
+    : slot_(slot),
+      k1_(params.k1_hundredths / 100.0),
+      b_(params.b_hundredths / 100.0),
+      stem_(params.stem) {
+    if (stem_.empty()) return;
+    stemmer_ = Stemmer::make(stem_);
+    stem_missing_ = stemmer_ == nullptr;
+}
+
+TextField::~TextField() = default;
+
+std::vector<std::string> TextField::terms(std::string_view text) const {
+    if (stem_missing_) return {};  // nothing is indexed that no query could find
+    return tokenize(text, stemmer_.get());
+}
 
 void TextField::add(uint64_t id, std::vector<std::string> terms) {
     if (terms.empty()) return;
@@ -54,7 +70,11 @@ void TextField::add(uint64_t id, std::vector<std::string> terms) {
         size_t j = i + 1;
         while (j < terms.size() && terms[j] == terms[i]) ++j;
         auto [it, fresh] = postings_.try_emplace(std::move(terms[i]));
-        if (fresh) bytes_ += memory::hash_node_bytes<Postings> + memory::string_heap(it->first);
+        if (fresh) {
+            dictionary_.insert(it->first);
+            bytes_ += memory::hash_node_bytes<Postings> + memory::string_heap(it->first) +
+                      memory::tree_node_bytes<std::string_view>;
+        }
         Postings& list = it->second;
         const size_t capacity = list.capacity();
         const Posting p{id, static_cast<uint32_t>(j - i), dl};
@@ -89,7 +109,9 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
             if (at != list.end() && at->id == id) list.erase(at);
             if (list.empty()) {
                 bytes_ -= memory::hash_node_bytes<Postings> + memory::string_heap(it->first) +
+                          memory::tree_node_bytes<std::string_view> +
                           list.capacity() * sizeof(Posting);
+                dictionary_.erase(it->first);
                 postings_.erase(it);
             }
         }
@@ -100,20 +122,58 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
     total_length_ -= terms.size();
 }
 
-std::vector<std::pair<uint64_t, double>> TextField::match(
-    std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const {
-    std::vector<std::pair<uint64_t, double>> out;
-    if (k == 0 || rows_ == 0) return out;
-
-    // Distinct query terms in order of first appearance, with their counts.
-    std::vector<std::string> words = tokenize(query);
+engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> TextField::query_terms(
+    std::string_view query) const {
+    std::unique_ptr<Stemmer> stemmer;
+    if (!stem_.empty()) {
+        stemmer = Stemmer::make(stem_);
+        if (!stemmer) {
+            return Status::error(engine::Code::invalid_argument,
+                                 "the field is stemmed `" + stem_ +
+                                     "`, which this build's "
+                                     "libstemmer does not have (it has: " +
+                                     stem_languages() + ")");
+        }
+    }
+    // Views of the query's own terms until the end of this call, of dictionary_'s keys after:
+    // a prefix's terms are the dictionary's, and a whole term the dictionary lacks scores
+    // nothing, so only terms the dictionary holds are kept.
+    std::vector<QueryTerm> words = tokenize_query(query, stemmer.get());
     std::vector<std::pair<std::string_view, uint32_t>> distinct;
     std::unordered_map<std::string_view, size_t> seen;
-    for (const std::string& w : words) {
-        auto [it, fresh] = seen.emplace(w, distinct.size());
-        if (fresh) distinct.emplace_back(w, 0);
+    auto count = [&](std::string_view term) {
+        auto [it, fresh] = seen.emplace(term, distinct.size());
+        if (fresh) distinct.emplace_back(term, 0);
         ++distinct[it->second].second;
+    };
+    size_t expanded = 0;
+    for (const QueryTerm& w : words) {
+        if (!w.prefix) {
+            auto at = dictionary_.find(w.text);
+            if (at != dictionary_.end()) count(*at);
+            continue;
+        }
+        for (auto at = dictionary_.lower_bound(w.text);
+             at != dictionary_.end() && at->starts_with(w.text); ++at) {
+            if (++expanded > limits::match_prefix_terms_max) {
+                return Status::error(engine::Code::invalid_argument,
+                                     "the prefix `" + w.text + "*` takes the query past " +
+                                         std::to_string(limits::match_prefix_terms_max) +
+                                         " terms (match_prefix_terms_max): make it longer");
+            }
+            count(*at);
+        }
     }
+    return distinct;
+}
+
+engine::Result<std::vector<std::pair<uint64_t, double>>> TextField::match(
+    std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const {
+    std::vector<std::pair<uint64_t, double>> out;
+    engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> terms = query_terms(query);
+    if (!terms.is_ok()) return terms.status();
+    const std::vector<std::pair<std::string_view, uint32_t>>& distinct = terms.value();
+    if (k == 0 || rows_ == 0) return out;
 
     struct Cursor {
         const Posting* at;
@@ -125,7 +185,7 @@ std::vector<std::pair<uint64_t, double>> TextField::match(
     std::vector<Cursor> cursors;  // in query-term order
     for (const auto& [term, qtf] : distinct) {
         auto it = postings_.find(std::string(term));
-        if (it == postings_.end()) continue;
+        assert(it != postings_.end());  // query_terms keeps the dictionary's terms only
         const auto df = static_cast<double>(it->second.size());
         const double idf = std::log(1 + (n - df + 0.5) / (df + 0.5));
         cursors.push_back(
@@ -194,11 +254,12 @@ std::optional<TextStats> TextIndexes::stats(engine::CollectionId c, uint16_t slo
     return f ? std::optional<TextStats>(f->stats()) : std::nullopt;
 }
 
-std::vector<std::pair<uint64_t, double>> TextIndexes::match(
+engine::Result<std::vector<std::pair<uint64_t, double>>> TextIndexes::match(
     engine::CollectionId c, uint16_t slot, std::string_view query,
     const std::function<bool(uint64_t)>& keep, size_t k) const {
     const TextField* f = find(c, slot);
-    return f ? f->match(query, keep, k) : std::vector<std::pair<uint64_t, double>>{};
+    if (!f) return std::vector<std::pair<uint64_t, double>>{};
+    return f->match(query, keep, k);
 }
 
 // A write replaces `before` by `after`; its undo replaces `after` by `before`.
@@ -210,8 +271,8 @@ void TextIndexes::apply(const engine::WriteEvent& ev, bool undo) {
     for (const auto& f : it->second) {
         const uint16_t slot = f->slot();
         if (gone && comes && same_bytes(gone->raw(slot), comes->raw(slot))) continue;
-        if (gone) f->remove(ev.id.v, terms_of(*gone, slot));
-        if (comes) f->add(ev.id.v, terms_of(*comes, slot));
+        if (gone) f->remove(ev.id.v, terms_of(*f, *gone));
+        if (comes) f->add(ev.id.v, terms_of(*f, *comes));
     }
 }
 
@@ -235,7 +296,7 @@ void TextIndexes::on_schema(engine::CollectionId c, const engine::Schema* schema
     if (fields.empty()) return;
     if (docs) {
         docs->each([&](engine::DocId id, engine::DocView doc) {
-            for (const auto& f : fields) f->add(id.v, terms_of(doc, f->slot()));
+            for (const auto& f : fields) f->add(id.v, terms_of(*f, doc));
             return true;
         });
     }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +24,8 @@
 #include "engine/hooks.h"
 
 namespace fenec::index {
+
+class Stemmer;
 
 // A field's corpus statistics (fenecql.md §8).
 struct TextStats {
@@ -34,35 +37,55 @@ struct TextStats {
 // One @text field's inverted index.
 class TextField {
 public:
-    // k1 and b as the schema keeps them, in hundredths (engine.md §2.4).
-    TextField(uint16_t slot, const engine::TextParams& params);
+  // k1 and b as the schema keeps them, in hundredths (engine.md §2.4); `params.stem` names
+  // the stemmer of its terms (index/stemmer.h), empty for none.
+  TextField(uint16_t slot, const engine::TextParams& params);
+  ~TextField();
 
-    uint16_t slot() const { return slot_; }
-    // `terms` are the row's tokens (index/tokenizer.h); a row with none is not counted.
-    void add(uint64_t id, std::vector<std::string> terms);
-    // Takes back an add of the same id and terms.
-    void remove(uint64_t id, std::vector<std::string> terms);
-    TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
-    // The heap its postings hold (index/memory.h), kept as rows are added and removed.
-    uint64_t memory_bytes() const { return bytes_; }
+  // The terms of a row's text, as the field makes them (stemmed under `stem`).
+  std::vector<std::string> terms(std::string_view text) const;
 
-    // See TextIndexes::match.
-    std::vector<std::pair<uint64_t, double>> match(std::string_view query,
-                                                   const std::function<bool(uint64_t)>& keep,
-                                                   size_t k) const;
+  uint16_t slot() const { return slot_; }
+  // `terms` are the row's tokens (index/tokenizer.h); a row with none is not counted.
+  void add(uint64_t id, std::vector<std::string> terms);
+  // Takes back an add of the same id and terms.
+  void remove(uint64_t id, std::vector<std::string> terms);
+  TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
+  // The heap its postings hold (index/memory.h), kept as rows are added and removed.
+  uint64_t memory_bytes() const { return bytes_; }
+
+  // See TextIndexes::match.
+  engine::Result<std::vector<std::pair<uint64_t, double>>> match(
+      std::string_view query, const std::function<bool(uint64_t)>& keep, size_t k) const;
 
 private:
-    struct Posting {
-        uint64_t id = 0;
-        uint32_t tf = 0;  // the term's count in the row
-        uint32_t dl = 0;  // the row's count of terms (a row of 16 MiB holds fewer than 2^32)
+  struct Posting {
+      uint64_t id = 0;
+      uint32_t tf = 0;  // the term's count in the row
+      uint32_t dl = 0;  // the row's count of terms (a row of 16 MiB holds fewer than 2^32)
     };
     using Postings = std::vector<Posting>;  // ascending by id
+
+    // The query's distinct terms in order of first appearance, each prefix replaced by the
+    // terms it stands for in byte order, with their counts; refused past
+    // limits::match_prefix_terms_max.
+    engine::Result<std::vector<std::pair<std::string_view, uint32_t>>> query_terms(
+        std::string_view query) const;
 
     uint16_t slot_;
     double k1_;
     double b_;
+    std::string stem_;  // the language, empty for none
+    // The stemmer of the rows' terms, used under the engine's writer lock only; a query makes
+    // its own (a stemmer is not thread-safe). Null when the field is not stemmed, or when this
+    // build's libstemmer lacks `stem_` (a file from another build): then the field holds no
+    // postings and a match on it is refused, never answered unstemmed.
+    std::unique_ptr<Stemmer> stemmer_;
+    bool stem_missing_ = false;
     std::unordered_map<std::string, Postings> postings_;
+    // postings_'s keys in byte order (views of them: a node's key never moves), so a prefix
+    // finds its terms as one range.
+    std::set<std::string_view> dictionary_;
     uint64_t rows_ = 0;
     uint64_t total_length_ = 0;
     uint64_t bytes_ = 0;
@@ -89,13 +112,14 @@ public:
     // The rows holding at least one term of `query` that `keep` accepts, scored by BM25 over the
     // whole collection's statistics (fenecql.md §8), best first, equal scores by lower id, at
     // most `k`. Empty if (c, slot) is not a @text field or the query has no terms. `keep` is
-    // called at most once per row holding a query term.
-    std::vector<std::pair<uint64_t, double>> match(engine::CollectionId c, uint16_t slot,
-                                                   std::string_view query,
-                                                   const std::function<bool(uint64_t)>& keep,
-                                                   size_t k) const;
+    // called at most once per row holding a query term. A prefix term (`search*`,
+    // index/tokenizer.h) counts as every term of the field starting with it, each once; more
+    // than limits::match_prefix_terms_max of them in one query is invalid_argument.
+    engine::Result<std::vector<std::pair<uint64_t, double>>> match(
+        engine::CollectionId c, uint16_t slot, std::string_view query,
+        const std::function<bool(uint64_t)>& keep, size_t k) const;
 
-private:
+  private:
     const TextField* find(engine::CollectionId c, uint16_t slot) const;
     void apply(const engine::WriteEvent& ev, bool undo);
 

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "index/stemmer.h"
+
 namespace fenec::index {
 namespace {
 
@@ -49,22 +51,26 @@ struct Unit {
 };
 
 // Maps terms by NFKC_Casefold and the two Turkish rules; reuses its buffers across terms.
+// Before a stemmer (`keep_dotless`), ı is kept for it and U+0307 still removed; under a Turkish
+// stemmer I and İ are first lowercased as Turkish does (I → ı, İ and I + U+0307 → i).
 class TermMapper {
 public:
-    explicit TermMapper(std::vector<std::string>& out) : out_(out) {}
+  TermMapper(std::vector<std::string>& out, bool keep_dotless, bool turkish)
+      : out_(out), keep_dotless_(keep_dotless), turkish_(turkish) {}
 
-    void emit(std::string_view raw) {
-        bool ascii = true;
-        for (char ch : raw) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
-        if (ascii) {  // letters and digits only: NFKC_Casefold is lower-casing
-            std::string term(raw);
-            for (char& ch : term) {
-                if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-            }
-            out_.push_back(std::move(term));
-            return;
-        }
-        emit_icu(raw);
+  void emit(std::string_view raw) {
+      bool ascii = true;
+      for (char ch : raw) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
+      if (ascii && turkish_ && raw.find('I') != std::string_view::npos) ascii = false;
+      if (ascii) {  // letters and digits only: NFKC_Casefold is lower-casing
+          std::string term(raw);
+          for (char& ch : term) {
+              if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+          }
+          out_.push_back(std::move(term));
+          return;
+      }
+      emit_icu(raw);
     }
 
 private:
@@ -78,6 +84,7 @@ private:
         u_strFromUTF8WithSub(src_.data(), static_cast<int32_t>(src_.size()), &src_len, raw.data(),
                              static_cast<int32_t>(raw.size()), 0xFFFD, nullptr, &err);
         assert(U_SUCCESS(err));
+        if (turkish_) src_len = lower_turkish_i(src_len);
         if (dst_.size() < src_.size() * 2 + 8) dst_.resize(src_.size() * 2 + 8);
         int32_t dst_len = unorm2_normalize(nfkc_cf, src_.data(), src_len, dst_.data(),
                                            static_cast<int32_t>(dst_.size()), &err);
@@ -92,7 +99,7 @@ private:
         for (int32_t i = 0; i < dst_len; ++i) {
             const char16_t u = dst_[static_cast<size_t>(i)];
             if (u == 0x0307) continue;
-            dst_[static_cast<size_t>(kept++)] = u == 0x0131 ? char16_t{'i'} : u;
+            dst_[static_cast<size_t>(kept++)] = u == 0x0131 && !keep_dotless_ ? char16_t{'i'} : u;
         }
         if (kept == 0) return;  // empty terms are dropped
         std::string term(static_cast<size_t>(kept) * 3, '\0');
@@ -104,7 +111,28 @@ private:
         out_.push_back(std::move(term));
     }
 
+    // I → ı, İ → i and I + U+0307 → i in src_'s first `len` units (Turkish lowercasing of the
+    // I forms; NFKC_Casefold then leaves ı and i as they are). Returns the new length.
+    int32_t lower_turkish_i(int32_t len) {
+        int32_t kept = 0;
+        for (int32_t i = 0; i < len; ++i) {
+            char16_t u = src_[static_cast<size_t>(i)];
+            if (u == u'I' && i + 1 < len && src_[static_cast<size_t>(i) + 1] == 0x0307) {
+                u = u'i';
+                ++i;
+            } else if (u == u'I') {
+                u = 0x0131;
+            } else if (u == 0x0130) {
+                u = u'i';
+            }
+            src_[static_cast<size_t>(kept++)] = u;
+        }
+        return kept;
+    }
+
     std::vector<std::string>& out_;
+    const bool keep_dotless_;
+    const bool turkish_;
     std::u16string src_;
     std::u16string dst_;
 };
@@ -132,18 +160,50 @@ void emit_word(std::string_view text, const std::vector<Unit>& word, TermMapper&
     }
 }
 
-}  // namespace
+// ı (U+0131, C4 B1 in UTF-8) → i in a stem: the last step of the term mapping, after a stemmer
+// that needed ı to tell Turkish vowels apart.
+void fold_dotless(std::string& term) {
+    size_t kept = 0;
+    for (size_t i = 0; i < term.size(); ++i) {
+        if (term[i] == '\xC4' && i + 1 < term.size() && term[i + 1] == '\xB1') {
+            term[kept++] = 'i';
+            ++i;
+        } else {
+            term[kept++] = term[i];
+        }
+    }
+    term.resize(kept);
+}
 
-std::vector<std::string> tokenize(std::string_view utf8) {
+// Splits `utf8` into terms, stemmed by `stemmer` unless it is null. `prefix_at(end)` says
+// whether the word ending at byte offset `end` is a query's prefix, whose last term is left
+// unstemmed; `word_end(before, after)` is called after each word with the count of terms
+// before and after it.
+template <class PrefixAt, class WordEnd>
+std::vector<std::string> split(std::string_view utf8, Stemmer* stemmer, PrefixAt prefix_at,
+                               WordEnd word_end) {
     std::vector<std::string> terms;
     // ICU indexes in int32_t; a document is at most 16 MiB (engine/limits.h).
     assert(utf8.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
     const auto* s = reinterpret_cast<const uint8_t*>(utf8.data());
     const auto n = static_cast<int32_t>(utf8.size());
-    TermMapper mapper(terms);
+    TermMapper mapper(terms, stemmer != nullptr, stemmer != nullptr && stemmer->turkish());
     std::vector<Unit> word;
     auto flush = [&] {
-        if (!word.empty()) emit_word(utf8, word, mapper);
+        if (word.empty()) return;
+        const size_t before = terms.size();
+        emit_word(utf8, word, mapper);
+        const bool prefix = prefix_at(word.back().end);
+        if (stemmer != nullptr) {
+            for (size_t t = before; t < terms.size(); ++t) {
+                if (!(prefix && t + 1 == terms.size())) {
+                    const std::string_view stem = stemmer->stem(terms[t]);
+                    if (!stem.empty()) terms[t] = std::string(stem);
+                }
+                fold_dotless(terms[t]);
+            }
+        }
+        word_end(before, terms.size(), prefix);
         word.clear();
     };
     int32_t i = 0;
@@ -174,6 +234,30 @@ std::vector<std::string> tokenize(std::string_view utf8) {
     }
     flush();
     return terms;
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize(std::string_view utf8, Stemmer* stemmer) {
+    return split(
+        utf8, stemmer, [](int32_t) { return false; }, [](size_t, size_t, bool) {});
+}
+
+std::vector<QueryTerm> tokenize_query(std::string_view utf8, Stemmer* stemmer) {
+    std::vector<size_t> prefixes;  // indexes of the terms a `*` follows
+    auto star_after = [&](int32_t end) {
+        const auto at = static_cast<size_t>(end);
+        return at < utf8.size() && utf8[at] == '*';
+    };
+    std::vector<std::string> terms =
+        split(utf8, stemmer, star_after, [&](size_t before, size_t after, bool prefix) {
+            if (prefix && after > before) prefixes.push_back(after - 1);
+        });
+    std::vector<QueryTerm> out;
+    out.reserve(terms.size());
+    for (std::string& t : terms) out.push_back(QueryTerm{std::move(t), false});
+    for (size_t i : prefixes) out[i].prefix = true;
+    return out;
 }
 
 }  // namespace fenec::index

@@ -26,6 +26,12 @@ QlResult<FieldRef> resolve_column(const engine::Schema& schema, const Column& co
         ref.is_id = true;
         return ref;
     }
+    if (column.field == "_score" && column.keys.empty()) {
+        // A ranked read resolves its `_score` before it gets here (ql/exec_ranked.cc).
+        return error_at(pos,
+                        "`_score` is a ranked row's score: it exists only in a read with "
+                        "`match` or `near`");
+    }
     const std::optional<uint16_t> slot = schema.slot_of(column.field);
     if (!slot) {
         return error_at(pos, "collection `" + collection + "` has no field `" + column.field + "`");

@@ -86,11 +86,26 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
             std::optional<engine::DocView> doc = view.get(c, engine::DocId{id});
             return doc && (!where || matches(*where, engine::DocId{id}, *doc, ctx));
         };
-        hits = indexes.text().match(c, slot.value(), *text, keep, k);
+        engine::Result<std::vector<std::pair<uint64_t, double>>> found =
+            indexes.text().match(c, slot.value(), *text, keep, k);
+        if (!found.is_ok())  // a prefix standing for too many terms
+            return error_at(g.match->query.pos, std::string(found.status().message()));
+        hits = std::move(found.value());
     } else {
         QlResult<uint16_t> slot =
             ranked_field(g.near->field, schema, engine::IndexKind::hnsw, "near");
         if (!slot) return slot.take_error();
+        if (g.order) {  // the parser let through `order _score`, asc or desc
+            const bool l2 = schema.fields[slot.value()].index.hnsw.metric == engine::Metric::l2;
+            const OrderKey& key = g.order->keys[0];
+            if (key.desc == l2) {
+                return error_at(key.pos,
+                                std::string("`near` ranks the nearest first, which over ") +
+                                    (l2 ? "an l2 field is the lowest `_score`: `order _score`"
+                                        : "a cosine or dot field is the highest `_score`: "
+                                          "`order _score desc`"));
+            }
+        }
         QlResult<std::vector<float>> q = query_vector(g.near->vector, ctx, g.near->field.text);
         if (!q) return q.take_error();
         uint64_t ef = 0;
@@ -119,10 +134,8 @@ QlResult<Answer> run_ranked(const Get& g, const engine::ReadView& view,
         rows.rows.emplace_back(engine::DocId{hits[i].first}, *doc);
         scores.push_back(hits[i].second);
     }
-    QlResult<Table> t = project(rows, g.select, schema, g.collection.text);
+    QlResult<Table> t = project(rows, g.select, schema, g.collection.text, &scores);
     if (!t) return t.take_error();
-    t.value().scored = true;
-    for (size_t i = 0; i < t.value().rows.size(); ++i) t.value().rows[i].score = scores[i];
     Answer a;
     a.kind = Answer::Kind::rows;
     a.table = std::move(t.value());

@@ -75,8 +75,10 @@ Failure unique_names(const std::vector<std::string>& names, uint32_t pos) {
 }
 
 QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& select,
-                        const engine::Schema& schema, const std::string& collection) {
+                        const engine::Schema& schema, const std::string& collection,
+                        const std::vector<double>* scores) {
     std::vector<FieldRef> refs;
+    std::vector<bool> is_score;  // per column: the row's score rather than a field
     auto names = std::make_shared<std::vector<std::string>>();
     if (!select || select->star) {
         // `_id` and every live field, straight from the schema: its names are unique and none is
@@ -99,10 +101,16 @@ QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& selec
         for (const SelectItem& item : select->items) {
             const Column* col = std::get_if<Column>(&item.what);
             if (!col) return error_at(item.pos, "an aggregate cannot stand here");
+            names->push_back(item.answer_name());
+            if (scores && !col->is_path() && col->field == "_score") {
+                refs.emplace_back().is_id = true;  // reads no slot; the cell is the score
+                is_score.push_back(true);
+                continue;
+            }
             QlResult<FieldRef> ref = resolve_column(schema, *col, item.pos, collection);
             if (!ref) return ref.take_error();
             refs.push_back(std::move(ref.value()));
-            names->push_back(item.answer_name());
+            is_score.push_back(false);
         }
         if (auto f = unique_names(*names, select->pos)) return *f;
     }
@@ -113,15 +121,22 @@ QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& selec
         if (!ref.is_id) slots = std::max<size_t>(slots, size_t(ref.slot) + 1);
     }
     std::vector<std::span<const std::byte>> raws(slots);
+    is_score.resize(refs.size(), false);  // `*` names no score
     Table t;
     t.columns = names;
+    t.scored = scores && std::find(is_score.begin(), is_score.end(), true) == is_score.end();
     t.rows.reserve(rows.rows.size());
-    for (const auto& [id, doc] : rows.rows) {
+    for (size_t i = 0; i < rows.rows.size(); ++i) {
+        const auto& [id, doc] = rows.rows[i];
         doc.raw_slots(raws);
         Row r;
         r.cells.reserve(refs.size());
-        for (const FieldRef& ref : refs) {
-            if (ref.is_id || !ref.keys.empty()) {
+        if (t.scored) r.score = (*scores)[i];
+        for (size_t c = 0; c < refs.size(); ++c) {
+            const FieldRef& ref = refs[c];
+            if (is_score[c]) {
+                r.cells.emplace_back((*scores)[i]);
+            } else if (ref.is_id || !ref.keys.empty()) {
                 r.cells.push_back(read_column(ref, id, doc));
             } else {
                 r.cells.push_back(DocView::value_of(raws[ref.slot]));

@@ -29,8 +29,12 @@ Failure order_rows(Rows& rows, const OrderBy& order, const engine::Schema& schem
 QlResult<uint64_t> int_arg(const IntArg& arg, const Context& ctx);
 
 // Projects rows to the columns of `select` (all fields with `_id` first when none or `*`).
+// `scores`, one per row, are a ranked read's (§8, §9): a select item naming `_score` shows the
+// row's score there, and a select list naming none has the table add `_score` last (scored);
+// without them, `_score` is a 400.
 QlResult<Table> project(const Rows& rows, const std::optional<SelectList>& select,
-                        const engine::Schema& schema, const std::string& collection);
+                        const engine::Schema& schema, const std::string& collection,
+                        const std::vector<double>* scores = nullptr);
 
 QlResult<Answer> run_get(const Get& get, const engine::ReadView& view,
                          const index::IndexSet& indexes, const Context& ctx);

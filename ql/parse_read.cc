@@ -326,7 +326,42 @@ bool is_group_key(const Group* group, const Column& column) {
                        [&](const Name& k) { return k.text == column.field; });
 }
 
-// `near`/`match` rank rows: they take neither each other nor order, group, aggregates, lookups.
+// Whether an order key names the ranked read's score: `_score`, or a select alias of it.
+bool names_score(const OrderKey& key, const std::optional<SelectList>& select) {
+    const auto* column = std::get_if<Column>(&key.what);
+    if (column == nullptr || column->is_path()) return false;
+    if (select) {
+        for (const SelectItem& item : select->items) {
+            if (!item.alias || item.alias->text != column->field) continue;
+            const auto* real = std::get_if<Column>(&item.what);
+            return real != nullptr && !real->is_path() && real->field == "_score";
+        }
+    }
+    return column->field == "_score";
+}
+
+// A ranked read's `order` restates its ranking and nothing more: one key, `_score`. `match`
+// ranks the highest score first, so its key is `desc`; `near`'s direction depends on the
+// field's metric, which the executor checks.
+Failure check_ranked_order(const Get& get, const std::string& ranker) {
+    const OrderBy& order = *get.order;
+    for (size_t i = 0; i < order.keys.size(); ++i) {
+        const OrderKey& key = order.keys[i];
+        if (i > 0 || !names_score(key, get.select) || key.collate) {
+            return Parser::error_at(order.pos, ranker +
+                                                 " ranks the rows by their score; its "
+                                                 "`order` may name `_score` alone");
+        }
+    }
+    if (get.match && !order.keys[0].desc) {
+        return Parser::error_at(order.keys[0].pos,
+                                "`match` ranks the highest score first: `order _score desc`");
+    }
+    return std::nullopt;
+}
+
+// `near`/`match` rank rows: they take neither each other nor group, aggregates, lookups, and an
+// `order` only of `_score`.
 Failure check_ranking(const Get& get) {
     if (get.near && get.match) {
         uint32_t later = std::max(get.near->pos, get.match->pos);
@@ -335,7 +370,7 @@ Failure check_ranking(const Get& get) {
     if (!get.near && !get.match) return std::nullopt;
     std::string ranker = get.near ? "`near`" : "`match`";
     std::string why = ranker + " ranks the rows; it does not combine with ";
-    if (get.order) return Parser::error_at(get.order->pos, why + "`order`");
+    if (get.order) QL_TRY(check_ranked_order(get, ranker));
     if (get.group) return Parser::error_at(get.group->pos, why + "`group`");
     if (const SelectItem* agg = first_aggregate(get.select)) {
         return Parser::error_at(agg->pos, why + "an aggregate");

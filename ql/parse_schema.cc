@@ -7,6 +7,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "index/stemmer.h"
 #include "ql/limits.h"
 #include "ql/parse_state.h"
 
@@ -345,20 +346,29 @@ QlResult<uint16_t> Parser::parse_bounded(std::string_view arg, int64_t min, int6
     return static_cast<uint16_t>(take().integer);
 }
 
-// text_arg { "," text_arg } ")", text_arg = ( "k1" | "b" ) "=" NUMBER; the `(` is read.
+// text_arg { "," text_arg } ")", text_arg = ( "k1" | "b" ) "=" NUMBER | "stem" NAME; the `(`
+// is read.
 Failure Parser::parse_text_args(engine::IndexDesc& index) {
     if (accept(TokenKind::rparen)) return std::nullopt;
     bool k1_seen = false;
     bool b_seen = false;
+    bool stem_seen = false;
     do {
         const Token& t = peek();
+        if (at_word("stem")) {
+            if (stem_seen) return error_at(t.pos, "`" + std::string(t.raw) + "` is given twice");
+            stem_seen = true;
+            take();
+            QL_ASSIGN(index.text.stem, parse_stem_language());
+            continue;
+        }
         bool k1 = at_word("k1");
         if (!k1 && !at_word("b")) {
             if (t.kind == TokenKind::word) {
-                return error_at(t.pos, "unknown @text argument `" + std::string(t.raw) +
-                                           "` (k1, b)");
+                return error_at(
+                    t.pos, "unknown @text argument `" + std::string(t.raw) + "` (k1, b, stem)");
             }
-            return unexpected("an @text argument (k1 = x, b = y)");
+            return unexpected("an @text argument (k1 = x, b = y, stem <language>)");
         }
         bool& seen = k1 ? k1_seen : b_seen;
         if (seen) return error_at(t.pos, "`" + std::string(t.raw) + "` is given twice");
@@ -371,6 +381,23 @@ Failure Parser::parse_text_args(engine::IndexDesc& index) {
                                                  : limits::text_b_hundredths_max));
     } while (accept(TokenKind::comma));
     return expect(TokenKind::rparen, "`,` or `)` in @text(...)");
+}
+
+// The language after `stem`, lower-cased: a name libstemmer has an algorithm for (index/stemmer.h).
+QlResult<std::string> Parser::parse_stem_language() {
+    const Token& t = peek();
+    if (t.kind != TokenKind::word) {
+        return unexpected("a language after `stem` (en, tr, english, ...)");
+    }
+    std::string language(t.raw);
+    for (char& c : language) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!index::stem_language_known(language)) {
+        return error_at(t.pos, "unknown stemming language `" + std::string(t.raw) +
+                                   "`: libstemmer has " + index::stem_languages() +
+                                   ", each also by its ISO 639 code (en, tr, ...)");
+    }
+    take();
+    return language;
 }
 
 // hnsw_arg { "," hnsw_arg } ")", hnsw_arg = METRIC | ( "m" | "ef_construction" | "ef_search" )

@@ -132,6 +132,7 @@ public:
     QlResult<uint16_t> parse_hundredths(std::string_view arg, int64_t max_hundredths);
     QlResult<uint16_t> parse_bounded(std::string_view arg, int64_t min, int64_t max);
     Failure parse_text_args(engine::IndexDesc& index);
+    QlResult<std::string> parse_stem_language();
     Failure parse_hnsw_args(engine::IndexDesc& index);
     Failure parse_ttl_arg(engine::IndexDesc& index);
     Failure check_field(const FieldDef& field, std::optional<uint32_t> collate_pos,

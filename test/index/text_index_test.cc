@@ -6,9 +6,13 @@
 //   statistics the collection's, a query of unknown terms, and a delete leaving them at once;
 // - TextIndexes follows the engine: rollback (on_undo), update of the text and of another field,
 //   reopen (rebuilt in on_schema), alter adding @text, drop;
+// - prefix terms (`te*`): a query marks them; each stands for every term of the field starting
+//   with it, scored as those terms written out would be (in byte order at the prefix's place);
+//   a query whose prefixes stand for more than limits::match_prefix_terms_max terms is refused;
 // - on a generated corpus (Zipf vocabulary with case, Turkish and CJK forms, fixed seed) after
-//   inserts, deletes, updates and a rolled-back block, every query's answer equals an exhaustive
-//   reference scorer written here: the same ids in the same order, scores within 1e-12 relative.
+//   inserts, deletes, updates and a rolled-back block, every query's answer, prefix terms
+//   included, equals an exhaustive reference scorer written here: the same ids in the same
+//   order, scores within 1e-12 relative.
 #include "index/text_index.h"
 
 #include <gtest/gtest.h>
@@ -19,11 +23,14 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/database.h"
 #include "index/index_set.h"
+#include "index/limits.h"
+#include "index/stemmer.h"
 #include "index/tokenizer.h"
 #include "test/support/engine_fixture.h"
 
@@ -85,6 +92,61 @@ TEST(TokenizerTest, CjkStretchesBecomeOverlappingPairs) {
     EXPECT_EQ(tokenize("か\u3099き"), (Terms{"がき"}));  // the mark rides on its character
 }
 
+std::vector<std::pair<std::string, bool>> query_terms(std::string_view q) {
+    std::vector<std::pair<std::string, bool>> out;
+    for (QueryTerm& t : tokenize_query(q)) out.emplace_back(std::move(t.text), t.prefix);
+    return out;
+}
+
+TEST(TokenizerTest, AStarRightAfterAWordMakesItsLastTermAPrefix) {
+    using QT = std::vector<std::pair<std::string, bool>>;
+    EXPECT_EQ(query_terms("Search* tea"), (QT{{"search", true}, {"tea", false}}));
+    EXPECT_EQ(query_terms("İZ* * a *b c**"),
+              (QT{{"iz", true}, {"a", false}, {"b", false}, {"c", true}}));
+    EXPECT_EQ(query_terms("x-y*"), (QT{{"x", false}, {"y", true}}));
+    EXPECT_EQ(query_terms("東京都*"), (QT{{"東京", false}, {"京都", true}}));
+    EXPECT_EQ(query_terms("café*"), (QT{{"café", true}}));  // the mark is the word's
+    EXPECT_EQ(query_terms("ㅤ*"), QT{});  // a word folded to nothing marks nothing
+    // Everything else is tokenize()'s: the same terms, in the same order.
+    for (const char* q : {"Green tea, mint!", "İstanbul ISTANBUL", "東京都", "a*b*c"}) {
+        Terms plain;
+        for (const auto& [text, prefix] : query_terms(q)) plain.push_back(text);
+        EXPECT_EQ(plain, tokenize(q)) << q;
+    }
+}
+
+TEST(TokenizerTest, AStemmerStemsEveryTermButAPrefix) {
+    auto en = Stemmer::make("en");
+    ASSERT_NE(en, nullptr);
+    EXPECT_EQ(tokenize("Searching SEARCHES searched, search", en.get()),
+              (Terms{"search", "search", "search", "search"}));
+    EXPECT_EQ(tokenize("Searching", nullptr), (Terms{"searching"}));  // no stemmer: as before
+    using QT = std::vector<std::pair<std::string, bool>>;
+    QT got;
+    for (QueryTerm& t : tokenize_query("connected searchi* RUNNING*", en.get())) {
+        got.emplace_back(std::move(t.text), t.prefix);
+    }
+    EXPECT_EQ(got, (QT{{"connect", false}, {"searchi", true}, {"running", true}}));
+    EXPECT_EQ(Stemmer::make("klingon"), nullptr);
+    EXPECT_TRUE(stem_language_known("english"));
+    EXPECT_TRUE(stem_language_known("tur"));
+    EXPECT_FALSE(stem_language_known("EN"));  // libstemmer's names are lower case
+    EXPECT_NE(stem_languages().find("turkish"), std::string::npos);
+}
+
+TEST(TokenizerTest, TurkishStemsAfterTurkishLowercasing) {
+    auto tr = Stemmer::make("tr");
+    ASSERT_NE(tr, nullptr);
+    // I is the capital of ı here: IŞIKLAR is ışıklar, whose stem is ışık (folded to işik as every
+    // term is). Lowercased as Unicode does, it would be işiklar, which the stemmer leaves whole.
+    EXPECT_EQ(tokenize("IŞIKLAR ışıklar Işık", tr.get()), (Terms{"işik", "işik", "işik"}));
+    EXPECT_EQ(tokenize("Kitaplardan EVLERİMİZDEN arabalarımızdan", tr.get()),
+              (Terms{"kitap", "ev", "araba"}));
+    EXPECT_EQ(tokenize("I\u0307STANBUL", tr.get()), tokenize("istanbul", tr.get()));  // İ spelt I + U+0307
+    // Without a Turkish stemmer the I forms fold as §8 says, one term.
+    EXPECT_EQ(tokenize("IŞIK ışık", nullptr), (Terms{"işik", "işik"}));
+}
+
 TEST(TokenizerTest, EmptyTermsAreDropped) {
     EXPECT_EQ(tokenize("\u3164 a"), (Terms{"a"}));  // HANGUL FILLER: Lo, folded to nothing
 }
@@ -144,7 +206,9 @@ struct Tenant {
     }
     Answer match(std::string_view q, size_t k = 100,
                  const std::function<bool(uint64_t)>& keep = [](uint64_t) { return true; }) {
-        return text.match(c, 0, q, keep, k);
+        auto answer = text.match(c, 0, q, keep, k);
+        EXPECT_TRUE(answer.is_ok()) << answer.status().to_string();
+        return answer.is_ok() ? answer.value() : Answer{};
     }
 };
 
@@ -199,7 +263,48 @@ TEST_F(TextFixtureM, Examples94To103) {
     EXPECT_TRUE(t.match("çay, kırmızı").empty());  // 103
     EXPECT_TRUE(t.match(" ,.").empty());           // no terms, no rows
     EXPECT_TRUE(t.match("tea", 0).empty());
-    EXPECT_TRUE(t.text.match(t.c, 1, "en", [](uint64_t) { return true; }, 10).empty());
+    EXPECT_TRUE(t.text
+                    .match(
+                        t.c, 1, "en", [](uint64_t) { return true; }, 10)
+                    .value()
+                    .empty());
+}
+
+TEST_F(TextFixtureM, APrefixScoresAsTheTermsItStandsFor) {
+    // One term each: the prefix answers what the term answers, score for score.
+    EXPECT_EQ(t.match("te*"), t.match("tea"));
+    EXPECT_EQ(t.match("TEA*"), t.match("tea"));   // a whole term is a prefix of itself
+    EXPECT_EQ(t.match("İz*"), t.match("izmir"));  // folded as a term is
+    EXPECT_EQ(t.match("bl* tea"), t.match("black tea"));
+    EXPECT_EQ(t.match("t* tea"), t.match("tea tea"));  // counted once more: qtf 2
+    EXPECT_EQ(t.match("ho* mi*"), t.match("house mint"));
+    // Several terms: each once, in byte order where the prefix stands (black before coffee).
+    EXPECT_EQ(t.match("c* b*"), t.match("coffee black"));
+    EXPECT_EQ(t.match("* b*"), t.match("black"));
+    expect_answer(t.match("bla*"), {{1, 0.915498637}, {3, 0.915498637}});
+    EXPECT_TRUE(t.match("teas*").empty());  // no term starts with it
+    EXPECT_TRUE(t.match("*").empty());      // a star alone is no term
+}
+
+TEST_F(TextFixtureM, APrefixStandingForTooManyTermsIsRefused) {
+    std::string many;
+    for (size_t i = 0; i <= limits::match_prefix_terms_max; ++i)
+        many += "w" + std::to_string(i) + " ";
+    t.land([&](Block& b) { ASSERT_OK(b.insert(t.c, std::nullopt, note(many, "en"))); });
+    auto all = [](uint64_t) { return true; };
+    auto refused = t.text.match(t.c, 0, "tea w*", all, 10);
+    ASSERT_FALSE(refused.is_ok());
+    EXPECT_EQ(refused.status().code(), engine::Code::invalid_argument);
+    EXPECT_NE(refused.status().message().find("`w*`"), std::string::npos);
+    // Every prefix of the query counts toward the bound, together: w0 alone, then 136 terms
+    // for w1* (w1, w1x, w1xx, w1000..w1024) and 111 for each of w2* to w9*, 1025 in all.
+    auto halves = t.text.match(t.c, 0, "w0* w1* w2* w3* w4* w5* w6* w7* w8* w9*", all, 10);
+    ASSERT_FALSE(halves.is_ok());
+    // Under the bound: w10, w100..w109 and w1000..w1024 (1 + 10 + 25 terms), one row.
+    auto fine = t.text.match(t.c, 0, "w10*", all, 10);
+    ASSERT_TRUE(fine.is_ok());
+    ASSERT_EQ(fine.value().size(), 1u);
+    EXPECT_EQ(fine.value()[0].first, 6u);
 }
 
 TEST_F(TextFixtureM, Example104DeleteLeavesTheStatisticsAtOnce) {
@@ -257,7 +362,10 @@ TEST_F(TextFixtureM, RollbackUpdateReopenAlterAndDrop) {
         ASSERT_TRUE(b.alter_collection(t.c, spec).is_ok());
     });
     ASSERT_TRUE(t.text.has(t.c, 1));
-    Answer tr = t.text.match(t.c, 1, "TR", [](uint64_t) { return true; }, 10);
+    Answer tr = t.text
+                    .match(
+                        t.c, 1, "TR", [](uint64_t) { return true; }, 10)
+                    .value();
     ASSERT_EQ(tr.size(), 1u);
     EXPECT_EQ(tr[0].first, 5u);
     EXPECT_EQ(t.match("black tea"), tea);
@@ -278,7 +386,10 @@ public:
         for (const auto& [id, text] : rows) {
             Terms terms = tokenize(text);
             if (terms.empty()) continue;
-            for (const std::string& term : terms) ++tf_[id][term];
+            for (const std::string& term : terms) {
+                if (tf_[id][term]++ == 0) ++df_[term];
+                vocabulary_.insert(term);
+            }
             dl_[id] = static_cast<double>(terms.size());
             n_ += 1;
             total_ += static_cast<double>(terms.size());
@@ -289,12 +400,20 @@ public:
                  size_t k) const {
         std::vector<std::string> order;
         std::map<std::string, double> qtf;
-        for (const std::string& term : tokenize(query)) {
-            if (qtf[term]++ == 0) order.push_back(term);
+        for (const QueryTerm& q : tokenize_query(query)) {
+            if (!q.prefix) {
+                if (qtf[q.text]++ == 0) order.push_back(q.text);
+                continue;
+            }
+            for (const std::string& term : vocabulary_) {  // in byte order
+                if (term.compare(0, q.text.size(), q.text) != 0) continue;
+                if (qtf[term]++ == 0) order.push_back(term);
+            }
         }
         std::map<std::string, double> df;
         for (const std::string& term : order) {
-            for (const auto& [id, counts] : tf_) df[term] += counts.count(term) ? 1 : 0;
+            auto it = df_.find(term);
+            df[term] = it == df_.end() ? 0 : it->second;
         }
         Answer all;
         if (n_ == 0) return all;
@@ -326,6 +445,8 @@ private:
     double b_;
     std::map<uint64_t, std::map<std::string, uint32_t>> tf_;
     std::map<uint64_t, double> dl_;
+    std::set<std::string> vocabulary_;  // every term of the live rows
+    std::map<std::string, double> df_;  // rows holding each term
     double n_ = 0;
     double total_ = 0;
 };
@@ -398,7 +519,16 @@ TEST(TextIndexReferenceTest, GeneratedCorpusEqualsExhaustiveScorer) {
         for (int q = 0; q < queries; ++q) {
             std::string query;
             const int words = 1 + int(rng() % 4);
-            for (int w = 0; w < words; ++w) query += (w ? " " : "") + corpus.word();
+            for (int w = 0; w < words; ++w) {
+                std::string word = corpus.word();
+                // Every third word a prefix: cut after 1 to 3 bytes where that is a character
+                // boundary (the corpus's words are ASCII but for the I-forms and Han).
+                const size_t cut = 1 + rng() % 3;
+                if (q % 3 == 1 && cut < word.size() && (word[cut] & 0xC0) != 0x80) {
+                    word = word.substr(0, cut) + "*";
+                }
+                query += (w ? " " : "") + word;
+            }
             if (q % 10 == 0) query += " zzzunknown";
             const uint64_t modulus = 1 + rng() % 4;  // 1: no filter
             auto keep = [modulus](uint64_t id) { return id % modulus != 0 || modulus == 1; };
