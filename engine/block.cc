@@ -642,8 +642,8 @@ Status Block::check_quotas(uint64_t record_bytes, bool last_record) const {
 }
 
 // The block appended as `rec`: seq moved on, the rate buckets charged for client writes, the
-// versions it superseded counted dead, the listener told (§5.5) and the feed given the block as
-// the file holds it, its spills then its record (§11).
+// versions it superseded counted dead, the feed given the block as the file holds it, its spills
+// then its record (§11), and the listener told (§5.5).
 void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& rec) {
     Database& db = *db_;
     db.seq_.store(last.v, std::memory_order_release);
@@ -656,7 +656,6 @@ void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& re
     for (const Database::Undo& u : undo_) {
         if (u.prev) db.dead_bytes_ += u.prev->size;
     }
-    db.notify_locked(*this, first, last, options_.internal);
     std::vector<std::byte> records;
     records.reserve(spill_bytes_ + rec.size());
     for (const SpillDone& sp : spills_) {
@@ -664,6 +663,8 @@ void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& re
     }
     records.insert(records.end(), rec.begin(), rec.end());
     db.feed_->push(first, last, now_ms_, std::move(records));
+    // Told last, so the memory figure it is given holds the feed's copy too.
+    db.notify_locked(*this, first, last, options_.internal);
 }
 
 }  // namespace fenec::engine
@@ -691,6 +692,7 @@ void Database::notify_locked(const Block& block, Seq first, Seq last, bool inter
             ch.schema_changed = true;
         }
     }
+    sum.memory_bytes = memory_bytes_locked();
     listener->on_block(sum);
 }
 

@@ -7,13 +7,19 @@
 namespace fenec::engine {
 
 namespace {
-constexpr size_t kSegmentBytes = 1u << 20;  // big enough to amortise, small enough to waste little
+// A collection's first segment is small and each next one twice the last, up to the largest:
+// a tenant written once holds a few KiB, not a megabyte it never touches (and its memory figure,
+// which counts capacity, says so); a big one wastes at most half a segment.
+constexpr size_t kSegmentBytesFirst = 4u << 10;
+constexpr size_t kSegmentBytesMax = 1u << 20;  // big enough to amortise, small enough to waste little
 }
 
 DocRef Segments::add(std::span<const std::byte> body) {
     if (segs_.empty() || segs_.back().capacity - segs_.back().used < body.size()) {
         Seg s;
-        s.capacity = std::max(kSegmentBytes, body.size());
+        const size_t next = segs_.empty() ? kSegmentBytesFirst
+                                          : std::min(kSegmentBytesMax, 2 * segs_.back().capacity);
+        s.capacity = std::max(next, body.size());
         s.data = std::shared_ptr<std::byte[]>(new std::byte[s.capacity]);
         held_ += s.capacity;
         segs_.push_back(std::move(s));

@@ -290,8 +290,8 @@ Usage Database::usage() const {
     u.dead_bytes = dead_bytes_ + graph_dead_bytes_;
     for (const auto& [id, c] : collections_) {
         (c->internal() ? u.internal_rows : u.rows) += c->rows();
-        u.memory_bytes += c->segments().bytes_held() + c->rows() * 48;
     }
+    u.memory_bytes = memory_bytes_locked();
     u.peak_buffer_bytes = peak_buffer_bytes_;
     u.collections = static_cast<uint32_t>(collections_.size());
     u.seq = seq();
@@ -303,6 +303,16 @@ Usage Database::usage() const {
         if (quota_->bytes_bucket) u.bytes_per_s_level = quota_->bytes_bucket->level(now_ns);
     }
     return u;
+}
+
+uint64_t Database::memory_bytes_locked() const {
+    uint64_t bytes = 0;
+    for (const auto& [id, c] : collections_) {
+        bytes += c->segments().bytes_held() + c->docs().memory_bytes();
+    }
+    if (options_.hook) bytes += options_.hook->memory_bytes();
+    if (feed_) bytes += feed_->bytes();  // the replication feed's recent blocks (engine.md §11)
+    return bytes;
 }
 
 History Database::history() const {

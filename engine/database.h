@@ -178,7 +178,8 @@ public:
     // Checks an image file whole, in memory, without installing it.
     static Result<ImageInfo> verify_image(Fs& fs, std::string_view path);
     // Verifies `incoming` and renames it onto `target`; on any failure removes `incoming` and
-    // leaves `target` untouched.
+    // leaves `target` untouched (a directory fsync failed after the rename: `create_only`
+    // removes the file it placed).
     static Status install_image(Fs& fs, std::string_view incoming, std::string_view target,
                                 InstallMode mode);
     // Installs an image held in memory and opens it, in one pass over its bytes: `image` is
@@ -187,9 +188,10 @@ public:
     // onto `target` (`create_only`: refused if a file is there) and the directory fsynced. The
     // database comes back open on `target` with `options` (its indexes built, its graphs loaded
     // from their records), as open() would leave it, without reading the file back. On any
-    // failure `incoming` is removed and `target` left untouched; a damaged image is
-    // `corruption` naming the offset. The write and the fsync run on a thread of their own
-    // beside the replay, past the page cache where the file system allows (File::append_direct).
+    // failure `incoming` is removed and `target` left untouched (as install_image's); a damaged
+    // image is `corruption` naming the offset. The write and the fsync run on a thread of their
+    // own beside the replay, past the page cache where the file system allows
+    // (File::append_direct).
     // An image here is any whole file, as file_image() sends one: a tear is `corruption` too.
     // `owner`, when given, owns `image` (owner.get() == image.data()) and hands it over: the
     // database may keep it as its documents' store instead of copying them out of it.
@@ -293,6 +295,8 @@ private:
     Status apply_record(Block& block, uint8_t kind, std::span<const std::byte> body);
     void seed_feed(const ReplayState& replay);
     void notify_locked(const Block& block, Seq first, Seq last, bool internal);
+    // Usage::memory_bytes, under either lock.
+    uint64_t memory_bytes_locked() const;
     Snapshot snapshot_locked() const;
     void rebuild_retired_graphs_locked();
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;

@@ -64,6 +64,10 @@ public:
     // none (engine.md §7). Called under the writer lock. Hooks keeping no graph keep the default.
     virtual bool has_retired(CollectionId, uint16_t /*slot*/) const { return false; }
     virtual Status rebuild_graph(CollectionId, uint16_t /*slot*/) { return Status::ok(); }
+    // The bytes this hook's structures hold on the heap (node-http.md §11: a tenant's memory is
+    // what it really holds, indexes and graphs with its documents). Called under the database's
+    // lock, shared or the writer's, so it reads what the writer last left.
+    virtual uint64_t memory_bytes() const { return 0; }
 };
 
 struct CollectionChange {
@@ -79,6 +83,7 @@ struct BlockSummary {
     int64_t at_ms = 0;
     bool internal = false;
     std::vector<CollectionChange> changes;
+    uint64_t memory_bytes = 0;  // the database's Usage::memory_bytes once the block is applied
 };
 
 class ChangeListener {

@@ -33,6 +33,10 @@ public:
     size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
     uint64_t max_id() const;  // 0 when empty
+    // The heap this map holds: the dense vector's capacity and the sparse map's nodes.
+    uint64_t memory_bytes() const {
+        return dense_.capacity() * sizeof(DocRef) + sparse_.size() * kSparseNodeBytes;
+    }
 
     // Visits (id, ref) in ascending id from `from`; stops when `visit` returns false.
     template <class F>
@@ -54,6 +58,8 @@ public:
     }
 
 private:
+    // A std::map node: three links and a colour word, then the pair.
+    static constexpr uint64_t kSparseNodeBytes = 32 + sizeof(std::pair<const uint64_t, DocRef>);
     void grow_dense(uint64_t id);
 
     std::vector<DocRef> dense_;          // index = id; data == nullptr: no row

@@ -10,6 +10,18 @@
 
 namespace fenec::engine {
 
+namespace {
+
+// The directory's fsync failed after the image was renamed onto `target`. create_only: nothing
+// was there before, so nothing is left there (durably, as far as the disk lets it), or the
+// refused install's tenant would be served after all and the same install answered
+// already_exists. replace: what was there is gone already; the new file stays.
+void unplace(Fs& fs, std::string_view target, InstallMode mode) {
+    if (mode == InstallMode::create_only) remove_durably(fs, target).ignore();
+}
+
+}  // namespace
+
 Result<ImageInfo> Database::verify_image(Fs& fs, std::string_view path) {
     FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, fs.open(path, OpenMode::read_only));
     FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
@@ -128,6 +140,7 @@ Result<std::unique_ptr<Database>> Database::install_open(
         // Renamed but the directory's fsync failed: the file is in place, its entry perhaps not
         // durable. Refused, as install_image refuses it; the caller is told and serves nothing.
         db->close(CloseMode::plain).ignore();
+        unplace(fs, target, mode);
         return st;
     }
     return db;
@@ -149,7 +162,9 @@ Status Database::install_image(Fs& fs, std::string_view incoming, std::string_vi
     if (Status st = fs.rename(incoming, target, mode == InstallMode::replace); !st.is_ok()) {
         return fail(st);
     }
-    return fs.sync_dir(dir_of(target));
+    Status st = fs.sync_dir(dir_of(target));
+    if (!st.is_ok()) unplace(fs, target, mode);
+    return st;
 }
 
 }  // namespace fenec::engine

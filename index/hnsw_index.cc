@@ -98,6 +98,10 @@ static_assert(std::is_same_v<decltype(Hnsw::linkLists_), char**> &&
                   std::is_same_v<decltype(Hnsw::size_links_per_element_), size_t> &&
                   std::is_same_v<decltype(Hnsw::element_levels_), std::vector<int>>,
               FENEC_HNSWLIB_PIN("a node's upper levels are one malloc'd block of lists"));
+static_assert(std::is_same_v<decltype(Hnsw::M_), size_t> &&
+                  std::is_same_v<decltype(Hnsw::link_list_locks_), std::vector<std::mutex>> &&
+                  std::is_same_v<decltype(Hnsw::link_list_update_locks_), std::vector<std::mutex>>,
+              FENEC_HNSWLIB_PIN("m is a size_t; a node's lock is a std::mutex (memory_bytes)"));
 static_assert(std::is_same_v<decltype(Hnsw::cur_element_count), size_t> &&
                   std::is_same_v<decltype(Hnsw::max_elements_), size_t>,
               FENEC_HNSWLIB_PIN("the node count is a plain size_t; 0.7 made it atomic"));
@@ -245,6 +249,27 @@ class VectorIndexes::Field {
     void fail(const char* what) {
         graph.reset();
         failure = what;
+    }
+
+    // The heap this field holds (index/memory.h): its vectors and maps, and hnswlib's arrays,
+    // which are sized by the graph's capacity. A node's upper levels are drawn with
+    // P(level >= L) = m^-L, so they are counted at their expected 1/(m-1) levels a node rather
+    // than walked.
+    uint64_t memory_bytes() const {
+        uint64_t bytes = sizeof(Field) + vecs.capacity() * sizeof(float) +
+                         node_docs.capacity() * sizeof(uint64_t) + norms.capacity() * sizeof(double) +
+                         doc_node.size() * (8 + 8 + sizeof(std::pair<const uint64_t, uint32_t>));
+        if (graph) {
+            const uint64_t cap = graph->max_elements_;
+            const uint64_t n = graph->cur_element_count;
+            bytes += cap * (graph->size_data_per_element_ + sizeof(void*) + sizeof(int) +
+                            sizeof(std::mutex) + sizeof(unsigned short));
+            // A fixed 65,536 update locks a graph (2.6 MB), whatever its size.
+            bytes += graph->link_list_update_locks_.size() * sizeof(std::mutex);
+            bytes += n * (8 + 8 + sizeof(std::pair<const labeltype, tableint>));
+            if (graph->M_ > 1) bytes += n * graph->size_links_per_element_ / (graph->M_ - 1);
+        }
+        return bytes;
     }
 
     void add(uint64_t doc, std::span<const float> v) {
@@ -844,6 +869,12 @@ engine::Status VectorIndexes::rebuild_graph(engine::CollectionId c, uint16_t slo
     rebuild(f, rows);
     ++stats_.rebuilt;
     return Status::ok();
+}
+
+uint64_t VectorIndexes::memory_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& [key, f] : fields_) bytes += f->memory_bytes();
+    return bytes;
 }
 
 bool VectorIndexes::has(engine::CollectionId c, uint16_t slot) const {

@@ -75,6 +75,7 @@ class VectorIndexes final : public engine::IndexHook {
     engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
                                                         engine::Seq at) override;
+    uint64_t memory_bytes() const override;
 
     // The k best rows for `query` under the field's metric (fenecql.md §9 rules 1-4). `ef` 0
     // means the field's ef_search. `filter`: ascending ids of the rows passing `where` (null:

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "index/key.h"
+#include "index/memory.h"
 
 namespace fenec::index {
 
@@ -23,17 +24,29 @@ TextRule field_rule(const engine::FieldDesc& f) {
 
 void FieldIndex::add(const std::string& key, uint64_t id) {
     if (ordered()) {
-        sorted_.emplace(key, id);
+        if (sorted_.emplace(key, id).second) {
+            bytes_ += memory::tree_node_bytes<std::pair<std::string, uint64_t>> +
+                      memory::string_heap(key);
+        }
     } else {
-        std::vector<uint64_t>& ids = hashed_[key];
+        auto [it, fresh] = hashed_.try_emplace(key);
+        if (fresh) bytes_ += memory::hash_node_bytes<std::vector<uint64_t>> + memory::string_heap(key);
+        std::vector<uint64_t>& ids = it->second;
+        const size_t capacity = ids.capacity();
         ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+        bytes_ += (ids.capacity() - capacity) * sizeof(uint64_t);
     }
     ++count_;
 }
 
 void FieldIndex::remove(const std::string& key, uint64_t id) {
     if (ordered()) {
-        count_ -= sorted_.erase({key, id});
+        const size_t erased = sorted_.erase({key, id});
+        count_ -= erased;
+        if (erased) {
+            bytes_ -= memory::tree_node_bytes<std::pair<std::string, uint64_t>> +
+                      memory::string_heap(key);
+        }
         return;
     }
     auto it = hashed_.find(key);
@@ -43,7 +56,11 @@ void FieldIndex::remove(const std::string& key, uint64_t id) {
         it->second.erase(pos);
         --count_;
     }
-    if (it->second.empty()) hashed_.erase(it);
+    if (it->second.empty()) {
+        bytes_ -= memory::hash_node_bytes<std::vector<uint64_t>> + memory::string_heap(key) +
+                  it->second.capacity() * sizeof(uint64_t);
+        hashed_.erase(it);
+    }
 }
 
 std::vector<uint64_t> FieldIndex::equal(const std::string& key) const {
@@ -67,6 +84,15 @@ uint64_t FieldIndex::other_holder(const std::string& key, uint64_t id) const {
 
 std::string IndexSet::key_for(const engine::DocView& doc, uint16_t slot, const TextRule& rule) {
     return key_of(doc.get(slot), rule);
+}
+
+uint64_t IndexSet::memory_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& [c, coll] : colls_) {
+        for (const auto& f : coll.indexes) bytes += sizeof(FieldIndex) + f->memory_bytes();
+    }
+    for (const engine::IndexHook* e : extensions_) bytes += e->memory_bytes();
+    return bytes;
 }
 
 const FieldIndex* IndexSet::find(engine::CollectionId c, uint16_t slot) const {

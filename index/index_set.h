@@ -45,6 +45,8 @@ public:
     // Ordered indexes: (key, id) pairs in key order, ties by id.
     const std::set<std::pair<std::string, uint64_t>>& entries() const { return sorted_; }
     size_t size() const { return count_; }
+    // The heap its entries hold (index/memory.h), kept as they are added and removed.
+    uint64_t memory_bytes() const { return bytes_; }
 
 private:
     engine::IndexKind kind_;
@@ -54,6 +56,7 @@ private:
     std::unordered_map<std::string, std::vector<uint64_t>> hashed_;  // hash, unique
     std::set<std::pair<std::string, uint64_t>> sorted_;              // sorted, ttl
     size_t count_ = 0;
+    uint64_t bytes_ = 0;
 };
 
 class IndexSet final : public engine::IndexHook {
@@ -74,6 +77,8 @@ public:
     engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
                                                         engine::Seq at) override;
+    // Every index's entries, text postings and vector graphs included.
+    uint64_t memory_bytes() const override;
 
     // The index on (collection, slot), or null.
     const FieldIndex* find(engine::CollectionId c, uint16_t slot) const;

@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "index/memory.h"
 #include "index/tokenizer.h"
 
 namespace fenec::index {
@@ -52,7 +53,10 @@ void TextField::add(uint64_t id, std::vector<std::string> terms) {
     for (size_t i = 0; i < terms.size();) {
         size_t j = i + 1;
         while (j < terms.size() && terms[j] == terms[i]) ++j;
-        Postings& list = postings_[std::move(terms[i])];
+        auto [it, fresh] = postings_.try_emplace(std::move(terms[i]));
+        if (fresh) bytes_ += memory::hash_node_bytes<Postings> + memory::string_heap(it->first);
+        Postings& list = it->second;
+        const size_t capacity = list.capacity();
         const Posting p{id, static_cast<uint32_t>(j - i), dl};
         if (list.empty() || list.back().id < id) {
             list.push_back(p);  // ids mostly arrive ascending
@@ -62,6 +66,7 @@ void TextField::add(uint64_t id, std::vector<std::string> terms) {
             assert(at == list.end() || at->id != id);  // a row is added once
             list.insert(at, p);
         }
+        bytes_ += (list.capacity() - capacity) * sizeof(Posting);
         i = j;
     }
     ++rows_;
@@ -82,7 +87,11 @@ void TextField::remove(uint64_t id, std::vector<std::string> terms) {
                                        [](const Posting& q, uint64_t v) { return q.id < v; });
             assert(at != list.end() && at->id == id);
             if (at != list.end() && at->id == id) list.erase(at);
-            if (list.empty()) postings_.erase(it);
+            if (list.empty()) {
+                bytes_ -= memory::hash_node_bytes<Postings> + memory::string_heap(it->first) +
+                          list.capacity() * sizeof(Posting);
+                postings_.erase(it);
+            }
         }
         i = j;
     }
@@ -168,6 +177,14 @@ const TextField* TextIndexes::find(engine::CollectionId c, uint16_t slot) const 
         if (f->slot() == slot) return f.get();
     }
     return nullptr;
+}
+
+uint64_t TextIndexes::memory_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& [c, fields] : colls_) {
+        for (const auto& f : fields) bytes += sizeof(TextField) + f->memory_bytes();
+    }
+    return bytes;
 }
 
 bool TextIndexes::has(engine::CollectionId c, uint16_t slot) const { return find(c, slot); }

@@ -43,6 +43,8 @@ public:
     // Takes back an add of the same id and terms.
     void remove(uint64_t id, std::vector<std::string> terms);
     TextStats stats() const { return TextStats{rows_, total_length_, postings_.size()}; }
+    // The heap its postings hold (index/memory.h), kept as rows are added and removed.
+    uint64_t memory_bytes() const { return bytes_; }
 
     // See TextIndexes::match.
     std::vector<std::pair<uint64_t, double>> match(std::string_view query,
@@ -63,6 +65,7 @@ private:
     std::unordered_map<std::string, Postings> postings_;
     uint64_t rows_ = 0;
     uint64_t total_length_ = 0;
+    uint64_t bytes_ = 0;
 };
 
 class TextIndexes final : public engine::IndexHook {
@@ -76,6 +79,7 @@ public:
     // No graph is kept for text: always not_found.
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
                                                         engine::Seq at) override;
+    uint64_t memory_bytes() const override;
 
     // Whether (c, slot) is a live @text field.
     bool has(engine::CollectionId c, uint16_t slot) const;

@@ -1,6 +1,7 @@
 // ql/convert.cc: the conversions of ql/convert.h.
 #include "ql/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -308,6 +309,23 @@ QlResult<Value> convert_type(const Value& v, const engine::TypeDesc& t, const st
 
 QlResult<Value> convert_to(const Value& v, const engine::FieldDesc& f, uint32_t pos) {
     return convert_type(v, f.type, f.name, pos, 1);
+}
+
+QlResult<Value> convert_for_write(const Value& v, const engine::FieldDesc& f, uint32_t pos) {
+    QlResult<Value> c = convert_to(v, f, pos);
+    if (!c.is_ok() || f.index.kind != engine::IndexKind::hnsw ||
+        f.index.hnsw.metric != engine::Metric::cosine) {
+        return c;
+    }
+    bool zero = false;
+    if (const auto* vf = std::get_if<engine::VectorF32>(&c.value().rep)) {
+        zero = std::all_of(vf->v.begin(), vf->v.end(), [](float x) { return x == 0.0f; });
+    } else if (const auto* vh = std::get_if<engine::VectorF16>(&c.value().rep)) {
+        zero = std::all_of(vh->v.begin(), vh->v.end(),
+                           [](uint16_t h) { return engine::f16_to_f32(h) == 0.0f; });
+    }
+    if (zero) return error_at(pos, f.name + ": a zero vector has no cosine similarity (the field is @hnsw(cosine))");
+    return c;
 }
 
 }  // namespace fenec::ql

@@ -42,6 +42,10 @@ QlResult<engine::Value> eval_call(const Call& call, uint32_t pos, std::vector<en
 
 // `v` as field `f` stores it; `pos` is the value's position.
 QlResult<engine::Value> convert_to(const engine::Value& v, const engine::FieldDesc& f, uint32_t pos);
+// convert_to for a value being written: also refuses what the field's index cannot hold (a zero
+// vector where the field is `@hnsw(cosine)`: it has no direction, so no similarity to anything).
+QlResult<engine::Value> convert_for_write(const engine::Value& v, const engine::FieldDesc& f,
+                                          uint32_t pos);
 
 // `v` read as a timestamp (text parsed, int as ms), or an error naming `what`.
 QlResult<engine::Value> as_timestamp(const engine::Value& v, uint32_t pos, const std::string& what);

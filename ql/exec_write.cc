@@ -120,7 +120,7 @@ QlResult<engine::Doc> Writer::document_value(const Value& v, uint32_t pos,
         const std::optional<uint16_t> slot = schema.slot_of(key);
         if (!slot)
             return error_at(pos, "collection `" + collection + "` has no field `" + key + "`");
-        QlResult<Value> c = convert_to(o->values[i], schema.fields[*slot], pos);
+        QlResult<Value> c = convert_for_write(o->values[i], schema.fields[*slot], pos);
         if (!c) return c.take_error();
         doc.emplace_back(*slot, std::move(c.value()));
     }
@@ -153,7 +153,7 @@ QlResult<engine::Doc> Writer::document(const Expr& object, const engine::Schema&
             return error_at(m.key.pos,
                             "collection `" + collection + "` has no field `" + m.key.text + "`");
         }
-        QlResult<Value> c = convert_to(v.value(), schema.fields[*slot], m.value.pos);
+        QlResult<Value> c = convert_for_write(v.value(), schema.fields[*slot], m.value.pos);
         if (!c) return c.take_error();
         doc.emplace_back(*slot, std::move(c.value()));
     }
@@ -316,7 +316,7 @@ QlResult<Writer::Assignments> Writer::assignments(const Expr& changes, const eng
         }
         QlResult<Value> v = eval_constant(m.value, ctx);
         if (!v) return v.take_error();
-        QlResult<Value> cv = convert_to(v.value(), schema.fields[*slot], m.value.pos);
+        QlResult<Value> cv = convert_for_write(v.value(), schema.fields[*slot], m.value.pos);
         if (!cv) return cv.take_error();
         values.emplace_back(*slot, std::move(cv.value()));
     }

@@ -152,7 +152,9 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     }
     const bool fresh = !std::filesystem::exists(path);
     if (fresh && how.role == Role::follower) {
-        // A standby's first start: nothing to read until the primary's image comes (§5.1).
+        // A standby's first start: nothing to read until the primary's image comes (§5.1), and
+        // no node asked until its token has come too.
+        d->tokens_settled_.store(false, std::memory_order_release);
         d->publish(std::make_shared<DirectoryMaps>());
         return d;
     }
@@ -209,6 +211,12 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
 }
 
 bool Directory::ready() const { return ready_.load(std::memory_order_acquire); }
+
+bool Directory::serving() const {
+    return ready() && tokens_settled_.load(std::memory_order_acquire);
+}
+
+void Directory::settle_tokens() { tokens_settled_.store(true, std::memory_order_release); }
 
 bool Directory::following() const { return following_.load(std::memory_order_acquire); }
 
@@ -287,6 +295,8 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
     }
     if (Status st = load(); !st.is_ok()) return st;
     if (Status st = upgrade_tokens_locked(); !st.is_ok()) return st;
+    // It leads now: the tokens it holds are the ones there are (the operator adds any missing).
+    settle_tokens();
     return p;
 }
 
@@ -502,9 +512,14 @@ TokenSidecar::Tokens Directory::clear_tokens() {
 
 Status Directory::take_tokens(const TokenSidecar::Tokens& tokens) {
     std::lock_guard lock(write_mu_);
-    if (tokens == tokens_->all()) return Status::ok();
-    if (Status st = tokens_->replace(tokens); !st.is_ok()) return st;
-    return db_ ? load() : Status::ok();
+    if (tokens != tokens_->all()) {
+        if (Status st = tokens_->replace(tokens); !st.is_ok()) return st;
+        if (db_) {
+            if (Status st = load(); !st.is_ok()) return st;
+        }
+    }
+    settle_tokens();
+    return Status::ok();
 }
 
 Status Directory::remove_node(std::string_view name) {

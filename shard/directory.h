@@ -178,6 +178,12 @@ class Directory {
     // Whether there is a directory to read: false only on a standby whose first image has not
     // come (§5.1: unknown is not absent).
     bool ready() const;
+    // Whether requests may be placed by it: ready, and on a standby's first start its nodes'
+    // tokens taken from the primary (or found to live in its rows), so nothing is sent to a node
+    // without the credential the primary would send (http-router.md, standby routers).
+    bool serving() const;
+    // A standby's primary keeps its tokens in its rows (no tokens route): nothing to wait for.
+    void settle_tokens();
     // Whether the file follows a primary's (a standby's, not promoted since).
     bool following() const;
     // Where the file stands (its seq and current history): what a standby asks its primary's
@@ -232,6 +238,9 @@ class Directory {
     // Read on every forwarded request: atomics, not maps_mu_.
     std::atomic<bool> ready_{false};      // a file is open (db_), so the maps are its
     std::atomic<bool> following_{false};  // a follower's file, not promoted
+    // False from a standby's first start until its primary's tokens are taken (take_tokens) or
+    // found not to be kept apart (settle_tokens).
+    std::atomic<bool> tokens_settled_{true};
     bool promoted_ = false;               // under write_mu_
 };
 

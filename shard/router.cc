@@ -473,7 +473,7 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         const std::string tenant(rest.substr(0, rest.find('/')));
         if (!valid_name(tenant)) {
             refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
-        } else if (!directory_->ready()) {
+        } else if (!directory_->serving()) {
             refuse = directory_waiting();
         } else if (!directory_->maps()->tenants.contains(tenant)) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
@@ -530,7 +530,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     }
     switch (a.route) {
         case Route::tenant:
-            if (!directory_->ready()) return answer(*exchange, a, directory_waiting());
+            if (!directory_->serving()) return answer(*exchange, a, directory_waiting());
             return forward(std::move(request), std::move(exchange), std::move(a));
         case Route::replication:
             return standby_->serve(std::move(request), std::move(exchange), a,
@@ -538,6 +538,8 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
                                        return api_pool_->submit(std::move(job));
                                    });
         case Route::query:
+            // Across tenants too: an empty directory is unknown, not zero tenants (§5.1).
+            if (!directory_->serving()) return answer(*exchange, a, directory_waiting());
             return serve_query(request, std::move(exchange), a);
         case Route::shard: {
             const http::Method m = request.head.method;
@@ -577,7 +579,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.key("term");
             w.int64(directory_->maps()->term);
             w.key("directory");
-            w.string(directory_->ready() ? "ready" : "waiting");
+            w.string(directory_->serving() ? "ready" : "waiting");
             w.end_object();
             return answer(*exchange, a, std::move(r));
         }
@@ -605,8 +607,8 @@ http::Response Router::refused_on_standby() {
 }
 
 http::Response Router::directory_waiting() {
-    http::Response r = error(503, "this standby has not received its directory from " +
-                                      standby_->primary() +
+    http::Response r = error(503, "this standby has not received its directory (and its nodes' "
+                                  "tokens) from " + standby_->primary() +
                                       " yet: a tenant not found here may well exist");
     r.header("Retry-After", "1");
     return r;

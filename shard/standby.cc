@@ -11,6 +11,7 @@
 
 #include "engine/format.h"
 #include "shard/move.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -291,6 +292,7 @@ bool DirectoryFollower::on_entry(const replication::Frame& f, std::string& error
 // and asked again at the next pause in the feed, a second at least after this one; a primary
 // from before the route (404) keeps the tokens in its rows, which the file brings.
 void DirectoryFollower::fetch_tokens() {
+    if (tokens_tried_ms_ == 0) test_hooks::stall_first_tokens();
     const int64_t now_ms = clock_.wall_ms();
     if (now_ms - tokens_tried_ms_ < standby_tokens_retry_ms) return;
     tokens_tried_ms_ = now_ms;
@@ -312,6 +314,7 @@ void DirectoryFollower::fetch_tokens() {
         why = got.error.message;
     } else if (got.answer->status == 404) {
         tokens_due_ = false;
+        directory_.settle_tokens();
         return;
     } else if (got.answer->status != 200) {
         why = "answered " + std::to_string(got.answer->status) + " " + got.answer->body;

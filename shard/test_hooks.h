@@ -4,7 +4,9 @@
 // or stop the router mid-move; FENEC_TEST_FEED_STALL=<ms> holds each change of the directory's
 // feed `ms` before it is sent to a standby, so a test can see a move wait for its standbys;
 // FENEC_TEST_NO_CUT=1 has a failover cut nothing out to the old node (§9.10 off), so `make drill`
-// can time the same failover with its requests left to `--upstream-timeout`.
+// can time the same failover with its requests left to `--upstream-timeout`;
+// FENEC_TEST_TOKENS_STALL=<ms> holds a standby's first ask for its primary's tokens `ms`, so a
+// test can see it wait for them with its directory already there.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -23,5 +25,7 @@ void stall_after_move_step(std::string_view step);
 void stall_feed_change();
 // True when FENEC_TEST_NO_CUT=1: a failover leaves what is out to the old node to time out.
 bool skip_failover_cut();
+// Before a standby first asks its primary for the nodes' tokens: sleeps FENEC_TEST_TOKENS_STALL ms.
+void stall_first_tokens();
 
 }  // namespace fenec::shard::test_hooks

@@ -7,5 +7,6 @@ namespace fenec::shard::test_hooks {
 void stall_after_move_step(std::string_view) {}
 void stall_feed_change() {}
 bool skip_failover_cut() { return false; }
+void stall_first_tokens() {}
 
 }  // namespace fenec::shard::test_hooks

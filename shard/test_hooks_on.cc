@@ -26,6 +26,13 @@ void stall_feed_change() {
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void stall_first_tokens() {
+    const char* env = std::getenv("FENEC_TEST_TOKENS_STALL");
+    if (!env) return;
+    const long ms = std::strtol(env, nullptr, 10);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 bool skip_failover_cut() {
     const char* env = std::getenv("FENEC_TEST_NO_CUT");
     return env && std::string_view(env) == "1";

@@ -157,10 +157,12 @@ void write_detail(Node& node, json::Writer& w, const std::string& name) {
 
 void list_tenants(Node& node, Call& call) {
     const bool detail = call.request.head.query_value("detail") != nullptr;
+    const engine::Result<std::vector<TenantInfo>> tenants = node.registry().list();
+    if (!tenants.is_ok()) return node.answer(call, listing_refusal(node, tenants.status()));
     http::Response r;
     json::Writer w(r.body);
     w.begin_array();
-    for (const TenantInfo& t : node.registry().list()) {
+    for (const TenantInfo& t : *tenants) {
         w.begin_object();
         w.key("name");
         w.string(t.name);
@@ -179,10 +181,13 @@ void list_tenants(Node& node, Call& call) {
     node.answer(call, std::move(r));
 }
 
+// A tenant count or disk bytes the node could not tell is answered 503, never a wrong number: a
+// router reads `tenants: 0` as a node that lost its tenants.
 void hello(Node& node, Call& call) {
-    const std::vector<TenantInfo> tenants = node.registry().list();
+    const engine::Result<std::vector<TenantInfo>> tenants = node.registry().list();
+    if (!tenants.is_ok()) return node.answer(call, listing_refusal(node, tenants.status()));
     uint64_t disk = 0;
-    for (const TenantInfo& t : tenants) disk += t.bytes;
+    for (const TenantInfo& t : *tenants) disk += t.bytes;
     http::Response r;
     json::Writer w(r.body);
     w.begin_object();
@@ -199,7 +204,7 @@ void hello(Node& node, Call& call) {
     w.key("holder");
     write_holder(w, node.fencing().holder());
     w.key("tenants");
-    w.uint64(tenants.size());
+    w.uint64(tenants->size());
     w.key("open");
     w.uint64(node.registry().open_count());
     w.key("disk_bytes");

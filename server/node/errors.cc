@@ -4,6 +4,8 @@
 // lease refusal, Fenec-Lease by the engine's verdict (§9.4). A passed statement budget keeps
 // its own status (rows 400, time 503 with Retry-After) and is counted by budget. A quota's refusal
 // is written whole here: the tenant and the quota, never the engine's limit.
+#include <cerrno>
+
 #include "json/writer.h"
 #include "ql/error_json.h"
 #include "server/node/handlers.h"
@@ -108,6 +110,13 @@ http::Response acquire_refusal(const Node& node, const Acquired& a) {
         case AcquireError::unavailable: return node.refusal(503, a.message);  // Retry-After: 1
         default: return node.refusal(500, a.message);
     }
+}
+
+http::Response listing_refusal(const Node& node, const engine::Status& st) {
+    const int err = st.detail().err_no;
+    const bool descriptors = err == EMFILE || err == ENFILE;
+    return node.refusal(503, "the data directory cannot be listed: " + std::string(st.message()),
+                        descriptors ? "descriptors" : "io");
 }
 
 }  // namespace fenec::node

@@ -34,6 +34,9 @@ void serve_admin(Node& node, const std::shared_ptr<Call>& call);
 // the quota's name on 429 and 507, the 503's reason).
 // A tenant the registry could not give: 404 unknown, 503 `memory`, 500 a file that does not open.
 http::Response acquire_refusal(const Node& node, const Acquired& acquired);
+// The tenants could not be listed (Registry::list's error): 503 with Retry-After, naming the
+// failure, `"reason":"descriptors"` when the node is out of them (EMFILE, ENFILE), else `"io"`.
+http::Response listing_refusal(const Node& node, const engine::Status& status);
 
 // An answer of `status` whose body is JSON already written (rest.cc, lease_admin.cc).
 inline http::Response json_answer(int status, std::string body) {

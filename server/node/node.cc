@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <random>
 
 #include "json/writer.h"
@@ -180,8 +181,13 @@ void Node::init_metrics() {
                  [this] { return trace_ ? static_cast<double>(trace_->lines_dropped()) : 0; });
     m.counter_fn("fenec_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
-    m.gauge_fn("fenec_tenants", "tenant files in --data-dir",
-               [this] { return registry_ ? static_cast<double>(registry_->list().size()) : 0; });
+    // NaN, not 0, when the directory cannot be listed (out of descriptors): a count it cannot tell.
+    m.gauge_fn("fenec_tenants", "tenant files in --data-dir (NaN: it could not be listed)", [this] {
+        if (!registry_) return 0.0;
+        auto tenants = registry_->list();
+        return tenants.is_ok() ? static_cast<double>(tenants->size())
+                               : std::numeric_limits<double>::quiet_NaN();
+    });
     m.gauge_fn("fenec_tenants_open", "open tenants",
                [this] { return registry_ ? static_cast<double>(registry_->open_count()) : 0; });
     m.gauge_fn("fenec_tenants_open_max", "open tenants the descriptor budget allows (0: no bound)",

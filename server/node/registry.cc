@@ -98,7 +98,8 @@ Acquired Registry::acquire(std::string_view name) {
 // How every tenant's file is opened: the node's sync policy and flusher, its indexes as the hook
 // and the tenant itself told of each landed block.
 engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant,
-                                           index::IndexSet& indexes, bool gated) const {
+                                           index::IndexSet& indexes, bool gated,
+                                           std::optional<bool> follows) const {
     engine::OpenOptions o;
     o.fs = options_.fs;
     o.clock = options_.clock;
@@ -110,7 +111,7 @@ engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant
     if (gated) o.gate = options_.gate;
     o.feed_bytes = options_.feed_bytes;
     // A copy with a `<t>.follows` is a replica (node-http.md §10.1): opened as a follower.
-    if (has_sidecar(name, sidecar_follows)) o.role = engine::Role::follower;
+    if (follows ? *follows : has_sidecar(name, sidecar_follows)) o.role = engine::Role::follower;
     return o;
 }
 
@@ -134,7 +135,23 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     const std::string path = path_of(name);
     auto size = options_.fs->file_size(path);
     if (!size.is_ok()) {
-        return Acquired{nullptr, AcquireError::not_found, "tenant " + std::string(name) + " not found"};
+        if (size.status().code() == engine::Code::not_found) {
+            return Acquired{nullptr, AcquireError::not_found,
+                            "tenant " + std::string(name) + " not found"};
+        }
+        return Acquired{
+            nullptr, AcquireError::unavailable,  // asked again next time
+            "tenant " + std::string(name) + " cannot be opened: " + size.status().to_string()};
+    }
+    // What it was given beside its file: a replica opens a follower, a frozen tenant frozen. A
+    // mark that cannot be asked about (an I/O error, out of descriptors) is not taken as absent:
+    // the replica would take writes as a primary, the frozen tenant as a thawed one.
+    engine::Result<bool> follows = sidecar_there(name, sidecar_follows);
+    engine::Result<bool> frozen = follows.is_ok() ? sidecar_there(name, sidecar_frozen) : follows;
+    if (!frozen.is_ok()) {
+        return Acquired{
+            nullptr, AcquireError::unavailable,
+            "tenant " + std::string(name) + " cannot be opened: " + frozen.status().to_string()};
     }
     const uint64_t file_bytes = *size;
     // One being opened counts twice its file until open (§11): reserved before the bound is
@@ -158,19 +175,26 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    auto db = engine::Database::open(path, open_options(name, *tenant, *indexes));
+    auto db = engine::Database::open(path, open_options(name, *tenant, *indexes, true, *follows));
     opening_bytes_ -= 2 * file_bytes;
     if (!db.is_ok()) {
         if (db.status().code() == engine::Code::not_found) {
             return Acquired{nullptr, AcquireError::not_found,
                             "tenant " + std::string(name) + " not found"};
         }
+        const std::string why =
+            "tenant " + std::string(name) + " cannot be opened: " + db.status().to_string();
+        if (db.status().code() == engine::Code::io_error) {
+            // Out of descriptors, a failed read or fsync: not the file's fault, asked again next
+            // time rather than refused for open_failure_kept_ms.
+            return Acquired{nullptr, AcquireError::unavailable, why};
+        }
         slot.failed_ms = now;
-        slot.failure = "tenant " + std::string(name) + " cannot be opened: " + db.status().to_string();
+        slot.failure = why;
         return Acquired{nullptr, AcquireError::open_failed, slot.failure};
     }
     // A tenant frozen before a restart opens frozen (§8.2: the mark is `<t>.frozen`).
-    if (has_sidecar(name, sidecar_frozen)) (void)(*db)->freeze();
+    if (*frozen) (void)(*db)->freeze();
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
         const std::string why =
@@ -255,7 +279,12 @@ engine::Status Registry::create(std::string_view name,
         std::unique_ptr<engine::Database> d = tenant->detach_db();
         return d->close();
     }
-    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) return st;
+    if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
+        // Closed already (a quota a deleted file of the name left could not be read): never
+        // served without it, so not created either; left, the same create would be refused.
+        engine::remove_durably(*options_.fs, path).ignore();
+        return st;
+    }
     tenant->refresh_memory();
     tenant->last_used_ms = now_ms();
     {
@@ -266,10 +295,12 @@ engine::Status Registry::create(std::string_view name,
     return engine::Status::ok();
 }
 
-std::vector<TenantInfo> Registry::list() const {
+engine::Result<std::vector<TenantInfo>> Registry::list() const {
     std::vector<TenantInfo> out;
+    // The data directory the node created and locked, so a failure is the process's (out of
+    // descriptors: opendir needs one) or the disk's, never "no tenants".
     auto files = options_.fs->list(options_.data_dir);
-    if (!files.is_ok()) return out;  // the data directory the node created and locked
+    if (!files.is_ok()) return files.status();
     for (const std::string& file : *files) {
         if (!file.ends_with(".fenec")) continue;
         std::string name = file.substr(0, file.size() - 6);
@@ -301,8 +332,12 @@ bool Registry::file_exists(std::string_view name) const {
 }
 
 bool Registry::has_sidecar(std::string_view name, std::string_view suffix) const {
-    auto there = options_.fs->exists(sidecar_of(name, suffix));
+    auto there = sidecar_there(name, suffix);
     return there.is_ok() && *there;
+}
+
+engine::Result<bool> Registry::sidecar_there(std::string_view name, std::string_view suffix) const {
+    return options_.fs->exists(sidecar_of(name, suffix));
 }
 
 std::string Registry::sidecar_of(std::string_view name, std::string_view suffix) const {
@@ -449,7 +484,13 @@ engine::Status Registry::OutOfService::install(
         !st.is_ok()) {
         return fail(st);
     }
-    return fs.sync_dir(registry_.options_.data_dir);
+    engine::Status st = fs.sync_dir(registry_.options_.data_dir);
+    // Refused once in place: a create_only install leaves no file, or the tenant would be served
+    // after all and the same install answered already_exists (as engine::Database::install_open).
+    if (!st.is_ok() && mode == engine::InstallMode::create_only) {
+        engine::remove_durably(fs, target).ignore();
+    }
+    return st;
 }
 
 engine::Status Registry::OutOfService::install_open(
@@ -474,7 +515,14 @@ engine::Status Registry::OutOfService::install_open(
     if (!db.is_ok()) return db.status();
     // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
     tenant->attach(std::move(indexes), std::move(db.value()));
-    if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) return st;
+    if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) {
+        // Its quota unread: never served without it, so not installed either (closed already);
+        // left in place, the next request would open it and the same install be refused.
+        if (mode == engine::InstallMode::create_only) {
+            engine::remove_durably(*r.options_.fs, r.path_of(name_)).ignore();
+        }
+        return st;
+    }
     tenant->refresh_memory();
     tenant->last_used_ms = r.now_ms();
     slot_->failure.clear();
@@ -635,7 +683,7 @@ uint64_t Registry::memory_bytes() const {
             if (slot->tenant) open.push_back(slot->tenant);
         }
     }
-    uint64_t sum = opening_bytes_.load();
+    uint64_t sum = opening_bytes_.load() + arriving_bytes_.load();
     for (const auto& t : open) sum += t->memory_bytes();
     return sum;
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,7 +56,9 @@ struct RegistryOptions {
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
-// unavailable: a transient failure of the open (an I/O error of RegistryOptions::on_open).
+// unavailable: a transient failure of the open, asked again at the next use: an I/O error (out of
+// descriptors among them) of the file's stat, its sidecars' or the open itself, or of
+// RegistryOptions::on_open.
 enum class AcquireError : uint8_t { none, not_found, open_failed, memory, descriptors, unavailable };
 
 struct Acquired {
@@ -156,6 +159,27 @@ public:
         std::string name_;
     };
 
+    // An image being received into memory (a PUT's body, server/node/image.cc), charged to the
+    // node's memory as its bytes arrive rather than as its Content-Length declares: counted in
+    // memory_bytes() from add() on, so the sweep closes idle tenants to make room for it and an
+    // open past memory_max_bytes meanwhile finds it there. Given back when destroyed (an image
+    // installed is counted by its tenant from then on; a refused one is freed).
+    class ArrivingCharge {
+    public:
+        explicit ArrivingCharge(Registry& registry) : registry_(registry) {}
+        ~ArrivingCharge() { registry_.arriving_bytes_ -= bytes_; }
+        ArrivingCharge(const ArrivingCharge&) = delete;
+        ArrivingCharge& operator=(const ArrivingCharge&) = delete;
+        void add(uint64_t bytes) {
+            bytes_ += bytes;
+            registry_.arriving_bytes_ += bytes;
+        }
+
+    private:
+        Registry& registry_;
+        uint64_t bytes_ = 0;
+    };
+
     struct TakenOut {
         std::unique_ptr<OutOfService> out;  // null on error
         TakeOutError error = TakeOutError::none;
@@ -186,7 +210,10 @@ public:
     engine::Status create(std::string_view name,
                           const std::function<engine::Status(Tenant&)>& run_schema,
                           engine::LineageId& lineage);
-    std::vector<TenantInfo> list() const;
+    // The tenant files in the data directory, by name. An error (io_error, its errno in the
+    // detail: EMFILE at the descriptor limit) when the directory cannot be listed: never an empty
+    // or partial list, which a caller would answer as the tenants this node has.
+    engine::Result<std::vector<TenantInfo>> list() const;
     // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
     // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
     // requests so they answer), again every leave_repeat_ms, until the registry holds the only
@@ -199,8 +226,10 @@ public:
     // the body).
     bool file_exists(std::string_view name) const;
     // A sidecar of `name` is there (`.follows`, `.frozen`); one that cannot be asked about is
-    // taken as absent.
+    // taken as absent (a listing, a create): never to open a tenant, which asks sidecar_there.
     bool has_sidecar(std::string_view name, std::string_view suffix) const;
+    // Whether it is there, or the error that kept it from being known.
+    engine::Result<bool> sidecar_there(std::string_view name, std::string_view suffix) const;
     // `<data-dir>/<t><suffix>`: a sidecar's path.
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
@@ -209,6 +238,7 @@ public:
     // Syncs, checkpoints and closes every open tenant (SIGTERM).
     void close_all();
 
+    // The open tenants' memory, with what tenants being opened and images arriving are charged.
     uint64_t memory_bytes() const;
     // The open tenant a background compaction should rewrite next (compactor.h): the one with
     // the most dead bytes among those whose file holds at least `file_bytes_min` bytes, at least
@@ -240,8 +270,11 @@ private:
     bool room_for_one_more(int64_t now);
     // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
     engine::Status run_on_open(Tenant& tenant);
+    // `follows`: whether `<t>.follows` is there, when the caller asked already (else asked
+    // here, an error taken as absent).
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,
-                                     index::IndexSet& indexes, bool gated = true) const;
+                                     index::IndexSet& indexes, bool gated = true,
+                                     std::optional<bool> follows = std::nullopt) const;
     // `checkpoint` for a tenant that stays on disk (idle, memory, shutdown: it reopens faster);
     // `plain` for one taken out of service, whose file is about to be deleted or replaced.
     void close_tenant(const std::shared_ptr<Tenant>& t,
@@ -255,6 +288,7 @@ private:
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
+    std::atomic<uint64_t> arriving_bytes_{0};  // images received into memory so far (ArrivingCharge)
     std::atomic<uint64_t> closes_[4] = {};
 };
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "index/memory.h"
+
 namespace fenec::node {
 
 void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
@@ -14,14 +16,31 @@ void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
     floor_ = db_->seq();  // a tenant just opened holds no ring before its seq at open (§5.4)
 }
 
+namespace {
+
+// The heap one ring entry holds: its node in the deque and its lists of ids.
+uint64_t entry_bytes(const ChangeEntry& e) {
+    uint64_t bytes = sizeof(ChangeEntry) + e.changes.capacity() * sizeof(engine::CollectionChange);
+    for (const engine::CollectionChange& c : e.changes) {
+        bytes += (c.put.capacity() + c.deleted.capacity()) * sizeof(engine::DocId);
+    }
+    return bytes;
+}
+
+}  // namespace
+
 void Tenant::on_block(const engine::BlockSummary& summary) {
+    db_memory_.store(summary.memory_bytes, std::memory_order_relaxed);
     {
         std::lock_guard lock(mu_);
         ring_.push_back(ChangeEntry{summary.first, summary.last, summary.changes});
+        uint64_t ring_bytes = ring_bytes_.load(std::memory_order_relaxed) + entry_bytes(ring_.back());
         while (ring_.size() > ring_max_) {
             floor_ = ring_.front().last;
+            ring_bytes -= entry_bytes(ring_.front());
             ring_.pop_front();
         }
+        ring_bytes_.store(ring_bytes, std::memory_order_relaxed);
     }
     wake_watchers();
 }
@@ -137,7 +156,12 @@ std::optional<engine::DocId> Tenant::key_row(const std::string& user_key) const 
 
 void Tenant::remember_key(const std::string& user_key, engine::DocId row) {
     std::lock_guard lock(keys_mu_);
-    keys_[user_key] = row;
+    if (keys_.insert_or_assign(user_key, row).second) {
+        keys_bytes_.fetch_add(
+            index::memory::tree_node_bytes<std::pair<const std::string, engine::DocId>> +
+                index::memory::string_heap(user_key),
+            std::memory_order_relaxed);
+    }
 }
 
 void Tenant::claim_key(const std::string& user_key) {

@@ -80,10 +80,16 @@ class Tenant final : public engine::ChangeListener {
     void claim_key(const std::string& user_key);
     void release_key(const std::string& user_key);
 
-    // The engine's memory figure, refreshed by the registry (at open, once a second) while it
-    // holds a reference, so reading it never touches a database that is closing.
-    uint64_t memory_bytes() const { return memory_.load(std::memory_order_relaxed); }
-    void refresh_memory() { memory_.store(db_ ? db_->usage().memory_bytes : 0); }
+    // What the tenant holds in memory (node-http.md §11): the engine's figure (documents, id
+    // maps, indexes, graphs), as every landed block leaves it and as the registry refreshes it
+    // (at open, once a second) while it holds a reference, so reading it never touches a
+    // database that is closing; and the change ring and idempotency keys held here.
+    uint64_t memory_bytes() const {
+        return db_memory_.load(std::memory_order_relaxed) +
+               ring_bytes_.load(std::memory_order_relaxed) +
+               keys_bytes_.load(std::memory_order_relaxed);
+    }
+    void refresh_memory() { db_memory_.store(db_ ? db_->usage().memory_bytes : 0); }
 
     // Held requests with the same text and parameters queue (node-http.md §5.5): only the oldest
     // runs on a wake. `held_join` returns whether `w` is first; `held_leave` removes it and
@@ -139,7 +145,9 @@ class Tenant final : public engine::ChangeListener {
 
     const std::string name_;
     const size_t ring_max_;
-    std::atomic<uint64_t> memory_{0};
+    std::atomic<uint64_t> db_memory_{0};
+    std::atomic<uint64_t> ring_bytes_{0};  // written under mu_
+    std::atomic<uint64_t> keys_bytes_{0};  // written under keys_mu_
     std::unique_ptr<index::IndexSet> indexes_;
     std::unique_ptr<engine::Database> db_;
 

@@ -4,7 +4,10 @@
 // the image's seq, the file on disk is the image byte for byte, the incoming file is gone and the
 // copy goes on writing from the image's seq; a damaged image (cut, flipped, one byte over) is
 // refused as `corruption` naming an offset, a refused check or an existing target (create_only)
-// installs nothing, and each leaves no incoming file and the target as it was.
+// installs nothing, and each leaves no incoming file and the target as it was. A folder fsync
+// that fails after the rename refuses a create_only install with nothing left at the target,
+// from memory as from a file (install_image), so the same install then succeeds; a replace keeps
+// the file it placed (what was there is gone).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -120,6 +123,44 @@ TEST(InstallOpen, ARefusedCheckOrAnExistingTargetInstallsNothing) {
     EXPECT_EQ(second.status().code(), Code::already_exists) << why(second.status());
     EXPECT_FALSE(env2.fs.has(kInstallIncoming));
     EXPECT_TRUE(env2.fs.contents(kInstallTarget) == there);
+}
+
+TEST(InstallOpen, AFolderFsyncFailedAfterTheRenameLeavesNoTarget) {
+    EngineEnv env;
+    auto src = source_with_rows(env, 20);
+    ASSERT_NE(src, nullptr);
+    auto img = src->image();
+    ASSERT_TRUE(img.is_ok());
+    const std::vector<std::byte>& bytes = *img->bytes;
+
+    EngineEnv env2;
+    ImageInfo info;
+    env2.fs.fail_sync_dir(1);
+    auto refused = install(env2, bytes, info);
+    ASSERT_FALSE(refused.is_ok());
+    EXPECT_EQ(refused.status().code(), Code::io_error) << why(refused.status());
+    EXPECT_FALSE(env2.fs.has(kInstallIncoming));
+    EXPECT_FALSE(env2.fs.has(kInstallTarget));
+    auto again = install(env2, bytes, info);
+    ASSERT_TRUE(again.is_ok()) << why(again.status());
+    ASSERT_TRUE((*again)->close().is_ok());
+    // A replace keeps what it put there: the old file is gone whatever is answered.
+    env2.fs.fail_sync_dir(1);
+    ASSERT_FALSE(install(env2, bytes, info, InstallMode::replace).is_ok());
+    EXPECT_TRUE(env2.fs.contents(kInstallTarget) == bytes);
+
+    // The same from a file: install_image.
+    EngineEnv env3;
+    env3.fs.set_contents(kInstallIncoming, bytes);
+    env3.fs.fail_sync_dir(1);
+    Status st = Database::install_image(env3.fs, kInstallIncoming, kInstallTarget,
+                                        InstallMode::create_only);
+    EXPECT_EQ(st.code(), Code::io_error) << why(st);
+    EXPECT_FALSE(env3.fs.has(kInstallTarget));
+    env3.fs.set_contents(kInstallIncoming, bytes);
+    EXPECT_TRUE(
+        Database::install_image(env3.fs, kInstallIncoming, kInstallTarget, InstallMode::create_only)
+            .is_ok());
 }
 
 }  // namespace

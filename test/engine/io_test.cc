@@ -3,9 +3,10 @@
 // create_new and rename(replace=false) refuse existing names, a second flock is busy, remove and
 // exists, errors name the path, append_direct writes past the page cache and reads back as
 // append does. FaultFs, the double every crash test runs on: each fault fires on
-// exactly the call it was armed for, a torn append leaves exactly k bytes, the power cut stops at
-// its byte budget, each crash mode leaves exactly the bytes the model says, renames and removes
-// are durable only after a directory sync, stalled syncs block until released, counters count.
+// exactly the call it was armed for, a path fault on one call of its path only, a torn append
+// leaves exactly k bytes, the power cut stops at its byte budget, each crash mode leaves exactly
+// the bytes the model says, renames and removes are durable only after a directory sync, stalled
+// syncs block until released, counters count.
 #include "engine/io.h"
 
 #include <fcntl.h>
@@ -408,6 +409,45 @@ TEST_F(FaultFsTest, FailedRenameAndSyncDirChangeNothing) {
     fs_.crash(CrashMode::all);  // the failed directory sync made the rename no more durable
     EXPECT_TRUE(fs_.has("d/a"));
     EXPECT_FALSE(fs_.has("d/c"));
+}
+
+TEST_F(FaultFsTest, PathFaultsFireOnceOnTheNamedPathOnly) {
+    make("d/a", "A");
+    make("d/b", "B");
+    using Op = FaultFs::PathOp;
+    fs_.fail_path(Op::open, "d/a", EMFILE);
+    EXPECT_TRUE(fs_.open("d/b", OpenMode::read_only).is_ok()) << "another path";
+    auto refused = fs_.open("d/a", OpenMode::read_write);
+    ASSERT_FALSE(refused.is_ok());
+    EXPECT_EQ(refused.status().code(), Code::io_error);
+    EXPECT_EQ(refused.status().detail().err_no, EMFILE);
+    auto f = fs_.open("d/a", OpenMode::read_only);  // once
+    ASSERT_TRUE(f.is_ok());
+
+    fs_.fail_path(Op::read, "d/a");
+    std::byte one[1];
+    EXPECT_EQ((*f)->read_at(0, one).detail().err_no, EIO);
+    EXPECT_TRUE((*f)->read_at(0, one).is_ok());
+
+    fs_.fail_path(Op::stat, "d/a", EACCES);
+    EXPECT_EQ(fs_.exists("d/a").status().detail().err_no, EACCES);
+    fs_.fail_path(Op::stat, "d/a");
+    EXPECT_FALSE(fs_.file_size("d/a").is_ok());
+    fs_.fail_path(Op::stat, "d/a", EIO, 2);  // the second stat of d/a from now
+    EXPECT_TRUE(fs_.exists("d/b").is_ok());
+    EXPECT_TRUE(fs_.exists("d/a").is_ok());
+    EXPECT_FALSE((*f)->size().is_ok());
+    EXPECT_TRUE(fs_.exists("d/a").is_ok());
+
+    fs_.fail_path(Op::remove, "d/b");
+    EXPECT_EQ(fs_.remove("d/b").code(), Code::io_error);
+    EXPECT_TRUE(fs_.has("d/b")) << "a failed unlink changes nothing";
+    fs_.fail_path(Op::open, "d/c", ENOENT);
+    EXPECT_EQ(fs_.open("d/c", OpenMode::create_new).status().code(), Code::not_found);
+    EXPECT_FALSE(fs_.has("d/c")) << "a failed creating open creates nothing";
+    fs_.fail_path(Op::remove, "d/b");
+    fs_.clear_faults();
+    EXPECT_TRUE(fs_.remove("d/b").is_ok());
 }
 
 TEST_F(FaultFsTest, RenameWithoutReplaceRefusesAnExistingTarget) {

@@ -128,5 +128,28 @@ TEST_F(Standby, WaitsForItsDirectoryBeforeAnsweringTenants) {
               R"({"ok":true,"role":"standby","scope":"global","term":0,"directory":"waiting"})");
 }
 
+// A standby's first start: its directory has come but its nodes' tokens not yet (the first ask
+// held 3 s). A tenant's request and a query across tenants are 503 (asked again), never sent to
+// a node without its credential (they were 401s from the node); then both answer.
+TEST_F(Standby, WaitsForItsNodesTokensBeforeAnswering) {
+    const std::string acme = tenant("acme");
+    ASSERT_EQ(create(acme, "n1").status, 201);
+    ::setenv("FENEC_TEST_TOKENS_STALL", "3000", 1);
+    start_standby();
+    ::unsetenv("FENEC_TEST_TOKENS_STALL");
+    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants/" + acme); }));
+    const std::string query = R"({"statement":"get notes"})";
+    Reply q = on_s("POST", "/_shard/query", query);
+    EXPECT_EQ(q.status, 503) << q.body;
+    EXPECT_EQ(q.header("Retry-After").value_or(""), "1");
+    Reply g = on_s("GET", "/t/" + acme + "/c/notes", {}, kData);
+    EXPECT_EQ(g.status, 503) << g.body;
+    EXPECT_NE(on_s("GET", "/_health").body.find(R"("directory":"waiting")"), std::string::npos);
+
+    ASSERT_TRUE(eventually([&] { return on_s("POST", "/_shard/query", query).status == 200; },
+                           10000));
+    EXPECT_EQ(on_s("GET", "/t/" + acme + "/c/notes", {}, kData).status, 200);
+}
+
 }  // namespace
 }  // namespace fenec::test::standby_test

@@ -67,6 +67,11 @@ Status io_error(std::string_view op, std::string_view path, int err) {
     return fs_error(Code::io_error, op, path, err);
 }
 
+// A fail_path fault as the POSIX Fs reports that errno.
+Status path_error(std::string_view op, std::string_view path, int err) {
+    return fs_error(err == ENOENT ? Code::not_found : Code::io_error, op, path, err);
+}
+
 // "a/b/" names the directory "a/b", as dir_of("a/b/x") does.
 std::string normalize_dir(std::string_view dir) {
     while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
@@ -99,6 +104,7 @@ FaultFs::~FaultFs() = default;
 
 Result<std::unique_ptr<File>> FaultFs::open(std::string_view path, OpenMode mode) {
     std::lock_guard lk(mu_);
+    if (int err = take_path_fault(PathOp::open, path)) return path_error("open", path, err);
     auto it = live_.find(path);
     std::shared_ptr<Node> node;
     switch (mode) {
@@ -191,6 +197,7 @@ Status FaultFs::sync_dir(std::string_view dir) {
 
 Status FaultFs::remove(std::string_view path) {
     std::lock_guard lk(mu_);
+    if (int err = take_path_fault(PathOp::remove, path)) return path_error("unlink", path, err);
     FENEC_RETURN_IF_ERROR(check_power("unlink", path));
     auto it = live_.find(path);
     if (it == live_.end()) return fs_error(Code::not_found, "unlink", path, ENOENT);
@@ -200,11 +207,13 @@ Status FaultFs::remove(std::string_view path) {
 
 Result<bool> FaultFs::exists(std::string_view path) {
     std::lock_guard lk(mu_);
+    if (int err = take_path_fault(PathOp::stat, path)) return path_error("stat", path, err);
     return live_.contains(path);
 }
 
 Result<uint64_t> FaultFs::file_size(std::string_view path) {
     std::lock_guard lk(mu_);
+    if (int err = take_path_fault(PathOp::stat, path)) return path_error("stat", path, err);
     auto it = live_.find(path);
     if (it == live_.end()) return fs_error(Code::not_found, "stat", path, ENOENT);
     return static_cast<uint64_t>(it->second->data.size());
@@ -212,6 +221,7 @@ Result<uint64_t> FaultFs::file_size(std::string_view path) {
 
 Result<std::vector<std::string>> FaultFs::list(std::string_view dir) {
     std::lock_guard lk(mu_);
+    if (list_error_) return io_error("opendir", dir, *list_error_);
     const std::string d = normalize_dir(dir);
     std::vector<std::string> names;
     for (const auto& [path, node] : live_) {
@@ -232,12 +242,14 @@ Status FaultFs::make_dirs(std::string_view dir) {
 Result<uint64_t> FaultFs::handle_size(FaultFile& f) {
     std::lock_guard lk(mu_);
     FENEC_RETURN_IF_ERROR(check_live(f, "fstat"));
+    if (int err = take_path_fault(PathOp::stat, f.path_)) return path_error("fstat", f.path_, err);
     return static_cast<uint64_t>(f.node_->data.size());
 }
 
 Status FaultFs::file_read_at(FaultFile& f, uint64_t offset, std::span<std::byte> out) {
     std::lock_guard lk(mu_);
     FENEC_RETURN_IF_ERROR(check_live(f, "pread"));
+    if (int err = take_path_fault(PathOp::read, f.path_)) return path_error("pread", f.path_, err);
     const std::vector<std::byte>& data = f.node_->data;
     if (offset > data.size() || out.size() > data.size() - offset) {
         uint64_t got = offset > data.size() ? 0 : data.size() - offset;
@@ -350,6 +362,11 @@ void FaultFs::fail_sync_dir(int nth, int err) {
     sync_dir_faults_.push_back({sync_dirs_ + static_cast<uint64_t>(nth), err, {}});
 }
 
+void FaultFs::fail_path(PathOp op, std::string_view path, int err, int nth) {
+    std::lock_guard lk(mu_);
+    path_faults_.push_back({op, std::string(path), err, nth - 1});
+}
+
 void FaultFs::crash_after_bytes(uint64_t n) {
     std::lock_guard lk(mu_);
     power_budget_bytes_ = n;
@@ -362,8 +379,15 @@ void FaultFs::clear_faults() {
     sync_faults_.clear();
     rename_faults_.clear();
     sync_dir_faults_.clear();
+    list_error_.reset();
+    path_faults_.clear();
     power_budget_bytes_.reset();
     power_cut_ = false;
+}
+
+void FaultFs::fail_lists(bool on, int err) {
+    std::lock_guard lk(mu_);
+    list_error_ = on ? std::optional<int>(err) : std::nullopt;
 }
 
 void FaultFs::stall_syncs(bool on) {
@@ -503,6 +527,24 @@ std::optional<FaultFs::Fault> FaultFs::take_fault(std::vector<Fault>& faults, ui
     Fault fault = *it;
     faults.erase(it);
     return fault;
+}
+
+int FaultFs::take_path_fault(PathOp op, std::string_view path) {
+    int err = 0;
+    for (auto it = path_faults_.begin(); it != path_faults_.end();) {
+        if (it->op != op || it->path != path) {
+            ++it;
+        } else if (it->pass > 0) {
+            --it->pass;
+            ++it;
+        } else if (err == 0) {
+            err = it->err;
+            it = path_faults_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return err;
 }
 
 const FaultFs::Node* FaultFs::find_or_fail(std::string_view path) const {

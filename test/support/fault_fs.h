@@ -22,9 +22,12 @@
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
 //
 // Faults: fail_append / fail_sync / fail_rename / fail_sync_dir count calls of their kind from
-// the moment they are armed (the next call is 1) and fire once. A failed append leaves
+// the moment they are armed (the next call is 1) and fire once; fail_lists holds until turned off. A failed append leaves
 // `after_bytes` of its data in the file (a torn write); a failed sync covers nothing; a failed
 // rename or sync_dir changes nothing. Counters count every call, failed ones included.
+// fail_path aims at one name: the n-th open, read, stat or unlink of exactly that path from now
+// fails, once, and changes nothing (the steps a tenant's open and a side file's read take, which
+// a count over every file does not reach reliably among the node's other files).
 //
 // Thread-safe: one mutex guards everything; a stalled sync waits on a condition variable with
 // the mutex released. Files opened from a FaultFs must not outlive it.
@@ -82,11 +85,19 @@ public:
     void fail_sync(int nth, int err = EIO);
     void fail_rename(int nth, int err = EIO);
     void fail_sync_dir(int nth, int err = EIO);
+    // The `nth` call of `op` naming exactly `path` from now fails with `err` (not_found for
+    // ENOENT, io_error otherwise). open: any mode; read: read_at on a handle opened by that name;
+    // stat: exists(), file_size() and a handle's size(); remove: unlink.
+    enum class PathOp { open, read, stat, remove };
+    void fail_path(PathOp op, std::string_view path, int err = EIO, int nth = 1);
     // Power cut: once `n` bytes have been appended (all files, counted from now), an append
     // writes what is left of the budget and fails with EIO; from then on every mutating call
     // (append, sync, truncate, a creating open, rename, sync_dir, remove) fails with EIO until
     // crash(). An append that ends exactly at the budget succeeds.
     void crash_after_bytes(uint64_t n);
+    // While on, every list() fails with `err` (EMFILE: what opendir answers a process out of
+    // descriptors) and names nothing; off (or clear_faults) lists again.
+    void fail_lists(bool on, int err = EMFILE);
     // Disarms every fault above (not the stall, not the delay).
     void clear_faults();
 
@@ -141,6 +152,8 @@ private:
     engine::Status check_live(const FaultFile& f, std::string_view op) const;
     engine::Status check_power(std::string_view op, std::string_view path) const;
     static std::optional<Fault> take_fault(std::vector<Fault>& faults, uint64_t call);
+    // The fail_path fault armed for (op, path), disarmed; 0 if none.
+    int take_path_fault(PathOp op, std::string_view path);
     const Node* find_or_fail(std::string_view path) const;
 
     mutable std::mutex mu_;
@@ -153,6 +166,14 @@ private:
     std::vector<Fault> sync_faults_;
     std::vector<Fault> rename_faults_;
     std::vector<Fault> sync_dir_faults_;
+    std::optional<int> list_error_;  // fail_lists: the errno every list() fails with
+    struct PathFault {
+        PathOp op;
+        std::string path;
+        int err;
+        int pass;  // matching calls still let through before it fires
+    };
+    std::vector<PathFault> path_faults_;
     std::optional<uint64_t> power_budget_bytes_;  // bytes left before the power cut
     bool power_cut_ = false;
 

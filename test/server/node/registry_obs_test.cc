@@ -113,12 +113,15 @@ std::optional<bool> listed_open(const std::string& list, const std::string& name
 
 TEST(RegistryObs, MemoryBoundClosesTheLeastRecentlyUsedIdleTenant) {
     TempDir dir;
-    constexpr int rows = 3000;  // ~3 MiB of memory a tenant, ~0.6 MiB of file: see the sizing below
+    // Short rows under a sorted index: a tenant holds ~4 times its file in memory (the bodies,
+    // the id map, the index's entries), so two open fit beside a third being opened; see the
+    // sizing below.
+    constexpr int rows = 32000;  // a file over 0.5 MiB: twice it passes the bound's rounding up
     {
         auto node = start_node(dir, {"--close-idle", "0"});
         std::string docs = "[";
         for (int i = 0; i < rows; ++i) {
-            docs += (i ? ",{\"title\":\"" : "{\"title\":\"") + std::string(200, 'x') +
+            docs += (i ? ",{\"title\":\"" : "{\"title\":\"") + std::string("x") +
                     "\",\"year\":" + std::to_string(i) + "}";
         }
         docs += "]";
@@ -142,10 +145,14 @@ TEST(RegistryObs, MemoryBoundClosesTheLeastRecentlyUsedIdleTenant) {
         ASSERT_GT(one, 0u) << m->body;
     }
     const uint64_t file = std::filesystem::file_size(dir.path() + "/ta.fenec");
-    // Two open fit (2 x one ≤ bound); a third's open, which counts twice its file until open,
-    // does not (2 x one + 2 x file > bound).
+    // Two open fit (2 x one ≤ bound), and so does one open beside a second being opened, which
+    // counts twice its file until open (one + 2 x file ≤ bound); a third's open does not
+    // (2 x one + 2 x file > bound).
     const uint64_t mib = 1 << 20;
     const uint64_t bound_mib = (2 * one + mib - 1) / mib;
+    ASSERT_LE(one + 2 * file, bound_mib * mib)
+        << "a tenant's file is too big beside its memory for this sizing; one=" << one
+        << " file=" << file;
     ASSERT_LT(bound_mib * mib, 2 * one + 2 * file)
         << "the rows no longer size the tenants for an integer --max-memory; one=" << one
         << " file=" << file;
@@ -187,6 +194,59 @@ TEST(RegistryObs, MemoryBoundClosesTheLeastRecentlyUsedIdleTenant) {
     EXPECT_EQ(metric(m->body, "fenec_tenant_closes_total{reason=\"memory\"}"), 1.0) << m->body;
     EXPECT_EQ(metric(m->body, "fenec_tenants_open"), 2.0);
     EXPECT_EQ(metric(m->body, "fenec_memory_limit_bytes"), static_cast<double>(bound_mib * mib));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 17 item 9: the memory figure counts what tenants hold, and follows a write at once.
+
+// hello's memory_bytes.
+uint64_t hello_memory(Client& c) {
+    auto r = c.request("GET", "/_admin/hello", {}, bearer(A));
+    EXPECT_TRUE(r);
+    if (!r) return 0;
+    const std::string key = "\"memory_bytes\":";
+    const size_t at = r->body.find(key);
+    EXPECT_NE(at, std::string::npos) << r->body;
+    return at == std::string::npos ? 0 : std::stoull(r->body.substr(at + key.size()));
+}
+
+TEST(RegistryObs, TenantsWrittenOnceCountKilobytesEach) {
+    TempDir dir;
+    auto node = start_node(dir, {"--close-idle", "0"});
+    Client c(node->port(), reply_timeout_ms);
+    constexpr int tenants = 40;
+    for (int i = 0; i < tenants; ++i) {
+        const std::string t = "m" + std::to_string(i);
+        make_tenant(node->port(), t);
+        auto r = c.request("POST", "/t/" + t + "/c/notes", R"J({"title":"hi","year":1})J", bearer(D));
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 201) << r->body;
+    }
+    // Was 1 MiB and more a tenant: a first segment reserved whole, never touched (20,000 such
+    // tenants counted 20 GB on a node holding 205 MB).
+    const uint64_t each = hello_memory(c) / tenants;
+    EXPECT_GT(each, 0u);
+    EXPECT_LT(each, 64u << 10);
+}
+
+TEST(RegistryObs, AWriteCountsAtOnceNotAtTheNextSweep) {
+    TempDir dir;
+    auto node = start_node(dir, {"--close-idle", "0"});
+    make_tenant(node->port(), "big");
+    Client c(node->port(), reply_timeout_ms);
+    std::string docs = "[";
+    for (int i = 0; i < 4000; ++i) {
+        docs += (i ? ",{\"title\":\"" : "{\"title\":\"") + std::string(1000, 'x') +
+                "\",\"year\":" + std::to_string(i) + "}";
+    }
+    docs += "]";
+    const uint64_t before = hello_memory(c);
+    auto r = c.request("POST", "/t/big/c/notes", docs, bearer(D));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body.substr(0, 200);
+    // Asked straight after the answer, well inside the registry's once-a-second refresh: the
+    // block that landed the rows set the figure (4,000 bodies of 1 KB, and the sorted index).
+    EXPECT_GE(hello_memory(c), before + 4000 * 1000);
 }
 
 // ---------------------------------------------------------------------------------------------

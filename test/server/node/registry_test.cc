@@ -93,7 +93,8 @@ TEST(RegistryTakeOut, AbsentWhileOutThenRemoved) {
     ASSERT_TRUE(t.out->remove_files(true, trash).is_ok());
     t.out.reset();
     EXPECT_EQ(r.acquire("acme").error, AcquireError::not_found);
-    EXPECT_TRUE(r.list().empty()) << "a file renamed for the caller to unlink is no tenant";
+    ASSERT_TRUE(r.list().is_ok());
+    EXPECT_TRUE(r.list()->empty()) << "a file renamed for the caller to unlink is no tenant";
     EXPECT_EQ(trash, r.path_of("acme") + ".deleted");
     EXPECT_TRUE(std::filesystem::exists(trash));
     EXPECT_FALSE(std::filesystem::exists(r.path_of("acme")));
@@ -152,12 +153,13 @@ TEST(RegistryTakeOut, FrozenMarkAppliedAsTheTenantOpens) {
     }
     Registry r(options_for(dir));
     std::ofstream(r.sidecar_of("acme", sidecar_frozen)) << "{}";
-    ASSERT_EQ(r.list().size(), 1u);
-    EXPECT_TRUE(r.list()[0].frozen);  // closed: the mark
+    ASSERT_TRUE(r.list().is_ok());
+    ASSERT_EQ(r.list()->size(), 1u);
+    EXPECT_TRUE((*r.list())[0].frozen);  // closed: the mark
     Acquired a = r.acquire("acme");
     ASSERT_TRUE(a.tenant);
     EXPECT_TRUE(a.tenant->db().frozen());
-    EXPECT_TRUE(r.list()[0].frozen);  // open: the database's
+    EXPECT_TRUE((*r.list())[0].frozen);  // open: the database's
 }
 
 // An idle close races the next request: the reopen waits for the close to release the file (its
