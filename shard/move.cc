@@ -27,6 +27,7 @@
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
+#include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
 
@@ -361,11 +362,7 @@ void Move::roll_back(bool installed) {
 
 Response serve_move(Router& router, const server::Request& request, const Router::Answering& a,
                     const std::string& tenant) {
-    if (request.head.method != http::Method::post) {
-        Response r = Router::error(405, request.head.path + " takes POST");
-        r.header("Allow", "POST");
-        return r;
-    }
+    if (auto r = method_refusal(request.head)) return std::move(*r);
     return Move(router, a, tenant).run(request);
 }
 
