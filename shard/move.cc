@@ -139,7 +139,7 @@ std::optional<Response> Move::read_target(std::string_view text, std::string& to
         for (auto field : obj) {
             if (field.key == "region") {
                 if (field.value.is_null()) continue;
-                return refuse(501, "field `region`: moves across regions (router.md §11) are not "
+                return refuse(501, "field `region`: moves across regions are not "
                                    "built in this version; name the node with `to`");
             }
             if (field.key != "to") {
