@@ -21,6 +21,7 @@
 #include "shard/placement.h"
 #include "shard/quota.h"
 #include "shard/router.h"
+#include "shard/routes.h"
 
 namespace fenec::shard {
 
@@ -255,12 +256,6 @@ Response json(int status, std::string body) {
     return r;
 }
 
-Response method_not_allowed(std::string_view path, std::string_view allow) {
-    Response r = Router::error(405, std::string(path) + " takes " + std::string(allow));
-    r.header("Allow", std::string(allow));
-    return r;
-}
-
 class Api {
   public:
     Api(Router& router, const server::Request& request, const Router::Answering& a)
@@ -269,59 +264,54 @@ class Api {
     Response serve() {
         const std::vector<std::string> seg = segments(request_.head.path);  // "_shard", ...
         const http::Method m = request_.head.method;
-        if (seg.size() == 2 && seg[1] == "nodes") {
-            if (m != http::Method::get) return method_not_allowed(request_.head.path, "GET");
-            return list_nodes();
+        const ShardRoute* row = find_shard_route(request_.head.path);
+        if (!row || row->plane != ShardPlane::shard) {
+            return Router::error(404, "no route " + request_.head.path +
+                                          ": /_shard/ serves nodes, pairs, replicas and tenants "
+                                          "in this version");
         }
-        if (seg.size() == 3 && seg[1] == "nodes") {
-            if (!valid_name(seg[2])) {
-                return Router::error(400, "node name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
+        // A named node or tenant is judged before the method (seg[2] is its name).
+        const bool node_named = row->id == ShardRouteId::node || row->id == ShardRouteId::failover;
+        const bool tenant_named = row->id == ShardRouteId::tenant_row ||
+                                  row->id == ShardRouteId::move || row->id == ShardRouteId::quota;
+        if ((node_named || tenant_named) && !valid_name(seg[2])) {
+            return Router::error(400, std::string(node_named ? "node" : "tenant") + " name `" +
+                                          seg[2] + "` is not [a-z0-9_-]{1,64}");
+        }
+        switch (row->id) {
+            case ShardRouteId::move:  // §7: shard/move.cc
+                return changed(serve_move(router_, request_, a_, seg[2]));
+            case ShardRouteId::quota: {  // shard/quota.h
+                Response r = serve_quota(router_, request_, a_, seg[2]);
+                return m == http::Method::get ? r : changed(std::move(r));
             }
-            if (m == http::Method::get) return get_node(seg[2]);
-            if (m == http::Method::put) return changed(put_node(seg[2]));
-            if (m == http::Method::del) return changed(delete_node(seg[2]));
-            return method_not_allowed(request_.head.path, "GET, PUT, DELETE");
+            case ShardRouteId::pairs:
+                return serve_pairs(router_, request_);
+            case ShardRouteId::replicas:  // the repair (§8.3): shard/repair.cc
+                return changed(serve_replicas(router_, request_, a_));
+            default:
+                break;
         }
-        if (seg.size() == 4 && seg[1] == "nodes" && seg[3] == "failover") {  // §9.1
-            if (!valid_name(seg[2])) {
-                return Router::error(400, "node name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
-            }
-            if (m != http::Method::post) return method_not_allowed(request_.head.path, "POST");
-            return changed(fail_over(seg[2]));
+        if (auto r = method_refusal(request_.head)) return std::move(*r);
+        switch (row->id) {
+            case ShardRouteId::nodes:
+                return list_nodes();
+            case ShardRouteId::node:
+                if (m == http::Method::get) return get_node(seg[2]);
+                if (m == http::Method::put) return changed(put_node(seg[2]));
+                return changed(delete_node(seg[2]));
+            case ShardRouteId::failover:  // §9.1
+                return changed(fail_over(seg[2]));
+            case ShardRouteId::tenants:
+                return list_tenants();
+            case ShardRouteId::tenant_row:
+                if (m == http::Method::get) return get_tenant(seg[2]);
+                if (m == http::Method::put) return changed(put_tenant(seg[2]));
+                return changed(delete_tenant(seg[2]));
+            default:
+                break;
         }
-        if (seg.size() == 2 && seg[1] == "tenants") {
-            if (m != http::Method::get) return method_not_allowed(request_.head.path, "GET");
-            return list_tenants();
-        }
-        if (seg.size() == 3 && seg[1] == "tenants") {
-            if (!valid_name(seg[2])) {
-                return Router::error(400, "tenant name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
-            }
-            if (m == http::Method::get) return get_tenant(seg[2]);
-            if (m == http::Method::put) return changed(put_tenant(seg[2]));
-            if (m == http::Method::del) return changed(delete_tenant(seg[2]));
-            return method_not_allowed(request_.head.path, "GET, PUT, DELETE");
-        }
-        if (seg.size() == 4 && seg[1] == "tenants" && seg[3] == "move") {  // §7: shard/move.cc
-            if (!valid_name(seg[2])) {
-                return Router::error(400, "tenant name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
-            }
-            return changed(serve_move(router_, request_, a_, seg[2]));
-        }
-        if (seg.size() == 4 && seg[1] == "tenants" && seg[3] == "quota") {  // shard/quota.h
-            if (!valid_name(seg[2])) {
-                return Router::error(400, "tenant name `" + seg[2] + "` is not [a-z0-9_-]{1,64}");
-            }
-            Response r = serve_quota(router_, request_, a_, seg[2]);
-            return m == http::Method::get ? r : changed(std::move(r));
-        }
-        if (seg.size() == 2 && seg[1] == "pairs") return serve_pairs(router_, request_);
-        if (seg.size() == 2 && seg[1] == "replicas") {  // the repair (§8.3): shard/repair.cc
-            return changed(serve_replicas(router_, request_, a_));
-        }
-        return Router::error(404, "no route " + request_.head.path +
-                                      ": /_shard/ serves nodes, pairs, replicas and tenants in "
-                                      "this version");
+        return Router::error(404, "no route " + request_.head.path);
     }
 
   private:

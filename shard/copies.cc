@@ -11,6 +11,7 @@
 #include "server/obs/metrics.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
+#include "shard/routes.h"
 
 namespace fenec::shard {
 
@@ -468,11 +469,7 @@ void Copies::node_answered(const std::string& node) {
 // --- GET /_shard/pairs ---------------------------------------------------------------------
 
 http::Response serve_pairs(Router& router, const server::Request& request) {
-    if (request.head.method != http::Method::get) {
-        http::Response r = Router::error(405, request.head.path + " takes GET");
-        r.header("Allow", "GET");
-        return r;
-    }
+    if (auto r = method_refusal(request.head)) return std::move(*r);
     auto maps = router.directory().maps();
     http::Response r;
     json::Writer w(r.body);

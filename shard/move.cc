@@ -27,6 +27,7 @@
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
+#include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
 
@@ -138,7 +139,7 @@ std::optional<Response> Move::read_target(std::string_view text, std::string& to
         for (auto field : obj) {
             if (field.key == "region") {
                 if (field.value.is_null()) continue;
-                return refuse(501, "field `region`: moves across regions (router.md §11) are not "
+                return refuse(501, "field `region`: moves across regions are not "
                                    "built in this version; name the node with `to`");
             }
             if (field.key != "to") {
@@ -361,11 +362,7 @@ void Move::roll_back(bool installed) {
 
 Response serve_move(Router& router, const server::Request& request, const Router::Answering& a,
                     const std::string& tenant) {
-    if (request.head.method != http::Method::post) {
-        Response r = Router::error(405, request.head.path + " takes POST");
-        r.header("Allow", "POST");
-        return r;
-    }
+    if (auto r = method_refusal(request.head)) return std::move(*r);
     return Move(router, a, tenant).run(request);
 }
 

@@ -29,6 +29,7 @@
 #include "server/runtime/mark.h"
 #include "shard/merge.h"
 #include "shard/router.h"
+#include "shard/routes.h"
 #include "shard/upstream.h"
 
 namespace fenec::shard {
@@ -556,11 +557,7 @@ void write_spans(obs::LineLog& trace, const Fanout& f, const std::string& reques
 
 void Router::serve_query(const server::Request& request,
                          std::shared_ptr<server::Exchange> exchange, const Answering& a) {
-    if (request.head.method != http::Method::post) {
-        Response r = error(405, "/_shard/query takes POST");
-        r.header("Allow", "POST");
-        return answer(*exchange, a, std::move(r));
-    }
+    if (auto r = method_refusal(request.head)) return answer(*exchange, a, std::move(*r));
     const int64_t start_wall = wall_ms();
     auto q = std::make_shared<QueryRequest>();
     if (auto refused = read_request(request.body, options_.upstream_timeout_ms, *q)) {

@@ -12,6 +12,7 @@
 #include "json/writer.h"
 #include "shard/copies.h"
 #include "shard/node_calls.h"
+#include "shard/routes.h"
 
 namespace fenec::shard {
 
@@ -198,11 +199,7 @@ http::Response serve_quota(Router& router, const server::Request& request,
         r.body = std::move(got.body);
         return r;
     }
-    if (m != http::Method::put && m != http::Method::del) {
-        http::Response r = Router::error(405, request.head.path + " takes GET, PUT and DELETE");
-        r.header("Allow", "GET, PUT, DELETE");
-        return r;
-    }
+    if (auto r = method_refusal(request.head)) return std::move(*r);
     std::optional<Quota> quota;
     if (m == http::Method::put) {
         std::string error;

@@ -21,6 +21,7 @@
 #include "shard/copies.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
+#include "shard/routes.h"
 
 namespace fenec::shard {
 
@@ -229,11 +230,7 @@ void write_why(json::Writer& w, const std::vector<RepairReport::Why>& list) {
 
 http::Response serve_replicas(Router& router, const server::Request& request,
                               const Router::Answering& a) {
-    if (request.head.method != http::Method::post) {
-        http::Response r = Router::error(405, request.head.path + " takes POST");
-        r.header("Allow", "POST");
-        return r;
-    }
+    if (auto r = method_refusal(request.head)) return std::move(*r);
     std::optional<std::string> region;
     const std::string_view text = request.body;
     if (text.find_first_not_of(" \t\r\n") != std::string_view::npos) {

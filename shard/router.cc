@@ -22,6 +22,7 @@
 #include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
+#include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
 
@@ -59,13 +60,24 @@ std::string first_segment(std::string_view path) {
     return std::string(path.substr(0, path.find('/')));
 }
 
+// The handler a request goes to, by its row (routes.h). A path no row names under `/_shard/` or
+// `/_replication` is judged on that credential before its 404, as a served one would be.
 Route route_of(std::string_view path) {
+    if (const ShardRoute* r = find_shard_route(path)) {
+        switch (r->id) {
+            case ShardRouteId::tenant: return Route::tenant;
+            case ShardRouteId::query: return Route::query;
+            case ShardRouteId::metrics: return Route::metrics;
+            case ShardRouteId::health: return Route::health;
+            case ShardRouteId::feed:
+            case ShardRouteId::tokens:
+            case ShardRouteId::status:
+            case ShardRouteId::promote: return Route::replication;
+            default: return Route::shard;
+        }
+    }
     const std::string first = first_segment(path);
-    if (first == "t") return Route::tenant;
-    if (path == "/_shard/query") return Route::query;
     if (first == "_shard") return Route::shard;
-    if (first == "_metrics") return Route::metrics;
-    if (first == "_health") return Route::health;
     if (first == "_replication") return Route::replication;
     return Route::other;
 }
@@ -558,15 +570,13 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             return;
         }
         case Route::metrics: {
-            const http::Method m = request.head.method;
-            if (m != http::Method::get && m != http::Method::head) {
-                http::Response r = error(405, "/_metrics takes GET and HEAD");
-                r.header("Allow", "GET, HEAD");
-                return answer(*exchange, a, std::move(r));
-            }
+            if (auto r = method_refusal(request.head)) return answer(*exchange, a, std::move(*r));
             return answer(*exchange, a, serve_metrics());
         }
         case Route::health: {
+            if (auto refused = method_refusal(request.head)) {
+                return answer(*exchange, a, std::move(*refused));
+            }
             http::Response r;
             json::Writer w(r.body);
             w.begin_object();

@@ -11,6 +11,7 @@
 
 #include "engine/format.h"
 #include "shard/move.h"
+#include "shard/routes.h"
 #include "shard/test_hooks.h"
 
 namespace fenec::shard {
@@ -490,38 +491,32 @@ void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> e
             request.peer, [this, exchange, a, r] { router_.answer(*exchange, a, std::move(*r)); });
     }
     router_.accepted(request.peer);
-    auto only = [&](http::Method m, std::string_view allow) -> std::optional<http::Response> {
-        if (h.method == m) return std::nullopt;
-        http::Response r = Router::error(405, h.path + " takes " + std::string(allow));
-        r.header("Allow", std::string(allow));
-        return r;
-    };
-    if (h.path == "/_replication/status") {
-        if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
-        return router_.answer(*exchange, a, status());
-    }
-    if (h.path == "/_replication/promote") {
-        if (auto r = only(http::Method::post, "POST")) return router_.answer(*exchange, a, *r);
-        auto req = std::make_shared<server::Request>(std::move(request));
-        if (!submit([this, req, exchange, a] { router_.answer(*exchange, a, promote(*req, a)); })) {
-            http::Response r = Router::error(503, "the router's API queue is full");
-            r.header("Retry-After", "1");
-            router_.answer(*exchange, a, std::move(r));
-        }
-        return;
-    }
-    if (h.path == "/_replication/tokens") {
-        if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
-        return router_.answer(*exchange, a, tokens());
-    }
-    if (h.path != "/_replication") {
+    const ShardRoute* row = find_shard_route(h.path);
+    if (!row || row->plane != ShardPlane::replication) {
         return router_.answer(
             *exchange, a,
             Router::error(404, "no route " + h.path +
                                    ": /_replication serves the feed, /status, /tokens and "
                                    "/promote"));
     }
-    if (auto r = only(http::Method::get, "GET")) return router_.answer(*exchange, a, *r);
+    if (auto r = method_refusal(h)) return router_.answer(*exchange, a, std::move(*r));
+    switch (row->id) {
+        case ShardRouteId::status:
+            return router_.answer(*exchange, a, status());
+        case ShardRouteId::tokens:
+            return router_.answer(*exchange, a, tokens());
+        case ShardRouteId::promote: {
+            auto req = std::make_shared<server::Request>(std::move(request));
+            if (!submit([this, req, exchange, a] { router_.answer(*exchange, a, promote(*req, a)); })) {
+                http::Response r = Router::error(503, "the router's API queue is full");
+                r.header("Retry-After", "1");
+                router_.answer(*exchange, a, std::move(r));
+            }
+            return;
+        }
+        default:
+            break;  // the feed, below
+    }
     if (following()) {
         // A standby serves no feed: its file changes only by its primary's, whose feed to follow.
         http::Response r =

@@ -10,6 +10,7 @@
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/node/handlers.h"
+#include "server/node/routes.h"
 #include "server/node/json_body.h"
 #include "server/node/lease.h"
 #include "server/node/quota.h"
@@ -274,53 +275,43 @@ void admin_query(Node& node, Call& call, Tenant& t) {
 }
 
 
-http::Response not_allowed(Node& node, std::string_view path, std::string_view allow) {
-    return node.refusal(405, std::string(path) + " takes " + std::string(allow))
-        .header("Allow", std::string(allow));
-}
-
-// /_admin/tenants/<t>[/<what>]: the routes on one tenant.
+// /_admin/tenants/<t>[/<what>]: the routes on one tenant. A change's 405 is audited, as every
+// refused change on the admin plane is.
 void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
-    const std::vector<std::string>& seg = call->rest;  // "tenants", <t>, ...
     const http::Method m = call->request.head.method;
     Call& c = *call;
-    if (seg.size() == 2) {
-        if (m == http::Method::put) return create_tenant(node, c);
-        if (m == http::Method::del) return delete_tenant(node, c, true);
-        if (m == http::Method::get) {
+    const RouteId id = route_of(c)->id;  // serve_admin found the row
+    if (!route_takes(c)) {
+        http::Response r = method_refusal(node, c);
+        if (id == RouteId::quota || id == RouteId::tenant_query) return node.answer(c, std::move(r));
+        return answer_audited(node, c, std::move(r));
+    }
+    switch (id) {
+        case RouteId::tenant:
+            if (m == http::Method::put) return create_tenant(node, c);
+            if (m == http::Method::del) return delete_tenant(node, c, true);
+            {
+                Acquired a = node.registry().acquire(c.tenant);
+                if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
+                return describe_tenant(node, c, *a.tenant);
+            }
+        case RouteId::quota:
+            return serve_quota(node, call);  // quota.cc
+        case RouteId::tenant_query: {
             Acquired a = node.registry().acquire(c.tenant);
             if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
-            return describe_tenant(node, c, *a.tenant);
+            return admin_query(node, c, *a.tenant);
         }
-        return answer_audited(node, c,
-                              not_allowed(node, "/_admin/tenants/<t>", "GET, PUT, DELETE"));
-    }
-    if (seg.size() != 3) {
-        return node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
-    }
-    const std::string& what = seg[2];
-    if (what == "quota") return serve_quota(node, call);  // quota.cc
-    if (what == "query") {
-        if (m != http::Method::post) {
-            return node.answer(c, not_allowed(node, "/_admin/tenants/<t>/query", "POST"));
-        }
-        Acquired a = node.registry().acquire(c.tenant);
-        if (!a.tenant) return node.answer(c, acquire_refusal(node, a));
-        return admin_query(node, c, *a.tenant);
-    }
-    if (what == "freeze" || what == "thaw") {
-        if (m != http::Method::post) {
-            return answer_audited(node, c,
-                                  not_allowed(node, "/_admin/tenants/<t>/" + what, "POST"));
-        }
-        return what == "freeze" ? freeze_tenant(node, c) : thaw_tenant(node, c);
-    }
-    if (what == "file") {
-        if (m == http::Method::get) return get_image(node, call);
-        if (m == http::Method::put) return put_image(node, c);
-        if (m == http::Method::del) return delete_tenant(node, c, false);
-        return answer_audited(node, c,
-                              not_allowed(node, "/_admin/tenants/<t>/file", "GET, PUT, DELETE"));
+        case RouteId::freeze:
+            return freeze_tenant(node, c);
+        case RouteId::thaw:
+            return thaw_tenant(node, c);
+        case RouteId::file:
+            if (m == http::Method::get) return get_image(node, call);
+            if (m == http::Method::put) return put_image(node, c);
+            return delete_tenant(node, c, false);
+        default:
+            break;
     }
     node.answer(c, node.refusal(404, "no admin route " + c.request.head.path));
 }
@@ -328,20 +319,25 @@ void serve_tenant(Node& node, const std::shared_ptr<Call>& call) {
 }  // namespace
 
 void serve_admin(Node& node, const std::shared_ptr<Call>& call) {
-    const std::vector<std::string>& seg = call->rest;  // after "_admin"
-    const http::Method m = call->request.head.method;
-    if (seg.size() == 1 && (seg[0] == "tenants" || seg[0] == "hello")) {
-        if (m != http::Method::get) {
-            return node.answer(*call, not_allowed(node, "/_admin/" + seg[0], "GET"));
-        }
-        return seg[0] == "hello" ? hello(node, *call) : list_tenants(node, *call);
-    }
-    if (seg.size() >= 2 && seg[0] == "tenants") {
-        if (!valid_tenant_name(call->tenant)) {
-            return node.answer(*call, node.refusal(400, "tenant name `" + call->tenant +
-                                                            "` is not [a-z0-9_-]{1,64}"));
-        }
-        return serve_tenant(node, call);
+    const NodeRoute* row = route_of(*call);
+    switch (row ? row->id : RouteId::health) {
+        case RouteId::hello:
+        case RouteId::tenants:
+            if (!route_takes(*call)) return node.answer(*call, method_refusal(node, *call));
+            return row->id == RouteId::hello ? hello(node, *call) : list_tenants(node, *call);
+        case RouteId::tenant:
+        case RouteId::tenant_query:
+        case RouteId::quota:
+        case RouteId::freeze:
+        case RouteId::thaw:
+        case RouteId::file:
+            if (!valid_tenant_name(call->tenant)) {
+                return node.answer(*call, node.refusal(400, "tenant name `" + call->tenant +
+                                                                "` is not [a-z0-9_-]{1,64}"));
+            }
+            return serve_tenant(node, call);
+        default:
+            break;
     }
     node.answer(*call, node.refusal(404, "no admin route " + call->request.head.path));
 }

@@ -12,6 +12,7 @@
 #include "server/node/json_body.h"
 #include "server/node/parked.h"
 #include "server/node/quota.h"
+#include "server/node/routes.h"
 #include "server/node/subscriptions.h"
 
 namespace fenec::node {
@@ -19,11 +20,6 @@ namespace fenec::node {
 void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t);
 
 namespace {
-
-http::Response method_not_allowed(Node& node, std::string_view allow) {
-    return node.refusal(405, "this path takes " + std::string(allow))
-        .header("Allow", std::string(allow));
-}
 
 void describe(Node& node, Call& call, Tenant& t) {
     engine::ReadView view = t.db().read();
@@ -226,11 +222,12 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
         ~Touch() { t.last_used_ms = node.now_ms(); }
     } touch{node, *t};
     const http::RequestHead& h = call->request.head;
-    switch (call->route) {
-        case Route::query:
-        case Route::batch: {
-            if (call->rest.size() != 1) return node.answer(*call, node.refusal(404, "no route " + h.path));
-            if (h.method != http::Method::post) return node.answer(*call, method_not_allowed(node, "POST"));
+    const NodeRoute* row = route_of(*call);
+    if (!row) return node.answer(*call, node.refusal(404, "no route " + h.path));
+    if (!route_takes(*call)) return node.answer(*call, method_refusal(node, *call));
+    switch (row->id) {
+        case RouteId::query:
+        case RouteId::batch: {
             std::vector<QueryBody> bodies;
             static thread_local BodyReader reader;  // one simdjson parser per thread
             if (call->route == Route::query) {
@@ -256,19 +253,15 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
             }
             return run_statements(node, call, t, std::move(bodies), call->route == Route::batch);
         }
-        case Route::changes:
-            if (h.method != http::Method::get) return node.answer(*call, method_not_allowed(node, "GET"));
+        case RouteId::changes:
             return node.subscriptions().open(call, t);
-        case Route::rest:
+        case RouteId::collection:
+        case RouteId::document:
             return serve_rest(node, call, t);
+        case RouteId::describe:
+            return describe(node, *call, *t);
         default:
             break;
-    }
-    if (call->rest.empty() || (call->rest.size() == 1 && call->rest[0].empty())) {
-        if (h.method != http::Method::get && h.method != http::Method::head) {
-            return node.answer(*call, method_not_allowed(node, "GET, HEAD"));
-        }
-        return describe(node, *call, *t);
     }
     node.answer(*call, node.refusal(404, "no route " + h.path));
 }

@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include "server/node/handlers.h"
+#include "server/node/routes.h"
 
 namespace fenec::node {
 
@@ -257,11 +258,8 @@ http::Response fence_refusal(const Node& node, const FenceOutcome& f) {
 void serve_lease(Node& node, const std::shared_ptr<Call>& call) {
     const http::Method m = call->request.head.method;
     Leases* leases = node.leases();
+    if (!route_takes(*call)) return node.answer(*call, method_refusal(node, *call));
     if (m == http::Method::get || m == http::Method::head) return get_lease(node, *call, leases);
-    if (m != http::Method::post && m != http::Method::del) {
-        return node.answer(*call, node.refusal(405, "/_admin/lease takes GET, POST and DELETE")
-                                      .header("Allow", "GET, HEAD, POST, DELETE"));
-    }
     if (!leases) {
         return node.answer(
             *call, node.refusal(

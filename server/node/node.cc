@@ -15,6 +15,7 @@
 #include "server/node/parked.h"
 #include "server/node/quota.h"
 #include "server/node/replication.h"
+#include "server/node/routes.h"
 #include "server/node/subscriptions.h"
 #include "server/runtime/flags.h"
 #include "server/runtime/host.h"
@@ -561,8 +562,6 @@ uint64_t Node::next_random() {
 
 void Node::dispatch(std::shared_ptr<Call> call) {
     const http::RequestHead& h = call->request.head;
-    const std::vector<std::string> seg = split_path(h.path);
-    const std::string& first = seg.empty() ? std::string() : seg[0];
     // A browser's preflight is answered before any credential is asked for (§2.3).
     if (options_.cors && h.method == http::Method::options && h.header("Origin") == *options_.cors) {
         return answer(*call, preflight());
@@ -572,79 +571,101 @@ void Node::dispatch(std::shared_ptr<Call> call) {
         r.close = true;
         return answer(*call, std::move(r));
     }
-    if (first == "_health") {
-        call->route = Route::health;
-        http::Response r;
-        r.status = stopping_ ? 503 : 200;
-        json::Writer w(r.body);
-        w.begin_object();
-        w.key("ok");
-        w.boolean(!stopping_);
-        if (stopping_) {
-            w.key("reason");
-            w.string("stopping");
-        } else {
-            w.key("node");
-            w.string(options_.node_name);
-            w.key("version");
-            w.string(fenec_version);
-        }
-        w.end_object();
-        return answer(*call, std::move(r));
-    }
-    if (first == "t" && seg.size() >= 2) {
-        call->tenant = seg[1];
-        call->rest.assign(seg.begin() + 2, seg.end());
-        call->route = call->rest.empty() || call->rest[0].empty() ? Route::other
-                      : call->rest[0] == "query"                  ? Route::query
-                      : call->rest[0] == "batch"                  ? Route::batch
-                      : call->rest.size() == 3 && call->rest[2] == "changes" ? Route::changes
-                                                                              : Route::rest;
-        if (!authorize(call, auth::Credential::data)) return;
-        if (!valid_tenant_name(call->tenant)) {
-            return answer(*call, refusal(400, "tenant name `" + call->tenant +
-                                                  "` is not [a-z0-9_-]{1,64}"));
-        }
-        if (stopping_) return answer(*call, refusal(503, "the node is stopping", "stopping"));
-        if (serve_inline(*this, call)) return;
-        return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
-    }
-    if (first == "_admin" || first == "_metrics") {
-        call->route = first == "_metrics" ? Route::metrics
-                      : seg.size() == 4 && seg[1] == "tenants" && seg[3] == "query" ? Route::admin_query
-                                                                                    : Route::admin;
-        if (!authorize(call, auth::Credential::admin)) return;
-        if (first == "_metrics") {
-            if (h.method != http::Method::get && h.method != http::Method::head) {
-                return answer(*call, refusal(405, "/_metrics takes GET").header("Allow", "GET, HEAD"));
-            }
+    // The row this path is (routes.h); a path under a plane's prefix that no row names is judged
+    // on that plane before its 404, as a served one would be.
+    const NodeRoute* served = find_node_route(h.path);
+    const auth::Credential plane = served ? served->plane : plane_of_prefix(h.path);
+    const std::vector<std::string> seg = split_path(h.path);
+    switch (plane) {
+        case auth::Credential::none: {
+            if (!served) break;
+            call->route = Route::health;
+            if (!route_takes(*call)) return answer(*call, method_refusal(*this, *call));
             http::Response r;
-            r.body = metrics_.render();
-            r.content_type = std::string(obs::metrics_content_type);
+            r.status = stopping_ ? 503 : 200;
+            json::Writer w(r.body);
+            w.begin_object();
+            w.key("ok");
+            w.boolean(!stopping_);
+            if (stopping_) {
+                w.key("reason");
+                w.string("stopping");
+            } else {
+                w.key("node");
+                w.string(options_.node_name);
+                w.key("version");
+                w.string(fenec_version);
+            }
+            w.end_object();
             return answer(*call, std::move(r));
         }
-        if (seg.size() == 2 && seg[1] == "lease") {
-            call->route = Route::lease;
-            return submit(call, [this](const std::shared_ptr<Call>& c) { serve_lease(*this, c); });
-        }
-        if (seg.size() >= 3 && seg[1] == "tenants") call->tenant = seg[2];
-        call->rest.assign(seg.begin() + 1, seg.end());
-        if (seg.size() == 4 && seg[1] == "tenants" && (seg[3] == "follow" || seg[3] == "promote")) {
-            const bool follow = seg[3] == "follow";
-            return submit(call, [this, follow](const std::shared_ptr<Call>& c) {
-                follow ? replication_->serve_follow(c) : replication_->serve_promote(c);
-            });
-        }
-        return submit(call, [this](const std::shared_ptr<Call>& c) { serve_admin(*this, c); });
-    }
-    if (first == "_replication") {
-        call->route = Route::replication;
-        if (!authorize(call, auth::Credential::replication)) return;
-        return replication_->serve_stream(call);
+        case auth::Credential::data:
+            call->tenant = seg[1];
+            call->rest.assign(seg.begin() + 2, seg.end());
+            call->route = !served                               ? Route::other
+                          : served->id == RouteId::query        ? Route::query
+                          : served->id == RouteId::batch        ? Route::batch
+                          : served->id == RouteId::changes      ? Route::changes
+                          : served->id == RouteId::describe     ? Route::other
+                                                                : Route::rest;
+            if (!authorize(call, auth::Credential::data)) return;
+            if (!valid_tenant_name(call->tenant)) {
+                return answer(*call, refusal(400, "tenant name `" + call->tenant +
+                                                      "` is not [a-z0-9_-]{1,64}"));
+            }
+            if (stopping_) return answer(*call, refusal(503, "the node is stopping", "stopping"));
+            if (serve_inline(*this, call)) return;
+            return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
+        case auth::Credential::admin:
+            call->route = !served                                ? Route::admin
+                          : served->id == RouteId::metrics       ? Route::metrics
+                          : served->id == RouteId::tenant_query  ? Route::admin_query
+                          : served->id == RouteId::lease         ? Route::lease
+                                                                 : Route::admin;
+            if (!authorize(call, auth::Credential::admin)) return;
+            if (served && served->id == RouteId::metrics) {
+                if (!route_takes(*call)) return answer(*call, method_refusal(*this, *call));
+                http::Response r;
+                r.body = metrics_.render();
+                r.content_type = std::string(obs::metrics_content_type);
+                return answer(*call, std::move(r));
+            }
+            if (served && served->id == RouteId::lease) {
+                return submit(call, [this](const std::shared_ptr<Call>& c) { serve_lease(*this, c); });
+            }
+            if (seg.size() >= 3 && seg[1] == "tenants") call->tenant = seg[2];
+            call->rest.assign(seg.begin() + 1, seg.end());
+            if (served && (served->id == RouteId::follow || served->id == RouteId::promote)) {
+                const bool follow = served->id == RouteId::follow;
+                return submit(call, [this, follow](const std::shared_ptr<Call>& c) {
+                    follow ? replication_->serve_follow(c) : replication_->serve_promote(c);
+                });
+            }
+            return submit(call, [this](const std::shared_ptr<Call>& c) { serve_admin(*this, c); });
+        case auth::Credential::replication:
+            call->route = Route::replication;
+            if (!authorize(call, auth::Credential::replication)) return;
+            return replication_->serve_stream(call);
+        case auth::Credential::jwt:
+            break;
     }
     answer(*call, refusal(404, "no route " + h.path +
                                    ": the node serves /t/, /_admin/, /_replication/, /_metrics and "
                                    "/_health"));
+}
+
+const NodeRoute* route_of(const Call& call) { return find_node_route(call.request.head.path); }
+
+bool route_takes(const Call& call) {
+    const NodeRoute* row = route_of(call);
+    return row && row->methods.has(call.request.head.method);
+}
+
+http::Response method_refusal(Node& node, const Call& call) {
+    const NodeRoute* row = route_of(call);
+    const std::string allow = row ? row->methods.allow() : "";
+    return node.refusal(405, std::string(row ? row->pattern : "") + " takes " + allow)
+        .header("Allow", allow);
 }
 
 void Node::submit(const std::shared_ptr<Call>& call,

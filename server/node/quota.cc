@@ -14,6 +14,7 @@
 #include "json/writer.h"
 #include "server/node/admin.h"
 #include "server/node/handlers.h"
+#include "server/node/routes.h"
 #include "server/obs/audit.h"
 
 namespace fenec::node {
@@ -260,10 +261,7 @@ engine::Status load_quota(Node& node, Tenant& t) {
 
 void serve_quota(Node& node, const std::shared_ptr<Call>& call) {
     const http::Method m = call->request.head.method;
-    if (m != http::Method::get && m != http::Method::put) {
-        return node.answer(*call, node.refusal(405, "/_admin/tenants/<t>/quota takes GET and PUT")
-                                      .header("Allow", "GET, PUT"));
-    }
+    if (!route_takes(*call)) return node.answer(*call, method_refusal(node, *call));
     // A closed tenant is opened, to count it and to apply a new quota at once (§8.5).
     Acquired a = node.registry().acquire(call->tenant);
     if (!a.tenant) return node.answer(*call, acquire_refusal(node, a));

@@ -15,6 +15,7 @@
 #include "engine/format.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
+#include "server/node/routes.h"
 #include "server/node/subscriptions.h"
 #include "server/node/test_hooks.h"
 
@@ -154,13 +155,11 @@ void Replication::serve_stream(const std::shared_ptr<Call>& call) {
         }
         return out;
     }();
-    if (seg.size() != 3 || seg[1] != "tenants") {
+    if (!route_of(*call)) {
         return node_.answer(*call, node_.refusal(404, "no route " + h.path +
                                                           ": the feed is /_replication/tenants/<t>"));
     }
-    if (h.method != http::Method::get) {
-        return node_.answer(*call, node_.refusal(405, "the feed takes GET").header("Allow", "GET"));
-    }
+    if (!route_takes(*call)) return node_.answer(*call, method_refusal(node_, *call));
     call->tenant = seg[2];
     if (!valid_tenant_name(call->tenant)) {
         return node_.answer(*call, node_.refusal(400, "tenant name `" + call->tenant +

@@ -7,6 +7,7 @@
 #include "server/node/admin.h"
 #include "server/node/follower.h"
 #include "server/node/handlers.h"
+#include "server/node/routes.h"
 #include "server/node/lease.h"
 #include "server/node/replication.h"
 #include "server/node/subscriptions.h"
@@ -94,10 +95,7 @@ bool from_is_valid(std::string_view from) {
 // its body (read into `body`). A refusal, or nullopt.
 std::optional<http::Response> request_refusal(Node& node, const Call& c, bool promote,
                                               ReplicationBody& body) {
-    if (c.request.head.method != http::Method::post) {
-        return node.refusal(405, std::string(promote ? "promote" : "follow") + " takes POST")
-            .header("Allow", "POST");
-    }
+    if (!route_takes(c)) return method_refusal(node, c);
     if (!valid_tenant_name(c.tenant)) {
         return node.refusal(400, "tenant name `" + c.tenant + "` is not [a-z0-9_-]{1,64}");
     }

@@ -7,6 +7,7 @@
 #include "server/node/handlers.h"
 #include "server/node/json_body.h"
 #include "server/node/rest_filter.h"
+#include "server/node/routes.h"
 
 namespace fenec::node {
 
@@ -166,8 +167,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             });
         }
         default:
-            return node.answer(*call, node.refusal(405, "a document takes GET, PUT, PATCH, DELETE")
-                                          .header("Allow", "GET, HEAD, PUT, PATCH, DELETE"));
+            return node.answer(*call, method_refusal(node, *call));
     }
 }
 
@@ -194,8 +194,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         });
     }
     if (h.method != http::Method::get && h.method != http::Method::head) {
-        return node.answer(*call, node.refusal(405, "a collection takes GET and POST")
-                                      .header("Allow", "GET, HEAD, POST"));
+        return node.answer(*call, method_refusal(node, *call));
     }
     auto q = parse_rest_query(h.query, false);
     if (!q) return node.answer(*call, node.refusal(q.error().status, q.error().message));
