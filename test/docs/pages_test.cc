@@ -1,12 +1,16 @@
 // test/docs/pages_test.cc: every example of the pages in docs/ runs against real fenec-node and
 // fenec-shard processes and answers as its page shows (runner.h), one test per page. The pages
 // are listed here and nowhere else; a page in docs/ that holds a block the runner would run but
-// is not listed fails `EveryPageWithExamplesIsListed`, so no page goes unchecked unseen.
+// is not listed fails `EveryPageWithExamplesIsListed`, so no page goes unchecked unseen. The
+// README links every page and nothing outside the repository.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -97,6 +101,33 @@ TEST(DocPages, EveryPageWithExamplesIsListed) {
         if (!l.pending) {
             EXPECT_TRUE(std::filesystem::exists(docs_dir() + "/" + l.file)) << l.file;
         }
+    }
+}
+
+// The README is where a reader of a fresh clone starts: it links every page of docs/, and every
+// link it holds resolves inside the repository (no `../`, no page a clone does not have).
+TEST(DocPages, TheReadmeLinksEveryPageAndNothingOutside) {
+    const std::filesystem::path root = std::filesystem::path(docs_dir()).parent_path();
+    std::ifstream in(root / "README.md");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string readme = text.str();
+    ASSERT_FALSE(readme.empty());
+    std::set<std::string> linked;
+    for (size_t at = readme.find("]("); at != std::string::npos; at = readme.find("](", at + 2)) {
+        const size_t end = readme.find(')', at);
+        ASSERT_NE(end, std::string::npos);
+        std::string target = readme.substr(at + 2, end - at - 2);
+        target = target.substr(0, target.find('#'));
+        EXPECT_EQ(target.find("://"), std::string::npos) << "README links outside: " << target;
+        EXPECT_EQ(target.find(".."), std::string::npos) << "README links outside: " << target;
+        EXPECT_TRUE(std::filesystem::exists(root / target)) << "README links nothing: " << target;
+        linked.insert(target);
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(docs_dir())) {
+        if (entry.path().extension() != ".md") continue;
+        const std::string page = "docs/" + entry.path().filename().string();
+        EXPECT_TRUE(linked.count(page)) << "README does not link " << page;
     }
 }
 
