@@ -2,6 +2,8 @@
 // its fsync, the rename into place, the folder's fsync, the open after it) leaves neither the
 // file nor its `.new` behind, so the name can be created again at once (issue 17 item 9: a
 // failed create used to leave `<t>.fenec`, which then answered every open with its failure).
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 #include <vector>
