@@ -775,7 +775,8 @@ void Node::answer(Call& call, http::Response response) {
                         "Fenec-Seq, Fenec-History, Fenec-Lease, Fenec-Lineage, Fenec-Image-Digest, "
                         "Idempotent-Replayed, X-Request-Id, Retry-After");
     }
-    const double seconds = static_cast<double>(env_.clock.steady_ns() - call.start_ns) / 1e9;
+    const int64_t took_ns = env_.clock.steady_ns() - call.start_ns;
+    const double seconds = static_cast<double>(took_ns) / 1e9;
     const int status = response.status;
     // A stream is counted at its head (§13.1).
     const size_t route = static_cast<size_t>(call.route);
@@ -794,7 +795,7 @@ void Node::answer(Call& call, http::Response response) {
             d = &counters_.durations->with({route_label(call.route)});
             durations_[route].store(d, std::memory_order_release);
         }
-        d->observe(seconds);
+        d->observe_us(static_cast<uint64_t>(took_ns / 1000));
     }
     if (!call.trace_id.empty() && call.route != Route::health && call.route != Route::metrics) {
         span(call, status, seconds);

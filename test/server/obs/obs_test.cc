@@ -84,9 +84,9 @@ TEST(Metrics, RendersTextFormatExactly) {
     reg.gauge("fenec_http_connections", "Open connections.").with({}).set(2);
     auto& fsync =
         reg.histogram("fenec_fsync_duration_seconds", "Time in fsync.", {}, {0.001, 0.01});
-    fsync.with({}).observe(0.001);  // on the bound: le is inclusive
-    fsync.with({}).observe(0.005);
-    fsync.with({}).observe(2);
+    fsync.with({}).observe_us(1000);  // on the bound: le is inclusive
+    fsync.with({}).observe_us(5000);
+    fsync.with({}).observe_us(2'000'000);
     reg.counter("fenec_held_requests_total", "Held \\ requests\nby outcome.", {"outcome"});
     reg.gauge_fn("fenec_start_time_seconds", "Start time.", [] { return 1700000000.5; });
     reg.counter_fn("fenec_audit_lines_total", "Audit lines written.", [] { return 7.0; });
@@ -137,7 +137,7 @@ TEST(Metrics, ValuesInPlainDecimalsOrExponents) {
 TEST(Metrics, LabelledHistogramAndSpecBuckets) {
     Registry reg;
     auto& d = reg.histogram("fenec_http_request_duration_seconds", "Request time.", {"route"});
-    d.with({"query"}).observe(0.0001);
+    d.with({"query"}).observe_us(100);
     const std::string text = reg.render();
     ASSERT_EQ(duration_buckets_s.size(), 16u);
     EXPECT_NE(text.find("fenec_http_request_duration_seconds_bucket{route=\"query\",le=\"0.0001\"} "
@@ -163,8 +163,8 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
     req.with({"query", "200"}).inc(5);
     req.with({"rest", "4\"0\\4\n"}).inc();
     auto& dur = reg.histogram("fenec_http_request_duration_seconds", "Request time.", {"route"});
-    dur.with({"query"}).observe(0.003);
-    dur.with({"admin"}).observe(12);
+    dur.with({"query"}).observe_us(3000);
+    dur.with({"admin"}).observe_us(12'000'000);
     reg.gauge("fenec_http_connections", "Open connections.").with({}).add(3);
     reg.counter("fenec_http_refused_total", "Connections and requests refused.", {"reason"});
     reg.counter("fenec_slow_requests_total", "Requests over --slow-ms.").with({}).inc();
@@ -198,7 +198,7 @@ TEST(Metrics, ConcurrentIncrementsSumExactly) {
             for (int i = 0; i < kPerThread; ++i) {
                 c.inc();
                 g.add(1);
-                h.observe(i % 3 == 0 ? 0.5 : 1.5);
+                h.observe_us(i % 3 == 0 ? 500'000 : 1'500'000);
             }
         });
     }
@@ -211,26 +211,41 @@ TEST(Metrics, ConcurrentIncrementsSumExactly) {
     EXPECT_EQ(h.bucket_count(0), low);
     EXPECT_EQ(h.bucket_count(1), uint64_t{kThreads} * kPerThread - low);
     EXPECT_EQ(h.bucket_count(2), 0u);
-    EXPECT_DOUBLE_EQ(h.sum(), 0.5 * static_cast<double>(low) +
-                                  1.5 * static_cast<double>(kThreads * kPerThread - low));
+    EXPECT_EQ(h.sum_us(), 500'000 * low + 1'500'000 * (uint64_t{kThreads} * kPerThread - low));
 }
 
 TEST(Metrics, HistogramBucketsAreInclusiveUpperBounds) {
-    const std::vector<double> bounds = {0.001, 0.01, 0.1};
-    Histogram h(bounds);
-    h.observe(0);                         // bucket 0
-    h.observe(0.001);                     // on the first bound: bucket 0
-    h.observe(std::nextafter(0.001, 1));  // just past it: bucket 1
-    h.observe(0.01);                      // bucket 1
-    h.observe(0.1);                       // bucket 2
-    h.observe(0.1000001);                 // +Inf
-    h.observe(1e9);                       // +Inf
-    h.observe(std::nan(""));              // ignored
+    const std::vector<uint64_t> bounds_us = {1000, 10'000, 100'000};
+    Histogram h(bounds_us);
+    h.observe_us(0);                  // bucket 0
+    h.observe_us(1000);               // on the first bound: bucket 0
+    h.observe_us(1001);               // just past it: bucket 1
+    h.observe_us(10'000);             // bucket 1
+    h.observe_us(100'000);            // bucket 2
+    h.observe_us(100'001);            // +Inf
+    h.observe_us(1'000'000'000'000);  // +Inf
     EXPECT_EQ(h.bucket_count(0), 2u);
     EXPECT_EQ(h.bucket_count(1), 2u);
     EXPECT_EQ(h.bucket_count(2), 1u);
     EXPECT_EQ(h.bucket_count(3), 2u);
-    EXPECT_FALSE(std::isnan(h.sum()));
+    EXPECT_EQ(h.sum_us(), 1'000'000'212'002u);
+}
+
+// A sum of durations is exact: 34 requests of a millisecond sum to 0.034 s, where adding 0.001
+// as a double 34 times gives 0.03400000000000002 (what a router's `_sum` showed).
+TEST(Metrics, HistogramSumIsExactDecimalSeconds) {
+    Registry reg;
+    auto& d = reg.histogram("fenec_router_request_duration_seconds", "Request time.", {"route"});
+    for (int i = 0; i < 34; ++i) d.with({"data"}).observe_us(1000);
+    d.with({"admin"}).observe_us(2'500'000);
+    d.with({"admin"}).observe_us(7);
+    d.with({"health"}).observe_us(10'000'000);
+    const std::string text = reg.render();
+    EXPECT_NE(text.find("fenec_router_request_duration_seconds_sum{route=\"data\"} 0.034\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("_sum{route=\"admin\"} 2.500007\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("_sum{route=\"health\"} 10\n"), std::string::npos) << text;
 }
 
 TEST(Metrics, ChildReferencesAreStable) {
@@ -261,6 +276,12 @@ TEST(MetricsDeathTest, ProgrammerErrorsAbort) {
             reg.histogram("h", "h", {}, {1, 1});
         },
         "strictly increasing");
+    EXPECT_DEATH(
+        {
+            Registry reg;
+            reg.histogram("h", "h", {}, {0.0000001});
+        },
+        "not whole microseconds");
     EXPECT_DEATH(
         {
             Registry reg;
