@@ -445,7 +445,7 @@ std::optional<http::Response> Router::check_host(const server::Request& request,
 
 server::HeadVerdict Router::check_head(const server::Request& request) {
     server::HeadVerdict v;
-    v.body_bytes_max = options_.max_body_bytes;
+    v.body_bytes_max = options_.max_body_mib << 20;
     const Route route = route_of(request.head.path);
     if (std::optional<http::Response> foreign = check_host(request, route)) {
         const std::string id = new_request_id(request.head.header("X-Request-Id"));
