@@ -59,6 +59,8 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          flags::seconds_as_ms(o.idle_timeout_ms)},
         {"--audit", "<path>", "append the audit log, JSON lines (default off)",
          flags::text(o.audit)},
+        {"--access-log", "<path>", "a JSON line per request answered; - for stderr (default off)",
+         flags::text(o.access_log)},
         {"--auth-delay", "<ms>",
          "delay before a 401/403, doubling per refusal from one address within a minute, "
          "capped at 5 s; 0 disables (default 100)",

@@ -36,6 +36,7 @@ struct RouterOptions {
     uint64_t max_body_mib = 64;
     uint64_t idle_timeout_ms = 60'000;
     std::optional<std::string> audit;
+    std::optional<std::string> access_log;  // a JSON line per request answered (obs/access.h)
     uint32_t workers = 0;  // io_uring loops for clients (and as many for nodes); 0: CPU count
     // A loop that has sent a request to a node polls its ring this long for the answer before
     // it sleeps (server::Loop::poll_next_turn): a node's answer then usually lands while the

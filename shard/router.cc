@@ -127,6 +127,7 @@ Router::~Router() {
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -211,6 +212,13 @@ std::string Router::prepare() {
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
     }
+    if (options_.access_log) {
+        auto log = obs::LineLog::open(*options_.access_log);
+        if (!log.is_ok()) {
+            return "--access-log " + *options_.access_log + ": " + log.status().to_string();
+        }
+        access_ = std::move(log.value());
+    }
     if (options_.trace) {
         obs::LineLogOptions lo;
         lo.queue_lines_max = obs::trace_queue_lines_max;  // full: dropped, never waited on
@@ -254,6 +262,7 @@ std::string Router::prepare() {
     so.connections_per_peer_max = options_.max_connections_per_address;
     so.connections_reserved_pct = options_.reserved_connections_pct;
     so.server_header = "fenec-shard/" + std::string(shard_version);
+    so.report_answers = access_ != nullptr;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
     // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
@@ -282,6 +291,7 @@ void Router::drain() {
     upstream_->stop();
     directory_->close();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -501,6 +511,21 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         v.refuse = std::move(refuse);
     }
     return v;
+}
+
+void Router::on_answered(const server::Answered& a) {
+    if (!access_) return;
+    access_->write(obs::access_line({.at_ms = wall_ms(),
+                                     .peer = a.peer,
+                                     .method = a.method,
+                                     .target = a.target,
+                                     .status = a.status,
+                                     .bytes_in = a.bytes_in,
+                                     .bytes_out = a.bytes_out,
+                                     .us = a.us,
+                                     .request_id = a.request_id,
+                                     .stream = a.stream,
+                                     .complete = a.complete}));
 }
 
 http::Response Router::over_capacity(std::string_view reason) {

@@ -211,6 +211,7 @@ Node::~Node() {
     if (workers_) workers_->shutdown();
     if (registry_) registry_->close_all();
     if (audit_) audit_->close();
+    if (access_) access_->close();
 }
 
 std::string Node::prepare() {
@@ -253,6 +254,13 @@ std::string Node::prepare() {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
+    }
+    if (options_.access_log) {
+        auto log = obs::LineLog::open(*options_.access_log);
+        if (!log.is_ok()) {
+            return "--access-log " + *options_.access_log + ": " + log.status().to_string();
+        }
+        access_ = std::move(log.value());
     }
     if (options_.trace) {
         obs::LineLogOptions lo;
@@ -311,6 +319,7 @@ std::string Node::serve() {
     so.body_bytes_per_s_min = options_.body_rate_min;
     so.connections_per_peer_max = options_.max_connections_per_address;
     so.connections_reserved_pct = options_.reserved_connections_pct;
+    so.report_answers = access_ != nullptr;
     std::string error;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return error;
@@ -367,6 +376,7 @@ void Node::drain() {
     workers_->shutdown();
     registry_->close_all();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -414,6 +424,21 @@ http::Response Node::framing_error(int status, std::string_view message) {
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     counters_.requests->with({"other", std::to_string(status)}).inc();
     return r;
+}
+
+void Node::on_answered(const server::Answered& a) {
+    if (!access_) return;
+    access_->write(obs::access_line({.at_ms = now_ms(),
+                                     .peer = a.peer,
+                                     .method = a.method,
+                                     .target = a.target,
+                                     .status = a.status,
+                                     .bytes_in = a.bytes_in,
+                                     .bytes_out = a.bytes_out,
+                                     .us = a.us,
+                                     .request_id = a.request_id,
+                                     .stream = a.stream,
+                                     .complete = a.complete}));
 }
 
 namespace {

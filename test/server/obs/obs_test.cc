@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "json/timestamp.h"
+#include "server/obs/access.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "test/support/wait.h"
@@ -536,6 +537,65 @@ TEST(Lines, SpanLineIsTheSpecsExample) {
     const std::string root = span_line(s);
     EXPECT_EQ(root.find("\"parent\""), std::string::npos) << root;
     EXPECT_NE(root.find("\"attrs\":{}}"), std::string::npos) << root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access lines
+
+// A query value is kept only under a key that shapes the answer; a filter's value is data.
+TEST(AccessLines, TargetKeepsShapesAndElidesValues) {
+    EXPECT_EQ(access_target("/t/acme/c/notes"), "/t/acme/c/notes");
+    EXPECT_EQ(access_target("/t/acme/c/users?email=eq.ann%40x.io&limit=5&select=name,email"),
+              "/t/acme/c/users?email=\u2026&limit=5&select=name,email");
+    EXPECT_EQ(access_target("/t/a/c/n?access_token=s3cret&order=year.desc&count"),
+              "/t/a/c/n?access_token=\u2026&order=year.desc&count");
+    EXPECT_EQ(access_target("/t/a/c/n/changes?since=17&history=00ff00ff00ff00ff&title=eq.x"),
+              "/t/a/c/n/changes?since=17&history=00ff00ff00ff00ff&title=\u2026");
+    EXPECT_EQ(access_target("/x?"), "/x?");
+    EXPECT_EQ(access_target("/x?a=&&b=1"), "/x?a=\u2026&&b=\u2026");
+}
+
+TEST(AccessLines, TenantFromThePath) {
+    EXPECT_EQ(access_tenant("/t/acme/c/notes?x=1"), "acme");
+    EXPECT_EQ(access_tenant("/t/acme/query"), "acme");
+    EXPECT_EQ(access_tenant("/t/acme"), "acme");
+    EXPECT_EQ(access_tenant("/_admin/tenants/acme/file"), "acme");
+    EXPECT_EQ(access_tenant("/_replication/tenants/beta"), "beta");
+    EXPECT_EQ(access_tenant("/_shard/tenants/gamma?x"), "gamma");
+    EXPECT_EQ(access_tenant("/_shard/tenants"), "");
+    EXPECT_EQ(access_tenant("/_admin/hello"), "");
+    EXPECT_EQ(access_tenant("/_health"), "");
+    EXPECT_EQ(access_tenant("/tx/acme"), "");
+    EXPECT_EQ(access_tenant("*"), "");
+}
+
+TEST(AccessLines, HaveTheirMembersInOrder) {
+    AccessLine line;
+    line.at_ms = 1'700'000'000'000;
+    line.peer = "127.0.0.1:5000";
+    line.method = "GET";
+    line.target = "/t/acme/c/notes?title=eq.secret&limit=2";
+    line.status = 200;
+    line.bytes_in = 0;
+    line.bytes_out = 321;
+    line.us = 1500;
+    line.request_id = "r-1";
+    EXPECT_EQ(access_line(line),
+              "{\"at\":\"2023-11-14T22:13:20.000Z\",\"peer\":\"127.0.0.1:5000\",\"method\":\"GET\","
+              "\"target\":\"/t/acme/c/notes?title=\u2026&limit=2\",\"status\":200,\"bytes_in\":0,"
+              "\"bytes_out\":321,\"us\":1500,\"request_id\":\"r-1\",\"tenant\":\"acme\"}");
+    // No head read (a framing error): method, target and tenant are null; a cut stream says so.
+    AccessLine none;
+    none.at_ms = 1'700'000'000'001;
+    none.peer = "[::1]:9";
+    none.status = 431;
+    none.bytes_out = 99;
+    none.stream = true;
+    none.complete = false;
+    EXPECT_EQ(access_line(none),
+              "{\"at\":\"2023-11-14T22:13:20.001Z\",\"peer\":\"[::1]:9\",\"method\":null,"
+              "\"target\":null,\"status\":431,\"bytes_in\":0,\"bytes_out\":99,\"us\":0,"
+              "\"request_id\":null,\"tenant\":null,\"stream\":true,\"complete\":false}");
 }
 
 // ---------------------------------------------------------------------------------------------
