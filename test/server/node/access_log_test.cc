@@ -71,7 +71,7 @@ TEST(AccessLog, OneLinePerRequestAnswered) {
     ASSERT_NE(node.port(), 0) << node.first_line();
     Client c(node.port());
     auto made = c.request("PUT", "/_admin/tenants/acme",
-                          R"({"schema":["create collection notes (title text, year int)"]})",
+                          R"J({"schema":["create collection notes (title text, year int)"]})J",
                           bearer(A));
     ASSERT_TRUE(made && made->status == 201) << (made ? made->body : "no answer");
     const std::string insert = R"({"query":"insert notes {title: \"topsecret\", year: 2024}"})";

@@ -59,7 +59,7 @@ TEST(Inspect, ReadsAFileTheNodeHasOpen) {
     Client c(node.port());
     const int64_t before_ms = wall_ms();
     auto made = c.request("PUT", "/_admin/tenants/acme",
-                          R"({"schema":["create collection notes (title text, year int)"]})",
+                          R"J({"schema":["create collection notes (title text, year int)"]})J",
                           bearer(A));
     const int64_t after_ms = wall_ms();
     ASSERT_TRUE(made && made->status == 201) << (made ? made->body : "no answer");
