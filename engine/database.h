@@ -174,6 +174,9 @@ public:
     // `<path>.new`, fsynced and renamed without replacing.
     static Result<std::unique_ptr<Database>> create(std::string_view path, const OpenOptions&);
     // One pass of replay; a torn tail is cut, corruption refuses naming the offset.
+    // `read_only` takes no lock and changes nothing, so it may read a file another process has
+    // open and is writing (engine/open.cc says what it can see then); a torn tail is cut in
+    // memory only and reported by torn_at().
     static Result<std::unique_ptr<Database>> open(std::string_view path, const OpenOptions&);
     // Checks an image file whole, in memory, without installing it.
     static Result<ImageInfo> verify_image(Fs& fs, std::string_view path);
@@ -266,6 +269,9 @@ public:
     History history() const;
     std::optional<Status> failure() const;
     const std::string& path() const { return path_; }
+    // A read-only open's tear (engine.md §6.2): where the records read stopped, the bytes from
+    // there to the end of the file left in it, unread. nullopt: none, or not a read-only open.
+    std::optional<uint64_t> torn_at() const { return torn_at_; }
 
 private:
     friend class Block;
@@ -342,6 +348,7 @@ private:
     uint64_t peak_buffer_bytes_ = 0;
     bool frozen_ = false;
     bool read_only_ = false;
+    std::optional<uint64_t> torn_at_;  // a read-only open's tear, left in the file
     bool rewriting_ = false;
     bool following_ = false;           // opened as Role::follower and not promoted since
     std::optional<History> pending_forks_;  // a primary's forks past this file's seq (apply.cc)

@@ -2,6 +2,14 @@
 // opened a file or installed an image: the index hook told, the documents copied out of the
 // read buffer or the buffer kept as their store, the file adopted (a torn tail cut, synced), the
 // feed seeded. Invariant: a database is served only once every step has succeeded.
+//
+// A read-only open takes no lock and writes nothing, so it may read a file a node holds open
+// (`fenec inspect`). It reads the file as it stands at one instant: every block the writer had
+// appended by then, synced or not, and a block being appended meanwhile as a torn tail, which is
+// cut in memory only (torn_at()), never on disk, where the bytes are the writer's. A rewrite
+// renaming a new file over the path leaves the one it opened whole. A writer cutting its own
+// torn tail as it opens may shrink the file under the read: the open then fails a short read,
+// and asking again reads the file as it is after the cut.
 #include "engine/flusher.h"
 #include "engine/replay.h"
 
@@ -14,7 +22,7 @@ Result<std::unique_ptr<Database>> Database::open(std::string_view path,
     FENEC_ASSIGN_OR_RETURN(
         std::unique_ptr<File> file,
         fs.open(path, options.read_only ? OpenMode::read_only : OpenMode::read_write));
-    FENEC_RETURN_IF_ERROR(fs.lock(*file));
+    if (!options.read_only) FENEC_RETURN_IF_ERROR(fs.lock(*file));
     FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
     auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
     auto* buf = reinterpret_cast<std::byte*>(storage->data());
@@ -89,6 +97,7 @@ Status Database::adopt_file(ReplayState& replay, std::unique_ptr<File> file, uin
     if (replay.cut_at && !read_only_) {
         FENEC_RETURN_IF_ERROR(file->truncate(end));
     }
+    if (read_only_) torn_at_ = replay.cut_at;
     file_ = std::move(file);
     file_bytes_ = read_only_ ? size : end;
     if (!read_only_) {

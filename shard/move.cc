@@ -269,8 +269,7 @@ Response Move::steps(const DirectoryMaps& maps) {
     const bool removed = remove_source();
     const uint64_t ms = router_.now_ms() - start;
     count("done");
-    if (auto* h = router_.metrics().move_duration)
-        h->with({}).observe(static_cast<double>(ms) / 1000);
+    if (auto* h = router_.metrics().move_duration) h->with({}).observe_us(ms * 1000);
     return answer(copied, removed, copy, ms);
 }
 

@@ -53,12 +53,14 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          "share of --max-connections that connections yet to send a whole request may not take, "
          "0-90 (default 25)",
          flags::number(o.reserved_connections_pct, server::connections_reserved_pct_max)},
-        {"--max-body", "<size>", "request body ceiling, 413 past it (default 64m)",
-         flags::size_bytes(o.max_body_bytes)},
+        {"--max-body", "<MiB>", "largest request body, 413 past it (default 64)",
+         flags::number(o.max_body_mib, 1ull << 20)},
         {"--idle-timeout", "<s>", "a client connection silent this long is closed (default 60)",
          flags::seconds_as_ms(o.idle_timeout_ms)},
         {"--audit", "<path>", "append the audit log, JSON lines (default off)",
          flags::text(o.audit)},
+        {"--access-log", "<path>", "a JSON line per request answered; - for stderr (default off)",
+         flags::text(o.access_log)},
         {"--auth-delay", "<ms>",
          "delay before a 401/403, doubling per refusal from one address within a minute, "
          "capped at 5 s; 0 disables (default 100)",

@@ -32,9 +32,11 @@ struct RouterOptions {
     uint32_t body_rate_min = 4'096;  // bytes/s
     uint32_t max_connections_per_address = 64;
     uint32_t reserved_connections_pct = 25;
-    uint64_t max_body_bytes = 64ull << 20;
+    // A request body's ceiling in MiB, the unit of the node's --max-body (413 past it).
+    uint64_t max_body_mib = 64;
     uint64_t idle_timeout_ms = 60'000;
     std::optional<std::string> audit;
+    std::optional<std::string> access_log;  // a JSON line per request answered (obs/access.h)
     uint32_t workers = 0;  // io_uring loops for clients (and as many for nodes); 0: CPU count
     // A loop that has sent a request to a node polls its ring this long for the answer before
     // it sleeps (server::Loop::poll_next_turn): a node's answer then usually lands while the

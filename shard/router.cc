@@ -139,6 +139,7 @@ Router::~Router() {
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -223,6 +224,13 @@ std::string Router::prepare() {
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
     }
+    if (options_.access_log) {
+        auto log = obs::LineLog::open(*options_.access_log);
+        if (!log.is_ok()) {
+            return "--access-log " + *options_.access_log + ": " + log.status().to_string();
+        }
+        access_ = std::move(log.value());
+    }
     if (options_.trace) {
         obs::LineLogOptions lo;
         lo.queue_lines_max = obs::trace_queue_lines_max;  // full: dropped, never waited on
@@ -266,6 +274,7 @@ std::string Router::prepare() {
     so.connections_per_peer_max = options_.max_connections_per_address;
     so.connections_reserved_pct = options_.reserved_connections_pct;
     so.server_header = "fenec-shard/" + std::string(shard_version);
+    so.report_answers = access_ != nullptr;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return "--listen " + options_.listen + ": " + error;
     // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
@@ -294,6 +303,7 @@ void Router::drain() {
     upstream_->stop();
     directory_->close();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -320,7 +330,7 @@ http::Response Router::error(int status, std::string message) {
 void Router::count(const Answering& a, int status) {
     const auto r = static_cast<size_t>(a.route);
     request_counters_[r][code_class(status)]->inc();
-    request_durations_[r]->observe(static_cast<double>(now_ms() - a.start_ms) / 1000);
+    request_durations_[r]->observe_us((now_ms() - a.start_ms) * 1000);
     if (status == 401 || status == 403) metrics_.refused->inc();
 }
 
@@ -457,7 +467,7 @@ std::optional<http::Response> Router::check_host(const server::Request& request,
 
 server::HeadVerdict Router::check_head(const server::Request& request) {
     server::HeadVerdict v;
-    v.body_bytes_max = options_.max_body_bytes;
+    v.body_bytes_max = options_.max_body_mib << 20;
     const Route route = route_of(request.head.path);
     if (std::optional<http::Response> foreign = check_host(request, route)) {
         const std::string id = new_request_id(request.head.header("X-Request-Id"));
@@ -513,6 +523,21 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
         v.refuse = std::move(refuse);
     }
     return v;
+}
+
+void Router::on_answered(const server::Answered& a) {
+    if (!access_) return;
+    access_->write(obs::access_line({.at_ms = wall_ms(),
+                                     .peer = a.peer,
+                                     .method = a.method,
+                                     .target = a.target,
+                                     .status = a.status,
+                                     .bytes_in = a.bytes_in,
+                                     .bytes_out = a.bytes_out,
+                                     .us = a.us,
+                                     .request_id = a.request_id,
+                                     .stream = a.stream,
+                                     .complete = a.complete}));
 }
 
 http::Response Router::over_capacity(std::string_view reason) {

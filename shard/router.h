@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "engine/clock.h"
+#include "server/obs/access.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "server/runtime/http_server.h"
@@ -80,6 +81,8 @@ class Router final : public server::Handler {
     server::HeadVerdict check_head(const server::Request& request) override;
     void handle(server::Request request, std::shared_ptr<server::Exchange> exchange) override;
     http::Response over_capacity(std::string_view reason) override;
+    // --access-log: the answer's line queued (never written here, on the loop).
+    void on_answered(const server::Answered& answered) override;
 
     // Shared with api.cc and forward.cc.
     struct Answering {
@@ -193,6 +196,7 @@ class Router final : public server::Handler {
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<server::RefusalDelay> delay_;
     std::unique_ptr<server::Timers> timers_;

@@ -23,7 +23,7 @@ class Upstream::Observer final : public server::ClientObserver {
         if (retries_) retries_->with({reason}).inc();
     }
     void answered(uint64_t ms) override {
-        if (duration_) duration_->observe(static_cast<double>(ms) / 1000);
+        if (duration_) duration_->observe_us(ms * 1000);
     }
     server::IdleCount* idle_count(std::string_view node) override {
         if (!idle_) return nullptr;

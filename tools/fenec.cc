@@ -1,7 +1,8 @@
 // tools/fenec.cc: the `fenec` command line: `fenec shell FILE` runs FenecQL on a tenant file
 // (tools/shell.cc); `fenec demo DIR` writes a demo tenant, reopens it and prints its state;
 // `fenec inspect FILE` prints a file's header, history and collections (read-only: it cuts
-// nothing). Backup and restore come with the node.
+// nothing, and takes no lock, so it reads a file a node has open: engine/open.cc says what such a
+// read can see). Backup and restore come with the node.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -10,19 +11,38 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "engine/io.h"
+#include "json/timestamp.h"
 #include "tools/shell.h"
 
 namespace {
 
 using namespace fenec::engine;
 
-void print_state(const Database& db) {
+// `created_ms  <ms> (<ISO-8601 UTC>)`; a time outside the years 0000 to 9999 (a damaged header)
+// has no ISO text and is printed as its number alone.
+void print_created(int64_t ms) {
+    if (fenec::json::timestamp_in_range(ms)) {
+        std::printf("created_ms  %lld (%s)\n", static_cast<long long>(ms),
+                    fenec::json::format_timestamp(ms).c_str());
+    } else {
+        std::printf("created_ms  %lld\n", static_cast<long long>(ms));
+    }
+}
+
+// A read-only open (inspect) knows what it read, not what its writer has synced.
+void print_state(const Database& db, bool read_only) {
     const History h = db.history();
     const Usage u = db.usage();
     std::printf("lineage     %s\n", format::hex16(db.lineage().v).c_str());
-    std::printf("created_ms  %lld\n", static_cast<long long>(db.created_ms()));
-    std::printf("seq         %llu (durable %llu)\n", static_cast<unsigned long long>(db.seq().v),
-                static_cast<unsigned long long>(db.durable_seq().v));
+    print_created(db.created_ms());
+    if (read_only) {
+        std::printf("seq         %llu (as read; a node writing the file may not have synced it)\n",
+                    static_cast<unsigned long long>(db.seq().v));
+    } else {
+        std::printf("seq         %llu (durable %llu)\n",
+                    static_cast<unsigned long long>(db.seq().v),
+                    static_cast<unsigned long long>(db.durable_seq().v));
+    }
     std::printf("history     term %llu:", static_cast<unsigned long long>(h.term()));
     for (const Fork& f : h.forks) {
         std::printf(" (%s @ %llu)", format::hex16(f.history.v).c_str(),
@@ -32,6 +52,14 @@ void print_state(const Database& db) {
     std::printf("file        %llu bytes, %llu dead\n",
                 static_cast<unsigned long long>(u.file_bytes),
                 static_cast<unsigned long long>(u.dead_bytes));
+    if (const std::optional<uint64_t> torn = db.torn_at()) {
+        // The bytes are left for the file's writer: a block it was landing as they were read, or
+        // a tear its next open cuts (engine/open.cc).
+        std::printf(
+            "torn        at offset %llu: the %llu bytes after it not read, left in the file\n",
+            static_cast<unsigned long long>(*torn),
+            static_cast<unsigned long long>(u.file_bytes - *torn));
+    }
     ReadView view = db.read();
     for (const CollectionInfo& c : view.collections()) {
         std::printf("collection  %s (id %u): %llu rows, next id %llu\n", c.name.c_str(), c.id.v,
@@ -91,7 +119,7 @@ int demo(const std::string& dir) {
     auto db = Database::open(path, options);
     if (!db.is_ok()) return fail(db.status());
     std::printf("reopened %s:\n", path.c_str());
-    print_state(**db);
+    print_state(**db, false);
     ReadView view = (*db)->read();
     auto people = view.find("people");
     if (!people.is_ok()) return fail(people.status());
@@ -109,7 +137,7 @@ int inspect(const std::string& path) {
     options.read_only = true;
     auto db = Database::open(path, options);
     if (!db.is_ok()) return fail(db.status());
-    print_state(**db);
+    print_state(**db, true);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <simdjson.h>
 
+#include "json/timestamp.h"
 #include "ql/answer.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -218,6 +219,17 @@ void hello(Node& node, Call& call) {
     node.answer(call, std::move(r));
 }
 
+// When the file was created: `created_ms`, as the header holds it, and beside it `created_at`,
+// the same instant as ISO-8601 UTC text, as FenecQL writes a timestamp (none for a time outside
+// the years 0000 to 9999, which only a damaged header holds).
+void write_created(json::Writer& w, int64_t created_ms) {
+    w.key("created_ms");
+    w.int64(created_ms);
+    if (!json::timestamp_in_range(created_ms)) return;
+    w.key("created_at");
+    w.string(json::format_timestamp(created_ms));
+}
+
 void describe_tenant(Node& node, Call& call, Tenant& t) {
     http::Response r;
     json::Writer w(r.body);
@@ -228,6 +240,7 @@ void describe_tenant(Node& node, Call& call, Tenant& t) {
     w.string(t.name());
     w.key("lineage");
     w.string(engine::format::hex16(t.db().lineage().v));
+    write_created(w, t.db().created_ms());
     w.key("history");
     w.string(engine::format::hex16(h.current().v));
     w.key("forks");

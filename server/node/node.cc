@@ -212,6 +212,7 @@ Node::~Node() {
     if (workers_) workers_->shutdown();
     if (registry_) registry_->close_all();
     if (audit_) audit_->close();
+    if (access_) access_->close();
 }
 
 std::string Node::prepare() {
@@ -254,6 +255,13 @@ std::string Node::prepare() {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
         audit_ = std::move(log.value());
+    }
+    if (options_.access_log) {
+        auto log = obs::LineLog::open(*options_.access_log);
+        if (!log.is_ok()) {
+            return "--access-log " + *options_.access_log + ": " + log.status().to_string();
+        }
+        access_ = std::move(log.value());
     }
     if (options_.trace) {
         obs::LineLogOptions lo;
@@ -312,6 +320,7 @@ std::string Node::serve() {
     so.body_bytes_per_s_min = options_.body_rate_min;
     so.connections_per_peer_max = options_.max_connections_per_address;
     so.connections_reserved_pct = options_.reserved_connections_pct;
+    so.report_answers = access_ != nullptr;
     std::string error;
     server_ = server::HttpServer::bind(so, *this, error);
     if (!server_) return error;
@@ -368,6 +377,7 @@ void Node::drain() {
     workers_->shutdown();
     registry_->close_all();
     if (audit_) audit_->close();
+    if (access_) access_->close();
     if (trace_) trace_->close();
 }
 
@@ -415,6 +425,21 @@ http::Response Node::framing_error(int status, std::string_view message) {
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     counters_.requests->with({"other", std::to_string(status)}).inc();
     return r;
+}
+
+void Node::on_answered(const server::Answered& a) {
+    if (!access_) return;
+    access_->write(obs::access_line({.at_ms = now_ms(),
+                                     .peer = a.peer,
+                                     .method = a.method,
+                                     .target = a.target,
+                                     .status = a.status,
+                                     .bytes_in = a.bytes_in,
+                                     .bytes_out = a.bytes_out,
+                                     .us = a.us,
+                                     .request_id = a.request_id,
+                                     .stream = a.stream,
+                                     .complete = a.complete}));
 }
 
 namespace {
@@ -796,7 +821,8 @@ void Node::answer(Call& call, http::Response response) {
                         "Fenec-Seq, Fenec-History, Fenec-Lease, Fenec-Lineage, Fenec-Image-Digest, "
                         "Idempotent-Replayed, X-Request-Id, Retry-After");
     }
-    const double seconds = static_cast<double>(env_.clock.steady_ns() - call.start_ns) / 1e9;
+    const int64_t took_ns = env_.clock.steady_ns() - call.start_ns;
+    const double seconds = static_cast<double>(took_ns) / 1e9;
     const int status = response.status;
     // A stream is counted at its head (§13.1).
     const size_t route = static_cast<size_t>(call.route);
@@ -815,7 +841,7 @@ void Node::answer(Call& call, http::Response response) {
             d = &counters_.durations->with({route_label(call.route)});
             durations_[route].store(d, std::memory_order_release);
         }
-        d->observe(seconds);
+        d->observe_us(static_cast<uint64_t>(took_ns / 1000));
     }
     if (!call.trace_id.empty() && call.route != Route::health && call.route != Route::metrics) {
         span(call, status, seconds);

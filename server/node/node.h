@@ -19,6 +19,7 @@
 #include "server/node/options.h"
 #include "server/node/registry.h"
 #include "server/node/statement_cache.h"
+#include "server/obs/access.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "server/runtime/http_server.h"
@@ -115,6 +116,8 @@ public:
     http::Response over_capacity(std::string_view reason) override;
     void on_refused(std::string_view reason) override;
     http::Response framing_error(int status, std::string_view message) override;
+    // --access-log: the answer's line queued (never written here, on the loop).
+    void on_answered(const server::Answered& answered) override;
 
     // For the handlers (node/*.cc).
     const NodeOptions& options() const { return options_; }
@@ -213,6 +216,7 @@ private:
     std::unique_ptr<server::WorkerPool> workers_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<obs::LineLog> audit_;
+    std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;
     std::unique_ptr<Subscriptions> subscriptions_;
     std::unique_ptr<Replication> replication_;  // streams and followers (replication.h)

@@ -82,6 +82,8 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
              return true;
          }},
         {"--audit", "<path>", "audit log, JSON lines (default off)", flags::text(o.audit)},
+        {"--access-log", "<path>", "a JSON line per request answered; - for stderr (default off)",
+         flags::text(o.access_log)},
         {"--feed-buffer", "<MiB>", "landed blocks kept per tenant for followers (default 64)",
          flags::number(o.feed_buffer_mib, 1ull << 20)},
         {"--upstream-timeout", "<s>", "connect and read bound when following a node (default 10)",

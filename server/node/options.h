@@ -30,6 +30,7 @@ struct NodeOptions {
     uint32_t sync_ms = 0;
     std::optional<uint32_t> slow_ms;
     std::optional<std::string> audit;
+    std::optional<std::string> access_log;  // a JSON line per request answered (obs/access.h)
     std::optional<std::string> trace;  // spans as JSON lines (§13.5)
     double trace_sample = 0;           // 0..1: requests traced without a sampled traceparent
     uint64_t max_body_mib = 64;

@@ -87,6 +87,36 @@ void append_uint(std::string& out, uint64_t v) {
     out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
+constexpr uint64_t us_per_s = 1'000'000;
+
+// Microseconds as exact decimal seconds: `0.034`, `2.5`, `10`; the fraction without its trailing
+// zeros, no point when there is none. Made from the integer, so no float rounding enters.
+void append_micros_as_seconds(std::string& out, uint64_t us) {
+    append_uint(out, us / us_per_s);
+    uint64_t frac = us % us_per_s;
+    if (frac == 0) return;
+    char digits[6];
+    for (int i = 5; i >= 0; --i) {
+        digits[i] = static_cast<char>('0' + frac % 10);
+        frac /= 10;
+    }
+    size_t n = 6;
+    while (digits[n - 1] == '0') --n;
+    out.push_back('.');
+    out.append(digits, n);
+}
+
+// A bucket bound in seconds as whole microseconds; a bound finer than a microsecond, not finite
+// or not positive is a programmer error.
+uint64_t bound_us(double seconds, std::string_view name) {
+    check(std::isfinite(seconds) && seconds > 0 && seconds < 1e12,
+          "a bucket bound is not a finite positive number of seconds", name);
+    const double us = seconds * static_cast<double>(us_per_s);
+    const double whole = std::round(us);
+    check(std::fabs(us - whole) <= whole * 1e-9, "a bucket bound is not whole microseconds", name);
+    return static_cast<uint64_t>(whole);
+}
+
 // `name{labels} value\n`, or `name value\n` without labels.
 void append_sample_head(std::string& out, std::string_view name, std::string_view suffix,
                         std::string_view labels) {
@@ -114,19 +144,17 @@ std::string_view type_name(MetricType t) {
 
 }  // namespace
 
-Histogram::Histogram(const std::vector<double>& bounds)
-    : bounds_(bounds), counts_(new std::atomic<uint64_t>[bounds.size() + 1]) {
-    for (size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0, std::memory_order_relaxed);
+Histogram::Histogram(const std::vector<uint64_t>& bounds_us)
+    : bounds_us_(bounds_us), counts_(new std::atomic<uint64_t>[bounds_us.size() + 1]) {
+    for (size_t i = 0; i <= bounds_us_.size(); ++i) counts_[i].store(0, std::memory_order_relaxed);
 }
 
-void Histogram::observe(double v) {
-    // A NaN would poison `_sum` for good and belongs to no bucket: it is not counted.
-    if (std::isnan(v)) return;
-    // The first bound at or above v (`le` is inclusive); past every bound is the +Inf slot.
-    const size_t i =
-        static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+void Histogram::observe_us(uint64_t us) {
+    // The first bound at or above us (`le` is inclusive); past every bound is the +Inf slot.
+    const size_t i = static_cast<size_t>(
+        std::lower_bound(bounds_us_.begin(), bounds_us_.end(), us) - bounds_us_.begin());
     counts_[i].fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(v, std::memory_order_relaxed);
+    sum_us_.fetch_add(us, std::memory_order_relaxed);
 }
 
 Family::Family(std::string name, std::string help, MetricType type, std::vector<std::string> labels)
@@ -213,21 +241,28 @@ void GaugeFamily::render_child(std::string& out, const Gauge& child,
     out.push_back('\n');
 }
 
+namespace {
+std::vector<uint64_t> bounds_in_us(const std::vector<double>& bounds_s, std::string_view name) {
+    check(!bounds_s.empty(), "a histogram needs buckets", name);
+    std::vector<uint64_t> out;
+    for (double b : bounds_s) {
+        out.push_back(bound_us(b, name));
+        check(out.size() == 1 || out[out.size() - 2] < out.back(),
+              "buckets not strictly increasing", name);
+    }
+    return out;
+}
+}  // namespace
+
 HistogramFamily::HistogramFamily(std::string name, std::string help,
                                  std::vector<std::string> labels, std::vector<double> bounds)
     : ChildFamily(std::move(name), std::move(help), MetricType::histogram, std::move(labels)),
-      bounds_(std::move(bounds)) {
-    check(!bounds_.empty(), "a histogram needs buckets", this->name());
-    for (size_t i = 0; i < bounds_.size(); ++i) {
-        check(std::isfinite(bounds_[i]), "a bucket bound is not finite", this->name());
-        check(i == 0 || bounds_[i - 1] < bounds_[i], "buckets not strictly increasing",
-              this->name());
-    }
+      bounds_us_(bounds_in_us(bounds, this->name())) {
     if (this->label_names().empty()) with({});
 }
 
 std::unique_ptr<Histogram> HistogramFamily::make_child() const {
-    return std::make_unique<Histogram>(bounds_);
+    return std::make_unique<Histogram>(bounds_us_);
 }
 
 void HistogramFamily::render_child(std::string& out, const Histogram& child,
@@ -235,19 +270,23 @@ void HistogramFamily::render_child(std::string& out, const Histogram& child,
     // Cumulative buckets; `_count` is the +Inf bucket so the two always agree within a scrape.
     std::string bucket_labels;
     uint64_t cumulative = 0;
-    for (size_t i = 0; i <= bounds_.size(); ++i) {
+    for (size_t i = 0; i <= bounds_us_.size(); ++i) {
         cumulative += child.bucket_count(i);
         bucket_labels.assign(labels);
         if (!bucket_labels.empty()) bucket_labels.push_back(',');
         bucket_labels += "le=\"";
-        append_double(bucket_labels, i < bounds_.size() ? bounds_[i] : HUGE_VAL);
+        if (i < bounds_us_.size()) {
+            append_micros_as_seconds(bucket_labels, bounds_us_[i]);
+        } else {
+            bucket_labels += "+Inf";
+        }
         bucket_labels.push_back('"');
         append_sample_head(out, name(), "_bucket", bucket_labels);
         append_uint(out, cumulative);
         out.push_back('\n');
     }
     append_sample_head(out, name(), "_sum", labels);
-    append_double(out, child.sum());
+    append_micros_as_seconds(out, child.sum_us());
     out.push_back('\n');
     append_sample_head(out, name(), "_count", labels);
     append_uint(out, cumulative);

@@ -9,6 +9,10 @@
 // reads every child without stopping writers, so a histogram's `_sum` may trail its buckets by the
 // observations in flight; `_count` is always the `+Inf` bucket.
 //
+// Every histogram is a duration family in seconds, observed in whole microseconds: its `_sum` is
+// an integer count of microseconds, printed as exact decimal seconds (`0.034`, never the
+// `0.03400000000000002` a sum of doubles gathers), and its bounds are whole microseconds too.
+//
 // Programmer errors (an invalid or repeated name, a label count that does not match, buckets not
 // strictly increasing) abort with a message, in every build: they are found by the first test.
 //
@@ -57,24 +61,25 @@ class Gauge {
     std::atomic<double> value_{0};
 };
 
-// Observations counted into fixed buckets (upper bounds inclusive, as `le` says). Lock-free.
+// Durations counted into fixed buckets (upper bounds inclusive, as `le` says) and summed in
+// whole microseconds. Lock-free.
 class Histogram {
   public:
-    // `bounds` strictly increasing and finite; it must outlive the histogram (its family's).
-    explicit Histogram(const std::vector<double>& bounds);
+    // `bounds_us` strictly increasing; it must outlive the histogram (its family's).
+    explicit Histogram(const std::vector<uint64_t>& bounds_us);
 
-    // One observation, in the family's unit (seconds for the duration families). A NaN is ignored.
-    void observe(double v);
+    // One observation, in microseconds. The sum wraps only past 584,000 years of observed time.
+    void observe_us(uint64_t us);
 
     // Observations in bucket i alone (not cumulative); index bounds.size() is past the last bound.
     uint64_t bucket_count(size_t i) const { return counts_[i].load(std::memory_order_relaxed); }
-    double sum() const { return sum_.load(std::memory_order_relaxed); }
-    const std::vector<double>& bounds() const { return bounds_; }
+    uint64_t sum_us() const { return sum_us_.load(std::memory_order_relaxed); }
+    const std::vector<uint64_t>& bounds_us() const { return bounds_us_; }
 
   private:
-    const std::vector<double>& bounds_;
-    std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_.size() + 1 slots
-    std::atomic<double> sum_{0};
+    const std::vector<uint64_t>& bounds_us_;
+    std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_us_.size() + 1 slots
+    std::atomic<uint64_t> sum_us_{0};
 };
 
 enum class MetricType : uint8_t { counter, gauge, histogram };
@@ -157,7 +162,7 @@ class HistogramFamily final : public ChildFamily<Histogram> {
     std::unique_ptr<Histogram> make_child() const override;
     void render_child(std::string& out, const Histogram& child,
                       std::string_view labels) const override;
-    const std::vector<double> bounds_;  // children keep a reference to it
+    const std::vector<uint64_t> bounds_us_;  // children keep a reference to it
 };
 
 // A value read when scraped, through a function (a counter or a gauge, without labels). The
@@ -184,7 +189,8 @@ class Registry {
     CounterFamily& counter(std::string name, std::string help,
                            std::vector<std::string> labels = {});
     GaugeFamily& gauge(std::string name, std::string help, std::vector<std::string> labels = {});
-    // `buckets`: upper bounds, strictly increasing and finite; `+Inf` is added by the registry.
+    // `buckets`: upper bounds in seconds, strictly increasing, each a whole number of microseconds
+    // (anything else aborts); `+Inf` is added by the registry.
     HistogramFamily& histogram(std::string name, std::string help, std::vector<std::string> labels,
                                std::vector<double> buckets = {duration_buckets_s.begin(),
                                                               duration_buckets_s.end()});

@@ -40,6 +40,8 @@ http::Response Handler::framing_error(int status, std::string_view message) {
 
 void Handler::on_refused(std::string_view) {}
 
+void Handler::on_answered(const Answered&) {}
+
 namespace internal {
 
 Connection::Connection(ConnectionOwner& owner, int fd, uint64_t id, std::string peer,
@@ -239,6 +241,12 @@ void Connection::on_head(http::RequestHead head, size_t consumed) {
     in_.consume(consumed);
     head_scanned_ = 0;
     head_started_ms_ = 0;
+    body_got_ = 0;  // the bytes in of this request (report_begin), body or none
+    if (owner_.options.report_answers) {
+        report_.method.assign(head.method_text);
+        report_.target.assign(head.target);
+        report_.began = std::chrono::steady_clock::now();
+    }
     request_.head = std::move(head);
     request_.body.clear();
     request_.peer = peer_;
@@ -383,6 +391,7 @@ void Connection::answer_and_close(http::Response response) {
     body_wanted_ = false;
     settle();
     response.close = true;
+    report_begin(response);
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     phase_ = Phase::closing;
     in_.clear();
@@ -412,6 +421,7 @@ void Connection::on_answer(http::Response response) {
     // A reply framed as a stream has no length: only the close can end it.
     response.close = response.close || response.stream || !keep_alive_ || body_unread;
     if (!response.close && version_minor_ == 0) response.header("Connection", "keep-alive");
+    report_begin(response);
     http::write_response(response, head_only_, owner_.options.server_header, queued_);
     detach_exchange();
     phase_ = response.close ? Phase::closing : Phase::answering;
@@ -422,6 +432,7 @@ void Connection::on_stream_start(http::Response head) {
     if (phase_ != Phase::handling) return;
     head.stream = true;
     head.close = true;  // a stream has no length: its end is the connection's
+    report_begin(head);
     size_t before = queued_.size();
     http::write_response(head, head_only_, owner_.options.server_header, queued_);
     stream_head_unsent_ = queued_.size() - before;
@@ -466,6 +477,7 @@ void Connection::flush() {
 
 void Connection::on_sent(size_t n) {
     sent_ += n;
+    sent_total_ += n;
     if (exchange_ && phase_ == Phase::streaming) {
         size_t head = std::min(n, stream_head_unsent_);  // the head is not the stream's bytes
         stream_head_unsent_ -= head;
@@ -482,6 +494,7 @@ void Connection::on_send(int32_t result) {
 }
 
 void Connection::on_drained() {
+    if (report_.owed && (phase_ != Phase::streaming || stream_ended_)) report_end(true);
     switch (phase_) {
         case Phase::answering:
             phase_ = Phase::head;
@@ -514,6 +527,7 @@ void Connection::on_op_end() {
 
 void Connection::cut() {
     if (phase_ == Phase::dead) return;
+    if (report_.owed) report_end(unsent() == 0);
     phase_ = Phase::dead;
     settle();
     if (exchange_) {
@@ -562,6 +576,43 @@ void Connection::evict() {
 void Connection::slow(std::string_view reason, std::string_view message) {
     owner_.handler.on_refused(reason);
     framing_error(408, message);
+}
+
+void Connection::report_begin(const http::Response& response) {
+    if (!owner_.options.report_answers) return;
+    if (report_.owed) report_end(false);  // not reached: one answer at a time
+    report_.owed = true;
+    report_.status = response.status;
+    report_.request_id.clear();
+    for (const auto& [name, value] : response.headers) {
+        if (http::iequals(name, "X-Request-Id")) {
+            report_.request_id = value;
+            break;
+        }
+    }
+    report_.bytes_in = body_got_;
+    report_.out_from = sent_total_ + unsent();
+    report_.stream = response.stream;
+    if (report_.method.empty()) report_.began = std::chrono::steady_clock::now();
+}
+
+void Connection::report_end(bool complete) {
+    Report r = std::move(report_);
+    report_ = Report{};  // the next head fills it again
+    Answered a;
+    a.peer = peer_;
+    a.method = r.method;
+    a.target = r.target;
+    a.status = r.status;
+    a.bytes_in = r.bytes_in;
+    a.bytes_out = sent_total_ - std::min(sent_total_, r.out_from);
+    a.us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::steady_clock::now() - r.began)
+                                     .count());
+    a.request_id = r.request_id;
+    a.stream = r.stream;
+    a.complete = complete;
+    owner_.handler.on_answered(a);
 }
 
 void Connection::body_clock_start(uint64_t now) {

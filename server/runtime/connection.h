@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -181,6 +182,11 @@ class Connection {
     void body_clock_start(uint64_t now);
     void body_clock_stop(uint64_t now);
     bool body_too_slow(uint64_t now) const;
+    // ServerOptions::report_answers: the answer about to be written is noted, and reported once
+    // its bytes are out (or the connection is cut). No-ops when the option is off.
+    void report_begin(const http::Response& response);
+    void report_end(bool complete);
+    size_t unsent() const { return sending_.size() - sent_ + queued_.size(); }
 
     ConnectionOwner& owner_;
     Loop& loop_;
@@ -228,6 +234,20 @@ class Connection {
     uint64_t last_send_ms_ = 0;
     uint64_t linger_deadline_ms_ = 0;
     size_t linger_bytes_ = 0;
+    // The answer being reported (report_begin to report_end), one at a time as answers are.
+    struct Report {
+        bool owed = false;   // an answer was written; its report is not made yet
+        std::string method;  // the request's, kept from its head (empty: none was read)
+        std::string target;
+        std::string request_id;
+        int status = 0;
+        uint64_t bytes_in = 0;
+        uint64_t out_from = 0;  // where in the connection's output the answer begins
+        bool stream = false;
+        std::chrono::steady_clock::time_point began{};
+    };
+    Report report_;
+    uint64_t sent_total_ = 0;  // bytes handed to the kernel on this connection
 };
 
 }  // namespace fenec::server::internal

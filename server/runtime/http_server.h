@@ -112,6 +112,25 @@ class Exchange {
                                 std::function<void(BodyChunk)> fn) = 0;
 };
 
+// One request answered, as its connection saw it on the wire (ServerOptions::report_answers):
+// what an access log writes. The views live for the call only.
+struct Answered {
+    std::string_view peer;
+    std::string_view method;  // as sent; empty when no head was read (a framing error, admission)
+    std::string_view target;  // as sent, query string included; empty with `method`
+    int status = 0;
+    uint64_t bytes_in = 0;   // request body bytes read
+    uint64_t bytes_out = 0;  // answer bytes handed to the kernel, head included
+    // From the head read (or, with no head, the answer written) to the answer's last byte
+    // handed to the kernel: a stream's whole life.
+    uint64_t us = 0;
+    std::string_view request_id;  // the answer's X-Request-Id; empty when it has none
+    bool stream = false;
+    // False when the connection was cut with bytes of the answer still unsent. A stream the
+    // peer closes after taking every byte sent to it is complete.
+    bool complete = true;
+};
+
 // What the handler says of a head before any body byte is read.
 struct HeadVerdict {
     std::optional<http::Response> refuse;   // answered at once; the body is not read, it closes
@@ -146,6 +165,11 @@ class Handler {
     // the problem. The default is `{"error":"<message>"}`; the node may override it to add its
     // answer headers. The connection closes after it whatever `close` says. On the loop thread.
     virtual http::Response framing_error(int status, std::string_view message);
+    // With ServerOptions::report_answers, once per answer the connection wrote, when its last
+    // byte was handed to the kernel, or the connection was cut first (`complete` false), or, for
+    // a stream, when it ended. On the loop thread, so it must not block: queue and return (an
+    // access log's LineLog). The default does nothing.
+    virtual void on_answered(const Answered& answered);
 };
 
 struct ServerOptions {
@@ -168,6 +192,9 @@ struct ServerOptions {
     // Each loop polls for completions this long after a turn before it sleeps (Loop::create):
     // the next request of a kept-alive connection is then picked up without a thread wake-up.
     uint32_t busy_poll_us = 0;
+    // Handler::on_answered is called for every answer (an access log): each request's method
+    // and target are kept until its answer is out. Off: nothing is kept, nothing called.
+    bool report_answers = false;
 };
 
 // The loop of the calling thread when it is one of an HttpServer's (so inside a Handler

@@ -137,7 +137,7 @@ TEST(RouterStart, RefusesBadFlags) {
     }
     for (std::vector<std::string> flags : std::vector<std::vector<std::string>>{
              {"--upstream-timeout", "0"}, {"--no-such-flag"}, {"--workers"}, {"--max-body", "x"},
-             {"--upstream-poll-us", "1001"}, {"--upstream-poll-us", "-1"}}) {
+             {"--max-body", "64m"}, {"--upstream-poll-us", "1001"}, {"--upstream-poll-us", "-1"}}) {
         RouterProcess r(flags, err);
         EXPECT_EQ(r.wait_exit(), 2) << flags[0];
         EXPECT_NE(read_file(err).find(flags[0]), std::string::npos) << read_file(err);
@@ -274,6 +274,25 @@ TEST_F(Router, DataRequestsForwarded) {
     auto nosuch = data("POST", "/t/nosuch/query", R"({"query":"get notes"})",
                        {{"Authorization", "Bearer " + D}, {"Expect", "100-continue"}});
     EXPECT_EQ(nosuch.status, 404) << nosuch.body;
+}
+
+// --max-body counts MiB, as the node's does: with 1, a 64 KiB body is forwarded and 1 MiB + 1
+// announced is 413 from the head alone, naming both counts in bytes.
+TEST_F(Router, MaxBodyIsInMiBAsTheNodes) {
+    start_router({"--max-body", "1"});
+    add_node(0);
+    make_tenant("acme", kNotes);
+    const std::string padded = R"({"query":"get notes")" + std::string(64 << 10, ' ') + "}";
+    auto q = data("POST", "/t/acme/query", padded);
+    EXPECT_EQ(q.status, 200) << q.body;
+    Client c(router_->port());
+    ASSERT_TRUE(c.send_raw("POST /t/acme/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + D +
+                           "\r\nContent-Length: 1048577\r\n\r\n"));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413) << r->body;
+    EXPECT_NE(r->body.find("1048577"), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("1048576"), std::string::npos) << r->body;
 }
 
 // §5.6: an answer without a length is copied as it arrives; the client closing ends it on the node.

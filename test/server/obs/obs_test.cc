@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "json/timestamp.h"
+#include "server/obs/access.h"
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "test/support/wait.h"
@@ -84,9 +85,9 @@ TEST(Metrics, RendersTextFormatExactly) {
     reg.gauge("fenec_http_connections", "Open connections.").with({}).set(2);
     auto& fsync =
         reg.histogram("fenec_fsync_duration_seconds", "Time in fsync.", {}, {0.001, 0.01});
-    fsync.with({}).observe(0.001);  // on the bound: le is inclusive
-    fsync.with({}).observe(0.005);
-    fsync.with({}).observe(2);
+    fsync.with({}).observe_us(1000);  // on the bound: le is inclusive
+    fsync.with({}).observe_us(5000);
+    fsync.with({}).observe_us(2'000'000);
     reg.counter("fenec_held_requests_total", "Held \\ requests\nby outcome.", {"outcome"});
     reg.gauge_fn("fenec_start_time_seconds", "Start time.", [] { return 1700000000.5; });
     reg.counter_fn("fenec_audit_lines_total", "Audit lines written.", [] { return 7.0; });
@@ -137,7 +138,7 @@ TEST(Metrics, ValuesInPlainDecimalsOrExponents) {
 TEST(Metrics, LabelledHistogramAndSpecBuckets) {
     Registry reg;
     auto& d = reg.histogram("fenec_http_request_duration_seconds", "Request time.", {"route"});
-    d.with({"query"}).observe(0.0001);
+    d.with({"query"}).observe_us(100);
     const std::string text = reg.render();
     ASSERT_EQ(duration_buckets_s.size(), 16u);
     EXPECT_NE(text.find("fenec_http_request_duration_seconds_bucket{route=\"query\",le=\"0.0001\"} "
@@ -163,8 +164,8 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
     req.with({"query", "200"}).inc(5);
     req.with({"rest", "4\"0\\4\n"}).inc();
     auto& dur = reg.histogram("fenec_http_request_duration_seconds", "Request time.", {"route"});
-    dur.with({"query"}).observe(0.003);
-    dur.with({"admin"}).observe(12);
+    dur.with({"query"}).observe_us(3000);
+    dur.with({"admin"}).observe_us(12'000'000);
     reg.gauge("fenec_http_connections", "Open connections.").with({}).add(3);
     reg.counter("fenec_http_refused_total", "Connections and requests refused.", {"reason"});
     reg.counter("fenec_slow_requests_total", "Requests over --slow-ms.").with({}).inc();
@@ -198,7 +199,7 @@ TEST(Metrics, ConcurrentIncrementsSumExactly) {
             for (int i = 0; i < kPerThread; ++i) {
                 c.inc();
                 g.add(1);
-                h.observe(i % 3 == 0 ? 0.5 : 1.5);
+                h.observe_us(i % 3 == 0 ? 500'000 : 1'500'000);
             }
         });
     }
@@ -211,26 +212,41 @@ TEST(Metrics, ConcurrentIncrementsSumExactly) {
     EXPECT_EQ(h.bucket_count(0), low);
     EXPECT_EQ(h.bucket_count(1), uint64_t{kThreads} * kPerThread - low);
     EXPECT_EQ(h.bucket_count(2), 0u);
-    EXPECT_DOUBLE_EQ(h.sum(), 0.5 * static_cast<double>(low) +
-                                  1.5 * static_cast<double>(kThreads * kPerThread - low));
+    EXPECT_EQ(h.sum_us(), 500'000 * low + 1'500'000 * (uint64_t{kThreads} * kPerThread - low));
 }
 
 TEST(Metrics, HistogramBucketsAreInclusiveUpperBounds) {
-    const std::vector<double> bounds = {0.001, 0.01, 0.1};
-    Histogram h(bounds);
-    h.observe(0);                         // bucket 0
-    h.observe(0.001);                     // on the first bound: bucket 0
-    h.observe(std::nextafter(0.001, 1));  // just past it: bucket 1
-    h.observe(0.01);                      // bucket 1
-    h.observe(0.1);                       // bucket 2
-    h.observe(0.1000001);                 // +Inf
-    h.observe(1e9);                       // +Inf
-    h.observe(std::nan(""));              // ignored
+    const std::vector<uint64_t> bounds_us = {1000, 10'000, 100'000};
+    Histogram h(bounds_us);
+    h.observe_us(0);                  // bucket 0
+    h.observe_us(1000);               // on the first bound: bucket 0
+    h.observe_us(1001);               // just past it: bucket 1
+    h.observe_us(10'000);             // bucket 1
+    h.observe_us(100'000);            // bucket 2
+    h.observe_us(100'001);            // +Inf
+    h.observe_us(1'000'000'000'000);  // +Inf
     EXPECT_EQ(h.bucket_count(0), 2u);
     EXPECT_EQ(h.bucket_count(1), 2u);
     EXPECT_EQ(h.bucket_count(2), 1u);
     EXPECT_EQ(h.bucket_count(3), 2u);
-    EXPECT_FALSE(std::isnan(h.sum()));
+    EXPECT_EQ(h.sum_us(), 1'000'000'212'002u);
+}
+
+// A sum of durations is exact: 34 requests of a millisecond sum to 0.034 s, where adding 0.001
+// as a double 34 times gives 0.03400000000000002 (what a router's `_sum` showed).
+TEST(Metrics, HistogramSumIsExactDecimalSeconds) {
+    Registry reg;
+    auto& d = reg.histogram("fenec_router_request_duration_seconds", "Request time.", {"route"});
+    for (int i = 0; i < 34; ++i) d.with({"data"}).observe_us(1000);
+    d.with({"admin"}).observe_us(2'500'000);
+    d.with({"admin"}).observe_us(7);
+    d.with({"health"}).observe_us(10'000'000);
+    const std::string text = reg.render();
+    EXPECT_NE(text.find("fenec_router_request_duration_seconds_sum{route=\"data\"} 0.034\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("_sum{route=\"admin\"} 2.500007\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("_sum{route=\"health\"} 10\n"), std::string::npos) << text;
 }
 
 TEST(Metrics, ChildReferencesAreStable) {
@@ -261,6 +277,12 @@ TEST(MetricsDeathTest, ProgrammerErrorsAbort) {
             reg.histogram("h", "h", {}, {1, 1});
         },
         "strictly increasing");
+    EXPECT_DEATH(
+        {
+            Registry reg;
+            reg.histogram("h", "h", {}, {0.0000001});
+        },
+        "not whole microseconds");
     EXPECT_DEATH(
         {
             Registry reg;
@@ -515,6 +537,65 @@ TEST(Lines, SpanLineIsTheSpecsExample) {
     const std::string root = span_line(s);
     EXPECT_EQ(root.find("\"parent\""), std::string::npos) << root;
     EXPECT_NE(root.find("\"attrs\":{}}"), std::string::npos) << root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access lines
+
+// A query value is kept only under a key that shapes the answer; a filter's value is data.
+TEST(AccessLines, TargetKeepsShapesAndElidesValues) {
+    EXPECT_EQ(access_target("/t/acme/c/notes"), "/t/acme/c/notes");
+    EXPECT_EQ(access_target("/t/acme/c/users?email=eq.ann%40x.io&limit=5&select=name,email"),
+              "/t/acme/c/users?email=\u2026&limit=5&select=name,email");
+    EXPECT_EQ(access_target("/t/a/c/n?access_token=s3cret&order=year.desc&count"),
+              "/t/a/c/n?access_token=\u2026&order=year.desc&count");
+    EXPECT_EQ(access_target("/t/a/c/n/changes?since=17&history=00ff00ff00ff00ff&title=eq.x"),
+              "/t/a/c/n/changes?since=17&history=00ff00ff00ff00ff&title=\u2026");
+    EXPECT_EQ(access_target("/x?"), "/x?");
+    EXPECT_EQ(access_target("/x?a=&&b=1"), "/x?a=\u2026&&b=\u2026");
+}
+
+TEST(AccessLines, TenantFromThePath) {
+    EXPECT_EQ(access_tenant("/t/acme/c/notes?x=1"), "acme");
+    EXPECT_EQ(access_tenant("/t/acme/query"), "acme");
+    EXPECT_EQ(access_tenant("/t/acme"), "acme");
+    EXPECT_EQ(access_tenant("/_admin/tenants/acme/file"), "acme");
+    EXPECT_EQ(access_tenant("/_replication/tenants/beta"), "beta");
+    EXPECT_EQ(access_tenant("/_shard/tenants/gamma?x"), "gamma");
+    EXPECT_EQ(access_tenant("/_shard/tenants"), "");
+    EXPECT_EQ(access_tenant("/_admin/hello"), "");
+    EXPECT_EQ(access_tenant("/_health"), "");
+    EXPECT_EQ(access_tenant("/tx/acme"), "");
+    EXPECT_EQ(access_tenant("*"), "");
+}
+
+TEST(AccessLines, HaveTheirMembersInOrder) {
+    AccessLine line;
+    line.at_ms = 1'700'000'000'000;
+    line.peer = "127.0.0.1:5000";
+    line.method = "GET";
+    line.target = "/t/acme/c/notes?title=eq.secret&limit=2";
+    line.status = 200;
+    line.bytes_in = 0;
+    line.bytes_out = 321;
+    line.us = 1500;
+    line.request_id = "r-1";
+    EXPECT_EQ(access_line(line),
+              "{\"at\":\"2023-11-14T22:13:20.000Z\",\"peer\":\"127.0.0.1:5000\",\"method\":\"GET\","
+              "\"target\":\"/t/acme/c/notes?title=\u2026&limit=2\",\"status\":200,\"bytes_in\":0,"
+              "\"bytes_out\":321,\"us\":1500,\"request_id\":\"r-1\",\"tenant\":\"acme\"}");
+    // No head read (a framing error): method, target and tenant are null; a cut stream says so.
+    AccessLine none;
+    none.at_ms = 1'700'000'000'001;
+    none.peer = "[::1]:9";
+    none.status = 431;
+    none.bytes_out = 99;
+    none.stream = true;
+    none.complete = false;
+    EXPECT_EQ(access_line(none),
+              "{\"at\":\"2023-11-14T22:13:20.001Z\",\"peer\":\"[::1]:9\",\"method\":null,"
+              "\"target\":null,\"status\":431,\"bytes_in\":0,\"bytes_out\":99,\"us\":0,"
+              "\"request_id\":null,\"tenant\":null,\"stream\":true,\"complete\":false}");
 }
 
 // ---------------------------------------------------------------------------------------------
