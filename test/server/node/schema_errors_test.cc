@@ -81,5 +81,39 @@ EXPECT_NE(
     << r.body;
 }
 
+// Issue 21 item 4a: a REST body's type error named position 13 of the statement the node wrote,
+// past the end of an 11-byte body. It now names where the value starts in the body.
+TEST_F(SchemaErrors, RestBodyRefusalPointsInsideTheBody) {
+    const std::string one = R"({"year":""})";
+    auto r = call("POST", "/t/acme/c/books", one);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("\"position\":8}"), std::string::npos) << r.body;
+    EXPECT_EQ(one.substr(8), R"("")"
+                             "}");
+
+    // The second document of an array, after a multi-byte character (positions count code
+    // points, as a statement's do).
+    const std::string many = R"([{"title":"çay","year":1},{"title":"b","year":"x"}])";
+    r = call("POST", "/t/acme/c/books", many);
+    EXPECT_EQ(r.status, 400) << r.body;
+    const size_t at_bytes = many.find(R"("x")");
+    EXPECT_NE(r.body.find("\"position\":" + std::to_string(at_bytes - 1) + "}"), std::string::npos)
+        << r.body;  // `ç` is two bytes, one code point
+
+    // PUT and PATCH point at the member too.
+    const std::string put = R"({"title":"a","isbn":7})";
+    r = call("PUT", "/t/acme/c/books/5", put);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("\"position\":" + std::to_string(put.find("7")) + "}"), std::string::npos)
+        << r.body;
+    ASSERT_EQ(call("PUT", "/t/acme/c/books/5", R"({"title":"a"})").status, 201);
+    const std::string patch = R"({"title":"b", "tags":"x"})";
+    r = call("PATCH", "/t/acme/c/books/5", patch);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("\"position\":" + std::to_string(patch.find("\"x\"")) + "}"),
+              std::string::npos)
+        << r.body;
+}
+
 }  // namespace
 }  // namespace fenec::test::schema_errors_test
