@@ -115,5 +115,23 @@ TEST_F(SchemaErrors, RestBodyRefusalPointsInsideTheBody) {
         << r.body;
 }
 
+// Issue 21 item 4b: `where year > "abc"` answered 200 with no rows where the insert of "abc" is a
+// 400. One rule now: a constant compared with a field is read as a write to it reads it.
+TEST_F(SchemaErrors, ComparisonRefusesWhatTheWriteRefuses) {
+    auto insert = query("insert books {year: \\\"abc\\\"}");
+    auto where = query("get books where year > \\\"abc\\\"");
+    EXPECT_EQ(insert.status, 400) << insert.body;
+    EXPECT_EQ(where.status, 400) << where.body;
+    EXPECT_NE(where.body.find("expects int, found text"), std::string::npos) << where.body;
+    EXPECT_NE(where.body.find("\"position\":23"), std::string::npos) << where.body;
+    // What the write takes, the comparison takes: a number for an int, ISO text for a timestamp.
+    EXPECT_EQ(query("get books where year > 2020.5").status, 200);
+    EXPECT_EQ(query("get books where seen < \\\"2026-01-01\\\"").status, 200);
+    EXPECT_EQ(query("get books where tags has 3").status, 400);
+    EXPECT_EQ(query("get books where isbn in [\\\"a\\\", 3]").status, 400);
+    EXPECT_EQ(query("get books where meta = 3").status, 200);  // json holds every kind
+    EXPECT_EQ(query("get books where year = null").status, 200);
+}
+
 }  // namespace
 }  // namespace fenec::test::schema_errors_test
