@@ -133,5 +133,24 @@ TEST_F(SchemaErrors, ComparisonRefusesWhatTheWriteRefuses) {
     EXPECT_EQ(query("get books where year = null").status, 200);
 }
 
+// Issue 21 item 4c: `?year=gte.2021` read as `eq` of the text "gte.2021".
+TEST_F(SchemaErrors, NearMissFilterOpsHintAtTheOpMeant) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"/t/acme/c/books?year=gte.2021", "`ge.2021`"},
+        {"/t/acme/c/books?year=lte.2021", "`le.2021`"},
+        {"/t/acme/c/books?title=neq.a", "`ne.a`"},
+        {"/t/acme/c/books?year=not.gte.5", "`not.ge.5`"},
+        {"/t/acme/c/books?year=nin.(1,2)", "`not.in.(1,2)`"},
+    };
+    for (const auto& [target, hint] : cases) {
+        auto r = call("GET", target);
+        EXPECT_EQ(r.status, 400) << target << ": " << r.body;
+        EXPECT_NE(r.body.find(hint), std::string::npos) << target << ": " << r.body;
+    }
+    EXPECT_EQ(call("GET", "/t/acme/c/books?year=ge.2021").status, 200);
+    EXPECT_EQ(call("GET", "/t/acme/c/books?title=eq.gte.a").status, 200);  // the text as written
+    EXPECT_EQ(call("GET", "/t/acme/c/books?title=a.b").status, 200);       // no op: `eq`
+}
+
 }  // namespace
 }  // namespace fenec::test::schema_errors_test
