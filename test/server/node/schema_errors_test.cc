@@ -152,5 +152,21 @@ TEST_F(SchemaErrors, NearMissFilterOpsHintAtTheOpMeant) {
     EXPECT_EQ(call("GET", "/t/acme/c/books?title=a.b").status, 200);       // no op: `eq`
 }
 
+// Issue 21 item 4e: `curl --data-binary @b.ndjson` sends a form's content type.
+TEST_F(SchemaErrors, BatchRefusesAFormTypeNamingTheTypesItTakes) {
+    const std::string body = "{\"query\":\"get books\"}\n{\"query\":\"get books\"}\n";
+    auto r = call("POST", "/t/acme/batch", body, D,
+                  {{"Content-Type", "application/x-www-form-urlencoded"}});
+    EXPECT_EQ(r.status, 415) << r.body;
+    EXPECT_NE(r.body.find("`application/x-ndjson`"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("`application/json`"), std::string::npos) << r.body;
+    r = call("POST", "/t/acme/batch", body, D, {{"Content-Type", "application/x-ndjson"}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    r = call("POST", "/t/acme/query", R"({"query":"get books"})", D,
+             {{"Content-Type", "text/plain"}});
+    EXPECT_EQ(r.status, 415) << r.body;
+    EXPECT_NE(r.body.find("send `application/json`"), std::string::npos) << r.body;
+}
+
 }  // namespace
 }  // namespace fenec::test::schema_errors_test
