@@ -242,7 +242,7 @@ QlResult<Answer> Writer::insert(const Insert& ins) {
             return e;
         }
         if (!ins.replace && id && block.get(*c, *id)) {  // a live row holds it (expired: free)
-            Error e = conflict(name + " already holds _id " + std::to_string(id->v), name);
+            Error e = conflict("`" + name + "` already holds _id " + std::to_string(id->v), name);
             e.id = id->v;
             return e;
         }

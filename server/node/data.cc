@@ -216,7 +216,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     if (query) {
         r.body = ql::to_json(o.answers.front());
     } else if (o.answers.front().table.rows.empty()) {
-        r = node.refusal(404, call->rest[1] + " holds no _id " + call->rest[2]);
+        r = node.refusal(404, "`" + call->rest[1] + "` holds no _id " + call->rest[2]);
         node.answer(*call, std::move(r));
         return true;
     } else {

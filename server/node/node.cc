@@ -509,7 +509,7 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
             }
         }
         if (image && registry_->file_exists(image_tenant)) {
-            return refuse(409, "tenant " + image_tenant + " has a file here: delete it first");
+            return refuse(409, "tenant `" + image_tenant + "` has a file here: delete it first");
         }
     }
     // Credentials before bodies: on a guarded plane, a head without what the plane takes has
@@ -738,7 +738,7 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
         if (got == auth::Credential::jwt) {
             if (v.identity.tenant.empty()) why = "the JWT names no tenant (a string `tenant` claim)";
             else if (v.identity.tenant != call.tenant)
-                why = "the JWT reaches tenant " + v.identity.tenant + " only";
+                why = "the JWT reaches tenant `" + v.identity.tenant + "` only";
         } else if (got == auth::Credential::admin) {
             why = "the admin token does not reach /t/; use POST /_admin/tenants/" + call.tenant + "/query";
         } else if (got != auth::Credential::data) {

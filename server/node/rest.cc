@@ -113,7 +113,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
             return run_rest_read(node, call, t, p, [&](const ql::BlockOutcome& o) {
                 if (o.answers.front().table.rows.empty()) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, ql::row_json(o.answers.front().table, 0));
             });
@@ -167,7 +167,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             p.body = call->request.body;
             return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
                 if (o.answers.front().affected == 0) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, "{\"updated\":1}");
             });
@@ -178,7 +178,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             }
             return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
                 if (o.answers.front().affected == 0) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, "{\"deleted\":1}");
             });
@@ -224,7 +224,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         engine::ReadView view = t.db().read();
         engine::Result<engine::CollectionId> c = view.find(coll);
         if (!c.is_ok())
-            return node.answer(*call, node.refusal(404, "no collection " + coll));
+            return node.answer(*call, node.refusal(404, "no collection `" + coll + "`"));
         schema = *view.schema(*c);
     }
     auto st = build_statement(q.value(), coll, schema);
@@ -259,7 +259,7 @@ void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared
     }
     const std::string& coll = rest[1];
     if (coll.starts_with("_") || !plain_name(coll)) {
-        return node.answer(*call, node.refusal(404, "no collection " + coll));
+        return node.answer(*call, node.refusal(404, "no collection `" + coll + "`"));
     }
     if (rest.size() == 2) return serve_collection(node, call, *t, coll);
     const std::optional<uint64_t> id = parse_doc_id(rest[2]);

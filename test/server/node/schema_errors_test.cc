@@ -122,7 +122,7 @@ TEST_F(SchemaErrors, ComparisonRefusesWhatTheWriteRefuses) {
     auto where = query("get books where year > \\\"abc\\\"");
     EXPECT_EQ(insert.status, 400) << insert.body;
     EXPECT_EQ(where.status, 400) << where.body;
-    EXPECT_NE(where.body.find("expects int, found text"), std::string::npos) << where.body;
+    EXPECT_NE(where.body.find("`year` expects int, found text"), std::string::npos) << where.body;
     EXPECT_NE(where.body.find("\"position\":23"), std::string::npos) << where.body;
     // What the write takes, the comparison takes: a number for an int, ISO text for a timestamp.
     EXPECT_EQ(query("get books where year > 2020.5").status, 200);
