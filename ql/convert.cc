@@ -74,20 +74,20 @@ QlResult<Value> as_timestamp(const Value& v, uint32_t pos, const std::string& wh
     if (const auto* s = std::get_if<std::string>(&v.rep)) {
         if (std::optional<int64_t> ms = json::parse_timestamp(*s))
             return Value(engine::Timestamp{*ms});
-        return error_at(pos, what + " expects a timestamp, and \"" + *s + "\" is not one");
+        return error_at(pos, "`" + what + "` expects a timestamp, and `" + *s + "` is not one");
     }
     if (const int64_t* i = std::get_if<int64_t>(&v.rep)) {
         if (!json::timestamp_in_range(*i))
-            return error_at(pos, what + ": timestamp outside years 0000 to 9999");
+            return error_at(pos, "`" + what + "`: timestamp outside years 0000 to 9999");
         return Value(engine::Timestamp{*i});
     }
-    return error_at(pos, what + " expects timestamp, found " + kind_of(v));
+    return error_at(pos, "`" + what + "` expects timestamp, found " + kind_of(v));
 }
 
 QlResult<Value> eval_call(const Call& call, uint32_t pos, std::vector<Value> args, const Context& ctx) {
     auto arity = [&](size_t n) -> Failure {
         if (args.size() != n) {
-            return error_at(pos, call.name + "() takes " + std::to_string(n) + " argument" +
+            return error_at(pos, "`" + call.name + "()` takes " + std::to_string(n) + " argument" +
                                      (n == 1 ? "" : "s"));
         }
         return std::nullopt;
@@ -173,12 +173,12 @@ QlResult<Value> convert_type(const Value& v, const engine::TypeDesc& t, const st
                              uint32_t pos, int depth);
 
 Error misfit(uint32_t pos, const std::string& field, const std::string& expected, const Value& v) {
-    return error_at(pos, field + " expects " + expected + ", found " + kind_of(v));
+    return error_at(pos, "`" + field + "` expects " + expected + ", found " + kind_of(v));
 }
 
 QlResult<Value> to_json_value(const Value& v, const std::string& field, uint32_t pos, int depth) {
     if (depth > 64) {
-        Error e = error_at(pos, field + ": json nests deeper than 64");
+        Error e = error_at(pos, "`" + field + "`: json nests deeper than 64");
         e.limit = Limit::json_depth;
         e.max = 64;
         return e;
@@ -192,7 +192,7 @@ QlResult<Value> to_json_value(const Value& v, const std::string& field, uint32_t
         return Value(std::move(l));
     }
     if (const auto* d = std::get_if<double>(&v.rep); d && !std::isfinite(*d)) {
-        return error_at(pos, field + ": floats must be finite");
+        return error_at(pos, "`" + field + "`: floats must be finite");
     }
     if (const auto* l = std::get_if<engine::List>(&v.rep)) {
         engine::List out;
@@ -208,7 +208,8 @@ QlResult<Value> to_json_value(const Value& v, const std::string& field, uint32_t
         for (size_t i = 0; i < o->keys.size(); ++i) {
             for (size_t j = 0; j < i; ++j) {
                 if (o->keys[j] == o->keys[i]) {
-                    return error_at(pos, field + ": json object has key `" + o->keys[i] + "` twice");
+                    return error_at(
+                        pos, "`" + field + "`: json object has key `" + o->keys[i] + "` twice");
                 }
             }
             QlResult<Value> c = to_json_value(o->values[i], field, pos, depth + 1);
@@ -225,12 +226,14 @@ QlResult<Value> to_vector(const Value& v, const engine::TypeDesc& t, const std::
     const std::string expected = "vector<" + std::to_string(t.dim) + ">";
     const auto* l = std::get_if<engine::List>(&v.rep);
     if (const auto* vf = std::get_if<engine::VectorF32>(&v.rep)) {
-        if (vf->v.size() != t.dim) return error_at(pos, field + " expects " + expected + ", found vector<" + std::to_string(vf->v.size()) + ">");
+        if (vf->v.size() != t.dim)
+            return error_at(pos, "`" + field + "` expects " + expected + ", found vector<" +
+                                     std::to_string(vf->v.size()) + ">");
         return v;
     }
     if (!l) return misfit(pos, field, expected, v);
     if (l->items.size() != t.dim) {
-        return error_at(pos, field + " expects " + expected + ", found a list of " +
+        return error_at(pos, "`" + field + "` expects " + expected + ", found a list of " +
                                  std::to_string(l->items.size()) + " numbers");
     }
     engine::VectorF32 out;
@@ -239,9 +242,12 @@ QlResult<Value> to_vector(const Value& v, const engine::TypeDesc& t, const std::
         double d;
         if (const int64_t* i = std::get_if<int64_t>(&item.rep)) d = double(*i);
         else if (const double* f = std::get_if<double>(&item.rep)) d = *f;
-        else return error_at(pos, field + " expects " + expected + ", found a list holding " + kind_of(item));
+        else
+            return error_at(pos, "`" + field + "` expects " + expected + ", found a list holding " +
+                                     kind_of(item));
         if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) {
-            return error_at(pos, field + ": vector components must be finite float32 values");
+            return error_at(pos,
+                            "`" + field + "`: vector components must be finite float32 values");
         }
         out.v.push_back(static_cast<float>(d));
     }
@@ -271,7 +277,8 @@ QlResult<Value> convert_type(const Value& v, const engine::TypeDesc& t, const st
             return misfit(pos, field, "int", v);
         case engine::BaseType::Float:
             if (const double* d = std::get_if<double>(&v.rep)) {
-                if (!std::isfinite(*d)) return error_at(pos, field + ": floats must be finite");
+                if (!std::isfinite(*d))
+                    return error_at(pos, "`" + field + "`: floats must be finite");
                 return v;
             }
             if (const int64_t* i = std::get_if<int64_t>(&v.rep)) return Value(double(*i));
@@ -283,7 +290,7 @@ QlResult<Value> convert_type(const Value& v, const engine::TypeDesc& t, const st
             if (std::holds_alternative<engine::Bytes>(v.rep)) return v;
             if (const auto* s = std::get_if<std::string>(&v.rep)) {
                 if (std::optional<std::string> b = base64_decode(*s)) return Value(engine::Bytes{*b});
-                return error_at(pos, field + " expects bytes, and the text is not base64");
+                return error_at(pos, "`" + field + "` expects bytes, and the text is not base64");
             }
             return misfit(pos, field, "bytes", v);
         case engine::BaseType::Timestamp: return as_timestamp(v, pos, field);
@@ -293,7 +300,8 @@ QlResult<Value> convert_type(const Value& v, const engine::TypeDesc& t, const st
             if (!l) return misfit(pos, field, t.to_string(), v);
             engine::List out;
             for (const Value& item : l->items) {
-                if (item.is_null()) return error_at(pos, field + ": list elements are never null");
+                if (item.is_null())
+                    return error_at(pos, "`" + field + "`: list elements are never null");
                 QlResult<Value> c = convert_type(item, *t.item, field, pos, depth + 1);
                 if (!c) return c.take_error();
                 out.items.push_back(std::move(c.value()));
@@ -324,7 +332,10 @@ QlResult<Value> convert_for_write(const Value& v, const engine::FieldDesc& f, ui
         zero = std::all_of(vh->v.begin(), vh->v.end(),
                            [](uint16_t h) { return engine::f16_to_f32(h) == 0.0f; });
     }
-    if (zero) return error_at(pos, f.name + ": a zero vector has no cosine similarity (the field is @hnsw(cosine))");
+    if (zero)
+        return error_at(
+            pos, "`" + f.name +
+                     "`: a zero vector has no cosine similarity (the field is @hnsw(cosine))");
     return c;
 }
 

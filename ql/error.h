@@ -62,9 +62,21 @@ constexpr std::string_view budget_name(BudgetKind b) {
     return "";
 }
 
+// Where inside a bound parameter's value a refusal's cause lies: the `$n`, the document of the
+// list bound to it (an insert or put of several), and the document's member. `position` points at
+// the `$n` in the statement; a server that wrote the statement around a client's body (the node's
+// REST routes) points into that body with this instead.
+struct ValueSite {
+    uint32_t param = 0;          // the n of `$n`
+    std::optional<size_t> item;  // the document's index, when a list of documents was bound
+    std::string member;          // the document's member (a field name, or `_id`); empty: none
+    bool known() const { return !member.empty(); }
+};
+
 struct Error {
     std::string message;              // names what was expected and what was found
     std::optional<uint32_t> position;  // code points from 0, when a token of the text is the cause
+    ValueSite site;                    // the cause inside a parameter's value, when known()
     Limit limit = Limit::none;        // set for a 413
     uint64_t max = 0;                 // the limit's or the budget's maximum
     BudgetKind budget = BudgetKind::none;  // set when a run budget was passed (ql/budget.h)

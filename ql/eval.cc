@@ -74,7 +74,7 @@ struct Compiler {
     QlResult<CNode> node(const Expr& e);
     QlResult<CNode> compare(const Expr& e, const Compare& c);
     QlResult<CNode> in(const Expr& e, const In& in);
-    Failure convert_for(const CNode& column, CNode& other);
+    Failure convert_for(const CNode& column, CNode& other, bool element = false);
     QlResult<index::TextRule> rule_of(const CNode& a, const CNode& b, uint32_t pos);
 };
 
@@ -101,24 +101,42 @@ bool is_constant(const Expr& e) {
     return false;
 }
 
-// Converts a constant compared with a timestamp or bytes column as a write would.
-Failure Compiler::convert_for(const CNode& column, CNode& other) {
+// §6.2, one rule for comparisons and writes: a constant compared with a field (or `_id`) is read
+// as a write to that field reads it (§5.2: ISO text or epoch ms for a timestamp, base64 for bytes,
+// a list of numbers for a vector), and a constant the write would refuse is refused here, a 400
+// naming the field and both kinds, so `where year > "abc"` is the mistake `insert` calls it rather
+// than a filter that keeps nothing. `element` reads the constant as one element of the list
+// (`has`). Left as they are: null (a value every field takes), a number against an int or float
+// field (it compares by its exact value, so `year > 2020.5` asks what it says), and anything
+// against a json field or a path into one, which holds every kind.
+Failure Compiler::convert_for(const CNode& column, CNode& other, bool element) {
     if (column.kind != CNode::Kind::column || other.kind != CNode::Kind::constant) return std::nullopt;
     const FieldRef& ref = column.column;
-    if (!ref.field || !ref.keys.empty()) return std::nullopt;
-    const BaseType base = ref.field->type.base;
-    if (base == BaseType::Timestamp) {
-        if (std::holds_alternative<std::string>(other.constant.rep) ||
-            std::holds_alternative<int64_t>(other.constant.rep)) {
-            QlResult<Value> t = as_timestamp(other.constant, other.pos, ref.name);
-            if (!t) return t.take_error();
-            other.constant = std::move(t.value());
-        }
-    } else if (base == BaseType::Bytes && std::holds_alternative<std::string>(other.constant.rep)) {
-        QlResult<Value> b = convert_to(other.constant, *ref.field, other.pos);
-        if (!b) return b.take_error();
-        other.constant = std::move(b.value());
+    if (!ref.keys.empty() || other.constant.is_null()) return std::nullopt;
+    engine::FieldDesc as;
+    if (ref.field) {
+        as = *ref.field;
+    } else {  // `_id`, an int that is never written
+        as.name = "_id";
+        as.type = engine::make_type(BaseType::Int);
     }
+    if (element) {
+        if (as.type.base == BaseType::List && as.type.item) {
+            as.type = engine::TypeDesc(*as.type.item);
+        } else if (as.type.base == BaseType::Vector) {
+            as.type = engine::make_type(BaseType::Float);
+        } else {
+            return std::nullopt;  // `has` on what is not a list is false (§6.1); json holds any
+        }
+    }
+    const BaseType base = as.type.base;
+    if (base == BaseType::Json) return std::nullopt;
+    const bool number = std::holds_alternative<int64_t>(other.constant.rep) ||
+                        std::holds_alternative<double>(other.constant.rep);
+    if ((base == BaseType::Int || base == BaseType::Float) && number) return std::nullopt;
+    QlResult<Value> v = convert_to(other.constant, as, other.pos);
+    if (!v) return v.take_error();
+    other.constant = std::move(v.value());
     return std::nullopt;
 }
 
@@ -139,8 +157,12 @@ QlResult<CNode> Compiler::compare(const Expr& e, const Compare& c) {
     if (!l) return l;
     QlResult<CNode> r = node(*c.rhs);
     if (!r) return r;
-    if (auto f = convert_for(l.value(), r.value())) return *f;
-    if (auto f = convert_for(r.value(), l.value())) return *f;
+    if (c.op == CompareOp::has) {
+        if (auto f = convert_for(l.value(), r.value(), true)) return *f;
+    } else if (c.op != CompareOp::contains) {  // `~` is text's alone, false on any other (§6.1)
+        if (auto f = convert_for(l.value(), r.value())) return *f;
+        if (auto f = convert_for(r.value(), l.value())) return *f;
+    }
     QlResult<index::TextRule> rule = rule_of(l.value(), r.value(), e.pos);
     if (!rule) return rule.take_error();
     CNode n;

@@ -1,8 +1,9 @@
 // ql/eval.h: `where` expressions compiled against a collection's schema, then evaluated per row.
 // Compiling resolves every column to its slot, type and text rule, evaluates the constant parts
-// (parameters, now(), shifts) once, and converts constants compared with a timestamp or bytes
-// field as a write would (fenecql.md §6.2). Evaluation follows §6.1: a row is kept only when its
-// expression is exactly true; nulls are values.
+// (parameters, now(), shifts) once, and reads a constant compared with a field as a write to that
+// field would, refusing what the write refuses (fenecql.md §6.2; eval.cc's convert_for says the
+// rule whole). Evaluation follows §6.1: a row is kept only when its expression is exactly true;
+// nulls are values.
 #pragma once
 
 #include <cstdint>

@@ -54,15 +54,15 @@ QlResult<AggSpec> resolve_aggregate(const Aggregate& a, uint32_t pos, const engi
     if (!ref) return ref.take_error();
     const FieldRef& f = ref.value();
     if ((a.func == AggregateFunc::sum || a.func == AggregateFunc::avg) && !numeric_field(f)) {
-        return error_at(pos, spec.name + ": " + std::string(aggregate_func_name(a.func)) +
+        return error_at(pos, "`" + spec.name + "`: " + std::string(aggregate_func_name(a.func)) +
                                  " needs an int or float field");
     }
     if (a.func == AggregateFunc::min || a.func == AggregateFunc::max) {
         const BaseType b = f.is_id ? BaseType::Int : f.field->type.base;
         if (b != BaseType::Bool && b != BaseType::Int && b != BaseType::Float &&
             b != BaseType::Text && b != BaseType::Timestamp) {
-            return error_at(pos, spec.name +
-                                     ": min and max need a bool, int, float, text or "
+            return error_at(pos, "`" + spec.name +
+                                     "`: min and max need a bool, int, float, text or "
                                      "timestamp field");
         }
     }

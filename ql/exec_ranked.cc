@@ -25,7 +25,7 @@ QlResult<uint16_t> ranked_field(const Name& field, const engine::Schema& schema,
     const std::optional<uint16_t> slot = schema.slot_of(field.text);
     const char* needs = kind == engine::IndexKind::text ? "@text" : "@hnsw";
     if (!slot || schema.fields[*slot].index.kind != kind) {
-        return error_at(field.pos, std::string("`") + clause + "` needs a field with " + needs +
+        return error_at(field.pos, "`" + std::string(clause) + "` needs a field with " + needs +
                                        ", and `" + field.text + "` has none");
     }
     return *slot;

@@ -113,15 +113,26 @@ QlResult<engine::Doc> Writer::document_value(const Value& v, uint32_t pos,
         if (key == "_id") {
             const Value& idv = o->values[i];
             const int64_t* n = std::get_if<int64_t>(&idv.rep);
-            if (!n || *n < 1) return error_at(pos, "`_id` must be an int from 1 to 2^63-1");
+            if (!n || *n < 1) {
+                Error e = error_at(pos, "`_id` must be an int from 1 to 2^63-1");
+                e.site = ValueSite{0, std::nullopt, key};
+                return e;
+            }
             id = DocId{static_cast<uint64_t>(*n)};
             continue;
         }
         const std::optional<uint16_t> slot = schema.slot_of(key);
-        if (!slot)
-            return error_at(pos, "collection `" + collection + "` has no field `" + key + "`");
+        if (!slot) {
+            Error e = error_at(pos, "collection `" + collection + "` has no field `" + key + "`");
+            e.site = ValueSite{0, std::nullopt, key};
+            return e;
+        }
         QlResult<Value> c = convert_for_write(o->values[i], schema.fields[*slot], pos);
-        if (!c) return c.take_error();
+        if (!c) {
+            Error e = c.take_error();
+            e.site = ValueSite{0, std::nullopt, key};
+            return e;
+        }
         doc.emplace_back(*slot, std::move(c.value()));
     }
     return doc;
@@ -133,7 +144,13 @@ QlResult<engine::Doc> Writer::document(const Expr& object, const engine::Schema&
     if (!o) {
         QlResult<Value> v = eval_constant(object, ctx);
         if (!v) return v.take_error();
-        return document_value(v.value(), object.pos, schema, collection, id);
+        QlResult<engine::Doc> doc = document_value(v.value(), object.pos, schema, collection, id);
+        if (doc) return doc;
+        Error e = doc.take_error();
+        const auto* p = std::get_if<Param>(&object.node);
+        if (p) e.site.param = p->index;
+        if (!p) e.site = ValueSite{};  // a value the statement wrote: `position` says where
+        return e;
     }
     engine::Doc doc;
     std::set<std::string> seen;
@@ -203,19 +220,29 @@ QlResult<Answer> Writer::insert(const Insert& ins) {
     answer.kind = Answer::Kind::ids;
     std::set<uint64_t> given;
     const size_t count = ins.documents.param ? bound.size() : objects.size();
+    const bool bound_list =
+        ins.documents.param &&
+        std::holds_alternative<engine::List>(ctx.params[ins.documents.param->index - 1].rep);
     for (size_t i = 0; i < count; ++i) {
         std::optional<DocId> id;
         QlResult<engine::Doc> doc =
             ins.documents.param ? document_value(bound[i], ins.documents.pos, schema, name, id)
                                 : document(*objects[i], schema, name, id);
-        if (!doc) return doc.take_error();
+        if (!doc) {
+            Error e = doc.take_error();
+            if (ins.documents.param && e.site.known()) {
+                e.site.param = ins.documents.param->index;
+                if (bound_list) e.site.item = i;
+            }
+            return e;
+        }
         if (id && !given.insert(id->v).second) {
             Error e = conflict("two documents give `_id` " + std::to_string(id->v), name);
             e.id = id->v;
             return e;
         }
         if (!ins.replace && id && block.get(*c, *id)) {  // a live row holds it (expired: free)
-            Error e = conflict(name + " already holds _id " + std::to_string(id->v), name);
+            Error e = conflict("`" + name + "` already holds _id " + std::to_string(id->v), name);
             e.id = id->v;
             return e;
         }
@@ -317,7 +344,13 @@ QlResult<Writer::Assignments> Writer::assignments(const Expr& changes, const eng
         QlResult<Value> v = eval_constant(m.value, ctx);
         if (!v) return v.take_error();
         QlResult<Value> cv = convert_for_write(v.value(), schema.fields[*slot], m.value.pos);
-        if (!cv) return cv.take_error();
+        if (!cv) {
+            Error e = cv.take_error();
+            if (const auto* p = std::get_if<Param>(&m.value.node)) {
+                e.site = ValueSite{p->index, std::nullopt, m.key.text};
+            }
+            return e;
+        }
         values.emplace_back(*slot, std::move(cv.value()));
     }
     return values;

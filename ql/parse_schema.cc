@@ -420,7 +420,10 @@ Failure Parser::parse_hnsw_args(engine::IndexDesc& index) {
             return error_at(pos, "unknown @hnsw argument `" + std::string(t.raw) +
                                      "` (metrics cosine, l2, dot; m, ef_construction, ef_search)");
         }
-        if (!seen.insert(key).second) return error_at(pos, "the " + key + " is given twice");
+        if (!seen.insert(key).second) {
+            if (metric) return error_at(pos, "a metric is given twice");
+            return error_at(pos, "`" + key + "` is given twice");
+        }
         take();
         if (metric) {
             index.hnsw.metric = word == "cosine" ? engine::Metric::cosine

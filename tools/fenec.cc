@@ -3,15 +3,17 @@
 // `fenec inspect FILE` prints a file's header, history and collections (read-only: it cuts
 // nothing, and takes no lock, so it reads a file a node has open: engine/open.cc says what such a
 // read can see). Backup and restore come with the node.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 
 #include "engine/database.h"
 #include "engine/format.h"
 #include "engine/io.h"
 #include "json/timestamp.h"
+#include "ql/describe.h"
 #include "tools/shell.h"
 
 namespace {
@@ -67,7 +69,9 @@ void print_state(const Database& db, bool read_only) {
                     static_cast<unsigned long long>(c.next_id));
         const Schema* s = view.schema(c.id);
         for (const FieldDesc& f : s->fields) {
-            if (!f.dropped) std::printf("  field     %s %s\n", f.name.c_str(), f.type.to_string().c_str());
+            if (!f.dropped) {
+                std::printf("  field     %s\n", fenec::ql::describe_field(f).definition.c_str());
+            }
         }
     }
 }

@@ -1,6 +1,8 @@
 // tools/shell.cc: the FenecQL shell. One statement per line (a line ending in `\` continues);
-// lines starting with `.` are the shell's own (.help, .collections, .quit). With -c it runs one
-// statement, prints its JSON answer and exits non-zero if it failed.
+// lines starting with `.` are the shell's own (.help, .collections, .describe, .quit). With -c it
+// runs one statement (or one of the shell's own commands), prints its answer and exits non-zero if
+// it failed. A field is described as the node's `GET /t/<t>/` and `fenec inspect` describe it
+// (ql/describe.h).
 #include "tools/shell.h"
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 
 #include "engine/database.h"
 #include "index/index_set.h"
+#include "ql/describe.h"
 #include "ql/error_json.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -23,11 +26,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: fenec shell FILE [-c STATEMENT]\n"
     "  Opens the tenant file FILE (created when missing) and runs FenecQL on it.\n"
-    "  -c STATEMENT  run one statement, print its JSON answer, exit 1 if it failed\n";
+    "  -c STATEMENT  run one statement (or .collections, .describe [COLLECTION]), print its\n"
+    "                answer, exit 1 if it failed\n";
 
 constexpr const char* kHelp =
     ".help          this text\n"
     ".collections   the collections, their rows and fields\n"
+    ".describe [C]   each collection (or C) as the `create collection` that would make it\n"
     ".quit          leave (Ctrl-D too)\n"
     "Anything else is one FenecQL statement; end a line with \\ to continue it.\n";
 
@@ -56,11 +61,53 @@ struct Session {
         engine::ReadView view = db.read();
         for (const engine::CollectionInfo& c : view.collections()) {
             std::cout << c.name << " (" << c.rows << " rows):";
+            const char* sep = " ";
             for (const engine::FieldDesc& f : view.schema(c.id)->fields) {
-                if (!f.dropped) std::cout << " " << f.name << " " << f.type.to_string();
+                if (f.dropped) continue;
+                std::cout << sep << ql::describe_field(f).definition;
+                sep = ", ";
             }
             std::cout << "\n";
         }
+    }
+
+    // `.describe [name]`: false when `name` is given and no collection has it.
+    bool describe(const std::string& name) {
+        engine::ReadView view = db.read();
+        bool found = false;
+        for (const engine::CollectionInfo& c : view.collections()) {
+            if (!name.empty() && c.name != name) continue;
+            found = true;
+            std::cout << "create collection " << ql::name_text(c.name) << " (";
+            const char* sep = "\n    ";
+            for (const engine::FieldDesc& f : view.schema(c.id)->fields) {
+                if (f.dropped) continue;
+                std::cout << sep << ql::describe_field(f).definition;
+                sep = ",\n    ";
+            }
+            std::cout << "\n)\n";
+        }
+        if (!found && !name.empty()) std::cout << "no collection `" << name << "`\n";
+        return found || name.empty();
+    }
+
+    // One line as typed: the shell's own commands, else a statement. False when it failed.
+    bool line(const std::string& text) {
+        if (text == ".help") {
+            std::cout << kHelp;
+            return true;
+        }
+        if (text == ".collections") {
+            collections();
+            return true;
+        }
+        if (text == ".describe" || text.starts_with(".describe ")) {
+            std::string name = text.substr(std::string_view(".describe").size());
+            name.erase(0, name.find_first_not_of(' '));
+            name.erase(name.find_last_not_of(' ') + 1);
+            return describe(name);
+        }
+        return run(text);
     }
 };
 
@@ -84,13 +131,7 @@ int interactive(Session& s) {
         if (text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
         editor.add_history(text);
         if (text == ".quit" || text == ".exit") return 0;
-        if (text == ".help") {
-            std::cout << kHelp;
-        } else if (text == ".collections") {
-            s.collections();
-        } else {
-            s.run(text);
-        }
+        s.line(text);
     }
 }
 
@@ -114,7 +155,7 @@ int shell_main(int argc, char** argv) {
         return 1;
     }
     Session s{**db, indexes};
-    if (argc == 4) return s.run(argv[3]) ? 0 : 1;
+    if (argc == 4) return s.line(argv[3]) ? 0 : 1;
     return interactive(s);
 }
 

@@ -103,11 +103,12 @@ void create_tenant(Node& node, Call& call) {
     if (failed) {
         r = error_response(node, *failed);
     } else if (st.code() == engine::Code::already_exists) {
-        r = node.refusal(409, "tenant " + call.tenant + " exists");
+        r = node.refusal(409, "tenant `" + call.tenant + "` exists");
     } else if (st.code() == engine::Code::limit_exceeded) {  // the descriptor budget
         r = node.refusal(503, std::string(st.message()), "descriptors");
     } else if (!st.is_ok()) {
-        r = node.refusal(500, "tenant " + call.tenant + " could not be created: " + st.to_string());
+        r = node.refusal(500,
+                         "tenant `" + call.tenant + "` could not be created: " + st.to_string());
     } else {
         r.status = 201;
         json::Writer w(r.body);

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "ql/answer.h"
+#include "ql/describe.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/node/handlers.h"
@@ -21,6 +22,8 @@ void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared
 
 namespace {
 
+// §5: the tenant's collections (not the server's `_` ones), each field as ql::describe_field gives
+// it, the one description `fenec inspect` and the shell print too.
 void describe(Node& node, Call& call, Tenant& t) {
     engine::ReadView view = t.db().read();
     http::Response r;
@@ -43,11 +46,26 @@ void describe(Node& node, Call& call, Tenant& t) {
         w.begin_array();
         for (const engine::FieldDesc& f : view.schema(c.id)->fields) {
             if (f.dropped) continue;
+            const ql::FieldDescription d = ql::describe_field(f);
             w.begin_object();
             w.key("name");
-            w.string(f.name);
+            w.string(d.name);
             w.key("type");
-            w.string(f.type.to_string());
+            w.string(d.type);
+            if (d.collate) {
+                w.key("collate");
+                w.string(*d.collate);
+            }
+            if (d.nocase) {
+                w.key("nocase");
+                w.boolean(true);
+            }
+            if (d.index) {
+                w.key("index");
+                w.string(*d.index);
+            }
+            w.key("definition");
+            w.string(d.definition);
             w.end_object();
         }
         w.end_array();
@@ -194,7 +212,7 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     if (query) {
         r.body = ql::to_json(o.answers.front());
     } else if (o.answers.front().table.rows.empty()) {
-        r = node.refusal(404, call->rest[1] + " holds no _id " + call->rest[2]);
+        r = node.refusal(404, "`" + call->rest[1] + "` holds no _id " + call->rest[2]);
         node.answer(*call, std::move(r));
         return true;
     } else {

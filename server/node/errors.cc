@@ -96,7 +96,7 @@ http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::stri
     ql::Error e;
     e.status_code = 503;
     e.message = node.leases() ? node.leases()->refusal_message(verdict, tenant)
-                              : "tenant " + std::string(tenant) + " is not leased here";
+                              : "tenant `" + std::string(tenant) + "` is not leased here";
     e.engine_code = engine::Code::not_leased;
     e.engine_detail = engine::Detail{.lease = verdict};
     return error_response(node, e, more);

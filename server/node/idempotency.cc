@@ -109,12 +109,12 @@ std::optional<KeyedWrite> begin_key(Node& node, Call& call, Tenant& t,
         if (doc) {  // an expired row is as never seen
             if (text_of(*doc, k_fingerprint) != w.fingerprint) {
                 node.counters().conflicts->inc();
-                refusal =
-                    node.refusal(422, "Idempotency-Key " + w.key + " was used for another request",
-                                 {}, [&](json::Writer& jw) {
-                                     jw.key("key");
-                                     jw.string(w.key);
-                                 });
+                refusal = node.refusal(
+                    422, "Idempotency-Key `" + w.key + "` was used for another request", {},
+                    [&](json::Writer& jw) {
+                        jw.key("key");
+                        jw.string(w.key);
+                    });
             } else {
                 node.counters().replays->inc();
                 http::Response r;

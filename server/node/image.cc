@@ -141,7 +141,7 @@ std::optional<std::string> read_expected(const http::RequestHead& h, Expected& o
 }
 
 http::Response exists(Node& node, const Call& call) {
-    return node.refusal(409, "tenant " + call.tenant + " has a file here: delete it first");
+    return node.refusal(409, "tenant `" + call.tenant + "` has a file here: delete it first");
 }
 
 // An image up to this size is gathered in memory and installed open (the first query warm);
@@ -454,8 +454,8 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // has not happened rather than one served already; the tenant is absent meanwhile.
     if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
         if (!in_memory) node.fs().remove(incoming).ignore();  // received to disk already
-        return node.refusal(500, "the image could not be installed: the old marks of tenant " +
-                                     call.tenant + " could not be removed: " + gone.to_string());
+        return node.refusal(500, "the image could not be installed: the old marks of tenant `" +
+                                     call.tenant + "` could not be removed: " + gone.to_string());
     }
     engine::Status st =
         in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
@@ -532,9 +532,9 @@ void send_file_image(Node& node, const std::shared_ptr<Call>& call, const engine
     for (uint64_t at = in_memory; at < fi.info.bytes;) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), fi.info.bytes - at));
         if (engine::Status st = fi.file->read_at(at, {buf.data(), n}); !st.is_ok()) {
-            return node.answer(*call, node.refusal(500, "tenant " + call->tenant +
-                                                            ": the image could not be read: " +
-                                                            st.to_string()));
+            return node.answer(
+                *call, node.refusal(500, "tenant `" + call->tenant +
+                                             "`: the image could not be read: " + st.to_string()));
         }
         XXH3_128bits_update(hash.get(), buf.data(), n);
         at += n;
@@ -555,9 +555,9 @@ void get_image(Node& node, const std::shared_ptr<Call>& call) {
     // A frozen primary's file is its own image: read from the file, nothing built.
     engine::Result<std::optional<engine::FileImage>> file = a.tenant->db().file_image();
     if (!file.is_ok()) {
-        return node.answer(
-            *call, node.refusal(500, "tenant " + call->tenant + ": the image could not be taken: " +
-                                         file.status().to_string()));
+        return node.answer(*call, node.refusal(500, "tenant `" + call->tenant +
+                                                        "`: the image could not be taken: " +
+                                                        file.status().to_string()));
     }
     if (*file) {
         a.tenant.reset();  // the image holds the file; the tenant may close meanwhile
@@ -566,9 +566,9 @@ void get_image(Node& node, const std::shared_ptr<Call>& call) {
     engine::Result<engine::Image> image = a.tenant->db().image();
     a.tenant.reset();  // the image holds its bytes; the tenant may close meanwhile
     if (!image.is_ok()) {
-        return node.answer(
-            *call, node.refusal(500, "tenant " + call->tenant + ": the image could not be taken: " +
-                                         image.status().to_string()));
+        return node.answer(*call, node.refusal(500, "tenant `" + call->tenant +
+                                                        "`: the image could not be taken: " +
+                                                        image.status().to_string()));
     }
     const std::vector<std::byte>& bytes = *image->bytes;
     const char* data = reinterpret_cast<const char*>(bytes.data());

@@ -334,6 +334,46 @@ BodyResult<engine::Value> parse_document_body(std::string_view body) {
     return BodyReader().document_body(body);
 }
 
+std::optional<uint32_t> member_position(std::string_view body, std::optional<size_t> item,
+                                        std::string_view member) {
+    // The DOM keeps no offsets; the on-demand reader's tokens are views into the padded copy.
+    namespace od = simdjson::ondemand;
+    od::parser parser;
+    const simdjson::padded_string padded(body);
+    od::document doc;
+    if (parser.iterate(padded).get(doc) != simdjson::SUCCESS) return std::nullopt;
+    od::object object;
+    if (item) {
+        od::array array;
+        if (doc.get_array().get(array) != simdjson::SUCCESS) return std::nullopt;
+        size_t i = 0;
+        bool found = false;
+        for (auto element : array) {
+            if (i++ != *item) continue;
+            if (element.get_object().get(object) != simdjson::SUCCESS) return std::nullopt;
+            found = true;
+            break;
+        }
+        if (!found) return std::nullopt;
+    } else if (doc.get_object().get(object) != simdjson::SUCCESS) {
+        return std::nullopt;
+    }
+    for (auto field : object) {
+        std::string_view key;
+        if (field.unescaped_key().get(key) != simdjson::SUCCESS) return std::nullopt;
+        if (key != member) continue;
+        std::string_view raw;
+        if (field.value().raw_json_token().get(raw) != simdjson::SUCCESS) return std::nullopt;
+        const size_t bytes = static_cast<size_t>(raw.data() - padded.data());
+        uint32_t code_points = 0;
+        for (size_t b = 0; b < bytes && b < body.size(); ++b) {
+            code_points += (static_cast<unsigned char>(body[b]) & 0xC0) != 0x80;
+        }
+        return code_points;
+    }
+    return std::nullopt;
+}
+
 std::optional<BodyError> check_document_fields(const engine::Value& document,
                                                const engine::Schema& schema) {
     auto check_one = [&](const Value& doc) -> std::optional<BodyError> {

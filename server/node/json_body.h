@@ -122,6 +122,13 @@ BodyResult<QueryBody> parse_query_body(std::string_view body);
 BodyResult<std::vector<QueryBody>> parse_batch(std::string_view body, bool ndjson);
 BodyResult<engine::Value> parse_document_body(std::string_view body);
 
+// Where in a REST document body (an object, or with `item` the item-th object of an array) the
+// value of `member` starts, in code points from 0 as a statement's `position` counts (fenecql.md
+// §12.3); nullopt when the body holds no such member. For a refusal the executor traced to a
+// member of a bound document (ql::ValueSite): the client sent the body, not the statement.
+std::optional<uint32_t> member_position(std::string_view body, std::optional<size_t> item,
+                                        std::string_view member);
+
 // node-http.md §5.3: every key of `document` (an object, or a list of objects as
 // document_body gives) names a live field of `schema` or is `_id`; an unknown one is a 404
 // naming it. A key given twice never reaches here (document_body refuses it).

@@ -54,10 +54,11 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& clos
     if (!taken.out) return node.refusal(409, taken.message);
     closed.tenant = std::move(taken.closed);
     closed.db = std::move(taken.closed_db);
-    if (!taken.out->file_exists()) return node.refusal(404, "tenant " + call.tenant + " not found");
+    if (!taken.out->file_exists())
+        return node.refusal(404, "tenant `" + call.tenant + "` not found");
     if (engine::Status st = taken.out->remove_files(sidecars, trash); !st.is_ok()) {
         return node.refusal(500,
-                            "tenant " + call.tenant + " could not be removed: " + st.to_string());
+                            "tenant `" + call.tenant + "` could not be removed: " + st.to_string());
     }
     http::Response r;
     r.status = 204;
@@ -94,8 +95,8 @@ void freeze_tenant(Node& node, Call& call) {
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = write_mark(node, mark); !st.is_ok()) {
         return answer_audited(node, call,
-                              node.refusal(500, "tenant " + call.tenant +
-                                                    ": the freeze mark could not be "
+                              node.refusal(500, "tenant `" + call.tenant +
+                                                    "`: the freeze mark could not be "
                                                     "written: " +
                                                     st.to_string()));
     }
@@ -105,8 +106,8 @@ void freeze_tenant(Node& node, Call& call) {
     t.wake_all();  // held requests answer 503 at once (§8.2), not at their deadline
     if (!t.wait_writes(freeze_wait_ms)) {
         return answer_audited(node, call,
-                              node.refusal(500, "tenant " + call.tenant +
-                                                    " is frozen, but writes in flight "
+                              node.refusal(500, "tenant `" + call.tenant +
+                                                    "` is frozen, but writes in flight "
                                                     "were not answered within " +
                                                     std::to_string(freeze_wait_ms / 1000) + " s"));
     }
@@ -130,8 +131,8 @@ void thaw_tenant(Node& node, Call& call) {
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
         return answer_audited(node, call,
-                              node.refusal(500, "tenant " + call.tenant +
-                                                    ": the freeze mark could not be "
+                              node.refusal(500, "tenant `" + call.tenant +
+                                                    "`: the freeze mark could not be "
                                                     "removed: " +
                                                     st.to_string()));
     }

@@ -82,6 +82,30 @@ bool json_type(std::string_view ct) {
     return base == "application/json" || base == "application/x-ndjson";
 }
 
+// `/t/<t>/batch`, whose body is NDJSON or a JSON array (§2.2, §5.2).
+bool batch_path(std::string_view path) {
+    if (!path.starts_with("/t/")) return false;
+    const size_t slash = path.find('/', 3);
+    return slash != std::string_view::npos && path.substr(slash) == "/batch";
+}
+
+// §2.2's 415: the type sent and the ones the route takes. curl's --data and --data-binary send a
+// form's type unless told otherwise, the usual way an NDJSON batch arrives without its own.
+std::string content_type_refusal(const http::RequestHead& h, std::string_view sent, bool image) {
+    std::string takes = image                ? "`application/octet-stream`"
+                        : batch_path(h.path) ? "`application/x-ndjson` (a statement a line) or "
+                                               "`application/json` (an array of statements)"
+                                             : "`application/json`";
+    std::string out =
+        "Content-Type `" + std::string(sent) + "` is not taken by " + h.path + ": send " + takes;
+    if (sent.starts_with("application/x-www-form-urlencoded")) {
+        out +=
+            " (curl's --data and --data-binary send this form type unless given -H "
+            "'Content-Type: ...')";
+    }
+    return out;
+}
+
 std::string peer_host(std::string_view peer) {
     size_t colon = peer.rfind(':');
     return std::string(colon == std::string_view::npos ? peer : peer.substr(0, colon));
@@ -507,14 +531,11 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
         }
         if (auto ct = h.header("Content-Type"); ct && h.content_length && *h.content_length > 0) {
             if (!image_tenant.empty() ? !octet_stream_type(*ct) : !json_type(*ct)) {
-                return refuse(415, "Content-Type " + std::string(*ct) +
-                                       " is not taken here: send " +
-                                       (!image_tenant.empty() ? "application/octet-stream"
-                                                              : "application/json"));
+                return refuse(415, content_type_refusal(h, *ct, !image_tenant.empty()));
             }
         }
         if (image && registry_->file_exists(image_tenant)) {
-            return refuse(409, "tenant " + image_tenant + " has a file here: delete it first");
+            return refuse(409, "tenant `" + image_tenant + "` has a file here: delete it first");
         }
     }
     // Credentials before bodies: on a guarded plane, a head without what the plane takes has
@@ -762,7 +783,8 @@ bool Node::authorize(const std::shared_ptr<Call>& c, auth::Credential plane) {
     if (plane == auth::Credential::data) {
         if (got == auth::Credential::jwt) {
             if (v.identity.tenant.empty()) why = "the JWT names no tenant (a string `tenant` claim)";
-            else if (v.identity.tenant != call.tenant) why = "the JWT reaches tenant " + v.identity.tenant + " only";
+            else if (v.identity.tenant != call.tenant)
+                why = "the JWT reaches tenant `" + v.identity.tenant + "` only";
         } else if (got == auth::Credential::admin) {
             why = "the admin token does not reach /t/; use POST /_admin/tenants/" + call.tenant + "/query";
         } else if (got != auth::Credential::data) {

@@ -102,8 +102,8 @@ void put_quota(Node& node, Call& call, Tenant& t) {
         engine::Status st = q.any() ? engine::replace_durably(node.fs(), path, quota_json(q))
                                     : engine::remove_durably(node.fs(), path);
         if (!st.is_ok()) {
-            r = node.refusal(500, "the quota of tenant " + t.name() + " could not be kept: " +
-                                      st.to_string());
+            r = node.refusal(
+                500, "the quota of tenant `" + t.name() + "` could not be kept: " + st.to_string());
         } else {
             apply(t, q);
             json::Writer w(r.body);
@@ -230,7 +230,7 @@ std::string quota_json(const Quota& q) {
 }
 
 std::string quota_refusal_message(std::string_view tenant, std::string_view quota) {
-    const std::string who = tenant.empty() ? "the tenant" : "tenant " + std::string(tenant);
+    const std::string who = tenant.empty() ? "the tenant" : "tenant `" + std::string(tenant) + "`";
     return who + " is at its " + std::string(quota) + " quota";
 }
 
@@ -242,7 +242,7 @@ engine::Status load_quota(Node& node, Tenant& t) {
         // over its bound is no quota this node wrote: as one that does not parse.
         const bool transient = text.status().code() == engine::Code::io_error;
         return engine::Status::error(transient ? engine::Code::io_error : engine::Code::corruption,
-                                     "the quota of tenant " + t.name() + " cannot be read (" +
+                                     "the quota of tenant `" + t.name() + "` cannot be read (" +
                                          path + "): " + text.status().to_string());
     }
     if (!text->has_value()) return engine::Status::ok();  // no quota: nothing touched
@@ -252,7 +252,7 @@ engine::Status load_quota(Node& node, Tenant& t) {
         // put there by hand, or is over its bound. No guessed quota, and none lifted.
         return engine::Status::error(
             engine::Code::corruption,
-            "the quota of tenant " + t.name() + " does not parse (" + path + "): " + why);
+            "the quota of tenant `" + t.name() + "` does not parse (" + path + "): " + why);
     }
     std::lock_guard lock(t.quota_mu);
     apply(t, q);

@@ -68,14 +68,14 @@ Acquired Registry::acquire(std::string_view name) {
             slot = it->second;
             if (slot->out) {  // being deleted or installed: absent until it is back (§8.1, §8.3)
                 return Acquired{nullptr, AcquireError::not_found,
-                                "tenant " + std::string(name) + " not found"};
+                                "tenant `" + std::string(name) + "` not found"};
             }
         }
         std::lock_guard slot_lock(slot->mu);
         if (slot->dead) continue;  // closed while we waited: take the new slot
         if (slot->out) {
             return Acquired{nullptr, AcquireError::not_found,
-                            "tenant " + std::string(name) + " not found"};
+                            "tenant `" + std::string(name) + "` not found"};
         }
         if (slot->tenant) {
             slot->tenant->last_used_ms = now_ms();
@@ -137,11 +137,11 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     if (!size.is_ok()) {
         if (size.status().code() == engine::Code::not_found) {
             return Acquired{nullptr, AcquireError::not_found,
-                            "tenant " + std::string(name) + " not found"};
+                            "tenant `" + std::string(name) + "` not found"};
         }
         return Acquired{
             nullptr, AcquireError::unavailable,  // asked again next time
-            "tenant " + std::string(name) + " cannot be opened: " + size.status().to_string()};
+            "tenant `" + std::string(name) + "` cannot be opened: " + size.status().to_string()};
     }
     // What it was given beside its file: a replica opens a follower, a frozen tenant frozen. A
     // mark that cannot be asked about (an I/O error, out of descriptors) is not taken as absent:
@@ -151,7 +151,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     if (!frozen.is_ok()) {
         return Acquired{
             nullptr, AcquireError::unavailable,
-            "tenant " + std::string(name) + " cannot be opened: " + frozen.status().to_string()};
+            "tenant `" + std::string(name) + "` cannot be opened: " + frozen.status().to_string()};
     }
     const uint64_t file_bytes = *size;
     // One being opened counts twice its file until open (§11): reserved before the bound is
@@ -162,8 +162,8 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
             if (!evict_one(CloseReason::memory, now, false)) {
                 opening_bytes_ -= 2 * file_bytes;
                 return Acquired{nullptr, AcquireError::memory,
-                                "the node's memory is full: tenant " + std::string(name) +
-                                    " cannot be opened now"};
+                                "the node's memory is full: tenant `" + std::string(name) +
+                                    "` cannot be opened now"};
             }
         }
     }
@@ -171,7 +171,8 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         opening_bytes_ -= 2 * file_bytes;
         return Acquired{nullptr, AcquireError::descriptors,
                         "every open tenant is in use and the node is at its descriptor budget: "
-                        "tenant " + std::string(name) + " cannot be opened now"};
+                        "tenant `" +
+                            std::string(name) + "` cannot be opened now"};
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
@@ -180,10 +181,10 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     if (!db.is_ok()) {
         if (db.status().code() == engine::Code::not_found) {
             return Acquired{nullptr, AcquireError::not_found,
-                            "tenant " + std::string(name) + " not found"};
+                            "tenant `" + std::string(name) + "` not found"};
         }
         const std::string why =
-            "tenant " + std::string(name) + " cannot be opened: " + db.status().to_string();
+            "tenant `" + std::string(name) + "` cannot be opened: " + db.status().to_string();
         if (db.status().code() == engine::Code::io_error) {
             // Out of descriptors, a failed read or fsync: not the file's fault, asked again next
             // time rather than refused for open_failure_kept_ms.
@@ -198,7 +199,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
         const std::string why =
-            "tenant " + std::string(name) + " cannot be opened: " + st.to_string();
+            "tenant `" + std::string(name) + "` cannot be opened: " + st.to_string();
         if (st.code() == engine::Code::io_error) {
             return Acquired{nullptr, AcquireError::unavailable, why};  // asked again next time
         }
@@ -247,13 +248,13 @@ engine::Status Registry::create(std::string_view name,
     const std::string path = path_of(name);
     if (slot->tenant || file_exists(name)) {
         return engine::Status::error(engine::Code::already_exists,
-                                     "tenant " + std::string(name) + " exists");
+                                     "tenant `" + std::string(name) + "` exists");
     }
     if (!room_for_one_more(now_ms())) {
         return engine::Status::error(engine::Code::limit_exceeded,
                                      "every open tenant is in use and the node is at its "
-                                     "descriptor budget: tenant " + std::string(name) +
-                                         " cannot be created now");
+                                     "descriptor budget: tenant `" +
+                                         std::string(name) + "` cannot be created now");
     }
     auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
@@ -358,7 +359,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             slot = it->second;
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,
-                                "tenant " + std::string(name) + " is being deleted or installed",
+                                "tenant `" + std::string(name) + "` is being deleted or installed",
                                 nullptr, nullptr};
             }
         }
@@ -371,7 +372,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         std::lock_guard lock(mu_);
         if (slot->out) {  // another took it out while we waited for the slot
             return TakenOut{nullptr, TakeOutError::busy,
-                            "tenant " + std::string(name) + " is being deleted or installed",
+                            "tenant `" + std::string(name) + "` is being deleted or installed",
                             nullptr, nullptr};
         }
         slot->out = true;
@@ -401,7 +402,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
             }
             out.reset();
             return TakenOut{nullptr, TakeOutError::in_use,
-                            "tenant " + std::string(name) + " still in use after " +
+                            "tenant `" + std::string(name) + "` still in use after " +
                                 std::to_string(wait_ms / 1000) + " s",
                             nullptr, nullptr};
         }

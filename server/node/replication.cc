@@ -185,7 +185,8 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     Acquired a = node_.registry().acquire(call->tenant);
     if (!a.tenant) {
         if (a.error == AcquireError::not_found) {
-            return node_.answer(*call, node_.refusal(404, "no copy of " + call->tenant + " here"));
+            return node_.answer(*call,
+                                node_.refusal(404, "no copy of `" + call->tenant + "` here"));
         }
         return node_.answer(*call, acquire_refusal(node_, a));
     }

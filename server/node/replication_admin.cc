@@ -141,7 +141,8 @@ std::optional<http::Response> empty_copy(Node& node, const Call& c, const Replic
     if (st.code() == engine::Code::limit_exceeded) {  // the descriptor budget
         return node.refusal(503, std::string(st.message()), "descriptors");
     }
-    return node.refusal(500, "an empty copy of " + c.tenant + " cannot be made: " + st.to_string());
+    return node.refusal(500,
+                        "an empty copy of `" + c.tenant + "` cannot be made: " + st.to_string());
 }
 
 http::Response following_answer(const Call& c, const Follows& f, bool heard) {
@@ -167,8 +168,9 @@ std::optional<http::Response> promote_refusal(Node& node, const Call& c, engine:
     // 3. Another lineage.
     if (*body.lineage != db.lineage().v) {
         const std::string copy = engine::format::hex16(db.lineage().v);
-        return node.refusal(409, c.tenant + ": this copy is of another lineage (" + copy + ")", {},
-                            [&](json::Writer& w) {
+        return node.refusal(409,
+                            "`" + c.tenant + "`: this copy is of another lineage (" + copy + ")",
+                            {}, [&](json::Writer& w) {
                                 w.key("lineage");
                                 w.string(copy);
                             });
@@ -181,7 +183,7 @@ std::optional<http::Response> promote_refusal(Node& node, const Call& c, engine:
         for (const engine::Fork& fk : db.history().forks) among |= fk.history.v == *body.forked;
         if (!among) {
             return node.refusal(
-                409, c.tenant + ": this copy never saw history " +
+                409, "`" + c.tenant + "`: this copy never saw history " +
                          engine::format::hex16(*body.forked) +
                          " and has not heard from its primary since; promoting it would take "
                          "back every write after that failover");
@@ -276,7 +278,7 @@ std::optional<http::Response> Replication::keep_follows(const std::string& tenan
         out = std::move(taken.out);
     }
     if (!write_follows(tenant, f)) {
-        return node_.refusal(500, "the follows file of " + tenant + " cannot be written");
+        return node_.refusal(500, "the follows file of `" + tenant + "` cannot be written");
     }
     return std::nullopt;
 }
@@ -298,7 +300,7 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     Acquired a = node_.registry().acquire(c.tenant);
     if (!a.tenant) {
         if (a.error == AcquireError::not_found) {
-            return answer(node_.refusal(404, "no copy of " + c.tenant + " here"));
+            return answer(node_.refusal(404, "no copy of `" + c.tenant + "` here"));
         }
         return answer(acquire_refusal(node_, a));
     }
@@ -317,13 +319,14 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     end_follower(c.tenant, /*keep_received=*/true);
     auto h = db.promote();
     if (!h.is_ok()) {
-        return answer(node_.refusal(500, c.tenant + " cannot be promoted: " + h.status().to_string()));
+        return answer(
+            node_.refusal(500, "`" + c.tenant + "` cannot be promoted: " + h.status().to_string()));
     }
     // Gone for good before the answer: a copy that found it after a crash would follow again.
     if (engine::Status st = engine::remove_durably(node_.fs(), follows_path(c.tenant));
         !st.is_ok()) {
-        return answer(node_.refusal(500, c.tenant +
-                                             " was promoted, but its follows file could "
+        return answer(node_.refusal(500, "`" + c.tenant +
+                                             "` was promoted, but its follows file could "
                                              "not be removed: " +
                                              st.to_string()));
     }

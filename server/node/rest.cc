@@ -16,6 +16,8 @@ namespace {
 struct Prepared {
     std::vector<ql::ParsedStatement> parsed;
     std::vector<std::vector<engine::Value>> params;
+    std::string_view body;   // the client's document body, bound whole or member by member
+    bool body_list = false;  // the body is an array of documents
     std::vector<ql::Item> items() const {
         std::vector<ql::Item> out;
         for (size_t i = 0; i < parsed.size(); ++i) out.push_back(ql::Item{&parsed[i], params[i]});
@@ -34,9 +36,23 @@ std::optional<ql::Error> prepare(Prepared& p, std::string_view text, std::vector
 
 using Shape = std::function<http::Response(const ql::BlockOutcome&)>;
 
+// A refusal of a statement the node wrote: its `position` counts in text the client never saw.
+// A cause the executor traced into a bound document is pointed at in the client's body instead
+// (counted as a statement's position is); any other cause loses its position.
+ql::Error located_in_body(ql::Error e, const Prepared& p) {
+    std::optional<uint32_t> at;
+    if (e.site.known() && !p.body.empty()) {
+        at = member_position(p.body, p.body_list ? e.site.item : std::nullopt, e.site.member);
+    }
+    e.position = at;
+    e.site = ql::ValueSite{};
+    return e;
+}
+
 // The outcome's error, or `shape`'s answer with the seq it stands at where it succeeded.
-http::Response shaped(Node& node, const Tenant& t, const ql::BlockOutcome& o, const Shape& shape) {
-    if (o.error) return error_response(node, t.name(), *o.error);
+http::Response shaped(Node& node, const Tenant& t, const Prepared& p, const ql::BlockOutcome& o,
+                      const Shape& shape) {
+    if (o.error) return error_response(node, t.name(), located_in_body(*o.error, p));
     http::Response r = shape(o);
     if (r.status < 400) {
         r.header("Fenec-Seq", std::to_string(o.seq.v));
@@ -74,7 +90,7 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
     answer_write(node, *call, t, std::move(o),
-                 [&](const ql::BlockOutcome& r) { return shaped(node, t, r, shape); });
+                 [&](const ql::BlockOutcome& r) { return shaped(node, t, p, r, shape); });
 }
 
 void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
@@ -83,7 +99,7 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, con
     const std::vector<ql::Item> items = p.items();
     ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)});
     node.counters().statements->with({"read"}).inc();
-    node.answer(*call, shaped(node, t, o, shape));
+    node.answer(*call, shaped(node, t, p, o, shape));
 }
 
 void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
@@ -98,7 +114,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
             return run_rest_read(node, call, t, p, [&](const ql::BlockOutcome& o) {
                 if (o.answers.front().table.rows.empty()) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, ql::row_json(o.answers.front().table, 0));
             });
@@ -124,6 +140,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             }
             if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
             if (auto e = prepare(p, "put " + coll + " $1", {std::move(body.value())})) return fail(*e);
+            p.body = call->request.body;
             return run_rest_write(node, call, t, p, [id](const ql::BlockOutcome& o) {
                 const bool created = o.answers.front().table.rows.empty();
                 return json_answer(created ? 201 : 200, "{\"id\":" + std::to_string(id) +
@@ -148,9 +165,10 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             }
             text += "} where _id = $1";
             if (auto e = prepare(p, text, std::move(params))) return fail(*e);
+            p.body = call->request.body;
             return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
                 if (o.answers.front().affected == 0) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, "{\"updated\":1}");
             });
@@ -161,7 +179,7 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
             }
             return run_rest_write(node, call, t, p, [&node, coll, id](const ql::BlockOutcome& o) {
                 if (o.answers.front().affected == 0) {
-                    return node.refusal(404, coll + " holds no _id " + std::to_string(id));
+                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
                 }
                 return json_answer(200, "{\"deleted\":1}");
             });
@@ -178,6 +196,8 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         auto body = parse_document_body(call->request.body);
         if (!body) return node.answer(*call, node.refusal(body.error().status, body.error().message));
         engine::Value docs = std::move(body.value());
+        p.body = call->request.body;
+        p.body_list = std::holds_alternative<engine::List>(docs.rep);
         if (std::holds_alternative<engine::Object>(docs.rep)) {
             engine::List one;
             one.items.push_back(std::move(docs));
@@ -202,7 +222,8 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
     {
         engine::ReadView view = t.db().read();
         engine::Result<engine::CollectionId> c = view.find(coll);
-        if (!c.is_ok()) return node.answer(*call, node.refusal(404, "no collection " + coll));
+        if (!c.is_ok())
+            return node.answer(*call, node.refusal(404, "no collection `" + coll + "`"));
         schema = *view.schema(*c);
     }
     auto st = build_statement(q.value(), coll, schema);
@@ -237,7 +258,7 @@ void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared
     }
     const std::string& coll = rest[1];
     if (coll.starts_with("_") || !plain_name(coll)) {
-        return node.answer(*call, node.refusal(404, "no collection " + coll));
+        return node.answer(*call, node.refusal(404, "no collection `" + coll + "`"));
     }
     if (rest.size() == 2) return serve_collection(node, call, *t, coll);
     const std::optional<uint64_t> id = parse_doc_id(rest[2]);

@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -29,6 +30,27 @@ std::optional<FilterOp> op_named(std::string_view name) {
     if (name == "in") return FilterOp::in;
     if (name == "is") return FilterOp::is_null;
     if (name == "has") return FilterOp::has;
+    return std::nullopt;
+}
+
+// Words people write for an op (PostgREST's neighbours, SQL's, other filter languages'), each
+// with the op it would be. A value starting `<word>.` with one of them is refused with the hint
+// rather than read as `eq` of the whole text, which would keep no row and say nothing.
+constexpr std::pair<std::string_view, std::string_view> kNearMisses[] = {
+    {"gte", "ge"},    {"geq", "ge"},     {"gteq", "ge"},      {"lte", "le"},       {"leq", "le"},
+    {"lteq", "le"},   {"neq", "ne"},     {"nq", "ne"},        {"not_eq", "ne"},    {"eql", "eq"},
+    {"equals", "eq"}, {"nin", "not.in"}, {"notin", "not.in"}, {"contains", "has"}, {"isnull", "is"},
+};
+
+std::optional<std::string_view> near_miss(std::string_view word) {
+    for (const auto& [typed, meant] : kNearMisses) {
+        if (word.size() != typed.size()) continue;
+        bool same = true;
+        for (size_t i = 0; i < word.size() && same; ++i) {
+            same = std::tolower(static_cast<unsigned char>(word[i])) == typed[i];
+        }
+        if (same) return meant;
+    }
     return std::nullopt;
 }
 
@@ -96,7 +118,24 @@ BodyResult<Condition> read_condition(const std::string& field, std::string_view 
         rest.remove_prefix(4);
     }
     const std::optional<FilterOp> op = leading_op(rest);
-    if (!op) {  // no op: `eq` of the whole text
+    if (!op) {
+        const std::string_view unnegated = rest.substr(0, 4) == "not." ? rest.substr(4) : rest;
+        const size_t dot = unnegated.find('.');
+        const std::optional<std::string_view> meant =
+            dot == std::string_view::npos ? std::nullopt : near_miss(unnegated.substr(0, dot));
+        if (meant) {
+            const std::string_view prefix = rest.substr(0, rest.size() - unnegated.size());
+            const std::string_view operand = unnegated.substr(dot + 1);
+            const std::string hint =
+                *meant == "is" ? "is.null" : std::string(*meant) + "." + std::string(operand);
+            return bad_request(
+                "the filter on " + quote_name(field) + ": " + quote_name(unnegated.substr(0, dot)) +
+                " is not an op; did you mean " + quote_name(std::string(prefix) + hint) +
+                "? The ops are eq, ne, lt, le, gt, ge, in, is, has (and not. before "
+                "one); " +
+                quote_name("eq." + std::string(value)) + " matches the text as written");
+        }
+        // no op: `eq` of the whole text
         c.values.emplace_back(value);
         return c;
     }

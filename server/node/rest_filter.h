@@ -6,7 +6,9 @@
 //                      `,` `(` `)`, `\"` and `\\` escaped inside quotes), `is.null`, `has.<v>`.
 //                      A value whose text before its first dot is not an op (nor `not.` followed
 //                      by an op and a dot) is `eq` of the whole text: `?year=2024`, `?t=a.b`.
-//                      An op with a malformed rest (`is.nope`, `in.x`) is a 400, not an `eq`.
+//                      An op with a malformed rest (`is.nope`, `in.x`) is a 400, not an `eq`;
+//                      so is a word people write for an op (`gte.`, `lte.`, `neq.`, `nin.`...),
+//                      whose 400 names the op meant (`eq.gte.5` still matches that text).
 //   select=a,b         columns; `_id` always first
 //   order=f.asc,g.desc keys; a key without a suffix is ascending
 //   limit=n            0 to rest_limit_max, default rest_limit_default; offset=n; count

@@ -278,7 +278,7 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     const int64_t wait = ra.wait_ms ? static_cast<int64_t>(*ra.wait_ms) : after_wait_default_ms;
     auto attempt = [&node, call, t, ra, run]() {
         if (t->leaving) {  // deleted or replaced while it waited (§8.1: held requests get 503)
-            node.answer(*call, node.refusal(503, "tenant " + t->name() + " is leaving this node",
+            node.answer(*call, node.refusal(503, "tenant `" + t->name() + "` is leaving this node",
                                             "gone"));
             return true;
         }
@@ -305,11 +305,11 @@ std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
     }
     if (t.db().frozen()) {
         node.counters().writes_refused->with({"frozen"}).inc();
-        return node.refusal(503, "tenant " + t.name() + " is frozen", "frozen");
+        return node.refusal(503, "tenant `" + t.name() + "` is frozen", "frozen");
     }
     if (t.leaving) {  // being deleted or replaced (Registry::take_out)
         node.counters().writes_refused->with({"gone"}).inc();
-        return node.refusal(503, "tenant " + t.name() + " is leaving this node", "gone");
+        return node.refusal(503, "tenant `" + t.name() + "` is leaving this node", "gone");
     }
     if (const Leases* leases = node.leases()) {  // §9.4: refused unrun, before the key is looked up
         const engine::LeaseVerdict v = leases->check(t.name());

@@ -107,7 +107,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         engine::ReadView view = tenant_->db().read();
         engine::Result<engine::CollectionId> c = view.find(collection_);
         if (!c.is_ok()) {
-            end_locked("dropped", "collection " + collection_ + " was dropped", 0);
+            end_locked("dropped", "collection `" + collection_ + "` was dropped", 0);
             return false;
         }
         collection_id_ = *c;
@@ -364,7 +364,7 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
         engine::ReadView view = tenant->db().read();
         engine::Result<engine::CollectionId> c = view.find(coll);
         if (!c.is_ok() || coll.starts_with("_")) {
-            return node_.answer(*call, node_.refusal(404, "no collection " + coll));
+            return node_.answer(*call, node_.refusal(404, "no collection `" + coll + "`"));
         }
         // The shape's fields must be the collection's (404 naming one that is not).
         auto st = build_statement(shape.value(), coll, *view.schema(*c));
@@ -389,7 +389,7 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
         if (tenant->streams.load() >= node_.options().tenant_streams) {
             return node_.answer(
                 *call, node_.refusal(429,
-                                     "tenant " + tenant->name() + " is at --tenant-streams (" +
+                                     "tenant `" + tenant->name() + "` is at --tenant-streams (" +
                                          std::to_string(node_.options().tenant_streams) + ")",
                                      {}, [](json::Writer& w) {
                                          w.key("limit");
@@ -465,7 +465,7 @@ void Subscriptions::end_tenant(const std::string& tenant, std::string_view reaso
             if (s->tenant_name() == tenant) all.push_back(s);
         }
     }
-    for (const auto& s : all) s->end(reason, "tenant " + tenant + " is gone from this node");
+    for (const auto& s : all) s->end(reason, "tenant `" + tenant + "` is gone from this node");
 }
 
 size_t Subscriptions::count() const {

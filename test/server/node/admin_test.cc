@@ -629,7 +629,7 @@ TEST(Admin, RestoredOlderImageKeepsTheQuota) {
     EXPECT_EQ(n.query(R"(put notes {title: \"d\"})").status, 200);  // 3 rows: room for one
     auto past = n.query(R"(put notes {title: \"e\"})");
     EXPECT_EQ(past.status, 507) << past.body;
-    EXPECT_EQ(past.body, R"({"error":"tenant acme is at its rows quota","quota":"rows"})");
+    EXPECT_EQ(past.body, R"({"error":"tenant `acme` is at its rows quota","quota":"rows"})");
 }
 
 // §13.3: every mutating admin route writes an `admin` audit line naming its path and status.

@@ -56,7 +56,7 @@ class FaultOpen : public FaultFsNode {
         auto r = put(tenant, "during");
         EXPECT_EQ(r.status, 503) << r.body;
         EXPECT_TRUE(has(r.body, "{\"error\":\"")) << r.body;
-        EXPECT_TRUE(has(r.body, "tenant " + tenant)) << r.body;
+        EXPECT_TRUE(has(r.body, "tenant `" + tenant + "`")) << r.body;
         EXPECT_TRUE(r.header("Retry-After").has_value()) << r.body;
         EXPECT_TRUE(r.header("Content-Type").value_or("").starts_with("application/json"));
         EXPECT_TRUE(fs_.contents(path(tenant + ".fenec")) == file_before) << "nothing landed";

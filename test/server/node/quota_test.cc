@@ -86,12 +86,12 @@ TEST_F(Quotas, RowsQuotaRefusesThePutPastItNamingNoAmountAndADeleteLands) {
     EXPECT_EQ(query("put notes {title: $1}", "[\"d\"]").status, 200);
     auto past = query("put notes {title: $1}", "[\"e\"]");
     EXPECT_EQ(past.status, 507);
-    EXPECT_EQ(past.body, R"({"error":"tenant acme is at its rows quota","quota":"rows"})");
+    EXPECT_EQ(past.body, R"({"error":"tenant `acme` is at its rows quota","quota":"rows"})");
     EXPECT_FALSE(holds_digit(past.body)) << past.body;
     // The same refusal through REST, and through a batch (which adds where it stopped).
     auto rest = send(D, "POST", "/t/acme/c/notes", R"({"title":"f"})");
     EXPECT_EQ(rest.status, 507);
-    EXPECT_EQ(rest.body, R"({"error":"tenant acme is at its rows quota","quota":"rows"})");
+    EXPECT_EQ(rest.body, R"({"error":"tenant `acme` is at its rows quota","quota":"rows"})");
     auto batch = send(D, "POST", "/t/acme/batch", R"({"query":"put notes {title: \"g\"}"})",
                       {{"Content-Type", "application/x-ndjson"}});
     EXPECT_EQ(batch.status, 507);
@@ -112,7 +112,7 @@ TEST_F(Quotas, BytesQuotaRefusesALargerPutAndLeavesTheFileAsItWas) {
     ASSERT_EQ(put_quota("{\"bytes\":" + std::to_string(size + 64) + "}").status, 200);
     auto big = query("put notes {title: $1}", "[\"" + std::string(400, 'x') + "\"]");
     EXPECT_EQ(big.status, 507);
-    EXPECT_EQ(big.body, R"({"error":"tenant acme is at its bytes quota","quota":"bytes"})");
+    EXPECT_EQ(big.body, R"({"error":"tenant `acme` is at its bytes quota","quota":"bytes"})");
     EXPECT_EQ(std::filesystem::file_size(file("acme.fenec")), size);
     // At the quota exactly: no put fits, a delete and a drop still land.
     ASSERT_EQ(put_quota("{\"bytes\":" + std::to_string(size) + "}").status, 200);
@@ -135,7 +135,8 @@ TEST_F(Quotas, RatePastASecondsWorthIsRefusedWithTheSecondsOfDebtLeft) {
     auto one = query("put notes {title: $1}", "[\"one\"]");
     EXPECT_EQ(one.status, 429);
     EXPECT_EQ(one.header("Retry-After"), "5");
-    EXPECT_EQ(one.body, R"({"error":"tenant acme is at its rows_per_s quota","quota":"rows_per_s"})");
+    EXPECT_EQ(one.body,
+              R"({"error":"tenant `acme` is at its rows_per_s quota","quota":"rows_per_s"})");
     auto usage = get_quota();
     ASSERT_EQ(usage.status, 200) << usage.body;
     EXPECT_EQ(usage_of(usage.body, "rows_per_s").substr(0, 3), "-39") << usage.body;  // -40, refilling
@@ -162,7 +163,8 @@ TEST_F(Quotas, RequestsQuotaCountsAHeldClaimAndNotTheAdminQuery) {
     EXPECT_TRUE(wait_until([&] { return usage_of(get_quota().body, "requests") == "1"; }));
     auto other = query("select count(*) from notes");
     EXPECT_EQ(other.status, 429);
-    EXPECT_EQ(other.body, R"({"error":"tenant acme is at its requests quota","quota":"requests"})");
+    EXPECT_EQ(other.body,
+              R"({"error":"tenant `acme` is at its requests quota","quota":"requests"})");
     EXPECT_EQ(other.header("Retry-After"), "1");
     // A point read, which the loop answers for a tenant without this quota, is counted too.
     EXPECT_EQ(send(D, "GET", "/t/acme/c/notes/1").status, 429);
@@ -205,7 +207,8 @@ TEST_F(Quotas, StreamsQuotaRefusesTheSubscriptionPastIt) {
     ASSERT_NE(head.find("200"), std::string::npos) << head;
     auto second = send(D, "GET", "/t/acme/c/notes/changes");
     EXPECT_EQ(second.status, 429);
-    EXPECT_EQ(second.body, R"({"error":"tenant acme is at its streams quota","quota":"streams"})");
+    EXPECT_EQ(second.body,
+              R"({"error":"tenant `acme` is at its streams quota","quota":"streams"})");
     EXPECT_EQ(usage_of(get_quota().body, "streams"), "1");
     first.reset();  // the stream ends with its client; the count is given back
     EXPECT_TRUE(wait_until([&] { return usage_of(get_quota().body, "streams") == "0"; }));

@@ -64,7 +64,7 @@ TEST_F(ReadById, AnswersTheRowAndFollowsTheSchema) {
 TEST_F(ReadById, Refusals) {
     Reply r = call("GET", "/t/acme/c/n/7");
     EXPECT_EQ(r.status, 404);
-    EXPECT_NE(r.body.find("n holds no _id 7"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("`n` holds no _id 7"), std::string::npos) << r.body;
     r = call("GET", "/t/acme/c/nope/7");
     EXPECT_EQ(r.status, 404);
     EXPECT_NE(r.body.find("nope"), std::string::npos) << r.body;
