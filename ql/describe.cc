@@ -56,7 +56,8 @@ std::optional<std::string> annotation_text(const engine::IndexDesc& index) {
             return "@ttl(" + duration_text(index.ttl_ms) + ")";
         case IndexKind::text:
             return "@text(k1 = " + hundredths_text(index.text.k1_hundredths) +
-                   ", b = " + hundredths_text(index.text.b_hundredths) + ")";
+                   ", b = " + hundredths_text(index.text.b_hundredths) +
+                   (index.text.stem.empty() ? "" : ", stem " + index.text.stem) + ")";
         case IndexKind::hnsw:
             return "@hnsw(" + std::string(metric_text(index.hnsw.metric)) +
                    ", m = " + std::to_string(index.hnsw.m) +

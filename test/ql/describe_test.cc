@@ -41,6 +41,8 @@ TEST(DescribeField, SpellsTheDefinitionAndParsesBackToTheSameField) {
         {"body text @text", "body text @text(k1 = 0.9, b = 0.4)"},
         {"body text @text(b = 0.75, k1 = 1.2)", "body text @text(k1 = 1.2, b = 0.75)"},
         {"body text @text(k1 = 2, b = 0.05)", "body text @text(k1 = 2, b = 0.05)"},
+        {"body text @text(stem en)", "body text @text(k1 = 0.9, b = 0.4, stem english)"},
+        {"body text @text(b = 0.5, stem tr)", "body text @text(k1 = 0.9, b = 0.5, stem turkish)"},
         {"e vector<3> @hnsw",
          "e vector<3> @hnsw(cosine, m = 16, ef_construction = 200, ef_search = 100)"},
         {"e vector<8> @hnsw(ef_search = 7, l2, m = 4)",
