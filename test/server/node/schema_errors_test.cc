@@ -4,6 +4,8 @@
 // comparison with a constant its field cannot hold is refused as the write of it is; a REST
 // filter's mistyped op is refused naming the op meant; `/batch` refuses a form's content type
 // naming the types it takes.
+#include <gtest/gtest.h>
+
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test::schema_errors_test {
