@@ -26,15 +26,6 @@ std::pair<std::string_view, std::string_view> first_segment(std::string_view pat
     return {path.substr(0, slash), path.substr(slash)};
 }
 
-void string_or_null(json::Writer& w, std::string_view key, std::string_view value) {
-    w.key(key);
-    if (value.empty()) {
-        w.null();
-    } else {
-        w.string(value);
-    }
-}
-
 }  // namespace
 
 std::string access_target(std::string_view target) {

@@ -71,16 +71,6 @@ void write_fields(json::Writer& w, const std::vector<JsonField>& fields) {
     }
 }
 
-// A text member, or null when the text is empty.
-void string_or_null(json::Writer& w, std::string_view key, std::string_view value) {
-    w.key(key);
-    if (value.empty()) {
-        w.null();
-    } else {
-        w.string(value);
-    }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -214,6 +204,15 @@ bool LineLog::write_lines(std::deque<std::string>& lines) {
 
 // ---------------------------------------------------------------------------------------------
 // Lines
+
+void string_or_null(json::Writer& w, std::string_view key, std::string_view value) {
+    w.key(key);
+    if (value.empty()) {
+        w.null();
+    } else {
+        w.string(value);
+    }
+}
 
 std::string iso_time_ms(int64_t ms) {
     ms = std::clamp(ms, json::timestamp_ms_min, json::timestamp_ms_max);

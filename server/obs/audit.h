@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/status.h"
+#include "json/writer.h"
 
 namespace fenec::obs {
 
@@ -146,6 +147,9 @@ struct JsonField {
 // Millisecond UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`: json::format_timestamp's text, with `.000`
 // added when it leaves the milliseconds out. `ms` within ql's timestamp range.
 std::string iso_time_ms(int64_t ms);
+
+// A text member, or null when the text is empty: the audit line's and the access line's.
+void string_or_null(json::Writer& w, std::string_view key, std::string_view value);
 
 // Who asked (§13.3), by the credential's kind: never the credential itself.
 enum class Credential : uint8_t { none, data, admin, replication, jwt };
