@@ -156,7 +156,7 @@ TEST_F(FaultFsNode, AFollowWhoseFileIsNotKeptIsRefusedAndStartsNothing) {
         arm(fs_, step);
         auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
         EXPECT_EQ(r.status, 500) << r.body;
-        EXPECT_TRUE(has(r.body, "follows file of zeta cannot be written")) << r.body;
+        EXPECT_TRUE(has(r.body, "follows file of `zeta` cannot be written")) << r.body;
         EXPECT_FALSE(fs_.has(dir_ + "/zeta.fenec"));  // no empty copy made
         EXPECT_EQ(describe("zeta").status, 404);
     }
