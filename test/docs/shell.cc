@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -64,6 +67,7 @@ Shell::Shell(const std::string& cwd, const std::string& stderr_path) : stderr_pa
         ::_exit(127);
     }
     if (pid_ > 0) ::setpgid(pid_, pid_);  // either side may run first
+    if (pid_ > 0) pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
     ::close(in[0]);
     ::close(out[1]);
     in_ = in[1];
@@ -75,14 +79,13 @@ Shell::~Shell() {
     if (pid_ > 0) {
         // bash exits at the end of its input; a block left waiting (a job in the foreground)
         // is cut short with the rest of the group.
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-        int status = 0;
-        while (::waitpid(pid_, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end) {
-            ::usleep(10'000);
-        }
+        pollfd p{pidfd_, POLLIN, 0};
+        if (pidfd_ >= 0) ::poll(&p, 1, 2000);
         ::kill(-pid_, SIGKILL);
+        int status = 0;
         ::waitpid(pid_, &status, WNOHANG);
     }
+    if (pidfd_ >= 0) ::close(pidfd_);
     if (out_ >= 0) ::close(out_);
 }
 
@@ -128,13 +131,18 @@ Shell::Result Shell::run(const std::string& path, int timeout_ms) {
             pid_ = -1;
             return r;
         }
-        pollfd p{out_, POLLIN, 0};
-        if (::poll(&p, 1, 50) > 0) {
+        // Wakes on output, on bash's exit (its pidfd), or at the deadline. Once a block has
+        // closed bash's stdout (EOF), only the exit or the deadline is waited for.
+        const int left = static_cast<int>(
+            std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     end - std::chrono::steady_clock::now())
+                                     .count()));
+        pollfd p[2] = {{pidfd_, POLLIN, 0}, {out_eof_ ? -1 : out_, POLLIN, 0}};
+        if (::poll(p, 2, left) > 0 && (p[1].revents & (POLLIN | POLLHUP))) {
             char buf[16384];
             const ssize_t got = ::read(out_, buf, sizeof buf);
             if (got > 0) pending_.append(buf, static_cast<size_t>(got));
-            // EOF with bash alive: its stdout was closed by a block; the exit is seen above.
-            if (got == 0) ::usleep(10'000);
+            if (got == 0) out_eof_ = true;
         }
     }
 }

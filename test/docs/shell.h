@@ -33,11 +33,13 @@ class Shell {
     bool write_commands(const std::string& cmd);
 
     pid_t pid_ = -1;
-    int in_ = -1;   // bash's stdin: the commands
-    int out_ = -1;  // bash's stdout
+    int pidfd_ = -1;  // readable once bash has exited: waits poll it rather than sleep
+    int in_ = -1;     // bash's stdin: the commands
+    int out_ = -1;    // bash's stdout
     std::string stderr_path_;
     std::string pending_;  // stdout read past the last block's end mark
     int blocks_ = 0;
+    bool out_eof_ = false;  // a block closed bash's stdout
 };
 
 }  // namespace fenec::test::docs
