@@ -16,23 +16,14 @@ const std::string ROOT = "root";
 const std::string D = "data-token";
 const std::string ADMIN = "admin-token-of-node-1";
 
-const engine::Value* member(const engine::Value& v, std::string_view key) {
-    const auto* o = std::get_if<engine::Object>(&v.rep);
-    if (!o) return nullptr;
-    for (size_t i = 0; i < o->keys.size(); ++i) {
-        if (o->keys[i] == key) return &o->values[i];
-    }
-    return nullptr;
-}
-
 std::string text_of(const engine::Value& line, std::string_view key) {
-    const engine::Value* v = member(line, key);
+    const engine::Value* v = json_member(line, key);
     const auto* s = v ? std::get_if<std::string>(&v->rep) : nullptr;
     return s ? *s : std::string();
 }
 
 int64_t int_of(const engine::Value& line, std::string_view key) {
-    const engine::Value* v = member(line, key);
+    const engine::Value* v = json_member(line, key);
     const auto* i = v ? std::get_if<int64_t>(&v->rep) : nullptr;
     return i ? *i : -1;
 }
@@ -113,7 +104,7 @@ TEST(RouterAccessLog, OneLinePerRequestAnswered) {
         return it == by.end() ? none : it->second;
     };
     EXPECT_EQ(text_of(line("PUT /_shard/tenants/acme 201"), "tenant"), "acme");
-    const engine::Value* no_tenant = member(line("PUT /_shard/nodes/n1 201"), "tenant");
+    const engine::Value* no_tenant = json_member(line("PUT /_shard/nodes/n1 201"), "tenant");
     EXPECT_TRUE(no_tenant && no_tenant->is_null()) << text;
     const engine::Value& query = line("POST /t/acme/query 200");
     EXPECT_EQ(int_of(query, "bytes_in"), static_cast<int64_t>(insert.size()));

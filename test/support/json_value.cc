@@ -252,4 +252,13 @@ std::optional<engine::Value> parse_json(std::string_view text, std::string* erro
     return Reader(text).document(error);
 }
 
+const engine::Value* json_member(const engine::Value& v, std::string_view key) {
+    const auto* o = std::get_if<engine::Object>(&v.rep);
+    if (!o) return nullptr;
+    for (size_t i = 0; i < o->keys.size(); ++i) {
+        if (o->keys[i] == key) return &o->values[i];
+    }
+    return nullptr;
+}
+
 }  // namespace fenec::test

@@ -25,4 +25,7 @@ inline constexpr size_t json_nesting_max = 128;
 // when `error` is given, sets it to what was wrong and at which byte offset.
 std::optional<engine::Value> parse_json(std::string_view text, std::string* error = nullptr);
 
+// The member `key` of an object, or null when `v` is no object or has no such member.
+const engine::Value* json_member(const engine::Value& v, std::string_view key);
+
 }  // namespace fenec::test

@@ -18,23 +18,14 @@ namespace {
 const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
 
-const engine::Value* member(const engine::Value& v, std::string_view key) {
-    const auto* o = std::get_if<engine::Object>(&v.rep);
-    if (!o) return nullptr;
-    for (size_t i = 0; i < o->keys.size(); ++i) {
-        if (o->keys[i] == key) return &o->values[i];
-    }
-    return nullptr;
-}
-
 std::string text_of(const engine::Value& line, std::string_view key) {
-    const engine::Value* v = member(line, key);
+    const engine::Value* v = json_member(line, key);
     const auto* s = v ? std::get_if<std::string>(&v->rep) : nullptr;
     return s ? *s : std::string();
 }
 
 int64_t int_of(const engine::Value& line, std::string_view key) {
-    const engine::Value* v = member(line, key);
+    const engine::Value* v = json_member(line, key);
     const auto* i = v ? std::get_if<int64_t>(&v->rep) : nullptr;
     return i ? *i : -1;
 }
@@ -130,7 +121,7 @@ TEST(AccessLog, OneLinePerRequestAnswered) {
     EXPECT_GT(int_of(query, "bytes_out"), static_cast<int64_t>(q->body.size()));
     EXPECT_EQ(text_of(query, "request_id"), q->header("X-Request-Id").value_or("?"));
     EXPECT_EQ(text_of(query, "tenant"), "acme");
-    EXPECT_EQ(member(query, "stream"), nullptr);
+    EXPECT_EQ(json_member(query, "stream"), nullptr);
     const engine::Value& get = line("GET /t/acme/c/notes?title=\u2026&limit=5 200");
     EXPECT_EQ(int_of(get, "bytes_in"), 0);
     EXPECT_EQ(text_of(get, "request_id"), filtered->header("X-Request-Id").value_or("?"));
@@ -140,7 +131,7 @@ TEST(AccessLog, OneLinePerRequestAnswered) {
     EXPECT_EQ(int_of(too_big, "bytes_in"), 0);
     EXPECT_EQ(text_of(too_big, "tenant"), "acme");
     const engine::Value& stream = line("GET /t/acme/c/notes/changes 200");
-    const engine::Value* is_stream = member(stream, "stream");
+    const engine::Value* is_stream = json_member(stream, "stream");
     EXPECT_TRUE(is_stream && *is_stream == engine::Value(true)) << text;
     EXPECT_GT(int_of(stream, "bytes_out"), 0);
 }

@@ -29,15 +29,6 @@ std::pair<int, std::string> run(const std::string& command) {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-const engine::Value* member(const engine::Value& v, std::string_view key) {
-    const auto* o = std::get_if<engine::Object>(&v.rep);
-    if (!o) return nullptr;
-    for (size_t i = 0; i < o->keys.size(); ++i) {
-        if (o->keys[i] == key) return &o->values[i];
-    }
-    return nullptr;
-}
-
 // The line of `text` that starts with `prefix`, without its line feed; empty when none does.
 std::string line_of(const std::string& text, const std::string& prefix) {
     size_t at = text.starts_with(prefix) ? 0 : text.find("\n" + prefix);
@@ -77,10 +68,10 @@ TEST(Inspect, ReadsAFileTheNodeHasOpen) {
     std::string error;
     auto doc = parse_json(described->body, &error);
     ASSERT_TRUE(doc) << error << ": " << described->body;
-    const engine::Value* open = member(*doc, "open");
+    const engine::Value* open = json_member(*doc, "open");
     ASSERT_TRUE(open && *open == engine::Value(true)) << described->body;
-    const engine::Value* created_ms = member(*doc, "created_ms");
-    const engine::Value* created_at = member(*doc, "created_at");
+    const engine::Value* created_ms = json_member(*doc, "created_ms");
+    const engine::Value* created_at = json_member(*doc, "created_at");
     ASSERT_TRUE(created_ms && created_at) << described->body;
     const int64_t ms = std::get<int64_t>(created_ms->rep);
     EXPECT_GE(ms, before_ms);

@@ -51,15 +51,6 @@ std::vector<SseEvent> take_sse(Client& c) {
     return out;
 }
 
-const engine::Value* member(const engine::Value& v, std::string_view key) {
-    const auto* o = std::get_if<engine::Object>(&v.rep);
-    if (!o) return nullptr;
-    for (size_t i = 0; i < o->keys.size(); ++i) {
-        if (o->keys[i] == key) return &o->values[i];
-    }
-    return nullptr;
-}
-
 // A subscriber's copy of the shape: id to title, kept as a client keeps it.
 struct Copy {
     std::map<int64_t, std::string> rows;
@@ -75,19 +66,19 @@ struct Copy {
         if (e.name == "seed") {
             ++seeds;
             rows.clear();
-            put_all(*member(*v, "rows"));
+            put_all(*json_member(*v, "rows"));
             return;
         }
-        put_all(*member(*v, "puts"));
-        for (const engine::Value& id : std::get<engine::List>(member(*v, "dels")->rep).items) {
+        put_all(*json_member(*v, "puts"));
+        for (const engine::Value& id : std::get<engine::List>(json_member(*v, "dels")->rep).items) {
             named.push_back(std::get<int64_t>(id.rep));
             rows.erase(std::get<int64_t>(id.rep));
         }
     }
     void put_all(const engine::Value& list) {
         for (const engine::Value& r : std::get<engine::List>(list.rep).items) {
-            const engine::Value* title = member(r, "title");
-            rows[std::get<int64_t>(member(r, "_id")->rep)] =
+            const engine::Value* title = json_member(r, "title");
+            rows[std::get<int64_t>(json_member(r, "_id")->rep)] =
                 title && !title->is_null() ? std::get<std::string>(title->rep) : "";
         }
     }
