@@ -578,11 +578,13 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
     }
     if (!victim) return false;
     std::lock_guard slot_lock(victim->mu);
-    if (!victim->tenant || victim->tenant.use_count() != 1) return true;  // taken meanwhile: look again
     std::shared_ptr<Tenant> closing;
     {
-        // Out of the slot first, under both locks: from here nobody can take a reference.
+        // Asked and taken out of the slot under both locks: a reference is taken under one or
+        // the other (acquire under the slot's, try_get and the walks under mu_), so none can be
+        // taken between the count and the move.
         std::lock_guard lock(mu_);
+        if (!victim->tenant || victim->tenant.use_count() != 1) return true;  // taken meanwhile: look again
         closing = std::move(victim->tenant);
     }
     // The slot stays in the map, locked, until the file is closed: a request meanwhile waits on
@@ -603,15 +605,9 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
 
 void Registry::sweep() {
     const int64_t now = now_ms();
-    std::vector<std::shared_ptr<Tenant>> open;
-    {
-        std::lock_guard lock(mu_);
-        for (const auto& [name, slot] : slots_) {
-            if (slot->tenant) open.push_back(slot->tenant);
-        }
+    for (const std::shared_ptr<Slot>& slot : open_slots()) {
+        if (std::shared_ptr<Tenant> t = in_service(*slot)) t->refresh_memory();
     }
-    for (const auto& t : open) t->refresh_memory();
-    open.clear();
     while (evict_one(CloseReason::idle, now, true)) {
     }
     if (options_.memory_max_bytes) {
@@ -645,17 +641,12 @@ void Registry::close_all() {
 std::shared_ptr<Tenant> Registry::compaction_candidate(
     double dead_share_min, uint64_t file_bytes_min,
     const std::function<bool(const std::string&)>& skip) const {
-    std::vector<std::shared_ptr<Tenant>> open;
-    {
-        std::lock_guard lock(mu_);
-        for (const auto& [name, slot] : slots_) {
-            if (slot->tenant && !slot->out) open.push_back(slot->tenant);
-        }
-    }
     std::shared_ptr<Tenant> best;
     uint64_t best_dead = 0;
     uint64_t best_live = 0;
-    for (auto& t : open) {
+    for (const std::shared_ptr<Slot>& slot : open_slots()) {
+        std::shared_ptr<Tenant> t = in_service(*slot);
+        if (!t) continue;  // closed or taken out since
         engine::Database& db = t->db();
         if (db.frozen() || db.failure() || skip(t->name())) continue;
         const engine::Usage u = db.usage();
@@ -669,7 +660,6 @@ std::shared_ptr<Tenant> Registry::compaction_candidate(
             best_live = u.file_bytes - std::min(u.dead_bytes, u.file_bytes);
         }
     }
-    open.clear();
     if (best && options_.memory_max_bytes && memory_bytes() + best_live > options_.memory_max_bytes) {
         return nullptr;
     }
@@ -677,16 +667,34 @@ std::shared_ptr<Tenant> Registry::compaction_candidate(
 }
 
 uint64_t Registry::memory_bytes() const {
-    std::vector<std::shared_ptr<Tenant>> open;
-    {
-        std::lock_guard lock(mu_);
-        for (const auto& [name, slot] : slots_) {
-            if (slot->tenant) open.push_back(slot->tenant);
-        }
-    }
     uint64_t sum = opening_bytes_.load() + arriving_bytes_.load();
-    for (const auto& t : open) sum += t->memory_bytes();
+    std::lock_guard lock(mu_);  // an atomic read each: summed in place, no reference taken
+    for (const auto& [name, slot] : slots_) {
+        if (slot->tenant) sum += slot->tenant->memory_bytes();
+    }
     return sum;
+}
+
+// The slots of the open tenants, for a walk over them that must not count as a use: it takes one
+// tenant at a time (in_service). A reference to every open tenant held while a sweep or the
+// compactor looked at them all made every tenant "in use" to evict_one at once, and a node at its
+// descriptor budget refused opens and creates 503 for as long as the walk took.
+std::vector<std::shared_ptr<Registry::Slot>> Registry::open_slots() const {
+    std::vector<std::shared_ptr<Slot>> open;
+    std::lock_guard lock(mu_);
+    open.reserve(slots_.size());
+    for (const auto& [name, slot] : slots_) {
+        if (slot->tenant && !slot->out) open.push_back(slot);
+    }
+    return open;
+}
+
+// A reference is taken under mu_ only while the slot holds the tenant and it is in service, the
+// state evict_one and take_out check under mu_ as they take it out of the slot.
+std::shared_ptr<Tenant> Registry::in_service(const Slot& slot) const {
+    std::lock_guard lock(mu_);
+    if (slot.dead || slot.out) return nullptr;
+    return slot.tenant;
 }
 
 size_t Registry::open_count() const {

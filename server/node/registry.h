@@ -255,6 +255,11 @@ public:
     std::string path_of(std::string_view name) const;
 
 private:
+    // A walk over the open tenants (sweep, the compactor) takes their slots, and one tenant at a
+    // time from in_service: a walk is not a use (evict_one closes a tenant only when the slot's
+    // reference is the last one).
+    std::vector<std::shared_ptr<Slot>> open_slots() const;
+    std::shared_ptr<Tenant> in_service(const Slot& slot) const;
     // Lock order: a slot's mu, then mu_. `tenant` changes under both, so it may be read under
     // either.
     struct Slot {

@@ -191,5 +191,35 @@ TEST(RegistryIdle, ReopenDuringAnIdleCloseWaitsForIt) {
     EXPECT_EQ(failed, 0) << first_failure;
 }
 
+// A sweep or the compactor looking over the open tenants is not a use: at the descriptor bound,
+// opens racing those walks still find an idle tenant to close. (They held a reference to every
+// open tenant while they looked, and a node at its budget refused opens and creates 503 for as
+// long as the walk took: issue 21's CI, a loaded ASan run.)
+TEST(RegistryBudget, WalksOverTheOpenTenantsAreNotUses) {
+    TempDir dir;
+    RegistryOptions o = options_for(dir);
+    o.open_max = 3;
+    Registry r(std::move(o));
+    for (int i = 0; i < 6; ++i) create(r, "t" + std::to_string(i));
+    std::atomic<bool> stop{false};
+    std::thread sweeper([&] {
+        while (!stop) r.sweep();  // close_idle_ms 0: refreshes memory, closes nothing
+    });
+    std::thread compactor([&] {
+        while (!stop) (void)r.compaction_candidate(0.0, 0, [](const std::string&) { return false; });
+    });
+    int failed = 0;
+    std::string first_failure;
+    for (int i = 0; i < 3000; ++i) {
+        Acquired a = r.acquire("t" + std::to_string(i % 6));
+        if (!a.tenant && failed++ == 0) first_failure = a.message;
+    }
+    stop = true;
+    sweeper.join();
+    compactor.join();
+    EXPECT_EQ(failed, 0) << first_failure;
+    EXPECT_LE(r.open_count(), 3u);
+}
+
 }  // namespace
 }  // namespace fenec::node::registry_test
