@@ -233,6 +233,10 @@ Node::~Node() {
     stopping_ = true;
     if (ticker_.joinable()) ticker_.join();
     if (subscriptions_) subscriptions_->end_all("shutdown");
+    // Every holder of a tenant stops before close_all, which closes each whatever references
+    // remain: a follower still running would read its copy's closed database (drain's order).
+    if (replication_) replication_->stop();
+    if (compactor_) compactor_->stop();
     if (workers_) workers_->shutdown();
     if (registry_) registry_->close_all();
     if (audit_) audit_->close();
