@@ -93,6 +93,19 @@ TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
     EXPECT_TRUE(l.check({{"acme", {{"w1", 1}}}}).empty());
 }
 
+// A poll slow to answer took its view before the grant naming acme and answered after a write
+// under that grant (a loaded machine: FailoverOnLease.ALapsedLeaseFailsTheNodeOver): the next
+// report, naming acme, still covers the write, its lease no earlier than the slow poll's asking.
+TEST(LeaseCheck, APollSlowToAnswerDoesNotHideALeaseBegunAfterItsView) {
+    LeaseLedger l;
+    l.lease(report("n1", 0, 0, {}));
+    l.lease({"n1", 20 * ms, 56 * ms, 0, {}});  // asked at 20 ms, its view then, answered at 56
+    l.write(acked("n1", 1, "w1", 47));          // granted at 40 ms, written at 46 to 47
+    l.lease(report("n1", 80, 960, {"acme"}));
+    const auto v = l.check({{"acme", {{"w1", 1}}}});
+    EXPECT_TRUE(v.empty()) << v.front();
+}
+
 // Over nodes that take no lease (a failover by hand), writes are not held to leases none
 // reported; a lost one is still named.
 TEST(LeaseCheck, OverNodesWithoutLeasesOnlyALostWriteIsNamed) {

@@ -85,8 +85,13 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
             for (size_t i = 0; i < reports.size() && !covered; ++i) {
                 const LeaseReport& r = *reports[i];
                 if (r.left_ms <= 0 || !names(r, w.tenant)) continue;
+                // The report before took its view at some moment between its asking and its
+                // answer: a lease begun right after that moment is no earlier than its asking.
+                // (Its answer is too late a bound: a poll slow to answer, its view taken before
+                // the grant naming the tenant and answered after a write under it, made that
+                // write look unleased under a loaded run.)
                 const int64_t from =
-                    i == 0 ? std::numeric_limits<int64_t>::min() : reports[i - 1]->answered_ns;
+                    i == 0 ? std::numeric_limits<int64_t>::min() : reports[i - 1]->asked_ns;
                 const int64_t to = r.answered_ns + r.left_ms * ns_per_ms;
                 covered = from <= w.acked_ns && w.sent_ns <= to;
             }
@@ -103,8 +108,9 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
                 }
                 auto said = [&](const char* which, const LeaseReport* r) {
                     if (!r) return std::string("; no report ") + which;
-                    return std::string("; the report ") + which + " answered at " +
-                           ms_text(r->answered_ns) + ", " + std::to_string(r->left_ms) +
+                    return std::string("; the report ") + which + " asked at " +
+                           ms_text(r->asked_ns) + ", answered at " + ms_text(r->answered_ns) +
+                           ", " + std::to_string(r->left_ms) +
                            " ms left" + (names(*r, w.tenant) ? "" : ", not naming it");
                 };
                 around = said("before", before) + said("after", after);

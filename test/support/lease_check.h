@@ -12,8 +12,8 @@
 //    the id it was acknowledged with.
 //
 // The bounds are taken so that polling cannot fake a violation: a lease reported at a poll may
-// have begun right after the poll before it, and ends no later than the poll's answer plus the
-// time left it named. A lease shorter than the polling interval could hide from check 1; the
+// have begun right after the poll before it was asked (that poll's view was taken at some moment
+// before its answer), and ends no later than the poll's answer plus the time left it named. A lease shorter than the polling interval could hide from check 1; the
 // leases tested here are hundreds of times longer than the polls.
 //
 // Times are one monotonic clock of the recording process (CLOCK_MONOTONIC), in nanoseconds.
