@@ -64,6 +64,8 @@ help:
 	@echo "                   beside a client asking them 16 at once ($(BUILD)/fanout-bench.txt)"
 	@echo "  make node-bench ARGS=image   a 100 000-document @hnsw tenant's image GET from one node"
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
+	@echo "  make node-bench ARGS=small-vectors   200 tenants of 10 vector<64> rows each: RSS a"
+	@echo "                   tenant without an index, with @hnsw, with a kept graph"
 	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
 	@echo "                   follower's /changes event, 300 puts/s for 10 s"
 	@echo "                   ($(BUILD)/node-bench-replication.txt)"
@@ -198,6 +200,10 @@ node-bench: configure
 ifeq ($(ARGS),image)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench.sh image $(BUILD)/server/fenec-node $(BUILD)/node-bench-image.txt
+else ifeq ($(ARGS),small-vectors)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench_small_vectors.sh $(BUILD)/server/fenec-node \
+	    $(BUILD)/node-bench-small-vectors.txt
 else ifeq ($(ARGS),replication)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_replication.sh $(BUILD)/server/fenec-node \

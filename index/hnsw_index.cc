@@ -186,12 +186,22 @@ class VectorIndexes::Field {
     uint32_t dim;
     engine::HnswParams params;
     std::unique_ptr<hnswlib::SpaceInterface<float>> space;
-    std::unique_ptr<Hnsw> graph;  // null: unusable after a library failure; exact scoring only
+    // Null with `failure` empty: the field is small (graph_from) and scored exactly; null with a
+    // failure: hnswlib failed, exact scoring until a rebuild.
+    std::unique_ptr<Hnsw> graph;
     std::string failure;
     std::vector<uint64_t> node_docs;  // node -> document id; 0 = retired
     Floats vecs;                      // node * dim: each node's vector as its document held it
     std::vector<double> norms;        // node -> Euclidean norm of vecs, in double (cosine)
     std::unordered_map<uint64_t, uint32_t> doc_node;  // live nodes
+
+    // The live vectors past which the field keeps a graph: up to 2 x m x ef_search, a `near` at the
+    // field's ef_search scores every row exactly (rule 1) and never asks a graph, while an hnswlib
+    // graph costs 2.6 MB before its first node (65,536 label locks). A field that shrinks below it
+    // keeps its graph; one rebuilt below it (a reopen finding no graph record, a compaction) has
+    // none.
+    size_t graph_from() const { return 2 * size_t{params.m} * params.ef_search; }
+    bool failed() const { return !graph && !failure.empty(); }
 
     std::span<const float> vec(uint32_t node) const {
         return {vecs.data() + static_cast<size_t>(node) * dim, dim};
@@ -272,11 +282,32 @@ class VectorIndexes::Field {
         return bytes;
     }
 
+    // The graph of every node so far, numbered as they are (a node's label is its number, and
+    // hnswlib numbers its nodes in the order they come), the retired ones marked deleted: as if it
+    // had been kept from the first node.
+    void build_graph() {
+        try {
+            new_graph(2 * node_docs.size());
+            for (size_t n = 0; n < node_docs.size(); ++n) {
+                const std::vector<float> p = prepared(vec(static_cast<uint32_t>(n)));
+                graph->addPoint(p.data(), static_cast<labeltype>(n));
+            }
+            for (size_t n = 0; n < node_docs.size(); ++n) {
+                if (node_docs[n] == 0) graph->markDelete(static_cast<labeltype>(n));
+            }
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+
     void add(uint64_t doc, std::span<const float> v) {
         const auto node = static_cast<uint32_t>(node_docs.size());
         push(doc, v);
         doc_node[doc] = node;
-        if (!graph) return;
+        if (!graph) {
+            if (!failed() && doc_node.size() > graph_from()) build_graph();
+            return;
+        }
         try {
             if (node >= graph->max_elements_) graph->resizeIndex(2 * graph->max_elements_);
             const std::vector<float> p = prepared(v);
@@ -362,12 +393,16 @@ Rows rows_of(const engine::DocSource& docs, uint16_t slot, uint32_t dim) {
 
 void rebuild(Field& f, const Rows& rows) {
     f.clear();
+    f.graph.reset();
+    f.failure.clear();
     f.node_docs.reserve(rows.ids.size());
     f.vecs.reserve(rows.ids.size() * f.dim);
-    try {
-        f.new_graph(rows.ids.size());
-    } catch (const std::exception& e) {
-        f.fail(e.what());
+    if (rows.ids.size() > f.graph_from()) {  // else none: add() builds it once the field grows
+        try {
+            f.new_graph(rows.ids.size());
+        } catch (const std::exception& e) {
+            f.fail(e.what());
+        }
     }
     std::vector<float> v(f.dim);
     for (size_t i = 0; i < rows.ids.size(); ++i) {
@@ -378,7 +413,7 @@ void rebuild(Field& f, const Rows& rows) {
 
 // True when `f` already holds exactly the vectors of `rows` (an alter that left the field alone).
 bool matches(const Field& f, const Rows& rows) {
-    if (!f.graph || rows.ids.size() != f.doc_node.size()) return false;
+    if (f.failed() || rows.ids.size() != f.doc_node.size()) return false;
     std::vector<float> v(f.dim);
     for (size_t i = 0; i < rows.ids.size(); ++i) {
         auto it = f.doc_node.find(rows.ids[i]);
@@ -620,9 +655,14 @@ engine::Result<std::vector<std::byte>> VectorIndexes::encode_graph(engine::Colle
     auto it = fields_.find({c.v, slot});
     if (it == fields_.end()) return Status::error(Code::not_found, "no vector index on that field");
     const Field& f = *it->second;
-    if (!f.graph) {
+    if (f.failed()) {
         return Status::error(Code::invalid_argument,
                              "the graph of `" + f.name + "` failed (" + f.failure + ")");
+    }
+    if (!f.graph) {  // a small field, scored exactly: rebuilt from its documents on open
+        return Status::error(Code::not_found, "`" + f.name + "` is under " +
+                                                  std::to_string(f.graph_from()) +
+                                                  " vectors and keeps no graph");
     }
     const Hnsw& h = *f.graph;
     const size_t n = f.node_docs.size();
@@ -887,7 +927,8 @@ VectorFieldStats VectorIndexes::field_stats(engine::CollectionId c, uint16_t slo
     if (it == fields_.end()) return s;
     s.live = it->second->doc_node.size();
     s.nodes = it->second->node_docs.size();
-    s.usable = it->second->graph != nullptr;
+    s.usable = !it->second->failed();
+    s.graph = it->second->graph != nullptr;
     return s;
 }
 

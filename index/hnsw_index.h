@@ -8,9 +8,13 @@
 //     exact scoring and re-scoring read these, never the graph's copy (which is normalised under
 //     cosine);
 //   - an HNSW graph whose node labels are node numbers; node -> document id, 0 for a retired node.
+// A field keeps its graph once it holds more than 2 x m x ef_search live vectors; below that a
+// `near` at the field's ef_search scores every row exactly anyway, and the field costs what its
+// vectors do (an hnswlib graph holds 2.6 MB before its first node).
 // Invariant (I-HNSW): every document holding a vector has exactly one live node, holding that
 // vector bit for bit; a retired node never appears in an answer but keeps routing searches with
-// its old vector until the graph is rebuilt.
+// its old vector until the graph is rebuilt. A graph, when kept, holds every node, labelled by
+// its number.
 //
 // Persistence (engine.md §6.3): encode_graph writes the Graph table of engine/format.fbs; on open
 // the last record per field is validated against the documents and restored into hnswlib's own
@@ -44,6 +48,7 @@ struct VectorFieldStats {
     uint64_t live = 0;   // documents holding a vector
     uint64_t nodes = 0;  // graph nodes, retired ones included
     bool usable = true;  // false: the graph failed; `near` scores exactly until a rebuild
+    bool graph = false;  // a graph is kept: past 2 x m x ef_search live vectors, or restored
 };
 
 class VectorIndexes final : public engine::IndexHook {

@@ -553,6 +553,102 @@ TEST(HnswPersistence, UnknownVersionRebuilds) {
         "unknown version");
 }
 
+// ---- small fields: no graph up to 2 x m x ef_search live vectors (issue 18 item 7)
+
+// A field of 10 vectors of 64 keeps no graph and costs about what its vectors do (an hnswlib graph
+// holds 2.6 MB before its first node); its answers are the exact ones, at any `ef`. It keeps
+// none across a reopen or a compaction, and the engine writes no graph record for it.
+TEST(HnswSmall, TenVectorsKeepNoGraphAndAnswerExactly) {
+    Tenant t;
+    std::mt19937_64 rng(11);
+    std::normal_distribution<float> g(0, 1);
+    const CollectionId c =
+        t.create("v", {plain("kind", engine::BaseType::Int), vec_field("e", 64)});
+    const Rows rows = fill(
+        t, c, 10,
+        [&] {
+            std::vector<float> v(64);
+            for (float& x : v) x = g(rng);
+            return v;
+        },
+        rng);
+    auto check = [&](const char* when) {
+        SCOPED_TRACE(when);
+        const VectorFieldStats fs = t.vec.field_stats(c, 1);
+        EXPECT_FALSE(fs.graph);
+        EXPECT_TRUE(fs.usable);
+        EXPECT_EQ(fs.live, 10u);
+        EXPECT_LE(t.vec.memory_bytes(), 64u * 1024);
+        for (int i = 0; i < 5; ++i) {
+            std::vector<float> q(64);
+            for (float& x : q) x = g(rng);
+            for (size_t ef : {size_t{0}, size_t{1}}) {
+                expect_hits(t.near(c, 1, q, 3, nullptr, ef), exact(Metric::cosine, rows, q, 3));
+            }
+        }
+    };
+    check("written");
+    auto written = t.db->checkpoint_graphs();
+    ASSERT_TRUE(written.is_ok()) << written.status().to_string();
+    EXPECT_EQ(*written, 0u);  // no graph, no record
+    t.reopen();
+    check("reopened");
+    ASSERT_TRUE(t.db->compact().is_ok());
+    check("compacted");
+}
+
+// Past 2 x m x ef_search live vectors the field builds its graph from every node so far (a
+// retired one included, marked deleted): `near` then goes through it, and the graph is written,
+// restored on reopen and answers as before.
+TEST(HnswSmall, TheGraphIsBuiltOnceTheFieldOutgrowsExactScoring) {
+    Tenant t;
+    std::mt19937_64 rng(12);
+    Clustered gen(rng, 16, 8);
+    // m 4, ef_search 5: a graph past 40 live vectors.
+    const CollectionId c = t.create(
+        "v", {plain("kind", engine::BaseType::Int), vec_field("e", 16, params(Metric::l2, 4, 50, 5))});
+    Rows rows = fill(
+        t, c, 40, [&] { return gen.draw(rng); }, rng);
+    EXPECT_FALSE(t.vec.field_stats(c, 1).graph);
+    t.del(c, rows.front().first);  // a retired node before the graph
+    rows.erase(rows.begin());
+    const Rows more = fill(
+        t, c, 1, [&] { return gen.draw(rng); }, rng);
+    rows.insert(rows.end(), more.begin(), more.end());
+    EXPECT_FALSE(t.vec.field_stats(c, 1).graph) << "40 live: still exact";
+    const Rows last = fill(
+        t, c, 1, [&] { return gen.draw(rng); }, rng);
+    rows.insert(rows.end(), last.begin(), last.end());
+    const VectorFieldStats fs = t.vec.field_stats(c, 1);
+    EXPECT_TRUE(fs.graph) << "41 live";
+    EXPECT_EQ(fs.nodes, 42u);
+    EXPECT_EQ(fs.live, 41u);
+    // Exact below 2 x m x ef, so k 10 at ef 10 asks the graph past 80 rows only: ask with ef 1
+    // and k 1 (exact up to 8 rows) to go through the graph, and hold it to the exact answer's
+    // neighbourhood (recall at k 1 over many queries).
+    double hits = 0;
+    const int queries = 50;
+    std::vector<std::vector<Hit>> before;
+    for (int i = 0; i < queries; ++i) {
+        const std::vector<float> q = gen.draw(rng);
+        const auto got = t.near(c, 1, q, 1, nullptr, 1);
+        ASSERT_EQ(got.size(), 1u);
+        hits += recall(got, exact(Metric::l2, rows, q, 1));
+        before.push_back(t.near(c, 1, gen.centres[i % gen.centres.size()], 5, nullptr, 1));
+    }
+    EXPECT_GE(hits / queries, 0.9);
+    auto written = t.db->checkpoint_graphs();
+    ASSERT_TRUE(written.is_ok()) << written.status().to_string();
+    EXPECT_EQ(*written, 1u);
+    const VectorIndexStats s0 = t.vec.stats();
+    t.reopen();
+    EXPECT_EQ(t.vec.stats().restored, s0.restored + 1) << t.vec.stats().last_discard;
+    EXPECT_TRUE(t.vec.field_stats(c, 1).graph);
+    for (int i = 0; i < queries; ++i) {
+        EXPECT_EQ(t.near(c, 1, gen.centres[i % gen.centres.size()], 5, nullptr, 1), before[i]);
+    }
+}
+
 // ---- recall against exact search (hnsw_fixture.h's recall_check)
 
 TEST(HnswRecall, TenThousandClustered128) { recall_check(10000, 100, {1.0}, 64); }
