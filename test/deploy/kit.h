@@ -183,7 +183,8 @@ inline std::optional<std::string> flag_value(const std::vector<std::string>& arg
 }
 
 // A process started with exactly `argv` and `env` (systemd gives a service its environment
-// files' variables and a few of its own, not the caller's). Its first stdout line is its ready
+// files' variables and a few of its own, not the caller's), and the sanitizer options of a
+// sanitizer build. Its first stdout line is its ready
 // line; `port()` is read from `listening=127.0.0.1:<port>` in it.
 class Process {
   public:
@@ -193,6 +194,14 @@ class Process {
         if (::pipe(out) != 0) return;
         std::vector<std::string> envs;
         for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+        // A sanitizer build's options reach its binaries too: they steer the runtime only.
+        for (char** e = environ; *e; ++e) {
+            const std::string_view v(*e);
+            if (v.starts_with("ASAN_OPTIONS=") || v.starts_with("UBSAN_OPTIONS=") ||
+                v.starts_with("LSAN_OPTIONS=")) {
+                envs.emplace_back(v);
+            }
+        }
         pid_ = ::fork();
         if (pid_ == 0) {
             ::dup2(out[1], 1);

@@ -28,18 +28,18 @@ namespace {
 struct UnitCase {
     const char* file;    // under deploy/systemd/
     const char* binary;  // the build's
-    const char* env;     // under deploy/env/
 };
 const UnitCase kUnits[] = {
-    {"fenec-node.service", FENEC_NODE_BIN, "fenec-node.env"},
-    {"fenec-shard.service", FENEC_SHARD_BIN, "fenec-shard.env"},
-    {"fenec-shard-standby.service", FENEC_SHARD_BIN, "fenec-shard.env"},
+    {"fenec-node.service", FENEC_NODE_BIN},
+    {"fenec-shard.service", FENEC_SHARD_BIN},
+    {"fenec-shard-standby.service", FENEC_SHARD_BIN},
 };
 void PrintTo(const UnitCase& u, std::ostream* os) { *os << u.file; }
 
-// The worst exposure `systemd-analyze security` may rate a unit, in its tenths (14: "1.4"). The
-// kit's units rate 1.2; a directive dropped from the sandbox raises it past this.
-constexpr int kExposureMax = 14;
+// The worst exposure `systemd-analyze security` (systemd 252) may rate a unit, in its tenths
+// (12: "1.2"): the kit's units' rating, so any one directive dropped from the sandbox (each of
+// PrivateDevices, ProtectClock, LockPersonality, UMask... raises it) fails.
+constexpr int kExposureMax = 12;
 
 // The unit with ExecStart's /usr/local/bin/<name> replaced by the build's binary, written under
 // `dir` by its own name: the one change, so verify checks the rest as written.
@@ -359,6 +359,15 @@ std::vector<std::string> traced_argv(const std::vector<std::string>& argv, const
     return out;
 }
 
+// The trace is of what a release binary calls, which is what a unit runs. A sanitizer build's
+// binaries make calls of their runtime's own, and its leak check stops the world with ptrace,
+// which fails under a tracer.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
 bool strace_can_trace(std::string& why) {
     const Ran r = run("/usr/bin/strace -qq -o /dev/null -- /bin/true");
     why = r.output;
@@ -378,6 +387,8 @@ std::string json_put(uint16_t port, const std::string& target, const std::string
 TEST(UnitSandbox, NodeCallsOnlyWhatItsUnitAllows) {
     std::string why;
     ASSERT_EQ(::access("/usr/bin/strace", X_OK), 0) << "strace is missing (ci/setup installs it)";
+    if (kSanitizerBuild)
+        GTEST_SKIP() << "the binaries are a sanitizer build's: the release build traces";
     if (!strace_can_trace(why)) GTEST_SKIP() << "this machine refuses ptrace: " << why;
     TempDir dir;
     const Unit unit = unit_of("fenec-node.service");
@@ -421,6 +432,8 @@ TEST(UnitSandbox, NodeCallsOnlyWhatItsUnitAllows) {
 TEST(UnitSandbox, RouterCallsOnlyWhatItsUnitAllows) {
     std::string why;
     ASSERT_EQ(::access("/usr/bin/strace", X_OK), 0) << "strace is missing (ci/setup installs it)";
+    if (kSanitizerBuild)
+        GTEST_SKIP() << "the binaries are a sanitizer build's: the release build traces";
     if (!strace_can_trace(why)) GTEST_SKIP() << "this machine refuses ptrace: " << why;
     TempDir node_dir, dir;
     const auto node_env = env_of("fenec-node.env");
