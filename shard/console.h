@@ -1,11 +1,11 @@
-// shard/console.h: the operator console, a page fenec-shard serves at `/_console` (its files in
-// shard/console/: index.html, console.css, console.js, favicon.svg; no build step, no
-// framework), embedded
-// into the binary at build time (shard/console/embed.cmake writes them into console_assets.cc).
+// shard/console.h: the operator console, a page fenec-shard serves at `/_console`. Its files
+// (shard/console/: index.html, console.css, console.js, favicon.svg; no build step, no framework)
+// are embedded into the binary at build time (shard/console/embed.cmake writes them into the
+// generated console_assets.cc).
 //
 // The page is served without a credential and carries no data: every figure it shows it fetches
 // from the router's own API (`/_shard/…`, `/_metrics`) with the router's `--token`, which the
-// operator types into its login prompt and the page keeps in the tab's sessionStorage, never in a
+// operator types into its sign-in form and the page keeps in the tab's sessionStorage, never in a
 // URL. Every answer is sent with a Content-Security-Policy that lets the page run only its own
 // script and style and talk only to this router (no inline script, no other origin, no framing),
 // `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.

@@ -275,10 +275,24 @@
     $('failovers-none').hidden = failovers.length > 0;
   }
 
-  // ---- The loop.
+  // ---- The loop: one refresh at a time; one asked for meanwhile (an action's) runs right after.
+  let refreshing = false;
+  let again = false;
   async function refresh() {
-    const mine = generation;
+    if (refreshing) { again = true; return; }
+    refreshing = true;
     clearTimeout(timer);
+    const mine = generation;
+    try {
+      await load(mine);
+    } finally {
+      refreshing = false;
+    }
+    if (again) { again = false; refresh(); return; }
+    if (mine === generation && token) timer = setTimeout(refresh, REFRESH_MS);
+  }
+
+  async function load(mine) {
     try {
       const [nodes, tenants, status, metrics] = await Promise.all([
         read('/_shard/nodes'), read('/_shard/tenants'), read('/_shard/status'), read('/_metrics')]);
@@ -301,7 +315,6 @@
       if (e instanceof Refused) { signOut('The router refused this token.'); return; }
       problem('The router did not answer as it should: ' + e.message);
     }
-    if (mine === generation) timer = setTimeout(refresh, REFRESH_MS);
   }
 
   function problem(text) { $('problem').textContent = text; $('problem').hidden = !text; }
@@ -322,6 +335,7 @@
   function signOut(why) {
     generation += 1;
     clearTimeout(timer);
+    again = false;
     token = null;
     sessionStorage.removeItem(TOKEN_KEY);
     for (const t of document.querySelectorAll('main tbody')) t.replaceChildren();

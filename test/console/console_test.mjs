@@ -5,7 +5,8 @@
 // sign-in form again and no data; the right one shows the live cluster's nodes and tenants (the
 // oracle: the router's API asked directly), with each node's lease (the nodes take the router's
 // leases); a move by its button, cancelled, moves nothing, and
-// confirmed, shows the new placement, which the API confirms; a failover's button asks first;
+// confirmed, shows the new placement, which the API confirms, and the page goes on reading the
+// API about once every 3 s after it; a failover's button asks first;
 // the plots draw from /_metrics; signing out drops every value; the page broke no rule of its
 // Content-Security-Policy. A screenshot is saved in OUT/console.png.
 //
@@ -221,6 +222,14 @@ async function main() {
       // n2 holds beta and acme now, in the nodes' table too.
       await page.waitForFunction(() =>
         document.querySelectorAll('#nodes tr[data-node="n2"] td')[5]?.textContent === '2');
+    });
+
+    await check('the page reads the API about once every 3 s after an action', async () => {
+      const reads = () => requested.filter((u) => u.endsWith('/_shard/status')).length;
+      const before = reads();
+      await page.waitForTimeout(7000);
+      const n = reads() - before;
+      assert.ok(n >= 2 && n <= 3, `${n} reads of /_shard/status in 7 s`);
     });
 
     await check('a failover asks first; cancelled, nothing fails over', async () => {
