@@ -91,6 +91,9 @@ help:
 	@echo "                   before body, file modes, a resumed subscription, dead share...)"
 	@echo "                   against the binaries in dir and those in $(BUILD)/; table attack |"
 	@echo "                   before | after in $(BUILD)/hostile.txt"
+	@echo "  make console-test  the operator console (/_console) in headless Chromium against a"
+	@echo "                   live router and two nodes; ci/setup-browser installs chromium and"
+	@echo "                   playwright-core into $(BUILD)/console-test; screenshot there"
 	@echo "  make build       install missing packages, configure and build in BUILD ($(BUILD)/)"
 	@echo "  make deps        install the Debian packages that are missing (ci/setup)"
 	@echo "  make deps-dev    the same, and clang and clang-format for make fuzz and make format"
@@ -273,3 +276,13 @@ hostile:
 	@$(MAKE) --no-print-directory configure
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	bash bench/hostile.sh $(HOSTILE_BEFORE) $(BUILD) $(BUILD)/hostile.txt
+
+# The operator console end to end in headless Chromium (test/console/README.md). The browser and
+# playwright-core come from ci/setup-browser (apt, and npm into $(BUILD)/console-test, outside the
+# source tree), never from ci/setup, so `make ci` installs no browser.
+.PHONY: console-test
+console-test: configure
+	@bash ci/setup-browser $(BUILD)/console-test
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	node test/console/console_test.mjs $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/console-test

@@ -22,6 +22,7 @@
 #include "shard/quota.h"
 #include "shard/router.h"
 #include "shard/routes.h"
+#include "shard/status.h"
 
 namespace fenec::shard {
 
@@ -289,6 +290,8 @@ class Api {
                 return serve_pairs(router_, request_);
             case ShardRouteId::replicas:  // the repair (§8.3): shard/repair.cc
                 return changed(serve_replicas(router_, request_, a_));
+            case ShardRouteId::shard_status:  // shard/status.h
+                return serve_status(router_, request_, a_);
             default:
                 break;
         }

@@ -128,4 +128,14 @@ void Cluster::note(const std::string& log_line, std::string_view event,
     }
 }
 
+void Cluster::failed_over(const std::string& node, std::string_view trigger,
+                          const FailoverResult& result) {
+    recent_failovers_.add({.at_ms = router_.wall_ms(),
+                           .node = node,
+                           .trigger = std::string(trigger),
+                           .promoted = result.promoted,
+                           .failed = result.failed,
+                           .waiting = result.waiting});
+}
+
 }  // namespace fenec::shard

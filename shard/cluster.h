@@ -2,7 +2,8 @@
 // LeaseHost and FailoverHost that shard/leases.h and shard/failover.h ask for, over the
 // directory, the admin calls to nodes (shard/node_calls.h), the copies (shard/copies.h), the
 // claims, the forwards' cut (§9.10) and the audit log. Owns the Failover (always: a failover by
-// hand needs no lease) and, with --auto-failover, the Leases.
+// hand needs no lease), with --auto-failover the Leases, and the ring of the last failovers
+// (GET /_shard/status, shard/status.h).
 //
 // Threads: the hosts' calls come from the lease threads, the judge and the failover's worker;
 // none of them blocks on a loop. start() after the directory is open and the listener bound
@@ -18,6 +19,7 @@
 
 #include "shard/failover.h"
 #include "shard/leases.h"
+#include "shard/status.h"
 
 namespace fenec::shard {
 
@@ -67,12 +69,18 @@ class Cluster final : public LeaseHost, public FailoverHost {
     void repair(std::string_view why) override;
     void note(const std::string& log_line, std::string_view event,
               std::vector<obs::JsonField> fields) override;
+    void failed_over(const std::string& node, std::string_view trigger,
+                     const FailoverResult& result) override;
+
+    // The last failovers, for GET /_shard/status.
+    const RecentFailovers& recent_failovers() const { return recent_failovers_; }
 
   private:
     Router& router_;
     std::unique_ptr<Failover> failover_;
     std::unique_ptr<Leases> leases_;
     std::atomic<bool> started_{false};
+    RecentFailovers recent_failovers_;
 };
 
 }  // namespace fenec::shard

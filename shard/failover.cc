@@ -199,6 +199,7 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
     after_promotions(node, {to_nodes.begin(), to_nodes.end()}, r);
     r.status = r.failed.empty() ? 200 : 502;
     failovers_->with({std::string(trigger), r.failed.empty() ? "done" : "failed"}).inc();
+    host_.failed_over(node, trigger, r);
     host_.note("fenec-shard: node `" + node + "` failed over (" + std::string(trigger) +
                    "): " + std::to_string(r.promoted.size()) + " promoted, " +
                    std::to_string(r.failed.size()) + " failed, " +

@@ -41,6 +41,8 @@ class Registry;
 
 namespace fenec::shard {
 
+struct FailoverResult;
+
 // What a failover asks of the router around it.
 class FailoverHost {
   public:
@@ -71,6 +73,12 @@ class FailoverHost {
     // A log line, and an audit line of `event` (§15: `failover`, `force`) with `fields`.
     virtual void note(const std::string& log_line, std::string_view event,
                       std::vector<obs::JsonField> fields) = 0;
+    // A failover of `node` ran (`trigger`: "hand" or "lease") and ended with `result`: the router
+    // keeps the last few for GET /_shard/status (shard/status.h). Nothing by default.
+    virtual void failed_over(const std::string& node, std::string_view trigger,
+                             const FailoverResult& result) {
+        (void)node, (void)trigger, (void)result;
+    }
 };
 
 // How many of a failed-over node's tenants are promoted at once: each promotion is a call to a

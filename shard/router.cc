@@ -18,6 +18,7 @@
 #include "server/runtime/timers.h"
 #include "server/runtime/workers.h"
 #include "shard/cluster.h"
+#include "shard/console.h"
 #include "shard/copies.h"
 #include "shard/in_flight.h"
 #include "shard/move.h"
@@ -73,6 +74,8 @@ Route route_of(std::string_view path) {
             case ShardRouteId::tokens:
             case ShardRouteId::status:
             case ShardRouteId::promote: return Route::replication;
+            case ShardRouteId::console:
+            case ShardRouteId::console_asset: return Route::console;
             default: return Route::shard;
         }
     }
@@ -114,6 +117,7 @@ std::string_view route_label(Route route) {
         case Route::health: return "other";
         case Route::other: return "other";
         case Route::replication: return "replication";
+        case Route::console: return "other";
     }
     return "other";
 }
@@ -618,11 +622,13 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.end_object();
             return answer(*exchange, a, std::move(r));
         }
+        case Route::console:
+            return answer(*exchange, a, serve_console(request.head));
         case Route::other:
             return answer(*exchange, a,
                           error(404, "no route " + request.head.path +
-                                         ": the router serves /t/<tenant>/, /_shard/, /_metrics "
-                                         "and /_health"));
+                                         ": the router serves /t/<tenant>/, /_shard/, /_metrics, "
+                                         "/_health and /_console"));
     }
 }
 

@@ -59,7 +59,7 @@ inline constexpr size_t api_queue_max = 256;
 inline constexpr int lease_retries_max = 2;
 inline constexpr int64_t standby_lease_ask_ms = 50;
 
-enum class Route : uint8_t { tenant, shard, query, metrics, health, other, replication };
+enum class Route : uint8_t { tenant, shard, query, metrics, health, other, replication, console };
 
 class Router final : public server::Handler {
   public:
@@ -203,7 +203,7 @@ class Router final : public server::Handler {
     obs::Registry registry_;
     // The children count() adds to, looked up once (a family's `with` takes its mutex and
     // builds its key: four of them a request cost more than the rest of counting).
-    static constexpr size_t routes_ = 7;         // Route's values
+    static constexpr size_t routes_ = 8;         // Route's values
     static constexpr size_t code_classes_ = 5;   // 1xx … 5xx
     std::array<std::array<obs::Counter*, code_classes_>, routes_> request_counters_{};
     std::array<obs::Histogram*, routes_> request_durations_{};

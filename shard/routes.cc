@@ -13,7 +13,7 @@ using M = http::Method;
 using P = ShardPlane;
 using Id = ShardRouteId;
 
-constexpr std::array<ShardRoute, 17> table{{
+constexpr std::array<ShardRoute, 20> table{{
     {Id::tenant, "/t/<tenant>/…", server::MethodSet::any(), P::node},
     {Id::nodes, "/_shard/nodes", {M::get}, P::shard},
     {Id::node, "/_shard/nodes/<node>", {M::get, M::put, M::del}, P::shard},
@@ -25,12 +25,15 @@ constexpr std::array<ShardRoute, 17> table{{
     {Id::quota, "/_shard/tenants/<tenant>/quota", {M::get, M::put, M::del}, P::shard},
     {Id::replicas, "/_shard/replicas", {M::post}, P::shard},
     {Id::query, "/_shard/query", {M::post}, P::shard},
+    {Id::shard_status, "/_shard/status", {M::get}, P::shard},
     {Id::metrics, "/_metrics", {M::get, M::head}, P::shard},
     {Id::health, "/_health", {M::get, M::head}, P::none},
     {Id::feed, "/_replication", {M::get}, P::replication},
     {Id::tokens, "/_replication/tokens", {M::get}, P::replication},
     {Id::status, "/_replication/status", {M::get}, P::replication},
     {Id::promote, "/_replication/promote", {M::post}, P::replication},
+    {Id::console, "/_console", {M::get, M::head}, P::none},
+    {Id::console_asset, "/_console/<asset>", {M::get, M::head}, P::none},
 }};
 
 }  // namespace

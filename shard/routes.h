@@ -32,11 +32,14 @@ enum class ShardRouteId : uint8_t {
     tokens,
     status,
     promote,
+    shard_status,   // GET /_shard/status (shard/status.h)
+    console,        // the operator console's page (shard/console.h)
+    console_asset,  // its script, stylesheet and icon
 };
 
 // Who judges a route's credential.
 enum class ShardPlane : uint8_t {
-    none,         // `/_health`: no credential
+    none,         // `/_health`, the console's files (they carry no data): no credential
     node,         // `/t/`: the tenant's node, which the request is forwarded to with its own
     shard,        // `/_shard/`, `/_metrics`: the router's --token
     replication,  // `/_replication`: the router's --replication-token
