@@ -148,6 +148,25 @@ struct Image {
     std::shared_ptr<const std::vector<std::byte>> bytes;  // a whole file, header included
 };
 
+// One record as a pass read it (Database::survey): where it starts, its kind (format::Kind's
+// byte) and its framed length (head, body and padding), so the next record starts at
+// offset + framed.
+struct RecordSpan {
+    uint64_t offset = 0;
+    uint8_t kind = 0;
+    uint64_t framed = 0;
+};
+
+// What one pass over a file found, whole or not (Database::survey): the records it read and
+// applied, in order, up to where it stopped.
+struct FileSurvey {
+    std::vector<RecordSpan> records;
+    uint64_t file_bytes = 0;
+    uint64_t image_end = 0;           // where the image region ends; 0: the file holds none
+    std::optional<uint64_t> torn_at;  // a tear an open would cut here (engine.md §6.2)
+    Status fault = Status::ok();      // what refused the pass (corruption names its offset)
+};
+
 // A frozen primary's file as it stands, taken as its image (Database::file_image): the first
 // `info.bytes` bytes of `file`, read at will; the file is append-only and nothing is appended
 // below that length, so they stay what they were whatever happens to the database meanwhile.
@@ -180,6 +199,11 @@ public:
     static Result<std::unique_ptr<Database>> open(std::string_view path, const OpenOptions&);
     // Checks an image file whole, in memory, without installing it.
     static Result<ImageInfo> verify_image(Fs& fs, std::string_view path);
+    // One pass over the file at `path` as a read-only open makes it (no lock, nothing written),
+    // kept whatever it meets: every record read before the pass stopped, a tear, the fault that
+    // refused it. For tools that say where a file is damaged and where it may be cut; an error
+    // only when the file cannot be read.
+    static Result<FileSurvey> survey(Fs& fs, std::string_view path);
     // Verifies `incoming` and renames it onto `target`; on any failure removes `incoming` and
     // leaves `target` untouched (a directory fsync failed after the rename: `create_only`
     // removes the file it placed).

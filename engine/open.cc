@@ -35,6 +35,27 @@ Result<std::unique_ptr<Database>> Database::open(std::string_view path,
     return db;
 }
 
+Result<FileSurvey> Database::survey(Fs& fs, std::string_view path) {
+    FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> file, fs.open(path, OpenMode::read_only));
+    FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
+    std::vector<uint64_t> storage((size + 7) / 8);
+    auto* buf = reinterpret_cast<std::byte*>(storage.data());
+    if (size > 0) FENEC_RETURN_IF_ERROR(file->read_at(0, {buf, size}));
+    OpenOptions opts;
+    opts.fs = &fs;
+    opts.read_only = true;
+    std::unique_ptr<Database> db(new Database(std::string(path), opts));
+    FileSurvey out;
+    out.file_bytes = size;
+    ReplayState replay{*db, buf, size, ReplayState::Mode::open};
+    replay.records_seen = &out.records;
+    out.fault = replay.run();
+    out.image_end = replay.image_end;
+    if (out.fault.is_ok()) out.torn_at = replay.cut_at;
+    db->collections_.clear();  // their refs point into `storage`
+    return out;
+}
+
 Status Database::finish_open(ReplayState& replay, std::unique_ptr<File> file, uint64_t size) {
     FENEC_RETURN_IF_ERROR(finish_replay(replay, size));
     return adopt_file(replay, std::move(file), size);

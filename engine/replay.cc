@@ -218,6 +218,8 @@ Status ReplayState::advance(uint64_t available) {
         }
         if (cut_at) break;
         const uint64_t framed = format::framed_size(format::load_u32(buf + at));
+        if (records_seen)
+            records_seen->push_back({at, std::to_integer<uint8_t>(buf[at + 12]), framed});
         pos = at + framed;
         if (image_end != 0 && at < image_end && pos >= image_end) {
             if (pos != image_end) return corrupt(at, "record crosses the end of the image");

@@ -67,6 +67,8 @@ struct ReplayState {
         std::vector<std::pair<uint64_t, uint64_t>> pieces;
     };
     std::vector<LandedSeen> landed;
+    // Database::survey: every record read and applied, in order; null: not kept.
+    std::vector<RecordSpan>* records_seen = nullptr;
 
     Status corrupt(uint64_t at, const std::string& what) const {
         return Status::error(Code::corruption, what + " at offset " + std::to_string(at),

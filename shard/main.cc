@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     const shard::ParsedFlags flags = shard::parse_flags(server::arguments(argc, argv));
     const server::Start start{
         flags.help, shard::flags_help(),
-        flags.error.empty() ? shard::check_options(flags.options) : flags.error};
+        flags.error.empty() ? shard::check_options(flags.options) : flags.error, flags.version};
     engine::SystemClock clock;
     std::optional<shard::Router> r;
     return server::run("fenec-shard", start, [&] {

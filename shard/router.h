@@ -26,6 +26,7 @@
 #include "server/obs/audit.h"
 #include "server/obs/metrics.h"
 #include "server/runtime/http_server.h"
+#include "server/runtime/version.h"
 #include "shard/directory.h"
 #include "shard/options.h"
 #include "shard/upstream.h"
@@ -48,7 +49,7 @@ class Standby;
 class NodeCalls;
 struct QueryRequest;
 
-inline constexpr std::string_view shard_version = "0.1.0";
+inline constexpr std::string_view shard_version = server::fenec_version;
 // Threads of the `/_shard/` API: changes are serialised by the directory anyway; a few let a
 // slow node's call not hold up a read of the directory.
 inline constexpr size_t api_threads = 4;

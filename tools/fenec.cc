@@ -1,169 +1,77 @@
-// tools/fenec.cc: the `fenec` command line: `fenec shell FILE` runs FenecQL on a tenant file
-// (tools/shell.cc); `fenec demo DIR` writes a demo tenant, reopens it and prints its state;
-// `fenec inspect FILE` prints a file's header, history and collections (read-only: it cuts
-// nothing, and takes no lock, so it reads a file a node has open: engine/open.cc says what such a
-// read can see). Backup and restore come with the node.
-#include <sys/stat.h>
-
+// tools/fenec.cc: the `fenec` command line: dispatches to each command (tools/commands.h; the
+// shell is tools/shell.h's), and answers `fenec --help` and `fenec --version` itself.
+//
+// Exit codes, for every command (tools/cli.h): 0 done, 1 refused or failed, 2 wrong usage. An
+// unknown command is 2 with one usage line on stderr; `--help` prints to stdout.
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
-#include "engine/database.h"
-#include "engine/format.h"
-#include "engine/io.h"
-#include "json/timestamp.h"
-#include "ql/describe.h"
+#include "server/runtime/version.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
 #include "tools/shell.h"
 
 namespace {
 
-using namespace fenec::engine;
+using namespace fenec::tools;
 
-// `created_ms  <ms> (<ISO-8601 UTC>)`; a time outside the years 0000 to 9999 (a damaged header)
-// has no ISO text and is printed as its number alone.
-void print_created(int64_t ms) {
-    if (fenec::json::timestamp_in_range(ms)) {
-        std::printf("created_ms  %lld (%s)\n", static_cast<long long>(ms),
-                    fenec::json::format_timestamp(ms).c_str());
-    } else {
-        std::printf("created_ms  %lld\n", static_cast<long long>(ms));
+struct Entry {
+    const Command& (*command)();
+    int (*run)(int argc, char** argv);
+};
+
+// In the order `fenec --help` lists them, after the shell.
+const Entry entries[] = {
+    {backup_command, backup_main}, {restore_command, restore_main},
+    {verify_command, verify_main}, {inspect_command, inspect_main},
+    {cut_command, cut_main},       {compact_command, compact_main},
+    {demo_command, demo_main},
+};
+
+constexpr std::string_view top_usage = "usage: fenec COMMAND [ARGS]  (fenec --help)";
+
+void print_help() {
+    std::printf(
+        "fenec: the command line of Fenec, a multi-tenant document and search database\n\n"
+        "usage: fenec COMMAND [ARGS]\n\ncommands:\n");
+    std::printf("  %-10s%s\n", "shell", "FenecQL in a shell (fenec shell --help)");
+    for (const Entry& e : entries) {
+        const Command& c = e.command();
+        std::printf("  %-10.*s%.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+                    static_cast<int>(c.summary.size()), c.summary.data());
     }
-}
-
-// A read-only open (inspect) knows what it read, not what its writer has synced.
-void print_state(const Database& db, bool read_only) {
-    const History h = db.history();
-    const Usage u = db.usage();
-    std::printf("lineage     %s\n", format::hex16(db.lineage().v).c_str());
-    print_created(db.created_ms());
-    if (read_only) {
-        std::printf("seq         %llu (as read; a node writing the file may not have synced it)\n",
-                    static_cast<unsigned long long>(db.seq().v));
-    } else {
-        std::printf("seq         %llu (durable %llu)\n",
-                    static_cast<unsigned long long>(db.seq().v),
-                    static_cast<unsigned long long>(db.durable_seq().v));
-    }
-    std::printf("history     term %llu:", static_cast<unsigned long long>(h.term()));
-    for (const Fork& f : h.forks) {
-        std::printf(" (%s @ %llu)", format::hex16(f.history.v).c_str(),
-                    static_cast<unsigned long long>(f.seq.v));
-    }
-    std::printf("%s\n", h.replica ? " replica" : "");
-    std::printf("file        %llu bytes, %llu dead\n",
-                static_cast<unsigned long long>(u.file_bytes),
-                static_cast<unsigned long long>(u.dead_bytes));
-    if (const std::optional<uint64_t> torn = db.torn_at()) {
-        // The bytes are left for the file's writer: a block it was landing as they were read, or
-        // a tear its next open cuts (engine/open.cc).
-        std::printf(
-            "torn        at offset %llu: the %llu bytes after it not read, left in the file\n",
-            static_cast<unsigned long long>(*torn),
-            static_cast<unsigned long long>(u.file_bytes - *torn));
-    }
-    ReadView view = db.read();
-    for (const CollectionInfo& c : view.collections()) {
-        std::printf("collection  %s (id %u): %llu rows, next id %llu\n", c.name.c_str(), c.id.v,
-                    static_cast<unsigned long long>(c.rows),
-                    static_cast<unsigned long long>(c.next_id));
-        const Schema* s = view.schema(c.id);
-        for (const FieldDesc& f : s->fields) {
-            if (!f.dropped) {
-                std::printf("  field     %s\n", fenec::ql::describe_field(f).definition.c_str());
-            }
-        }
-    }
-}
-
-FieldDesc field(const char* name, BaseType type) {
-    FieldDesc f;
-    f.name = name;
-    f.type = make_type(type);
-    return f;
-}
-
-int fail(const Status& st) {
-    std::fprintf(stderr, "fenec: %s\n", st.to_string().c_str());
-    return 1;
-}
-
-int demo(const std::string& dir) {
-    if (Status made = posix_fs().make_dirs(dir); !made.is_ok()) return fail(made);
-    const std::string path = dir + "/demo.fenec";
-    ::unlink(path.c_str());
-    OpenOptions options;
-    options.tenant = "demo";
-    {
-        auto db = Database::create(path, options);
-        if (!db.is_ok()) return fail(db.status());
-        auto block = (*db)->begin();
-        if (!block.is_ok()) return fail(block.status());
-        Schema schema;
-        schema.fields = {field("name", BaseType::Text), field("city", BaseType::Text),
-                         field("joined", BaseType::Timestamp)};
-        auto people = block->create_collection("people", schema);
-        if (!people.is_ok()) return fail(people.status());
-        const char* names[][2] = {{"Ayşe", "İzmir"}, {"Bob", "Boston"}, {"Chloé", "Lyon"}};
-        int64_t t = 1'735'689'600'000;  // 2025-01-01T00:00:00Z
-        for (auto& [name, city] : names) {
-            auto id = block->insert(*people, std::nullopt,
-                                    Doc{{0, Value(name)}, {1, Value(city)}, {2, Timestamp{t}}});
-            if (!id.is_ok()) return fail(id.status());
-            t += 86'400'000;
-        }
-        auto landed = block->commit();
-        if (!landed.is_ok()) return fail(landed.status());
-        std::printf("wrote %s: block of %llu writes landed at seq %llu, %llu bytes, durable\n\n",
-                    path.c_str(), static_cast<unsigned long long>(landed->last.v - landed->first.v + 1),
-                    static_cast<unsigned long long>(landed->last.v),
-                    static_cast<unsigned long long>(landed->bytes));
-        if (Status st = (*db)->close(); !st.is_ok()) return fail(st);
-    }
-    auto db = Database::open(path, options);
-    if (!db.is_ok()) return fail(db.status());
-    std::printf("reopened %s:\n", path.c_str());
-    print_state(**db, false);
-    ReadView view = (*db)->read();
-    auto people = view.find("people");
-    if (!people.is_ok()) return fail(people.status());
-    view.scan(*people, [](DocId id, DocView doc) {
-        const Value name = doc.get(0), city = doc.get(1);
-        std::printf("  row %llu: %s, %s\n", static_cast<unsigned long long>(id.v),
-                    std::get<std::string>(name.rep).c_str(), std::get<std::string>(city.rep).c_str());
-        return true;
-    });
-    return 0;
-}
-
-int inspect(const std::string& path) {
-    OpenOptions options;
-    options.read_only = true;
-    auto db = Database::open(path, options);
-    if (!db.is_ok()) return fail(db.status());
-    print_state(**db, true);
-    return 0;
-}
-
-void usage() {
-    std::fprintf(stderr,
-                 "usage: fenec shell FILE [-c STATEMENT]   FenecQL on a tenant file\n"
-                 "       fenec demo DIR        write a demo tenant in DIR, reopen it, print it\n"
-                 "       fenec inspect FILE    print a tenant file's header, history, collections\n");
+    std::printf(
+        "\n`fenec COMMAND --help` says more of each. Exit codes: 0 done, 1 refused or failed,\n"
+        "2 wrong usage. Tokens come from flags or the environment (FENEC_ADMIN_TOKEN,\n"
+        "FENEC_SHARD_TOKEN); docs/tools.md is the reference.\n\n"
+        "  --help      this text\n"
+        "  --version   print the version and exit\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc >= 2 && std::strcmp(argv[1], "shell") == 0) {
-        return fenec::tools::shell_main(argc - 1, argv + 1);
+    if (argc < 2) {
+        std::fprintf(stderr, "fenec: name a command\n%s\n", top_usage.data());
+        return exit_usage;
     }
-    if (argc == 3 && std::strcmp(argv[1], "demo") == 0) return demo(argv[2]);
-    if (argc == 3 && std::strcmp(argv[1], "inspect") == 0) return inspect(argv[2]);
-    if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-        usage();
-        return 0;
+    const std::string_view first = argv[1];
+    if (first == "--help" || first == "-h" || first == "help") {
+        print_help();
+        return exit_ok;
     }
-    usage();
-    return 2;
+    if (first == "--version") {
+        std::printf("fenec %.*s\n", static_cast<int>(fenec::server::fenec_version.size()),
+                    fenec::server::fenec_version.data());
+        return exit_ok;
+    }
+    if (first == "shell") return fenec::tools::shell_main(argc - 1, argv + 1);
+    for (const Entry& e : entries) {
+        if (e.command().name == first) return e.run(argc - 1, argv + 1);
+    }
+    std::fprintf(stderr, "fenec: unknown %s `%s`\n%s\n",
+                 first.starts_with("-") ? "option" : "command", argv[1], top_usage.data());
+    return exit_usage;
 }

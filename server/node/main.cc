@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     const node::ParsedFlags flags = node::parse_flags(server::arguments(argc, argv));
     const server::Start start{
         flags.help, node::flags_help(),
-        flags.error.empty() ? node::check_options(flags.options) : flags.error};
+        flags.error.empty() ? node::check_options(flags.options) : flags.error, flags.version};
     engine::SystemClock clock;
     engine::PosixBootClock boot_clock;
     std::optional<node::Node> n;

@@ -25,6 +25,7 @@
 #include "server/runtime/http_server.h"
 #include "server/runtime/refusal_delay.h"
 #include "server/runtime/timers.h"
+#include "server/runtime/version.h"
 #include "server/runtime/workers.h"
 
 namespace fenec::node {
@@ -72,7 +73,7 @@ inline std::string_view audit_peer(const Call& call) {
                                : std::string_view(call.client);
 }
 
-inline constexpr std::string_view fenec_version = "0.1.0";
+inline constexpr std::string_view fenec_version = server::fenec_version;
 
 // What the node reads the world through, passed in by main() (the POSIX file system, the
 // system's clocks) or by a test (test::FaultFs, fake clocks); each must outlive the Node.

@@ -16,6 +16,10 @@ Outcome parse(const std::vector<Flag>& table, const std::vector<std::string>& ar
             out.help = true;
             return out;
         }
+        if (name == "--version") {
+            out.version = true;
+            return out;
+        }
         if (size_t eq = name.find('='); eq != std::string::npos && name.starts_with("--")) {
             inline_value = name.substr(eq + 1);
             name = name.substr(0, eq);
@@ -67,6 +71,7 @@ std::string help_text(std::string_view preamble, const std::vector<Flag>& table,
         line(std::string("  ") + f.name + (f.value ? std::string(" ") + f.value : ""), f.help);
     }
     line("  --help", "this text");
+    line("  --version", "print the version and exit");
     return out;
 }
 

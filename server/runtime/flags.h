@@ -3,10 +3,10 @@
 // --help, so a flag cannot be read without being documented; the table stays with the binary's
 // options (server/node/options.cc, shard/options.cc), the reading is here.
 //
-// Flags are read left to right, `--name value` or `--name=value`; `--help` (or `-h`) stops the
-// read at once. The first problem ends it with one message that names the flag: an unknown flag,
-// a missing value, a value given to a switch, a value its setter refuses. A refused value may
-// leave its field as it was; the caller exits 2 with the message either way.
+// Flags are read left to right, `--name value` or `--name=value`; `--help` (or `-h`) and
+// `--version` stop the read at once. The first problem ends it with one message that names the
+// flag: an unknown flag, a missing value, a value given to a switch, a value its setter refuses. A
+// refused value may leave its field as it was; the caller exits 2 with the message either way.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +30,9 @@ struct Flag {
 };
 
 struct Outcome {
-    bool help = false;  // --help or -h: print help_text, exit 0
-    std::string error;  // non-empty: print it, exit 2
+    bool help = false;     // --help or -h: print help_text, exit 0
+    bool version = false;  // --version: print the binary's name and version, exit 0
+    std::string error;     // non-empty: print it, exit 2
 };
 
 // Reads `args` (argv without argv[0]) against `table`.
@@ -41,8 +42,9 @@ Outcome parse(const std::vector<Flag>& table, const std::vector<std::string>& ar
 template <class Options>
 struct Parsed {
     Options options;
-    bool help = false;  // --help or -h: print help_text, exit 0
-    std::string error;  // non-empty: print it, exit 2
+    bool help = false;     // --help or -h: print help_text, exit 0
+    bool version = false;  // --version: print the binary's name and version, exit 0
+    std::string error;     // non-empty: print it, exit 2
 };
 
 // Reads `args` into `defaults` through the table `table_of` makes for them (its setters write the
@@ -54,12 +56,14 @@ Parsed<Options> parse(Options defaults, std::vector<Flag> (*table_of)(Options&),
     out.options = std::move(defaults);
     Outcome read = parse(table_of(out.options), args);
     out.help = read.help;
+    out.version = read.version;
     out.error = std::move(read.error);
     return out;
 }
 
 // `preamble`, then a line per flag: "  <name> <value>" padded to `column` and its help (a name
-// that reaches the column puts its help on the next line, indented to the column), then --help.
+// that reaches the column puts its help on the next line, indented to the column), then --help
+// and --version.
 std::string help_text(std::string_view preamble, const std::vector<Flag>& table, size_t column);
 
 // A whole unsigned decimal of at most `max` (no sign, no space, no empty text).

@@ -40,6 +40,7 @@
 #include <string_view>
 
 #include "server/runtime/http.h"
+#include "server/runtime/version.h"
 
 namespace fenec::server {
 
@@ -188,7 +189,7 @@ struct ServerOptions {
     // which have not sent a whole request yet may not take.
     uint32_t connections_reserved_pct = 25;
     size_t stream_buffer_max = 1 << 20;  // bytes a stream may hold unsent (node-http.md §5.4)
-    std::string server_header = "fenec-node/0.1.0";
+    std::string server_header = "fenec-node/" + std::string(fenec_version);
     // Each loop polls for completions this long after a turn before it sleeps (Loop::create):
     // the next request of a kept-alive connection is then picked up without a thread wake-up.
     uint32_t busy_poll_us = 0;

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <thread>
 
+#include "server/runtime/version.h"
+
 namespace fenec::server {
 
 std::vector<std::string> arguments(int argc, char** argv) {
@@ -22,6 +24,10 @@ int run(std::string_view program, const Start& start, const std::function<Servic
     };
     if (start.help) {
         std::cout << start.help_text;
+        return 0;
+    }
+    if (start.version) {
+        std::cout << program << " " << fenec_version << "\n";
         return 0;
     }
     if (!start.refusal.empty()) return refuse(start.refusal);

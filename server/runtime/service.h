@@ -3,8 +3,8 @@
 // reads its own flags, server/runtime/flags.h), signals taken, the server prepared, served, and
 // drained on the first SIGTERM or SIGINT.
 //
-// Exit codes: 0 after --help or a drain; 2 for a refused flag, a refused set of flags or a
-// start-up that fails; 1 at once on a second signal (a torn tail is cut on the next open).
+// Exit codes: 0 after --help, --version or a drain; 2 for a refused flag, a refused set of flags or
+// a start-up that fails; 1 at once on a second signal (a torn tail is cut on the next open).
 // SIGTERM and SIGINT are blocked before the server is made, so every thread it starts inherits
 // the mask and only main's sigwait takes them; SIGPIPE is ignored (a peer gone is a failed send).
 #pragma once
@@ -21,6 +21,7 @@ struct Start {
     bool help = false;      // --help: help_text on stdout, exit 0
     std::string help_text;  // the binary's flags_help()
     std::string refusal;    // a flag's or the whole set's refusal: on stderr, exit 2
+    bool version = false;   // --version: "<program> <version>" on stdout, exit 0
 };
 
 // One server as main() drives it. Every step but drain answers "" when fine, else why it failed.

@@ -60,6 +60,7 @@ TEST(Flags, HelpStopsTheRead) {
     EXPECT_TRUE(read({"--help", "--no-such-flag"}).help);
     EXPECT_TRUE(read({"--workers", "2", "-h"}).help);
     EXPECT_EQ(read({"--help"}).error, "");
+    EXPECT_TRUE(read({"--workers", "2", "--version", "--no-such-flag"}).version);
     // A refusal before --help ends the read first.
     const Parsed<Options> p = read({"--no-such-flag", "--help"});
     EXPECT_FALSE(p.help);
@@ -88,7 +89,8 @@ TEST(Flags, HelpLayout) {
               "  --max-body <size>         a body's ceiling\n"
               "  --a-flag-with-a-long-name <s>\n"
               "                            a timeout\n"
-              "  --help                    this text\n");
+              "  --help                    this text\n"
+              "  --version                 print the version and exit\n");
 }
 
 TEST(Flags, Numbers) {
