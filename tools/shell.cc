@@ -120,7 +120,8 @@ int interactive(Session& s) {
     LineEditor editor(history_path());
     std::string pending;
     for (;;) {
-        std::optional<std::string> line = editor.read(pending.empty() ? "fenec> " : "   ..> ");
+        std::optional<std::string> line =
+            editor.read(pending.empty() ? "fenec> " : "   ..> ", "   ..> ");
         if (!line) return 0;
         if (!line->empty() && line->back() == '\\') {
             pending += line->substr(0, line->size() - 1) + "\n";
