@@ -30,6 +30,7 @@ struct Listed {
 // The pages whose examples run.
 const Listed kPages[] = {
     {"fenecql.md"}, {"getting-started.md"}, {"http-node.md"}, {"http-router.md"}, {"operations.md"},
+    {"shell.md"},
 };
 
 // The page's name in gtest's messages, not its bytes.
