@@ -15,9 +15,10 @@
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
 
-namespace fenec::engine {
+namespace fenec::test::survey_test {
 namespace {
 
+using namespace fenec::engine;
 using test::schema_of;
 
 class TempDir {
@@ -124,4 +125,4 @@ TEST(Survey, AZeroTailIsATearWhereAnOpenWouldCut) {
 }
 
 }  // namespace
-}  // namespace fenec::engine
+}  // namespace fenec::test::survey_test
