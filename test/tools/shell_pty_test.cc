@@ -18,13 +18,23 @@ namespace {
 
 const std::string kEsc = "\x1b";
 
-// Types `keys` and waits for `answer` to be drawn after what was drawn before.
-void expect_answer(shell::PtyFenec& pty, const std::string& keys, const std::string& answer) {
+// Types `keys` and waits for `answer` to be drawn after what was drawn before, then (unless the
+// answer leaves the editor reading, as a search does, or is a prompt itself) for the prompt after
+// it. Keys typed before the shell is back at its prompt meet the terminal in cooked mode, where
+// the line discipline takes ^R, ^W and ^C itself, as for anyone typing ahead of a program: the
+// next step's keys go only to the editor. (Without the wait, a loaded run lost a ^R.)
+void expect_answer(shell::PtyFenec& pty, const std::string& keys, const std::string& answer,
+                   bool then_prompt = true) {
     const size_t from = pty.drawn().size();
     pty.type(keys);
     const std::string& drawn = pty.read_until(answer, from);
-    EXPECT_NE(drawn.find(answer, from), std::string::npos)
+    const size_t at = drawn.find(answer, from);
+    EXPECT_NE(at, std::string::npos)
         << "typed " << keys << "\nwanted " << answer << "\ndrawn " << drawn.substr(from);
+    if (at == std::string::npos || !then_prompt || answer.ends_with("> ")) return;
+    const std::string& after = pty.read_until("> ", at + answer.size());
+    EXPECT_NE(after.find("> ", at + answer.size()), std::string::npos)
+        << "no prompt after " << answer << "\ndrawn " << after.substr(from);
 }
 
 TEST(ShellPty, EditsRecallsAndShowsTables) {
@@ -41,10 +51,10 @@ TEST(ShellPty, EditsRecallsAndShowsTables) {
     // An open bracket continues the statement; Up brings it back whole.
     expect_answer(pty, "get t select a where a in [1,\r", "   ..> ");
     expect_answer(pty, "2]\r", "(1 row)");
-    expect_answer(pty, kEsc + "[A", "fenec> get t select a where a in [1,\r\n   ..> 2]");
+    expect_answer(pty, kEsc + "[A", "fenec> get t select a where a in [1,\r\n   ..> 2]", false);
     expect_answer(pty, "\r", "(1 row)");
     // Ctrl-R: the insert again.
-    expect_answer(pty, "\x12insert", "(reverse-i-search)`insert': insert t {a: 1");
+    expect_answer(pty, "\x12insert", "(reverse-i-search)`insert': insert t {a: 1", false);
     expect_answer(pty, "\r", "1 row affected, id 2");
     // Ctrl-C drops the statement being continued.
     expect_answer(pty, "get t where a in [\r", "   ..> ");
