@@ -15,30 +15,15 @@
 
 #include "engine/database.h"
 #include "test/support/engine_fixture.h"
+#include "test/support/temp_dir.h"
 
 namespace fenec::engine {
 namespace {
 
+using test::TempDir;
+
 using test::schema_of;
 using test::why;
-
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/fenec_read_only_open_XXXXXX";
-        const char* made = mkdtemp(tmpl);
-        EXPECT_NE(made, nullptr);
-        path_ = made ? made : "/tmp";
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    std::string file(const char* name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 OpenOptions posix_options(const FakeClock& clock) {
     OpenOptions o;  // fs = nullptr: the POSIX file system and its flock

@@ -14,30 +14,13 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
+#include "test/support/temp_dir.h"
 
 namespace fenec::test::survey_test {
 namespace {
 
 using namespace fenec::engine;
 using test::schema_of;
-
-class TempDir {
-  public:
-    TempDir() {
-        char tmpl[] = "/tmp/fenec_survey_XXXXXX";
-        const char* made = mkdtemp(tmpl);
-        EXPECT_NE(made, nullptr);
-        path_ = made ? made : "/tmp";
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    std::string file(const char* name) const { return path_ + "/" + name; }
-
-  private:
-    std::string path_;
-};
 
 // A file of a history record and `blocks` blocks, each inserting a row into `items`.
 void write_file(const std::string& path, int blocks) {

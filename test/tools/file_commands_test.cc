@@ -13,30 +13,13 @@
 #include "engine/database.h"
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
+#include "test/support/temp_dir.h"
 #include "test/tools/run_tool.h"
 
 namespace fenec::test {
 namespace {
 
 using namespace fenec::engine;
-
-class Folder {
-  public:
-    Folder() {
-        char tmpl[] = "/tmp/fenec_file_commands_XXXXXX";
-        const char* made = mkdtemp(tmpl);
-        EXPECT_NE(made, nullptr);
-        path_ = made ? made : "/tmp";
-    }
-    ~Folder() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-  private:
-    std::string path_;
-};
 
 // A tenant file: `blocks` blocks each inserting a row into `items`, then `updates` blocks each
 // rewriting row 1 (a dead version each).
@@ -80,7 +63,7 @@ void flip_byte(const std::string& path, uint64_t at) {
 std::string q(const std::string& path) { return "'" + path + "'"; }
 
 TEST(FileCommands, AWholeFileVerifies) {
-    Folder dir;
+    TempDir dir;
     const std::string path = dir.file("t.fenec");
     write_file(path, 3);
     const ToolRun r = fenec("verify " + q(path));
@@ -89,7 +72,7 @@ TEST(FileCommands, AWholeFileVerifies) {
 }
 
 TEST(FileCommands, DamageFailsVerifyNamingTheOffsetAndCutMendsIt) {
-    Folder dir;
+    TempDir dir;
     const std::string path = dir.file("t.fenec");
     write_file(path, 4);
     const std::vector<RecordSpan> records = records_of(path);
@@ -124,7 +107,7 @@ TEST(FileCommands, DamageFailsVerifyNamingTheOffsetAndCutMendsIt) {
 }
 
 TEST(FileCommands, CutAtARecordBeforeTheDamageKeepsTheRecordsBeforeIt) {
-    Folder dir;
+    TempDir dir;
     const std::string path = dir.file("t.fenec");
     write_file(path, 4);
     const std::vector<RecordSpan> records = records_of(path);
@@ -139,7 +122,7 @@ TEST(FileCommands, CutAtARecordBeforeTheDamageKeepsTheRecordsBeforeIt) {
 }
 
 TEST(FileCommands, InspectSaysRecordsGraphsAndTheDeadShare) {
-    Folder dir;
+    TempDir dir;
     const std::string path = dir.file("t.fenec");
     write_file(path, 2, 3);
     const ToolRun r = fenec("inspect " + q(path));
@@ -152,7 +135,7 @@ TEST(FileCommands, InspectSaysRecordsGraphsAndTheDeadShare) {
 }
 
 TEST(FileCommands, CompactDropsTheDeadBytes) {
-    Folder dir;
+    TempDir dir;
     const std::string path = dir.file("t.fenec");
     write_file(path, 2, 20);
     const uint64_t before = std::filesystem::file_size(path);

@@ -26,6 +26,7 @@
 
 #include "server/runtime/http.h"
 #include "test/support/child.h"
+#include "test/support/temp_dir.h"
 #include "test/support/wait.h"
 
 namespace fenec::test {
@@ -235,23 +236,6 @@ private:
     int out_ = -1;
     uint16_t port_ = 0;
     std::string first_line_;
-};
-
-// A fresh data directory under the system's temp dir, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "fenec-node-test-XXXXXX").string();
-        path_ = ::mkdtemp(tmpl.data());
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
 };
 
 // A sample's value in a Prometheus text body (its line, not its HELP or TYPE); 0 when absent.
