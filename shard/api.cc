@@ -1,11 +1,12 @@
 // shard/api.cc: the `/_shard/` API (router.md §6): nodes registered (with their pair's standby),
-// listed and removed; tenants created on a node (by the fewest bytes, or the one named) with
-// their copy, read, listed and deleted with their copies; and the routes to the moves
-// (shard/move.h), pairs, the repair (shard/copies.h), quotas (shard/quota.h) and failover by
-// hand (shard/cluster.h). Runs on the router's API workers: it waits on nodes
-// (shard/node_calls.h) and on the directory's fsync. Every change is one audit line, and grants
-// the nodes their lists at once under leases. The query across tenants runs on the loops
-// (shard/query.cc); regions are not built.
+// listed and removed; tenants created on a node (the one named, else the fewest bytes of the
+// region named, of --default-region's, or of all: shard/placement.h) with their copy, read,
+// listed and deleted with their copies; and the routes to the moves (shard/move.h), pairs, the
+// repair (shard/copies.h), quotas (shard/quota.h) and failover by hand (shard/cluster.h). Runs
+// on the router's API workers: it waits on nodes (shard/node_calls.h) and on the directory's
+// fsync. Every change is one audit line, and grants the nodes their lists at once under leases.
+// The query across tenants runs on the loops (shard/query.cc); the two-level directory of
+// regions is not built.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -660,8 +661,9 @@ class Api {
         return r;
     }
 
-    // §6.4 Create: the node named, or the one with the fewest bytes (ties by name); the node's
-    // PUT /_admin/tenants/<t> with the schema passed through; then the row, synced.
+    // §6.4 Create: the node named, or the one with the fewest bytes (ties by name) of the region
+    // named or --default-region's; the node's PUT /_admin/tenants/<t> with the schema passed
+    // through; then the row, synced.
     Response put_tenant(const std::string& name) {
         Body body(request_.body);
         if (!body.error.empty()) return Router::error(400, body.error);
@@ -673,6 +675,9 @@ class Api {
         auto node_name = body.text("node", bad);
         auto region = body.text("region", bad);
         if (!bad.empty()) return Router::error(400, "field `" + bad + "` must be a string");
+        if (region && !region->empty() && !valid_name(*region)) {  // "" is the unnamed region
+            return Router::error(400, "field `region`: `" + *region + "` is not [a-z0-9_-]{1,64}");
+        }
         std::optional<std::string> schema = body.raw("schema");
         if (schema && (schema->empty() || schema->front() != '[')) {
             return Router::error(400, "field `schema` must be an array of FenecQL statements");
@@ -729,11 +734,12 @@ class Api {
         return r;
     }
 
-    // §6.4 step 2: the node named, or the one with the fewest bytes (ties by name); standbys
-    // are never candidates. A refusal, or `out` set.
+    // §6.4 step 2: the node named; else the one with the fewest bytes (ties by name) of the
+    // region named, else of --default-region's, else of every region (shard/placement.h);
+    // standbys are never candidates. A refusal, or `out` set.
     std::optional<Response> choose_node(const DirectoryMaps& maps, const std::string& name,
                                         const std::optional<std::string>& node_name,
-                                        const std::optional<std::string>& region,
+                                        std::optional<std::string> region,
                                         const NodeRow*& out) {
         if (node_name) {
             auto it = maps.nodes.find(*node_name);
@@ -749,36 +755,35 @@ class Api {
             out = &it->second;
             return std::nullopt;
         }
-        std::optional<std::pair<uint64_t, const NodeRow*>> best;
-        bool any = false;
-        for (const auto& [n, row] : maps.nodes) {  // by name: ties go to the first
-            if (region && row.region != *region) continue;
-            any = true;
-            if (maps.is_standby(n)) continue;
-            HelloReply h = router_.node_calls().hello(row, a_.request_id);
-            if (h.status != 200) continue;
-            if (!best || h.disk_bytes < best->first) best = {h.disk_bytes, &row};
+        const bool by_default = !region && router_.options().default_region;
+        if (by_default) region = router_.options().default_region;
+        auto placed = place_tenant(maps, region, {}, [&](const NodeRow& n) {
+            HelloReply h = router_.node_calls().hello(n, a_.request_id);
+            return h.status == 200 ? std::optional<uint64_t>(h.disk_bytes) : std::nullopt;
+        });
+        if (const NodeRow* const* node = std::get_if<const NodeRow*>(&placed)) {
+            out = *node;
+            return std::nullopt;
         }
-        if (!any) {
-            return region ? Router::error(404, "no region `" + *region + "`")
-                          : Router::error(409, "there is no node to place `" + name +
-                                                   "` on: add one with PUT /_shard/nodes/<n>");
-        }
-        if (!best) {
-            bool standbys_only = true;
-            for (const auto& [n, row] : maps.nodes) {
-                if ((!region || row.region == *region) && !maps.is_standby(n))
-                    standbys_only = false;
-            }
-            if (standbys_only) {
+        switch (std::get<NoTenantPlace>(placed)) {
+            case NoTenantPlace::no_node:
+                if (!region) {
+                    return Router::error(409, "there is no node to place `" + name +
+                                                  "` on: add one with PUT /_shard/nodes/<n>");
+                }
+                return Router::error(404, "no region `" + *region + "`" +
+                                              (by_default ? ": --default-region names it, and "
+                                                            "no node is in it"
+                                                          : ""));
+            case NoTenantPlace::only_excluded:  // nothing is excluded from a create
+            case NoTenantPlace::standbys_only:
                 return Router::error(409, "every node to place `" + name + "` on is a standby");
-            }
-            Response r = Router::error(503, "no node answered: `" + name + "` was not created");
-            r.header("Retry-After", "1");
-            return r;
+            case NoTenantPlace::none_answered:
+                break;
         }
-        out = best->second;
-        return std::nullopt;
+        Response r = Router::error(503, "no node answered: `" + name + "` was not created");
+        r.header("Retry-After", "1");
+        return r;
     }
 
     // §6.4 Delete: the node first (204 or 404 is done), then its copies (best effort), then the

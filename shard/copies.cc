@@ -230,7 +230,9 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
         return out;
     }
     // Step 9: its own replica goes with it where it still fits, in no worse a zone class than
-    // the best free node, which is when the ranking, told it holds a copy, picks it first.
+    // the best free node, which is when the ranking, told it holds a copy, picks it first. The
+    // ranking takes the target's region only: a replica in the region a move left is taken off
+    // (a failover would carry the tenant back out of its new region) and placed again.
     auto r = maps->replicas.find(tenant);
     if (r != maps->replicas.end()) {
         const std::string replica = r->second;

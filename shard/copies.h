@@ -142,8 +142,9 @@ class Copies {
     // §7.2 step 1: a replica of its own on the move's target `to` is detached.
     void before_move(const std::string& tenant, const std::string& to, std::string_view request_id);
     // §7.2 steps 8 and 9, after the flip: the copy on the source's standby deleted and one made
-    // on the target's; the own replica re-pointed at the target where it still fits, else
-    // placed again (never on `from`, whose copy the move deletes next).
+    // on the target's; the own replica re-pointed at the target where it still fits (in the
+    // target's region, so one in the region a move left never does), else taken off and placed
+    // again there (never on `from`, whose copy the move deletes next).
     CopyOutcome moved(const std::string& tenant, const std::string& from,
                       std::string_view request_id);
 

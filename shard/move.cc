@@ -27,6 +27,7 @@
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
+#include "shard/placement.h"
 #include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
@@ -67,6 +68,19 @@ class Move {
     Response refuse(int status, std::string message) { return Router::error(status, message); }
     std::optional<Response> read_target(std::string_view body, std::string& to_name);
     std::optional<Response> check(const DirectoryMaps& maps, const std::string& to_name);
+    std::optional<Response> pick_in_region(const DirectoryMaps& maps);
+    // A refusal with `"region"` beside its error: the region the request must name or agree with.
+    static Response with_region(Response r, const std::string& region) {
+        r.body.pop_back();
+        std::string tail;
+        json::Writer w(tail);
+        w.begin_object();
+        w.key("region");
+        w.string(region);
+        w.end_object();
+        r.body += "," + tail.substr(1);
+        return r;
+    }
     Response steps(const DirectoryMaps& maps);
     Response fail(const MoveFailure& f, bool counted = true);
     Response answer(const Copied& copied, bool removed, const CopyOutcome& copy, uint64_t ms);
@@ -88,6 +102,7 @@ class Move {
     Router& router_;
     const Router::Answering& a_;
     const std::string tenant_;
+    std::optional<std::string> region_;  // the region the request named, if it named one
     TenantRow row_;     // as it was before the move
     NodeRow from_, to_;
     std::string path_;  // /_admin/tenants/<t>
@@ -126,7 +141,7 @@ Response Move::run(const server::Request& request) {
     return steps(*maps);
 }
 
-// §7.1: `to` from the body (`region` is §11's, not built); or the refusal.
+// §7.1: `to`, `region` or both from the body ("" names the unnamed region); or the refusal.
 std::optional<Response> Move::read_target(std::string_view text, std::string& to_name) {
     if (text.find_first_not_of(" \t\r\n") != std::string_view::npos) {
         simdjson::dom::parser parser;
@@ -137,44 +152,58 @@ std::optional<Response> Move::read_target(std::string_view text, std::string& to
         }
         if (doc.get_object().get(obj)) return refuse(400, "the body is not a JSON object");
         for (auto field : obj) {
-            if (field.key == "region") {
-                if (field.value.is_null()) continue;
-                return refuse(501, "field `region`: moves across regions are not "
-                                   "built in this version; name the node with `to`");
-            }
-            if (field.key != "to") {
+            if (field.key != "to" && field.key != "region") {
                 return refuse(400, "unknown field `" + std::string(field.key) +
-                                       "`: a move takes to (and region, not built yet)");
+                                       "`: a move takes to and region");
             }
             if (field.value.is_null()) continue;
             std::string_view s;
-            if (field.value.get_string().get(s)) return refuse(400, "field `to` must be a string");
-            to_name = std::string(s);
+            if (field.value.get_string().get(s)) {
+                return refuse(400, "field `" + std::string(field.key) + "` must be a string");
+            }
+            if (field.key == "to") {
+                to_name = std::string(s);
+            } else {
+                region_ = std::string(s);
+            }
         }
     }
-    if (to_name.empty()) return refuse(400, "a move needs `to`: the node to move the tenant to");
-    if (!valid_name(to_name)) {
+    if (to_name.empty() && !region_) {
+        return refuse(400, "a move needs `to` (the node to move the tenant to), `region` (the "
+                           "region whose node with the fewest bytes takes it) or both");
+    }
+    if (!to_name.empty() && !valid_name(to_name)) {
         return refuse(400, "field `to`: `" + to_name + "` is not [a-z0-9_-]{1,64}");
+    }
+    if (region_ && !region_->empty() && !valid_name(*region_)) {
+        return refuse(400, "field `region`: `" + *region_ + "` is not [a-z0-9_-]{1,64}");
     }
     return std::nullopt;
 }
 
-// §7.1: the tenant, its node and the target in the directory, two nodes of one region.
+// §7.1: the tenant, its node and the target in the directory: the node named (in the region
+// named, if one is), or the one with the fewest bytes of the region named; two nodes of one
+// region unless the request named the target's.
 std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string& to_name) {
     auto t = maps.tenants.find(tenant_);
     if (t == maps.tenants.end()) {
         return refuse(404, "tenant `" + tenant_ + "` is not in the directory");
     }
     row_ = t->second;
-    auto to = maps.nodes.find(to_name);
-    if (to == maps.nodes.end()) return refuse(404, "no node `" + to_name + "`");
+    if (!to_name.empty() && !maps.nodes.contains(to_name)) {
+        return refuse(404, "no node `" + to_name + "`");
+    }
     auto from = maps.nodes.find(row_.node);
     if (from == maps.nodes.end()) {
         return refuse(409, "tenant `" + tenant_ + "` is on node `" + row_.node +
                                "`, which is not in the directory");
     }
     from_ = from->second;
-    to_ = to->second;
+    if (to_name.empty()) {
+        if (auto refused = pick_in_region(maps)) return refused;
+    } else {
+        to_ = maps.nodes.at(to_name);
+    }
     if (to_.name == from_.name) {
         return refuse(409, "tenant `" + tenant_ + "` is on node `" + to_.name + "` already");
     }
@@ -182,14 +211,47 @@ std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string
         return refuse(409, "node `" + to_.name + "` is a standby in a pair: record its " +
                                "pair's node without a standby first");
     }
-    if (to_.region != from_.region) {
-        Response r = refuse(409, "node `" + to_.name + "` is in region `" + to_.region +
-                                     "`: name it with \"region\": \"" + to_.region + "\"");
-        r.body.pop_back();
-        r.body += ",\"region\":\"" + to_.region + "\"}";
-        return r;
+    if (region_ && to_.region != *region_) {
+        return with_region(refuse(409, "node `" + to_.name + "` is in region `" + to_.region +
+                                           "`, not `" + *region_ + "`"),
+                           to_.region);
+    }
+    if (!region_ && to_.region != from_.region) {
+        return with_region(refuse(409, "node `" + to_.name + "` is in region `" + to_.region +
+                                           "`: name it with \"region\": \"" + to_.region +
+                                           "\""),
+                           to_.region);
     }
     return std::nullopt;
+}
+
+// §7.1 `{"region": r}` alone: the node of `r` with the fewest bytes, as a create picks one
+// (shard/placement.h), never the tenant's own; or the refusal.
+std::optional<Response> Move::pick_in_region(const DirectoryMaps& maps) {
+    auto placed = place_tenant(maps, region_, from_.name, [&](const NodeRow& n) {
+        HelloReply h = router_.node_calls().hello(n, a_.request_id);
+        return h.status == 200 ? std::optional<uint64_t>(h.disk_bytes) : std::nullopt;
+    });
+    if (const NodeRow* const* node = std::get_if<const NodeRow*>(&placed)) {
+        to_ = **node;
+        return std::nullopt;
+    }
+    const std::string region = "region `" + *region_ + "`";
+    switch (std::get<NoTenantPlace>(placed)) {
+        case NoTenantPlace::no_node:
+            return refuse(404, "no " + region);
+        case NoTenantPlace::only_excluded:
+            return refuse(409, "no node in " + region + " but `" + from_.name + "`, where `" +
+                                   tenant_ + "` is already");
+        case NoTenantPlace::standbys_only:
+            return refuse(409, "every node of " + region + " is a standby: `" + tenant_ +
+                                   "` has nowhere to go there");
+        case NoTenantPlace::none_answered:
+            break;
+    }
+    Response r = refuse(503, "no node of " + region + " answered: `" + tenant_ + "` was not moved");
+    r.header("Retry-After", "1");
+    return r;
 }
 
 // §7.2: the steps, each before the next; before the flip a failure rolls back.

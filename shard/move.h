@@ -1,6 +1,10 @@
 // shard/move.h: moving a tenant between nodes within one directory (router.md §7.1–§7.4, seed
 // 000's five steps): `POST /_shard/tenants/<t>/move` and the settling of moves a stopped router
-// left behind, as it starts. Regions (§11) are not built: a move naming `region` answers 501.
+// left behind, as it starts. A move names its target node (`to`), a region whose node with the
+// fewest bytes takes the tenant (`region`, as a create picks one), or both, which must agree; a
+// target in another region than the tenant's must be named with its region (§7.1, §11.1). The
+// answer's `region` is the tenant's now. Moves through a two-level directory (§11.7) are not
+// built.
 //
 // The steps, each before the next: claim, and a replica of the tenant's own on the target
 // detached; the row marked `moving` (synced, still routed to the source); the source frozen; its
@@ -8,7 +12,8 @@
 // buffer (shard/move_image.h: at most relay_buffer_bytes of it in the router's hands at once),
 // the Fenec-* headers passed along and the answers checked against them; the recorded quota sent
 // to the target; the flip, one statement, synced; the copies moved (the pairs', and the own
-// replica re-pointed where it still fits, else placed again); the source copy deleted. A failure
+// replica re-pointed where it still fits, else placed again: in the target's region, so a move
+// across regions leaves no copy in the region it left); the source copy deleted. A failure
 // before the flip thaws the source and puts the row back; a copy's failure after it is answered
 // as `unreplicated`, never as the move's.
 #pragma once

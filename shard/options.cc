@@ -9,6 +9,7 @@
 
 #include "server/runtime/flags.h"
 #include "server/runtime/loop.h"
+#include "shard/directory.h"
 
 namespace fenec::shard {
 
@@ -99,6 +100,10 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
          "lease each node its tenants for s seconds (0.1 to 3600), renew every third, fail a node "
          "over once its lease has lapsed; nodes need --lease (default off)",
          flags::seconds_as_ms(o.auto_failover_ms)},
+        {"--default-region", "<r>",
+         "the region of a create that names neither region nor node (default none: the node "
+         "with the fewest bytes, whatever its region)",
+         flags::text(o.default_region)},
     };
 }
 
@@ -160,6 +165,10 @@ std::string check_options(const RouterOptions& o) {
     }
     if (o.replica_of && replica_addr(*o.replica_of).empty()) {
         return "--replica-of: `" + *o.replica_of + "` is not http://host:port";
+    }
+    if (o.default_region && !valid_name(*o.default_region)) {
+        return "--default-region: `" + *o.default_region + "` is not a region's name, " +
+               "[a-z0-9_-]{1,64}";
     }
     return "";
 }

@@ -2,8 +2,8 @@
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
 // a zero timeout, an --auto-failover out of range, a standby without the replication token) are
-// check_options'. Flags of later work (regions) are not taken yet: they are unknown flags until
-// then.
+// check_options'. Of the regions' flags only --default-region is taken; the two-level
+// directory's (--region, --global) are unknown flags until that work lands.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,9 @@ struct RouterOptions {
     std::optional<std::string> replica_of;
     bool promote = false;
     uint64_t replication_buffer_bytes = 8ull << 20;
+    // --default-region <r> (§6.4 step 2, seed 002): the region of a create that names neither
+    // region nor node; none: the node with the fewest bytes whatever its region.
+    std::optional<std::string> default_region;
 };
 
 using ParsedFlags = server::flags::Parsed<RouterOptions>;
@@ -76,7 +79,7 @@ std::string flags_help();
 
 // The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
 // unless --insecure; --replica-of without --replication-token, with --promote, or not
-// http://host:port. "" when fine.
+// http://host:port; a --default-region that is not a region's name. "" when fine.
 std::string check_options(const RouterOptions& options);
 
 // --replica-of's `http://host:port` (no path) as host:port; "" when it is not that.

@@ -1,4 +1,4 @@
-// shard/placement.cc: the replica's place (router.md §8.2).
+// shard/placement.cc: a tenant's place (router.md §6.4 step 2, §7.1) and its replica's (§8.2).
 #include "shard/placement.h"
 
 #include <algorithm>
@@ -16,6 +16,30 @@ int zone_class(const NodeRow& primary, const NodeRow& candidate) {
 }
 
 }  // namespace
+
+std::variant<const NodeRow*, NoTenantPlace> place_tenant(const DirectoryMaps& maps,
+                                                        const std::optional<std::string>& region,
+                                                        std::string_view excluded,
+                                                        const DiskBytes& disk_bytes) {
+    bool any = false, excluded_there = false, candidates = false;
+    std::optional<std::pair<uint64_t, const NodeRow*>> best;
+    for (const auto& [name, node] : maps.nodes) {  // by name: ties go to the first
+        if (region && node.region != *region) continue;
+        any = true;
+        if (name == excluded) {
+            excluded_there = true;
+            continue;
+        }
+        if (maps.is_standby(name)) continue;
+        candidates = true;
+        std::optional<uint64_t> bytes = disk_bytes(node);
+        if (bytes && (!best || *bytes < best->first)) best = {*bytes, &node};
+    }
+    if (best) return best->second;
+    if (!any) return NoTenantPlace::no_node;
+    if (candidates) return NoTenantPlace::none_answered;
+    return excluded_there ? NoTenantPlace::only_excluded : NoTenantPlace::standbys_only;
+}
 
 bool same_zone(const DirectoryMaps& maps, std::string_view primary, std::string_view copy) {
     auto p = maps.nodes.find(primary);

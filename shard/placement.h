@@ -1,5 +1,10 @@
-// shard/placement.h: where a tenant's own replica goes (router.md §8.2), as a pure function of
-// the directory's maps and what a survey learnt; no I/O.
+// shard/placement.h: where a tenant goes (router.md §6.4 step 2, §7.1) and where its own replica
+// goes (§8.2), as pure functions of the directory's maps and what the nodes told; no I/O of
+// their own (a tenant's place asks each candidate's bytes through the caller's function).
+//
+// A tenant goes to the node of its region (of every region when none is named) with the fewest
+// bytes on disk, ties by name; never to a standby, nor to a node that did not answer, nor to a
+// move's source. A create and a move naming `region` place by this one rule.
 //
 // Candidates are the nodes of the tenant's region only (the replica is what a failover promotes:
 // one in another region would carry the tenant out of its own), except its primary, standbys, and
@@ -9,6 +14,9 @@
 // tenants, then the fewest copies in all (primaries and replicas); then the name.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -17,6 +25,21 @@
 #include "shard/directory.h"
 
 namespace fenec::shard {
+
+// Why a tenant has no node to go to: no node at all in the region asked (or none at all); none
+// there but `excluded` (a move's source) and standbys; only standbys; no candidate answered.
+enum class NoTenantPlace { no_node, only_excluded, standbys_only, none_answered };
+
+// A node's bytes on disk (its `GET /_admin/hello`'s disk_bytes), nullopt when it did not answer.
+using DiskBytes = std::function<std::optional<uint64_t>(const NodeRow&)>;
+
+// The node for a tenant: of `region` (every region when nullopt; "" is the unnamed one), never a
+// standby nor `excluded`, the fewest bytes as `disk_bytes` tells them (asked of each candidate,
+// by name), ties by name. The pointer is into `maps`.
+std::variant<const NodeRow*, NoTenantPlace> place_tenant(const DirectoryMaps& maps,
+                                                        const std::optional<std::string>& region,
+                                                        std::string_view excluded,
+                                                        const DiskBytes& disk_bytes);
 
 struct ReplicaPlace {
     std::string node;

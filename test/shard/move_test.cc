@@ -160,7 +160,10 @@ TEST_F(Move, RefusesBadMoves) {
         {"/_shard/tenants/acme/move", R"({"to":"n9"})", 404, "no node `n9`"},
         {"/_shard/tenants/nosuch/move", R"({"to":"n2"})", 404, "nosuch"},
         {"/_shard/tenants/acme/move", R"({"to":"n1"})", 409, "on node `n1` already"},
-        {"/_shard/tenants/acme/move", R"({"region":"us"})", 501, "regions"},
+        {"/_shard/tenants/acme/move", R"({"region":"us"})", 404, "no region `us`"},
+        {"/_shard/tenants/acme/move", R"({"region":"US"})", 400, "field `region`"},
+        {"/_shard/tenants/acme/move", R"({"region":7})", 400, "`region` must be a string"},
+        {"/_shard/tenants/acme/move", R"({"to":"n2","region":"us"})", 409, "not `us`"},
     };
     for (const Case& c : cases) {
         auto r = shard("POST", c.target, c.body);

@@ -1,6 +1,8 @@
 // test/shard/placement_test.cc: where a tenant's own replica goes (router.md §8.2), on maps built
 // by hand: the region, the zone classes, a copy held already, the fewest replicas, the name, and
-// the nodes never chosen (the primary, standbys, nodes with a standby, other regions).
+// the nodes never chosen (the primary, standbys, nodes with a standby, other regions); and where
+// a tenant goes (§6.4 step 2, §7.1): the fewest bytes of its region, ties by name, never a
+// standby, a node that did not answer or a move's source, and why none when none is left.
 #include "shard/placement.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +107,55 @@ TEST(Placement, NeverThePrimaryAStandbyOrANodeWithAStandby) {
     EXPECT_EQ(chosen(place_replica(s.m, s.row("acme"))), "n4");
     s.m.pairs["n4"] = "n1";
     EXPECT_EQ(chosen(place_replica(s.m, s.row("acme"))), "none: there is no other node to keep it");
+}
+
+// Where a tenant goes, as a name or the reason none: its bytes from `bytes` (absent: silent).
+std::string placed(const Maps& s, std::optional<std::string> region,
+                   const std::map<std::string, uint64_t>& bytes, std::string_view excluded = {}) {
+    auto v = place_tenant(s.m, region, excluded, [&](const NodeRow& n) {
+        auto it = bytes.find(n.name);
+        return it == bytes.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+    });
+    if (const NodeRow* const* n = std::get_if<const NodeRow*>(&v)) return (*n)->name;
+    switch (std::get<NoTenantPlace>(v)) {
+        case NoTenantPlace::no_node: return "no node";
+        case NoTenantPlace::only_excluded: return "only excluded";
+        case NoTenantPlace::standbys_only: return "standbys only";
+        case NoTenantPlace::none_answered: return "none answered";
+    }
+    return "?";
+}
+
+TEST(PlaceTenant, FewestBytesOfTheRegionTiesByName) {  // §18 cases 32, 47
+    Maps s;
+    s.node("eu1", "eu", "fra").node("us1", "us", "iad").node("us2", "us", "pdx");
+    s.node("n1", "", "");
+    const std::map<std::string, uint64_t> bytes = {
+        {"eu1", 10}, {"us1", 300}, {"us2", 200}, {"n1", 50}};
+    EXPECT_EQ(placed(s, "us", bytes), "us2");
+    EXPECT_EQ(placed(s, std::nullopt, bytes), "eu1");
+    EXPECT_EQ(placed(s, "", bytes), "n1");  // "" is the unnamed region
+    EXPECT_EQ(placed(s, "us", {{"eu1", 10}, {"us1", 200}, {"us2", 200}, {"n1", 50}}), "us1");
+    EXPECT_EQ(placed(s, "us", {{"us1", 300}}), "us1") << "us2 did not answer";
+    EXPECT_EQ(placed(s, "us", bytes, "us2"), "us1") << "never the move's source";
+}
+
+TEST(PlaceTenant, WhyNoneIsLeft) {  // §6.4 step 2, §7.1
+    Maps s;
+    s.node("eu1", "eu", "fra").node("us1", "us", "iad").node("us2", "us", "pdx");
+    s.m.pairs["us1"] = "us2";
+    const std::map<std::string, uint64_t> bytes = {{"eu1", 1}, {"us1", 1}, {"us2", 0}};
+    EXPECT_EQ(placed(s, "us", bytes), "us1") << "never a standby";
+    EXPECT_EQ(placed(s, "ap", bytes), "no node");
+    EXPECT_EQ(placed(s, "eu", bytes, "eu1"), "only excluded");
+    EXPECT_EQ(placed(s, "us", bytes, "us1"), "only excluded");
+    EXPECT_EQ(placed(s, "eu", {}), "none answered");
+    s.m.nodes.erase("us1");
+    s.m.pairs.clear();
+    s.m.pairs["eu1"] = "us2";  // a pair across regions cannot be recorded; the rule holds anyway
+    EXPECT_EQ(placed(s, "us", bytes), "standbys only");
+    Maps empty;
+    EXPECT_EQ(placed(empty, std::nullopt, bytes), "no node");
 }
 
 }  // namespace

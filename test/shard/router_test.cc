@@ -137,7 +137,8 @@ TEST(RouterStart, RefusesBadFlags) {
     }
     for (std::vector<std::string> flags : std::vector<std::vector<std::string>>{
              {"--upstream-timeout", "0"}, {"--no-such-flag"}, {"--workers"}, {"--max-body", "x"},
-             {"--max-body", "64m"}, {"--upstream-poll-us", "1001"}, {"--upstream-poll-us", "-1"}}) {
+             {"--max-body", "64m"}, {"--upstream-poll-us", "1001"}, {"--upstream-poll-us", "-1"},
+             {"--default-region", "Eu"}}) {
         RouterProcess r(flags, err);
         EXPECT_EQ(r.wait_exit(), 2) << flags[0];
         EXPECT_NE(read_file(err).find(flags[0]), std::string::npos) << read_file(err);
