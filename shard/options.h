@@ -2,8 +2,8 @@
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
 // a zero timeout, an --auto-failover out of range, a standby without the replication token) are
-// check_options'. Flags of later work (regions) are not taken yet: they are unknown flags until
-// then.
+// check_options'. A region's router (--region, --global: §11.3) is taken here; what it does is
+// shard/regions.h's.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,11 @@ struct RouterOptions {
     std::optional<std::string> replica_of;
     bool promote = false;
     uint64_t replication_buffer_bytes = 8ull << 20;
+    // Two levels (§11.3): the region whose own directory this router keeps (none: the global
+    // directory), and the global router then its standbys, where the region's router follows its
+    // copy of the global directory: `http://host:port` URLs joined by commas.
+    std::optional<std::string> region;
+    std::optional<std::string> global;
 };
 
 using ParsedFlags = server::flags::Parsed<RouterOptions>;
@@ -76,10 +81,18 @@ std::string flags_help();
 
 // The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
 // unless --insecure; --replica-of without --replication-token, with --promote, or not
-// http://host:port. "" when fine.
+// http://host:port; --region without --global (or the reverse), a --region that is no region
+// name, a --global URL that is not http://host:port, --region without --replication-token (the
+// global directory's feed is guarded by it). "" when fine.
 std::string check_options(const RouterOptions& options);
 
 // --replica-of's `http://host:port` (no path) as host:port; "" when it is not that.
 std::string replica_addr(std::string_view url);
+
+// --global's URLs in the order given (empty items dropped), each as written.
+std::vector<std::string> global_urls(std::string_view list);
+
+// The directory's scope this router keeps (§4.1): its --region, else "global".
+std::string scope_of(const RouterOptions& options);
 
 }  // namespace fenec::shard
