@@ -44,6 +44,7 @@ namespace fenec::shard {
 class Cluster;
 class Copies;
 class Fanout;
+class GlobalCopy;
 class InFlight;
 class Standby;
 class NodeCalls;
@@ -235,12 +236,17 @@ class Router final : public server::Handler {
   public:
     Standby& standby() { return *standby_; }
 
+    // A region's router's copy of the global directory (§11.3, shard/global_copy.h), read-only;
+    // nullptr on a router without --region. Made in prepare(), stopped before the directory.
+    const GlobalCopy* global_copy() const { return global_.get(); }
+
   private:
     // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
     // whose directory has not come, 503.
     http::Response refused_on_standby();
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
+    std::unique_ptr<GlobalCopy> global_;
 };
 
 // A tenant claimed (Router::claim) for the scope of an operation: `held` is false when another
