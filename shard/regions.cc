@@ -99,50 +99,64 @@ Response not_ours(const Router& router) {
     return with_fields(std::move(r), {{"global", global}});
 }
 
-// The body `{"routers":["http://host:port",…]}`: the URLs, or the 400.
-std::variant<std::vector<std::string>, Response> routers_of(std::string_view body) {
+}  // namespace
+
+RegionRouters parse_region_routers(std::string_view body) {
+    RegionRouters out;
+    auto refuse = [&](std::string why) {
+        out.urls.clear();
+        out.error = std::move(why);
+        return out;
+    };
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     simdjson::dom::object o;
-    if (parser.parse(body.data(), body.size()).get(doc)) {
-        return Router::error(400, "the body is not JSON");
-    }
-    if (doc.get_object().get(o)) return Router::error(400, "the body is not a JSON object");
+    if (parser.parse(body.data(), body.size()).get(doc)) return refuse("the body is not JSON");
+    if (doc.get_object().get(o)) return refuse("the body is not a JSON object");
     for (auto field : o) {
         if (field.key != "routers") {
-            return Router::error(
-                400, "unknown field `" + std::string(field.key) + "`: a region takes routers");
+            return refuse("unknown field `" + std::string(field.key) + "`: a region takes routers");
         }
     }
     simdjson::dom::array a;
     if (o["routers"].get_array().get(a)) {
-        return Router::error(400,
-                             "field `routers` must be an array of http://host:port URLs, "
-                             "the router keeping the region's directory first");
+        return refuse(
+            "field `routers` must be an array of http://host:port URLs, the router "
+            "keeping the region's directory first");
     }
-    std::vector<std::string> urls;
-    std::set<std::string> seen;
+    std::set<std::string, std::less<>> seen;
     for (simdjson::dom::element e : a) {
         std::string_view url;
         if (e.get_string().get(url) || replica_addr(url).empty()) {
-            return Router::error(400, "field `routers`: each must be a http://host:port URL");
+            return refuse("field `routers`: each must be a http://host:port URL");
         }
-        if (!seen.insert(std::string(url)).second) {
-            return Router::error(400, "field `routers`: `" + std::string(url) + "` is named twice");
+        if (out.urls.size() == region_routers_max) {
+            return refuse("field `routers`: at most " + std::to_string(region_routers_max) +
+                          " routers");
         }
-        urls.emplace_back(url);
+        if (!seen.emplace(url).second) {
+            return refuse("field `routers`: `" + std::string(url) + "` is named twice");
+        }
+        out.urls.emplace_back(url);
     }
-    if (urls.empty()) {
-        return Router::error(400,
-                             "field `routers` is empty: name the router keeping the "
-                             "region's directory");
+    if (out.urls.empty()) {
+        return refuse("field `routers` is empty: name the router keeping the region's directory");
     }
-    if (urls.size() > region_routers_max) {
-        return Router::error(
-            400, "field `routers`: at most " + std::to_string(region_routers_max) + " routers");
-    }
-    return urls;
+    return out;
 }
+
+std::optional<RouterSelf> parse_router_health(std::string_view body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view role, scope;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc["role"].get_string().get(role) ||
+        doc["scope"].get_string().get(scope)) {
+        return std::nullopt;
+    }
+    return RouterSelf{std::string(role), std::string(scope)};
+}
+
+namespace {
 
 // §11.3: `url`'s GET /_health must say `"role":"primary"` and `"scope":"<region>"`. nullopt when
 // it does; else the 409 or the 502.
@@ -170,11 +184,9 @@ std::optional<Response> check_first_router(const Router& router, const std::stri
                                                   got.error.message),
                            {{"router", url}});
     }
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view role, scope;
-    if (got.answer->status != 200 || parser.parse(got.answer->body).get(doc) ||
-        doc["role"].get_string().get(role) || doc["scope"].get_string().get(scope)) {
+    const std::optional<RouterSelf> self =
+        got.answer->status == 200 ? parse_router_health(got.answer->body) : std::nullopt;
+    if (!self) {
         return with_fields(
             Router::error(409, "the router " + url + " answered GET /_health with " +
                                    std::to_string(got.answer->status) +
@@ -182,13 +194,13 @@ std::optional<Response> check_first_router(const Router& router, const std::stri
                                    "this version"),
             {{"router", url}});
     }
-    if (role != "primary" || scope != region) {
+    if (self->role != "primary" || self->scope != region) {
         return with_fields(
-            Router::error(409, "the router " + url + " is the " + std::string(role) +
-                                   " of scope `" + std::string(scope) +
+            Router::error(409, "the router " + url + " is the " + self->role + " of scope `" +
+                                   self->scope +
                                    "`: the first of routers must be the primary keeping region `" +
                                    region + "`'s directory (fenec-shard --region " + region + ")"),
-            {{"router", url}, {"role", std::string(role)}, {"scope", std::string(scope)}});
+            {{"router", url}, {"role", self->role}, {"scope", self->scope}});
     }
     return std::nullopt;
 }
@@ -204,9 +216,9 @@ std::pair<size_t, size_t> at_home(const DirectoryMaps& maps, const std::string& 
 
 Response put(Router& router, const server::Request& request, const Router::Answering& a,
              const std::string& region) {
-    auto parsed = routers_of(request.body);
-    if (auto* refused = std::get_if<Response>(&parsed)) return std::move(*refused);
-    const auto& routers = std::get<std::vector<std::string>>(parsed);
+    const RegionRouters parsed = parse_region_routers(request.body);
+    if (!parsed.error.empty()) return Router::error(400, parsed.error);
+    const std::vector<std::string>& routers = parsed.urls;
     TenantClaim claim(router, "@" + region, "region");
     if (!claim.held) {
         return Router::error(409, "another change of region `" + region + "` is in progress");

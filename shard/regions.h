@@ -10,7 +10,10 @@
 // two changes of one region do not cross. On an API worker: the health call blocks.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "server/runtime/http_server.h"
 #include "shard/router.h"
@@ -19,6 +22,23 @@ namespace fenec::shard {
 
 // Routers a region's row may name: its router and a few standbys; more is a mistake.
 inline constexpr size_t region_routers_max = 16;
+
+// The body of `PUT /_shard/regions/<r>`, `{"routers":["http://host:port",…]}`: 1 to
+// region_routers_max URLs, each once and each as replica_addr reads one, and no other member.
+// `urls` in the order given, or `error` (a 400's message, naming the field) and no URL.
+struct RegionRouters {
+    std::vector<std::string> urls;
+    std::string error;
+};
+RegionRouters parse_region_routers(std::string_view body);
+
+// What a router says of itself at `GET /_health` (router.md §3): its role and scope, or nullopt
+// when the answer is not a JSON object with both as strings.
+struct RouterSelf {
+    std::string role;
+    std::string scope;
+};
+std::optional<RouterSelf> parse_router_health(std::string_view body);
 
 // `GET /_shard/regions` (region ""), `PUT` and `DELETE /_shard/regions/<region>`; the method was
 // checked against the route's row.
