@@ -512,7 +512,8 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
             refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
         } else if (!directory_->serving()) {
             refuse = directory_waiting();
-        } else if (!directory_->maps()->tenants.contains(tenant)) {
+        } else if (!directory_->maps()->tenants.contains(tenant) &&
+                   !(global_ && global_->maps()->tenants.contains(tenant))) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
     } else if (route == Route::shard || route == Route::query || route == Route::metrics) {

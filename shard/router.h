@@ -153,6 +153,11 @@ class Router final : public server::Handler {
     // fenec_router_retries_total. Nothing when the client is gone.
     void forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
                        std::string_view reason);
+    // §11.6: `f` sent to region `region`'s routers, from the `at`th of `routers` on, the next
+    // tried when one cannot be reached; none answering is 502 naming the region (forward.cc).
+    void forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
+                           std::string tenant, std::string region,
+                           std::vector<std::string> routers, size_t at);
     InFlight& in_flight() { return *in_flight_; }
     // Whether the directory places `tenant` on another node than `node` now (a move's flip or a
     // failover since a request was sent there).

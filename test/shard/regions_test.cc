@@ -6,8 +6,12 @@
 // directory into `<directory>.global` and seeing each change of G's (its URLs tried in order);
 // `GET/PUT/DELETE /_shard/regions` with each refusal, the first router judged by its own
 // `/_health`; a tenant row `@us` of the global directory read as `{"name","node","state",
-// "region"}`, its changes refused there. The oracle is what each router says of itself at
-// /_health and the directory file written in this process through the Directory API.
+// "region"}`, its changes refused there; `/t/` forwarded across the levels (§11.6): the global
+// router relaying a `@us` tenant's request to us's router, us's router sending a tenant it does
+// not place to its node by its copy of the global directory, a relayed request going no
+// further, a region out of reach answered 502. The oracle is what each router says of itself at
+// /_health, the directory file written in this process through the Directory API, and the nodes
+// asked directly.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -225,6 +229,89 @@ TEST_F(Regions, ATenantAtHomeInARegionIsReadOnTheGlobalRouter) {
     EXPECT_EQ(Json(del.body).text("region"), "us") << del.body;
     EXPECT_EQ(shard("PUT", "/_shard/tenants/acme", "{}").status, 409);  // exists
     EXPECT_EQ(shard("GET", "/_shard/tenants/acme").body, row);
+}
+
+// Two nodes: n1 kept by us's router U, n2 by the global router G.
+class RegionsForwarding : public ClusterTest<2> {
+  protected:
+    static Reply on(uint16_t port, std::string_view method, std::string_view target,
+                    std::string_view body, const std::string& token) {
+        Client c(port);
+        return c.request(method, target, body, bearer(token)).value_or(Reply{});
+    }
+};
+
+// §11.6, §11.10: G relays a `@us` tenant's request to us's router, which sends it to its node;
+// us's router sends a tenant of the global directory's nodes there by its copy; a tenant at home
+// in us that us does not place is 404 on both (a relay goes no further); us out of reach is 502
+// naming the region.
+TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
+    start_router({"--replication-token", kReplication});
+    const uint16_t g_port = router_->port();
+    RouterProcess us(
+        {"--token", kRoot, "--directory", dir_.file("us.fenec"), "--region", "us", "--global",
+         url_of(g_port), "--replication-token", kReplication, "--auth-delay", "0"},
+        dir_.file("us.err"));
+    ASSERT_NE(us.port(), 0) << read_file(dir_.file("us.err"));
+    const std::string acme = tenant("acme"), beta = tenant("beta"), gone = tenant("gone");
+    const std::string schema = R"J(,"schema":["create collection notes (title text)"]})J";
+    ASSERT_EQ(on(us.port(), "PUT", "/_shard/nodes/n1",
+                 "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(0)) + "\",\"token\":\"" +
+                     node_admin_token(0) + "\",\"region\":\"us\"}",
+                 kRoot)
+                  .status,
+              201);
+    ASSERT_EQ(
+        on(us.port(), "PUT", "/_shard/tenants/" + acme, R"({"node":"n1")" + schema, kRoot).status,
+        201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    ASSERT_EQ(create(beta, "n2").status, 201);
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us.port()) + "\"]}").status,
+        201);
+    // The homes of acme and gone in the global directory (two-level creates are not built):
+    // written into G's file while it is stopped, G started again on its port.
+    client_.reset();
+    router_->kill(SIGTERM);
+    {
+        auto d = shard::Directory::open(dir_.file("shard.fenec"));
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        for (const std::string& name : {acme, gone}) {
+            shard::TenantRow row;
+            row.name = name;
+            row.node = "@us";
+            ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+        }
+    }
+    start_router(
+        {"--replication-token", kReplication, "--listen", "127.0.0.1:" + std::to_string(g_port)});
+    ASSERT_EQ(router_->port(), g_port);
+
+    // G → us's router → n1: the write lands on n1, as n1 itself says.
+    Reply wrote = data("POST", "/t/" + acme + "/c/notes", R"({"title":"through G"})");
+    EXPECT_EQ(wrote.status, 201) << wrote.body;
+    EXPECT_EQ(data("GET", "/t/" + acme + "/c/notes?count").body, count_on(0, acme));
+    EXPECT_NE(count_on(0, acme).find('1'), std::string::npos) << count_on(0, acme);
+    // us's router → n2 by its copy of the global directory.
+    ASSERT_TRUE(eventually([&] {
+        return on(us.port(), "GET", "/t/" + beta + "/c/notes?count", {}, kData).status == 200;
+    })) << on(us.port(), "GET", "/t/" + beta + "/c/notes?count", {}, kData).body;
+    ASSERT_EQ(
+        on(us.port(), "POST", "/t/" + beta + "/c/notes", R"({"title":"through us"})", kData).status,
+        201);
+    EXPECT_EQ(on(us.port(), "GET", "/t/" + beta + "/c/notes?count", {}, kData).body,
+              count_on(1, beta));
+    // At home in us, placed by no directory: 404 on us's router, and through G (relayed once).
+    EXPECT_TRUE(eventually(
+        [&] { return on(us.port(), "GET", "/t/" + gone + "/c/notes", {}, kData).status == 404; }));
+    Reply relayed = data("GET", "/t/" + gone + "/c/notes");
+    EXPECT_EQ(relayed.status, 404) << relayed.body;
+    EXPECT_NE(relayed.body.find("region `us`'s directory"), std::string::npos) << relayed.body;
+
+    us.kill(SIGKILL);
+    Reply cut = data("GET", "/t/" + acme + "/c/notes?count");
+    EXPECT_EQ(cut.status, 502) << cut.body;
+    EXPECT_EQ(Json(cut.body).text("region"), "us") << cut.body;
 }
 
 }  // namespace
