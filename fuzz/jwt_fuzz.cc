@@ -1,17 +1,18 @@
 // fuzz/jwt_fuzz.cc: fuzz_jwt, arbitrary bytes as the bearer value of an Authorization header
 // (server/node/auth.cc and jwt.cc: token comparison, base64url, JWT header and payload JSON, HS256
 // and RS256 verification, the JWT cache), and the same bytes as a JWKS document, a Fenec-Router
-// header and base64url text. Seeds: fuzz/corpus/jwt/, HS256 tokens signed with `secret` below
-// (valid until 2100, expired, not yet valid, alg none, kid o1, read scope, no tenant, tampered,
-// crit) and an RS256 one for kid r1 whose signature cannot verify (the RSA key is drawn at
-// start-up).
+// header, a Fenec-Relay header and base64url text. Seeds: fuzz/corpus/jwt/, HS256 tokens signed
+// with `secret` below (valid until 2100, expired, not yet valid, alg none, kid o1, read scope, no
+// tenant, tampered, crit) and an RS256 one for kid r1 whose signature cannot verify (the RSA key is
+// drawn at start-up).
 //
 // Beyond "never crash, leak or read out of bounds", a broken contract traps:
 //   - a refusal carries one of the fixed phrases below (so never any byte of the value) and no
 //     identity; an acceptance carries a credential;
 //   - a value is judged the same way twice (the second time through the cache when it verified);
 //   - base64url decoding is canonical: whatever decodes encodes back to the same text;
-//   - a JWKS that yields no key says why; a router header never verifies without the mark.
+//   - a JWKS that yields no key says why; a router or relay header never verifies
+//     without its mark.
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
@@ -34,6 +35,7 @@ namespace {
 using namespace fenec::auth;
 using fenec::server::base64url_decode;
 using fenec::server::base64url_encode;
+using fenec::server::verify_relay_mark;
 using fenec::server::verify_router_mark;
 
 constexpr int64_t now_ms = 1'700'000'000'000;  // 2023-11-14; the seeds' times are set around it
@@ -142,5 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (jwks_usable_keys(in, error) == 0) check(!error.empty());
     std::string client;
     check(!verify_router_mark("fuzz-admin-token", in, "req-1", client) || !client.empty());
+    client.clear();
+    check(!verify_relay_mark("fuzz-root-token", in, "req-1", "GET", "/t/a", client) ||
+          !client.empty());
     return 0;
 }

@@ -16,7 +16,9 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <unordered_map>
+#include <utility>
 
 #include "server/runtime/base64url.h"
 
@@ -48,21 +50,25 @@ bool prepare(std::string_view token, Keyed& k) {
            SHA256_Init(&k.outer) == 1 && SHA256_Update(&k.outer, opad.data(), opad.size()) == 1;
 }
 
-constexpr std::string_view mark_prefix = "fenec-router\n";
 constexpr size_t mark_bytes = 16;  // of the 32 of the MAC
 
 std::string encode(const unsigned char* mac) {
     return base64url_encode(std::string_view(reinterpret_cast<const char*>(mac), mark_bytes));
 }
 
+// A mark's message: its pieces joined by newlines, the first naming which mark it is.
+using Pieces = std::initializer_list<std::string_view>;
+
 // The same mark through OpenSSL's one-shot HMAC: for a state that could not be prepared (the
 // low-level SHA-256 calls report failure only when the library itself is broken).
-std::string one_shot_mark(std::string_view token, std::string_view client_address,
-                          std::string_view request_id) {
-    std::string message(mark_prefix);
-    message += client_address;
-    message += '\n';
-    message += request_id;
+std::string one_shot_mark(std::string_view token, Pieces pieces) {
+    std::string message;
+    bool first = true;
+    for (std::string_view piece : pieces) {
+        if (!first) message += '\n';
+        first = false;
+        message += piece;
+    }
     std::array<unsigned char, 32> mac{};
     unsigned int len = 0;
     HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
@@ -84,49 +90,85 @@ struct TokenHash {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-}  // namespace
-
-std::string router_mark(std::string_view token, std::string_view client_address,
-                        std::string_view request_id) {
+// HMAC-SHA256 under `token` of the pieces joined by newlines, cut to 16 bytes, base64url.
+std::string keyed_mark(std::string_view token, Pieces pieces) {
     thread_local std::unordered_map<std::string, Keyed, TokenHash, std::equal_to<>> keys;
     auto it = keys.find(token);
     if (it == keys.end()) {
         if (keys.size() >= mark_keys_per_thread_max) keys.clear();
         Keyed k;
-        if (!prepare(token, k)) return one_shot_mark(token, client_address, request_id);
+        if (!prepare(token, k)) return one_shot_mark(token, pieces);
         it = keys.emplace(std::string(token), k).first;
     }
     std::array<unsigned char, 32> inner;
     std::array<unsigned char, 32> mac;
     SHA256_CTX w = it->second.inner;
-    const bool ok = SHA256_Update(&w, mark_prefix.data(), mark_prefix.size()) == 1 &&
-                    SHA256_Update(&w, client_address.data(), client_address.size()) == 1 &&
-                    SHA256_Update(&w, "\n", 1) == 1 &&
-                    SHA256_Update(&w, request_id.data(), request_id.size()) == 1 &&
-                    SHA256_Final(inner.data(), &w) == 1;
+    bool ok = true;
+    bool first = true;
+    for (std::string_view piece : pieces) {
+        if (!first) ok = ok && SHA256_Update(&w, "\n", 1) == 1;
+        first = false;
+        ok = ok && SHA256_Update(&w, piece.data(), piece.size()) == 1;
+    }
+    ok = ok && SHA256_Final(inner.data(), &w) == 1;
     SHA256_CTX o = it->second.outer;
     if (!ok || SHA256_Update(&o, inner.data(), inner.size()) != 1 ||
         SHA256_Final(mac.data(), &o) != 1) {
-        return one_shot_mark(token, client_address, request_id);
+        return one_shot_mark(token, pieces);
     }
     return encode(mac.data());
+}
+
+// `<client address> <mark>` split at the last space: the client, or empty for a malformed value.
+std::pair<std::string_view, std::string_view> split_marked(std::string_view header_value) {
+    header_value = trim(header_value);
+    size_t space = header_value.rfind(' ');
+    if (space == std::string_view::npos) return {};
+    std::string_view client = trim(header_value.substr(0, space));
+    for (char c : client) {
+        if (c <= 0x20 || c >= 0x7f) return {};  // an address is printable ASCII, no spaces
+    }
+    return {client, header_value.substr(space + 1)};
+}
+
+bool same_mark(std::string_view given, const std::string& expected) {
+    return given.size() == expected.size() &&
+           CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+}
+
+}  // namespace
+
+std::string router_mark(std::string_view token, std::string_view client_address,
+                        std::string_view request_id) {
+    return keyed_mark(token, {"fenec-router", client_address, request_id});
 }
 
 bool verify_router_mark(std::string_view admin_token, std::string_view header_value,
                         std::string_view request_id, std::string& client_out) {
     if (admin_token.empty()) return false;
-    header_value = trim(header_value);
-    size_t space = header_value.rfind(' ');
-    if (space == std::string_view::npos) return false;
-    std::string_view client = trim(header_value.substr(0, space));
-    std::string_view mark = header_value.substr(space + 1);
-    if (client.empty()) return false;
-    for (char c : client) {
-        if (c <= 0x20 || c >= 0x7f) return false;  // an address is printable ASCII, no spaces
+    auto [client, mark] = split_marked(header_value);
+    if (client.empty() || !same_mark(mark, router_mark(admin_token, client, request_id))) {
+        return false;
     }
-    std::string expected = router_mark(admin_token, client, request_id);
-    if (mark.size() != expected.size() ||
-        CRYPTO_memcmp(mark.data(), expected.data(), expected.size()) != 0) {
+    client_out = std::string(client);
+    return true;
+}
+
+std::string relay_mark(std::string_view token, std::string_view client_address,
+                       std::string_view request_id, std::string_view method,
+                       std::string_view target) {
+    std::string line;
+    line.reserve(method.size() + 1 + target.size());
+    line.append(method).append(" ").append(target);
+    return keyed_mark(token, {"fenec-relay", client_address, request_id, line});
+}
+
+bool verify_relay_mark(std::string_view token, std::string_view header_value,
+                       std::string_view request_id, std::string_view method,
+                       std::string_view target, std::string& client_out) {
+    if (token.empty()) return false;
+    auto [client, mark] = split_marked(header_value);
+    if (client.empty() || !same_mark(mark, relay_mark(token, client, request_id, method, target))) {
         return false;
     }
     client_out = std::string(client);

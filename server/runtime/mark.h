@@ -1,7 +1,14 @@
-// server/runtime/mark.h: the router's mark (`Fenec-Router`, node-http.md §3.3, router.md §5.3),
-// made by fenec-shard on every forwarded request and verified by fenec-node: one codec for both
-// sides. The mark is the first 16 bytes, base64url without padding, of HMAC-SHA256 keyed with the
-// node's admin token over "fenec-router\n<client address>\n<request id>".
+// server/runtime/mark.h: the routers' marks, one codec for the side that makes and the side that
+// verifies each:
+// - `Fenec-Router: <client address> <mark>` (node-http.md §3.3, router.md §5.3), made by
+//   fenec-shard on every forwarded request and verified by fenec-node: the first 16 bytes,
+//   base64url without padding, of HMAC-SHA256 keyed with the node's admin token over
+//   "fenec-router\n<client address>\n<request id>".
+// - `Fenec-Relay: <client address> <mark>` (router.md §11.5), made by a router relaying a request
+//   to another region's router and verified by that router: the same cut of HMAC-SHA256 keyed
+//   with the routers' shared `--token` over
+//   "fenec-relay\n<client address>\n<request id>\n<method> <target>", so a mark lifted onto another
+//   request (another id, method or target) does not verify.
 //
 // It is made from HMAC-SHA256 states prepared once per token and kept per thread: OpenSSL's
 // one-shot HMAC() fetches its algorithm on every call (about 1.7 us), an EVP context copied per
@@ -28,5 +35,17 @@ std::string router_mark(std::string_view token, std::string_view client_address,
 // the comparison takes the same time wherever the marks differ.
 bool verify_router_mark(std::string_view admin_token, std::string_view header_value,
                         std::string_view request_id, std::string& client_out);
+
+// The relay mark of a request (`method`, `target` as on its request line) under `token`, the
+// routers' shared --token.
+std::string relay_mark(std::string_view token, std::string_view client_address,
+                       std::string_view request_id, std::string_view method,
+                       std::string_view target);
+
+// Verifies `Fenec-Relay: <client address> <mark>` for the request it arrived on; on success sets
+// client_out. False for an empty token, a malformed value or a wrong mark, in constant time.
+bool verify_relay_mark(std::string_view token, std::string_view header_value,
+                       std::string_view request_id, std::string_view method,
+                       std::string_view target, std::string& client_out);
 
 }  // namespace fenec::server

@@ -2,7 +2,8 @@
 // router makes and the node verifies: it is exactly HMAC-SHA256 over "fenec-router\n<client>\n<id>"
 // cut to 16 bytes (OpenSSL's one-shot HMAC as the oracle) for short, block-sized and long tokens,
 // again with the prepared state reused and on another thread; it round-trips through
-// verify_router_mark and a tampered mark, client, id or token is refused.
+// verify_router_mark and a tampered mark, client, id or token is refused. The relay mark (§11.5):
+// its message with the request line last, and refused on any other request.
 #include "server/runtime/mark.h"
 
 #include <gtest/gtest.h>
@@ -68,6 +69,61 @@ TEST(RouterMark, RoundTripsAndRefusesTampering) {
                                     "req-1", client));
     EXPECT_FALSE(verify_router_mark(admin, mark, "req-1", client));
     EXPECT_FALSE(verify_router_mark(admin, "203.0.113.9 " + mark + "A", "req-1", client));
+    EXPECT_EQ(client, "");
+}
+
+// The relay mark computed independently: §11.5's message, the request line last.
+std::string relay_oracle(std::string_view token, std::string_view client, std::string_view id,
+                         std::string_view method, std::string_view target) {
+    const std::string message = "fenec-relay\n" + std::string(client) + "\n" + std::string(id) +
+                                "\n" + std::string(method) + " " + std::string(target);
+    unsigned char mac[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+    return base64url_encode(std::string_view(reinterpret_cast<char*>(mac), 16));
+}
+
+TEST(RelayMark, IsTheHmacOfItsMessage) {
+    for (const std::string& token :
+         {std::string("root"), std::string(64, 'r'), std::string(90, 'q')}) {
+        EXPECT_EQ(relay_mark(token, "198.51.100.7", "id-1", "PUT", "/_shard/tenants/acme"),
+                  relay_oracle(token, "198.51.100.7", "id-1", "PUT", "/_shard/tenants/acme"));
+        EXPECT_EQ(relay_mark(token, "::1", "", "GET", "/t/acme/c/books/1?x=1"),
+                  relay_oracle(token, "::1", "", "GET", "/t/acme/c/books/1?x=1"));
+    }
+    // The same token's router mark is another message, so another mark.
+    EXPECT_NE(relay_mark("root", "198.51.100.7", "id-1", "", ""),
+              router_mark("root", "198.51.100.7", "id-1"));
+}
+
+TEST(RelayMark, VerifiesOnlyOnTheRequestItWasMadeFor) {
+    const std::string token = "shared-root-token";
+    const std::string mark = relay_mark(token, "203.0.113.9", "req-1", "POST", "/t/acme/query");
+    std::string client;
+    ASSERT_TRUE(
+        verify_relay_mark(token, "203.0.113.9 " + mark, "req-1", "POST", "/t/acme/query", client));
+    EXPECT_EQ(client, "203.0.113.9");
+
+    client.clear();
+    const std::string value = "203.0.113.9 " + mark;
+    // Replayed on another request: another id, method or target.
+    EXPECT_FALSE(verify_relay_mark(token, value, "req-2", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(token, value, "req-1", "PUT", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(token, value, "req-1", "POST", "/t/other/query", client));
+    // Another client named, another token, none, or a router's mark in its place.
+    EXPECT_FALSE(
+        verify_relay_mark(token, "203.0.113.8 " + mark, "req-1", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark("other", value, "req-1", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(
+        "", "203.0.113.9 " + relay_mark("", "203.0.113.9", "req-1", "POST", "/t/acme/query"),
+        "req-1", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(token,
+                                   "203.0.113.9 " + router_mark(token, "203.0.113.9", "req-1"),
+                                   "req-1", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(token, mark, "req-1", "POST", "/t/acme/query", client));
+    EXPECT_FALSE(verify_relay_mark(token, std::string("\x01") + "bad " + mark, "req-1", "POST",
+                                   "/t/acme/query", client));
     EXPECT_EQ(client, "");
 }
 
