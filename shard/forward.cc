@@ -115,7 +115,9 @@ class ForwardSink final : public server::CallSink,
         } else {
             r.body = std::move(answer.body);
         }
-        if (answer.status == 401) {  // the node refused the client's token: delayed here (§3)
+        // The node refused the client's token: delayed here (§3), unless another router relayed
+        // it, which delays it by the client's address (§11.5).
+        if (answer.status == 401 && f_.relayed_for.empty()) {
             auto later = std::make_shared<http::Response>(std::move(r));
             return router_.after_refusal(peer, [exchange = exchange_, later] {
                 exchange->reply(std::move(*later));
@@ -201,19 +203,33 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
-// §11.6: a request another router relayed, which goes no further than this router's own
-// placements. The relay mark (§11.5, `Fenec-Relay`) is not built: a relaying router says what it
-// is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client can only set to keep its
-// own request from being relayed.
+// §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
+// routers' shared --token (server/runtime/mark.h). Routers without a token cannot mark: the
+// relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
+// can only set to keep its own request from being relayed.
 constexpr std::string_view relay_via = "1.1 fenec-shard";
-bool relayed(const http::RequestHead& h) {
+
+// The client a relayed request is for, or "" for one from a client: a valid mark's client; a
+// mark that does not verify is dropped (dropped_request_header) and the request taken as direct.
+std::string relayed_for(const server::Request& request, std::string_view request_id,
+                        const std::optional<std::string>& token) {
+    const http::RequestHead& h = request.head;
+    if (token) {
+        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
+        std::string client;
+        if (mark && server::verify_relay_mark(*token, *mark, request_id, h.method_text, h.target,
+                                              client)) {
+            return client;
+        }
+        return "";
+    }
     for (const http::Header& field : h.headers) {
         if (http::iequals(field.name, "Via") &&
             std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
-            return true;
+            return peer_host(request.peer);
         }
     }
-    return false;
+    return "";
 }
 
 // The answer's head as the client gets it: hop-by-hop and the router's own fields dropped (§5.6).
@@ -260,6 +276,14 @@ class RelaySink final : public server::CallSink {
         } else {
             r.body = std::move(answer.body);
         }
+        const std::string& peer = f_.request->peer;
+        if (answer.status == 401) {  // §11.5: a refused token waits here, the first router
+            auto later = std::make_shared<http::Response>(std::move(r));
+            return router_.after_refusal(peer, [exchange = exchange_, later] {
+                exchange->reply(std::move(*later));
+            });
+        }
+        router_.accepted(peer);
         exchange_->reply(std::move(r));
     }
     void on_failure(server::CallError failure) override {
@@ -310,6 +334,7 @@ std::optional<std::string> wait_left(const http::RequestHead& h, uint64_t spent_
 void Router::forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
                      Answering a) {
     Forwarding f;
+    f.relayed_for = relayed_for(request, a.request_id, options_.token);
     f.request = std::make_shared<server::Request>(std::move(request));
     forward_to_node(std::move(f), std::move(exchange), std::move(a));
 }
@@ -345,7 +370,7 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
     // §11.6: a tenant this router's directory does not place is looked up in the global
     // directory's copy (a region's router); a tenant at home in a region keeping its own
     // directory goes to that region's routers. A relayed request goes no further.
-    const bool relay_in = relayed(h);
+    const bool relay_in = !f.relayed_for.empty();
     std::shared_ptr<const DirectoryMaps> maps = directory_->maps();
     const std::string scope = maps->scope;
     const TenantRow* row = nullptr;
@@ -416,7 +441,8 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
             out.headers.push_back(field);
         }
     }
-    const std::string client = peer_host(request.peer);
+    // §11.5: a relayed request's node hears of the client the first router saw.
+    const std::string client = relay_in ? f.relayed_for : peer_host(request.peer);
     const std::string mark = client + " " + server::router_mark(node.token, client, a.request_id);
     out.headers.push_back({"X-Request-Id", a.request_id});
     out.headers.push_back({"Fenec-Router", mark});
@@ -470,7 +496,16 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
         if (!dropped_request_header(field.name)) out.headers.push_back(field);
     }
     out.headers.push_back({"X-Request-Id", a.request_id});
-    out.headers.push_back({"Via", std::string(relay_via)});
+    // The header's bytes outlive write_request below.
+    std::string relay;
+    if (const std::optional<std::string>& token = options_.token) {
+        const std::string client = peer_host(f.request->peer);
+        relay = client + " " +
+                server::relay_mark(*token, client, a.request_id, h.method_text, h.target);
+        out.headers.push_back({"Fenec-Relay", relay});
+    } else {
+        out.headers.push_back({"Via", relay_via});
+    }
     out.body = f.request->body;
     http::write_request(out, up.bytes);
     const bool head_only = up.head_only;

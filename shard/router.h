@@ -148,6 +148,11 @@ class Router final : public server::Handler {
         int lease_retries = 0;  // lease refusals asked again so far (at most 2 when leading)
         int64_t lease_refused_ms = 0;  // the first lease refusal (a standby's window, §9.12)
         bool again = false;     // a resend: Fenec-Wait keeps what is left of its wait
+        // Relayed by another router (§11.5, §11.6): the client its valid `Fenec-Relay` mark names
+        // (or, among routers without --token, the relaying router's address, from `Via`); ""
+        // for a request from a client. A relayed request is placed by this router's own
+        // directory alone, and its node's 401 is not delayed here.
+        std::string relayed_for;
     };
     // Sends `f` again to where the directory places its tenant now; `reason` is counted in
     // fenec_router_retries_total. Nothing when the client is gone.

@@ -9,13 +9,15 @@
 // "region"}`, its changes refused there; `/t/` forwarded across the levels (§11.6): the global
 // router relaying a `@us` tenant's request to us's router, us's router sending a tenant it does
 // not place to its node by its copy of the global directory, a relayed request going no
-// further, a region out of reach answered 502. The oracle is what each router says of itself at
+// further (its `Fenec-Relay` mark verified), a region out of reach answered 502. The oracle is what
+// each router says of itself at
 // /_health, the directory file written in this process through the Directory API, and the nodes
-// asked directly.
+// asked directly; a relay mark made here with the routers' token.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "server/runtime/mark.h"
 #include "shard/directory.h"
 #include "test/shard/standby_fixture.h"
 
@@ -307,6 +309,26 @@ TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
     Reply relayed = data("GET", "/t/" + gone + "/c/notes");
     EXPECT_EQ(relayed.status, 404) << relayed.body;
     EXPECT_NE(relayed.body.find("region `us`'s directory"), std::string::npos) << relayed.body;
+
+    // §11.5: a request bearing a valid relay mark (the routers' --token over its client, id
+    // and request line) is placed by us's own directory alone; a mark that does not verify is
+    // dropped, and the request placed as a client's.
+    const std::string target = "/t/" + beta + "/c/notes?count";
+    auto with_mark = [&](const std::string& mark) {
+        auto headers = bearer(kData);
+        headers.push_back({"X-Request-Id", "relay-test-1"});
+        headers.push_back({"Fenec-Relay", mark});
+        Client c(us.port());
+        return c.request("GET", target, {}, headers).value_or(Reply{});
+    };
+    const std::string valid =
+        "10.9.8.7 " + server::relay_mark(kRoot, "10.9.8.7", "relay-test-1", "GET", target);
+    EXPECT_EQ(with_mark(valid).status, 404) << with_mark(valid).body;
+    EXPECT_EQ(with_mark("10.9.8.7 forged").status, 200);
+    EXPECT_EQ(with_mark("10.9.8.7 " + server::relay_mark("not-the-token", "10.9.8.7",
+                                                         "relay-test-1", "GET", target))
+                  .status,
+              200);
 
     us.kill(SIGKILL);
     Reply cut = data("GET", "/t/" + acme + "/c/notes?count");
