@@ -395,7 +395,7 @@ Status Directory::load() {
     maps->scope = text_of(d.at(0, "scope"));
     maps->starts = int_of(d.at(0, "starts"));
     if (maps->scope != how_.scope) {
-        // §2.3 step 2: a region's directory opened by the global router, or the reverse, or
+        // R24, §2.3 step 2: a region's directory opened by the global router, or the reverse, or
         // another region's: each would place tenants the other one owns.
         return Status::error(
             Code::invalid_argument,

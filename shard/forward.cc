@@ -203,7 +203,7 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
-// §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
+// R25, §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
 // routers' shared --token (server/runtime/mark.h). Routers without a token cannot mark: the
 // relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
 // can only set to keep its own request from being relayed.
@@ -406,10 +406,19 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
                           error(404, "tenant `" + tenant + "` is not placed in region `" +
                                          std::string(*home) + "`'s directory"));
         }
-        auto routers = maps->regions.find(*home);
-        return forward_to_region(
-            std::move(f), std::move(exchange), std::move(a), tenant, std::string(*home),
-            routers == maps->regions.end() ? std::vector<std::string>{} : routers->second, 0);
+        // The region's routers: a `regions` row of the global directory (this router's own, or
+        // its copy's).
+        std::vector<std::string> routers;
+        if (auto r = maps->regions.find(*home); r != maps->regions.end()) {
+            routers = r->second;
+        } else if (global_) {
+            auto global = global_->maps();
+            if (auto g = global->regions.find(*home); g != global->regions.end()) {
+                routers = g->second;
+            }
+        }
+        return forward_to_region(std::move(f), std::move(exchange), std::move(a), tenant,
+                                 std::string(*home), std::move(routers), 0);
     }
     auto n = maps->nodes.find(row->node);
     if (n == maps->nodes.end()) {

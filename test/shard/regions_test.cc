@@ -223,6 +223,11 @@ TEST_F(Regions, ATenantAtHomeInARegionIsReadOnTheGlobalRouter) {
     EXPECT_EQ(shard("GET", "/_shard/tenants?region=eu").body, "[]");
     EXPECT_EQ(shard("GET", "/_shard/regions").body,
               R"([{"name":"us","routers":["http://127.0.0.1:7"],"nodes":0,"tenants":1}])");
+    // No node of this directory holds it: no metric counts it on a node `@us` or unreplicated.
+    const std::string m = metrics();
+    EXPECT_EQ(m.find("@us"), std::string::npos);
+    const std::string unreplicated = sample(m, "fenec_router_unreplicated_tenants{region=\"\"}");
+    EXPECT_TRUE(unreplicated.empty() || unreplicated == "0") << m;
     Reply home = shard("DELETE", "/_shard/regions/us");
     EXPECT_EQ(home.status, 409) << home.body;
     EXPECT_NE(home.body.find("\"tenants\":1,\"nodes\":0"), std::string::npos) << home.body;
