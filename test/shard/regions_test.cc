@@ -250,8 +250,8 @@ class RegionsForwarding : public ClusterTest<2> {
 
 // §11.6, §11.10: G relays a `@us` tenant's request to us's router, which sends it to its node;
 // us's router sends a tenant of the global directory's nodes there by its copy; a tenant at home
-// in us that us does not place is 404 on both (a relay goes no further); us out of reach is 502
-// naming the region.
+// in us that us does not place is 404 on both (a relay goes no further); with us's router gone
+// the relay passes to its standby, listed next; us out of reach is 502 naming the region.
 TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
     start_router({"--replication-token", kReplication});
     const uint16_t g_port = router_->port();
@@ -335,7 +335,31 @@ TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
                   .status,
               200);
 
+    // us's standby router (following us's directory, scope us) listed after it: with us's router
+    // gone, G's relay passes to it, and it forwards from its copy.
+    RouterProcess us_standby(
+        {"--token", kRoot, "--directory", dir_.file("us-standby.fenec"), "--region", "us",
+         "--global", url_of(g_port), "--replica-of", url_of(us.port()), "--replication-token",
+         kReplication, "--auth-delay", "0"},
+        dir_.file("us-standby.err"));
+    ASSERT_NE(us_standby.port(), 0) << read_file(dir_.file("us-standby.err"));
+    ASSERT_TRUE(eventually([&] {
+        return on(us_standby.port(), "GET", "/_shard/tenants/" + acme, {}, kRoot).status == 200;
+    })) << read_file(dir_.file("us-standby.err"));
+    Reply h = on(us_standby.port(), "GET", "/_health", {}, kRoot);
+    EXPECT_EQ(Json(h.body).text("role"), "standby") << h.body;
+    EXPECT_EQ(Json(h.body).text("scope"), "us") << h.body;
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us",
+              "{\"routers\":[\"" + url_of(us.port()) + "\",\"" + url_of(us_standby.port()) + "\"]}")
+            .status,
+        200);
     us.kill(SIGKILL);
+    Reply next = data("GET", "/t/" + acme + "/c/notes?count");
+    EXPECT_EQ(next.status, 200) << next.body;
+    EXPECT_EQ(next.body, count_on(0, acme));
+
+    us_standby.kill(SIGKILL);
     Reply cut = data("GET", "/t/" + acme + "/c/notes?count");
     EXPECT_EQ(cut.status, 502) << cut.body;
     EXPECT_EQ(Json(cut.body).text("region"), "us") << cut.body;
