@@ -37,7 +37,7 @@ void GlobalCopy::stop() {
 
 std::shared_ptr<const DirectoryMaps> GlobalCopy::maps() const { return directory_->maps(); }
 
-bool GlobalCopy::ready() const { return directory_->ready(); }
+bool GlobalCopy::ready() const { return directory_->serving(); }
 
 void GlobalCopy::write_json(json::Writer& w) const {
     w.begin_object();

@@ -43,8 +43,11 @@ class GlobalCopy {
     void start();
     void stop();
 
-    // The copy as it stands: empty maps until its first image came (`ready()` false).
+    // The copy as it stands: empty maps until its first image came.
     std::shared_ptr<const DirectoryMaps> maps() const;
+    // Whether requests may be placed by it: its image came and, on a first start, the global
+    // router's token sidecar with it (Directory::serving), so no node it keeps is called without
+    // the credential the global router would send.
     bool ready() const;
     // For GET /_replication/status: {"file","ready","following":{the follower's}}.
     void write_json(json::Writer& w) const;
