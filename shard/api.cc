@@ -5,8 +5,9 @@
 // repair (shard/copies.h), quotas (shard/quota.h) and failover by hand (shard/cluster.h). Runs
 // on the router's API workers: it waits on nodes (shard/node_calls.h) and on the directory's
 // fsync. Every change is one audit line, and grants the nodes their lists at once under leases.
-// The query across tenants runs on the loops (shard/query.cc); the two-level directory of
-// regions is not built.
+// The query across tenants runs on the loops (shard/query.cc); the `regions` collection is
+// shard/regions.h's. A tenant at home in a region keeping its own directory (`@<r>`) is read
+// here; its changes are that region's (not relayed).
 #include <simdjson.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "shard/node_tokens.h"
 #include "shard/placement.h"
 #include "shard/quota.h"
+#include "shard/regions.h"
 #include "shard/router.h"
 #include "shard/routes.h"
 #include "shard/status.h"
@@ -207,6 +209,21 @@ void write_node(json::Writer& w, const NodeRow& n, const DirectoryMaps& maps,
 // replica or its node's standby) with `same_zone` where so, or `unreplicated` with the reason.
 void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps, bool one,
                   std::optional<uint64_t> bytes, const Copies& copies) {
+    if (std::optional<std::string_view> home = home_region(t.node)) {
+        // §11.3: at home in a region keeping its own directory; its placement is that region's
+        // router's to answer.
+        w.begin_object();
+        w.key("name");
+        w.string(t.name);
+        w.key("node");
+        w.string(t.node);
+        w.key("state");
+        w.string(t.state);
+        w.key("region");
+        w.string(*home);
+        w.end_object();
+        return;
+    }
     auto n = maps.nodes.find(t.node);
     // A list says only where a copy is; the reason for none is worked out for one tenant.
     const std::optional<std::string> unreplicated =
@@ -267,6 +284,9 @@ class Api {
         const std::vector<std::string> seg = segments(request_.head.path);  // "_shard", ...
         const http::Method m = request_.head.method;
         const ShardRoute* row = find_shard_route(request_.head.path);
+        if (!row && request_.head.path == "/_shard/regions/") {
+            return changed(unnamed_region_refused());  // §11.3: "" keeps no directory
+        }
         if (!row || row->plane != ShardPlane::shard) {
             return Router::error(404, "no route " + request_.head.path +
                                           ": /_shard/ serves nodes, pairs, replicas and tenants "
@@ -279,6 +299,10 @@ class Api {
         if ((node_named || tenant_named) && !valid_name(seg[2])) {
             return Router::error(400, std::string(node_named ? "node" : "tenant") + " name `" +
                                           seg[2] + "` is not [a-z0-9_-]{1,64}");
+        }
+        if (tenant_named && !(row->id == ShardRouteId::tenant_row &&
+                              (m == http::Method::get || m == http::Method::put))) {
+            if (std::optional<Response> r = elsewhere(seg[2])) return changed(std::move(*r));
         }
         switch (row->id) {
             case ShardRouteId::move:  // §7: shard/move.cc
@@ -298,6 +322,10 @@ class Api {
         }
         if (auto r = method_refusal(request_.head)) return std::move(*r);
         switch (row->id) {
+            case ShardRouteId::regions:  // §11.3: shard/regions.h
+                return serve_regions(router_, request_, a_, "");
+            case ShardRouteId::region:
+                return changed(serve_regions(router_, request_, a_, seg[2]));
             case ShardRouteId::nodes:
                 return list_nodes();
             case ShardRouteId::node:
@@ -319,6 +347,32 @@ class Api {
     }
 
   private:
+    // §11.4: a tenant at home in a region keeping its own directory (`@<r>`) is changed, its
+    // quota read, by that region's router; relaying it there is not built, so it is refused
+    // naming the region and its routers. nullopt for any other tenant.
+    std::optional<Response> elsewhere(const std::string& tenant) {
+        auto maps = router_.directory().maps();
+        auto it = maps->tenants.find(tenant);
+        if (it == maps->tenants.end()) return std::nullopt;
+        const std::optional<std::string_view> home = home_region(it->second.node);
+        if (!home) return std::nullopt;
+        std::string routers;
+        if (auto r = maps->regions.find(*home); r != maps->regions.end()) {
+            for (const std::string& url : r->second) routers += (routers.empty() ? "" : ", ") + url;
+        }
+        Response r = Router::error(
+            501, "tenant `" + tenant + "` is at home in region `" + std::string(*home) +
+                     "`, which keeps its own directory: ask its router (" +
+                     (routers.empty() ? std::string("none recorded") : routers) +
+                     "); this router does not relay changes there yet");
+        r.body.pop_back();
+        json::Writer w(r.body);
+        r.body += ",\"region\":";
+        w.string(*home);
+        r.body += "}";
+        return r;
+    }
+
     // A change's audit line; a change done grants every node its list at once where leasing
     // runs, since a create, delete, pair or node change may have changed any node's (§9.5).
     Response changed(Response r) {
@@ -625,9 +679,7 @@ class Api {
         json::Writer w(r.body);
         w.begin_array();
         for (const auto& [name, t] : maps->tenants) {
-            auto n = maps->nodes.find(t.node);
-            const std::string node_region = n == maps->nodes.end() ? "" : n->second.region;
-            if (region && *region != node_region) continue;
+            if (region && *region != maps->region_of(t)) continue;
             std::optional<uint64_t> b;
             if (auto of = bytes.find(t.node); of != bytes.end()) {
                 if (auto x = of->second.find(name); x != of->second.end()) b = x->second;

@@ -355,6 +355,7 @@ void Copies::publish_gauges(const DirectoryMaps& maps) {
         for (const auto& [t, why] : why_) failed.insert(t);
     }
     for (const auto& [name, t] : maps.tenants) {
+        if (home_region(t.node)) continue;  // `@<r>`: its copies are its region's router's (§11.3)
         auto n = maps.nodes.find(t.node);
         const std::string region = n == maps.nodes.end() ? "" : n->second.region;
         const std::string copy = maps.copy_of(t);

@@ -176,9 +176,8 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
         std::vector<Statement> create;
         for (std::string_view s : kSchema) create.push_back({std::string(s), {}});
         create.push_back(
-            {"insert directory {name: \"self\", id: $1, scope: \"global\", format: $2, "
-             "starts: 0}",
-             {engine::format::hex16(random_u64()), Value(directory_format)}});
+            {"insert directory {name: \"self\", id: $1, scope: $3, format: $2, starts: 0}",
+             {engine::format::hex16(random_u64()), Value(directory_format), how.scope}});
         create.push_back(
             {"insert terms {term: 0, history: $1, at: $2, `by`: \"\"}",
              {engine::format::hex16(random_u64()), engine::Timestamp{d->db_->created_ms()}}});
@@ -395,9 +394,15 @@ Status Directory::load() {
     maps->id = text_of(d.at(0, "id"));
     maps->scope = text_of(d.at(0, "scope"));
     maps->starts = int_of(d.at(0, "starts"));
-    if (maps->scope != "global") {
-        return Status::error(Code::invalid_argument,
-                             "its scope is `" + maps->scope + "`, and this router keeps `global`");
+    if (maps->scope != how_.scope) {
+        // R24, §2.3 step 2: a region's directory opened by the global router, or the reverse, or
+        // another region's: each would place tenants the other one owns.
+        return Status::error(
+            Code::invalid_argument,
+            "its scope is `" + maps->scope + "`, and this router keeps `" + how_.scope + "`" +
+                (how_.scope == "global" ? " (started without --region)"
+                                        : " (--region " + how_.scope + ")") +
+                ": open it with the router that keeps that scope");
     }
     auto terms = run("get terms order by term desc limit 1");
     if (!terms.is_ok()) return terms.status();
@@ -450,6 +455,16 @@ Status Directory::load() {
     Rows rp{replicas->table};
     for (size_t i = 0; i < replicas->table.rows.size(); ++i) {
         maps->replicas[text_of(rp.at(i, "tenant"))] = text_of(rp.at(i, "node"));
+    }
+    auto regions = run("get regions");
+    if (!regions.is_ok()) return regions.status();
+    Rows rg{regions->table};
+    for (size_t i = 0; i < regions->table.rows.size(); ++i) {
+        std::vector<std::string> routers;
+        if (const auto* l = std::get_if<engine::List>(&rg.at(i, "routers").rep)) {
+            for (const Value& v : l->items) routers.push_back(text_of(v));
+        }
+        maps->regions[text_of(rg.at(i, "name"))] = std::move(routers);
     }
     auto record = run("get leases where name = \"record\"");
     if (!record.is_ok()) return record.status();
@@ -649,6 +664,26 @@ Status Directory::remove_replica(std::string_view tenant) {
     });
 }
 
+Status Directory::put_region(std::string_view name, const std::vector<std::string>& routers) {
+    std::lock_guard lock(write_mu_);
+    const std::string r(name);
+    engine::List list;
+    for (const std::string& url : routers) list.items.emplace_back(url);
+    Status st = write_locked({{"del regions where name = $1", {r}},
+                              {"insert regions {name: $1, routers: $2}", {r, Value(list)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) { m.regions[r] = routers; });
+}
+
+Status Directory::remove_region(std::string_view name) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"del regions where name = $1", {std::string(name)}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        if (auto it = m.regions.find(name); it != m.regions.end()) m.regions.erase(it);
+    });
+}
+
 Status Directory::put_lease_record(const LeaseRecord& record) {
     std::lock_guard lock(write_mu_);
     Status st = write_locked({{"del leases where name = \"record\"", {}},
@@ -663,6 +698,17 @@ Status Directory::change(const std::function<void(DirectoryMaps&)>& edit) {
     edit(*next);
     publish(std::move(next));
     return Status::ok();
+}
+
+std::optional<std::string_view> home_region(std::string_view node) {
+    if (!node.starts_with('@')) return std::nullopt;
+    return node.substr(1);
+}
+
+std::string DirectoryMaps::region_of(const TenantRow& tenant) const {
+    if (std::optional<std::string_view> r = home_region(tenant.node)) return std::string(*r);
+    auto n = nodes.find(tenant.node);
+    return n == nodes.end() ? "" : n->second.region;
 }
 
 const std::string* DirectoryMaps::standby_of(std::string_view node) const {

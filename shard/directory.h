@@ -6,8 +6,9 @@
 // crash. Writes are serialised under one mutex; readers take an immutable snapshot of the maps
 // (`maps()`), swapped whole after each change, so a lookup never waits on a write.
 //
-// In use: `directory`, `terms`, `nodes`, `tenants`, `pairs`, `replicas` and `leases`; `regions`
-// is created with the file so a later router opens it without an alter. Thread-safe.
+// In use: `directory`, `terms`, `nodes`, `tenants`, `pairs`, `replicas`, `regions` (the global
+// directory's: §11.3) and `leases`. The `directory` row's `scope` (`global`, or the region a
+// region's router keeps) is written at creation and checked at every open. Thread-safe.
 #pragma once
 
 #include <array>
@@ -80,7 +81,7 @@ struct LeaseRecord {
 // One immutable view of the directory.
 struct DirectoryMaps {
     std::string id;       // 16 hex, drawn at creation
-    std::string scope;    // "global"
+    std::string scope;    // "global", or the region whose own directory this is (§11.3)
     int64_t starts = 0;   // leading starts (§9.5 numbers grants by it)
     int64_t term = 0;     // highest `terms` row
     std::string history;  // that row's history (16 hex): the one a grant names (§9.5)
@@ -88,10 +89,15 @@ struct DirectoryMaps {
     std::map<std::string, TenantRow, std::less<>> tenants;
     std::map<std::string, std::string, std::less<>> pairs;     // node → its standby node (§8.1)
     std::map<std::string, std::string, std::less<>> replicas;  // tenant → its own replica's node
+    // The regions keeping a directory of their own (§11.3), global directory only: region → its
+    // routers, the one keeping its directory first, its standbys after.
+    std::map<std::string, std::vector<std::string>, std::less<>> regions;
     std::optional<LeaseRecord> lease_record;
 
     // `authority` of a grant: `<id>/<scope>` (§4.1).
     std::string authority() const { return id + "/" + scope; }
+    // A tenant's region (§11.1): its node's, or `r` for a row at home in region `r` (`@r`).
+    std::string region_of(const TenantRow& tenant) const;
     // The standby of `node`'s pair, or nullptr.
     const std::string* standby_of(std::string_view node) const;
     // Whether `node` is some node's standby.
@@ -111,6 +117,9 @@ struct DirectoryOpening {
     Role role = Role::primary;
     uint64_t feed_bytes = 8ull << 20;  // --replication-buffer: changes kept for followers
     std::string by;                    // this router's listen address, for a `terms` row
+    // The scope it keeps (§4.1, §2.3 step 2): "global", or its --region. Written into a file it
+    // creates; a file of another scope is refused as it opens (or as a follower's image lands).
+    std::string scope = "global";
 };
 
 // What a promotion wrote (§4.2): the term it raised to and the history the file forked into.
@@ -123,7 +132,7 @@ class Directory {
   public:
     // Opens the file at `path` as `how` says. A primary's is created when missing, with its
     // collections, its `directory` row and term 0; a primary counts its start in `starts` (§2.3
-    // step 4). A file of a higher format, a scope other than `global`, or one the engine refuses
+    // step 4). A file of a higher format, a scope other than `how.scope`, or one the engine refuses
     // (a following file opened as a primary among them) is an error naming the path.
     static engine::Result<std::unique_ptr<Directory>> open(const std::string& path,
                                                            const DirectoryOpening& how = {});
@@ -161,6 +170,12 @@ class Directory {
     // A tenant's own replica (§8.2): on `node`; remove_replica forgets it.
     [[nodiscard]] engine::Status put_replica(std::string_view tenant, const std::string& node);
     [[nodiscard]] engine::Status remove_replica(std::string_view tenant);
+
+    // A region keeping its own directory (§11.3): its row, `routers` replaced whole; and its row
+    // removed.
+    [[nodiscard]] engine::Status put_region(std::string_view name,
+                                            const std::vector<std::string>& routers);
+    [[nodiscard]] engine::Status remove_region(std::string_view name);
 
     // The longest-lease record (§9.7), replaced whole.
     [[nodiscard]] engine::Status put_lease_record(const LeaseRecord& record);
@@ -246,5 +261,9 @@ class Directory {
 
 // `[a-z0-9_-]{1,64}`: the names of tenants, nodes, regions and zones (§4.2).
 bool valid_name(std::string_view name);
+
+// §4.1: a tenant row's `node` of a tenant at home in a region keeping its own directory is
+// `@<region>`, which no node can be named. The region, or nullopt for a node's name.
+std::optional<std::string_view> home_region(std::string_view node);
 
 }  // namespace fenec::shard

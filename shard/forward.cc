@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "server/runtime/mark.h"
+#include "shard/global_copy.h"
 #include "shard/in_flight.h"
 #include "shard/router.h"
 
@@ -114,7 +115,9 @@ class ForwardSink final : public server::CallSink,
         } else {
             r.body = std::move(answer.body);
         }
-        if (answer.status == 401) {  // the node refused the client's token: delayed here (§3)
+        // The node refused the client's token: delayed here (§3), unless another router relayed
+        // it, which delays it by the client's address (§11.5).
+        if (answer.status == 401 && f_.relayed_for.empty()) {
             auto later = std::make_shared<http::Response>(std::move(r));
             return router_.after_refusal(peer, [exchange = exchange_, later] {
                 exchange->reply(std::move(*later));
@@ -200,6 +203,121 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
+// R25, §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
+// routers' shared --token (server/runtime/mark.h). Routers without a token cannot mark: the
+// relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
+// can only set to keep its own request from being relayed.
+constexpr std::string_view relay_via = "1.1 fenec-shard";
+
+// The client a relayed request is for, or "" for one from a client: a valid mark's client; a
+// mark that does not verify is dropped (dropped_request_header) and the request taken as direct.
+std::string relayed_for(const server::Request& request, std::string_view request_id,
+                        const std::optional<std::string>& token) {
+    const http::RequestHead& h = request.head;
+    if (token) {
+        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
+        std::string client;
+        if (mark && server::verify_relay_mark(*token, *mark, request_id, h.method_text, h.target,
+                                              client)) {
+            return client;
+        }
+        return "";
+    }
+    for (const http::Header& field : h.headers) {
+        if (http::iequals(field.name, "Via") &&
+            std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
+            return peer_host(request.peer);
+        }
+    }
+    return "";
+}
+
+// The answer's head as the client gets it: hop-by-hop and the router's own fields dropped (§5.6).
+http::Response passed_back(server::Answer& answer, const std::string& request_id) {
+    http::Response r;
+    r.status = answer.status;
+    r.content_type = "";
+    r.headers.reserve(answer.headers.size() + 1);
+    for (auto& [name, value] : answer.headers) {
+        if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
+    }
+    r.header("X-Request-Id", request_id);
+    return r;
+}
+
+// A request relayed to a region's router (§11.6): its answer passed back as a node's is; a
+// router that could not be reached passes the request to the next one.
+class RelaySink final : public server::CallSink {
+  public:
+    RelaySink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
+              Forwarding f, std::string tenant, std::string region,
+              std::vector<std::string> routers, size_t at, bool head_only)
+        : router_(router),
+          exchange_(std::move(exchange)),
+          a_(std::move(a)),
+          f_(std::move(f)),
+          tenant_(std::move(tenant)),
+          region_(std::move(region)),
+          routers_(std::move(routers)),
+          at_(at),
+          head_only_(head_only) {}
+
+    void on_answer(server::Answer answer) override {
+        http::Response r = passed_back(answer, a_.request_id);
+        router_.count(a_, answer.status);
+        if (answer.stream) {
+            r.stream = true;
+            r.close = true;
+            exchange_->start(std::move(r));
+            return;
+        }
+        if (head_only_ && answer.content_length && *answer.content_length <= head_length_kept_max) {
+            r.body.assign(*answer.content_length, ' ');
+        } else {
+            r.body = std::move(answer.body);
+        }
+        const std::string& peer = f_.request->peer;
+        if (answer.status == 401) {  // §11.5: a refused token waits here, the first router
+            auto later = std::make_shared<http::Response>(std::move(r));
+            return router_.after_refusal(peer, [exchange = exchange_, later] {
+                exchange->reply(std::move(*later));
+            });
+        }
+        router_.accepted(peer);
+        exchange_->reply(std::move(r));
+    }
+    void on_failure(server::CallError failure) override {
+        if (failure.failure == server::CallFailure::unreachable) {
+            return router_.forward_to_region(std::move(f_), std::move(exchange_), std::move(a_),
+                                             std::move(tenant_), std::move(region_),
+                                             std::move(routers_), at_ + 1);
+        }
+        const int status = failure.failure == server::CallFailure::timeout ? 504 : 502;
+        http::Response r = Router::error(
+            status, "region `" + region_ + "`'s router " + routers_[at_] + ": " + failure.message);
+        r.body.pop_back();
+        r.body += ",\"region\":\"" + region_ + "\"";  // region names are [a-z0-9_-]
+        if (failure.failure == server::CallFailure::may_have_run) {
+            r.body += ",\"outcome\":\"unknown\"";
+        }
+        r.body += "}";
+        router_.answer(*exchange_, a_, std::move(r));
+    }
+    bool on_data(std::string bytes) override { return exchange_->write(std::move(bytes)); }
+    void on_end() override { exchange_->end(); }
+
+  private:
+    Router& router_;
+    std::shared_ptr<server::Exchange> exchange_;
+    Router::Answering a_;
+    Forwarding f_;
+    std::string tenant_;
+    std::string region_;
+    std::vector<std::string> routers_;
+    size_t at_;
+    bool head_only_;
+};
+
 // Fenec-Wait's value with `spent_ms` taken off (a held request resent after a cut keeps what is
 // left of its wait, §9.10), or nullopt when it has none or it does not read.
 std::optional<std::string> wait_left(const http::RequestHead& h, uint64_t spent_ms) {
@@ -216,6 +334,7 @@ std::optional<std::string> wait_left(const http::RequestHead& h, uint64_t spent_
 void Router::forward(server::Request request, std::shared_ptr<server::Exchange> exchange,
                      Answering a) {
     Forwarding f;
+    f.relayed_for = relayed_for(request, a.request_id, options_.token);
     f.request = std::make_shared<server::Request>(std::move(request));
     forward_to_node(std::move(f), std::move(exchange), std::move(a));
 }
@@ -248,15 +367,63 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
         return answer(*exchange, a,
                       error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}"));
     }
-    auto maps = directory_->maps();
-    auto t = maps->tenants.find(tenant);
-    if (t == maps->tenants.end()) {
+    // §11.6: a tenant this router's directory does not place is looked up in the global
+    // directory's copy (a region's router); a tenant at home in a region keeping its own
+    // directory goes to that region's routers. A relayed request goes no further.
+    const bool relay_in = !f.relayed_for.empty();
+    std::shared_ptr<const DirectoryMaps> maps = directory_->maps();
+    const std::string scope = maps->scope;
+    const TenantRow* row = nullptr;
+    if (auto t = maps->tenants.find(tenant); t != maps->tenants.end()) row = &t->second;
+    if (!row && global_ && !relay_in) {
+        if (!global_->ready()) {
+            http::Response r = error(503,
+                                     "this router has not received the global directory yet: "
+                                     "tenant `" +
+                                         tenant + "` may well exist");
+            r.header("Retry-After", "1");
+            return answer(*exchange, a, std::move(r));
+        }
+        std::shared_ptr<const DirectoryMaps> global = global_->maps();
+        auto t = global->tenants.find(tenant);
+        if (t != global->tenants.end() && home_region(t->second.node) != scope) {
+            maps = std::move(global);
+            row = &t->second;
+        }
+    }
+    if (!row && relay_in && global_) {
+        // §11.6: relayed here by another router, and placed by no directory of this region's.
+        return answer(*exchange, a,
+                      error(404, "tenant `" + tenant + "` is not placed in region `" + scope +
+                                     "`'s directory"));
+    }
+    if (!row) {
         return answer(*exchange, a, error(404, "tenant `" + tenant + "` is not in the directory"));
     }
-    auto n = maps->nodes.find(t->second.node);
+    if (std::optional<std::string_view> home = home_region(row->node)) {
+        if (relay_in || *home == scope) {
+            return answer(*exchange, a,
+                          error(404, "tenant `" + tenant + "` is not placed in region `" +
+                                         std::string(*home) + "`'s directory"));
+        }
+        // The region's routers: a `regions` row of the global directory (this router's own, or
+        // its copy's).
+        std::vector<std::string> routers;
+        if (auto r = maps->regions.find(*home); r != maps->regions.end()) {
+            routers = r->second;
+        } else if (global_) {
+            auto global = global_->maps();
+            if (auto g = global->regions.find(*home); g != global->regions.end()) {
+                routers = g->second;
+            }
+        }
+        return forward_to_region(std::move(f), std::move(exchange), std::move(a), tenant,
+                                 std::string(*home), std::move(routers), 0);
+    }
+    auto n = maps->nodes.find(row->node);
     if (n == maps->nodes.end()) {
-        http::Response r = error(502, "tenant `" + tenant + "` is placed on node `" +
-                                          t->second.node + "`, which is not in the directory");
+        http::Response r = error(502, "tenant `" + tenant + "` is placed on node `" + row->node +
+                                          "`, which is not in the directory");
         return answer(*exchange, a, std::move(r));
     }
     const NodeRow& node = n->second;
@@ -283,7 +450,8 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
             out.headers.push_back(field);
         }
     }
-    const std::string client = peer_host(request.peer);
+    // §11.5: a relayed request's node hears of the client the first router saw.
+    const std::string client = relay_in ? f.relayed_for : peer_host(request.peer);
     const std::string mark = client + " " + server::router_mark(node.token, client, a.request_id);
     out.headers.push_back({"X-Request-Id", a.request_id});
     out.headers.push_back({"Fenec-Router", mark});
@@ -299,6 +467,61 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
     std::weak_ptr<server::RingCall> weak = call;
     sink->started(weak);
     // A client gone ends what the router has out for it (a subscription above all).
+    exchange->on_close([weak] {
+        if (auto c = weak.lock()) c->cancel();
+    });
+}
+
+void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> exchange,
+                               Answering a, std::string tenant, std::string region,
+                               std::vector<std::string> routers, size_t at) {
+    if (exchange->closed()) return;
+    if (at >= routers.size()) {
+        // §11.10: a region out of reach is answered as a node out of reach is; the client asks
+        // again.
+        http::Response r = error(
+            502, routers.empty()
+                     ? "region `" + region + "` has no router recorded"
+                     : "region `" + region + "` is out of reach: none of its routers answered");
+        r.body.pop_back();
+        r.body += ",\"region\":\"" + region + "\"}";
+        return answer(*exchange, a, std::move(r));
+    }
+    const http::RequestHead& h = f.request->head;
+    const std::string& url = routers[at];
+    server::CallRequest up;
+    up.peer = url;
+    up.peer_text = "region `" + region + "`'s router " + url;
+    up.addr = replica_addr(url);
+    up.about = tenant;
+    up.head_only = h.method == http::Method::head;
+    up.allow_stream = true;
+    up.resend_after_sent = h.method == http::Method::get || h.method == http::Method::head ||
+                           h.method == http::Method::options ||
+                           h.header("Idempotency-Key").has_value();
+    http::OutRequest out{.method = h.method_text, .target = h.target, .host = up.addr};
+    out.headers.reserve(h.headers.size() + 2);
+    for (const http::Header& field : h.headers) {
+        if (!dropped_request_header(field.name)) out.headers.push_back(field);
+    }
+    out.headers.push_back({"X-Request-Id", a.request_id});
+    // The header's bytes outlive write_request below.
+    std::string relay;
+    if (const std::optional<std::string>& token = options_.token) {
+        const std::string client = peer_host(f.request->peer);
+        relay = client + " " +
+                server::relay_mark(*token, client, a.request_id, h.method_text, h.target);
+        out.headers.push_back({"Fenec-Relay", relay});
+    } else {
+        out.headers.push_back({"Via", relay_via});
+    }
+    out.body = f.request->body;
+    http::write_request(out, up.bytes);
+    const bool head_only = up.head_only;
+    auto sink = std::make_shared<RelaySink>(*this, exchange, a, std::move(f), std::move(tenant),
+                                            std::move(region), std::move(routers), at, head_only);
+    std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
+    std::weak_ptr<server::RingCall> weak = call;
     exchange->on_close([weak] {
         if (auto c = weak.lock()) c->cancel();
     });

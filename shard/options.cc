@@ -3,6 +3,7 @@
 // cannot be read without being documented.
 #include "shard/options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <utility>
@@ -93,6 +94,13 @@ std::vector<flags::Flag> flag_table(RouterOptions& o) {
         {"--replication-buffer", "<size>",
          "directory changes kept in memory for standbys that fall behind (default 8m)",
          flags::size_bytes(o.replication_buffer_bytes)},
+        {"--region", "<r>",
+         "keep region r's own directory, following the global one from --global (default none)",
+         flags::text(o.region)},
+        {"--global", "<url>[,<url>...]",
+         "the global router, then its standbys: where a region's router follows its copy of the "
+         "global directory; required with --region (default none)",
+         flags::text(o.global)},
         {"--replicas", nullptr,
          "give each tenant on a node in no pair a replica of its own, in its region (default off)",
          flags::on(o.replicas)},
@@ -144,6 +152,55 @@ std::string replica_addr(std::string_view url) {
     return std::string(rest);
 }
 
+std::vector<std::string> global_urls(std::string_view list) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) out.emplace_back(list.substr(at, comma - at));
+        at = comma + 1;
+    }
+    return out;
+}
+
+std::string scope_of(const RouterOptions& options) {
+    return options.region ? *options.region : std::string("global");
+}
+
+namespace {
+
+// §11.3's two flags, checked together. "" when fine.
+std::string check_region(const RouterOptions& o) {
+    if (o.region && !o.global) {
+        return "--region needs --global: a region's router follows the global directory from "
+               "the global router";
+    }
+    if (o.global && !o.region) {
+        return "--global without --region: only a region's router follows the global directory "
+               "(the global router is the one started without --region)";
+    }
+    if (!o.region) return "";
+    if (!valid_name(*o.region)) {
+        return "--region: `" + *o.region +
+               "` is not a region name ([a-z0-9_-]{1,64}; the unnamed region keeps no directory "
+               "of its own)";
+    }
+    if (*o.region == "global") {
+        return "--region: `global` names the global directory's scope, not a region";
+    }
+    const std::vector<std::string> urls = global_urls(*o.global);
+    if (urls.empty()) return "--global: no URL given";
+    for (const std::string& url : urls) {
+        if (replica_addr(url).empty()) return "--global: `" + url + "` is not http://host:port";
+    }
+    if (!o.replication_token) {
+        return "--region needs --replication-token: the global directory's feed is guarded by it";
+    }
+    return "";
+}
+
+}  // namespace
+
 std::string check_options(const RouterOptions& o) {
     if (o.listen.rfind(':') == std::string::npos) {
         return "--listen: `" + o.listen + "` is not host:port";
@@ -170,7 +227,11 @@ std::string check_options(const RouterOptions& o) {
         return "--default-region: `" + *o.default_region + "` is not a region's name, " +
                "[a-z0-9_-]{1,64}";
     }
-    return "";
+    if (o.default_region && o.region) {
+        return "--default-region is the global router's: a region's router (--region " +
+               *o.region + ") places every create in its own region";
+    }
+    return check_region(o);
 }
 
 }  // namespace fenec::shard

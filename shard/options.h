@@ -2,8 +2,8 @@
 // missing value or one that does not parse is refused naming the flag (exit 2); `--help` prints
 // every flag with its default. The checks of the whole set (a public listener without --token,
 // a zero timeout, an --auto-failover out of range, a standby without the replication token) are
-// check_options'. Of the regions' flags only --default-region is taken; the two-level
-// directory's (--region, --global) are unknown flags until that work lands.
+// check_options'. The regions' flags: --default-region (§6.4), and a region's router (--region,
+// --global: §11.3), whose work is shard/regions.h's.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +67,11 @@ struct RouterOptions {
     // --default-region <r> (§6.4 step 2, seed 002): the region of a create that names neither
     // region nor node; none: the node with the fewest bytes whatever its region.
     std::optional<std::string> default_region;
+    // Two levels (§11.3): the region whose own directory this router keeps (none: the global
+    // directory), and the global router then its standbys, where the region's router follows its
+    // copy of the global directory: `http://host:port` URLs joined by commas.
+    std::optional<std::string> region;
+    std::optional<std::string> global;
 };
 
 using ParsedFlags = server::flags::Parsed<RouterOptions>;
@@ -79,10 +84,19 @@ std::string flags_help();
 
 // The start-up refusals of §2.2 that need the whole set: a non-loopback --listen without --token
 // unless --insecure; --replica-of without --replication-token, with --promote, or not
-// http://host:port; a --default-region that is not a region's name. "" when fine.
+// http://host:port; a --default-region that is not a region's name, or given to a region's router;
+// --region without --global (or the reverse), a --region that is no region name, a --global URL
+// that is not http://host:port, --region without --replication-token (the global directory's
+// feed is guarded by it). "" when fine.
 std::string check_options(const RouterOptions& options);
 
 // --replica-of's `http://host:port` (no path) as host:port; "" when it is not that.
 std::string replica_addr(std::string_view url);
+
+// --global's URLs in the order given (empty items dropped), each as written.
+std::vector<std::string> global_urls(std::string_view list);
+
+// The directory's scope this router keeps (§4.1): its --region, else "global".
+std::string scope_of(const RouterOptions& options);
 
 }  // namespace fenec::shard

@@ -20,6 +20,7 @@
 #include "shard/cluster.h"
 #include "shard/console.h"
 #include "shard/copies.h"
+#include "shard/global_copy.h"
 #include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
@@ -139,6 +140,7 @@ Router::~Router() {
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
     if (standby_) standby_->stop();  // its threads read the directory
+    if (global_) global_->stop();
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
@@ -219,10 +221,18 @@ std::string Router::prepare() {
                                    : DirectoryOpening::Role::primary;
     how.feed_bytes = options_.replication_buffer_bytes;
     how.by = options_.listen;
+    how.scope = scope_of(options_);
     auto dir = Directory::open(options_.directory, how);
     if (!dir.is_ok()) return dir.status().to_string();
     directory_ = std::move(dir.value());
     standby_ = std::make_unique<Standby>(*this);
+    // §2.3 step 3: a region's router follows the global directory into a copy of its own.
+    if (options_.region) {
+        auto copy = GlobalCopy::open(options_, clock_);
+        if (!copy.is_ok()) return copy.status().to_string();
+        global_ = std::move(copy.value());
+        global_->start();
+    }
     if (options_.audit) {
         auto log = obs::LineLog::open(*options_.audit);
         if (!log.is_ok()) return "--audit " + *options_.audit + ": " + log.status().to_string();
@@ -295,6 +305,7 @@ void Router::drain() {
     // The directory's feed streams end first (`E closing`): a standby's stream would otherwise
     // hold its connection open through the whole wait below.
     standby_->stop();
+    if (global_) global_->stop();
     // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it.
     for (int i = 0; i < 100 && server_->connections() > 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -501,7 +512,8 @@ server::HeadVerdict Router::check_head(const server::Request& request) {
             refuse = error(400, "tenant name `" + tenant + "` is not [a-z0-9_-]{1,64}");
         } else if (!directory_->serving()) {
             refuse = directory_waiting();
-        } else if (!directory_->maps()->tenants.contains(tenant)) {
+        } else if (!directory_->maps()->tenants.contains(tenant) &&
+                   !(global_ && global_->maps()->tenants.contains(tenant))) {
             refuse = error(404, "tenant `" + tenant + "` is not in the directory");
         }
     } else if (route == Route::shard || route == Route::query || route == Route::metrics) {
@@ -613,8 +625,9 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.boolean(true);
             w.key("role");
             w.string(standby_->following() ? "standby" : "primary");
+            // A standby waiting for its first image has no row yet: it keeps its flags' scope.
             w.key("scope");
-            w.string("global");
+            w.string(scope_of(options_));
             w.key("term");
             w.int64(directory_->maps()->term);
             w.key("directory");
@@ -660,7 +673,9 @@ http::Response Router::serve_metrics() {
     auto maps = directory_->maps();
     std::map<std::string, double> per_node;
     for (const auto& [name, n] : maps->nodes) per_node[name] = 0;
-    for (const auto& [name, t] : maps->tenants) per_node[t.node] += 1;
+    for (const auto& [name, t] : maps->tenants) {
+        if (!home_region(t.node)) per_node[t.node] += 1;  // `@<r>`: no node of this directory's
+    }
     for (const auto& [node, n] : per_node) metrics_.tenants->with({node}).set(n);
     copies_->publish_gauges(*maps);
     http::Response r;

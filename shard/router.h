@@ -44,6 +44,7 @@ namespace fenec::shard {
 class Cluster;
 class Copies;
 class Fanout;
+class GlobalCopy;
 class InFlight;
 class Standby;
 class NodeCalls;
@@ -147,11 +148,21 @@ class Router final : public server::Handler {
         int lease_retries = 0;  // lease refusals asked again so far (at most 2 when leading)
         int64_t lease_refused_ms = 0;  // the first lease refusal (a standby's window, §9.12)
         bool again = false;     // a resend: Fenec-Wait keeps what is left of its wait
+        // Relayed by another router (§11.5, §11.6): the client its valid `Fenec-Relay` mark names
+        // (or, among routers without --token, the relaying router's address, from `Via`); ""
+        // for a request from a client. A relayed request is placed by this router's own
+        // directory alone, and its node's 401 is not delayed here.
+        std::string relayed_for;
     };
     // Sends `f` again to where the directory places its tenant now; `reason` is counted in
     // fenec_router_retries_total. Nothing when the client is gone.
     void forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
                        std::string_view reason);
+    // §11.6: `f` sent to region `region`'s routers, from the `at`th of `routers` on, the next
+    // tried when one cannot be reached; none answering is 502 naming the region (forward.cc).
+    void forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
+                           std::string tenant, std::string region,
+                           std::vector<std::string> routers, size_t at);
     InFlight& in_flight() { return *in_flight_; }
     // Whether the directory places `tenant` on another node than `node` now (a move's flip or a
     // failover since a request was sent there).
@@ -235,12 +246,17 @@ class Router final : public server::Handler {
   public:
     Standby& standby() { return *standby_; }
 
+    // A region's router's copy of the global directory (§11.3, shard/global_copy.h), read-only;
+    // nullptr on a router without --region. Made in prepare(), stopped before the directory.
+    const GlobalCopy* global_copy() const { return global_.get(); }
+
   private:
     // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
     // whose directory has not come, 503.
     http::Response refused_on_standby();
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
+    std::unique_ptr<GlobalCopy> global_;
 };
 
 // A tenant claimed (Router::claim) for the scope of an operation: `held` is false when another

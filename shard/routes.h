@@ -25,6 +25,8 @@ enum class ShardRouteId : uint8_t {
     move,
     quota,
     replicas,
+    regions,  // GET /_shard/regions (shard/regions.h)
+    region,   // PUT, DELETE /_shard/regions/<region>
     query,
     metrics,
     health,

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "engine/format.h"
+#include "shard/global_copy.h"
 #include "shard/move.h"
 #include "shard/routes.h"
 #include "shard/test_hooks.h"
@@ -88,11 +89,18 @@ bool DirectoryFollower::sleep_ms(int64_t ms) {
     return !stop_;
 }
 
+std::string DirectoryFollower::current() const {
+    std::lock_guard lock(mu_);
+    return options_.primaries.empty() ? std::string() : options_.primaries[at_];
+}
+
 void DirectoryFollower::run() {
     int64_t backoff = standby_backoff_first_ms;
     for (;;) {
+        const std::string followed = current();
         std::string error;
         const bool heard = session(error);
+        bool next_in_round = false;
         {
             std::lock_guard lock(mu_);
             connected_ = false;
@@ -101,12 +109,18 @@ void DirectoryFollower::run() {
             image_.shrink_to_fit();
             if (!error.empty()) error_ = error;
             if (stop_) return;
+            // Not heard: the next URL, at once while the round lasts; the backoff between rounds.
+            if (!heard && options_.primaries.size() > 1) {
+                at_ = (at_ + 1) % options_.primaries.size();
+                next_in_round = at_ != 0;
+            }
         }
         if (!error.empty())
-            std::fprintf(stderr, "fenec-shard: following %s: %s\n", options_.primary.c_str(),
-                         error.c_str());
+            std::fprintf(stderr, "fenec-shard: %s %s: %s\n", options_.what.c_str(),
+                         followed.c_str(), error.c_str());
         ++reconnects_;
         if (heard) backoff = standby_backoff_first_ms;
+        if (next_in_round) continue;
         if (!sleep_ms(backoff)) return;
         backoff = std::min(backoff * 2, standby_backoff_max_ms);
     }
@@ -126,9 +140,10 @@ bool DirectoryFollower::session(std::string& error) {
 
 // GET /_replication from the file's position (none yet: an image), up to a 200's head.
 std::unique_ptr<server::Connection> DirectoryFollower::open_feed(std::string& error) {
-    const std::string addr = replica_addr(options_.primary);
+    const std::string primary = current();
+    const std::string addr = replica_addr(primary);
     if (addr.empty()) {
-        error = options_.primary + ": not http://host:port";
+        error = primary + ": not http://host:port";
         return nullptr;
     }
     std::string target = "/_replication";
@@ -137,7 +152,7 @@ std::unique_ptr<server::Connection> DirectoryFollower::open_feed(std::string& er
                   "&history=" + engine::format::hex16(at->history.v);
     }
     server::CallRequest r;
-    r.peer = options_.primary;
+    r.peer = primary;
     r.peer_text = "the primary router";
     r.addr = addr;
     r.resend_after_sent = true;  // a GET
@@ -150,11 +165,11 @@ std::unique_ptr<server::Connection> DirectoryFollower::open_feed(std::string& er
     http::write_request(get, r.bytes);
     server::BlockingClient::Opened opened = client_.open(r, {.cancel = &cancel_});
     if (!opened.head) {
-        error = options_.primary + ": " + opened.error.message;
+        error = primary + ": " + opened.error.message;
         return nullptr;
     }
     if (opened.head->status != 200) {
-        error = options_.primary + ": answered " + std::to_string(opened.head->status) + " " +
+        error = primary + ": answered " + std::to_string(opened.head->status) + " " +
                 opened.head->body;
         return nullptr;
     }
@@ -297,9 +312,10 @@ void DirectoryFollower::fetch_tokens() {
     const int64_t now_ms = clock_.wall_ms();
     if (now_ms - tokens_tried_ms_ < standby_tokens_retry_ms) return;
     tokens_tried_ms_ = now_ms;
-    const std::string addr = replica_addr(options_.primary);
+    const std::string primary = current();
+    const std::string addr = replica_addr(primary);
     server::CallRequest r;
-    r.peer = options_.primary;
+    r.peer = primary;
     r.peer_text = "the primary router";
     r.addr = addr;
     r.resend_after_sent = true;  // a GET
@@ -325,8 +341,8 @@ void DirectoryFollower::fetch_tokens() {
         why = "the tokens could not be kept: " + st.to_string();
     }
     if (!why.empty()) {
-        std::fprintf(stderr, "fenec-shard: the nodes' tokens from %s: %s\n",
-                     options_.primary.c_str(), why.c_str());
+        std::fprintf(stderr, "fenec-shard: the nodes' tokens from %s: %s\n", primary.c_str(),
+                     why.c_str());
         return;
     }
     tokens_due_ = false;
@@ -355,7 +371,7 @@ void DirectoryFollower::write_json(json::Writer& w) const {
     const uint64_t seq = at ? at->seq.v : 0;
     w.begin_object();
     w.key("primary");
-    w.string(options_.primary);
+    w.string(options_.primaries.empty() ? std::string() : options_.primaries[at_]);
     w.key("connected");
     w.boolean(connected_);
     w.key("primary_seq");
@@ -427,7 +443,7 @@ void Standby::make_follower() {
     if (primary_.empty() || !o.replication_token) return;
     follower_ = std::make_unique<DirectoryFollower>(
         router_.directory(),
-        DirectoryFollower::Options{primary_, *o.replication_token, o.upstream_timeout_ms},
+        DirectoryFollower::Options{{primary_}, *o.replication_token, o.upstream_timeout_ms},
         router_.clock());
     if (on_failover_) follower_->on_failover(on_failover_);
 }
@@ -565,7 +581,7 @@ http::Response Standby::status() const {
     w.key("role");
     w.string(following() ? "standby" : "primary");
     w.key("scope");
-    w.string("global");
+    w.string(scope_of(router_.options()));
     w.key("term");
     w.int64(maps->term);
     w.key("position");
@@ -578,6 +594,10 @@ http::Response Standby::status() const {
         w.end_object();
     } else {
         w.null();
+    }
+    if (const GlobalCopy* global = router_.global_copy()) {
+        w.key("global");
+        global->write_json(w);
     }
     if (following()) {
         w.key("following");

@@ -114,9 +114,13 @@ struct FailedOver {
 class DirectoryFollower {
   public:
     struct Options {
-        std::string primary;           // http://host:port
+        // http://host:port each, tried in order: one that cannot be reached or serves no feed
+        // (a standby's 409) passes to the next (a region's router following the global
+        // router, then its standbys: §11.3); a standby names its one primary.
+        std::vector<std::string> primaries;
         std::string token;             // --replication-token, presented as a bearer
         uint64_t timeout_ms = 60'000;  // each connect and read (--upstream-timeout)
+        std::string what = "following";  // how its log lines begin
     };
     DirectoryFollower(Directory& directory, Options options, const engine::Clock& clock);
     ~DirectoryFollower();
@@ -144,6 +148,8 @@ class DirectoryFollower {
     bool sleep_ms(int64_t ms);
     void changed(const DirectoryMaps& before);
     void fetch_tokens();
+    // The URL followed now (primaries[at_]).
+    std::string current() const;
 
     Directory& directory_;
     const Options options_;
@@ -152,6 +158,7 @@ class DirectoryFollower {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     bool stop_ = false;
+    size_t at_ = 0;  // the primary followed now, an index into options_.primaries (under mu_)
     server::Cancel cancel_;
     server::BlockingClient client_;
     bool connected_ = false;

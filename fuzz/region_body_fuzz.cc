@@ -1,0 +1,65 @@
+// fuzz/region_body_fuzz.cc: fuzz_region_body, bytes as what the router reads of the two-level
+// directory's API (router.md §11.3, shard/regions.h): the first byte picks the reader, '0' the
+// body of `PUT /_shard/regions/<r>` (parse_region_routers), anything else another router's
+// answer to `GET /_health` (parse_router_health); the rest is the input.
+// Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them and /_health answers
+// of a primary, a standby and a region's router.
+//
+// Invariants (a broken one traps, so libFuzzer keeps the input):
+//   - routers: either URLs and no error, or an error and no URL; 1 to region_routers_max URLs,
+//     each http://host:port as replica_addr reads it, none twice;
+//   - both readers give the same answer read twice (no state kept between calls).
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "shard/options.h"
+#include "shard/regions.h"
+
+namespace {
+
+using namespace fenec::shard;
+
+constexpr size_t kInputBytesMax = 64 << 10;
+
+[[noreturn]] void broken(const char* what, const std::string& detail = "") {
+    std::fprintf(stderr, "fuzz_region_body: invariant broken: %s %s\n", what, detail.c_str());
+    __builtin_trap();
+}
+
+void routers(std::string_view body) {
+    const RegionRouters got = parse_region_routers(body);
+    if (got.error.empty() == got.urls.empty()) broken("neither or both of urls and error");
+    if (got.urls.size() > region_routers_max) broken("more routers than the bound");
+    std::set<std::string> seen;
+    for (const std::string& url : got.urls) {
+        if (replica_addr(url).empty()) broken("a URL that is not http://host:port", url);
+        if (!seen.insert(url).second) broken("a URL taken twice", url);
+    }
+    const RegionRouters again = parse_region_routers(body);
+    if (again.urls != got.urls || again.error != got.error) broken("a second read differs");
+}
+
+void health(std::string_view body) {
+    const std::optional<RouterSelf> got = parse_router_health(body);
+    const std::optional<RouterSelf> again = parse_router_health(body);
+    if (got.has_value() != again.has_value() ||
+        (got && (got->role != again->role || got->scope != again->scope))) {
+        broken("a second read differs");
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size == 0 || size > kInputBytesMax) return 0;
+    const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+    if (data[0] == '0') {
+        routers(in);
+    } else {
+        health(in);
+    }
+    return 0;
+}
