@@ -1,7 +1,9 @@
 // shard/query.cc: `POST /_shard/query`, the query across tenants (router.md §12): the request
 // read and checked, the tenants of the directory's snapshot asked through their nodes' read-only
 // `POST /_admin/tenants/<t>/query` with the node's admin token, --fanout-concurrency at once over
-// the pooled upstream connections, the tenants taken node by node in turn; each answer prepared
+// the pooled upstream connections, the tenants taken node by node in turn (a tenant another
+// directory keeps, of a region keeping its own or on a region's router the global directory's,
+// failed 421 from the start: §12.4.1); each answer prepared
 // for the merge (shard/merge.h) on the upstream loop thread that fetched it, beside the calls
 // still out; the limits counted as answers arrive; then the merge, the status, a span per query
 // and per node (§16), the metrics and one audit line.
@@ -27,6 +29,7 @@
 #include "json/writer.h"
 #include "server/obs/audit.h"
 #include "server/runtime/mark.h"
+#include "shard/global_copy.h"
 #include "shard/merge.h"
 #include "shard/router.h"
 #include "shard/routes.h"
@@ -54,7 +57,7 @@ struct Failure {
 struct Job {
     uint32_t tenant = 0;  // index in name order
     std::string node;
-    int asks = 0;         // re-asks before this one
+    int asks = 0;  // re-asks before this one
 };
 
 // A node's span (§16): its calls and failures, from its first call to its last answer.
@@ -82,13 +85,13 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     // Set before start().
     bool partial = false;
     uint64_t timeout_ms = 0;
-    std::string node_body;    // {"query":…,"params":…}
+    std::string node_body;  // {"query":…,"params":…}
     std::string request_id;
-    std::string client;       // the asking client's address, for Fenec-Router
-    std::string trace_id;     // "" when not traced
+    std::string client;    // the asking client's address, for Fenec-Router
+    std::string trace_id;  // "" when not traced
     uint64_t random = 0;
-    std::vector<std::string> names;           // the tenants, name order
-    std::deque<Job> queue;                    // calls not yet made, in call order
+    std::vector<std::string> names;                   // the tenants, name order
+    std::deque<Job> queue;                            // calls not yet made, in call order
     std::shared_ptr<const DirectoryMaps> maps;        // the directory as last looked at
     std::shared_ptr<const DirectoryMaps> first_maps;  // as the query began
 
@@ -104,7 +107,17 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         launch(lock);
     }
 
+    // §12.4.1: a tenant another directory places, a failure from the start, never asked. Without
+    // `partial` nothing is asked after it.
+    void elsewhere(std::string tenant, std::string node, std::string why) {
+        names.push_back(tenant);
+        failures.push_back({std::move(tenant), std::move(node), 421, std::move(why)});
+        ++kept_elsewhere;
+        if (!partial) stop_ = true;
+    }
+
     // Read in `done`.
+    size_t kept_elsewhere = 0;  // tenants failed by elsewhere(): neither asked nor left unasked
     std::vector<TenantInput> inputs_;
     std::vector<bool> answered_;
     std::vector<Failure> failures;
@@ -190,8 +203,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     }
 
     // §12.4.5: a 404 or a refused connection is looked up in the current directory.
-    void relookup(std::unique_lock<std::mutex>& lock, const Job& job, int status,
-                  std::string why, std::string_view outcome) {
+    void relookup(std::unique_lock<std::mutex>& lock, const Job& job, int status, std::string why,
+                  std::string_view outcome) {
         auto now = router_.directory().maps();
         auto t = now->tenants.find(names[job.tenant]);
         if (t == now->tenants.end()) {
@@ -244,8 +257,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
             lock.unlock();
             return end();
         }
-        const uint64_t room = router_.options().fanout_max_bytes - std::min(
-            bytes, router_.options().fanout_max_bytes);
+        const uint64_t room = router_.options().fanout_max_bytes -
+                              std::min(bytes, router_.options().fanout_max_bytes);
         std::vector<std::pair<Job, server::CallRequest>> requests;
         for (Job& job : go) {
             NodeSpan& s = spans[job.node];
@@ -338,7 +351,6 @@ struct QueryRequest {
     uint64_t timeout_ms = 0;
 };
 
-
 namespace {
 
 // `r`'s JSON body gains `"key":"value"` as its last member.
@@ -398,12 +410,35 @@ std::optional<Response> read_request(const std::string& body, uint64_t timeout_m
     return std::nullopt;
 }
 
-// §12.4.2: nodes by name, each node's tenants by name, node by node in turn.
-void call_order(const DirectoryMaps& maps, Fanout& f) {
+// §12.4.1: why a tenant another directory places is not asked here.
+std::string kept_elsewhere_why(const std::string& region) {
+    return region == "global" ? std::string("kept by the global directory: ask the global router")
+                              : "at home in region `" + region +
+                                    "`, which keeps its own directory: ask its router";
+}
+
+// §12.4.1, §12.4.2: the tenants the directory places, in call order: nodes by name, each node's
+// tenants by name, node by node in turn. Every other tenant the router knows of fails from the
+// start (Fanout::elsewhere): a global row `@<r>`, and on a region's router (`global` its copy of
+// the global directory, `scope` its region) a tenant the global directory places outside it.
+void call_order(const DirectoryMaps& maps, const DirectoryMaps* global, const std::string& scope,
+                Fanout& f) {
     std::map<std::string, std::vector<uint32_t>> by_node;
     for (const auto& [name, t] : maps.tenants) {
+        if (std::optional<std::string_view> home = home_region(t.node)) {
+            f.elsewhere(name, t.node, kept_elsewhere_why(std::string(*home)));
+            continue;
+        }
         by_node[t.node].push_back(static_cast<uint32_t>(f.names.size()));
         f.names.push_back(name);
+    }
+    if (global) {
+        for (const auto& [name, t] : global->tenants) {
+            if (maps.tenants.contains(name)) continue;
+            std::optional<std::string_view> home = home_region(t.node);
+            if (home && *home == scope) continue;  // ours, its create not landed here yet
+            f.elsewhere(name, t.node, kept_elsewhere_why(home ? std::string(*home) : "global"));
+        }
     }
     for (size_t round = 0;; ++round) {
         bool any = false;
@@ -473,7 +508,7 @@ Response failed_answer(const Fanout& f, size_t answered) {
              " tenants failed");
     write_failures(w, f.failures);
     w.key("not_asked");
-    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked - f.kept_elsewhere));
     write_counts(w, f, answered);
     w.end_object();
     return r;
@@ -528,7 +563,7 @@ Response rows_answer(const Fanout& f, const QueryRequest& q,
     write_counts(w, f, answered);
     write_failures(w, f.failures);
     w.key("not_asked");
-    w.int64(static_cast<int64_t>(f.names.size() - f.asked));
+    w.int64(static_cast<int64_t>(f.names.size() - f.asked - f.kept_elsewhere));
     w.end_object();
     outcome = f.failures.empty() ? "ok" : "partial";
     return r;
@@ -555,8 +590,8 @@ void write_spans(obs::LineLog& trace, const Fanout& f, const std::string& reques
 
 }  // namespace
 
-void Router::serve_query(const server::Request& request,
-                         std::shared_ptr<server::Exchange> exchange, const Answering& a) {
+void Router::serve_query(const server::Request& request, std::shared_ptr<server::Exchange> exchange,
+                         const Answering& a) {
     if (auto r = method_refusal(request.head)) return answer(*exchange, a, std::move(*r));
     const int64_t start_wall = wall_ms();
     auto q = std::make_shared<QueryRequest>();
@@ -594,7 +629,9 @@ void Router::serve_query(const server::Request& request,
     }
     f->maps = directory_->maps();
     f->first_maps = f->maps;
-    call_order(*f->maps, *f);
+    const GlobalCopy* global = global_copy();
+    std::shared_ptr<const DirectoryMaps> global_maps = global ? global->maps() : nullptr;
+    call_order(*f->maps, global_maps.get(), f->maps->scope, *f);
     const std::string peer = request.peer;
     // Started here, on the client's loop, the calls run on it (Upstream::start), and the last
     // answer's callback merges and answers: no thread hand-off in the whole query.
@@ -644,7 +681,7 @@ Response Router::finish_query(Fanout& fanout, const QueryRequest& q, const Answe
                        {"tenants", count(f->names.size())},
                        {"asked", count(f->asked)},
                        {"failed", count(f->failures.size())},
-                       {"not_asked", count(f->names.size() - f->asked)},
+                       {"not_asked", count(f->names.size() - f->asked - f->kept_elsewhere)},
                        {"rows", count(rows_out)},
                        {"bytes", count(f->bytes)},
                        {"ms", static_cast<int64_t>(end_ms - a.start_ms)},

@@ -257,7 +257,8 @@ class RegionsForwarding : public ClusterTest<2> {
 // §11.6, §11.10: G relays a `@us` tenant's request to us's router, which sends it to its node;
 // us's router sends a tenant of the global directory's nodes there by its copy; a tenant at home
 // in us that us does not place is 404 on both (a relay goes no further); with us's router gone
-// the relay passes to its standby, listed next; us out of reach is 502 naming the region.
+// the relay passes to its standby, listed next; us out of reach is 502 naming the region. The
+// query across tenants (§12.4.1) on either router names the tenants the other level keeps.
 TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
     start_router({"--replication-token", kReplication});
     const uint16_t g_port = router_->port();
@@ -320,6 +321,39 @@ TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
     Reply relayed = data("GET", "/t/" + gone + "/c/notes");
     EXPECT_EQ(relayed.status, 404) << relayed.body;
     EXPECT_NE(relayed.body.find("region `us`'s directory"), std::string::npos) << relayed.body;
+
+    // §12.4.1: a query asks the tenants its router's own directory places; each other tenant it
+    // knows of is a 421 failure from the start, never asked and never left out. On G: acme and
+    // gone (`@us`); without `partial` nothing is asked after them.
+    const std::string q = R"J({"statement":"get notes select title"})J";
+    const std::string qp = R"J({"statement":"get notes select title","partial":true})J";
+    Reply gq = shard("POST", "/_shard/query", q);
+    EXPECT_EQ(gq.status, 421) << gq.body;
+    const std::string at_home_in_us =
+        R"J("node":"@us","status":421,"why":"at home in region `us`, which keeps its own directory: ask its router"})J";
+    EXPECT_NE(gq.body.find("{\"tenant\":\"" + acme + "\"," + at_home_in_us), std::string::npos)
+        << gq.body;
+    EXPECT_NE(gq.body.find("{\"tenant\":\"" + gone + "\"," + at_home_in_us), std::string::npos)
+        << gq.body;
+    EXPECT_NE(gq.body.find(R"("tenants":3,"asked":0,"answered":0)"), std::string::npos) << gq.body;
+    EXPECT_NE(gq.body.find(R"("not_asked":1)"), std::string::npos) << gq.body;
+    Reply gqp = shard("POST", "/_shard/query", qp);
+    EXPECT_EQ(gqp.status, 200) << gqp.body;
+    EXPECT_NE(gqp.body.find(R"("title":"through us")"), std::string::npos) << gqp.body;
+    EXPECT_NE(gqp.body.find(R"("tenants":3,"asked":1,"answered":1)"), std::string::npos)
+        << gqp.body;
+    EXPECT_NE(gqp.body.find(R"("not_asked":0)"), std::string::npos) << gqp.body;
+    // On us's router: acme answered from n1; beta, which the global directory keeps, a failure.
+    Reply uq = on(us.port(), "POST", "/_shard/query", qp, kRoot);
+    EXPECT_EQ(uq.status, 200) << uq.body;
+    EXPECT_NE(uq.body.find(R"("title":"through G")"), std::string::npos) << uq.body;
+    EXPECT_NE(
+        uq.body.find(
+            "{\"tenant\":\"" + beta +
+            R"J(","node":"n2","status":421,"why":"kept by the global directory: ask the global router"})J"),
+        std::string::npos)
+        << uq.body;
+    EXPECT_EQ(uq.body.find(gone), std::string::npos) << "at home in us: not another directory's";
 
     // §11.5: a request bearing a valid relay mark (the routers' --token over its client, id
     // and request line) is placed by us's own directory alone; a mark that does not verify is
