@@ -20,9 +20,13 @@
 # run on the same cores as the servers, the same share on both sides. Everything started is
 # stopped and the temp dir removed on exit, failure and signals included.
 #
+# NODE_BENCH_BEFORE=<another fenec-node> runs that binary too, as a second node measured in the
+# same rounds ("before" in the report): a change's before and after beside one baseline.
+#
 # Usage: bench/node_bench_writes.sh <path/to/fenec-node> [report, default build/node-bench-writes.txt]
 # Environment: NODE_BENCH_SECONDS (8), NODE_BENCH_WARMUP (2), NODE_BENCH_ROUNDS (3),
-#              NODE_BENCH_CONNECTIONS ("8 64"), NODE_BENCH_NODE_ARGS (extra fenec-node flags).
+#              NODE_BENCH_CONNECTIONS ("8 64"), NODE_BENCH_NODE_ARGS (extra fenec-node flags),
+#              NODE_BENCH_BEFORE (unset).
 set -euo pipefail
 
 if (($# < 1)); then
@@ -30,6 +34,7 @@ if (($# < 1)); then
     exit 2
 fi
 node_bin=$(realpath "$1")
+before_bin=${NODE_BENCH_BEFORE:+$(realpath "$NODE_BENCH_BEFORE")}
 report=${2:-build/node-bench-writes.txt}
 seconds=${NODE_BENCH_SECONDS:-8}
 warmup=${NODE_BENCH_WARMUP:-2}
@@ -56,17 +61,18 @@ log() { echo "node_bench_writes: $*" >&2; }
 tmp=$(mktemp -d /tmp/fenec-writes-bench.XXXXXX)
 pg_root=$tmp/pg
 pg_started=0
-node_pid=""
+node_pids=()
 if ((EUID == 0)); then as_pg=(runuser -u postgres --); else as_pg=(); fi
 
 cleanup() {
-    local status=$? i
+    local status=$? i pid
     trap - EXIT INT TERM
-    if [[ -n "$node_pid" ]] && kill -TERM "$node_pid" 2>/dev/null; then
-        for ((i = 0; i < 150; i++)); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$node_pid" 2>/dev/null || true
-        wait "$node_pid" 2>/dev/null || true
-    fi
+    for pid in "${node_pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || continue
+        for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     if ((pg_started)); then
         "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_root/data" -m fast -w -t 30 stop &>/dev/null ||
             "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_root/data" -m immediate -w stop &>/dev/null ||
@@ -74,7 +80,7 @@ cleanup() {
     fi
     if ((status != 0)); then
         log "failed (exit $status); logs follow"
-        for f in "$tmp/node.err" "$pg_root/server.log"; do
+        for f in "$tmp"/node-*.err "$pg_root/server.log"; do
             [[ -s "$f" ]] && { echo "== $f" >&2; tail -n 20 "$f" >&2; }
         done
     fi
@@ -121,32 +127,44 @@ printf '\\set aid random(1, 100000)\nINSERT INTO items (aid, filler) VALUES (:ai
 chmod 644 "$tmp/insert.sql"
 pg_version=$("$pg_bin/postgres" --version)
 
-# ---- fenec-node ----
+# ---- fenec-node: "after" (the binary under test) and, with NODE_BENCH_BEFORE, "before" ----
 
-mkdir -p "$tmp/node"
-: >"$tmp/node.out"
-"$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/node" --sync always "${node_args[@]}" \
-    >"$tmp/node.out" 2>"$tmp/node.err" &
-node_pid=$!
-node_port=""
-for ((i = 0; i < 100; i++)); do
-    node_port=$(sed -n '1s/.* listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/node.out")
-    [[ -n "$node_port" ]] && break
-    kill -0 "$node_pid" 2>/dev/null || { log "fenec-node exited at start"; exit 1; }
-    sleep 0.1
-done
-[[ -n "$node_port" ]] || { log "fenec-node printed no listening= line in 10 s"; exit 1; }
-node_version=$(head -n 1 "$tmp/node.out" | awk '{print $1, $2}')
-url=http://127.0.0.1:$node_port
-for ((t = 0; t < tenants_many; t++)); do
-    name=$(printf 'w%02d' "$t")
-    curl -sS --fail-with-body -X PUT -H 'Content-Type: application/json' "$url/_admin/tenants/$name" \
-        -d '{"schema":["create collection items (aid int, filler text)"]}' >/dev/null
-done
-# The write answers 201 before anything is timed.
-answer=$(curl -sS --fail-with-body -H 'Content-Type: application/json' "$url/t/w00/c/items" \
-    -d "{\"aid\":1,\"filler\":\"$filler\"}")
-[[ "$answer" == *'"id'* ]] || { log "first write: $answer"; exit 1; }
+declare -A url
+start_node() {  # label binary
+    local label=$1 bin=$2 dir=$tmp/node-$1 port="" i t name answer
+    mkdir -p "$dir"
+    : >"$dir.out"
+    "$bin" --listen 127.0.0.1:0 --data-dir "$dir" --sync always "${node_args[@]}" \
+        >"$dir.out" 2>"$tmp/node-$label.err" &
+    node_pids+=($!)
+    for ((i = 0; i < 100; i++)); do
+        port=$(sed -n '1s/.* listening=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir.out")
+        [[ -n "$port" ]] && break
+        kill -0 "${node_pids[-1]}" 2>/dev/null || { log "fenec-node ($label) exited at start"; exit 1; }
+        sleep 0.1
+    done
+    [[ -n "$port" ]] || { log "fenec-node ($label) printed no listening= line in 10 s"; exit 1; }
+    url[$label]=http://127.0.0.1:$port
+    for ((t = 0; t < tenants_many; t++)); do
+        name=$(printf 'w%02d' "$t")
+        curl -sS --fail-with-body -X PUT -H 'Content-Type: application/json' \
+            "${url[$label]}/_admin/tenants/$name" \
+            -d '{"schema":["create collection items (aid int, filler text)"]}' >/dev/null
+    done
+    # The write answers 201 before anything is timed.
+    answer=$(curl -sS --fail-with-body -H 'Content-Type: application/json' \
+        "${url[$label]}/t/w00/c/items" -d "{\"aid\":1,\"filler\":\"$filler\"}")
+    [[ "$answer" == *'"id'* ]] || { log "first write ($label): $answer"; exit 1; }
+}
+
+labels=()
+if [[ -n "$before_bin" ]]; then
+    start_node before "$before_bin"
+    labels+=(before)
+fi
+start_node after "$node_bin"
+labels+=(after)
+node_version=$(head -n 1 "$tmp/node-after.out" | awk '{print $1, $2}')
 
 # ---- the runs ----
 
@@ -154,19 +172,19 @@ declare -A result  # "<side>/<connections>/<round>/<field>"
 
 threads_for() { (($1 >= 8)) && echo 2 || echo 1; }
 
-run_wrk() {  # tenants connections round
-    local n=$1 c=$2 r=$3 t line field k
+run_wrk() {  # label tenants connections round
+    local label=$1 n=$2 c=$3 r=$4 t line field k
     t=$(threads_for "$c")
-    NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "$url" >/dev/null
-    line=$(NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "$url" |
+    NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "${url[$label]}" >/dev/null
+    line=$(NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "${url[$label]}" |
         grep '^NODE_BENCH ')
-    k=fenec$n/$c/$r
-    log "round $r fenec tenants=$n c=$c: ${line#NODE_BENCH }"
+    k=$label$n/$c/$r
+    log "round $r $label tenants=$n c=$c: ${line#NODE_BENCH }"
     for field in p50_us p99_us rps non2xx socket_errors; do
         result[$k/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
     done
     if [[ "${result[$k/non2xx]}" != 0 || "${result[$k/socket_errors]}" != 0 ]]; then
-        log "fenec tenants=$n c=$c had failures: $line"
+        log "$label tenants=$n c=$c had failures: $line"
         exit 1
     fi
 }
@@ -192,13 +210,16 @@ run_pgbench() {  # connections round
         "rps=${result[$k/rps]}"
 }
 
-sides=(pg fenec1 "fenec$tenants_many")
+sides=(pg)
+for label in "${labels[@]}"; do sides+=("${label}1" "$label$tenants_many"); done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((r = 1; r <= rounds; r++)); do
     for c in "${connections[@]}"; do
         run_pgbench "$c" "$r"
-        run_wrk 1 "$c" "$r"
-        run_wrk "$tenants_many" "$c" "$r"
+        for label in "${labels[@]}"; do
+            run_wrk "$label" 1 "$c" "$r"
+            run_wrk "$label" "$tenants_many" "$c" "$r"
+        done
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -207,6 +228,13 @@ rows_pg=$("$pg_bin/psql" "${pg_conn[@]}" -Atq postgres -c 'SELECT count(*) FROM 
 # ---- the report ----
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+side_name() {  # pg | <label><tenants>: "PostgreSQL", "fenec 16t", "before 1t"
+    case $1 in
+        pg) echo PostgreSQL ;;
+        after*) echo "fenec ${1#after}t" ;;
+        before*) echo "before ${1#before}t" ;;
+    esac
+}
 span() {  # values...: "min-max"
     printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {
         if (lo == hi) print lo; else print lo "-" hi }'
@@ -217,6 +245,7 @@ span() {  # values...: "min-max"
     echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nproc) CPUs; load average before $load_before," \
         "after $load_after"
     echo "$node_version (--sync always ${node_args[*]}, loopback TCP); $pg_version ($pg_settings)"
+    [[ -n "$before_bin" ]] && echo "fenec: $node_bin; before: $before_bin (same flags)"
     echo "$rounds rounds of ${seconds}s per measurement after a ${warmup}s warm-up; wrk -t2," \
         "pgbench -M prepared -j2; $rows_pg rows in PostgreSQL at the end. Latencies in us."
     echo
@@ -226,7 +255,7 @@ span() {  # values...: "min-max"
             for s in "${sides[@]}"; do
                 k=$s/$c/$r
                 printf "%-14s %5s %6s %8s %8s %8s %12s\n" \
-                    "$([[ $s == pg ]] && echo PostgreSQL || echo "fenec ${s#fenec}t")" "$c" "$r" \
+                    "$(side_name "$s")" "$c" "$r" \
                     "${result[$k/p50_us]}" "${result[$k/p99_us]}" "${result[$k/rps]}" \
                     "$([[ $s == pg ]] && echo "" || ratio "${result[$k/rps]}" "${result[pg/$c/$r/rps]}")"
             done
@@ -246,7 +275,7 @@ span() {  # values...: "min-max"
                 printf "  c=%-3s %-14s %14s writes/s\n" "$c" PostgreSQL "$(span "${rps[@]}")"
             else
                 lo=$(span "${ratios[@]}" | cut -d- -f1)
-                printf "  c=%-3s %-14s %14s writes/s  %11sx  %s\n" "$c" "fenec ${s#fenec}t" \
+                printf "  c=%-3s %-14s %14s writes/s  %11sx  %s\n" "$c" "$(side_name "$s")" \
                     "$(span "${rps[@]}")" "$(span "${ratios[@]}")" \
                     "$(awk -v v="$lo" 'BEGIN { print (v >= 1.2) ? "MET" : "NOT MET" }')"
             fi
