@@ -92,7 +92,9 @@ void answer_deferred(Node& node, Deferred& d, const engine::Status& synced) {
 void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant& tenant,
                           ql::BlockOutcome o, const Respond& respond,
                           std::optional<BatchPlace> place, Tenant::WriteTicket ticket) {
-    if (!o.landed || o.error || o.durable) {
+    // Only a block run with defer_durable waits here: under --sync <ms> or off (no Syncer) a
+    // write is answered at landing, as the operator chose.
+    if (!node.syncer() || !o.landed || o.error || o.durable) {
         return answer_write(node, *call, tenant, std::move(o), respond, place);
     }
     const engine::Seq seq = o.seq;
