@@ -224,7 +224,8 @@ void Database::when_durable(Seq s, DurableCallback done) {
         return;
     }
     waiters_.push_back(DurableWaiter{s.v, std::move(done)});
-    l.unlock();
+    // Queued under sync_mu_, so close(), which sets syncer_left_ under it before it takes the
+    // database off the Syncer, always finds the entry to remove.
     options_.syncer->queue(this);
 }
 
@@ -239,7 +240,8 @@ void Database::sync_round(Syncer&) {
 }
 
 // Calls every waiter durable_seq_ covers (all of them, with the failure, once latched), outside
-// sync_mu_, and queues the database on its Syncer again when some are left.
+// sync_mu_, and queues the database on its Syncer again when some are left (under sync_mu_, as
+// when_durable does).
 void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l) {
     if (waiters_.empty()) return;
     std::vector<DurableWaiter> done;
@@ -249,11 +251,10 @@ void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l) {
     }
     waiters_ = std::move(left);
     const Status st = failure_ ? latched_locked() : Status::ok();
-    const bool requeue = !waiters_.empty() && options_.syncer && !syncer_left_;
-    if (done.empty() && !requeue) return;
+    if (!waiters_.empty() && options_.syncer && !syncer_left_) options_.syncer->queue(this);
+    if (done.empty()) return;
     l.unlock();
     for (DurableWaiter& w : done) w.done(st);
-    if (requeue) options_.syncer->queue(this);
     l.lock();
 }
 

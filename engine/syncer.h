@@ -38,7 +38,8 @@ public:
     Syncer(const Syncer&) = delete;
     Syncer& operator=(const Syncer&) = delete;
 
-    // Asks for a round of `db`; a database already queued is not queued twice.
+    // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
+    // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
     void queue(Database* db);
     // Drops `db` from the queue and returns once no round runs on it: from its close, after which
     // it is never queued again.
