@@ -66,6 +66,9 @@ help:
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
 	@echo "  make node-bench ARGS=small-vectors   200 tenants of 10 vector<64> rows each: RSS a"
 	@echo "                   tenant without an index, with @hnsw, with a kept graph"
+	@echo "  make node-bench ARGS=writes   durable single-row inserts at 8 and 64 connections, one"
+	@echo "                   tenant and 16, beside PostgreSQL INSERTs under synchronous_commit=on"
+	@echo "                   ($(BUILD)/node-bench-writes.txt)"
 	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
 	@echo "                   follower's /changes event, 300 puts/s for 10 s"
 	@echo "                   ($(BUILD)/node-bench-replication.txt)"
@@ -200,6 +203,7 @@ clean:
 # fenec-node against PostgreSQL 15 in one run (bench/node_bench.sh says what and how): row by id
 # and a filtered get under wrk beside pgbench -S, at 1 and 8 connections, ratios and the issue's
 # goals. wrk and PostgreSQL come from ci/setup-bench, not ci/setup, so CI never installs them.
+# ARGS=writes: durable single-row inserts beside PostgreSQL INSERTs (bench/node_bench_writes.sh).
 .PHONY: node-bench
 node-bench: configure
 ifeq ($(ARGS),image)
@@ -209,6 +213,10 @@ else ifeq ($(ARGS),small-vectors)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_small_vectors.sh $(BUILD)/server/fenec-node \
 	    $(BUILD)/node-bench-small-vectors.txt
+else ifeq ($(ARGS),writes)
+	@bash ci/setup-bench
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench_writes.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench-writes.txt
 else ifeq ($(ARGS),replication)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_replication.sh $(BUILD)/server/fenec-node \

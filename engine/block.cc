@@ -564,9 +564,10 @@ Result<Landed> Block::commit() {
     account_landed(first, last, rec);
     Landed landed{first, last, db.history_.current(), spill_bytes_ + rec.size(), false};
     const SyncPolicy policy = db.options_.sync;
+    const bool defer = options_.defer_durable;
     finish();  // drops the undo log and releases the writer lock
-    // 9. Durability outside the lock.
-    if (policy.kind == SyncPolicy::Kind::every_block) {
+    // 9. Durability outside the lock, unless the caller waits for it (when_durable).
+    if (policy.kind == SyncPolicy::Kind::every_block && !defer) {
         FENEC_RETURN_IF_ERROR(db.wait_durable(last));
         landed.durable = true;
     }

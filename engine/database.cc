@@ -1,10 +1,12 @@
 // engine/database.cc: a database's life: create, open (open.cc, replay.cc), begin, durability
 // and the latch (engine.md §5.4), freeze, limits, history forks, TTL deletes and close.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "engine/database_internal.h"
 #include "engine/flusher.h"
+#include "engine/syncer.h"
 #include "engine/lease_guard.h"
 #include "engine/limits.h"
 
@@ -172,36 +174,88 @@ Status Database::wait_durable(Seq s) {
     std::unique_lock<std::mutex> l(sync_mu_);
     for (;;) {
         if (durable_seq_ >= s.v) return Status::ok();
-        if (failure_) {
-            return Status::error(
-                Code::io_error,
-                "the tenant is read-only after a failed write: " + failure_->to_string(),
-                failure_->detail());
-        }
+        if (failure_) return latched_locked();
         if (syncing_) {
             sync_cv_.wait(l);
             continue;
         }
-        syncing_ = true;
-        const uint64_t target = seq_.load(std::memory_order_acquire);
-        std::shared_ptr<File> file = file_;
-        l.unlock();
-        Status st = file->sync();
-        l.lock();
-        syncing_ = false;
-        if (!st.is_ok()) {
-            if (!failure_) failure_ = st;
-        } else {
-            durable_seq_ = std::max(durable_seq_, target);
-            feed_->durable(Seq{durable_seq_});
-        }
-        sync_cv_.notify_all();
-        if (st.is_ok() && options_.listener) {
-            l.unlock();
-            options_.listener->on_durable(Seq{target});
-            l.lock();
-        }
+        sync_locked(l);
     }
+}
+
+Status Database::latched_locked() const {
+    return Status::error(Code::io_error,
+                         "the tenant is read-only after a failed write: " + failure_->to_string(),
+                         failure_->detail());
+}
+
+// One fsync, sync_mu_ held on entry and on return (dropped around the fsync), `syncing_` clear
+// on entry: durable_seq_ moves to the seq it began at, or the failure latches; then the waiters
+// it settled are called (finish_waiters_locked).
+void Database::sync_locked(std::unique_lock<std::mutex>& l) {
+    syncing_ = true;
+    const uint64_t target = seq_.load(std::memory_order_acquire);
+    std::shared_ptr<File> file = file_;
+    l.unlock();
+    Status st = file->sync();
+    l.lock();
+    syncing_ = false;
+    if (!st.is_ok()) {
+        if (!failure_) failure_ = st;
+    } else {
+        durable_seq_ = std::max(durable_seq_, target);
+        feed_->durable(Seq{durable_seq_});
+    }
+    sync_cv_.notify_all();
+    if (st.is_ok() && options_.listener) {
+        l.unlock();
+        options_.listener->on_durable(Seq{target});
+        l.lock();
+    }
+    finish_waiters_locked(l);
+}
+
+void Database::when_durable(Seq s, DurableCallback done) {
+    std::unique_lock<std::mutex> l(sync_mu_);
+    if (durable_seq_ >= s.v || failure_ || !options_.syncer || syncer_left_) {
+        // Settled now, or no Syncer to settle it later: the caller's thread waits.
+        l.unlock();
+        done(wait_durable(s));
+        return;
+    }
+    waiters_.push_back(DurableWaiter{s.v, std::move(done)});
+    // Queued under sync_mu_, so close(), which sets syncer_left_ under it before it takes the
+    // database off the Syncer, always finds the entry to remove.
+    options_.syncer->queue(this);
+}
+
+// A Syncer's turn (syncer.h): the waiters already covered are called; if any are left and no
+// other sync runs, one fsync for all of them. A sync running elsewhere (a writer in
+// wait_durable, sync_now) calls them as it ends, and queues the database again if it left any.
+void Database::sync_round(Syncer&) {
+    std::unique_lock<std::mutex> l(sync_mu_);
+    finish_waiters_locked(l);
+    if (waiters_.empty() || syncing_) return;
+    sync_locked(l);
+}
+
+// Calls every waiter durable_seq_ covers (all of them, with the failure, once latched), outside
+// sync_mu_, and queues the database on its Syncer again when some are left (under sync_mu_, as
+// when_durable does).
+void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l) {
+    if (waiters_.empty()) return;
+    std::vector<DurableWaiter> done;
+    std::vector<DurableWaiter> left;
+    for (DurableWaiter& w : waiters_) {
+        (failure_ || w.seq <= durable_seq_ ? done : left).push_back(std::move(w));
+    }
+    waiters_ = std::move(left);
+    const Status st = failure_ ? latched_locked() : Status::ok();
+    if (!waiters_.empty() && options_.syncer && !syncer_left_) options_.syncer->queue(this);
+    if (done.empty()) return;
+    l.unlock();
+    for (DurableWaiter& w : done) w.done(st);
+    l.lock();
 }
 
 Status Database::sync() {
@@ -354,6 +408,7 @@ Status Database::sync_now() {
     syncing_ = false;
     if (!st.is_ok() && !failure_) failure_ = st;
     sync_cv_.notify_all();
+    finish_waiters_locked(l);  // the failure's, or a Syncer round skipped while this ran
     return st;
 }
 
@@ -420,9 +475,19 @@ Status Database::close(CloseMode mode) {
     Status result;
     if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
+    if (options_.syncer) {
+        {
+            std::lock_guard<std::mutex> g(sync_mu_);
+            syncer_left_ = true;  // when_durable waits in its caller from here on
+        }
+        options_.syncer->remove(this);
+    }
     std::unique_lock<std::shared_mutex> lock(mu_);
     std::unique_lock<std::mutex> l(sync_mu_);
     while (syncing_) sync_cv_.wait(l);
+    // The sync above covered every waiter, or the latch settles them: none is left uncalled.
+    finish_waiters_locked(l);
+    assert(waiters_.empty());
     file_.reset();
     return result;
 }

@@ -38,6 +38,7 @@ namespace fenec::engine {
 class LandingGate;
 class RateBucket;
 class Flusher;
+class Syncer;
 class Block;
 class ReadView;
 struct ReplayState;
@@ -68,6 +69,9 @@ struct OpenOptions {
     IndexHook* hook = nullptr;
     ChangeListener* listener = nullptr;
     Flusher* flusher = nullptr;     // syncs `interval` databases and sweeps TTL in the background
+    // Runs the fsyncs when_durable asks for (engine/syncer.h); null: when_durable waits in its
+    // caller as wait_durable does.
+    Syncer* syncer = nullptr;
     uint64_t feed_bytes = 64ull << 20;  // the replication feed's bound (engine.md §11)
     // create only: the new file's lineage (0: a random one). An empty copy made to follow a
     // primary takes the primary's (node-http.md §8.7), so it answers lineage checks as one.
@@ -93,6 +97,10 @@ struct BlockOptions {
     // The block's `now` (TTL expiry, at_ms): one statement reads and writes at one instant.
     // Unset: the clock's wall time as the block begins.
     std::optional<int64_t> now_ms = std::nullopt;
+    // Under `every_block`: commit() returns once the block landed (Landed::durable false) rather
+    // than after its fsync, and the caller must not answer for the block before when_durable
+    // (or wait_durable) says an fsync covers it. No effect under the other policies.
+    bool defer_durable = false;
 };
 
 struct Landed {
@@ -239,7 +247,16 @@ public:
     std::optional<ReadView> try_read(std::optional<int64_t> now_ms = std::nullopt) const;
     Result<Block> begin(BlockOptions options = {});
 
+    // Returns once an fsync covers `seq` (the group commit, engine.md §5.4), or with the latch's
+    // io_error.
     Status wait_durable(Seq seq);
+    // As wait_durable, but calls `done` with its outcome instead of returning it: at once on the
+    // caller's thread where `seq` is durable, the database latched, or it has no Syncer;
+    // otherwise later, on a Syncer thread, once the round whose fsync covers `seq` ends. `done`
+    // must be short (it holds up the next round) and must not call back into this database's
+    // sync (when_durable, wait_durable, sync); it is called exactly once, at the latest by close().
+    using DurableCallback = std::function<void(const Status&)>;
+    void when_durable(Seq seq, DurableCallback done);
     Status sync();
     Status checkpoint();
     Status compact();
@@ -302,6 +319,7 @@ private:
     friend class ReadView;
     friend struct ReplayState;
     friend class ImageInstall;
+    friend class Syncer;
     struct Snapshot;
     struct Quota;
     struct Undo;
@@ -320,6 +338,12 @@ private:
     Status append_locked(std::span<const std::byte> record);
     Status append_history_locked(const History& h);
     Status sync_now();  // an fsync outside the writer lock, for a history record
+    // The group commit's parts (database.cc): one fsync and what follows it; a Syncer's round;
+    // the when_durable callbacks a sync settled; the latch as a writer is told of it.
+    void sync_locked(std::unique_lock<std::mutex>& l);
+    void sync_round(Syncer& syncer);
+    void finish_waiters_locked(std::unique_lock<std::mutex>& l);
+    Status latched_locked() const;
     Status apply_block(const FeedEntry& entry);
     Status write_forks_locked(std::vector<Fork> forks);
     Status apply_record(Block& block, uint8_t kind, std::span<const std::byte> body);
@@ -391,6 +415,12 @@ private:
     bool syncing_ = false;
     uint64_t durable_seq_ = 0;
     std::optional<Status> failure_;
+    struct DurableWaiter {
+        uint64_t seq = 0;
+        DurableCallback done;
+    };
+    std::vector<DurableWaiter> waiters_;  // when_durable's, not yet covered
+    bool syncer_left_ = false;            // close() took the database off its Syncer
 
     std::unique_ptr<Feed> feed_;
 };

@@ -49,6 +49,10 @@ inline constexpr size_t ttl_sweep_batch = 1000;
 inline constexpr int64_t flush_interval_ms_min = 1;
 inline constexpr int64_t flush_interval_ms_max = 10'000;
 inline constexpr int64_t flush_interval_ms_default = 250;
+// Syncer threads (engine/syncer.h): fsyncs of different tenants' files in flight at once, so
+// the file system commits them in one journal transaction; past a few they only queue in the
+// device, and each holds a thread while it waits.
+inline constexpr size_t sync_threads = 4;
 // FlatBuffers verifier bounds.
 inline constexpr uint32_t verifier_depth_max = 64;
 inline constexpr uint32_t verifier_tables_max = 1u << 24;

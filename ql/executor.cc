@@ -211,7 +211,8 @@ BlockOutcome Executor::run_writes(std::span<const Item> items, const RunOptions&
         last_write = i;
     }
     engine::Result<engine::Block> begun =
-        db_.begin(engine::BlockOptions{.internal = false, .now_ms = now_of(options)});
+        db_.begin(engine::BlockOptions{
+        .internal = false, .now_ms = now_of(options), .defer_durable = options.defer_durable});
     if (!begun.is_ok()) {
         return failed(engine_error(begun.status(), collection_of(statement_of(items[first_write]))),
                       first_write);

@@ -28,6 +28,10 @@ struct RunOptions {
     // What the run may spend (ql/budget.h), one fresh budget per run_block: passed, the item
     // that passed it is refused with Error::budget and a write block rolls back whole.
     BudgetLimits budget{};
+    // A write block's commit returns once it landed, not after its fsync (engine::BlockOptions::
+    // defer_durable): BlockOutcome::durable may be false, and the caller waits for it
+    // (Database::when_durable) before answering.
+    bool defer_durable = false;
 };
 
 // One statement of a block and its parameters; both must outlive the run_block call.

@@ -96,6 +96,15 @@ struct BatchPlace {
 using Respond = std::function<http::Response(const ql::BlockOutcome&)>;
 void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome outcome,
                   const Respond& respond, std::optional<BatchPlace> place = std::nullopt);
+// answer_write for a block run with ql::RunOptions::defer_durable (--sync always): one that
+// landed and is not yet durable is shaped by `respond` now and answered once an fsync covers it
+// (Database::when_durable, the node's Syncer), from a worker of its tenant's share, its tenant
+// held open and `ticket` held until then; a failed fsync answers 500 "outcome":"unknown". Any
+// other outcome is answered at once. The worker that ran the block goes on to the next request
+// meanwhile, so the writes waiting on one fsync are not bounded by the workers (§2.1).
+void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant& tenant,
+                          ql::BlockOutcome outcome, const Respond& respond,
+                          std::optional<BatchPlace> place, Tenant::WriteTicket ticket);
 
 // lease_admin.cc: POST, GET and DELETE /_admin/lease (§9.2).
 void serve_lease(Node& node, const std::shared_ptr<Call>& call);
@@ -130,5 +139,12 @@ engine::Status store_key(engine::Block& block, KeyedWrite& key, int status,
                          const std::string& body);
 // Releases the key; where its block landed, the table points at the row store_key wrote.
 void finish_key(Tenant& tenant, KeyedWrite& key, bool landed);
+// Whether a write runs with ql::RunOptions::defer_durable and is answered through
+// answer_write_durable: under --sync always (the node has a Syncer), unless it holds an
+// Idempotency-Key, whose claim finish_key releases only once its block is durable, so a retry
+// never replays an answer a power cut could take back.
+inline bool defer_durable(Node& node, const std::optional<KeyedWrite>& key) {
+    return node.syncer() != nullptr && !key;
+}
 
 }  // namespace fenec::node

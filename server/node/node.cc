@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "engine/limits.h"
 #include "json/writer.h"
 #include "server/node/handlers.h"
 #include "server/node/jwt.h"
@@ -302,6 +303,9 @@ std::string Node::prepare() {
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
+    if (sync.kind == engine::SyncPolicy::Kind::every_block) {
+        syncer_ = std::make_unique<engine::Syncer>(engine::limits::sync_threads);
+    }
     // Terms fence promotions and follows with or without --lease; the guard gates only with it.
     leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",
                                        env_.fs, env_.boot_clock);
@@ -317,6 +321,7 @@ std::string Node::prepare() {
     ro.open_max = open_tenants_max(env_.descriptors, options_.max_connections);
     ro.changes_max = options_.changes;
     ro.flusher = flusher_.get();
+    ro.syncer = syncer_.get();
     ro.on_open = [this](Tenant& t) {
         load_idempotency_keys(t);
         return load_quota(*this, t);  // never served without the quota it was given
@@ -718,14 +723,21 @@ http::Response method_refusal(Node& node, const Call& call) {
         .header("Allow", allow);
 }
 
+// The pool shares its workers fairly between keys (workers.h): one per tenant, so a tenant's
+// heavy requests wait behind each other, not in front of another tenant's; 0 for the node's own
+// routes. The pool sees an opaque number only.
+static uint64_t pool_key(const Call& call) {
+    return call.tenant.empty() ? 0 : std::hash<std::string>{}(call.tenant) | 1;
+}
+
 void Node::submit(const std::shared_ptr<Call>& call,
                   std::function<void(const std::shared_ptr<Call>&)> fn) {
-    // The pool shares its workers fairly between keys (workers.h): one per tenant, so a tenant's
-    // heavy requests wait behind each other, not in front of another tenant's; 0 for the
-    // node's own routes. The pool sees an opaque number only.
-    const uint64_t key = call->tenant.empty() ? 0 : std::hash<std::string>{}(call->tenant) | 1;
-    const bool queued = workers_->submit(key, [call, fn = std::move(fn)] { fn(call); });
+    const bool queued = workers_->submit(pool_key(*call), [call, fn = std::move(fn)] { fn(call); });
     if (!queued) answer(*call, refusal(503, "the node's workers are busy", "connections"));
+}
+
+bool Node::submit_task(const Call& call, std::function<void()> fn) {
+    return workers_->submit(pool_key(call), std::move(fn));
 }
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a

@@ -12,6 +12,7 @@
 
 #include "engine/clock.h"
 #include "engine/flusher.h"
+#include "engine/syncer.h"
 #include "engine/io.h"
 #include "json/writer.h"
 #include "server/node/auth.h"
@@ -152,6 +153,11 @@ public:
                 std::function<void(const std::shared_ptr<Call>&)> fn);
     // Work that answers no call directly (a parked request's retry); false when the pool is full.
     bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
+    // As submit_task, under `call`'s tenant's fair share (an answer that waited for its fsync).
+    bool submit_task(const Call& call, std::function<void()> fn);
+    // The group commit's threads for writes answered after their fsync (engine/syncer.h); null
+    // unless --sync always.
+    engine::Syncer* syncer() { return syncer_.get(); }
     server::Timers& timers() { return timers_; }
     StatementCache& statements() { return statements_; }
     // A parked request (parked.h): a drain answers it at once (§1.3).
@@ -213,6 +219,7 @@ private:
     // Before registry_: every tenant it opens holds the guard as its gate, so it goes after them.
     std::unique_ptr<Leases> leases_;
     std::unique_ptr<engine::Flusher> flusher_;
+    std::unique_ptr<engine::Syncer> syncer_;  // before registry_: its databases leave it on close
     std::unique_ptr<Registry> registry_;
     std::unique_ptr<server::WorkerPool> workers_;
     std::unique_ptr<server::HttpServer> server_;

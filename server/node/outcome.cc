@@ -4,6 +4,8 @@
 // dropped its tenant, is in this copy's file while its tenant may have been failed over without
 // it — the client is told the outcome is unknown, with the seq and history to settle it by
 // (§5.6), and never a Fenec-Seq it would take as its own position.
+#include <cassert>
+
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
 #include "server/node/replication.h"
@@ -61,6 +63,55 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
         }
     }
     node.answer(call, respond(o));
+}
+
+namespace {
+
+// A landed write waiting for its fsync: what its answer needs once one covers it.
+struct Deferred {
+    std::shared_ptr<Call> call;
+    std::shared_ptr<Tenant> tenant;  // kept open until answered
+    ql::BlockOutcome outcome;
+    http::Response response;  // shaped as the block landed
+    std::optional<BatchPlace> place;
+    Tenant::WriteTicket ticket;  // until answered (§8.2)
+};
+
+void answer_deferred(Node& node, Deferred& d, const engine::Status& synced) {
+    if (!synced.is_ok()) {  // landed, then its fsync failed: in the file, the outcome unknown
+        d.outcome.error = ql::engine_error(synced, "");
+        d.outcome.answers.clear();
+    }
+    d.outcome.durable = synced.is_ok();
+    answer_write(node, *d.call, *d.tenant, std::move(d.outcome),
+                 [&d](const ql::BlockOutcome&) { return std::move(d.response); }, d.place);
+}
+
+}  // namespace
+
+void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant& tenant,
+                          ql::BlockOutcome o, const Respond& respond,
+                          std::optional<BatchPlace> place, Tenant::WriteTicket ticket) {
+    // Only a block run with defer_durable waits here: under --sync <ms> or off (no Syncer) a
+    // write is answered at landing, as the operator chose.
+    if (!node.syncer() || !o.landed || o.error || o.durable) {
+        return answer_write(node, *call, tenant, std::move(o), respond, place);
+    }
+    const engine::Seq seq = o.seq;
+    http::Response response = respond(o);  // `respond` may hold the caller's frame: shaped now
+    std::shared_ptr<Tenant> held = tenant.self();
+    assert(held);  // the registry makes every tenant through Tenant::make
+    auto d = std::make_shared<Deferred>(Deferred{call, std::move(held), std::move(o),
+                                                 std::move(response), place, std::move(ticket)});
+    // Called on a Syncer thread, which must go on to the next round: the answer (the followers'
+    // streams, the lease check) runs on a worker, or here when the pool refuses it (full, or
+    // stopping), since a landed, durable write must be answered.
+    tenant.db().when_durable(seq, [&node, d](const engine::Status& synced) {
+        if (node.submit_task(*d->call, [&node, d, synced] { answer_deferred(node, *d, synced); })) {
+            return;
+        }
+        answer_deferred(node, *d, synced);
+    });
 }
 
 }  // namespace fenec::node

@@ -108,6 +108,7 @@ engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant
     o.hook = &indexes;
     o.listener = &tenant;
     o.flusher = options_.flusher;
+    o.syncer = options_.syncer;
     if (gated) o.gate = options_.gate;
     o.feed_bytes = options_.feed_bytes;
     // A copy with a `<t>.follows` is a replica (node-http.md §10.1): opened as a follower.
@@ -174,7 +175,7 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
                         "tenant `" +
                             std::string(name) + "` cannot be opened now"};
     }
-    auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
+    auto tenant = Tenant::make(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     auto db = engine::Database::open(path, open_options(name, *tenant, *indexes, true, *follows));
     opening_bytes_ -= 2 * file_bytes;
@@ -256,7 +257,7 @@ engine::Status Registry::create(std::string_view name,
                                      "descriptor budget: tenant `" +
                                          std::string(name) + "` cannot be created now");
     }
-    auto tenant = std::make_shared<Tenant>(std::string(name), options_.changes_max);
+    auto tenant = Tenant::make(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
     engine::OpenOptions oo = open_options(name, *tenant, *indexes, false);
     oo.lineage = lineage;
@@ -507,7 +508,7 @@ engine::Status Registry::OutOfService::install_open(
         indexes = std::move(begun->indexes);
         install = std::move(begun->install);
     } else {
-        tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
+        tenant = Tenant::make(name_, r.options_.changes_max);
         indexes = std::make_unique<index::IndexSet>();
     }
     auto db = engine::Database::install_open(image, incoming, r.path_of(name_), mode,
@@ -539,7 +540,7 @@ std::unique_ptr<BegunInstall> Registry::OutOfService::begin_install(
     std::span<const std::byte> image, std::shared_ptr<const std::byte[]> owner) {
     Registry& r = registry_;
     auto begun = std::make_unique<BegunInstall>();
-    begun->tenant = std::make_shared<Tenant>(name_, r.options_.changes_max);
+    begun->tenant = Tenant::make(name_, r.options_.changes_max);
     begun->indexes = std::make_unique<index::IndexSet>();
     begun->install = std::make_unique<engine::ImageInstall>(
         image, r.path_of(name_), r.open_options(name_, *begun->tenant, *begun->indexes),

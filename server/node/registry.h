@@ -22,6 +22,7 @@
 
 #include "engine/database.h"
 #include "engine/flusher.h"
+#include "engine/syncer.h"
 #include "server/node/tenant.h"
 
 namespace fenec::node {
@@ -44,6 +45,7 @@ struct RegistryOptions {
     size_t open_max = 0;
     size_t changes_max = 4096;         // change-ring entries per tenant
     engine::Flusher* flusher = nullptr;
+    engine::Syncer* syncer = nullptr;  // every tenant's when_durable (engine/syncer.h)
     // Under --lease the node's LeaseGuard (node-http.md §9.4): asked as every write begins and
     // lands. A create's schema asks none (§9.4): create opens the new file without it and closes
     // it, so the first request opens it again behind the gate.

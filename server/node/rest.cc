@@ -67,7 +67,7 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
         return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
     }
-    const Tenant::WriteTicket ticket = t.admit_write();  // until answered (§8.2)
+    Tenant::WriteTicket ticket = t.admit_write();  // until answered (§8.2)
     if (auto r = write_refusal(node, t)) return node.answer(*call, std::move(*r));
     std::optional<http::Response> refusal;
     std::optional<KeyedWrite> key = begin_key(node, *call, t, refusal);
@@ -85,12 +85,17 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
             return store_key(block, *key, r.status, r.body);
         };
     }
-    ql::BlockOutcome o =
-        ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)}, before);
+    // Answered once an fsync covers it, the worker going on meanwhile (answer_write_durable);
+    // a keyed write waits here, so its key is released only once its answer is durable.
+    ql::BlockOutcome o = ex.run_block(
+        items, ql::RunOptions{.budget = statement_budget(node), .defer_durable = defer_durable(node, key)},
+        before);
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
-    answer_write(node, *call, t, std::move(o),
-                 [&](const ql::BlockOutcome& r) { return shaped(node, t, p, r, shape); });
+    answer_write_durable(
+        node, call, t, std::move(o),
+        [&](const ql::BlockOutcome& r) { return shaped(node, t, p, r, shape); }, std::nullopt,
+        std::move(ticket));
 }
 
 void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,

@@ -92,7 +92,8 @@ ql::RunOptions run_options(const Node& node, const Call& call) {
 
 // Runs a write block with the key's row landing in it; the key is released after.
 ql::BlockOutcome run_keyed(const Node& node, const Call& call, Tenant& t, const Statements& s,
-                           std::optional<KeyedWrite>& key, bool store_only_if_written) {
+                           std::optional<KeyedWrite>& key, bool store_only_if_written,
+                           bool defer = false) {
     ql::Executor ex(t.db(), t.indexes());
     const std::vector<ql::Item> items = s.items();
     ql::BeforeCommit before;
@@ -103,7 +104,9 @@ ql::BlockOutcome run_keyed(const Node& node, const Call& call, Tenant& t, const 
         };
     }
     // Its answer goes through answer_write, which waits for the followers' streams (§5.8 step 9).
-    return ex.run_block(items, run_options(node, call), before);
+    ql::RunOptions options = run_options(node, call);
+    options.defer_durable = defer;
+    return ex.run_block(items, options, before);
 }
 
 void count_statements(Node& node, const Statements& s) {
@@ -354,7 +357,7 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (!s->writes) return run_reads(node, call, t, s, ra);
 
     if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
-    const Tenant::WriteTicket ticket = t->admit_write();  // until answered (§8.2)
+    Tenant::WriteTicket ticket = t->admit_write();  // until answered (§8.2)
     if (auto r = write_refusal(node, *t)) return node.answer(*call, std::move(*r));
     if (s->compact && s->parsed.size() > 1) {
         if (call->request.head.header("Idempotency-Key")) {
@@ -371,14 +374,15 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     std::optional<KeyedWrite> key = begin_key(node, *call, *t, refusal);
     if (refusal) return node.answer(*call, std::move(*refusal));
     const uint64_t before = s->compact ? t->db().usage().file_bytes : 0;
-    ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false);
+    // Answered once an fsync covers it, the worker going on meanwhile (answer_write_durable).
+    ql::BlockOutcome o = run_keyed(node, *call, *t, *s, key, false, defer_durable(node, key));
     if (s->compact) count_compact(node, *t, before, o);
     if (key) finish_key(*t, *key, !o.error);
     const std::optional<BatchPlace> place =
         s->batch ? std::optional(BatchPlace{0, o.failed_at}) : std::nullopt;
-    answer_write(node, *call, *t, std::move(o), [&](const ql::BlockOutcome& r) {
+    answer_write_durable(node, call, *t, std::move(o), [&](const ql::BlockOutcome& r) {
         return outcome_response(node, *t, r, s->batch);
-    }, place);
+    }, place, std::move(ticket));
 }
 
 }  // namespace fenec::node

@@ -41,6 +41,14 @@ class ChangeWatcher {
 class Tenant final : public engine::ChangeListener {
   public:
     Tenant(std::string name, size_t ring_max) : name_(std::move(name)), ring_max_(ring_max) {}
+    // How the registry makes one: held by a shared_ptr that self() can be had from, so a write
+    // answered after its fsync keeps its tenant open until it is answered (outcome.cc).
+    static std::shared_ptr<Tenant> make(std::string name, size_t ring_max) {
+        auto t = std::make_shared<Tenant>(std::move(name), ring_max);
+        t->self_ = t;
+        return t;
+    }
+    std::shared_ptr<Tenant> self() const { return self_.lock(); }
 
     const std::string& name() const { return name_; }
     engine::Database& db() { return *db_; }
@@ -144,6 +152,7 @@ class Tenant final : public engine::ChangeListener {
     void wake_watchers();
 
     const std::string name_;
+    std::weak_ptr<Tenant> self_;  // make()'s
     const size_t ring_max_;
     std::atomic<uint64_t> db_memory_{0};
     std::atomic<uint64_t> ring_bytes_{0};  // written under mu_

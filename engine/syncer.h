@@ -1,0 +1,64 @@
+// engine/syncer.h: the group commit's threads for writers that do not wait (engine.md §5.4),
+// owned by whoever wires a process together (the node's main), as the Flusher is.
+//
+// A database opened with a Syncer answers Database::when_durable(seq, done) without blocking its
+// caller: `done` is queued on the database and the database on the Syncer, whose threads take the
+// databases queued in turn and run one sync round on each (Database::sync_round): one fsync covers
+// everything the database had landed when it began, every waiter it covers is called, and the
+// database is queued again if waiters landed while it ran. So each fsync of a file holds every
+// block that landed while the previous one ran, however many writers there are (a worker that
+// waits in wait_durable can hold only as many as there are workers), and the rounds of different
+// databases run at once on up to `threads` threads, so their fsyncs meet in one journal commit of
+// the file system rather than queueing behind each other.
+//
+// Invariant: a database is run by at most one round at a time, and the rounds of one database
+// never overlap with another sync of it (Database keeps its one `syncing_` flag either way).
+// Thread-safe. Databases queue themselves (when_durable, or a round that leaves waiters) and
+// leave on close (remove), before the Syncer is destroyed.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace fenec::engine {
+
+class Database;
+
+class Syncer {
+public:
+    // Starts `threads` threads (at least one; engine::limits::sync_threads is the node's).
+    explicit Syncer(size_t threads);
+    ~Syncer();  // runs the rounds still queued, then joins the threads
+    Syncer(const Syncer&) = delete;
+    Syncer& operator=(const Syncer&) = delete;
+
+    // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
+    // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
+    void queue(Database* db);
+    // Drops `db` from the queue and returns once no round runs on it: from its close, after which
+    // it is never queued again.
+    void remove(Database* db);
+    // Rounds run so far (each at most one fsync).
+    uint64_t rounds() const;
+
+private:
+    void run();
+
+    mutable std::mutex mu_;
+    std::condition_variable work_cv_;  // a database queued, or stopping
+    std::condition_variable idle_cv_;  // a round ended (remove waits on it)
+    std::deque<Database*> queue_;
+    std::unordered_set<Database*> queued_;  // the members of queue_
+    std::unordered_set<Database*> busy_;    // databases a round runs on, outside mu_
+    bool stop_ = false;
+    uint64_t rounds_ = 0;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace fenec::engine

@@ -1,0 +1,331 @@
+// test/engine/group_commit_test.cc: proves the group commit of writers that do not wait
+// (engine.md §5.4; engine/syncer.h, Database::when_durable), on FaultFs:
+// - many concurrent writers whose blocks land with defer_durable are each told once, only after
+//   an fsync covers their block, share fsyncs, and every block told ok is in the file a crash
+//   leaves (only synced bytes kept);
+// - a block that lands while an fsync runs is not covered by it: it is told after the next one;
+// - a failed fsync tells every waiter io_error (the latch), and none of their blocks survives;
+// - close() tells every waiter left, once;
+// - fsyncs of different databases on one Syncer are in flight at once;
+// - without a Syncer, when_durable waits in its caller.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/database.h"
+#include "engine/syncer.h"
+#include "test/support/engine_fixture.h"
+#include "test/support/wait.h"
+
+namespace fenec::test::group_commit_test {
+namespace {
+
+using namespace engine;
+
+constexpr char kPath[] = "/d/t.fenec";
+
+Doc row(int64_t n) {
+    return Doc{{0, Value("w" + std::to_string(n))}, {1, Value(n)}};
+}
+
+// A new database at `path` with collection 1 `a` (name:text, n:int), under every_block.
+std::unique_ptr<Database> create(EngineEnv& env, const std::string& path, Syncer* syncer) {
+    OpenOptions o = env.options();
+    o.syncer = syncer;
+    auto db = Database::create(path, o);
+    EXPECT_TRUE(db.is_ok()) << why(db);
+    if (!db.is_ok()) return nullptr;
+    auto b = (*db)->begin();
+    EXPECT_TRUE(b.is_ok()) << why(b);
+    EXPECT_TRUE(b->create_collection("a", schema_of("name:text, n:int")).is_ok());
+    EXPECT_TRUE(b->commit().is_ok());
+    return std::move(*db);
+}
+
+// One insert of row(n), landed without waiting for its fsync.
+Result<Landed> land(Database& db, int64_t n, DocId& id) {
+    FENEC_ASSIGN_OR_RETURN(Block b, db.begin(BlockOptions{.defer_durable = true}));
+    FENEC_ASSIGN_OR_RETURN(id, b.insert(CollectionId{1}, std::nullopt, row(n)));
+    return b.commit();
+}
+
+// What one waiter was told.
+struct Told {
+    std::atomic<int> calls{0};
+    Status status;
+    bool covered = false;    // durable_seq() covered its seq when told
+    uint64_t syncs = 0;      // FaultFs syncs begun when told
+    uint64_t synced = 0;     // the file's synced bytes when told
+    uint64_t file = 0;       // the file's bytes when told
+};
+
+// The callback that fills `t` as it is told.
+Database::DurableCallback tell(Told& t, Database& db, EngineEnv& env, Seq seq,
+                               const std::string& path) {
+    return [&t, &db, &env, seq, path](const Status& st) {
+        t.status = st;
+        t.covered = db.durable_seq() >= seq;
+        t.syncs = env.fs.syncs();
+        t.synced = env.fs.synced_size(path);
+        t.file = env.fs.contents(path).size();
+        t.calls.fetch_add(1);
+    };
+}
+
+TEST(GroupCommit, ManyWritersAreToldOnceCoveredShareFsyncsAndSurviveACrash) {
+    constexpr int kThreads = 16;
+    constexpr int kPerThread = 8;
+    constexpr int kBlocks = kThreads * kPerThread;
+    EngineEnv env;
+    std::vector<Told> told(kBlocks);  // outlives the database, whose close may still tell them
+    Syncer syncer(4);
+    std::unique_ptr<Database> db = create(env, kPath, &syncer);
+    ASSERT_TRUE(db);
+    env.fs.set_sync_delay(std::chrono::milliseconds(2));
+    std::vector<DocId> ids(kBlocks);
+    std::vector<std::string> errors(kThreads);
+    const uint64_t syncs0 = env.fs.syncs();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kPerThread; ++i) {
+                const int n = t * kPerThread + i;
+                Result<Landed> landed = land(*db, n, ids[n]);
+                if (!landed.is_ok()) {
+                    errors[t] = why(landed);
+                    return;
+                }
+                if (landed->durable) errors[t] = "commit waited for its fsync";
+                // The writer goes on at once: it is told later, on a Syncer thread.
+                db->when_durable(landed->last, tell(told[n], *db, env, landed->last, kPath));
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+    ASSERT_TRUE(wait_until([&] {
+        for (const Told& t : told) {
+            if (t.calls.load() == 0) return false;
+        }
+        return true;
+    })) << "a waiter was never told";
+    env.fs.set_sync_delay(std::chrono::microseconds(0));
+    for (int n = 0; n < kBlocks; ++n) {
+        EXPECT_EQ(told[n].calls.load(), 1) << "block " << n;
+        EXPECT_TRUE(told[n].status.is_ok()) << "block " << n << ": " << why(told[n].status);
+        EXPECT_TRUE(told[n].covered) << "block " << n << " told before durable_seq covered it";
+    }
+    const uint64_t syncs = env.fs.syncs() - syncs0;
+    EXPECT_LT(syncs, uint64_t(kBlocks)) << "no fsync was shared";
+    EXPECT_GE(syncs, 1u);
+    // A power cut now keeps only synced bytes: every block told ok is there.
+    env.fs.crash(FaultFs::CrashMode::synced_only);
+    db.reset();
+    auto re = Database::open(kPath, env.options());
+    ASSERT_TRUE(re.is_ok()) << why(re);
+    ReadView view = (*re)->read();
+    EXPECT_EQ(view.count(CollectionId{1}), uint64_t(kBlocks));
+    for (int n = 0; n < kBlocks; ++n) {
+        auto doc = view.get(CollectionId{1}, ids[n]);
+        ASSERT_TRUE(doc.has_value()) << "block " << n << " was told durable and is gone";
+        EXPECT_EQ(doc->get(1), Value(int64_t{n}));
+    }
+}
+
+TEST(GroupCommit, ABlockLandingWhileAnFsyncRunsIsToldAfterTheNext) {
+    EngineEnv env;
+    Told a, b;
+    Syncer syncer(1);
+    std::unique_ptr<Database> db = create(env, kPath, &syncer);
+    ASSERT_TRUE(db);
+    const uint64_t syncs0 = env.fs.syncs();
+    env.fs.stall_syncs(true);
+    DocId id;
+    Result<Landed> la = land(*db, 1, id);
+    ASSERT_TRUE(la.is_ok()) << why(la);
+    db->when_durable(la->last, tell(a, *db, env, la->last, kPath));
+    ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
+    EXPECT_EQ(a.calls.load(), 0) << "told before its fsync ended";
+    Result<Landed> lb = land(*db, 2, id);
+    ASSERT_TRUE(lb.is_ok()) << why(lb);
+    db->when_durable(lb->last, tell(b, *db, env, lb->last, kPath));
+    env.fs.release_syncs();
+    ASSERT_TRUE(wait_until([&] { return a.calls.load() == 1 && b.calls.load() == 1; }));
+    ASSERT_TRUE(a.status.is_ok()) << why(a.status);
+    ASSERT_TRUE(b.status.is_ok()) << why(b.status);
+    // A was told as the first fsync ended, B's bytes not yet synced; B only after a second.
+    EXPECT_EQ(a.syncs, syncs0 + 1);
+    EXPECT_LT(a.synced, a.file);
+    EXPECT_EQ(b.syncs, syncs0 + 2);
+    EXPECT_EQ(b.synced, b.file);
+}
+
+// The fsync running is a writer's own (a commit that waits, as a keyed write's does): the
+// Syncer's round finds it running and leaves the block to it, and as it ends without covering
+// the block, the block's database is queued again, not forgotten.
+TEST(GroupCommit, ABlockLandingWhileAWritersFsyncRunsIsToldAfterTheNext) {
+    EngineEnv env;
+    Told b;
+    Syncer syncer(1);
+    std::unique_ptr<Database> db = create(env, kPath, &syncer);
+    ASSERT_TRUE(db);
+    env.fs.stall_syncs(true);
+    Status waited;
+    std::thread writer([&] {
+        Result<Block> blk = db->begin();
+        if (!blk.is_ok()) {
+            waited = blk.status();
+            return;
+        }
+        if (auto id = blk->insert(CollectionId{1}, std::nullopt, row(1)); !id.is_ok()) {
+            waited = id.status();
+            return;
+        }
+        waited = blk->commit().status();  // waits through its own fsync
+    });
+    ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
+    DocId id;
+    Result<Landed> lb = land(*db, 2, id);
+    ASSERT_TRUE(lb.is_ok()) << why(lb);
+    db->when_durable(lb->last, tell(b, *db, env, lb->last, kPath));
+    // The Syncer's round for B has run (or will) and found the writer's fsync running.
+    ASSERT_TRUE(wait_until([&] { return syncer.rounds() >= 1; }));
+    env.fs.release_syncs();
+    writer.join();
+    ASSERT_TRUE(waited.is_ok()) << why(waited);
+    ASSERT_TRUE(wait_until([&] { return b.calls.load() == 1; })) << "B was never told";
+    EXPECT_TRUE(b.status.is_ok()) << why(b.status);
+    EXPECT_EQ(b.synced, b.file);
+}
+
+TEST(GroupCommit, AFailedFsyncTellsEveryWaiterTheLatch) {
+    EngineEnv env;
+    std::vector<Told> told(3);
+    Syncer syncer(2);
+    std::unique_ptr<Database> db = create(env, kPath, &syncer);
+    ASSERT_TRUE(db);
+    const std::string acked = dump(*db);
+    env.fs.stall_syncs(true);
+    env.fs.fail_sync(1, ENOSPC);
+    DocId id;
+    for (int n = 0; n < 3; ++n) {
+        Result<Landed> l = land(*db, n, id);
+        ASSERT_TRUE(l.is_ok()) << why(l);
+        db->when_durable(l->last, tell(told[n], *db, env, l->last, kPath));
+        if (n == 0) {
+            ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
+        }
+    }
+    env.fs.release_syncs();
+    ASSERT_TRUE(wait_until([&] {
+        return told[0].calls.load() && told[1].calls.load() && told[2].calls.load();
+    }));
+    for (int n = 0; n < 3; ++n) {
+        EXPECT_EQ(told[n].calls.load(), 1) << n;
+        EXPECT_EQ(told[n].status.code(), Code::io_error) << n << ": " << why(told[n].status);
+        EXPECT_EQ(told[n].status.detail().err_no, ENOSPC) << n;
+        EXPECT_FALSE(told[n].covered) << n;
+    }
+    // Latched: the next waiter is told at once, on the caller's thread, with the first failure.
+    Told late;
+    db->when_durable(db->seq(), tell(late, *db, env, db->seq(), kPath));
+    EXPECT_EQ(late.calls.load(), 1);
+    EXPECT_EQ(late.status.detail().err_no, ENOSPC);
+    EXPECT_FALSE(db->begin().is_ok());
+    env.fs.crash(FaultFs::CrashMode::synced_only);
+    db.reset();
+    auto re = Database::open(kPath, env.options());
+    ASSERT_TRUE(re.is_ok()) << why(re);
+    EXPECT_EQ(dump(**re), acked);
+}
+
+// The Syncer's one thread is held by another database's fsync, so the closing database's round
+// never runs: close() itself must tell its waiter, once, after its own fsync.
+TEST(GroupCommit, CloseTellsEveryWaiterLeftOnce) {
+    EngineEnv env;
+    Told x, y;
+    Syncer syncer(1);
+    std::unique_ptr<Database> dx = create(env, "/d/x.fenec", &syncer);
+    std::unique_ptr<Database> dy = create(env, kPath, &syncer);
+    ASSERT_TRUE(dx && dy);
+    env.fs.stall_syncs(true);
+    DocId id;
+    Result<Landed> lx = land(*dx, 1, id);
+    ASSERT_TRUE(lx.is_ok()) << why(lx);
+    dx->when_durable(lx->last, tell(x, *dx, env, lx->last, "/d/x.fenec"));
+    ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));  // the Syncer's thread, on x
+    Result<Landed> ly = land(*dy, 2, id);
+    ASSERT_TRUE(ly.is_ok()) << why(ly);
+    dy->when_durable(ly->last, tell(y, *dy, env, ly->last, kPath));
+    Status closed;
+    std::thread closer([&] { closed = dy->close(); });
+    EXPECT_TRUE(env.fs.wait_for_stalled_syncs(2, wait_default)) << "close() did not sync";
+    env.fs.release_syncs();
+    closer.join();
+    ASSERT_TRUE(closed.is_ok()) << why(closed);
+    EXPECT_EQ(y.calls.load(), 1);
+    EXPECT_TRUE(y.status.is_ok()) << why(y.status);
+    EXPECT_TRUE(y.covered);
+    EXPECT_EQ(y.synced, y.file);
+    ASSERT_TRUE(wait_until([&] { return x.calls.load() == 1; }));
+}
+
+TEST(GroupCommit, FsyncsOfDifferentDatabasesAreInFlightAtOnce) {
+    constexpr int kDatabases = 4;
+    EngineEnv env;
+    std::vector<Told> told(kDatabases);
+    Syncer syncer(kDatabases);
+    std::vector<std::unique_ptr<Database>> dbs;
+    std::vector<std::string> paths;
+    for (int i = 0; i < kDatabases; ++i) {
+        paths.push_back("/d/t" + std::to_string(i) + ".fenec");
+        dbs.push_back(create(env, paths.back(), &syncer));
+        ASSERT_TRUE(dbs.back());
+    }
+    env.fs.stall_syncs(true);
+    DocId id;
+    for (int i = 0; i < kDatabases; ++i) {
+        Result<Landed> l = land(*dbs[i], i, id);
+        ASSERT_TRUE(l.is_ok()) << why(l);
+        dbs[i]->when_durable(l->last, tell(told[i], *dbs[i], env, l->last, paths[i]));
+    }
+    // One fsync per database, all begun before any ended: the file system may join them.
+    EXPECT_TRUE(env.fs.wait_for_stalled_syncs(kDatabases, wait_default));
+    env.fs.release_syncs();
+    ASSERT_TRUE(wait_until([&] {
+        for (const Told& t : told) {
+            if (t.calls.load() == 0) return false;
+        }
+        return true;
+    }));
+    for (int i = 0; i < kDatabases; ++i) {
+        EXPECT_TRUE(told[i].status.is_ok()) << i << ": " << why(told[i].status);
+        EXPECT_EQ(told[i].synced, told[i].file) << i;
+    }
+}
+
+TEST(GroupCommit, WithoutASyncerTheCallerWaits) {
+    EngineEnv env;
+    std::unique_ptr<Database> db = create(env, kPath, nullptr);
+    ASSERT_TRUE(db);
+    Told t;
+    DocId id;
+    Result<Landed> l = land(*db, 1, id);
+    ASSERT_TRUE(l.is_ok()) << why(l);
+    EXPECT_FALSE(l->durable);
+    db->when_durable(l->last, tell(t, *db, env, l->last, kPath));
+    EXPECT_EQ(t.calls.load(), 1);
+    EXPECT_TRUE(t.status.is_ok()) << why(t.status);
+    EXPECT_TRUE(t.covered);
+    EXPECT_EQ(t.synced, t.file);
+}
+
+}  // namespace
+}  // namespace fenec::test::group_commit_test
