@@ -66,6 +66,10 @@ help:
 	@echo "                   and PUT onto another (curl); report in $(BUILD)/node-bench-image.txt"
 	@echo "  make node-bench ARGS=small-vectors   200 tenants of 10 vector<64> rows each: RSS a"
 	@echo "                   tenant without an index, with @hnsw, with a kept graph"
+	@echo "  make node-bench ARGS=tenants   100 000 tenants created and written on one node, then"
+	@echo "                   each read cold (opening it) and warm, twice: RSS, tenants open,"
+	@echo "                   cold and warm p50/p99; a vector<64> @hnsw variant of 10 000"
+	@echo "                   ($(BUILD)/node-bench-tenants.txt)"
 	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
 	@echo "                   follower's /changes event, 300 puts/s for 10 s"
 	@echo "                   ($(BUILD)/node-bench-replication.txt)"
@@ -207,6 +211,9 @@ else ifeq ($(ARGS),small-vectors)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_small_vectors.sh $(BUILD)/server/fenec-node \
 	    $(BUILD)/node-bench-small-vectors.txt
+else ifeq ($(ARGS),tenants)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench_tenants.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench-tenants.txt
 else ifeq ($(ARGS),replication)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_replication.sh $(BUILD)/server/fenec-node \
