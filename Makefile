@@ -69,6 +69,10 @@ help:
 	@echo "  make node-bench ARGS=writes   durable single-row inserts at 8 and 64 connections, one"
 	@echo "                   tenant and 16, beside PostgreSQL INSERTs under synchronous_commit=on"
 	@echo "                   ($(BUILD)/node-bench-writes.txt)"
+	@echo "  make node-bench ARGS=tenants   100 000 tenants created and written on one node, then"
+	@echo "                   each read cold (opening it) and warm, twice: RSS, tenants open,"
+	@echo "                   cold and warm p50/p99; a vector<64> @hnsw variant of 10 000"
+	@echo "                   ($(BUILD)/node-bench-tenants.txt)"
 	@echo "  make node-bench ARGS=replication   replication lag p50/p99 from a primary's 200 to its"
 	@echo "                   follower's /changes event, 300 puts/s for 10 s"
 	@echo "                   ($(BUILD)/node-bench-replication.txt)"
@@ -217,6 +221,9 @@ else ifeq ($(ARGS),writes)
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_writes.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench-writes.txt
+else ifeq ($(ARGS),tenants)
+	ninja -C $(BUILD) -j$(JOBS) fenec-node
+	bash bench/node_bench_tenants.sh $(BUILD)/server/fenec-node $(BUILD)/node-bench-tenants.txt
 else ifeq ($(ARGS),replication)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node
 	bash bench/node_bench_replication.sh $(BUILD)/server/fenec-node \

@@ -73,6 +73,11 @@ struct OpenOptions {
     // caller as wait_durable does.
     Syncer* syncer = nullptr;
     uint64_t feed_bytes = 64ull << 20;  // the replication feed's bound (engine.md §11)
+    // The caller knows every byte of the file is durable already (the node synced and closed it
+    // itself, and it has not grown since: Registry's closed-durable mark): the open does not
+    // sync it again, a device flush of 3-18 ms on a file with nothing to write. A torn tail cut
+    // is synced whatever this says.
+    bool file_durable = false;
     // create only: the new file's lineage (0: a random one). An empty copy made to follow a
     // primary takes the primary's (node-http.md §8.7), so it answers lineage checks as one.
     LineageId lineage;

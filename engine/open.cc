@@ -122,7 +122,7 @@ Status Database::adopt_file(ReplayState& replay, std::unique_ptr<File> file, uin
     file_ = std::move(file);
     file_bytes_ = read_only_ ? size : end;
     if (!read_only_) {
-        FENEC_RETURN_IF_ERROR(file_->sync());
+        if (replay.cut_at || !options_.file_durable) FENEC_RETURN_IF_ERROR(file_->sync());
         Status gone = fs_->remove(path_ + ".rewrite");
         gone.ignore();  // usually there is none
     }

@@ -16,6 +16,9 @@ constexpr int64_t open_failure_kept_ms = 10'000;  // §11: a damaged file is not
 // often `leave` is asked again (a stream or held request that arrived between two asks).
 constexpr int64_t take_out_poll_ms = 5;
 constexpr int64_t leave_repeat_ms = 250;
+// Closed-durable marks kept (Registry::closed_durable_): about 100 bytes each, so at most ~100 MB
+// for a million tenants closed; past it a closed tenant's next open syncs its file as before.
+constexpr size_t closed_durable_max = 1 << 20;
 
 }  // namespace
 
@@ -177,7 +180,9 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     }
     auto tenant = Tenant::make(std::string(name), options_.changes_max);
     auto indexes = std::make_unique<index::IndexSet>();
-    auto db = engine::Database::open(path, open_options(name, *tenant, *indexes, true, *follows));
+    engine::OpenOptions oo = open_options(name, *tenant, *indexes, true, *follows);
+    oo.file_durable = take_closed_durable(name, file_bytes);
+    auto db = engine::Database::open(path, oo);
     opening_bytes_ -= 2 * file_bytes;
     if (!db.is_ok()) {
         if (db.status().code() == engine::Code::not_found) {
@@ -247,6 +252,10 @@ engine::Status Registry::create(std::string_view name,
         slot_lock.unlock();
     }
     const std::string path = path_of(name);
+    {
+        std::lock_guard lock(mu_);
+        closed_durable_.erase(std::string(name));
+    }
     if (slot->tenant || file_exists(name)) {
         return engine::Status::error(engine::Code::already_exists,
                                      "tenant `" + std::string(name) + "` exists");
@@ -378,6 +387,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         }
         slot->out = true;
         tenant = slot->tenant;
+        closed_durable_.erase(std::string(name));  // whatever comes back is another file
     }
     auto out = std::unique_ptr<OutOfService>(
         new OutOfService(*this, slot, std::move(slot_lock), std::string(name)));
@@ -551,7 +561,28 @@ std::unique_ptr<BegunInstall> Registry::OutOfService::begin_install(
 void Registry::close_tenant(const std::shared_ptr<Tenant>& t, engine::CloseMode mode) {
     std::unique_ptr<engine::Database> db = t->detach_db();
     if (!db) return;
-    (void)db->close(mode);
+    // Nothing landed since it opened: the file is as the open found it, and a checkpoint would
+    // rewrite it (a side file, two fsyncs, a rename) for nothing: a tenant only read paid that
+    // on each close, on a cold read's path when the descriptor budget evicted one for it.
+    const bool stays = mode == engine::CloseMode::checkpoint;
+    if (stays && db->seq() == t->opened_seq()) mode = engine::CloseMode::plain;
+    const bool healthy = !db->failure();
+    const bool closed = db->close(mode).is_ok();
+    if (!stays || !healthy || !closed || db->failure()) return;
+    // Closed synced by this process: durable as it is now, so its next open need not sync it.
+    auto size = options_.fs->file_size(path_of(t->name()));
+    if (!size.is_ok()) return;
+    std::lock_guard lock(mu_);
+    if (closed_durable_.size() < closed_durable_max) closed_durable_[t->name()] = *size;
+}
+
+bool Registry::take_closed_durable(std::string_view name, uint64_t file_bytes) {
+    std::lock_guard lock(mu_);
+    auto it = closed_durable_.find(name);
+    if (it == closed_durable_.end()) return false;
+    const bool same = it->second == file_bytes;  // grown or cut since: not the file it closed
+    closed_durable_.erase(it);
+    return same;
 }
 
 // Closes one tenant nobody holds: the least recently used one (past the idle timeout when

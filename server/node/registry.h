@@ -284,8 +284,13 @@ private:
                                      std::optional<bool> follows = std::nullopt) const;
     // `checkpoint` for a tenant that stays on disk (idle, memory, shutdown: it reopens faster);
     // `plain` for one taken out of service, whose file is about to be deleted or replaced.
+    // A tenant closed with `checkpoint` and nothing landed since it opened is closed plain (its
+    // file is as its open found it); one closed so, synced and healthy, is marked durable.
     void close_tenant(const std::shared_ptr<Tenant>& t,
                       engine::CloseMode mode = engine::CloseMode::checkpoint);
+    // Whether `name` was marked durable at its close with a file of `file_bytes` (its size now);
+    // the mark is taken either way (one open uses it).
+    bool take_closed_durable(std::string_view name, uint64_t file_bytes);
     void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
     int64_t now_ms() const { return options_.clock->wall_ms(); }
@@ -297,6 +302,11 @@ private:
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
     std::atomic<uint64_t> arriving_bytes_{0};  // images received into memory so far (ArrivingCharge)
     std::atomic<uint64_t> closes_[4] = {};
+    // Tenants this process closed after a sync, by name: the file's size then. Every byte of such
+    // a file is durable while its size is unchanged (only this node writes its data directory,
+    // and a file replaced goes through take_out or create, which drop the mark), so its next open
+    // skips the engine's sync (OpenOptions::file_durable). Under mu_.
+    std::map<std::string, uint64_t, std::less<>> closed_durable_;
 };
 
 }  // namespace fenec::node

@@ -12,6 +12,7 @@ void Tenant::attach(std::unique_ptr<index::IndexSet> indexes,
                     std::unique_ptr<engine::Database> db) {
     indexes_ = std::move(indexes);
     db_ = std::move(db);
+    opened_seq_ = db_->seq();
     std::lock_guard lock(mu_);
     floor_ = db_->seq();  // a tenant just opened holds no ring before its seq at open (§5.4)
 }

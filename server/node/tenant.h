@@ -57,6 +57,9 @@ class Tenant final : public engine::ChangeListener {
     // Set once by the registry as it opens the tenant, before anyone else sees it.
     void attach(std::unique_ptr<index::IndexSet> indexes, std::unique_ptr<engine::Database> db);
     std::unique_ptr<engine::Database> detach_db() { return std::move(db_); }
+    // The database's seq as it was attached: a close that finds it unchanged has nothing to
+    // checkpoint (Registry::close_tenant).
+    engine::Seq opened_seq() const { return opened_seq_; }
 
     // engine::ChangeListener. on_block: under the writer lock; only enqueues. Both wake every
     // watcher: held requests run again at landing, streams and Fenec-After reads look again once
@@ -163,6 +166,7 @@ class Tenant final : public engine::ChangeListener {
     mutable std::mutex mu_;
     std::deque<ChangeEntry> ring_;
     engine::Seq floor_;  // the ring holds every block after this seq
+    engine::Seq opened_seq_;  // set by attach, before anyone else sees the tenant
     std::vector<std::weak_ptr<ChangeWatcher>> watchers_;
 
     mutable std::mutex held_mu_;

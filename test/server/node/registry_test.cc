@@ -2,7 +2,10 @@
 // (node-http.md §8.1, §8.3, §11), in process: while out, every request finds the tenant absent
 // at once; references still held past the bound leave it served and untouched (a delete's 409);
 // released references let it close, and its files go or an image comes in its place, verified
-// and checked before the rename; the `.frozen` mark is applied as a tenant opens.
+// and checked before the rename; the `.frozen` mark is applied as a tenant opens. And what a
+// close and the next open write (on a FaultFs that counts): a tenant only read is closed without
+// a rewrite, and one this process closed synced reopens without a sync, unless its file may have
+// changed since.
 #include "server/node/registry.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +17,8 @@
 #include <thread>
 
 #include "test/server/node/node_fixture.h"
+#include "test/support/engine_fixture.h"
+#include "test/support/fault_fs.h"
 
 namespace fenec::node::registry_test {
 namespace {
@@ -219,6 +224,119 @@ TEST(RegistryBudget, WalksOverTheOpenTenantsAreNotUses) {
     compactor.join();
     EXPECT_EQ(failed, 0) << first_failure;
     EXPECT_LE(r.open_count(), 3u);
+}
+
+// ---- closes and reopens (issue 18: a cold read paid a checkpoint and two device flushes) ----
+
+using fenec::test::FaultFs;
+
+RegistryOptions options_on(FaultFs& fs, const engine::Clock& clock) {
+    RegistryOptions o;
+    o.data_dir = "/data";
+    o.fs = &fs;
+    o.clock = &clock;
+    o.close_idle_ms = 1;  // with HurryingClock: every sweep closes every tenant not held
+    return o;
+}
+
+engine::Status land_collection(engine::Database& db, std::string_view name) {
+    auto b = db.begin();
+    if (!b.is_ok()) return b.status();
+    if (auto c = b->create_collection(name, fenec::test::schema_of("n:int")); !c.is_ok()) {
+        return c.status();
+    }
+    return b->commit().status();
+}
+
+void create_with_collection(Registry& r, const std::string& name) {
+    engine::LineageId lineage;
+    ASSERT_TRUE(r.create(name, [](Tenant& t) { return land_collection(t.db(), "docs"); }, lineage)
+                    .is_ok());
+}
+
+// Closed after a write, a tenant is checkpointed (rewritten: a rename); opened and only read, it
+// is closed as its open found it: no rename, no append, no sync.
+TEST(RegistryClose, ATenantOnlyReadIsClosedWithoutARewrite) {
+    FaultFs fs;
+    HurryingClock clock;
+    Registry r(options_on(fs, clock));
+    create_with_collection(r, "acme");
+    const uint64_t renames = fs.renames();
+    r.sweep();
+    ASSERT_EQ(r.open_count(), 0u);
+    EXPECT_GT(fs.renames(), renames);  // a block landed since it opened: checkpointed
+
+    Acquired a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant) << a.message;
+    EXPECT_EQ(a.tenant->db().usage().collections, 1u);
+    a.tenant.reset();
+    const uint64_t renames_read = fs.renames(), appends = fs.appends(), syncs = fs.syncs();
+    r.sweep();
+    ASSERT_EQ(r.open_count(), 0u);
+    EXPECT_EQ(fs.renames(), renames_read);
+    EXPECT_EQ(fs.appends(), appends);
+    EXPECT_EQ(fs.syncs(), syncs);
+}
+
+// A tenant this registry closed synced reopens without syncing its file again, and what it serves
+// then survives a power cut.
+TEST(RegistryClose, ATenantClosedSyncedReopensWithoutASync) {
+    FaultFs fs;
+    HurryingClock clock;
+    Registry r(options_on(fs, clock));
+    create_with_collection(r, "acme");
+    r.sweep();
+    ASSERT_EQ(r.open_count(), 0u);
+    for (int round = 0; round < 2; ++round) {  // closed with a checkpoint, then closed plain
+        const uint64_t syncs = fs.syncs();
+        Acquired a = r.acquire("acme");
+        ASSERT_TRUE(a.tenant) << a.message;
+        EXPECT_EQ(fs.syncs(), syncs) << "round " << round;
+        a.tenant.reset();
+        r.sweep();
+        ASSERT_EQ(r.open_count(), 0u);
+    }
+    fs.crash(FaultFs::CrashMode::synced_only);
+    Acquired a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant) << a.message;
+    EXPECT_EQ(a.tenant->db().usage().collections, 1u);
+}
+
+// The mark goes with whatever may have changed the file: a take_out (a delete, an install), and
+// a file of another size than it was closed with (another writer). Either way the open syncs.
+TEST(RegistryClose, AFileThatMayHaveChangedIsSyncedAsItOpens) {
+    FaultFs fs;
+    HurryingClock clock;
+    Registry r(options_on(fs, clock));
+    create_with_collection(r, "acme");
+    r.sweep();
+    ASSERT_EQ(r.open_count(), 0u);
+    {
+        Registry::TakenOut t = r.take_out("acme", 1000, {});
+        ASSERT_TRUE(t.out) << t.message;
+    }  // back in service, the same file
+    uint64_t syncs = fs.syncs();
+    Acquired a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant) << a.message;
+    EXPECT_GT(fs.syncs(), syncs);
+    a.tenant.reset();
+    r.sweep();
+    ASSERT_EQ(r.open_count(), 0u);
+
+    {  // another registry over the same files writes it while this one has it closed
+        Registry other(options_on(fs, clock));
+        Acquired b = other.acquire("acme");
+        ASSERT_TRUE(b.tenant) << b.message;
+        ASSERT_TRUE(land_collection(b.tenant->db(), "more").is_ok());
+        b.tenant.reset();
+        other.sweep();
+        ASSERT_EQ(other.open_count(), 0u);
+    }
+    syncs = fs.syncs();
+    a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant) << a.message;
+    EXPECT_GT(fs.syncs(), syncs);
+    EXPECT_EQ(a.tenant->db().usage().collections, 2u);
 }
 
 }  // namespace
