@@ -251,7 +251,7 @@ class RelaySink final : public server::CallSink {
   public:
     RelaySink(Router& router, std::shared_ptr<server::Exchange> exchange, Router::Answering a,
               Forwarding f, std::string tenant, std::string region,
-              std::vector<std::string> routers, size_t at, bool head_only)
+              std::vector<std::string> routers, size_t at, bool head_only, bool resendable)
         : router_(router),
           exchange_(std::move(exchange)),
           a_(std::move(a)),
@@ -260,7 +260,8 @@ class RelaySink final : public server::CallSink {
           region_(std::move(region)),
           routers_(std::move(routers)),
           at_(at),
-          head_only_(head_only) {}
+          head_only_(head_only),
+          resendable_(resendable) {}
 
     void on_answer(server::Answer answer) override {
         http::Response r = passed_back(answer, a_.request_id);
@@ -287,7 +288,11 @@ class RelaySink final : public server::CallSink {
         exchange_->reply(std::move(r));
     }
     void on_failure(server::CallError failure) override {
-        if (failure.failure == server::CallFailure::unreachable) {
+        // §11.4: a router that cannot be reached passes the relay to the next; so does one that
+        // ended the connection without an answer, when the request is harmless to run twice
+        // (GET, HEAD, OPTIONS, or a write with an Idempotency-Key).
+        if (failure.failure == server::CallFailure::unreachable ||
+            (failure.failure == server::CallFailure::may_have_run && resendable_)) {
             return router_.forward_to_region(std::move(f_), std::move(exchange_), std::move(a_),
                                              std::move(tenant_), std::move(region_),
                                              std::move(routers_), at_ + 1);
@@ -316,6 +321,7 @@ class RelaySink final : public server::CallSink {
     std::vector<std::string> routers_;
     size_t at_;
     bool head_only_;
+    bool resendable_;  // the call's resend_after_sent
 };
 
 // Fenec-Wait's value with `spent_ms` taken off (a held request resent after a cut keeps what is
@@ -518,8 +524,10 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
     out.body = f.request->body;
     http::write_request(out, up.bytes);
     const bool head_only = up.head_only;
+    const bool resendable = up.resend_after_sent;
     auto sink = std::make_shared<RelaySink>(*this, exchange, a, std::move(f), std::move(tenant),
-                                            std::move(region), std::move(routers), at, head_only);
+                                            std::move(region), std::move(routers), at, head_only,
+                                            resendable);
     std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
     std::weak_ptr<server::RingCall> weak = call;
     exchange->on_close([weak] {
