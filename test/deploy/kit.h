@@ -202,6 +202,12 @@ class Process {
                 envs.emplace_back(v);
             }
         }
+        // Made before the fork: the child of a process with threads may not allocate.
+        std::vector<char*> a, e;
+        for (auto& s : argv) a.push_back(s.data());
+        a.push_back(nullptr);
+        for (auto& s : envs) e.push_back(s.data());
+        e.push_back(nullptr);
         pid_ = ::fork();
         if (pid_ == 0) {
             ::dup2(out[1], 1);
@@ -210,11 +216,6 @@ class Process {
             if (err >= 0) ::dup2(err, 2);
             ::close(out[0]);
             ::close(out[1]);
-            std::vector<char*> a, e;
-            for (auto& s : argv) a.push_back(s.data());
-            a.push_back(nullptr);
-            for (auto& s : envs) e.push_back(s.data());
-            e.push_back(nullptr);
             ::execve(a[0], a.data(), e.data());
             ::_exit(127);
         }

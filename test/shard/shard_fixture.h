@@ -26,6 +26,11 @@ public:
         if (::pipe(out) != 0) return;
         std::vector<std::string> args = {FENEC_SHARD_BIN, "--listen", "127.0.0.1:0", "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
+        // Made before the fork: the child of a process with threads may not allocate (a lock
+        // another thread held at the fork stays held in the child: seen under ASan).
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid_ = ::fork();
         if (pid_ == 0) {
             ::dup2(out[1], 1);
@@ -35,9 +40,6 @@ public:
             }
             ::close(out[0]);
             ::close(out[1]);
-            std::vector<char*> argv;
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
             ::execv(argv[0], argv.data());
             ::_exit(127);
         }

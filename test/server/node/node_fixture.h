@@ -181,6 +181,10 @@ public:
         std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                          "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
+        // Made before the fork: the child of a process with threads may not allocate.
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid_ = ::fork();
         if (pid_ == 0) {
             ::dup2(out[1], 1);
@@ -192,9 +196,6 @@ public:
             ::close(out[0]);
             ::close(out[1]);
             if (child_setup) child_setup();
-            std::vector<char*> argv;
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
             ::execv(argv[0], argv.data());
             ::_exit(127);
         }
