@@ -59,6 +59,19 @@ constexpr uint64_t head_length_kept_max = 64ull << 20;
 
 using Forwarding = Router::Forwarding;
 
+// The answer's head as the client gets it: hop-by-hop and the router's own fields dropped (§5.6).
+http::Response passed_back(server::Answer& answer, const std::string& request_id) {
+    http::Response r;
+    r.status = answer.status;
+    r.content_type = "";
+    r.headers.reserve(answer.headers.size() + 1);
+    for (auto& [name, value] : answer.headers) {
+        if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
+    }
+    r.header("X-Request-Id", request_id);
+    return r;
+}
+
 // One forward: the client's request kept for a resend, the call, and what its answer goes to.
 class ForwardSink final : public server::CallSink,
                           public Cuttable,
@@ -93,14 +106,7 @@ class ForwardSink final : public server::CallSink,
             router_.ask_again_for_lease(node_, f_, exchange_, a_)) {
             return;
         }
-        http::Response r;
-        r.status = answer.status;
-        r.content_type = "";
-        r.headers.reserve(answer.headers.size() + 1);
-        for (auto& [name, value] : answer.headers) {
-            if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
-        }
-        r.header("X-Request-Id", a_.request_id);
+        http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);
         const std::string& peer = f_.request->peer;
         if (answer.stream) {
@@ -230,19 +236,6 @@ std::string relayed_for(const server::Request& request, std::string_view request
         }
     }
     return "";
-}
-
-// The answer's head as the client gets it: hop-by-hop and the router's own fields dropped (§5.6).
-http::Response passed_back(server::Answer& answer, const std::string& request_id) {
-    http::Response r;
-    r.status = answer.status;
-    r.content_type = "";
-    r.headers.reserve(answer.headers.size() + 1);
-    for (auto& [name, value] : answer.headers) {
-        if (!dropped_answer_header(name)) r.header(std::move(name), std::move(value));
-    }
-    r.header("X-Request-Id", request_id);
-    return r;
 }
 
 // A request relayed to a region's router (§11.6): its answer passed back as a node's is; a
