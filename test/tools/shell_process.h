@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fenec::test::shell {
@@ -25,25 +27,46 @@ struct Ran {
     std::string out, err;
 };
 
-inline std::vector<char*> argv_of(std::vector<std::string>& args) {
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    return argv;
-}
+// `fenec <args>` in `dir`, made whole before the fork: the child of a process with threads
+// (a sanitizer's among them) must not allocate between fork and exec, since a lock held at the
+// fork stays held in the child. The environment is this process's, with HOME set to `dir`,
+// FENEC_TOKEN removed and `env` (then `extra`) set over it.
+class Exec {
+  public:
+    Exec(const std::vector<std::string>& args, const std::string& dir,
+         const std::vector<std::pair<std::string, std::string>>& env,
+         const std::vector<std::pair<std::string, std::string>>& extra = {})
+        : dir_(dir) {
+        args_.push_back(FENEC_CLI_BIN);
+        args_.insert(args_.end(), args.begin(), args.end());
+        std::vector<std::pair<std::string, std::string>> set = {{"HOME", dir}};
+        set.insert(set.end(), env.begin(), env.end());
+        set.insert(set.end(), extra.begin(), extra.end());
+        for (char** e = environ; *e != nullptr; ++e) {
+            const std::string_view kv = *e;
+            const std::string_view key = kv.substr(0, kv.find('='));
+            bool replaced = key == "FENEC_TOKEN";
+            for (const auto& [k, v] : set) replaced = replaced || key == k;
+            if (!replaced) env_.emplace_back(kv);
+        }
+        for (const auto& [k, v] : set) env_.push_back(k + "=" + v);
+        for (std::string& a : args_) argv_.push_back(a.data());
+        argv_.push_back(nullptr);
+        for (std::string& e : env_) envp_.push_back(e.data());
+        envp_.push_back(nullptr);
+    }
+    // In the child: the folder, then the binary; nothing allocated.
+    [[noreturn]] void run() const {
+        if (::chdir(dir_.c_str()) != 0) ::_exit(126);
+        ::execve(argv_[0], argv_.data(), envp_.data());
+        ::_exit(127);
+    }
 
-// In the child: the folder, HOME, the environment asked, then the binary.
-[[noreturn]] inline void exec_fenec(std::vector<std::string> args, const std::string& dir,
-                                    const std::vector<std::pair<std::string, std::string>>& env) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    ::setenv("HOME", dir.c_str(), 1);
-    ::unsetenv("FENEC_TOKEN");
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    args.insert(args.begin(), FENEC_CLI_BIN);
-    std::vector<char*> argv = argv_of(args);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-}
+  private:
+    std::string dir_;
+    std::vector<std::string> args_, env_;
+    std::vector<char*> argv_, envp_;
+};
 
 inline int wait_status(pid_t pid) {
     int st = 0;
@@ -57,12 +80,13 @@ inline Ran run_fenec(const std::vector<std::string>& args, const std::string& in
                      const std::vector<std::pair<std::string, std::string>>& env = {}) {
     int in[2], out[2], err[2];
     if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) return {};
+    const Exec exec(args, dir, env);
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
-        exec_fenec(args, dir, env);
+        exec.run();
     }
     ::close(in[0]);
     ::close(out[1]);
@@ -115,11 +139,9 @@ class PtyFenec {
         winsize ws{};
         ws.ws_row = 24;
         ws.ws_col = 80;
+        const Exec exec(args, dir, env, {{"TERM", "xterm"}});
         pid_ = ::forkpty(&master_, nullptr, nullptr, &ws);
-        if (pid_ == 0) {
-            ::setenv("TERM", "xterm", 1);
-            exec_fenec(args, dir, env);
-        }
+        if (pid_ == 0) exec.run();
     }
     ~PtyFenec() {
         if (pid_ > 0) {
