@@ -22,6 +22,7 @@
   let last = null;     // the last metrics sample: {at, requests, errors, buckets}
   const series = { rps: [], p99: [], errors: [] };
   const chosen = new Map();  // tenant -> the node picked in its "move to" list
+  const regionOf = new Map();  // node -> its region ('' for none), as the last refresh read them
 
   class Refused extends Error {}
 
@@ -214,10 +215,15 @@
     if (body.contains(document.activeElement) && document.activeElement.tagName === 'SELECT') return;
     const sizes = new Map(status.tenants.map((t) => [t.name, t.bytes]));
     const standbys = new Set(nodes.filter((n) => n.standby_of).map((n) => n.name));
+    regionOf.clear();
+    for (const n of nodes) regionOf.set(n.name, n.region || '');
     fill(body, tenants.map((t) => {
       const targets = nodes.map((n) => n.name).filter((n) => n !== t.node && !standbys.has(n));
+      // A node of another region is named with it: moving there is a move across regions.
+      const label = (n) => regionOf.get(n) !== regionOf.get(t.node) && regionOf.get(n)
+        ? n + ' (' + regionOf.get(n) + ')' : n;
       const select = el('select', { class: 'move-to', 'aria-label': 'move ' + t.name + ' to' },
-        ...targets.map((n) => el('option', { value: n, text: n })));
+        ...targets.map((n) => el('option', { value: n, text: label(n) })));
       if (targets.includes(chosen.get(t.name))) select.value = chosen.get(t.name);
       select.addEventListener('change', () => chosen.set(t.name, select.value));
       const button = el('button', { type: 'button', class: 'move', text: 'Move' });
@@ -390,15 +396,23 @@
     refresh();
   }
 
+  // A move to a node of another region names that region too (the router refuses it otherwise,
+  // 409): its replica is then placed again there.
   async function move(tenant, from, to) {
     if (!to) return;
+    const region = regionOf.get(to) || '';
+    const across = region !== (regionOf.get(from) || '');
     const ok = await confirmAction('Move ' + tenant + '?',
-      'Tenant ' + tenant + ' moves from ' + from + ' to ' + to + '. Its writes pause while it is ' +
-      'frozen and its image is copied.', 'Move to ' + to);
+      'Tenant ' + tenant + ' moves from ' + from + ' to ' + to +
+      (across ? ', out of ' + (regionOf.get(from) ? 'region ' + regionOf.get(from) : 'the unnamed region') +
+                ' into ' + (region ? 'region ' + region : 'the unnamed region') : '') +
+      '. Its writes pause while it is frozen and its image is copied.', 'Move to ' + to);
     if (!ok) return;
     await act('Moving ' + tenant + ' to ' + to, 'POST',
-              '/_shard/tenants/' + encodeURIComponent(tenant) + '/move', { to },
+              '/_shard/tenants/' + encodeURIComponent(tenant) + '/move',
+              across ? { to, region } : { to },
               (j) => tenant + ' moved from ' + j.from + ' to ' + j.to + ' in ' + j.ms + ' ms' +
+                     (across && j.region !== undefined ? ', now in region ' + j.region : '') +
                      (j.unreplicated ? ' (unreplicated: ' + j.unreplicated + ')' : ''));
   }
 

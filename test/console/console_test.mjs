@@ -5,7 +5,8 @@
 // sign-in form again and no data; the right one shows the live cluster's nodes and tenants (the
 // oracle: the router's API asked directly), with each node's lease (the nodes take the router's
 // leases); a move by its button, cancelled, moves nothing, and
-// confirmed, shows the new placement, which the API confirms, and the page goes on reading the
+// confirmed, shows the new placement, which the API confirms; a move to another region's node
+// names the region (the router refuses it otherwise); and the page goes on reading the
 // API about once every 3 s after it; a failover's button asks first;
 // the plots draw from /_metrics; signing out drops every value; the page broke no rule of its
 // Content-Security-Policy. A screenshot is saved in OUT/console.png.
@@ -77,7 +78,7 @@ async function check(name, fn) {
 
 async function main() {
   const nodePorts = [];
-  for (const name of ['n1', 'n2']) {
+  for (const name of ['n1', 'n2', 'n3']) {
     mkdirSync(path.join(work, name), { mode: 0o700 });
     nodePorts.push(await start(nodeBin, [
       '--listen', '127.0.0.1:0', '--data-dir', path.join(work, name), '--node-name', name,
@@ -88,9 +89,11 @@ async function main() {
     '--token', ROUTER_TOKEN, '--workers', '1', '--auto-failover', '2'], 'fenec-shard');
   const base = `http://127.0.0.1:${routerPort}`;
   const addr = (i) => `127.0.0.1:${nodePorts[i]}`;
-  for (const [i, name] of [[0, 'n1'], [1, 'n2']]) {
+  // n1 and n2 in region eu, n3 alone in us: a move there is a move across regions.
+  for (const [i, name, region, zone] of [[0, 'n1', 'eu', 'z1'], [1, 'n2', 'eu', 'z2'],
+                                         [2, 'n3', 'us', 'z1']]) {
     const r = await api(base, 'PUT', '/_shard/nodes/' + name,
-                        { addr: addr(i), token: name + '-admin', zone: 'z' + (i + 1) });
+                        { addr: addr(i), token: name + '-admin', region, zone });
     assert.equal(r.status, 201, JSON.stringify(r.json));
   }
   for (const [tenant, node] of [['acme', 'n1'], ['beta', 'n2'], ['gamma', 'n1']]) {
@@ -108,7 +111,7 @@ async function main() {
       assert.equal(w.status, 201, JSON.stringify(w.json));
     }
   }
-  console.log(`cluster up: router ${base}, nodes ${addr(0)} and ${addr(1)} (${Date.now() - started} ms)`);
+  console.log(`cluster up: router ${base}, nodes ${addr(0)}, ${addr(1)} and ${addr(2)} (${Date.now() - started} ms)`);
 
   // Reads through the router meanwhile, so the plots have requests to draw.
   let reading = true;
@@ -147,7 +150,7 @@ async function main() {
       assert.equal(await page.locator('#main').isHidden(), true);
       assert.equal(await page.locator('#nodes tbody tr').count(), 0);
       const text = await page.evaluate(() => document.body.innerText);
-      for (const secret of ['acme', 'beta', addr(0), addr(1)]) {
+      for (const secret of ['acme', 'beta', addr(0), addr(1), addr(2)]) {
         assert.ok(!text.includes(secret), `the page shows ${secret} without the token`);
       }
       assert.equal(await page.evaluate(() => sessionStorage.length), 0);
@@ -164,7 +167,7 @@ async function main() {
       for (const [i, n] of apiNodes.entries()) {
         assert.equal(nodes[i][0], n.name);
         assert.equal(nodes[i][1], n.addr);
-        assert.equal(nodes[i][2], n.zone);
+        assert.equal(nodes[i][2], n.region + ' / ' + n.zone);
         assert.equal(nodes[i][3], 'up');
         assert.equal(nodes[i][5], String(n.tenants));
         assert.match(nodes[i][7], /^\d+(\.\d)? (B|KiB|MiB)$/);
@@ -179,7 +182,8 @@ async function main() {
       // Both nodes take the router's leases (--lease, --auto-failover 2): each one's age shown.
       const leases = await page.$$eval('#leases tbody tr', (rows) => rows.map((r) =>
         [...r.cells].map((c) => c.textContent)));
-      assert.deepEqual(leases.map((l) => [l[0], l[1], l[4]]), [['n1', 'yes', 'no'], ['n2', 'yes', 'no']]);
+      assert.deepEqual(leases.map((l) => [l[0], l[1], l[4]]),
+                       [['n1', 'yes', 'no'], ['n2', 'yes', 'no'], ['n3', 'yes', 'no']]);
       for (const l of leases) assert.match(l[2], /^\d+\.\d s$/);
       assert.match(await page.textContent('#lease-summary'), /Lease granted: 2\.0 s/);
       assert.ok(!page.url().includes(ROUTER_TOKEN), 'the token is in the URL');
@@ -222,6 +226,25 @@ async function main() {
       // n2 holds beta and acme now, in the nodes' table too.
       await page.waitForFunction(() =>
         document.querySelectorAll('#nodes tr[data-node="n2"] td')[5]?.textContent === '2');
+    });
+
+    await check('a move to a node of another region names the region', async () => {
+      const row = page.locator('#tenants tr[data-tenant="gamma"]');
+      assert.deepEqual(await row.locator('select.move-to option').allTextContents(), ['n2', 'n3 (us)']);
+      await row.locator('select.move-to').selectOption('n3');
+      await row.locator('button.move').click();
+      await page.locator('#confirm').waitFor({ state: 'visible' });
+      assert.match(await page.textContent('#confirm-text'),
+                   /gamma moves from n1 to n3, out of region eu into region us/);
+      await page.click('#confirm-ok');
+      await page.waitForFunction(() => {
+        const cell = document.querySelector('#tenants tr[data-tenant="gamma"] td.node');
+        return cell && cell.textContent === 'n3';
+      }, null, { timeout: 15000 });
+      assert.match(await page.textContent('#notice'), /gamma moved from n1 to n3 in \d+ ms, now in region us/);
+      const row2 = (await api(base, 'GET', '/_shard/tenants/gamma')).json;
+      assert.equal(row2.node, 'n3');
+      assert.equal(row2.region, 'us');
     });
 
     await check('the page reads the API about once every 3 s after an action', async () => {
