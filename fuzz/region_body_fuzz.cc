@@ -1,20 +1,24 @@
 // fuzz/region_body_fuzz.cc: fuzz_region_body, bytes as what the router reads of the two-level
-// directory's API (router.md §11.3, shard/regions.h): the first byte picks the reader, '0' the
-// body of `PUT /_shard/regions/<r>` (parse_region_routers), anything else another router's
-// answer to `GET /_health` (parse_router_health); the rest is the input.
-// Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them and /_health answers
-// of a primary, a standby and a region's router.
+// directory's API (router.md §11.3, §11.9; shard/regions.h, shard/adopt.h): the first byte picks
+// the reader, '0' the body of `PUT /_shard/regions/<r>` (parse_region_routers), '2' the body of a
+// relayed `POST /_shard/adopt` (parse_adopt_body), anything else another router's answer to
+// `GET /_health` (parse_router_health); the rest is the input.
+// Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them, /_health answers
+// of a primary, a standby and a region's router, and adoptions as the global router writes them.
 //
 // Invariants (a broken one traps, so libFuzzer keeps the input):
 //   - routers: either URLs and no error, or an error and no URL; 1 to region_routers_max URLs,
 //     each http://host:port as replica_addr reads it, none twice;
-//   - both readers give the same answer read twice (no state kept between calls).
+//   - adoptions: either rows or an error, never both; rows read back are written (adopt_body)
+//     and read again to the same rows, each name valid and each node in the body's region;
+//   - every reader gives the same answer read twice (no state kept between calls).
 #include <cstdint>
 #include <cstdio>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "shard/adopt.h"
 #include "shard/options.h"
 #include "shard/regions.h"
 
@@ -42,6 +46,32 @@ void routers(std::string_view body) {
     if (again.urls != got.urls || again.error != got.error) broken("a second read differs");
 }
 
+void adoption(std::string_view body) {
+    const ParsedRegionRows got = parse_adopt_body(body);
+    const RegionRows& rows = got.rows;
+    if (!got.error.empty()) {
+        if (!rows.region.empty() || !rows.nodes.empty() || !rows.tenants.empty()) {
+            broken("rows beside an error", got.error);
+        }
+    } else {
+        if (!valid_name(rows.region)) broken("an invalid region", rows.region);
+        for (const NodeRow& n : rows.nodes) {
+            if (!valid_name(n.name) || n.region != rows.region) broken("a node out of place", n.name);
+        }
+        for (const TenantRow& t : rows.tenants) {
+            if (!valid_name(t.name) || t.state != "active") broken("a tenant out of place", t.name);
+        }
+        const std::string written = adopt_body(rows);
+        const ParsedRegionRows back = parse_adopt_body(written);
+        if (!back.error.empty()) broken("rows written are refused read back", back.error);
+        if (adopt_body(back.rows) != written) broken("rows do not survive a round trip", written);
+    }
+    const ParsedRegionRows again = parse_adopt_body(body);
+    if (again.error != got.error || adopt_body(again.rows) != adopt_body(rows)) {
+        broken("a second read differs");
+    }
+}
+
 void health(std::string_view body) {
     const std::optional<RouterSelf> got = parse_router_health(body);
     const std::optional<RouterSelf> again = parse_router_health(body);
@@ -58,6 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
     if (data[0] == '0') {
         routers(in);
+    } else if (data[0] == '2') {
+        adoption(in);
     } else {
         health(in);
     }

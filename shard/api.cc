@@ -22,6 +22,7 @@
 #include "shard/node_tokens.h"
 #include "shard/placement.h"
 #include "shard/quota.h"
+#include "shard/adopt.h"
 #include "shard/regions.h"
 #include "shard/router.h"
 #include "shard/routes.h"
@@ -326,6 +327,8 @@ class Api {
                 return serve_regions(router_, request_, a_, "");
             case ShardRouteId::region:
                 return changed(serve_regions(router_, request_, a_, seg[2]));
+            case ShardRouteId::adopt:  // §11.9: shard/adopt.h
+                return changed(serve_adopt(router_, request_, a_));
             case ShardRouteId::nodes:
                 return list_nodes();
             case ShardRouteId::node:

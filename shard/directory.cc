@@ -684,6 +684,82 @@ Status Directory::remove_region(std::string_view name) {
     });
 }
 
+Status Directory::adopt_rows(const RegionRows& rows) {
+    std::lock_guard lock(write_mu_);
+    std::vector<Statement> block;
+    for (const NodeRow& n : rows.nodes) {
+        const bool named = !n.token_env.empty() || !n.token_file.empty();
+        if (!named && !n.token.empty()) {
+            if (Status st = tokens_->put(n.name, n.token); !st.is_ok()) return st;
+        }
+        block.push_back({"del nodes where name = $1", {n.name}});
+        block.push_back({"insert nodes {name: $1, addr: $2, region: $3, zone: $4, lease: $5, "
+                         "token_env: $6, token_file: $7}",
+                         {n.name, n.addr, n.region, n.zone, n.lease, or_null(n.token_env),
+                          or_null(n.token_file)}});
+    }
+    for (const auto& [node, standby] : rows.pairs) {
+        block.push_back({"del pairs where node = $1", {node}});
+        block.push_back({"insert pairs {node: $1, standby: $2}", {node, standby}});
+    }
+    for (const auto& [tenant, node] : rows.replicas) {
+        block.push_back({"del replicas where tenant = $1", {tenant}});
+        block.push_back({"insert replicas {tenant: $1, node: $2}", {tenant, node}});
+    }
+    for (const TenantRow& t : rows.tenants) {
+        block.push_back({"del tenants where name = $1", {t.name}});
+        block.push_back({"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
+                         "$5, forked: $6, failed_from: $7, quota: $8}",
+                         {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage),
+                          or_null(t.forked), or_null(t.failed_from), quota_value(t.quota)}});
+    }
+    if (Status st = write_locked(block); !st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        for (const NodeRow& n : rows.nodes) m.nodes[n.name] = n;
+        for (const auto& [node, standby] : rows.pairs) m.pairs[node] = standby;
+        for (const auto& [tenant, node] : rows.replicas) m.replicas[tenant] = node;
+        for (const TenantRow& t : rows.tenants) m.tenants[t.name] = t;
+    });
+}
+
+Status Directory::move_region_out(const RegionRows& rows, const std::vector<std::string>& routers) {
+    std::lock_guard lock(write_mu_);
+    const std::string home = "@" + rows.region;
+    engine::List list;
+    for (const std::string& url : routers) list.items.emplace_back(url);
+    std::vector<Statement> block = {{"del regions where name = $1", {rows.region}},
+                                    {"insert regions {name: $1, routers: $2}",
+                                     {rows.region, Value(list)}}};
+    for (const TenantRow& t : rows.tenants) {
+        block.push_back({"del tenants where name = $1", {t.name}});
+        block.push_back({"insert tenants {name: $1, node: $2, state: \"active\"}", {t.name, home}});
+        block.push_back({"del replicas where tenant = $1", {t.name}});
+    }
+    for (const NodeRow& n : rows.nodes) {
+        block.push_back({"del nodes where name = $1", {n.name}});
+        block.push_back({"del pairs where node = $1 or standby = $1", {n.name}});
+        block.push_back({"del replicas where node = $1", {n.name}});
+    }
+    if (Status st = write_locked(block); !st.is_ok()) return st;
+    for (const NodeRow& n : rows.nodes) tokens_->remove(n.name).ignore();
+    return change([&](DirectoryMaps& m) {
+        m.regions[rows.region] = routers;
+        for (const TenantRow& t : rows.tenants) {
+            TenantRow at_home;
+            at_home.name = t.name;
+            at_home.node = home;
+            m.tenants[t.name] = at_home;
+            m.replicas.erase(t.name);
+        }
+        for (const NodeRow& n : rows.nodes) {
+            m.nodes.erase(n.name);
+            std::erase_if(m.pairs,
+                          [&](const auto& p) { return p.first == n.name || p.second == n.name; });
+            std::erase_if(m.replicas, [&](const auto& r) { return r.second == n.name; });
+        }
+    });
+}
+
 Status Directory::put_lease_record(const LeaseRecord& record) {
     std::lock_guard lock(write_mu_);
     Status st = write_locked({{"del leases where name = \"record\"", {}},

@@ -106,6 +106,16 @@ struct DirectoryMaps {
     std::string copy_of(const TenantRow& tenant) const;
 };
 
+// A region's rows as the global directory hands them to the region's own router when the region
+// moves out (§11.9): its nodes (their tokens with them), pairs, replicas and tenants.
+struct RegionRows {
+    std::string region;
+    std::vector<NodeRow> nodes;
+    std::vector<std::pair<std::string, std::string>> pairs;     // node, its standby
+    std::vector<std::pair<std::string, std::string>> replicas;  // tenant, its replica's node
+    std::vector<TenantRow> tenants;
+};
+
 // How a router opens its directory file (§2.3 step 2, §10).
 struct DirectoryOpening {
     enum class Role : uint8_t {
@@ -176,6 +186,16 @@ class Directory {
     [[nodiscard]] engine::Status put_region(std::string_view name,
                                             const std::vector<std::string>& routers);
     [[nodiscard]] engine::Status remove_region(std::string_view name);
+
+    // §11.9, a region moving out of the global directory, one synced block on each side:
+    // - adopt_rows (the region's router): `rows` recorded, each row replacing one of its name; a
+    //   token given in the clear goes to the sidecar first, as put_node's.
+    // - move_region_out (the global router): region `rows.region`'s row put with `routers`, each
+    //   of `rows.tenants` rewritten to `@<region>` (active, nothing else kept), its nodes removed
+    //   with their pairs and replicas, and those nodes' tokens dropped from the sidecar.
+    [[nodiscard]] engine::Status adopt_rows(const RegionRows& rows);
+    [[nodiscard]] engine::Status move_region_out(const RegionRows& rows,
+                                                 const std::vector<std::string>& routers);
 
     // The longest-lease record (§9.7), replaced whole.
     [[nodiscard]] engine::Status put_lease_record(const LeaseRecord& record);

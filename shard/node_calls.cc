@@ -341,6 +341,20 @@ NodeAnswer NodeCalls::get_quota(const NodeRow& node, std::string_view tenant,
     return exchange(node, "GET", tenant_path(tenant) + "/quota", "", true, request_id);
 }
 
+NodeAnswer NodeCalls::release_lease(const NodeRow& node, std::string_view authority, int64_t term,
+                                    std::string_view request_id) {
+    std::string body;
+    json::Writer w(body);
+    w.begin_object();
+    w.key("authority");
+    w.string(authority);
+    w.key("term");
+    w.int64(term);
+    w.end_object();
+    // Released twice, nothing more is released.
+    return exchange(node, "DELETE", "/_admin/lease", body, true, request_id);
+}
+
 GrantReply NodeCalls::grant(const NodeRow& node, const GrantWire& wire,
                             std::chrono::steady_clock::time_point deadline,
                             std::string_view request_id) {

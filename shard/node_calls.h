@@ -142,6 +142,12 @@ class NodeCalls {
                      std::chrono::steady_clock::time_point deadline,
                      std::string_view request_id = {});
 
+    // `DELETE /_admin/lease` (node-http.md §9.2, router.md §11.9): what `node` took from
+    // `authority` dropped at once, so another directory's grants are taken without waiting for
+    // the lapse. 200 either way (`{"released":…}`); 409 when a higher term holds it.
+    NodeAnswer release_lease(const NodeRow& node, std::string_view authority, int64_t term,
+                             std::string_view request_id);
+
   private:
     NodeAnswer exchange(const NodeRow& node, std::string_view method, std::string_view target,
                         std::string_view body, bool resendable, std::string_view request_id,

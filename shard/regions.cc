@@ -11,6 +11,7 @@
 
 #include "json/writer.h"
 #include "server/runtime/client.h"
+#include "shard/adopt.h"
 #include "shard/global_copy.h"
 
 namespace fenec::shard {
@@ -223,17 +224,13 @@ Response put(Router& router, const server::Request& request, const Router::Answe
     if (!claim.held) {
         return Router::error(409, "another change of region `" + region + "` is in progress");
     }
-    auto maps = router.directory().maps();
-    // §11.9: the global directory still keeping the region's nodes moves them out first.
-    if (auto [nodes, tenants] = at_home(*maps, region); nodes > 0) {
-        return Router::error(501, "the global directory keeps " + std::to_string(nodes) +
-                                      " nodes and " + std::to_string(tenants) +
-                                      " tenants of region `" + region +
-                                      "`: moving a region out to its own directory (the "
-                                      "region's router adopting them) is not built");
-    }
     if (auto refused = check_first_router(router, routers.front(), region, a.request_id)) {
         return std::move(*refused);
+    }
+    auto maps = router.directory().maps();
+    // §11.9: the global directory still keeping the region's nodes hands them to its router.
+    if (at_home(*maps, region).first > 0) {
+        return move_region_out(router, request, region, routers, a);
     }
     const bool created = !maps->regions.contains(region);
     if (engine::Status st = router.directory().put_region(region, routers); !st.is_ok()) {

@@ -6,7 +6,8 @@
 // Rules: the unnamed region keeps no directory of its own (400); the first router named must
 // answer `GET /_health` as the primary keeping scope `r` before the row is written (409 when it
 // answers otherwise, 502 when it does not answer); a region is removed only once no node or
-// tenant is at home there (409). A change is claimed as `@<r>`, which no tenant can be named, so
+// tenant is at home there (409). A PUT while the global directory still keeps r's nodes moves
+// the region out to its router (shard/adopt.h). A change is claimed as `@<r>`, which no tenant can be named, so
 // two changes of one region do not cross. On an API worker: the health call blocks.
 #pragma once
 

@@ -27,6 +27,7 @@ enum class ShardRouteId : uint8_t {
     replicas,
     regions,  // GET /_shard/regions (shard/regions.h)
     region,   // PUT, DELETE /_shard/regions/<region>
+    adopt,    // POST /_shard/adopt, relayed (shard/adopt.h)
     query,
     metrics,
     health,
