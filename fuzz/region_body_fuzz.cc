@@ -1,6 +1,6 @@
 // fuzz/region_body_fuzz.cc: fuzz_region_body, bytes as what the router reads of the two-level
 // directory's API (router.md §11.3, §11.9; shard/regions.h, shard/adopt.h): the first byte picks
-// the reader, '0' the body of `PUT /_shard/regions/<r>` (parse_region_routers), '2' the body of a
+// the reader, '0' the body of `PUT /_shard/regions/<r>` (parse_region_routers), '4' the body of a
 // relayed `POST /_shard/adopt` (parse_adopt_body), anything else another router's answer to
 // `GET /_health` (parse_router_health); the rest is the input.
 // Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them, /_health answers
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
     if (data[0] == '0') {
         routers(in);
-    } else if (data[0] == '2') {
+    } else if (data[0] == '4') {
         adoption(in);
     } else {
         health(in);
