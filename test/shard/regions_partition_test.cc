@@ -182,8 +182,8 @@ TEST_F(RegionsPartition, ARegionCutOffWritesOnAndFailsItsOwnNodesOver) {
     const uint16_t link_port = link_->port(), back_port = link_back_->port();
 
     cut_link();
-    // A request from eu for a us tenant: 502 naming the region, whatever it is; eu's tenants are
-    // written as before.
+    // A request from eu for a us tenant, a write or a read: 502 naming the region, as a node out
+    // of reach is. eu's tenants are written as before.
     const std::string out_of_reach =
         R"({"error":"region `us` is out of reach: none of its routers answered","region":"us"})";
     Reply relayed = write(router_->port(), acme_, "from eu");
