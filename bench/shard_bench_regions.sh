@@ -10,11 +10,14 @@
 #    directory). The tenant `bench` is created on U with SHARD_BENCH_ROWS rows; its home `@us` is
 #    written into G's directory with `fenec shell` while G is stopped (two-level creates are not
 #    built yet), G started again on its port. Measured per run: p50/p95/p99 of a row-by-id read
-#    (GET /t/bench/c/accounts/<id>) from one keep-alive client straight to the node, to U, and to
-#    G (relayed to U over the link), one request to each in turn, each round starting one place
-#    further along (bench/latency_client.cc `measure --rotate`); reported: each path's p50, U's
-#    added p50 over the node's, the relay's (G's p50 less U's), REGIONS_BENCH_RUNS runs and the
+#    (GET /t/bench/c/accounts/<id>) from one keep-alive client straight to the node, to U, to U
+#    through the link's proxy (the proxy's hop alone, the control), and to G (relayed to U over
+#    the link), one request to each in turn, each round starting one place further along
+#    (bench/latency_client.cc `measure --rotate`); reported: each path's p50, U's added p50 over
+#    the node's, the relay's (G's p50 less U's) split into G's forward (G's p50 less the link
+#    path's) and the proxy's hop (the link path's less U's), REGIONS_BENCH_RUNS runs and the
 #    spread. Seed 002's reference: the relay 32–42 µs p50, a router's 24 and the proxy's.
+#    REGIONS_BENCH_CUT_RUNS=0 runs this part alone.
 #
 # 2. A partition. The link's proxy is not running throughout (U's --global names its port, where
 #    nothing listens, and G is not started: nothing of the global level is reached). Three nodes
@@ -214,7 +217,7 @@ relay_run() {
     local load_before
     load_before=$(cut -d' ' -f1 /proc/loadavg)
     "$client" measure --rotate "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
-        node="$node_port" us="$u_port" relayed="$g_port" >"$dir/result"
+        node="$node_port" us="$u_port" link="$link_port" relayed="$g_port" >"$dir/result"
     echo "load $load_before/$(cut -d' ' -f1 /proc/loadavg)" >>"$dir/result"
     stop_all 100
 }
@@ -336,14 +339,16 @@ cut_run() {
     echo "routers and nodes --workers $workers, routers --upstream-poll-us $poll_us"
     echo
     echo "1. the relay: GET /t/bench/c/accounts/<id> ($rows rows) straight to us1, to us's router"
-    echo "U, and to the global router G (relayed to U over the link's proxy), one request to each"
-    echo "in turn, rounds rotating; $requests requests per path after $warmup of warm-up; p50 µs"
+    echo "U, to U through the link's proxy (link), and to the global router G (relayed to U over"
+    echo "the link's proxy), one request to each in turn, rounds rotating; $requests requests per"
+    echo "path after $warmup of warm-up; p50 µs. relay = relayed − U = G.fwd (relayed − link) +"
+    echo "proxy.hop (link − U)"
     echo
-    printf "%-3s %7s %7s %8s %9s %9s  %s\n" run node us relayed "U.added" relay \
-        "load before/after"
+    printf "%-3s %7s %7s %7s %8s %9s %9s %7s %9s  %s\n" run node us link relayed "U.added" \
+        relay "G.fwd" "proxy.hop" "load before/after"
 } >"$tmp/report"
 cat "$tmp/report"
-relays=() u_added=() node_p50=()
+relays=() u_added=() node_p50=() g_fwd=() hops=()
 for run in $(seq 1 "$runs"); do
     relay_run "$run"
     declare -A r=()
@@ -353,10 +358,13 @@ for run in $(seq 1 "$runs"); do
     done <"$tmp/relay-$run/result"
     ua=$(minus "${r[us/p50_us]}" "${r[node/p50_us]}")
     rl=$(minus "${r[relayed/p50_us]}" "${r[us/p50_us]}")
-    node_p50+=("${r[node/p50_us]}") u_added+=("$ua") relays+=("$rl")
-    printf "%-3s %7s %7s %8s %9s %9s  %s\n" "$run" "${r[node/p50_us]}" "${r[us/p50_us]}" \
-        "${r[relayed/p50_us]}" "$ua" "$rl" "${r[load]}" | tee -a "$tmp/report"
-    for p in node us relayed; do
+    gf=$(minus "${r[relayed/p50_us]}" "${r[link/p50_us]}")
+    hop=$(minus "${r[link/p50_us]}" "${r[us/p50_us]}")
+    node_p50+=("${r[node/p50_us]}") u_added+=("$ua") relays+=("$rl") g_fwd+=("$gf") hops+=("$hop")
+    printf "%-3s %7s %7s %7s %8s %9s %9s %7s %9s  %s\n" "$run" "${r[node/p50_us]}" \
+        "${r[us/p50_us]}" "${r[link/p50_us]}" "${r[relayed/p50_us]}" "$ua" "$rl" "$gf" "$hop" \
+        "${r[load]}" | tee -a "$tmp/report"
+    for p in node us link relayed; do
         echo "    run $run $p p50 ${r[$p/p50_us]} p95 ${r[$p/p95_us]} p99 ${r[$p/p99_us]}" \
             "min ${r[$p/min_us]} n ${r[$p/n]}"
     done >>"$tmp/details"
@@ -364,8 +372,12 @@ for run in $(seq 1 "$runs"); do
 done
 {
     echo "spread over $runs runs (min–max): node p50 $(spread "${node_p50[@]}"); U added" \
-        "$(spread "${u_added[@]}"); the relay (G's p50 less U's) $(spread "${relays[@]}")"
+        "$(spread "${u_added[@]}"); the relay (G's p50 less U's) $(spread "${relays[@]}"): G's" \
+        "forward $(spread "${g_fwd[@]}") and the proxy's hop $(spread "${hops[@]}")"
     cat "$tmp/details"
+} | tee -a "$tmp/report"
+((cut_runs > 0)) || leases=""  # part 1 alone
+[[ -z "$leases" ]] || {
     echo
     echo "2. a partition: the link to the global level down throughout; three nodes under --lease,"
     echo "$tenants tenants on us1 with replicas, a writer each through U and one of us1's own;"
