@@ -85,6 +85,11 @@ help:
 	@echo "  make shard-bench ARGS=standby one node, a primary router and a standby following it: a"
 	@echo "                   row-by-id read straight, through each, in turns; each router's added"
 	@echo "                   p50, five runs ($(BUILD)/shard-bench-standby.txt)"
+	@echo "  make shard-bench ARGS=regions a global router, us's router (--region us) and HAProxy for"
+	@echo "                   the link: a read relayed to us beside us's router and the node straight,"
+	@echo "                   five runs; then, the link down, a us node cut off under --lease: cut to"
+	@echo "                   its last write, cut to writes on replicas, ten runs at 1 s and 5 s"
+	@echo "                   ($(BUILD)/shard-bench-regions.txt)"
 	@echo "  make drill       (root) three nodes under --lease and a router, each in a network"
 	@echo "                   namespace; a node cut off (veth down) and killed: when its tenants'"
 	@echo "                   writers write again, with the router's cut and with requests left to"
@@ -237,7 +242,9 @@ endif
 # The router's added latency against HAProxy's and a loopback round trip, in one run
 # (bench/shard_bench.sh says what and how). HAProxy comes from ci/setup-bench. ARGS=move: a
 # 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh). ARGS=standby:
-# a standby router's added latency beside its primary's (bench/shard_bench_standby.sh).
+# a standby router's added latency beside its primary's (bench/shard_bench_standby.sh) ARGS=regions:
+# a read relayed to a region's router, and a partition's failover in that region
+# (bench/shard_bench_regions.sh).
 .PHONY: shard-bench
 shard-bench: configure
 ifeq ($(ARGS),leases)
@@ -252,6 +259,11 @@ else ifeq ($(ARGS),standby)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	bash bench/shard_bench_standby.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	    $(BUILD)/shard-bench-standby.txt
+else ifeq ($(ARGS),regions)
+	@bash ci/setup-bench
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard fenec
+	bash bench/shard_bench_regions.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/tools/fenec $(BUILD)/shard-bench-regions.txt
 else
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard

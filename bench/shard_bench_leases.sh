@@ -25,21 +25,12 @@ runs=${LEASES_BENCH_RUNS:-4}
 leases=${LEASES_BENCH_LEASES:-"1 5"}
 tenants=${LEASES_BENCH_TENANTS:-10}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fenec-leases-bench.XXXXXX")
-source "$(dirname "$0")/../tools/demo-lib.sh"
+# shellcheck source=bench/shard_bench_lib.sh
+source "$(dirname "$0")/shard_bench_lib.sh"  # pids, stop_all, now_ms, start_writer
 
-pids=()
-stop_all() {
-    local pid
-    for pid in "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pids=()
-}
 trap 'stop_all; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-now_ms() { date +%s%3N; }
 
 # One run at lease $1 seconds, in this shell (so an interrupt stops what it started): writes
 # "<slowest tenant ms> <lost writes>" to $work/result.
@@ -68,35 +59,11 @@ one_run() {
         curl -sf -o /dev/null -X PUT "$url/_shard/tenants/t$i" \
             -d '{"node":"n1","schema":["create collection w (k text)"]}'
     done
-    # A writer per tenant on one keep-alive connection (a process per write, as curl is, would
-    # add its own start to every figure): each answer logged as "<ms> <status> <key>".
+    # A writer per tenant on one keep-alive connection (bench/shard_bench_lib.sh).
     local writers=()
     for i in $(seq 1 "$tenants"); do
-        python3 - "$url" "t$i" "$dir/stop" "$dir/t$i.log" <<'PY' &
-import http.client, os, sys, time, urllib.parse
-url, tenant, stop, log = sys.argv[1:5]
-host = urllib.parse.urlparse(url).netloc
-conn, k = None, 0
-with open(log, "a", buffering=1) as out:
-    while not os.path.exists(stop):
-        k += 1
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection(host, timeout=30)
-            conn.request("POST", f"/t/{tenant}/c/w", body='{"k":"w%d"}' % k,
-                         headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            r.read()
-            status = r.status
-            if r.getheader("Connection", "").lower() == "close":
-                conn.close()
-                conn = None
-        except (OSError, http.client.HTTPException):
-            status = 0
-            conn = None
-        out.write("%d %d w%d\n" % (time.time() * 1000, status, k))
-PY
-        writers+=($!)
+        start_writer "$url" "t$i" "$dir/stop" "$dir/t$i.log"
+        writers+=("$writer_pid")
     done
     # Writing on n1 for a moment, then the cut.
     for _ in $(seq 1 100); do
@@ -128,7 +95,7 @@ PY
         first=$(awk -v c="$cut" '$1 > c && $2 == 201 { print $1 - c; exit }' "$dir/t$i.log")
         ((first > slowest)) && slowest=$first
         held=$(curl -s "$url/t/t$i/c/w?limit=10000")
-        while read -r _ st key; do
+        while read -r _ st key _; do
             [[ "$st" == 201 ]] || continue
             [[ "$held" == *"\"$key\""* ]] || lost=$((lost + 1))
         done <"$dir/t$i.log"

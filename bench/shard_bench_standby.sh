@@ -53,8 +53,8 @@ rows=${SHARD_BENCH_ROWS:-1000}
 workers=${SHARD_BENCH_WORKERS:-1}
 poll_us=${SHARD_BENCH_UPSTREAM_POLL_US:-50}
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tools/demo-lib.sh
-source "$here/../tools/demo-lib.sh"
+# shellcheck source=bench/shard_bench_lib.sh
+source "$here/shard_bench_lib.sh"  # pids, stop_all, cpu_ms, minus, ratio, spread, listening
 
 log() { echo "shard_bench_standby: $*" >&2; }
 
@@ -69,21 +69,10 @@ for tool in curl "${CXX:-c++}"; do
 done
 
 tmp=$(mktemp -d /tmp/fenec-shard-standby.XXXXXX)
-pids=()
-stop_all() {  # SIGTERM, then SIGKILL after 10 s, each process this script started
-    local pid i
-    for pid in "${pids[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || continue
-        for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    pids=()
-}
 cleanup() {
     local status=$? f
     trap - EXIT INT TERM
-    stop_all
+    stop_all 100  # SIGTERM, SIGKILL after 10 s
     if ((status != 0)); then
         log "failed (exit $status); logs follow"
         for f in "$tmp"/run-*/*.err; do
@@ -96,14 +85,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# CPU time (user + system, ms) a process has used so far; fields 14 and 15 of /proc/<pid>/stat,
-# counted after the `(comm)` field, which may hold spaces.
-cpu_ms() {
-    local stat
-    stat=$(<"/proc/$1/stat")
-    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($12 + $13) * 1000 / hz }' <<<"${stat##*) }"
-}
 
 client=$tmp/latency_client
 "${CXX:-c++}" -O2 -std=c++20 -pthread -o "$client" "$here/latency_client.cc"
@@ -217,13 +198,7 @@ one_run() {
             "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
         echo "load $load_before $(cut -d' ' -f1 /proc/loadavg)"
     } >"$dir/result"
-    stop_all
-}
-
-minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-spread() {  # values...: "min–max"
-    printf '%s\n' "$@" | sort -g | sed -n '1h; $!d; x; G; s/\n/–/p'
+    stop_all 100  # SIGTERM, SIGKILL after 10 s
 }
 
 ratios=() node_p50=() primary_added=() standby_added=() controls=() met=0

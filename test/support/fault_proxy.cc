@@ -16,12 +16,18 @@ namespace fenec::test {
 
 namespace {
 
+// Listens on 127.0.0.1:`port`, or on a port of its own choosing when `port` is 0 (and sets it).
+// SO_REUSEADDR: a proxy made again on the port of one destroyed binds it whatever the old one's
+// connections left in TIME_WAIT (the accepted sockets inherit the option).
 int listen_loopback(uint16_t& port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
     socklen_t len = sizeof a;
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0 ||
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
@@ -65,7 +71,8 @@ struct FaultProxy::Link {
     }
 };
 
-FaultProxy::FaultProxy(uint16_t target) : target_(target) {
+FaultProxy::FaultProxy(uint16_t target, uint16_t listen_port)
+    : target_(target), port_(listen_port) {
     listen_fd_ = listen_loopback(port_);
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
     if (listen_fd_ < 0 || wake_fd_ < 0) {

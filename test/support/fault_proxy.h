@@ -6,7 +6,9 @@
 // - release(): what was kept goes on to the node, then everything after, as it comes. A
 //   connection the router closed meanwhile still delivers what it sent before closing: a grant
 //   read late, after its sender gave up on it.
-// The node's answers always pass (it is the requests a test holds). Connections are many and
+// The node's answers always pass (it is the requests a test holds). A link cut outright (a route
+// gone: every connection over it ended, every new one refused) is the proxy destroyed, and the
+// link back a proxy made again on the same port. Connections are many and
 // come and go (the router's pool, its grant threads, a follower's feed): each has a thread of its
 // own, woken by the proxy's control. Network traffic goes to 127.0.0.1 only.
 #pragma once
@@ -23,8 +25,9 @@ namespace fenec::test {
 
 class FaultProxy {
   public:
-    // Relays to 127.0.0.1:`target`; listens on a port of its own choosing (port()).
-    explicit FaultProxy(uint16_t target);
+    // Relays to 127.0.0.1:`target`; listens on `listen_port`, or on a port of its own choosing
+    // when 0 (port(); 0 when the port could not be bound).
+    explicit FaultProxy(uint16_t target, uint16_t listen_port = 0);
     ~FaultProxy();
     FaultProxy(const FaultProxy&) = delete;
     FaultProxy& operator=(const FaultProxy&) = delete;
