@@ -752,6 +752,20 @@ class Api {
     Response get_tenant(const std::string& name) {
         auto maps = router_.directory().maps();
         auto it = maps->tenants.find(name);
+        // §11.6: a region's router answers a tenant it does not place from its copy of the
+        // global directory (its home, or its node there), as it forwards its requests; one at
+        // home in its own region is placed nowhere here, and a relayed read (a two-level create's
+        // settling asks one) is answered from this router's own directory alone.
+        if (it == maps->tenants.end() && relayed_.empty()) {
+            if (const GlobalCopy* copy = router_.global_copy(); copy && copy->ready()) {
+                auto global = copy->maps();
+                auto g = global->tenants.find(name);
+                if (g != global->tenants.end() && home_region(g->second.node) != maps->scope) {
+                    maps = std::move(global);
+                    it = g;
+                }
+            }
+        }
         if (it == maps->tenants.end()) {
             return Router::error(404, "tenant `" + name + "` is not in the directory");
         }

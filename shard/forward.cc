@@ -229,6 +229,7 @@ class RelaySink final : public server::CallSink {
           resendable_(resendable) {}
 
     void on_answer(server::Answer answer) override {
+        router_.relays().answered(region_, routers_[at_]);
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);
         if (answer.stream) {
@@ -388,6 +389,8 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
                 routers = g->second;
             }
         }
+        // §11.6: the one that answered last first (shard/relay.h keeps it).
+        routers = relays_->ordered(std::string(*home), routers);
         return forward_to_region(std::move(f), std::move(exchange), std::move(a), tenant,
                                  std::string(*home), std::move(routers), 0);
     }

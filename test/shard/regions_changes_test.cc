@@ -60,13 +60,14 @@ class RegionsChanges : public ClusterTest<2> {
         }
     }
 
-    std::unique_ptr<RouterProcess> region_router(const std::string& region,
-                                                 const std::string& file) {
-        auto r = std::make_unique<RouterProcess>(
-            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file(file), "--region",
-                                     region, "--global", url_of(g_port_), "--replication-token",
-                                     kReplication, "--auth-delay", "0"},
-            dir_.file(file + ".err"));
+    std::unique_ptr<RouterProcess> region_router(const std::string& region, const std::string& file,
+                                                 std::vector<std::string> more = {}) {
+        std::vector<std::string> flags{"--token",       kRoot,           "--directory",
+                                       dir_.file(file), "--region",      region,
+                                       "--global",      url_of(g_port_), "--replication-token",
+                                       kReplication,    "--auth-delay",  "0"};
+        flags.insert(flags.end(), more.begin(), more.end());
+        auto r = std::make_unique<RouterProcess>(flags, dir_.file(file + ".err"));
         EXPECT_NE(r->port(), 0) << read_file(dir_.file(file + ".err"));
         return r;
     }
@@ -126,7 +127,7 @@ TEST_F(RegionsChanges, CreatesAndDeletesAskedOfEitherLevelLandOnce) {
     EXPECT_EQ(node_of(us_->port(), a), "n1");
     EXPECT_TRUE(held_by(0, a));
     EXPECT_FALSE(held_by(1, a));
-    EXPECT_EQ(node_of(eu_->port(), a), "404");
+    EXPECT_TRUE(eventually([&] { return node_of(eu_->port(), a) == "@us"; }));  // its copy
     // Its schema went with it: a write through E crosses to U, then n1.
     ASSERT_TRUE(eventually([&] {
         Client cl(eu_->port());
@@ -147,14 +148,14 @@ TEST_F(RegionsChanges, CreatesAndDeletesAskedOfEitherLevelLandOnce) {
     ASSERT_EQ(by_eu.status, 201) << by_eu.body;
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + c).body).text("node"), "@us");
     EXPECT_EQ(node_of(us_->port(), c), "n1");
-    EXPECT_EQ(node_of(eu_->port(), c), "404");
+    EXPECT_TRUE(eventually([&] { return node_of(eu_->port(), c) == "@us"; }));  // its copy
     EXPECT_FALSE(held_by(1, c));
     // Asked again, of either: the name is taken (409 `exists`), nothing made twice.
     Reply again = on(eu_->port(), "PUT", "/_shard/tenants/" + b, R"({"region":"us"})");
     EXPECT_EQ(again.status, 409) << again.body;
     EXPECT_TRUE(Json(again.body).boolean("exists")) << again.body;
     EXPECT_EQ(shard("PUT", "/_shard/tenants/" + b, R"({"region":"eu"})").status, 409);
-    EXPECT_EQ(node_of(eu_->port(), b), "404");
+    EXPECT_TRUE(eventually([&] { return node_of(eu_->port(), b) == "@us"; }));  // its copy
 
     // Deletes: of U's tenant asked of U (through G and back), of another asked of E, one of G.
     Reply d1 = on(us_->port(), "DELETE", "/_shard/tenants/" + b);
@@ -339,6 +340,74 @@ TEST_F(RegionsChanges, RowsLeftCreatingOrDeletingAreSettledAtStart) {
     })) << shard("GET", "/_shard/tenants").body;
     EXPECT_FALSE(held_by(0, dropped));
     EXPECT_EQ(on_g(made), 200);
+}
+
+// §11.4: a node whose body names a region keeping its own directory is that region's router's,
+// asked of G or of another region's router; §11.6: a region's router answers a tenant it does
+// not place from its copy of the global directory, and its own region's tenants from its own.
+TEST_F(RegionsChanges, ANodeNamingARegionIsItsRoutersAndTenantsAreReadWhereTheyAre) {
+    const std::string addr = "127.0.0.1:" + std::to_string(nodes_->port(0));
+    for (const auto& [asked, name] : {std::pair{g_port_, "n1b"}, std::pair{eu_->port(), "n1c"}}) {
+        Reply put = on(asked, "PUT", std::string("/_shard/nodes/") + name,
+                       "{\"addr\":\"" + addr + "\",\"token\":\"" + node_admin_token(0) +
+                           "\",\"region\":\"us\"}");
+        EXPECT_EQ(put.status, 201) << name << ": " << put.body;
+        EXPECT_EQ(on(us_->port(), "GET", std::string("/_shard/nodes/") + name).status, 200);
+        EXPECT_EQ(on(asked, "GET", std::string("/_shard/nodes/") + name).status, 404);
+    }
+    const std::string t = tenant("t");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + t, R"({"region":"us"})").status, 201);
+    // E's copy of the global directory has its home; U places it.
+    EXPECT_TRUE(eventually([&] { return node_of(eu_->port(), t) == "@us"; }))
+        << on(eu_->port(), "GET", "/_shard/tenants/" + t).body;
+    EXPECT_EQ(Json(on(eu_->port(), "GET", "/_shard/tenants/" + t).body).text("region"), "us");
+    EXPECT_EQ(node_of(us_->port(), t).substr(0, 2), "n1");
+    // A tenant at home in eu that eu does not place: not answered from the copy on eu's router.
+    const std::string nowhere = tenant("nowhere");
+    client_.reset();
+    router_->kill(SIGKILL);
+    {
+        auto d = shard::Directory::open(dir_.file("shard.fenec"));
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        shard::TenantRow row;
+        row.name = nowhere;
+        row.node = "@eu";
+        ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+    }
+    start_router(
+        {"--replication-token", kReplication, "--listen", "127.0.0.1:" + std::to_string(g_port_)});
+    EXPECT_TRUE(eventually([&] { return node_of(us_->port(), nowhere) == "@eu"; }));
+    EXPECT_EQ(node_of(eu_->port(), nowhere), "404");
+}
+
+// §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
+// router gone, a create lands on the next; that one is asked first from then on, the first back
+// or not.
+TEST_F(RegionsChanges, ARegionsRoutersAreTriedTheOneThatAnsweredLastFirst) {
+    auto other = region_router("us", "us2.fenec");
+    ASSERT_EQ(add_on(other->port(), 0, "m1", "us").status, 201);
+    const uint16_t other_port = other->port();
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us",
+              "{\"routers\":[\"" + url_of(other_port) + "\",\"" + url_of(us_->port()) + "\"]}")
+            .status,
+        200);
+    const std::string first = tenant("first"), second = tenant("second"), third = tenant("third");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + first, R"({"region":"us"})").status, 201);
+    EXPECT_EQ(node_of(other_port, first), "m1");  // the first router, in their order
+    other->kill(SIGKILL);
+    ASSERT_TRUE(eventually([&] { return !Client(other_port).ok(); }));
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + second, R"({"region":"us"})").status, 201);
+    EXPECT_EQ(node_of(us_->port(), second), "n1");
+    other =
+        region_router("us", "us2.fenec", {"--listen", "127.0.0.1:" + std::to_string(other_port)});
+    ASSERT_EQ(other->port(), other_port);
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + third, R"({"region":"us"})").status, 201);
+    EXPECT_EQ(node_of(us_->port(), third), "n1");
+    EXPECT_EQ(node_of(other_port, third), "404");
+    // A tenant's request follows the same order: the second router answers it.
+    Reply wrote = data("GET", "/t/" + second + "/c/notes");
+    EXPECT_NE(wrote.status, 502) << wrote.body;
 }
 
 }  // namespace
