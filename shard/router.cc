@@ -643,6 +643,15 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.int64(directory_->maps()->term);
             w.key("directory");
             w.string(directory_->serving() ? "ready" : "waiting");
+            if (global_) {  // a region's router: its copy of the global directory (§11.3)
+                const std::string refused = global_->refused();
+                w.key("global");
+                w.string(!refused.empty() ? "refused" : global_->ready() ? "ready" : "waiting");
+                if (!refused.empty()) {
+                    w.key("global_error");
+                    w.string(refused);
+                }
+            }
             w.end_object();
             return answer(*exchange, a, std::move(r));
         }

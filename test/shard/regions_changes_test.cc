@@ -9,7 +9,10 @@
 // one not relayed again; a relayed change that reaches a router it is not the owner of refused
 // 409 naming the owner; rows left `creating` or `deleting` (G killed between its two writes by
 // the FENEC_TEST_TWO_LEVEL_STALL hook, or written so in G's file) settled as G starts by asking
-// the region. The oracles: the nodes asked directly, each router's own directory as it answers
+// the region; a node naming a region registered by that region's router, asked of either other;
+// a region's routers tried the one that answered last first; a region's router reading a tenant
+// it does not place from its global copy; a --global URL of another scope passed over and said at
+// /_health. The oracles: the nodes asked directly, each router's own directory as it answers
 // it, G's file read through the Directory API.
 #include <gtest/gtest.h>
 
@@ -408,6 +411,38 @@ TEST_F(RegionsChanges, ARegionsRoutersAreTriedTheOneThatAnsweredLastFirst) {
     // A tenant's request follows the same order: the second router answers it.
     Reply wrote = data("GET", "/t/" + second + "/c/notes");
     EXPECT_NE(wrote.status, 502) << wrote.body;
+}
+
+// §11.3, §2.3 step 2: a --global URL serving a directory of another scope (here eu's router) is
+// refused as its image lands, said by /_health (`"global":"refused"` and why) and passed over
+// for the next URL, rather than asked again at once for ever.
+TEST_F(RegionsChanges, AGlobalURLOfAnotherScopeIsPassedOverAndSaidAtHealth) {
+    const std::string eu_url = url_of(eu_->port());
+    auto only_eu = std::make_unique<RouterProcess>(
+        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us3.fenec"),
+                                 "--region", "us", "--global", eu_url, "--replication-token",
+                                 kReplication, "--auth-delay", "0"},
+        dir_.file("us3.err"));
+    ASSERT_NE(only_eu->port(), 0) << read_file(dir_.file("us3.err"));
+    EXPECT_TRUE(eventually([&] {
+        return Json(on(only_eu->port(), "GET", "/_health").body).text("global") == "refused";
+    })) << on(only_eu->port(), "GET", "/_health").body;
+    Reply h = on(only_eu->port(), "GET", "/_health");
+    EXPECT_NE(Json(h.body).text("global_error").find("its scope is `eu`"), std::string::npos)
+        << h.body;
+    EXPECT_NE(read_file(dir_.file("us3.err")).find("its scope is `eu`"), std::string::npos);
+    // Listed before the global router: passed over, and the copy follows the global router.
+    auto both = std::make_unique<RouterProcess>(
+        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us5.fenec"),
+                                 "--region", "us", "--global", eu_url + "," + url_of(g_port_),
+                                 "--replication-token", kReplication, "--auth-delay", "0"},
+        dir_.file("us5.err"));
+    ASSERT_NE(both->port(), 0) << read_file(dir_.file("us5.err"));
+    EXPECT_TRUE(eventually([&] {
+        return Json(on(both->port(), "GET", "/_health").body).text("global") == "ready";
+    })) << on(both->port(), "GET", "/_health").body;
+    EXPECT_NE(on(both->port(), "GET", "/_shard/regions").body.find("\"us\",\"routers\""),
+              std::string::npos);
 }
 
 }  // namespace
