@@ -9,7 +9,7 @@
 // one not relayed again; a relayed change that reaches a router it is not the owner of refused
 // 409 naming the owner; rows left `creating` or `deleting` (G killed between its two writes by
 // the FENEC_TEST_TWO_LEVEL_STALL hook, or written so in G's file) settled as G starts by asking
-// the region; a node naming a region registered by that region's router, asked of either other;
+// the region, or on a later round (FENEC_TEST_SETTLE_MS) where the region did not answer then; a node naming a region registered by that region's router, asked of either other;
 // a region's routers tried the one that answered last first; a region's router reading a tenant
 // it does not place from its global copy; a --global URL of another scope passed over and said at
 // /_health. The oracles: the nodes asked directly, each router's own directory as it answers
@@ -443,6 +443,40 @@ TEST_F(RegionsChanges, AGlobalURLOfAnotherScopeIsPassedOverAndSaidAtHealth) {
     })) << on(both->port(), "GET", "/_health").body;
     EXPECT_NE(on(both->port(), "GET", "/_shard/regions").body.find("\"us\",\"routers\""),
               std::string::npos);
+}
+
+// §11.4: a row its region could not be asked about as G started is settled on a later round,
+// once the region answers (every FENEC_TEST_SETTLE_MS here, every minute otherwise).
+TEST_F(RegionsChanges, RowsTheRegionDidNotAnswerForAreSettledOnALaterRound) {
+    const std::string ghost = tenant("ghost");
+    client_.reset();
+    router_->kill(SIGKILL);
+    {
+        auto d = shard::Directory::open(dir_.file("shard.fenec"));
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        shard::TenantRow row;
+        row.name = ghost;
+        row.node = "@us";
+        row.state = "creating";
+        ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+    }
+    const uint16_t us_port = us_->port();
+    us_->kill(SIGKILL);
+    ASSERT_TRUE(eventually([&] { return !Client(us_port).ok(); }));
+    {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        start_router({"--replication-token", kReplication, "--listen",
+                      "127.0.0.1:" + std::to_string(g_port_)});
+    }
+    EXPECT_TRUE(eventually([&] {
+        return read_file(dir_.file("router.err")).find("settling `" + ghost + "`: region `us`") !=
+               std::string::npos;
+    })) << read_file(dir_.file("router.err"));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + ghost).body).text("state"), "creating");
+    us_ = region_router("us", "us.fenec", {"--listen", "127.0.0.1:" + std::to_string(us_port)});
+    ASSERT_EQ(us_->port(), us_port);
+    EXPECT_TRUE(eventually([&] { return on_g(ghost) == 404; }))
+        << shard("GET", "/_shard/tenants/" + ghost).body;
 }
 
 }  // namespace
