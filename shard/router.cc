@@ -142,6 +142,7 @@ Router::~Router() {
     if (two_level_) two_level_->stop();  // its thread relays and writes the directory
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
+    if (relayed_pool_) relayed_pool_->shutdown();
     if (standby_) standby_->stop();  // its threads read the directory
     if (global_) global_->stop();
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
@@ -282,6 +283,7 @@ std::string Router::prepare() {
     });
     standby_->start();  // §2.3 step 3: a standby's follower
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
+    relayed_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
     so.listen = options_.listen;
     so.loops = loops;
@@ -325,6 +327,7 @@ void Router::drain() {
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();
+    relayed_pool_->shutdown();
     copies_->stop();
     upstream_->stop();
     directory_->close();
@@ -611,7 +614,10 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
                 return answer(*exchange, a, refused_on_standby());
             }
             auto req = std::make_shared<server::Request>(std::move(request));
-            const bool queued = api_pool_->submit([this, req, exchange, a] {
+            server::WorkerPool& pool =
+                relayed_for(*req, a.request_id, options_.token).empty() ? *api_pool_
+                                                                        : *relayed_pool_;
+            const bool queued = pool.submit([this, req, exchange, a] {
                 answer(*exchange, a, serve_api(*req, a));
             });
             if (!queued) {

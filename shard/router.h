@@ -209,6 +209,10 @@ class Router final : public server::Handler {
     std::unique_ptr<Upstream> upstream_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
+    // §11.4: `/_shard/` requests relayed by another router (a valid mark) run here, never behind
+    // direct ones on api_pool_: a direct change relayed to the other level waits on a worker
+    // there, whose relay back here would otherwise wait on it in turn.
+    std::unique_ptr<server::WorkerPool> relayed_pool_;
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;

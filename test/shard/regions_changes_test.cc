@@ -9,10 +9,12 @@
 // one not relayed again; a relayed change that reaches a router it is not the owner of refused
 // 409 naming the owner; rows left `creating` or `deleting` (G killed between its two writes by
 // the FENEC_TEST_TWO_LEVEL_STALL hook, or written so in G's file) settled as G starts by asking
-// the region, or on a later round (FENEC_TEST_SETTLE_MS) where the region did not answer then; a node naming a region registered by that region's router, asked of either other;
-// a region's routers tried the one that answered last first; a region's router reading a tenant
-// it does not place from its global copy; a --global URL of another scope passed over and said at
-// /_health. The oracles: the nodes asked directly, each router's own directory as it answers
+// the region, or on a later round (FENEC_TEST_SETTLE_MS) where the region did not answer then; a
+// node naming a region registered by that region's router, asked of either other; a region's
+// routers tried the one that answered last first; a region's router reading a tenant it does not
+// place from its global copy; a --global URL of another scope passed over and said at
+// /_health; more creates at once through a region's router than it has API workers all landing.
+// The oracles: the nodes asked directly, each router's own directory as it answers
 // it, G's file read through the Directory API.
 #include <gtest/gtest.h>
 
@@ -477,6 +479,30 @@ TEST_F(RegionsChanges, RowsTheRegionDidNotAnswerForAreSettledOnALaterRound) {
     ASSERT_EQ(us_->port(), us_port);
     EXPECT_TRUE(eventually([&] { return on_g(ghost) == 404; }))
         << shard("GET", "/_shard/tenants/" + ghost).body;
+}
+
+// §11.4: more creates asked of a region's router at once than it has API workers: each waits on
+// the global router, whose relay back must not wait behind them; all are made, at once.
+TEST_F(RegionsChanges, ManyCreatesAskedOfARegionsRouterAtOnceAllLand) {
+    constexpr int creates = 8;  // twice the API workers
+    std::vector<std::string> names;
+    for (int i = 0; i < creates; ++i) names.push_back(tenant("m" + std::to_string(i)));
+    std::vector<int> status(creates, 0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < creates; ++i) {
+        threads.emplace_back([&, i] {
+            Client cl(us_->port(), 20'000);
+            status[i] = cl.request("PUT", "/_shard/tenants/" + names[i], R"({"region":"us"})",
+                                   bearer(kRoot))
+                            .value_or(Reply{})
+                            .status;
+        });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int i = 0; i < creates; ++i) {
+        EXPECT_EQ(status[i], 201) << names[i];
+        EXPECT_EQ(node_of(us_->port(), names[i]), "n1") << names[i];
+    }
 }
 
 }  // namespace
