@@ -1,10 +1,13 @@
 // fuzz/region_body_fuzz.cc: fuzz_region_body, bytes as what the router reads of the two-level
-// directory's API (router.md §11.3, §11.9; shard/regions.h, shard/adopt.h): the first byte picks
-// the reader, '0' the body of `PUT /_shard/regions/<r>` (parse_region_routers), '4' the body of a
+// directory's API (router.md §11.3, §11.4, §11.9; shard/regions.h, shard/relay.h, shard/whose.h,
+// shard/adopt.h): the first byte picks the reader, '0' the body of `PUT /_shard/regions/<r>`
+// (parse_region_routers), '2' another router's answer to a relayed change (parse_relay_answer),
+// '3' a change's body as §11.4's table reads its `region` (region_named), '4' the body of a
 // relayed `POST /_shard/adopt` (parse_adopt_body), anything else another router's answer to
 // `GET /_health` (parse_router_health); the rest is the input.
 // Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them, /_health answers
-// of a primary, a standby and a region's router, and adoptions as the global router writes them.
+// of a primary, a standby and a region's router, a standby's and an existing tenant's 409s, and
+// adoptions as the global router writes them.
 //
 // Invariants (a broken one traps, so libFuzzer keeps the input):
 //   - routers: either URLs and no error, or an error and no URL; 1 to region_routers_max URLs,
@@ -21,6 +24,8 @@
 #include "shard/adopt.h"
 #include "shard/options.h"
 #include "shard/regions.h"
+#include "shard/relay.h"
+#include "shard/whose.h"
 
 namespace {
 
@@ -81,6 +86,18 @@ void health(std::string_view body) {
     }
 }
 
+void relay_answer(std::string_view body) {
+    const RelayAnswer got = parse_relay_answer(body);
+    const RelayAnswer again = parse_relay_answer(body);
+    if (got.primary != again.primary || got.exists != again.exists) broken("a second read differs");
+}
+
+void region_of_change(std::string_view body) {
+    const std::optional<std::string> got = region_named(body);
+    if (got != region_named(body)) broken("a second read differs");
+    if (got && got->size() > body.size()) broken("a region longer than the body");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -90,6 +107,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         routers(in);
     } else if (data[0] == '4') {
         adoption(in);
+    } else if (data[0] == '2') {
+        relay_answer(in);
+    } else if (data[0] == '3') {
+        region_of_change(in);
     } else {
         health(in);
     }

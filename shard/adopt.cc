@@ -15,6 +15,7 @@
 #include "shard/cluster.h"
 #include "shard/node_calls.h"
 #include "shard/quota.h"
+#include "shard/relay.h"
 
 namespace fenec::shard {
 
@@ -377,16 +378,18 @@ Response move_region_out(Router& router, const server::Request& request, const s
     post.headers.push_back({"User-Agent", "fenec-shard"});
     post.headers.push_back({"X-Request-Id", a.request_id});
     post.headers.push_back({"Content-Type", "application/json"});
-    std::string relay;
+    // http::Header holds views: the values below live until write_request has run.
+    std::string relay, bearer;
     if (const std::optional<std::string>& token = router.options().token) {
         const std::string client = peer_host(request.peer);
         relay = client + " " + server::relay_mark(*token, client, a.request_id, "POST", adopt_target);
+        bearer = "Bearer " + *token;
         post.headers.push_back({"Fenec-Relay", relay});
-        post.headers.push_back({"Authorization", "Bearer " + *token});
+        post.headers.push_back({"Authorization", bearer});
     } else {
-        post.headers.push_back({"Via", "1.1 fenec-shard"});
+        post.headers.push_back({"Via", relay_via});
     }
-    const std::string body = adopt_body(rows);  // outlives write_request: OutRequest views it
+    const std::string body = adopt_body(rows);
     post.body = body;
     http::write_request(post, c.bytes);
     server::BlockingClient client(server::BlockingClient::Options{});
@@ -450,31 +453,9 @@ Response move_region_out(Router& router, const server::Request& request, const s
     return r;
 }
 
-namespace {
-
-// Whether `request` was relayed by another router (§11.5): a valid mark, or among routers
-// without --token, `Via` naming fenec-shard.
-bool relayed(const Router& router, const server::Request& request, const Router::Answering& a) {
-    const http::RequestHead& h = request.head;
-    if (const std::optional<std::string>& token = router.options().token) {
-        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
-        std::string client;
-        return mark && server::verify_relay_mark(*token, *mark, a.request_id, h.method_text,
-                                                 h.target, client);
-    }
-    for (const http::Header& field : h.headers) {
-        if (http::iequals(field.name, "Via") &&
-            std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
-            return true;
-        }
-    }
-    return false;
-}
-
-}  // namespace
-
 Response serve_adopt(Router& router, const server::Request& request, const Router::Answering& a) {
-    if (!relayed(router, request, a)) {
+    // The relay's mark (§11.5), verified as every router verifies it (shard/relay.h).
+    if (relayed_for(request, a.request_id, router.options().token).empty()) {
         return Router::error(403, "POST /_shard/adopt is the global router's, relayed with a "
                                   "valid Fenec-Relay mark: move a region out with PUT "
                                   "/_shard/regions/<r> on the global router");

@@ -18,6 +18,7 @@
 #include "server/runtime/mark.h"
 #include "shard/global_copy.h"
 #include "shard/in_flight.h"
+#include "shard/relay.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -209,35 +210,6 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
-// R25, §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
-// routers' shared --token (server/runtime/mark.h). Routers without a token cannot mark: the
-// relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
-// can only set to keep its own request from being relayed.
-constexpr std::string_view relay_via = "1.1 fenec-shard";
-
-// The client a relayed request is for, or "" for one from a client: a valid mark's client; a
-// mark that does not verify is dropped (dropped_request_header) and the request taken as direct.
-std::string relayed_for(const server::Request& request, std::string_view request_id,
-                        const std::optional<std::string>& token) {
-    const http::RequestHead& h = request.head;
-    if (token) {
-        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
-        std::string client;
-        if (mark && server::verify_relay_mark(*token, *mark, request_id, h.method_text, h.target,
-                                              client)) {
-            return client;
-        }
-        return "";
-    }
-    for (const http::Header& field : h.headers) {
-        if (http::iequals(field.name, "Via") &&
-            std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
-            return peer_host(request.peer);
-        }
-    }
-    return "";
-}
-
 // A request relayed to a region's router (§11.6): its answer passed back as a node's is; a
 // router that could not be reached passes the request to the next one.
 class RelaySink final : public server::CallSink {
@@ -257,6 +229,7 @@ class RelaySink final : public server::CallSink {
           resendable_(resendable) {}
 
     void on_answer(server::Answer answer) override {
+        router_.relays().answered(region_, routers_[at_]);
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);
         if (answer.stream) {
@@ -416,6 +389,8 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
                 routers = g->second;
             }
         }
+        // §11.6: the one that answered last first (shard/relay.h keeps it).
+        routers = relays_->ordered(std::string(*home), routers);
         return forward_to_region(std::move(f), std::move(exchange), std::move(a), tenant,
                                  std::string(*home), std::move(routers), 0);
     }

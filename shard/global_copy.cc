@@ -39,6 +39,8 @@ std::shared_ptr<const DirectoryMaps> GlobalCopy::maps() const { return directory
 
 bool GlobalCopy::ready() const { return directory_->serving(); }
 
+std::string GlobalCopy::refused() const { return follower_->refused(); }
+
 void GlobalCopy::write_json(json::Writer& w) const {
     w.begin_object();
     w.key("file");

@@ -49,6 +49,9 @@ class GlobalCopy {
     // router's token sidecar with it (Directory::serving), so no node it keeps is called without
     // the credential the global router would send.
     bool ready() const;
+    // Why the global router's last image was refused (a --global URL serving a directory of
+    // another scope), "" when none was (DirectoryFollower::refused).
+    std::string refused() const;
     // For GET /_replication/status: {"file","ready","following":{the follower's}}.
     void write_json(json::Writer& w) const;
 

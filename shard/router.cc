@@ -24,9 +24,11 @@
 #include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
+#include "shard/relay.h"
 #include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
+#include "shard/two_level.h"
 
 namespace fenec::shard {
 
@@ -137,8 +139,10 @@ Router::Router(RouterOptions options, const engine::Clock& clock)
 Router::~Router() {
     timers_->stop();  // its callbacks answer through this
     if (cluster_) cluster_->stop();  // its threads call nodes and promote through the rest
+    if (two_level_) two_level_->stop();  // its thread relays and writes the directory
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
+    if (relayed_pool_) relayed_pool_->shutdown();
     if (standby_) standby_->stop();  // its threads read the directory
     if (global_) global_->stop();
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
@@ -263,6 +267,7 @@ std::string Router::prepare() {
     upstream_ = Upstream::create(upstream_options_, error);
     if (!upstream_) return "the upstream loops: " + error;
     node_calls_ = std::make_unique<NodeCalls>(*upstream_);
+    relays_ = std::make_unique<Relays>(options_.token, options_.upstream_timeout_ms);
     copies_ = std::make_unique<Copies>(*this, registry_);
     copies_->start();
     // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
@@ -278,6 +283,7 @@ std::string Router::prepare() {
     });
     standby_->start();  // §2.3 step 3: a standby's follower
     api_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
+    relayed_pool_ = std::make_unique<server::WorkerPool>(api_threads, api_queue_max);
     server::ServerOptions so;
     so.listen = options_.listen;
     so.loops = loops;
@@ -293,6 +299,12 @@ std::string Router::prepare() {
     if (!server_) return "--listen " + options_.listen + ": " + error;
     // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
     if (!standby_->following()) cluster_->start();
+    // §2.3 step 4, §11.4: on the global router, rows a stop left `creating` or `deleting` settled
+    // by asking their regions, now and every settle_period_ms (a standby's only once promoted).
+    if (!options_.region) {
+        two_level_ = std::make_unique<TwoLevel>(*this);
+        two_level_->start();
+    }
     return "";
 }
 
@@ -311,9 +323,11 @@ void Router::drain() {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     cluster_->stop();
+    if (two_level_) two_level_->stop();
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();
+    relayed_pool_->shutdown();
     copies_->stop();
     upstream_->stop();
     directory_->close();
@@ -600,7 +614,10 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
                 return answer(*exchange, a, refused_on_standby());
             }
             auto req = std::make_shared<server::Request>(std::move(request));
-            const bool queued = api_pool_->submit([this, req, exchange, a] {
+            server::WorkerPool& pool =
+                relayed_for(*req, a.request_id, options_.token).empty() ? *api_pool_
+                                                                        : *relayed_pool_;
+            const bool queued = pool.submit([this, req, exchange, a] {
                 answer(*exchange, a, serve_api(*req, a));
             });
             if (!queued) {
@@ -632,6 +649,15 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             w.int64(directory_->maps()->term);
             w.key("directory");
             w.string(directory_->serving() ? "ready" : "waiting");
+            if (global_) {  // a region's router: its copy of the global directory (§11.3)
+                const std::string refused = global_->refused();
+                w.key("global");
+                w.string(!refused.empty() ? "refused" : global_->ready() ? "ready" : "waiting");
+                if (!refused.empty()) {
+                    w.key("global_error");
+                    w.string(refused);
+                }
+            }
             w.end_object();
             return answer(*exchange, a, std::move(r));
         }

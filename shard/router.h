@@ -48,6 +48,8 @@ class GlobalCopy;
 class InFlight;
 class Standby;
 class NodeCalls;
+class Relays;
+class TwoLevel;
 struct QueryRequest;
 
 inline constexpr std::string_view shard_version = server::fenec_version;
@@ -207,6 +209,10 @@ class Router final : public server::Handler {
     std::unique_ptr<Upstream> upstream_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<server::WorkerPool> api_pool_;
+    // §11.4: `/_shard/` requests relayed by another router (a valid mark) run here, never behind
+    // direct ones on api_pool_: a direct change relayed to the other level waits on a worker
+    // there, whose relay back here would otherwise wait on it in turn.
+    std::unique_ptr<server::WorkerPool> relayed_pool_;
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;
@@ -249,6 +255,11 @@ class Router final : public server::Handler {
     // A region's router's copy of the global directory (§11.3, shard/global_copy.h), read-only;
     // nullptr on a router without --region. Made in prepare(), stopped before the directory.
     const GlobalCopy* global_copy() const { return global_.get(); }
+    // §11.4: the relays of `/_shard/` requests to another level's routers (shard/relay.h), and,
+    // on the global router, its creates and deletes in two levels with their settling
+    // (shard/two_level.h; nullptr on a region's router). Made in prepare().
+    Relays& relays() { return *relays_; }
+    TwoLevel* two_level() { return two_level_.get(); }
 
   private:
     // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
@@ -257,6 +268,8 @@ class Router final : public server::Handler {
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
     std::unique_ptr<GlobalCopy> global_;
+    std::unique_ptr<Relays> relays_;
+    std::unique_ptr<TwoLevel> two_level_;
 };
 
 // A tenant claimed (Router::claim) for the scope of an operation: `held` is false when another

@@ -99,10 +99,13 @@ void DirectoryFollower::run() {
     for (;;) {
         const std::string followed = current();
         std::string error;
-        const bool heard = session(error);
+        bool heard = session(error);
         bool next_in_round = false;
         {
             std::lock_guard lock(mu_);
+            // An image refused (another scope's directory) is no primary heard: asked again at
+            // once it would be refused again.
+            if (!refused_.empty()) heard = false;
             connected_ = false;
             in_image_ = false;
             image_.clear();
@@ -278,7 +281,13 @@ bool DirectoryFollower::on_image_end(const replication::Frame& f, std::string& e
         {reinterpret_cast<const std::byte*>(image.data()), image.size()}, *seq);
     if (!st.is_ok()) {
         error = "the image does not install: " + st.to_string();
+        std::lock_guard lock(mu_);
+        refused_ = error;
         return false;
+    }
+    {
+        std::lock_guard lock(mu_);
+        refused_.clear();
     }
     ++images_;
     tokens_due_ = true;
@@ -363,6 +372,11 @@ void DirectoryFollower::changed(const DirectoryMaps& before) {
         failed.push_back(FailedOver{name, t.node, t.failed_from});
     }
     if (!failed.empty()) on_failover_(failed);
+}
+
+std::string DirectoryFollower::refused() const {
+    std::lock_guard lock(mu_);
+    return refused_;
 }
 
 void DirectoryFollower::write_json(json::Writer& w) const {

@@ -136,6 +136,10 @@ class DirectoryFollower {
     void write_json(json::Writer& w) const;
     // Images adopted so far.
     uint64_t images() const { return images_; }
+    // Why the last image the primary sent was refused (a directory of another scope, §2.3 step
+    // 2), "" when none was or one installed since. A refused primary is not heard: the next URL
+    // is tried, and the rounds back off as when none answers, logged each time.
+    std::string refused() const;
 
   private:
     void run();
@@ -163,6 +167,7 @@ class DirectoryFollower {
     server::BlockingClient client_;
     bool connected_ = false;
     std::string error_;
+    std::string refused_;  // under mu_: see refused()
     uint64_t primary_seq_ = 0;
     int64_t last_contact_ms_ = 0;
     std::string image_;  // the image being received
