@@ -39,7 +39,7 @@ bool dropped_request_header(std::string_view name) {
     static constexpr std::string_view dropped[] = {
         "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Transfer-Encoding",
         "Proxy-Authorization", "Proxy-Authenticate", "Host", "Content-Length", "Fenec-Router",
-        "Fenec-Relay", "X-Request-Id", "Expect",
+        "Fenec-Relay", "X-Request-Id", "Expect", "Fenec-Relay-Hop",
     };
     return one_of(name, dropped);
 }
@@ -214,6 +214,9 @@ class ForwardSink final : public server::CallSink,
 // relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
 // can only set to keep its own request from being relayed.
 constexpr std::string_view relay_via = "1.1 fenec-shard";
+// §11.6: on a relayed request passed to a region one more time; the router there passes it no
+// further. A client setting it only keeps its own request from being passed again.
+constexpr std::string_view relay_hop_header = "Fenec-Relay-Hop";
 
 // The client a relayed request is for, or "" for one from a client: a valid mark's client; a
 // mark that does not verify is dropped (dropped_request_header) and the request taken as direct.
@@ -400,7 +403,12 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
         return answer(*exchange, a, error(404, "tenant `" + tenant + "` is not in the directory"));
     }
     if (std::optional<std::string_view> home = home_region(row->node)) {
-        if (relay_in || *home == scope) {
+        // §11.6: a row `@<r>` in a region's own directory is a tenant it let go of in a move
+        // across regions (shard/handoff.h) while the global directory may still send it here:
+        // a relayed request is passed to `r` one more time, and no further.
+        const bool again = relay_in && global_ && *home != scope && !h.header(relay_hop_header);
+        if (again) f.passed_again = true;
+        if ((relay_in && !again) || *home == scope) {
             return answer(*exchange, a,
                           error(404, "tenant `" + tenant + "` is not placed in region `" +
                                          std::string(*home) + "`'s directory"));
@@ -504,6 +512,7 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
         if (!dropped_request_header(field.name)) out.headers.push_back(field);
     }
     out.headers.push_back({"X-Request-Id", a.request_id});
+    if (f.passed_again) out.headers.push_back({std::string(relay_hop_header), "2"});
     // The header's bytes outlive write_request below.
     std::string relay;
     if (const std::optional<std::string>& token = options_.token) {

@@ -27,6 +27,7 @@ enum class ShardRouteId : uint8_t {
     replicas,
     regions,  // GET /_shard/regions (shard/regions.h)
     region,   // PUT, DELETE /_shard/regions/<region>
+    handoff,  // /_shard/handoff/<tenant>/<step>, relay-only (shard/handoff.h)
     query,
     metrics,
     health,

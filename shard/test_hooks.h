@@ -27,5 +27,8 @@ void stall_feed_change();
 bool skip_failover_cut();
 // Before a standby first asks its primary for the nodes' tokens: sleeps FENEC_TEST_TOKENS_STALL ms.
 void stall_first_tokens();
+// True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop): a region's
+// router refuses that step of a move across regions 500 before it changes anything.
+bool fail_handoff_step(std::string_view step);
 
 }  // namespace fenec::shard::test_hooks

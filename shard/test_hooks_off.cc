@@ -8,5 +8,6 @@ void stall_after_move_step(std::string_view) {}
 void stall_feed_change() {}
 bool skip_failover_cut() { return false; }
 void stall_first_tokens() {}
+bool fail_handoff_step(std::string_view) { return false; }
 
 }  // namespace fenec::shard::test_hooks
