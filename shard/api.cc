@@ -6,8 +6,9 @@
 // on the router's API workers: it waits on nodes (shard/node_calls.h) and on the directory's
 // fsync. Every change is one audit line, and grants the nodes their lists at once under leases.
 // The query across tenants runs on the loops (shard/query.cc); the `regions` collection is
-// shard/regions.h's. A tenant at home in a region keeping its own directory (`@<r>`) is read
-// here; its changes are that region's (not relayed).
+// shard/regions.h's. A change another level's router owns (§11.4, shard/whose.h) is relayed to
+// it once (shard/relay.h); on the global router a tenant at home in a region keeping its own
+// directory (`@<r>`) is created and deleted in two levels (shard/two_level.h).
 #include <simdjson.h>
 
 #include <algorithm>
@@ -25,9 +26,13 @@
 #include "shard/quota.h"
 #include "shard/region_move.h"
 #include "shard/regions.h"
+#include "shard/relay.h"
 #include "shard/router.h"
 #include "shard/routes.h"
 #include "shard/status.h"
+#include "shard/two_level.h"
+#include "shard/whose.h"
+#include "shard/global_copy.h"
 
 namespace fenec::shard {
 
@@ -303,6 +308,10 @@ class Api {
             return Router::error(400, std::string(node_named ? "node" : "tenant") + " name `" +
                                           seg[2] + "` is not [a-z0-9_-]{1,64}");
         }
+        relayed_ = relayed_for(request_, a_.request_id, router_.options().token);
+        if (std::optional<Response> r = relay_if_not_ours(*row, seg)) {
+            return m == http::Method::get ? std::move(*r) : changed(std::move(*r));
+        }
         if (row->id == ShardRouteId::handoff) {  // §11.7: shard/handoff.h
             const std::optional<HandoffStep> step = handoff_step(seg[3]);
             if (!step) {
@@ -318,7 +327,8 @@ class Api {
             }
         }
         if (tenant_named && !(row->id == ShardRouteId::tenant_row &&
-                              (m == http::Method::get || m == http::Method::put))) {
+                              (m == http::Method::get || m == http::Method::put ||
+                               (m == http::Method::del && two_level_home(seg[2]))))) {
             if (std::optional<Response> r = elsewhere(seg[2])) return changed(std::move(*r));
         }
         switch (row->id) {
@@ -364,9 +374,58 @@ class Api {
     }
 
   private:
-    // §11.4: a tenant at home in a region keeping its own directory (`@<r>`) is changed, its
-    // quota read, by that region's router; relaying it there is not built, so it is refused
-    // naming the region and its routers. nullopt for any other tenant.
+    // §11.4: a change another level's router owns (shard/whose.h), relayed to it once, its
+    // answer passed back (503 `Retry-After: 5` when none of its routers took it); one relayed
+    // here that is not this router's either, refused 409 naming the router that owns it.
+    // nullopt for a change of this router's own, and for a method the route does not take.
+    std::optional<Response> relay_if_not_ours(const ShardRoute& row,
+                                              const std::vector<std::string>& seg) {
+        const http::RequestHead& h = request_.head;
+        if (method_refusal(h)) return std::nullopt;
+        auto maps = router_.directory().maps();
+        std::shared_ptr<const DirectoryMaps> global;
+        if (const GlobalCopy* copy = router_.global_copy()) global = copy->maps();
+        const ChangeContext at{*maps, global.get(),
+                               global_urls(router_.options().global.value_or(""))};
+        const Whose whose = whose_change(
+            at, {.route = row.id,
+                 .method = h.method,
+                 .name = seg.size() > 2 ? std::string_view(seg[2]) : std::string_view(),
+                 .body = request_.body,
+                 .relayed = !relayed_.empty()});
+        if (whose.here) return std::nullopt;
+        if (!relayed_.empty()) return refused_relayed(whose);
+        const Relayed r = router_.relays().relay(whose.to, {.method = h.method_text,
+                                                            .target = h.target,
+                                                            .body = request_.body,
+                                                            .client = peer_host(request_.peer),
+                                                            .request_id = a_.request_id});
+        return r.answered ? passed_on(r) : none_took(whose.to, r);
+    }
+
+    // Who asked, for a relay this router makes on its own account (a two-level create's second
+    // half): the client a valid mark names, else the peer.
+    Asker asker() const {
+        return {relayed_.empty() ? peer_host(request_.peer) : relayed_, a_.request_id};
+    }
+
+    // §11.4: on the global router, the routers of the region keeping its own directory that
+    // `tenant` is at home in, when there is a `regions` row for it.
+    std::optional<RelayTo> two_level_home(const std::string& tenant) const {
+        if (router_.options().region) return std::nullopt;
+        auto maps = router_.directory().maps();
+        auto it = maps->tenants.find(tenant);
+        if (it == maps->tenants.end()) return std::nullopt;
+        const std::optional<std::string_view> home = home_region(it->second.node);
+        if (!home) return std::nullopt;
+        auto r = maps->regions.find(*home);
+        if (r == maps->regions.end()) return std::nullopt;
+        return RelayTo{std::string(*home), r->second};
+    }
+
+    // §11.4: a tenant at home in a region keeping its own directory (`@<r>`) whose change was
+    // not relayed there (a move across regions' directories, or a region with no `regions` row)
+    // is refused naming the region and its routers. nullopt for any other tenant.
     std::optional<Response> elsewhere(const std::string& tenant) {
         auto maps = router_.directory().maps();
         auto it = maps->tenants.find(tenant);
@@ -381,7 +440,7 @@ class Api {
             501, "tenant `" + tenant + "` is at home in region `" + std::string(*home) +
                      "`, which keeps its own directory: ask its router (" +
                      (routers.empty() ? std::string("none recorded") : routers) +
-                     "); this router does not relay changes there yet");
+                     "); this change is not built across the levels");
         r.body.pop_back();
         json::Writer w(r.body);
         r.body += ",\"region\":";
@@ -755,8 +814,22 @@ class Api {
         if (!claim.held) return busy(name, "create");
         auto maps = router_.directory().maps();
         if (maps->tenants.contains(name)) {
-            return Router::error(409, "tenant `" + name + "` exists, on node `" +
-                                          maps->tenants.at(name).node + "`");
+            // `exists`: a two-level create keeps the name where the region says so (§11.4).
+            Response r = Router::error(409, "tenant `" + name + "` exists, on node `" +
+                                                maps->tenants.at(name).node + "`");
+            r.body.pop_back();
+            r.body += ",\"exists\":true}";
+            return r;
+        }
+        // §11.4: in a region keeping its own directory, created in two levels.
+        if (!router_.options().region) {
+            std::optional<std::string> home = region;
+            if (!home && !node_name) home = router_.options().default_region;
+            if (auto r = home ? maps->regions.find(*home) : maps->regions.end();
+                r != maps->regions.end()) {
+                return router_.two_level()->create(name, RelayTo{r->first, r->second}, node_name,
+                                                   schema, asker());
+            }
         }
         const NodeRow* node = nullptr;
         if (std::optional<Response> refused = choose_node(*maps, name, node_name, region, node)) {
@@ -865,6 +938,9 @@ class Api {
         if (it == maps->tenants.end()) {
             return Router::error(404, "tenant `" + name + "` is not in the directory");
         }
+        if (std::optional<RelayTo> home = two_level_home(name)) {  // §11.4
+            return router_.two_level()->remove(it->second, *home, asker());
+        }
         auto n = maps->nodes.find(it->second.node);
         if (n != maps->nodes.end()) {
             NodeAnswer a = router_.node_calls().remove(n->second, name, a_.request_id);
@@ -891,6 +967,7 @@ class Api {
     Router& router_;
     const server::Request& request_;
     const Router::Answering& a_;
+    std::string relayed_;  // the client a valid relay mark names (§11.5), "" for a direct request
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "server/runtime/mark.h"
 #include "shard/global_copy.h"
 #include "shard/in_flight.h"
+#include "shard/relay.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
@@ -209,37 +210,9 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
-// R25, §11.5: a router relaying a request marks it `Fenec-Relay: <client> <mark>`, keyed by the
-// routers' shared --token (server/runtime/mark.h). Routers without a token cannot mark: the
-// relaying one says what it is in `Via` (RFC 9110 §7.6.3, there for finding loops), which a client
-// can only set to keep its own request from being relayed.
-constexpr std::string_view relay_via = "1.1 fenec-shard";
 // §11.6: on a relayed request passed to a region one more time; the router there passes it no
 // further. A client setting it only keeps its own request from being passed again.
 constexpr std::string_view relay_hop_header = "Fenec-Relay-Hop";
-
-// The client a relayed request is for, or "" for one from a client: a valid mark's client; a
-// mark that does not verify is dropped (dropped_request_header) and the request taken as direct.
-std::string relayed_for(const server::Request& request, std::string_view request_id,
-                        const std::optional<std::string>& token) {
-    const http::RequestHead& h = request.head;
-    if (token) {
-        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
-        std::string client;
-        if (mark && server::verify_relay_mark(*token, *mark, request_id, h.method_text, h.target,
-                                              client)) {
-            return client;
-        }
-        return "";
-    }
-    for (const http::Header& field : h.headers) {
-        if (http::iequals(field.name, "Via") &&
-            std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
-            return peer_host(request.peer);
-        }
-    }
-    return "";
-}
 
 // A request relayed to a region's router (§11.6): its answer passed back as a node's is; a
 // router that could not be reached passes the request to the next one.
@@ -512,7 +485,7 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
         if (!dropped_request_header(field.name)) out.headers.push_back(field);
     }
     out.headers.push_back({"X-Request-Id", a.request_id});
-    if (f.passed_again) out.headers.push_back({std::string(relay_hop_header), "2"});
+    if (f.passed_again) out.headers.push_back({relay_hop_header, "2"});
     // The header's bytes outlive write_request below.
     std::string relay;
     if (const std::optional<std::string>& token = options_.token) {

@@ -15,12 +15,12 @@
 
 #include "json/writer.h"
 #include "server/runtime/client.h"
-#include "server/runtime/mark.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
+#include "shard/relay.h"
 #include "shard/test_hooks.h"
 
 namespace fenec::shard {
@@ -30,26 +30,6 @@ namespace {
 using Response = http::Response;
 
 std::string path_of(const std::string& tenant) { return "/_admin/tenants/" + tenant; }
-
-// §11.5: whether `request` was relayed by a router: a `Fenec-Relay` mark that verifies under the
-// routers' shared --token; among routers without one, `Via` naming fenec-shard (as forward.cc
-// reads a data relay).
-bool relayed(const Router& router, const server::Request& request, std::string_view request_id) {
-    const http::RequestHead& h = request.head;
-    if (const std::optional<std::string>& token = router.options().token) {
-        const std::optional<std::string_view> mark = h.header("Fenec-Relay");
-        std::string client;
-        return mark && server::verify_relay_mark(*token, *mark, request_id, h.method_text, h.target,
-                                                 client);
-    }
-    for (const http::Header& field : h.headers) {
-        if (http::iequals(field.name, "Via") &&
-            std::string_view(field.value).find("fenec-shard") != std::string_view::npos) {
-            return true;
-        }
-    }
-    return false;
-}
 
 Response with_fields(Response r, std::initializer_list<std::pair<std::string, std::string>> kv) {
     r.body.pop_back();
@@ -120,33 +100,12 @@ class Step {
 };
 
 std::optional<Response> Step::read_to(std::string& to) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    simdjson::dom::object obj;
-    const std::string& text = request_.body;
-    if (parser.parse(text.data(), text.size()).get(doc) || doc.get_object().get(obj)) {
-        return Router::error(400, "the body must be a JSON object {\"to\":\"@<region>\"}");
+    const HandoffTo got = parse_handoff_to(request_.body);
+    if (!got.error.empty()) return Router::error(400, got.error);
+    if (got.region == router_.directory().maps()->scope) {
+        return Router::error(409, "`@" + got.region + "` is this router's own region");
     }
-    for (auto field : obj) {
-        if (field.key != "to") {
-            return Router::error(
-                400, "unknown field `" + std::string(field.key) + "`: a handoff takes to");
-        }
-        std::string_view s;
-        if (field.value.get_string().get(s)) {
-            return Router::error(400, "field `to` must be a string, \"@<region>\"");
-        }
-        to = std::string(s);
-    }
-    const std::optional<std::string_view> region = home_region(to);
-    if (!region || region->empty() || !valid_name(*region)) {
-        return Router::error(400,
-                             "field `to` must name the region the tenant goes to, "
-                             "\"@<region>\"");
-    }
-    if (*region == router_.directory().maps()->scope) {
-        return Router::error(409, "`" + to + "` is this router's own region");
-    }
+    to = "@" + got.region;
     return std::nullopt;
 }
 
@@ -306,9 +265,10 @@ Response Step::undo_export() {
 // once more.
 std::optional<Response> Step::install(const NodeRow& node, std::string& seq, std::string& lineage) {
     const http::RequestHead& h = request_.head;
-    http::OutRequest put{.method = "PUT", .target = path_of(tenant_) + "/file"};
+    const std::string file = path_of(tenant_) + "/file";  // OutRequest holds views
+    http::OutRequest put{.method = "PUT", .target = file};
     for (std::string_view name : {"Fenec-Image-Digest", "Fenec-Seq", "Fenec-Lineage"}) {
-        put.headers.push_back({std::string(name), std::string(*h.header(name))});
+        put.headers.push_back({name, *h.header(name)});  // views into the request's head
     }
     put.headers.push_back({"Content-Type", "application/octet-stream"});
     put.body = request_.body;
@@ -559,6 +519,37 @@ Response Step::drop() {
 
 }  // namespace
 
+HandoffTo parse_handoff_to(std::string_view body) {
+    HandoffTo out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::object obj;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc.get_object().get(obj)) {
+        out.error = "the body must be a JSON object {\"to\":\"@<region>\"}";
+        return out;
+    }
+    std::string to;
+    for (auto field : obj) {
+        if (field.key != "to") {
+            out.error = "unknown field `" + std::string(field.key) + "`: a handoff takes to";
+            return out;
+        }
+        std::string_view s;
+        if (field.value.get_string().get(s)) {
+            out.error = "field `to` must be a string, \"@<region>\"";
+            return out;
+        }
+        to = std::string(s);
+    }
+    const std::optional<std::string_view> region = home_region(to);
+    if (!region || region->empty() || !valid_name(*region)) {
+        out.error = "field `to` must name the region the tenant goes to, \"@<region>\"";
+        return out;
+    }
+    out.region = std::string(*region);
+    return out;
+}
+
 std::optional<HandoffStep> handoff_step(std::string_view name) {
     if (name == "export") return HandoffStep::export_image;
     if (name == "undo-export") return HandoffStep::undo_export;
@@ -664,7 +655,7 @@ void Handoffs::lapse(const std::string& tenant, const Entry& e) {
 http::Response serve_handoff(Router& router, const server::Request& request,
                              const Router::Answering& a, const std::string& tenant,
                              HandoffStep step) {
-    if (!relayed(router, request, a.request_id)) {
+    if (relayed_for(request, a.request_id, router.options().token).empty()) {
         return Router::error(403,
                              "/_shard/handoff/ is the global router's, through a relay "
                              "(a valid Fenec-Relay mark): a move across regions is asked "

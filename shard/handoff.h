@@ -58,6 +58,15 @@ enum class HandoffStep : uint8_t {
 };
 std::optional<HandoffStep> handoff_step(std::string_view name);
 
+// The body of an export or a release, `{"to":"@<region>"}` and no other member: `region` the
+// region named (a valid, non-empty name), or `error` (a 400's message, naming the field) and no
+// region.
+struct HandoffTo {
+    std::string region;
+    std::string error;
+};
+HandoffTo parse_handoff_to(std::string_view body);
+
 // The handoffs in progress on a region's router, and the timer that lapses an export. Thread-
 // safe; the timer's thread calls the source node (blocking), so stop() runs before the upstream
 // loops stop.

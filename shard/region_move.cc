@@ -4,10 +4,10 @@
 // source's export into the target's import over two connections of the blocking client's own,
 // the home moved in the global directory, and each step undone where the next fails.
 //
-// The calls without an image are made here, one connection each, the routers tried in their
-// `regions` order (one that cannot be reached, or a standby naming its primary, passes the call
-// to the next). [A relay of `/_shard/` changes shared by every two-level change is shard/relay.h's
-// on the two-level branch; these calls are to be folded into it.]
+// The steps without an image go through the relay every two-level change uses (shard/relay.h);
+// the export and import, whose bodies are images, over connections of their own, the routers
+// tried in their `regions` order (one that cannot be reached, or a standby naming its primary,
+// passes the step to the next).
 #include "shard/region_move.h"
 
 #include <simdjson.h>
@@ -20,6 +20,7 @@
 #include "server/runtime/client.h"
 #include "server/runtime/mark.h"
 #include "shard/move_image.h"
+#include "shard/relay.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
 
@@ -66,12 +67,12 @@ class RegionMove {
     std::string head_for(const std::string& url, std::string_view method, const std::string& target,
                          std::string_view body, std::optional<uint64_t> body_bytes,
                          std::vector<http::Header> headers = {}) const;
-    RegionAnswer call(const std::vector<std::string>& routers, std::string_view method,
-                      const std::string& step, std::string_view body = {});
+    // A step without an image, through the relay (shard/relay.h) to `region`'s routers.
+    RegionAnswer call(const std::string& region, std::string_view method, const std::string& step,
+                      std::string_view body = {});
     std::optional<Response> transfer();
     // Undoes, best effort and logged.
-    void undo(const std::vector<std::string>& routers, std::string_view method,
-              const std::string& step);
+    void undo(const std::string& region, std::string_view method, const std::string& step);
     Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
     Response out_of_reach(const std::string& region, std::string_view step, const std::string& why);
     Response answer(bool removed, uint64_t ms);
@@ -99,14 +100,16 @@ std::string RegionMove::head_for(const std::string& url, std::string_view method
     http::OutRequest out{.method = method, .target = target, .host = addr};
     out.headers = std::move(headers);
     out.headers.push_back({"X-Request-Id", a_.request_id});
-    std::string relay;
+    // Header holds views: the values' bytes live here until write_request below.
+    std::string relay, auth;
     if (const std::optional<std::string>& token = router_.options().token) {
-        out.headers.push_back({"Authorization", "Bearer " + *token});
+        auth = "Bearer " + *token;
+        out.headers.push_back({"Authorization", auth});
         const std::string client = peer_host(request_.peer);
         relay = client + " " + server::relay_mark(*token, client, a_.request_id, method, target);
         out.headers.push_back({"Fenec-Relay", relay});
     } else {
-        out.headers.push_back({"Via", "1.1 fenec-shard"});
+        out.headers.push_back({"Via", relay_via});
     }
     out.body = body;
     out.body_bytes = body_bytes;
@@ -124,37 +127,21 @@ server::CallRequest to_router(const std::string& url) {
     return r;
 }
 
-RegionAnswer RegionMove::call(const std::vector<std::string>& routers, std::string_view method,
+RegionAnswer RegionMove::call(const std::string& region, std::string_view method,
                               const std::string& step, std::string_view body) {
-    RegionAnswer out;
     const std::string target = step_target(step);
-    for (const std::string& url : routers) {
-        server::CallRequest r = to_router(url);
-        r.bytes = head_for(url, method, target, body, std::nullopt,
-                           {{"Content-Type", "application/json"}});
-        r.body_bytes_max = 1 << 20;  // a step's JSON answer; an image never comes back here
-        server::CallResult got = router_.upstream().blocking().call(r);
-        if (!got.answer) {
-            out.why += (out.why.empty() ? "" : "; ") + url + ": " + got.error.message;
-            if (got.error.failure == server::CallFailure::unreachable) continue;
-            return out;  // it may have run there: not passed to another router
-        }
-        if (standby_refusal(got.answer->status, got.answer->body)) {
-            out.why += (out.why.empty() ? "" : "; ") + url + " is a standby";
-            continue;
-        }
-        out.answered = true;
-        out.status = got.answer->status;
-        out.body = std::move(got.answer->body);
-        return out;
-    }
-    if (routers.empty()) out.why = "no router recorded";
-    return out;
+    const Relayed r =
+        router_.relays().relay(RelayTo{region, region == from_ ? from_routers_ : to_routers_},
+                               {.method = method,
+                                .target = target,
+                                .body = body,
+                                .client = peer_host(request_.peer),
+                                .request_id = a_.request_id});
+    return RegionAnswer{r.answered, r.status, r.body, r.why};
 }
 
-void RegionMove::undo(const std::vector<std::string>& routers, std::string_view method,
-                      const std::string& step) {
-    RegionAnswer r = call(routers, method, step, "{}");
+void RegionMove::undo(const std::string& region, std::string_view method, const std::string& step) {
+    RegionAnswer r = call(region, method, step, method == "DELETE" ? "" : "{}");
     if (!r.answered || r.status >= 300) {
         std::cerr << "fenec-shard: move of `" << tenant_ << "` from region `" << from_ << "` to `"
                   << to_ << "`: the " << step << " was not undone ("
@@ -247,10 +234,10 @@ std::optional<Response> RegionMove::run() {
     }
     // Step 3: the source lets it go.
     const std::string release = "{\"to\":\"@" + to_ + "\"}";
-    RegionAnswer released = call(from_routers_, "POST", "release", release);
+    RegionAnswer released = call(from_, "POST", "release", release);
     if (!released.answered || released.status != 200) {
-        undo(to_routers_, "DELETE", "import");
-        undo(from_routers_, "POST", "undo-export");
+        undo(to_, "DELETE", "import");
+        undo(from_, "POST", "undo-export");
         count("failed");
         if (!released.answered || released.status == 409) {
             return out_of_reach(from_, "release",
@@ -273,15 +260,15 @@ std::optional<Response> RegionMove::run() {
         }
     }
     if (!st.is_ok()) {
-        undo(from_routers_, "POST", "undo-release");
-        undo(to_routers_, "DELETE", "import");
+        undo(from_, "POST", "undo-release");
+        undo(to_, "DELETE", "import");
         count("failed");
         return Router::error(500, "the global directory could not move the home of `" + tenant_ +
                                       "`: " + st.to_string());
     }
     // Step 5: every standby keeping up was sent the new home before the source copy goes.
     router_.standby().wait_for_standbys(standby_wait_ms_max);
-    RegionAnswer dropped = call(from_routers_, "POST", "drop", "{}");
+    RegionAnswer dropped = call(from_, "POST", "drop", "{}");
     bool removed = false;
     if (dropped.answered && dropped.status == 200) {
         simdjson::dom::element d;
@@ -305,7 +292,7 @@ std::optional<Response> RegionMove::transfer() {
     std::unique_ptr<Connection> source;
     http::ResponseHead head;
     std::string why;
-    for (const std::string& url : from_routers_) {
+    for (const std::string& url : router_.relays().ordered(from_, from_routers_)) {
         server::CallError error;
         auto conn = router_.upstream().blocking().connect(to_router(url), {}, error);
         if (!conn || !conn->send(head_for(url, "POST", step_target("export"), export_body,
@@ -316,7 +303,7 @@ std::optional<Response> RegionMove::transfer() {
         }
         if (!conn->read_head(head, error)) {
             // Sent whole, no answer: it may have frozen the tenant; its lapse thaws it.
-            undo(from_routers_, "POST", "undo-export");
+            undo(from_, "POST", "undo-export");
             return out_of_reach(from_, "export", url + ": " + error.message);
         }
         if (head.status == 409 && head.content_length) {
@@ -328,6 +315,7 @@ std::optional<Response> RegionMove::transfer() {
             }
             return refused_by(from_, "export", {true, 409, body, ""});
         }
+        router_.relays().answered(from_, url);
         source = std::move(conn);
         break;
     }
@@ -342,10 +330,10 @@ std::optional<Response> RegionMove::transfer() {
     std::vector<http::Header> image_headers = {{"Content-Type", "application/octet-stream"}};
     for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
         if (auto v = head.header(name))
-            image_headers.push_back({std::string(name), std::string(*v)});
+            image_headers.push_back({name, *v});  // views into `head`, alive to the end
     }
     why.clear();
-    for (const std::string& url : to_routers_) {
+    for (const std::string& url : router_.relays().ordered(to_, to_routers_)) {
         server::CallError error;
         auto target = router_.upstream().blocking().connect(to_router(url), {}, error);
         const std::string put =
@@ -355,7 +343,7 @@ std::optional<Response> RegionMove::transfer() {
             continue;
         }
         if (auto failed = source->relay_to(*target, bytes_)) {
-            undo(from_routers_, "POST", "undo-export");
+            undo(from_, "POST", "undo-export");
             if (failed->source) {
                 return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
                                               "` ended short: " + failed->message);
@@ -373,24 +361,25 @@ std::optional<Response> RegionMove::transfer() {
         if (!target->read_head(got, error) ||
             !target->read_body(got.content_length.value_or(0), body, error)) {
             // It may have installed: undone both ways.
-            undo(to_routers_, "DELETE", "import");
-            undo(from_routers_, "POST", "undo-export");
+            undo(to_, "DELETE", "import");
+            undo(from_, "POST", "undo-export");
             return out_of_reach(to_, "import", url + ": " + error.message);
         }
         if (standby_refusal(got.status, body)) {
             // A standby took the image and refused it: the export's bytes are spent. The move
             // is undone and asked again, which reaches the region's primary.
-            undo(from_routers_, "POST", "undo-export");
+            undo(from_, "POST", "undo-export");
             return out_of_reach(to_, "import", url + " is a standby");
         }
         if (got.status != 201) {
-            undo(from_routers_, "POST", "undo-export");
+            undo(from_, "POST", "undo-export");
             return refused_by(to_, "import", {true, got.status, body, ""});
         }
+        router_.relays().answered(to_, url);
         imported_ = std::move(body);
         return std::nullopt;
     }
-    undo(from_routers_, "POST", "undo-export");
+    undo(from_, "POST", "undo-export");
     return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
 }
 

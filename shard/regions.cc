@@ -87,15 +87,14 @@ Response with_fields(Response r, std::initializer_list<std::pair<const char*, st
     return r;
 }
 
-// §11.4: `regions` rows are the global router's. Relays are not built: a region's router names
-// where to send the change.
+// §11.4: `regions` rows are the global router's. The API relays a change of them there before it
+// comes here (shard/whose.h); this is the guard should one reach here all the same.
 Response not_ours(const Router& router) {
     const std::vector<std::string> urls = global_urls(router.options().global.value_or(""));
     const std::string global = urls.empty() ? std::string() : urls.front();
     Response r = Router::error(
         409, "regions are the global directory's and this router keeps region `" +
-                 *router.options().region + "`: send the change to the global router " + global +
-                 " (this router does not relay it)");
+                 *router.options().region + "`: send the change to the global router " + global);
     return with_fields(std::move(r), {{"global", global}});
 }
 

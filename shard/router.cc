@@ -25,9 +25,11 @@
 #include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
+#include "shard/relay.h"
 #include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
+#include "shard/two_level.h"
 
 namespace fenec::shard {
 
@@ -138,6 +140,7 @@ Router::Router(RouterOptions options, const engine::Clock& clock)
 Router::~Router() {
     timers_->stop();  // its callbacks answer through this
     if (cluster_) cluster_->stop();  // its threads call nodes and promote through the rest
+    if (two_level_) two_level_->stop();  // its thread relays and writes the directory
     if (server_) server_->shutdown();
     if (api_pool_) api_pool_->shutdown();
     if (standby_) standby_->stop();  // its threads read the directory
@@ -266,6 +269,7 @@ std::string Router::prepare() {
     upstream_ = Upstream::create(upstream_options_, error);
     if (!upstream_) return "the upstream loops: " + error;
     node_calls_ = std::make_unique<NodeCalls>(*upstream_);
+    relays_ = std::make_unique<Relays>(options_.token, options_.upstream_timeout_ms);
     copies_ = std::make_unique<Copies>(*this, registry_);
     copies_->start();
     // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
@@ -296,6 +300,12 @@ std::string Router::prepare() {
     if (!server_) return "--listen " + options_.listen + ": " + error;
     // §2.3 step 5: bound; with --auto-failover the record raised where needed, then leasing.
     if (!standby_->following()) cluster_->start();
+    // §2.3 step 4, §11.4: on the global router, rows a stop left `creating` or `deleting` settled
+    // by asking their regions, now and every settle_period_ms (a standby's only once promoted).
+    if (!options_.region) {
+        two_level_ = std::make_unique<TwoLevel>(*this);
+        two_level_->start();
+    }
     return "";
 }
 
@@ -314,6 +324,7 @@ void Router::drain() {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     cluster_->stop();
+    if (two_level_) two_level_->stop();
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();

@@ -49,6 +49,8 @@ class Handoffs;
 class InFlight;
 class Standby;
 class NodeCalls;
+class Relays;
+class TwoLevel;
 struct QueryRequest;
 
 inline constexpr std::string_view shard_version = server::fenec_version;
@@ -257,6 +259,11 @@ class Router final : public server::Handler {
     // A region's router's half of moves across regions (§11.7, shard/handoff.h). Made in
     // prepare(); stopped before the upstream loops, whose calls its timer makes.
     Handoffs& handoffs() { return *handoffs_; }
+    // §11.4: the relays of `/_shard/` requests to another level's routers (shard/relay.h), and,
+    // on the global router, its creates and deletes in two levels with their settling
+    // (shard/two_level.h; nullptr on a region's router). Made in prepare().
+    Relays& relays() { return *relays_; }
+    TwoLevel* two_level() { return two_level_.get(); }
 
   private:
     // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
@@ -266,6 +273,8 @@ class Router final : public server::Handler {
     std::unique_ptr<Standby> standby_;
     std::unique_ptr<GlobalCopy> global_;
     std::unique_ptr<Handoffs> handoffs_;
+    std::unique_ptr<Relays> relays_;
+    std::unique_ptr<TwoLevel> two_level_;
 };
 
 // A tenant claimed (Router::claim) for the scope of an operation: `held` is false when another

@@ -6,7 +6,11 @@
 // FENEC_TEST_NO_CUT=1 has a failover cut nothing out to the old node (§9.10 off), so `make drill`
 // can time the same failover with its requests left to `--upstream-timeout`;
 // FENEC_TEST_TOKENS_STALL=<ms> holds a standby's first ask for its primary's tokens `ms`, so a
-// test can see it wait for them with its directory already there.
+// test can see it wait for them with its directory already there;
+// FENEC_TEST_TWO_LEVEL_STALL=<step>:<ms> holds a two-level create or delete on the global router
+// `ms` after the step named (`relayed`: the region's router answered, the row not yet written
+// `active` or removed), so a test can kill it between its two writes; FENEC_TEST_SETTLE_MS=<ms>
+// settles rows left `creating` or `deleting` every `ms` rather than every minute (§11.4).
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -15,6 +19,7 @@
 // no hook (test/shard/test_hooks_test.cc checks fenec-shard's bytes).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace fenec::shard::test_hooks {
@@ -30,5 +35,9 @@ void stall_first_tokens();
 // True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop): a region's
 // router refuses that step of a move across regions 500 before it changes anything.
 bool fail_handoff_step(std::string_view step);
+// After a two-level create's or delete's step `step`: sleeps what FENEC_TEST_TWO_LEVEL_STALL asks.
+void stall_after_two_level_step(std::string_view step);
+// How often rows left `creating` or `deleting` are settled: FENEC_TEST_SETTLE_MS, else `ms`.
+int64_t settle_period_ms(int64_t ms);
 
 }  // namespace fenec::shard::test_hooks

@@ -9,14 +9,32 @@
 
 namespace fenec::shard::test_hooks {
 
-void stall_after_move_step(std::string_view step) {
-    const char* env = std::getenv("FENEC_TEST_MOVE_STALL");
+namespace {
+
+// `<step>:<ms>` in variable `name`: sleeps `ms` when `step` is the one named.
+void stall_at(const char* name, std::string_view step) {
+    const char* env = std::getenv(name);
     if (!env) return;
     std::string_view v(env);
     const size_t colon = v.find(':');
     if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
     const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+void stall_after_move_step(std::string_view step) { stall_at("FENEC_TEST_MOVE_STALL", step); }
+
+void stall_after_two_level_step(std::string_view step) {
+    stall_at("FENEC_TEST_TWO_LEVEL_STALL", step);
+}
+
+int64_t settle_period_ms(int64_t ms) {
+    const char* env = std::getenv("FENEC_TEST_SETTLE_MS");
+    if (!env) return ms;
+    const long v = std::strtol(env, nullptr, 10);
+    return v > 0 ? v : ms;
 }
 
 void stall_feed_change() {

@@ -1,0 +1,219 @@
+// shard/two_level.cc: creates and deletes in two levels, and their settling (shard/two_level.h,
+// router.md §11.4), on the global router.
+#include "shard/two_level.h"
+
+#include <chrono>
+
+#include "json/writer.h"
+#include "shard/router.h"
+#include "shard/standby.h"
+#include "shard/test_hooks.h"
+
+namespace fenec::shard {
+
+namespace {
+
+std::string tenant_target(const std::string& tenant) { return "/_shard/tenants/" + tenant; }
+
+// A 500 for a directory write that failed, naming what it was for.
+http::Response not_recorded(const std::string& what, const engine::Status& st) {
+    return Router::error(500, "the directory could not record " + what + ": " + st.to_string());
+}
+
+// A create's or delete's answer from the region's router: made (or there already: a create
+// whose answer was lost, §11.4), or gone.
+bool made(const Relayed& r) {
+    return r.status == 201 || r.status == 200 ||
+           (r.status == 409 && parse_relay_answer(r.body).exists);
+}
+bool gone(const Relayed& r) { return r.status == 204 || r.status == 200 || r.status == 404; }
+
+}  // namespace
+
+TwoLevel::TwoLevel(Router& router) : router_(router) {}
+
+TwoLevel::~TwoLevel() { stop(); }
+
+http::Response TwoLevel::create(const std::string& tenant, const RelayTo& region,
+                                const std::optional<std::string>& node,
+                                const std::optional<std::string>& schema, const Asker& asker) {
+    TenantRow row;
+    row.name = tenant;
+    row.node = "@" + region.scope;
+    row.state = "creating";
+    if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
+        return not_recorded("tenant `" + tenant + "`", st);
+    }
+    // The region places it itself: its nodes are in no directory of this router's.
+    std::string body;
+    {
+        json::Writer w(body);
+        w.begin_object();
+        if (node) {
+            w.key("node");
+            w.string(*node);
+        }
+        if (schema) {
+            w.key("schema");
+            w.raw(*schema);
+        }
+        w.end_object();
+    }
+    const std::string target = tenant_target(tenant);
+    const Relayed r = router_.relays().relay(region, {.method = "PUT",
+                                                      .target = target,
+                                                      .body = body,
+                                                      .client = asker.client,
+                                                      .request_id = asker.request_id});
+    test_hooks::stall_after_two_level_step("relayed");
+    if (!r.answered || !made(r)) {
+        if (r.may_have_run) {
+            // It may be there: the row stays `creating` until settle() asks.
+            log_line("create of `" + tenant + "` in region `" + region.scope +
+                     "` unanswered, left creating: " + r.why);
+            return none_took(region, r);
+        }
+        // Refused, or no router took it: the name is given back.
+        if (engine::Status st = router_.directory().remove_tenant(tenant); !st.is_ok()) {
+            log_line("tenant `" + tenant + "` left creating: " + st.to_string());
+        }
+        return r.answered ? passed_on(r) : none_took(region, r);
+    }
+    row.state = "active";
+    if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
+        return not_recorded("tenant `" + tenant + "` as active (settled later)", st);
+    }
+    return passed_on(r);
+}
+
+http::Response TwoLevel::remove(const TenantRow& row, const RelayTo& region, const Asker& asker) {
+    TenantRow deleting = row;
+    deleting.state = "deleting";
+    if (engine::Status st = router_.directory().put_tenant(deleting); !st.is_ok()) {
+        return not_recorded("tenant `" + row.name + "` as deleting", st);
+    }
+    const std::string target = tenant_target(row.name);
+    const Relayed r = router_.relays().relay(region, {.method = "DELETE",
+                                                      .target = target,
+                                                      .client = asker.client,
+                                                      .request_id = asker.request_id});
+    test_hooks::stall_after_two_level_step("relayed");
+    if (r.answered && gone(r)) {
+        if (engine::Status st = router_.directory().remove_tenant(row.name); !st.is_ok()) {
+            return not_recorded("tenant `" + row.name + "` as deleted (settled later)", st);
+        }
+        http::Response done;
+        done.status = 204;
+        done.content_type = "";
+        return done;
+    }
+    if (r.may_have_run) {
+        log_line("delete of `" + row.name + "` in region `" + region.scope +
+                 "` unanswered, left deleting: " + r.why);
+        return none_took(region, r);
+    }
+    // Refused there, or not reached: nothing changed, the row as it was.
+    if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
+        log_line("tenant `" + row.name + "` left deleting: " + st.to_string());
+    }
+    return r.answered ? passed_on(r) : none_took(region, r);
+}
+
+std::optional<bool> TwoLevel::ask(const RelayTo& region, const std::string& tenant,
+                                  const Asker& asker) {
+    const std::string target = tenant_target(tenant);
+    const Relayed r = router_.relays().relay(region, {.method = "GET",
+                                                      .target = target,
+                                                      .client = asker.client,
+                                                      .request_id = asker.request_id});
+    if (!r.answered || (r.status != 200 && r.status != 404)) {
+        log_line("settling `" + tenant + "`: region `" + region.scope + "` did not say (" +
+                 (r.answered ? std::to_string(r.status) : r.why) + ")");
+        return std::nullopt;
+    }
+    return r.status == 200;
+}
+
+void TwoLevel::settle_one(const std::string& tenant) {
+    TenantClaim claim(router_, tenant, "settle");
+    if (!claim.held) return;  // a create or delete in progress settles it itself
+    auto maps = router_.directory().maps();
+    auto it = maps->tenants.find(tenant);
+    if (it == maps->tenants.end()) return;
+    const TenantRow row = it->second;
+    const std::optional<std::string_view> home = home_region(row.node);
+    if (!home || (row.state != "creating" && row.state != "deleting")) return;
+    auto routers = maps->regions.find(*home);
+    if (routers == maps->regions.end()) {
+        log_line("settling `" + tenant + "`: region `" + std::string(*home) +
+                 "` has no routers recorded");
+        return;
+    }
+    const RelayTo region{std::string(*home), routers->second};
+    const Asker asker{peer_host(router_.options().listen), router_.new_request_id(std::nullopt)};
+    const std::optional<bool> there = ask(region, tenant, asker);
+    if (!there) return;
+    engine::Status st;
+    if (row.state == "creating") {
+        if (*there) {
+            TenantRow active = row;
+            active.state = "active";
+            st = router_.directory().put_tenant(active);
+        } else {
+            st = router_.directory().remove_tenant(tenant);
+        }
+    } else {
+        if (*there) {
+            const Relayed r = router_.relays().relay(region, {.method = "DELETE",
+                                                              .target = tenant_target(tenant),
+                                                              .client = asker.client,
+                                                              .request_id = asker.request_id});
+            if (!r.answered || !gone(r)) {
+                log_line("settling `" + tenant + "`: region `" + region.scope +
+                         "` did not delete it (" + (r.answered ? std::to_string(r.status) : r.why) +
+                         ")");
+                return;
+            }
+        }
+        st = router_.directory().remove_tenant(tenant);
+    }
+    log_line(
+        "settled `" + tenant + "` left " + row.state + ": " +
+        (*there ? "region `" + region.scope + "` has it" : "not in region `" + region.scope + "`") +
+        (st.is_ok() ? "" : "; the directory refused: " + st.to_string()));
+}
+
+void TwoLevel::settle() {
+    if (router_.standby().following()) return;  // a standby's rows are its primary's to settle
+    std::vector<std::string> left;
+    for (const auto& [name, t] : router_.directory().maps()->tenants) {
+        if ((t.state == "creating" || t.state == "deleting") && home_region(t.node)) {
+            left.push_back(name);
+        }
+    }
+    for (const std::string& tenant : left) settle_one(tenant);
+}
+
+void TwoLevel::start() {
+    const int64_t period_ms = test_hooks::settle_period_ms(settle_period_ms);
+    thread_ = std::thread([this, period_ms] {
+        std::unique_lock lock(mu_);
+        while (!stopping_) {
+            lock.unlock();
+            settle();
+            lock.lock();
+            wake_.wait_for(lock, std::chrono::milliseconds(period_ms), [&] { return stopping_; });
+        }
+    });
+}
+
+void TwoLevel::stop() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace fenec::shard

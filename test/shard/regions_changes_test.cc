@@ -1,0 +1,345 @@
+// test/shard/regions_changes_test.cc: `/_shard/` changes across the two levels (router.md §11.4,
+// §11.5) through real processes: the global router G, a router keeping region us's directory (U,
+// node n1) and one keeping eu's (E, node n2), each region's with --global G. It proves: creates
+// and deletes asked of either level relayed both ways and landing once (the region's node holds
+// the tenant, G a `@<region>` row, no other node or directory anything); a create whose region
+// is out of reach answered 503 `Retry-After: 5` leaving no row, a delete so refused leaving the
+// row as it was; a relay mark forged, or lifted onto another request (another method, target or
+// id), stripped and the request taken as direct (relayed on, or 401 without the token), a valid
+// one not relayed again; a relayed change that reaches a router it is not the owner of refused
+// 409 naming the owner; rows left `creating` or `deleting` (G killed between its two writes by
+// the FENEC_TEST_TWO_LEVEL_STALL hook, or written so in G's file) settled as G starts by asking
+// the region. The oracles: the nodes asked directly, each router's own directory as it answers
+// it, G's file read through the Directory API.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "server/runtime/mark.h"
+#include "shard/directory.h"
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test::regions_changes_test {
+namespace {
+
+// Nothing listens here: a router named by it does not answer.
+const std::string kNobody = "http://127.0.0.1:1";
+const std::string kSchema = R"J(["create collection notes (title text)"])J";
+
+// The router's environment for one start: a hook's variable set while it forks, then cleared.
+struct HookEnv {
+    std::string name;
+    HookEnv(std::string n, const std::string& v) : name(std::move(n)) {
+        ::setenv(name.c_str(), v.c_str(), 1);
+    }
+    ~HookEnv() { ::unsetenv(name.c_str()); }
+};
+
+class RegionsChanges : public ClusterTest<2> {
+  protected:
+    void SetUp() override {
+        start_router({"--replication-token", kReplication});
+        g_port_ = router_->port();
+        us_ = region_router("us", "us.fenec");
+        eu_ = region_router("eu", "eu.fenec");
+        ASSERT_EQ(add_on(us_->port(), 0, "n1", "us").status, 201);
+        ASSERT_EQ(add_on(eu_->port(), 1, "n2", "eu").status, 201);
+        for (auto& [r, p] : {std::pair{"us", us_->port()}, std::pair{"eu", eu_->port()}}) {
+            Reply put = shard("PUT", std::string("/_shard/regions/") + r,
+                              "{\"routers\":[\"" + url_of(p) + "\"]}");
+            ASSERT_EQ(put.status, 201) << put.body;
+        }
+        // Both regions' routers have G's regions rows in their copies.
+        for (uint16_t p : {us_->port(), eu_->port()}) {
+            ASSERT_TRUE(eventually([&] {
+                const std::string body = on(p, "GET", "/_shard/regions").body;
+                return body.find("\"us\",\"routers\":[\"http") != std::string::npos &&
+                       body.find("\"eu\",\"routers\":[\"http") != std::string::npos;
+            })) << on(p, "GET", "/_shard/regions").body;
+        }
+    }
+
+    std::unique_ptr<RouterProcess> region_router(const std::string& region,
+                                                 const std::string& file) {
+        auto r = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file(file), "--region",
+                                     region, "--global", url_of(g_port_), "--replication-token",
+                                     kReplication, "--auth-delay", "0"},
+            dir_.file(file + ".err"));
+        EXPECT_NE(r->port(), 0) << read_file(dir_.file(file + ".err"));
+        return r;
+    }
+    static Reply on(uint16_t port, std::string_view method, std::string_view target,
+                    std::string_view body = {},
+                    std::vector<std::pair<std::string, std::string>> headers = bearer(kRoot)) {
+        Client c(port);
+        return c.request(method, target, body, headers).value_or(Reply{});
+    }
+    Reply add_on(uint16_t port, int i, const std::string& name, const std::string& region) {
+        return on(port, "PUT", "/_shard/nodes/" + name,
+                  "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(i)) + "\",\"token\":\"" +
+                      node_admin_token(i) + "\",\"region\":\"" + region + "\"}");
+    }
+    // G started again on its port (U and E follow it there), with `more` flags.
+    void restart_g() {
+        client_.reset();
+        router_->kill(SIGKILL);
+        start_router({"--replication-token", kReplication, "--listen",
+                      "127.0.0.1:" + std::to_string(g_port_)});
+        ASSERT_EQ(router_->port(), g_port_);
+    }
+    // What G's file says of `tenant`, read with G stopped: its node and state, or "".
+    std::string g_row(const std::string& tenant) {
+        auto d = shard::Directory::open(dir_.file("shard.fenec"));
+        EXPECT_TRUE(d.is_ok()) << d.status().to_string();
+        if (!d.is_ok()) return "?";
+        auto maps = (*d)->maps();
+        auto it = maps->tenants.find(tenant);
+        return it == maps->tenants.end() ? "" : it->second.node + " " + it->second.state;
+    }
+    // G's, U's and E's word on `tenant` (GET /_shard/tenants/<t>), and whether n1 and n2 hold it.
+    int on_g(const std::string& t) { return shard("GET", "/_shard/tenants/" + t).status; }
+    std::string node_of(uint16_t port, const std::string& t) {
+        Reply r = on(port, "GET", "/_shard/tenants/" + t);
+        return r.status == 200 ? Json(r.body).text("node") : std::to_string(r.status);
+    }
+    bool held_by(int i, const std::string& t) { return copy_on(i, t).status == 200; }
+
+    uint16_t g_port_ = 0;
+    std::unique_ptr<RouterProcess> us_, eu_;
+};
+
+// §11.4: a create asked of G, of the region's own router, or of another region's router lands
+// once, on the region's node, with G's row `@<region>` active; a delete asked of either level
+// takes it off the node and both directories.
+TEST_F(RegionsChanges, CreatesAndDeletesAskedOfEitherLevelLandOnce) {
+    const std::string a = tenant("a"), b = tenant("b"), c = tenant("c");
+    // Asked of G.
+    Reply made =
+        shard("PUT", "/_shard/tenants/" + a, R"({"region":"us","schema":)" + kSchema + "}");
+    ASSERT_EQ(made.status, 201) << made.body;
+    EXPECT_EQ(Json(made.body).text("node"), "n1") << made.body;
+    EXPECT_EQ(Json(made.body).text("region"), "us") << made.body;
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + a).body,
+              "{\"name\":\"" + a + R"(","node":"@us","state":"active","region":"us"})");
+    EXPECT_EQ(node_of(us_->port(), a), "n1");
+    EXPECT_TRUE(held_by(0, a));
+    EXPECT_FALSE(held_by(1, a));
+    EXPECT_EQ(node_of(eu_->port(), a), "404");
+    // Its schema went with it: a write through E crosses to U, then n1.
+    ASSERT_TRUE(eventually([&] {
+        Client cl(eu_->port());
+        return cl.request("POST", "/t/" + a + "/c/notes", R"({"title":"via eu"})", bearer(kData))
+                   .value_or(Reply{})
+                   .status == 201;
+    }));
+    EXPECT_NE(count_on(0, a).find('1'), std::string::npos) << count_on(0, a);
+
+    // Asked of U: relayed to G, which takes the name and relays the create back to U.
+    Reply by_us = on(us_->port(), "PUT", "/_shard/tenants/" + b, R"({"region":"us"})");
+    ASSERT_EQ(by_us.status, 201) << by_us.body;
+    EXPECT_EQ(Json(by_us.body).text("node"), "n1") << by_us.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + b).body).text("node"), "@us");
+    EXPECT_EQ(node_of(us_->port(), b), "n1");
+    // Asked of E for region us: G's, then U's; nothing in eu.
+    Reply by_eu = on(eu_->port(), "PUT", "/_shard/tenants/" + c, R"({"region":"us"})");
+    ASSERT_EQ(by_eu.status, 201) << by_eu.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + c).body).text("node"), "@us");
+    EXPECT_EQ(node_of(us_->port(), c), "n1");
+    EXPECT_EQ(node_of(eu_->port(), c), "404");
+    EXPECT_FALSE(held_by(1, c));
+    // Asked again, of either: the name is taken (409 `exists`), nothing made twice.
+    Reply again = on(eu_->port(), "PUT", "/_shard/tenants/" + b, R"({"region":"us"})");
+    EXPECT_EQ(again.status, 409) << again.body;
+    EXPECT_TRUE(Json(again.body).boolean("exists")) << again.body;
+    EXPECT_EQ(shard("PUT", "/_shard/tenants/" + b, R"({"region":"eu"})").status, 409);
+    EXPECT_EQ(node_of(eu_->port(), b), "404");
+
+    // Deletes: of U's tenant asked of U (through G and back), of another asked of E, one of G.
+    Reply d1 = on(us_->port(), "DELETE", "/_shard/tenants/" + b);
+    EXPECT_EQ(d1.status, 204) << d1.body;
+    Reply d2 = on(eu_->port(), "DELETE", "/_shard/tenants/" + c);
+    EXPECT_EQ(d2.status, 204) << d2.body;
+    Reply d3 = shard("DELETE", "/_shard/tenants/" + a);
+    EXPECT_EQ(d3.status, 204) << d3.body;
+    for (const std::string& t : {a, b, c}) {
+        EXPECT_EQ(on_g(t), 404) << t;
+        EXPECT_EQ(node_of(us_->port(), t), "404") << t;
+        EXPECT_FALSE(held_by(0, t)) << t;
+    }
+    EXPECT_EQ(shard("GET", "/_shard/tenants?region=us").body, "[]");
+    // The audit lines on G: each create and delete, the ones relayed to it among them.
+    EXPECT_TRUE(eventually([&] {
+        const std::string audit = read_file(dir_.file("audit.log"));
+        return audit.find("\"path\":\"/_shard/tenants/" + b + "\",\"status\":201") !=
+                   std::string::npos &&
+               audit.find("\"path\":\"/_shard/tenants/" + c + "\",\"status\":204") !=
+                   std::string::npos;
+    })) << read_file(dir_.file("audit.log"));
+}
+
+// §11.4, §11.10: a region none of whose routers take the change: a create is 503 `Retry-After:
+// 5` naming the region and leaves no row; a delete is the same and leaves the row as it was. Its
+// standby, listed after it, refusing changes naming its primary, passes the relay on, to none.
+TEST_F(RegionsChanges, AChangeWhoseRegionIsOutOfReachIs503AndChangesNothing) {
+    const std::string kept = tenant("kept"), lost = tenant("lost");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + kept, R"({"region":"us"})").status, 201);
+    RouterProcess standby(
+        {"--token", kRoot, "--directory", dir_.file("us-standby.fenec"), "--region", "us",
+         "--global", url_of(g_port_), "--replica-of", url_of(us_->port()), "--replication-token",
+         kReplication, "--auth-delay", "0"},
+        dir_.file("us-standby.err"));
+    ASSERT_NE(standby.port(), 0) << read_file(dir_.file("us-standby.err"));
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us",
+              "{\"routers\":[\"" + url_of(us_->port()) + "\",\"" + url_of(standby.port()) + "\"]}")
+            .status,
+        200);
+    const uint16_t us_port = us_->port();
+    us_->kill(SIGKILL);
+    // A killed router's listening socket outlives it for a moment (its io_uring is torn down
+    // after the process), taking a connection it never answers: gone once it refuses them.
+    ASSERT_TRUE(eventually([&] { return !Client(us_port).ok(); }));
+
+    for (uint16_t asked : {g_port_, eu_->port()}) {
+        Reply r = on(asked, "PUT", "/_shard/tenants/" + lost, R"({"region":"us"})");
+        EXPECT_EQ(r.status, 503) << r.body;
+        EXPECT_EQ(r.header("Retry-After").value_or(""), "5") << r.body;
+        EXPECT_EQ(Json(r.body).text("region"), "us") << r.body;
+        EXPECT_NE(r.body.find("is a standby"), std::string::npos) << r.body;
+        EXPECT_EQ(on_g(lost), 404);
+    }
+    Reply del = shard("DELETE", "/_shard/tenants/" + kept);
+    EXPECT_EQ(del.status, 503) << del.body;
+    EXPECT_EQ(del.header("Retry-After").value_or(""), "5");
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + kept).body,
+              "{\"name\":\"" + kept + R"(","node":"@us","state":"active","region":"us"})");
+    EXPECT_FALSE(held_by(0, lost));
+}
+
+// §11.5: a change carrying a valid mark is not relayed again; a forged mark, or one made for
+// another method, target or request id, is stripped and the change taken as direct: relayed to
+// its owner with the token, 401 without it. §11.4: a relayed change that reaches a router it is
+// not the owner of is refused 409 naming the owner.
+TEST_F(RegionsChanges, MarksThatDoNotVerifyAreStrippedAndRelaysGoNoFurther) {
+    const std::string target = "/_shard/regions/us";
+    const std::string body = "{\"routers\":[\"" + url_of(us_->port()) + "\"]}";
+    auto marked = [&](const std::string& token, const std::string& id, const std::string& mark) {
+        auto h = token.empty() ? std::vector<std::pair<std::string, std::string>>{} : bearer(token);
+        h.push_back({"X-Request-Id", id});
+        h.push_back({"Fenec-Relay", "10.1.2.3 " + mark});
+        return on(us_->port(), "PUT", target, body, h);
+    };
+    auto mark = [&](std::string_view id, std::string_view method, std::string_view t) {
+        return server::relay_mark(kRoot, "10.1.2.3", id, method, t);
+    };
+    // Valid: regions rows are G's, so U refuses it naming G rather than relay it again.
+    Reply valid = marked(kRoot, "m-1", mark("m-1", "PUT", target));
+    EXPECT_EQ(valid.status, 409) << valid.body;
+    EXPECT_EQ(Json(valid.body).text("owner"), url_of(g_port_)) << valid.body;
+    EXPECT_EQ(Json(valid.body).text("region"), "global") << valid.body;
+    // Forged, or lifted from another request: direct, so relayed to G, which takes it (200).
+    for (const auto& [what, m] :
+         {std::pair{"forged", std::string("AAAAAAAAAAAAAAAAAAAAAA")},
+          std::pair{"another id", mark("m-0", "PUT", target)},
+          std::pair{"another method", mark("m-2", "DELETE", target)},
+          std::pair{"another target", mark("m-2", "PUT", "/_shard/regions/eu")},
+          std::pair{"another token",
+                    server::relay_mark("not-the-token", "10.1.2.3", "m-2", "PUT", target)}}) {
+        Reply r = marked(kRoot, "m-2", m);
+        EXPECT_EQ(r.status, 200) << what << ": " << r.body;
+        EXPECT_EQ(Json(r.body).text("region"), "us") << what << ": " << r.body;
+    }
+    // A valid mark does not stand in for the token.
+    EXPECT_EQ(marked("", "m-3", mark("m-3", "PUT", target)).status, 401);
+    EXPECT_EQ(marked("wrong", "m-4", mark("m-4", "PUT", target)).status, 401);
+
+    // Relayed to G, a change that is us's (a `@us` tenant's quota): refused naming U.
+    const std::string t = tenant("t");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + t, R"({"region":"us"})").status, 201);
+    const std::string quota = "/_shard/tenants/" + t + "/quota";
+    auto h = bearer(kRoot);
+    h.push_back({"X-Request-Id", "m-5"});
+    h.push_back({"Fenec-Relay", "10.1.2.3 " + mark("m-5", "PUT", quota)});
+    Reply wrong = on(g_port_, "PUT", quota, R"({"rows":10})", h);
+    EXPECT_EQ(wrong.status, 409) << wrong.body;
+    EXPECT_EQ(Json(wrong.body).text("owner"), url_of(us_->port())) << wrong.body;
+    EXPECT_EQ(Json(wrong.body).text("region"), "us") << wrong.body;
+    // Asked directly of G, it is relayed to U, which keeps it and sends it to n1.
+    Reply direct = shard("PUT", quota, R"({"rows":10})");
+    EXPECT_EQ(direct.status, 200) << direct.body;
+    Reply kept = on(us_->port(), "GET", quota);
+    EXPECT_EQ(kept.status, 200) << kept.body;
+    EXPECT_NE(kept.body.find("\"rows\":10"), std::string::npos) << kept.body;
+}
+
+// §11.4, §2.3 step 4: G killed between its two writes (the region answered, the row still
+// `creating` or `deleting`) settles the row as it starts, by asking the region: there, a creating
+// row becomes active; gone, a deleting row goes. Rows the region never heard of are removed.
+TEST_F(RegionsChanges, RowsLeftCreatingOrDeletingAreSettledAtStart) {
+    const std::string made = tenant("made"), dropped = tenant("dropped");
+    const std::string ghost = tenant("ghost"), zombie = tenant("zombie");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + dropped, R"({"region":"us"})").status, 201);
+    {
+        HookEnv stall("FENEC_TEST_TWO_LEVEL_STALL", "relayed:60000");
+        restart_g();
+    }
+    // A create: U makes it; G, stalled before writing `active`, is killed.
+    std::thread create([&] {
+        Client cl(g_port_);
+        (void)cl.request("PUT", "/_shard/tenants/" + made, R"({"region":"us"})", bearer(kRoot));
+    });
+    EXPECT_TRUE(eventually([&] { return node_of(us_->port(), made) == "n1"; }));
+    router_->kill(SIGKILL);
+    create.join();
+    EXPECT_EQ(g_row(made), "@us creating");
+    {
+        HookEnv stall("FENEC_TEST_TWO_LEVEL_STALL", "relayed:60000");
+        start_router({"--replication-token", kReplication, "--listen",
+                      "127.0.0.1:" + std::to_string(g_port_)});
+    }
+    // Settled as G starts: U has it, so the row is active.
+    EXPECT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + made).body).text("state") == "active";
+    })) << shard("GET", "/_shard/tenants/" + made).body;
+    EXPECT_NE(read_file(dir_.file("router.err")).find("settled `" + made + "` left creating"),
+              std::string::npos)
+        << read_file(dir_.file("router.err"));
+    EXPECT_EQ(node_of(us_->port(), made), "n1");
+    EXPECT_TRUE(held_by(0, made));
+
+    // A delete: U deletes it; G, stalled before removing the row, is killed.
+    std::thread del([&] {
+        Client cl(g_port_);
+        (void)cl.request("DELETE", "/_shard/tenants/" + dropped, {}, bearer(kRoot));
+    });
+    EXPECT_TRUE(eventually([&] { return node_of(us_->port(), dropped) == "404"; }));
+    router_->kill(SIGKILL);
+    del.join();
+    EXPECT_EQ(g_row(dropped), "@us deleting");
+    // And two rows us never heard of, as a stop before the relay leaves them.
+    {
+        auto d = shard::Directory::open(dir_.file("shard.fenec"));
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        for (const auto& [name, state] : {std::pair{ghost, std::string("creating")},
+                                          std::pair{zombie, std::string("deleting")}}) {
+            shard::TenantRow row;
+            row.name = name;
+            row.node = "@us";
+            row.state = state;
+            ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+        }
+    }
+
+    start_router(
+        {"--replication-token", kReplication, "--listen", "127.0.0.1:" + std::to_string(g_port_)});
+    EXPECT_TRUE(eventually([&] {
+        return on_g(dropped) == 404 && on_g(ghost) == 404 && on_g(zombie) == 404;
+    })) << shard("GET", "/_shard/tenants").body;
+    EXPECT_FALSE(held_by(0, dropped));
+    EXPECT_EQ(on_g(made), 200);
+}
+
+}  // namespace
+}  // namespace fenec::test::regions_changes_test
