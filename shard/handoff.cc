@@ -4,8 +4,10 @@
 // export nothing followed. The node calls go through Upstream::admin and shard/node_calls.h; an
 // image is installed on a node over a connection of the blocking client's own.
 //
-// Test hook (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_HANDOFF_FAIL=<step> has the
-// step named (export, import, release, drop) refused 500 before it changes anything.
+// Test hooks (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_HANDOFF_FAIL=<step> has the
+// step named (import, release, drop) refused 500 before it changes anything, and an export fail
+// once frozen (undone by the region itself); FENEC_TEST_MOVE_STALL=exported:<ms> holds an export
+// `ms` once its image is taken, the tenant frozen.
 #include "shard/handoff.h"
 
 #include <simdjson.h>
@@ -124,7 +126,6 @@ Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure 
 Response Step::export_image() {
     std::string to;
     if (auto refused = read_to(to)) return *refused;
-    if (test_hooks::fail_handoff_step("export")) return hooked("export");
     if (!router_.claim(tenant_, "handoff")) return busy();
     auto maps = router_.directory().maps();
     auto t = maps->tenants.find(tenant_);
@@ -179,6 +180,9 @@ Response Step::export_image() {
                                 " to the image: " + node_error(image.answer->body)
                           : image.error.message});
     }
+    if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
+        return undone(before, node, {500, "image", "the test hook failed the export"});
+    }
     const uint64_t bytes_max = router_.options().max_body_mib << 20;
     if (image.answer->body.size() > bytes_max) {
         return undone(
@@ -201,6 +205,7 @@ Response Step::export_image() {
                            " but its image is at seq " + header_of(*image.answer, "Fenec-Seq")});
     }
     r.header("Fenec-Node", node.name);
+    test_hooks::stall_after_move_step("exported");  // frozen, the image taken
     r.body = std::move(image.answer->body);
     handoffs().exported(before, to, router_.now_ms() + 2 * router_.options().upstream_timeout_ms);
     return r;  // the claim stays held: release, undo-export or the lapse ends it

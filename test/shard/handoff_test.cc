@@ -34,6 +34,12 @@ struct FailEnv {
     ~FailEnv() { ::unsetenv("FENEC_TEST_HANDOFF_FAIL"); }
 };
 
+// FENEC_TEST_MOVE_STALL set while the routers fork, then cleared.
+struct StallEnv {
+    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
+    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
+};
+
 class Handoff : public ClusterTest<2> {
   protected:
     // G, E and U started (the step `fail` named to each), n1 kept by E and n2 by U, the regions
@@ -165,16 +171,17 @@ TEST_F(Handoff, StepsAreRefusedWithoutAValidRelayMark) {
 }
 
 // §11.7: an export that hears neither release nor undo-export within twice --upstream-timeout
-// (1 s here) lapses: the source thaws the tenant and puts its row back by itself, and a release
-// arriving after it is refused 409 (the image the target took is stale).
+// (3 s here: a loaded machine still creates the tenant within it) lapses: the source thaws the
+// tenant and puts its row back by itself, and a release arriving after it is refused 409 (the image
+// the target took is stale).
 TEST_F(Handoff, AnExportNothingFollowsThawsItself) {
     const std::string t = tenant("acme");
-    ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {"--upstream-timeout", "1"}));
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {"--upstream-timeout", "3"}));
     const std::string base = "/_shard/handoff/" + t + "/";
     Reply image = relayed(eu_->port(), "POST", base + "export", R"({"to":"@us"})");
     ASSERT_EQ(image.status, 200) << image.body;
     EXPECT_EQ(write(t, 1).status, 503);
-    EXPECT_TRUE(eventually([&] { return row_on(eu_->port(), t).second == "active"; }, 10000));
+    EXPECT_TRUE(eventually([&] { return row_on(eu_->port(), t).second == "active"; }, 20000));
     EXPECT_TRUE(eventually([&] { return write(t, 2).status == 201; }, 5000));
     Reply late = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
     EXPECT_EQ(late.status, 409) << late.body;
@@ -189,9 +196,13 @@ TEST_F(Handoff, AnExportNothingFollowsThawsItself) {
 // no copy is left on n1, E forgets t, U places it on n2, and G's home is `@us`.
 TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
     const std::string t = tenant("acme");
-    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    {
+        // E holds its export 300 ms with the image taken: writes fall in the freeze.
+        StallEnv stall("exported:300");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    }
     std::atomic<bool> stop{false};
-    std::atomic<int> unexpected{0};
+    std::atomic<int> unexpected{0}, frozen_503{0};
     std::mutex mu;
     std::set<int> acked;
     const uint16_t port = router_->port();
@@ -212,6 +223,7 @@ TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
                     break;
                 }
                 if (a->status == 503) {
+                    ++frozen_503;
                     // A client honouring Retry-After a little sooner: its pacing, not a wait.
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
                     continue;
@@ -241,6 +253,7 @@ TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
     EXPECT_EQ(Json(moved.body).text("region"), "us") << moved.body;
     EXPECT_TRUE(Json(moved.body).boolean("source_removed")) << moved.body;
     EXPECT_EQ(unexpected.load(), 0);
+    EXPECT_GT(frozen_503.load(), 0) << "no write fell in the freeze";
 
     Reply all = node(kN2, "POST", "/t/" + t + "/query", R"({"query":"get notes select n"})", kData);
     ASSERT_EQ(all.status, 200) << all.body;
