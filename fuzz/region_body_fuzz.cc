@@ -1,9 +1,10 @@
 // fuzz/region_body_fuzz.cc: fuzz_region_body, bytes as what the router reads of the two-level
-// directory's API (router.md §11.3, §11.4, §11.9; shard/regions.h, shard/relay.h, shard/whose.h,
-// shard/adopt.h): the first byte picks the reader, '0' the body of `PUT /_shard/regions/<r>`
-// (parse_region_routers), '2' another router's answer to a relayed change (parse_relay_answer),
-// '3' a change's body as §11.4's table reads its `region` (region_named), '4' the body of a
-// relayed `POST /_shard/adopt` (parse_adopt_body), anything else another router's answer to
+// directory's API (router.md §11.3, §11.4, §11.7, §11.9; shard/regions.h, shard/relay.h,
+// shard/whose.h, shard/handoff.h, shard/adopt.h): the first byte picks the reader, '0' the body
+// of `PUT /_shard/regions/<r>` (parse_region_routers), '2' another router's answer to a relayed
+// change (parse_relay_answer), '3' a change's body as §11.4's table reads its `region`
+// (region_named), '4' the body of a handoff's export or release (parse_handoff_to), '5' the body
+// of a relayed `POST /_shard/adopt` (parse_adopt_body), anything else another router's answer to
 // `GET /_health` (parse_router_health); the rest is the input.
 // Seeds: fuzz/corpus/region_body/, bodies as docs/http-router.md shows them, /_health answers
 // of a primary, a standby and a region's router, a standby's and an existing tenant's 409s, and
@@ -12,6 +13,7 @@
 // Invariants (a broken one traps, so libFuzzer keeps the input):
 //   - routers: either URLs and no error, or an error and no URL; 1 to region_routers_max URLs,
 //     each http://host:port as replica_addr reads it, none twice;
+//   - handoff: a valid region name and no error, or an error and no region;
 //   - adoptions: either rows or an error, never both; rows read back are written (adopt_body)
 //     and read again to the same rows, each name valid and each node in the body's region;
 //   - every reader gives the same answer read twice (no state kept between calls).
@@ -22,6 +24,8 @@
 #include <string_view>
 
 #include "shard/adopt.h"
+#include "shard/directory.h"
+#include "shard/handoff.h"
 #include "shard/options.h"
 #include "shard/regions.h"
 #include "shard/relay.h"
@@ -98,6 +102,14 @@ void region_of_change(std::string_view body) {
     if (got && got->size() > body.size()) broken("a region longer than the body");
 }
 
+void handoff_to(std::string_view body) {
+    const HandoffTo got = parse_handoff_to(body);
+    if (got.error.empty() == got.region.empty()) broken("neither or both of region and error");
+    if (!got.region.empty() && !valid_name(got.region)) broken("not a region name", got.region);
+    const HandoffTo again = parse_handoff_to(body);
+    if (again.region != got.region || again.error != got.error) broken("a second read differs");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -105,12 +117,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
     if (data[0] == '0') {
         routers(in);
-    } else if (data[0] == '4') {
-        adoption(in);
     } else if (data[0] == '2') {
         relay_answer(in);
     } else if (data[0] == '3') {
         region_of_change(in);
+    } else if (data[0] == '4') {
+        handoff_to(in);
+    } else if (data[0] == '5') {
+        adoption(in);
     } else {
         health(in);
     }

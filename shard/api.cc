@@ -18,12 +18,14 @@
 #include "json/writer.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/handoff.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
 #include "shard/node_tokens.h"
 #include "shard/placement.h"
 #include "shard/quota.h"
 #include "shard/adopt.h"
+#include "shard/region_move.h"
 #include "shard/regions.h"
 #include "shard/relay.h"
 #include "shard/router.h"
@@ -301,7 +303,8 @@ class Api {
         // A named node or tenant is judged before the method (seg[2] is its name).
         const bool node_named = row->id == ShardRouteId::node || row->id == ShardRouteId::failover;
         const bool tenant_named = row->id == ShardRouteId::tenant_row ||
-                                  row->id == ShardRouteId::move || row->id == ShardRouteId::quota;
+                                  row->id == ShardRouteId::move || row->id == ShardRouteId::quota ||
+                                  row->id == ShardRouteId::handoff;
         if ((node_named || tenant_named) && !valid_name(seg[2])) {
             return Router::error(400, std::string(node_named ? "node" : "tenant") + " name `" +
                                           seg[2] + "` is not [a-z0-9_-]{1,64}");
@@ -309,6 +312,20 @@ class Api {
         relayed_ = relayed_for(request_, a_.request_id, router_.options().token);
         if (std::optional<Response> r = relay_if_not_ours(*row, seg)) {
             return m == http::Method::get ? std::move(*r) : changed(std::move(*r));
+        }
+        if (row->id == ShardRouteId::handoff) {  // §11.7: shard/handoff.h
+            const std::optional<HandoffStep> step = handoff_step(seg[3]);
+            if (!step) {
+                return Router::error(404, "no handoff step `" + seg[3] + "`: export, undo-export, "
+                                          "import, release, undo-release, drop");
+            }
+            return changed(serve_handoff(router_, request_, a_, seg[2], *step));
+        }
+        if (row->id == ShardRouteId::move && m == http::Method::post) {
+            // §11.7: across two regions keeping their own directories (shard/region_move.h).
+            if (auto r = serve_region_move(router_, request_, a_, seg[2])) {
+                return changed(std::move(*r));
+            }
         }
         if (tenant_named && !(row->id == ShardRouteId::tenant_row &&
                               (m == http::Method::get || m == http::Method::put ||

@@ -40,7 +40,7 @@ bool dropped_request_header(std::string_view name) {
     static constexpr std::string_view dropped[] = {
         "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Transfer-Encoding",
         "Proxy-Authorization", "Proxy-Authenticate", "Host", "Content-Length", "Fenec-Router",
-        "Fenec-Relay", "X-Request-Id", "Expect",
+        "Fenec-Relay", "X-Request-Id", "Expect", "Fenec-Relay-Hop",
     };
     return one_of(name, dropped);
 }
@@ -210,6 +210,10 @@ class ForwardSink final : public server::CallSink,
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
+// §11.6: on a relayed request passed to a region one more time; the router there passes it no
+// further. A client setting it only keeps its own request from being passed again.
+constexpr std::string_view relay_hop_header = "Fenec-Relay-Hop";
+
 // A request relayed to a region's router (§11.6): its answer passed back as a node's is; a
 // router that could not be reached passes the request to the next one.
 class RelaySink final : public server::CallSink {
@@ -373,7 +377,12 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
         return answer(*exchange, a, error(404, "tenant `" + tenant + "` is not in the directory"));
     }
     if (std::optional<std::string_view> home = home_region(row->node)) {
-        if (relay_in || *home == scope) {
+        // §11.6: a row `@<r>` in a region's own directory is a tenant it let go of in a move
+        // across regions (shard/handoff.h) while the global directory may still send it here:
+        // a relayed request is passed to `r` one more time, and no further.
+        const bool again = relay_in && global_ && *home != scope && !h.header(relay_hop_header);
+        if (again) f.passed_again = true;
+        if ((relay_in && !again) || *home == scope) {
             return answer(*exchange, a,
                           error(404, "tenant `" + tenant + "` is not placed in region `" +
                                          std::string(*home) + "`'s directory"));
@@ -479,6 +488,7 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
         if (!dropped_request_header(field.name)) out.headers.push_back(field);
     }
     out.headers.push_back({"X-Request-Id", a.request_id});
+    if (f.passed_again) out.headers.push_back({relay_hop_header, "2"});
     // The header's bytes outlive write_request below.
     std::string relay;
     if (const std::optional<std::string>& token = options_.token) {

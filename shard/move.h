@@ -3,8 +3,9 @@
 // left behind, as it starts. A move names its target node (`to`), a region whose node with the
 // fewest bytes takes the tenant (`region`, as a create picks one), or both, which must agree; a
 // target in another region than the tenant's must be named with its region (§7.1, §11.1). The
-// answer's `region` is the tenant's now. Moves through a two-level directory (§11.7) are not
-// built.
+// answer's `region` is the tenant's now. A move across two regions keeping their own directories
+// (§11.7) is the global router's, step by step through the regions' routers: shard/region_move.h
+// (the global side), shard/handoff.h (each region's side); api.cc sends it there before this.
 //
 // The steps, each before the next: claim, and a replica of the tenant's own on the target
 // detached; the row marked `moving` (synced, still routed to the source); the source frozen; its

@@ -21,6 +21,7 @@
 #include "shard/console.h"
 #include "shard/copies.h"
 #include "shard/global_copy.h"
+#include "shard/handoff.h"
 #include "shard/in_flight.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
@@ -145,6 +146,7 @@ Router::~Router() {
     if (relayed_pool_) relayed_pool_->shutdown();
     if (standby_) standby_->stop();  // its threads read the directory
     if (global_) global_->stop();
+    if (handoffs_) handoffs_->stop();  // its timer thaws through the upstream loops
     if (copies_) copies_->stop();  // its worker calls nodes through the upstream loops
     if (upstream_) upstream_->stop();
     if (directory_) directory_->close();
@@ -230,6 +232,7 @@ std::string Router::prepare() {
     if (!dir.is_ok()) return dir.status().to_string();
     directory_ = std::move(dir.value());
     standby_ = std::make_unique<Standby>(*this);
+    handoffs_ = std::make_unique<Handoffs>(*this);
     // §2.3 step 3: a region's router follows the global directory into a copy of its own.
     if (options_.region) {
         auto copy = GlobalCopy::open(options_, clock_);
@@ -328,6 +331,7 @@ void Router::drain() {
     timers_->stop();
     api_pool_->shutdown();
     relayed_pool_->shutdown();
+    handoffs_->stop();
     copies_->stop();
     upstream_->stop();
     directory_->close();

@@ -45,6 +45,7 @@ class Cluster;
 class Copies;
 class Fanout;
 class GlobalCopy;
+class Handoffs;
 class InFlight;
 class Standby;
 class NodeCalls;
@@ -155,6 +156,10 @@ class Router final : public server::Handler {
         // for a request from a client. A relayed request is placed by this router's own
         // directory alone, and its node's 401 is not delayed here.
         std::string relayed_for;
+        // §11.6: a relayed request for a tenant its row here says went to another region in a
+        // move across regions, passed there one more time (`Fenec-Relay-Hop: 2` on it, so the
+        // router there passes it no further).
+        bool passed_again = false;
     };
     // Sends `f` again to where the directory places its tenant now; `reason` is counted in
     // fenec_router_retries_total. Nothing when the client is gone.
@@ -255,6 +260,9 @@ class Router final : public server::Handler {
     // A region's router's copy of the global directory (§11.3, shard/global_copy.h), read-only;
     // nullptr on a router without --region. Made in prepare(), stopped before the directory.
     const GlobalCopy* global_copy() const { return global_.get(); }
+    // A region's router's half of moves across regions (§11.7, shard/handoff.h). Made in
+    // prepare(); stopped before the upstream loops, whose calls its timer makes.
+    Handoffs& handoffs() { return *handoffs_; }
     // §11.4: the relays of `/_shard/` requests to another level's routers (shard/relay.h), and,
     // on the global router, its creates and deletes in two levels with their settling
     // (shard/two_level.h; nullptr on a region's router). Made in prepare().
@@ -268,6 +276,7 @@ class Router final : public server::Handler {
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
     std::unique_ptr<GlobalCopy> global_;
+    std::unique_ptr<Handoffs> handoffs_;
     std::unique_ptr<Relays> relays_;
     std::unique_ptr<TwoLevel> two_level_;
 };

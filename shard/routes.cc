@@ -13,7 +13,7 @@ using M = http::Method;
 using P = ShardPlane;
 using Id = ShardRouteId;
 
-constexpr std::array<ShardRoute, 23> table{{
+constexpr std::array<ShardRoute, 24> table{{
     {Id::tenant, "/t/<tenant>/…", server::MethodSet::any(), P::node},
     {Id::nodes, "/_shard/nodes", {M::get}, P::shard},
     {Id::node, "/_shard/nodes/<node>", {M::get, M::put, M::del}, P::shard},
@@ -27,6 +27,7 @@ constexpr std::array<ShardRoute, 23> table{{
     {Id::regions, "/_shard/regions", {M::get}, P::shard},
     {Id::region, "/_shard/regions/<region>", {M::put, M::del}, P::shard},
     {Id::adopt, "/_shard/adopt", {M::post}, P::shard},
+    {Id::handoff, "/_shard/handoff/<tenant>/<step>", {M::post, M::put, M::del}, P::shard},
     {Id::query, "/_shard/query", {M::post}, P::shard},
     {Id::shard_status, "/_shard/status", {M::get}, P::shard},
     {Id::metrics, "/_metrics", {M::get, M::head}, P::shard},

@@ -28,6 +28,7 @@ enum class ShardRouteId : uint8_t {
     regions,  // GET /_shard/regions (shard/regions.h)
     region,   // PUT, DELETE /_shard/regions/<region>
     adopt,    // POST /_shard/adopt, relayed (shard/adopt.h)
+    handoff,  // /_shard/handoff/<tenant>/<step>, relay-only (shard/handoff.h)
     query,
     metrics,
     health,

@@ -32,6 +32,10 @@ void stall_feed_change();
 bool skip_failover_cut();
 // Before a standby first asks its primary for the nodes' tokens: sleeps FENEC_TEST_TOKENS_STALL ms.
 void stall_first_tokens();
+// True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop): a region's
+// router refuses that step of a move across regions 500 before it changes anything (an export:
+// once it froze the tenant, undoing that itself).
+bool fail_handoff_step(std::string_view step);
 // After a two-level create's or delete's step `step`: sleeps what FENEC_TEST_TWO_LEVEL_STALL asks.
 void stall_after_two_level_step(std::string_view step);
 // How often rows left `creating` or `deleting` are settled: FENEC_TEST_SETTLE_MS, else `ms`.

@@ -51,6 +51,11 @@ void stall_first_tokens() {
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+bool fail_handoff_step(std::string_view step) {
+    const char* env = std::getenv("FENEC_TEST_HANDOFF_FAIL");
+    return env && std::string_view(env) == step;
+}
+
 bool skip_failover_cut() {
     const char* env = std::getenv("FENEC_TEST_NO_CUT");
     return env && std::string_view(env) == "1";

@@ -1,0 +1,703 @@
+// shard/handoff.cc: a region's half of a move across regions (shard/handoff.h; router.md §11.7):
+// the relay-only steps on the region's router, each claimed, written to the directory synced,
+// and answered as JSON (the export answers the image itself); and the timer that lapses an
+// export nothing followed. The node calls go through Upstream::admin and shard/node_calls.h; an
+// image is installed on a node over a connection of the blocking client's own.
+//
+// Test hooks (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_HANDOFF_FAIL=<step> has the
+// step named (import, release, drop) refused 500 before it changes anything, and an export fail
+// once frozen (undone by the region itself); FENEC_TEST_MOVE_STALL=exported:<ms> holds an export
+// `ms` once its image is taken, the tenant frozen.
+#include "shard/handoff.h"
+
+#include <simdjson.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "json/writer.h"
+#include "server/runtime/client.h"
+#include "shard/cluster.h"
+#include "shard/copies.h"
+#include "shard/move_image.h"
+#include "shard/node_calls.h"
+#include "shard/placement.h"
+#include "shard/relay.h"
+#include "shard/test_hooks.h"
+
+namespace fenec::shard {
+
+namespace {
+
+using Response = http::Response;
+
+std::string path_of(const std::string& tenant) { return "/_admin/tenants/" + tenant; }
+
+Response with_fields(Response r, std::initializer_list<std::pair<std::string, std::string>> kv) {
+    r.body.pop_back();
+    for (const auto& [k, v] : kv) {
+        std::string s;
+        json::Writer w(s);
+        w.string(v);
+        r.body += ",\"" + k + "\":" + s;
+    }
+    r.body += "}";
+    return r;
+}
+
+std::string header_of(const server::Answer& a, std::string_view name) {
+    auto v = a.header(name);
+    return v ? std::string(*v) : std::string();
+}
+
+class Step {
+  public:
+    Step(Router& router, const server::Request& request, const Router::Answering& a,
+         std::string tenant)
+        : router_(router), request_(request), a_(a), tenant_(std::move(tenant)) {}
+
+    Response export_image();
+    Response undo_export();
+    Response import_image();
+    Response delete_import();
+    Response release();
+    Response undo_release();
+    Response drop();
+
+  private:
+    Handoffs& handoffs() { return router_.handoffs(); }
+    // `{"to":"@<region>"}`: the region named, another than this router's; or the refusal.
+    std::optional<Response> read_to(std::string& to);
+    server::CallResult admin(const NodeRow& node, std::string_view method, std::string target) {
+        return router_.upstream().admin(node, {.method = method,
+                                               .target = std::move(target),
+                                               .request_id = a_.request_id,
+                                               .resendable = true});
+    }
+    void thaw(const NodeRow& node) { (void)admin(node, "POST", path_of(tenant_) + "/thaw"); }
+    std::optional<NodeRow> node_of(const TenantRow& row) {
+        auto maps = router_.directory().maps();
+        auto n = maps->nodes.find(row.node);
+        if (n == maps->nodes.end()) return std::nullopt;
+        return n->second;
+    }
+    // The export undone before it was answered: thawed, the row put back, the claim released.
+    Response undone(const TenantRow& before, const NodeRow& node, MoveFailure f);
+    std::optional<Response> install(const NodeRow& node, std::string& seq, std::string& lineage);
+    Response busy() {
+        const std::string what = router_.held_by(tenant_);
+        return with_fields(
+            Router::error(409, "another operation on `" + tenant_ + "` is in progress: " + what),
+            {{"held_by", what}});
+    }
+    Response hooked(std::string_view step) {
+        return Router::error(500, "the test hook failed the handoff's " + std::string(step) +
+                                      " step of `" + tenant_ + "`");
+    }
+
+    Router& router_;
+    const server::Request& request_;
+    const Router::Answering& a_;
+    const std::string tenant_;
+};
+
+std::optional<Response> Step::read_to(std::string& to) {
+    const HandoffTo got = parse_handoff_to(request_.body);
+    if (!got.error.empty()) return Router::error(400, got.error);
+    if (got.region == router_.directory().maps()->scope) {
+        return Router::error(409, "`@" + got.region + "` is this router's own region");
+    }
+    to = "@" + got.region;
+    return std::nullopt;
+}
+
+Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure f) {
+    thaw(node);
+    if (engine::Status st = router_.directory().put_tenant(before); !st.is_ok()) {
+        std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: the export failed and the "
+                  << "directory could not put it back to active: " << st.to_string()
+                  << "; it is thawed at the next start\n";
+    }
+    router_.release(tenant_);
+    return with_fields(Router::error(f.status, f.message), {{"step", f.step}});
+}
+
+// Step 1: claim; `moving` to `@<r>`, synced; frozen; the image answered whole.
+Response Step::export_image() {
+    std::string to;
+    if (auto refused = read_to(to)) return *refused;
+    if (!router_.claim(tenant_, "handoff")) return busy();
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant_);
+    auto refuse = [&](int status, std::string message) {
+        router_.release(tenant_);
+        return Router::error(status, std::move(message));
+    };
+    if (t == maps->tenants.end()) {
+        return refuse(
+            404, "tenant `" + tenant_ + "` is not in region `" + maps->scope + "`'s directory");
+    }
+    const TenantRow before = t->second;
+    if (home_region(before.node) || before.state != "active") {
+        return refuse(409, "tenant `" + tenant_ + "` is " + before.state + " on `" + before.node +
+                               "`: only a tenant active on a node of this region is exported");
+    }
+    auto n = maps->nodes.find(before.node);
+    if (n == maps->nodes.end()) {
+        return refuse(409, "tenant `" + tenant_ + "` is on node `" + before.node +
+                               "`, which is not in the directory");
+    }
+    const NodeRow node = n->second;
+    TenantRow moving = before;
+    moving.state = "moving";
+    moving.moving_to = to;
+    if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
+        return refuse(500,
+                      "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
+    }
+    const std::string path = path_of(tenant_);
+    server::CallResult frozen = admin(node, "POST", path + "/freeze");
+    if (!frozen.answer || frozen.answer->status != 200) {
+        return undone(
+            before, node,
+            {frozen.answer ? node_status(frozen.answer->status) : 502, "freeze",
+             frozen.answer ? who(node) + " answered " + std::to_string(frozen.answer->status) +
+                                 " to the freeze: " + node_error(frozen.answer->body)
+                           : frozen.error.message});
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    uint64_t seq = 0;
+    if (parser.parse(frozen.answer->body).get(doc) || doc["seq"].get_uint64().get(seq)) {
+        return undone(before, node, {502, "freeze", who(node) + " answered without its seq"});
+    }
+    server::CallResult image = admin(node, "GET", path + "/file");
+    if (!image.answer || image.answer->status != 200) {
+        return undone(
+            before, node,
+            {image.answer ? node_status(image.answer->status) : 502, "image",
+             image.answer ? who(node) + " answered " + std::to_string(image.answer->status) +
+                                " to the image: " + node_error(image.answer->body)
+                          : image.error.message});
+    }
+    if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
+        return undone(before, node, {500, "image", "the test hook failed the export"});
+    }
+    const uint64_t bytes_max = router_.options().max_body_mib << 20;
+    if (image.answer->body.size() > bytes_max) {
+        return undone(
+            before, node,
+            {507, "image",
+             "the image of `" + tenant_ + "` is " + std::to_string(image.answer->body.size()) +
+                 " bytes, past --max-body-mib: a region's router holds an export "
+                 "whole, and a target could not take it"});
+    }
+    Response r;
+    r.content_type = "application/octet-stream";
+    for (std::string_view name :
+         {"Fenec-Seq", "Fenec-History", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        r.header(std::string(name), header_of(*image.answer, name));
+    }
+    if (header_of(*image.answer, "Fenec-Seq") != std::to_string(seq)) {
+        return undone(before, node,
+                      {502, "image",
+                       who(node) + " froze at seq " + std::to_string(seq) +
+                           " but its image is at seq " + header_of(*image.answer, "Fenec-Seq")});
+    }
+    r.header("Fenec-Node", node.name);
+    test_hooks::stall_after_move_step("exported");  // frozen, the image taken
+    r.body = std::move(image.answer->body);
+    handoffs().exported(before, to, router_.now_ms() + 2 * router_.options().upstream_timeout_ms);
+    return r;  // the claim stays held: release, undo-export or the lapse ends it
+}
+
+Response Step::undo_export() {
+    std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+    if (e && e->state == Handoffs::Entry::State::released) {
+        return Router::error(409, "tenant `" + tenant_ + "` was released to `" + e->to +
+                                      "`: undo that with undo-release");
+    }
+    Response ok;
+    auto answer = [&](std::string_view how) {
+        json::Writer w(ok.body);
+        w.begin_object();
+        w.key("tenant");
+        w.string(tenant_);
+        w.key("undone");
+        w.string(how);
+        w.end_object();
+        return ok;
+    };
+    if (e && e->state == Handoffs::Entry::State::lapsed) {
+        handoffs().forget(tenant_);
+        return answer("lapsed");  // thawed already, by the timer
+    }
+    if (!e) {
+        // Nothing exported here that this process knows of (a restart thawed it, or it never
+        // was): a row left `moving` to another region is put back all the same.
+        auto maps = router_.directory().maps();
+        auto t = maps->tenants.find(tenant_);
+        if (t == maps->tenants.end() || t->second.state != "moving" ||
+            !home_region(t->second.moving_to)) {
+            return answer("nothing");
+        }
+        if (!router_.claim(tenant_, "handoff")) return busy();
+        TenantRow back = t->second;
+        back.state = "active";
+        back.moving_to.clear();
+        if (auto node = node_of(back)) thaw(*node);
+        engine::Status st = router_.directory().put_tenant(back);
+        router_.release(tenant_);
+        if (!st.is_ok()) return Router::error(500, "the directory: " + st.to_string());
+        return answer("thawed");
+    }
+    if (!handoffs().set(tenant_, Handoffs::Entry::State::lapsed)) return answer("lapsed");
+    if (auto node = node_of(e->before)) thaw(*node);
+    engine::Status st = router_.directory().put_tenant(e->before);
+    handoffs().forget(tenant_);
+    router_.release(tenant_);
+    if (!st.is_ok()) {
+        return Router::error(500, "tenant `" + tenant_ +
+                                      "` was thawed, but the directory could "
+                                      "not mark it active: " +
+                                      st.to_string());
+    }
+    return answer("thawed");
+}
+
+// The image in the request installed on `node` (its PUT …/file, the Fenec-* headers sent back
+// for it to check); a 409 (a stale copy an interrupted attempt left) deletes that copy and asks
+// once more.
+std::optional<Response> Step::install(const NodeRow& node, std::string& seq, std::string& lineage) {
+    const http::RequestHead& h = request_.head;
+    const std::string file = path_of(tenant_) + "/file";  // OutRequest holds views
+    http::OutRequest put{.method = "PUT", .target = file};
+    for (std::string_view name : {"Fenec-Image-Digest", "Fenec-Seq", "Fenec-Lineage"}) {
+        put.headers.push_back({name, *h.header(name)});  // views into the request's head
+    }
+    put.headers.push_back({"Content-Type", "application/octet-stream"});
+    put.body = request_.body;
+    put.close = true;
+    const std::string bytes = admin_request(node, a_.request_id, put);
+    for (bool again = false;; again = true) {
+        server::CallError error;
+        auto conn = router_.upstream().blocking().connect(to_node(node), {}, error);
+        http::ResponseHead head;
+        std::string body;
+        if (!conn || !conn->send(bytes, error) || !conn->read_head(head, error) ||
+            !conn->read_body(head.content_length.value_or(0), body, error)) {
+            return Router::error(502, error.message);
+        }
+        if (head.status == 409 && !again) {
+            NodeAnswer del = router_.node_calls().remove(node, tenant_, a_.request_id);
+            if (del.gone()) continue;
+        }
+        if (head.status != 201 && head.status != 200) {
+            return Router::error(node_status(head.status),
+                                 who(node) + " answered " + std::to_string(head.status) +
+                                     " to the install: " + node_error(body));
+        }
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        uint64_t s = 0;
+        std::string_view l;
+        if (parser.parse(body).get(doc) || doc["seq"].get_uint64().get(s) ||
+            doc["lineage"].get_string().get(l)) {
+            return Router::error(502, who(node) + " answered the install without seq and lineage");
+        }
+        seq = std::to_string(s);
+        lineage = std::string(l);
+        return std::nullopt;
+    }
+}
+
+// Step 2: placed, installed, recorded `active`, granted, replicated.
+Response Step::import_image() {
+    const http::RequestHead& h = request_.head;
+    for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        if (!h.header(name) || h.header(name)->empty()) {
+            return Router::error(400, "an import needs the image's " + std::string(name));
+        }
+    }
+    if (request_.body.empty()) return Router::error(400, "an import needs the image as its body");
+    if (test_hooks::fail_handoff_step("import")) return hooked("import");
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    auto maps = router_.directory().maps();
+    if (auto t = maps->tenants.find(tenant_); t != maps->tenants.end()) {
+        return Router::error(409, "tenant `" + tenant_ + "` is in region `" + maps->scope +
+                                      "`'s directory already, on `" + t->second.node + "`");
+    }
+    const NodeRow* node = nullptr;
+    if (const std::string* named = h.query_value("node")) {
+        auto n = maps->nodes.find(*named);
+        if (n == maps->nodes.end()) {
+            return Router::error(
+                404, "no node `" + std::string(*named) + "` in region `" + maps->scope + "`");
+        }
+        if (maps->is_standby(n->first)) {
+            return Router::error(409, "node `" + n->first + "` is a standby in a pair");
+        }
+        node = &n->second;
+    } else {
+        auto placed = place_tenant(*maps, std::nullopt, {}, [&](const NodeRow& n) {
+            HelloReply hello = router_.node_calls().hello(n, a_.request_id);
+            return hello.status == 200 ? std::optional<uint64_t>(hello.disk_bytes) : std::nullopt;
+        });
+        if (const NodeRow* const* p = std::get_if<const NodeRow*>(&placed)) {
+            node = *p;
+        } else {
+            const bool none = std::get<NoTenantPlace>(placed) == NoTenantPlace::none_answered;
+            Response r = Router::error(none ? 503 : 409, "no node of region `" + maps->scope +
+                                                             "` to take `" + tenant_ + "`");
+            if (none) r.header("Retry-After", "1");
+            return r;
+        }
+    }
+    std::string seq, lineage;
+    if (auto refused = install(*node, seq, lineage)) return *refused;
+    if (seq != *h.header("Fenec-Seq") || lineage != *h.header("Fenec-Lineage")) {
+        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
+        return Router::error(
+            502, who(*node) + " installed seq " + seq + " of " + lineage + ", not the image sent");
+    }
+    TenantRow row;
+    row.name = tenant_;
+    row.node = node->name;
+    row.lineage = lineage;
+    if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
+        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
+        return Router::error(500,
+                             "the directory could not record `" + tenant_ + "`: " + st.to_string());
+    }
+    router_.cluster().changed(node->name);  // leased at once: it takes writes from the flip
+    const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
+    Response r;
+    r.status = 201;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("node");
+    w.string(node->name);
+    w.key("region");
+    w.string(node->region);
+    w.key("seq");
+    w.string(seq);
+    write_copy(w, copy);
+    w.end_object();
+    return r;
+}
+
+// Step 2 undone: the copy and its copies deleted, the row removed.
+Response Step::delete_import() {
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant_);
+    if (t == maps->tenants.end()) {
+        return Router::error(
+            404, "tenant `" + tenant_ + "` is not in region `" + maps->scope + "`'s directory");
+    }
+    if (auto node = node_of(t->second)) {
+        NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
+        if (!del.gone()) return Router::error(502, del.said(*node));
+    }
+    router_.copies().deleted(t->second, *maps, a_.request_id);
+    if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
+        return Router::error(500,
+                             "the directory could not forget `" + tenant_ + "`: " + st.to_string());
+    }
+    router_.cluster().changed(t->second.node);
+    Response r;
+    r.status = 204;
+    r.content_type = "";
+    return r;
+}
+
+// Step 3: the row `@<r>`, placed nowhere here; the node granted without it; the copy stays.
+Response Step::release() {
+    std::string to;
+    if (auto refused = read_to(to)) return *refused;
+    if (test_hooks::fail_handoff_step("release")) return hooked("release");
+    std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+    if (!e || e->to != to) {
+        return Router::error(409, "tenant `" + tenant_ + "` was not exported to `" + to + "`");
+    }
+    if (!handoffs().set(tenant_, Handoffs::Entry::State::released)) {
+        return Router::error(409, "the export of `" + tenant_ +
+                                      "` lapsed: it was thawed where "
+                                      "it is, and the copy its target took is stale");
+    }
+    TenantRow gone = e->before;
+    gone.node = to;
+    gone.state = "active";
+    gone.moving_to.clear();
+    if (engine::Status st = router_.directory().put_tenant(gone); !st.is_ok()) {
+        (void)handoffs().set(tenant_, Handoffs::Entry::State::exported);
+        return Router::error(500,
+                             "the directory could not let `" + tenant_ + "` go: " + st.to_string());
+    }
+    router_.cluster().changed(e->before.node);
+    router_.release(tenant_);
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("node");
+    w.string(to);
+    w.key("frozen_on");
+    w.string(e->before.node);
+    w.end_object();
+    return r;
+}
+
+// Step 3 undone: the row back on its node, thawed, the node granted.
+Response Step::undo_release() {
+    std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+    if (!e || e->state != Handoffs::Entry::State::released) {
+        return Router::error(409, "tenant `" + tenant_ + "` was not released here");
+    }
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    if (engine::Status st = router_.directory().put_tenant(e->before); !st.is_ok()) {
+        return Router::error(500, "the directory could not put `" + tenant_ + "` back on `" +
+                                      e->before.node + "`: " + st.to_string());
+    }
+    if (auto node = node_of(e->before)) thaw(*node);
+    router_.cluster().changed(e->before.node);
+    handoffs().forget(tenant_);
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("node");
+    w.string(e->before.node);
+    w.end_object();
+    return r;
+}
+
+// Step 5: the frozen source copy and its copies deleted, the row removed.
+Response Step::drop() {
+    if (test_hooks::fail_handoff_step("drop")) return hooked("drop");
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant_);
+    if (t == maps->tenants.end() || !home_region(t->second.node)) {
+        return Router::error(409, "tenant `" + tenant_ + "` was not released here");
+    }
+    std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+    bool removed = false;
+    if (e && e->state == Handoffs::Entry::State::released) {
+        if (auto node = node_of(e->before)) {
+            NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
+            removed = del.gone();
+            if (!removed) {
+                std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: the source copy on `"
+                          << node->name << "` was not deleted (" << del.said(*node)
+                          << "); it stays frozen and unrouted\n";
+            }
+        }
+        router_.copies().deleted(e->before, *maps, a_.request_id);
+    } else {
+        std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: dropped without its source "
+                  << "node (this router restarted since the release): its frozen copy stays\n";
+    }
+    if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
+        return Router::error(500,
+                             "the directory could not forget `" + tenant_ + "`: " + st.to_string());
+    }
+    handoffs().forget(tenant_);
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("source_removed");
+    w.boolean(removed);
+    w.end_object();
+    return r;
+}
+
+}  // namespace
+
+HandoffTo parse_handoff_to(std::string_view body) {
+    HandoffTo out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::object obj;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc.get_object().get(obj)) {
+        out.error = "the body must be a JSON object {\"to\":\"@<region>\"}";
+        return out;
+    }
+    std::string to;
+    for (auto field : obj) {
+        if (field.key != "to") {
+            out.error = "unknown field `" + std::string(field.key) + "`: a handoff takes to";
+            return out;
+        }
+        std::string_view s;
+        if (field.value.get_string().get(s)) {
+            out.error = "field `to` must be a string, \"@<region>\"";
+            return out;
+        }
+        to = std::string(s);
+    }
+    const std::optional<std::string_view> region = home_region(to);
+    if (!region || region->empty() || !valid_name(*region)) {
+        out.error = "field `to` must name the region the tenant goes to, \"@<region>\"";
+        return out;
+    }
+    out.region = std::string(*region);
+    return out;
+}
+
+std::optional<HandoffStep> handoff_step(std::string_view name) {
+    if (name == "export") return HandoffStep::export_image;
+    if (name == "undo-export") return HandoffStep::undo_export;
+    if (name == "import") return HandoffStep::import_image;
+    if (name == "release") return HandoffStep::release;
+    if (name == "undo-release") return HandoffStep::undo_release;
+    if (name == "drop") return HandoffStep::drop;
+    return std::nullopt;
+}
+
+Handoffs::Handoffs(Router& router) : router_(router), thread_([this] { run(); }) {}
+
+Handoffs::~Handoffs() { stop(); }
+
+void Handoffs::stop() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Handoffs::exported(const TenantRow& before, const std::string& to, uint64_t deadline_ms) {
+    {
+        std::lock_guard lock(mu_);
+        entries_[before.name] = Entry{before, to, deadline_ms, Entry::State::exported};
+    }
+    wake_.notify_all();
+}
+
+std::optional<Handoffs::Entry> Handoffs::find(const std::string& tenant) const {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(tenant);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+}
+
+bool Handoffs::set(const std::string& tenant, Entry::State state) {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(tenant);
+    if (it == entries_.end() || it->second.state == Entry::State::lapsed) return false;
+    it->second.state = state;
+    return true;
+}
+
+void Handoffs::forget(const std::string& tenant) {
+    std::lock_guard lock(mu_);
+    entries_.erase(tenant);
+}
+
+// The timer: an export still `exported` at its deadline lapses.
+void Handoffs::run() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+        const uint64_t now = router_.now_ms();
+        std::optional<uint64_t> next;
+        std::vector<std::pair<std::string, Entry>> due;
+        for (auto& [name, e] : entries_) {
+            if (e.state != Entry::State::exported) continue;
+            if (e.deadline_ms <= now) {
+                e.state = Entry::State::lapsed;
+                due.emplace_back(name, e);
+            } else if (!next || e.deadline_ms < *next) {
+                next = e.deadline_ms;
+            }
+        }
+        if (!due.empty()) {
+            lock.unlock();
+            for (const auto& [name, e] : due) lapse(name, e);
+            lock.lock();
+            continue;
+        }
+        if (next) {
+            wake_.wait_for(lock, std::chrono::milliseconds(*next - now));
+        } else {
+            wake_.wait(lock);
+        }
+    }
+}
+
+// §11.7: nothing followed the export: the tenant thawed where it is, its row put back, the
+// claim released. A release after this is refused (the entry stays, `lapsed`).
+void Handoffs::lapse(const std::string& tenant, const Entry& e) {
+    auto maps = router_.directory().maps();
+    std::string thawed = "its node is not in the directory";
+    if (auto n = maps->nodes.find(e.before.node); n != maps->nodes.end()) {
+        server::CallResult w =
+            router_.upstream().admin(n->second, {.method = "POST",
+                                                 .target = path_of(tenant) + "/thaw",
+                                                 .request_id = router_.new_request_id(std::nullopt),
+                                                 .resendable = true});
+        thawed = !w.answer ? "the thaw did not reach it: " + w.error.message
+                           : "thaw answered " + std::to_string(w.answer->status);
+    }
+    engine::Status st = router_.directory().put_tenant(e.before);
+    router_.release(tenant);
+    std::cerr << "fenec-shard: the export of `" << tenant << "` to `" << e.to
+              << "` heard neither release nor undo-export in time: " << thawed
+              << (st.is_ok() ? "; active again" : "; the directory: " + st.to_string()) << "\n";
+}
+
+http::Response serve_handoff(Router& router, const server::Request& request,
+                             const Router::Answering& a, const std::string& tenant,
+                             HandoffStep step) {
+    if (relayed_for(request, a.request_id, router.options().token).empty()) {
+        return Router::error(403,
+                             "/_shard/handoff/ is the global router's, through a relay "
+                             "(a valid Fenec-Relay mark): a move across regions is asked "
+                             "of POST /_shard/tenants/<t>/move");
+    }
+    if (!router.global_copy()) {
+        return Router::error(409,
+                             "this router keeps no region's directory (no --region): a "
+                             "handoff is a region's router's");
+    }
+    Step s(router, request, a, tenant);
+    const http::Method m = request.head.method;
+    const std::string_view want = step == HandoffStep::import_image ? "PUT or DELETE" : "POST";
+    switch (step) {
+        case HandoffStep::export_image:
+            if (m == http::Method::post) return s.export_image();
+            break;
+        case HandoffStep::undo_export:
+            if (m == http::Method::post) return s.undo_export();
+            break;
+        case HandoffStep::import_image:
+            if (m == http::Method::put) return s.import_image();
+            if (m == http::Method::del) return s.delete_import();
+            break;
+        case HandoffStep::release:
+            if (m == http::Method::post) return s.release();
+            break;
+        case HandoffStep::undo_release:
+            if (m == http::Method::post) return s.undo_release();
+            break;
+        case HandoffStep::drop:
+            if (m == http::Method::post) return s.drop();
+            break;
+    }
+    Response r = Router::error(405, request.head.path + " takes " + std::string(want));
+    r.header("Allow", step == HandoffStep::import_image ? "PUT, DELETE" : "POST");
+    return r;
+}
+
+}  // namespace fenec::shard

@@ -1,0 +1,118 @@
+// shard/handoff.h: a region's half of a move across regions (router.md §11.7), the relay-only
+// endpoints `/_shard/handoff/<t>/<step>` a region's router answers for the global router, and the
+// export's own timer.
+//
+// The steps, as the global router calls them, and what each undoes:
+//   POST   …/export {"to":"@us"}   claim; row `moving` to `@us` (synced); frozen on its node; the
+//                                  image answered with the node's Fenec-* headers
+//   POST   …/undo-export            thawed; row `active`; the claim released
+//   PUT    …/import[?node=<n>]      the image installed on the node named or with the fewest bytes;
+//                                  row `active` there (synced); its node granted; its replica
+//   DELETE …/import                 the copy and its replica deleted; the row removed
+//   POST   …/release {"to":"@us"}   row `@us` (synced): placed nowhere here, no lease names it; its
+//                                  node granted at once without it; the frozen copy stays
+//   POST   …/undo-release           row back on its node (synced); thawed; the node granted
+//   POST   …/drop                   the frozen source copy and its copies deleted; row removed
+//
+// Invariants: every step is refused 403 unless the request bears a valid `Fenec-Relay` mark
+// (§11.5: only a router holding the shared --token makes one), so no client moves a tenant out
+// from under the directory by hand. An export holds the tenant's claim until release, undo-export
+// or its lapse: nothing else changes the tenant meanwhile. An export that hears neither release
+// nor undo-export within 2 × --upstream-timeout lapses: the source thaws the tenant itself and
+// puts its row back, and a release after it is refused 409 (the copy the target took is stale).
+//
+// Limit: the router's `/_shard/` API answers and reads whole bodies, so an export's answer and an
+// import's request hold the image in the region router's memory, once; an image larger than
+// --max-body-mib is refused (413 on the import, 507 on the export) rather than truncated.
+//
+// What is remembered between steps (the source's node, between release and drop) is in this
+// process's memory: a region router restarted mid-move loses it; the row `moving` to `@<r>` is
+// then thawed at start (settle_moves), and a drop without it removes the row and copies but
+// leaves the frozen copy on the node, logged.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "server/runtime/http.h"
+#include "server/runtime/http_server.h"
+#include "shard/directory.h"
+#include "shard/router.h"
+
+namespace fenec::shard {
+
+// The steps' names, the last segment of `/_shard/handoff/<t>/<step>`.
+enum class HandoffStep : uint8_t {
+    export_image,
+    undo_export,
+    import_image,
+    release,
+    undo_release,
+    drop,
+};
+std::optional<HandoffStep> handoff_step(std::string_view name);
+
+// The body of an export or a release, `{"to":"@<region>"}` and no other member: `region` the
+// region named (a valid, non-empty name), or `error` (a 400's message, naming the field) and no
+// region.
+struct HandoffTo {
+    std::string region;
+    std::string error;
+};
+HandoffTo parse_handoff_to(std::string_view body);
+
+// The handoffs in progress on a region's router, and the timer that lapses an export. Thread-
+// safe; the timer's thread calls the source node (blocking), so stop() runs before the upstream
+// loops stop.
+class Handoffs {
+  public:
+    explicit Handoffs(Router& router);
+    ~Handoffs();  // stop()
+    Handoffs(const Handoffs&) = delete;
+    Handoffs& operator=(const Handoffs&) = delete;
+
+    void stop();
+
+    // What a handoff's source remembers of its tenant: the row before the export, and where
+    // its export stands.
+    struct Entry {
+        TenantRow before;      // on its node, active
+        std::string to;        // `@<region>` the export named
+        uint64_t deadline_ms;  // the export lapses at this router's now_ms
+        enum class State : uint8_t { exported, released, lapsed } state = State::exported;
+    };
+
+    // The export of `before.name` answered: its claim is held until release or undo-export.
+    void exported(const TenantRow& before, const std::string& to, uint64_t deadline_ms);
+    // The entry of `tenant`, if any.
+    std::optional<Entry> find(const std::string& tenant) const;
+    // `tenant`'s entry set to `state`; false when it has none or it lapsed meanwhile.
+    bool set(const std::string& tenant, Entry::State state);
+    // `tenant`'s entry forgotten (an undo-export, undo-release or drop done).
+    void forget(const std::string& tenant);
+
+  private:
+    void run();
+    void lapse(const std::string& tenant, const Entry& e);
+
+    Router& router_;
+    mutable std::mutex mu_;
+    std::condition_variable wake_;
+    std::map<std::string, Entry> entries_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+// `/_shard/handoff/<tenant>/<step>` on a region's router (its method already matched against the
+// route's row). On an API worker: it blocks on the node and the directory's fsync.
+http::Response serve_handoff(Router& router, const server::Request& request,
+                             const Router::Answering& a, const std::string& tenant,
+                             HandoffStep step);
+
+}  // namespace fenec::shard

@@ -1,0 +1,440 @@
+// shard/region_move.cc: the global router's move across two regions keeping their own
+// directories (shard/region_move.h; router.md §11.7): the request read, the regions' routers
+// called step by step with the relay mark and the routers' token, the image streamed from the
+// source's export into the target's import over two connections of the blocking client's own,
+// the home moved in the global directory, and each step undone where the next fails.
+//
+// The steps without an image go through the relay every two-level change uses (shard/relay.h);
+// the export and import, whose bodies are images, over connections of their own, the routers
+// tried in their `regions` order (one that cannot be reached, or a standby naming its primary,
+// passes the step to the next).
+#include "shard/region_move.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "json/writer.h"
+#include "server/runtime/client.h"
+#include "server/runtime/mark.h"
+#include "shard/move_image.h"
+#include "shard/relay.h"
+#include "shard/standby.h"
+#include "shard/test_hooks.h"
+
+namespace fenec::shard {
+
+namespace {
+
+using Response = http::Response;
+using server::Connection;
+
+// §11.4 [ours]: a region out of reach is a partition, not a blip.
+constexpr std::string_view region_retry_after_s = "5";
+
+// One region's answer to a step: its status and body, or why no router of it took the step.
+struct RegionAnswer {
+    bool answered = false;
+    int status = 0;
+    std::string body;
+    std::string why;  // not answered
+};
+
+// Whether a 409 is a standby's (§6.1: it names the primary it follows).
+bool standby_refusal(int status, std::string_view body) {
+    if (status != 409) return false;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view primary;
+    return !parser.parse(body.data(), body.size()).get(doc) &&
+           !doc["primary"].get_string().get(primary);
+}
+
+class RegionMove {
+  public:
+    RegionMove(Router& router, const server::Request& request, const Router::Answering& a,
+               std::string tenant)
+        : router_(router), request_(request), a_(a), tenant_(std::move(tenant)) {}
+
+    // nullopt: not a move across the levels.
+    std::optional<Response> run();
+
+  private:
+    // The request for `target` to region `routers`' `url`, headed with the routers' token, the
+    // request id and the relay mark over them; `body_bytes` when the caller sends the body.
+    std::string head_for(const std::string& url, std::string_view method, const std::string& target,
+                         std::string_view body, std::optional<uint64_t> body_bytes,
+                         std::vector<http::Header> headers = {}) const;
+    // A step without an image, through the relay (shard/relay.h) to `region`'s routers.
+    RegionAnswer call(const std::string& region, std::string_view method, const std::string& step,
+                      std::string_view body = {});
+    std::optional<Response> transfer();
+    // Undoes, best effort and logged.
+    void undo(const std::string& region, std::string_view method, const std::string& step);
+    Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
+    Response out_of_reach(const std::string& region, std::string_view step, const std::string& why);
+    Response answer(bool removed, uint64_t ms);
+    std::string step_target(const std::string& step) const {
+        return "/_shard/handoff/" + tenant_ + "/" + step;
+    }
+
+    Router& router_;
+    const server::Request& request_;
+    const Router::Answering& a_;
+    const std::string tenant_;
+    std::string from_, to_;  // the regions
+    std::string node_;       // the node the request named in the target region, if it did
+    std::vector<std::string> from_routers_, to_routers_;
+    TenantRow row_;
+    uint64_t bytes_ = 0;
+    std::string imported_;  // the target's import answer
+};
+
+std::string RegionMove::head_for(const std::string& url, std::string_view method,
+                                 const std::string& target, std::string_view body,
+                                 std::optional<uint64_t> body_bytes,
+                                 std::vector<http::Header> headers) const {
+    const std::string addr = replica_addr(url);
+    http::OutRequest out{.method = method, .target = target, .host = addr};
+    out.headers = std::move(headers);
+    out.headers.push_back({"X-Request-Id", a_.request_id});
+    // Header holds views: the values' bytes live here until write_request below.
+    std::string relay, auth;
+    if (const std::optional<std::string>& token = router_.options().token) {
+        auth = "Bearer " + *token;
+        out.headers.push_back({"Authorization", auth});
+        const std::string client = peer_host(request_.peer);
+        relay = client + " " + server::relay_mark(*token, client, a_.request_id, method, target);
+        out.headers.push_back({"Fenec-Relay", relay});
+    } else {
+        out.headers.push_back({"Via", relay_via});
+    }
+    out.body = body;
+    out.body_bytes = body_bytes;
+    out.close = true;
+    std::string bytes;
+    http::write_request(out, bytes);
+    return bytes;
+}
+
+server::CallRequest to_router(const std::string& url) {
+    server::CallRequest r;
+    r.peer = url;
+    r.peer_text = "router " + url;
+    r.addr = replica_addr(url);
+    return r;
+}
+
+RegionAnswer RegionMove::call(const std::string& region, std::string_view method,
+                              const std::string& step, std::string_view body) {
+    const std::string target = step_target(step);
+    const Relayed r =
+        router_.relays().relay(RelayTo{region, region == from_ ? from_routers_ : to_routers_},
+                               {.method = method,
+                                .target = target,
+                                .body = body,
+                                .client = peer_host(request_.peer),
+                                .request_id = a_.request_id});
+    return RegionAnswer{r.answered, r.status, r.body, r.why};
+}
+
+void RegionMove::undo(const std::string& region, std::string_view method, const std::string& step) {
+    RegionAnswer r = call(region, method, step, method == "DELETE" ? "" : "{}");
+    if (!r.answered || r.status >= 300) {
+        std::cerr << "fenec-shard: move of `" << tenant_ << "` from region `" << from_ << "` to `"
+                  << to_ << "`: the " << step << " was not undone ("
+                  << (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why)
+                  << ")\n";
+    }
+}
+
+Response RegionMove::out_of_reach(const std::string& region, std::string_view step,
+                                  const std::string& why) {
+    Response r = Router::error(503, "region `" + region + "` is out of reach (" + why + "): `" +
+                                        tenant_ + "` stays where it was, taking writes");
+    r.header("Retry-After", std::string(region_retry_after_s));
+    r.body.pop_back();
+    r.body += ",\"region\":\"" + region + "\",\"step\":\"" + std::string(step) + "\"}";
+    return r;
+}
+
+Response RegionMove::refused_by(const std::string& region, std::string_view step,
+                                const RegionAnswer& got) {
+    const int status = got.status >= 400 && got.status < 500 ? got.status : 502;
+    Response r = Router::error(status, "region `" + region + "`'s router answered " +
+                                           std::to_string(got.status) + " to the " +
+                                           std::string(step) + ": " + node_error(got.body));
+    r.body.pop_back();
+    r.body += ",\"region\":\"" + region + "\",\"step\":\"" + std::string(step) + "\"}";
+    return r;
+}
+
+std::optional<Response> RegionMove::run() {
+    if (router_.global_copy()) return std::nullopt;  // a region's router: not the global one
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view s;
+    std::optional<std::string> region;
+    if (!parser.parse(request_.body.data(), request_.body.size()).get(doc)) {
+        if (!doc["region"].get_string().get(s)) region = std::string(s);
+        if (!doc["to"].get_string().get(s)) node_ = std::string(s);
+    }
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant_);
+    if (t == maps->tenants.end()) return std::nullopt;  // move.cc's 404
+    row_ = t->second;
+    const std::optional<std::string_view> home = home_region(row_.node);
+    const bool to_own = region && maps->regions.contains(*region);
+    if (!home && !to_own) return std::nullopt;  // within this directory
+    if (!home || (region && !to_own &&
+                  (region->empty() ||
+                   std::any_of(maps->nodes.begin(), maps->nodes.end(),
+                               [&](const auto& n) { return n.second.region == *region; })))) {
+        Response r =
+            Router::error(501,
+                          "a move between a region keeping its own directory and one the global "
+                          "directory keeps is not built: move `" +
+                              tenant_ +
+                              "` within its region, or "
+                              "between two regions keeping their own");
+        return r;
+    }
+    from_ = std::string(*home);
+    if (!region) {
+        return Router::error(409, "tenant `" + tenant_ + "` is at home in region `" + from_ +
+                                      "`: a move within it is its router's; a move out names "
+                                      "\"region\"");
+    }
+    to_ = *region;
+    if (to_ == from_) {
+        return Router::error(409, "tenant `" + tenant_ + "` is at home in region `" + from_ +
+                                      "` already: a move within it is its router's");
+    }
+    if (!to_own) return Router::error(404, "no region `" + to_ + "`");
+    if (!node_.empty() && !valid_name(node_)) {
+        return Router::error(400, "field `to`: `" + node_ + "` is not [a-z0-9_-]{1,64}");
+    }
+    from_routers_ = maps->regions.at(from_);
+    to_routers_ = maps->regions.at(to_);
+    TenantClaim claim(router_, tenant_, "move");
+    if (!claim.held) {
+        return Router::error(409, "another operation on `" + tenant_ +
+                                      "` is in progress: " + router_.held_by(tenant_));
+    }
+    const uint64_t start = router_.now_ms();
+    auto count = [&](std::string_view outcome) {
+        if (auto* m = router_.metrics().moves) m->with({outcome, "regions"}).inc();
+    };
+    // Steps 1 and 2.
+    if (std::optional<Response> failed = transfer()) {
+        count("failed");
+        return failed;
+    }
+    // Step 3: the source lets it go.
+    const std::string release = "{\"to\":\"@" + to_ + "\"}";
+    RegionAnswer released = call(from_, "POST", "release", release);
+    if (!released.answered || released.status != 200) {
+        undo(to_, "DELETE", "import");
+        undo(from_, "POST", "undo-export");
+        count("failed");
+        if (!released.answered || released.status == 409) {
+            return out_of_reach(from_, "release",
+                                released.answered ? node_error(released.body) : released.why);
+        }
+        return refused_by(from_, "release", released);
+    }
+    // Step 4: the home moved, one statement, synced.
+    TenantRow moved = row_;
+    moved.node = "@" + to_;
+    moved.state = "active";
+    moved.moving_to.clear();
+    engine::Status st = router_.directory().put_tenant(moved);
+    if (st.is_ok() && test_hooks::fail_handoff_step("home")) {
+        moved = row_;  // the hook: as if the statement had failed, the row as it was
+        st = router_.directory().put_tenant(row_);
+        if (st.is_ok()) {
+            st = engine::Status::error(engine::Code::io_error,
+                                       "the test hook failed the home statement");
+        }
+    }
+    if (!st.is_ok()) {
+        undo(from_, "POST", "undo-release");
+        undo(to_, "DELETE", "import");
+        count("failed");
+        return Router::error(500, "the global directory could not move the home of `" + tenant_ +
+                                      "`: " + st.to_string());
+    }
+    // Step 5: every standby keeping up was sent the new home before the source copy goes.
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
+    RegionAnswer dropped = call(from_, "POST", "drop", "{}");
+    bool removed = false;
+    if (dropped.answered && dropped.status == 200) {
+        simdjson::dom::element d;
+        bool b = false;
+        if (!parser.parse(dropped.body).get(d) && !d["source_removed"].get_bool().get(b))
+            removed = b;
+    } else {
+        std::cerr << "fenec-shard: move of `" << tenant_ << "` to region `" << to_
+                  << "`: the source region did not drop its copy ("
+                  << (dropped.answered ? node_error(dropped.body) : dropped.why)
+                  << "); it stays frozen and unrouted there\n";
+    }
+    count("done");
+    return answer(removed, router_.now_ms() - start);
+}
+
+// Steps 1 and 2: the export's answer streamed into the import; the export undone when the
+// import fails.
+std::optional<Response> RegionMove::transfer() {
+    const std::string export_body = "{\"to\":\"@" + to_ + "\"}";
+    std::unique_ptr<Connection> source;
+    http::ResponseHead head;
+    std::string why;
+    for (const std::string& url : router_.relays().ordered(from_, from_routers_)) {
+        server::CallError error;
+        auto conn = router_.upstream().blocking().connect(to_router(url), {}, error);
+        if (!conn || !conn->send(head_for(url, "POST", step_target("export"), export_body,
+                                          std::nullopt, {{"Content-Type", "application/json"}}),
+                                 error)) {
+            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            continue;
+        }
+        if (!conn->read_head(head, error)) {
+            // Sent whole, no answer: it may have frozen the tenant; its lapse thaws it.
+            undo(from_, "POST", "undo-export");
+            return out_of_reach(from_, "export", url + ": " + error.message);
+        }
+        if (head.status == 409 && head.content_length) {
+            std::string body;
+            (void)conn->read_body(*head.content_length, body, error);
+            if (standby_refusal(409, body)) {
+                why += (why.empty() ? "" : "; ") + url + " is a standby";
+                continue;
+            }
+            return refused_by(from_, "export", {true, 409, body, ""});
+        }
+        router_.relays().answered(from_, url);
+        source = std::move(conn);
+        break;
+    }
+    if (!source) return out_of_reach(from_, "export", from_routers_.empty() ? "no router" : why);
+    if (head.status != 200 || !head.content_length) {
+        std::string body;
+        server::CallError ignored;
+        (void)source->read_body(head.content_length.value_or(0), body, ignored);
+        return refused_by(from_, "export", {true, head.status, body, ""});
+    }
+    bytes_ = *head.content_length;
+    std::vector<http::Header> image_headers = {{"Content-Type", "application/octet-stream"}};
+    for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        if (auto v = head.header(name))
+            image_headers.push_back({name, *v});  // views into `head`, alive to the end
+    }
+    why.clear();
+    for (const std::string& url : router_.relays().ordered(to_, to_routers_)) {
+        server::CallError error;
+        auto target = router_.upstream().blocking().connect(to_router(url), {}, error);
+        const std::string put =
+            "/_shard/handoff/" + tenant_ + "/import" + (node_.empty() ? "" : "?node=" + node_);
+        if (!target || !target->send(head_for(url, "PUT", put, {}, bytes_, image_headers), error)) {
+            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            continue;
+        }
+        if (auto failed = source->relay_to(*target, bytes_)) {
+            undo(from_, "POST", "undo-export");
+            if (failed->source) {
+                return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
+                                              "` ended short: " + failed->message);
+            }
+            http::ResponseHead refused;
+            std::string body;
+            if (target->read_head(refused, error)) {
+                (void)target->read_body(refused.content_length.value_or(0), body, error);
+                return refused_by(to_, "import", {true, refused.status, body, ""});
+            }
+            return out_of_reach(to_, "import", url + ": " + failed->message);
+        }
+        http::ResponseHead got;
+        std::string body;
+        if (!target->read_head(got, error) ||
+            !target->read_body(got.content_length.value_or(0), body, error)) {
+            // It may have installed: undone both ways.
+            undo(to_, "DELETE", "import");
+            undo(from_, "POST", "undo-export");
+            return out_of_reach(to_, "import", url + ": " + error.message);
+        }
+        if (standby_refusal(got.status, body)) {
+            // A standby took the image and refused it: the export's bytes are spent. The move
+            // is undone and asked again, which reaches the region's primary.
+            undo(from_, "POST", "undo-export");
+            return out_of_reach(to_, "import", url + " is a standby");
+        }
+        if (got.status != 201) {
+            undo(from_, "POST", "undo-export");
+            return refused_by(to_, "import", {true, got.status, body, ""});
+        }
+        router_.relays().answered(to_, url);
+        imported_ = std::move(body);
+        return std::nullopt;
+    }
+    undo(from_, "POST", "undo-export");
+    return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
+}
+
+Response RegionMove::answer(bool removed, uint64_t ms) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view node, replica, unreplicated;
+    bool same_zone = false;
+    if (parser.parse(imported_).get(doc) || doc.type() != simdjson::dom::element_type::OBJECT) {
+        imported_ = "{}";  // the target's 201 said nothing more: nothing passed on
+        if (parser.parse(imported_).get(doc)) return Router::error(500, "unreachable");
+    }
+    if (doc["node"].get_string().get(node)) node = "";
+    const bool has_replica = !doc["replica_on"].get_string().get(replica);
+    const bool has_none = !doc["unreplicated"].get_string().get(unreplicated);
+    if (doc["same_zone"].get_bool().get(same_zone)) same_zone = false;
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("from");
+    w.string("@" + from_);
+    w.key("to");
+    w.string(node);
+    w.key("region");
+    w.string(to_);
+    w.key("bytes");
+    w.uint64(bytes_);
+    w.key("ms");
+    w.uint64(ms);
+    w.key("source_removed");
+    w.boolean(removed);
+    if (has_replica) {
+        w.key("replica_on");
+        w.string(replica);
+        if (same_zone) {
+            w.key("same_zone");
+            w.boolean(true);
+        }
+    }
+    if (has_none) {
+        w.key("unreplicated");
+        w.string(unreplicated);
+    }
+    w.end_object();
+    return r;
+}
+
+}  // namespace
+
+std::optional<http::Response> serve_region_move(Router& router, const server::Request& request,
+                                                const Router::Answering& a,
+                                                const std::string& tenant) {
+    return RegionMove(router, request, a, tenant).run();
+}
+
+}  // namespace fenec::shard

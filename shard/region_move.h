@@ -1,0 +1,41 @@
+// shard/region_move.h: the global router's move of a tenant between two regions that keep their
+// own directories (router.md §11.7), `POST /_shard/tenants/<t>/move {"region":"us"}` on the
+// router of the global directory for a tenant at home (`@<r>`) in such a region. The regions'
+// parts are their routers' relay-only steps (shard/handoff.h); the global router calls them in
+// order and undoes each where the next fails:
+//
+//   1 export   source `POST …/export`: claimed, `moving`, frozen, the image answered
+//   2 import   target `PUT …/import[?node=]`: the image streamed from the export's answer through
+//              the router (a bounded buffer, server/runtime/client.h relay_to), placed, installed,
+//              recorded, leased, replicated                       undone by `DELETE …/import`
+//   3 release  source `POST …/release`: placed nowhere there        undone by `undo-release`
+//   4 home     the global directory's row `@<target>`, one statement, synced
+//   5 drop     after the standbys and region routers keeping up were sent step 4 (≤ 1 s), the
+//              source's frozen copy and its copies deleted; a failure is logged
+//
+// A step 1 that fails leaves nothing to undo (the source undid itself); from step 2 on a failure
+// undoes the export (`undo-export`), and from step 3 on the import. A region whose routers none
+// took a step (unreachable, or each a standby naming its primary) is 503 `Retry-After: 5`, the
+// tenant left where it was, taking writes again; a source that hears nothing after its export
+// thaws the tenant itself (shard/handoff.h).
+//
+// Not built: a move between such a region and one the global directory keeps itself (the global
+// router doing that side's part): refused 501 naming it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/runtime/http.h"
+#include "shard/router.h"
+
+namespace fenec::shard {
+
+// The answer of a move of `tenant` that crosses the two levels (the tenant at home in a region
+// keeping its own directory, or `region` naming one), or nullopt for a move within this
+// router's directory (shard/move.h's). On an API worker: it blocks on the regions' routers.
+std::optional<http::Response> serve_region_move(Router& router, const server::Request& request,
+                                                const Router::Answering& a,
+                                                const std::string& tenant);
+
+}  // namespace fenec::shard

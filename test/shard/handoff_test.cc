@@ -1,0 +1,319 @@
+// test/shard/handoff_test.cc: a move across regions (router.md §11.7, §11.6; seed 002) through
+// real processes: the global router G (started without --region), eu's router E keeping n1
+// (node 0) and us's router U keeping n2 (node 1), each region's directory its own. It proves:
+// the relay-only steps on a region's router are refused 403 without a valid `Fenec-Relay` mark
+// and an export made with one freezes the tenant until undone; an export nothing follows thaws
+// the tenant by itself after 2 × --upstream-timeout and a release after it is refused 409; a
+// move through G under a writer with Idempotency-Keys loses no write it was answered and leaves
+// no copy in the region it left; each step failed on purpose (the fenec-shard-hooks build's
+// FENEC_TEST_HANDOFF_FAIL) is undone, leaving the tenant where it was and taking writes; and a
+// region out of reach is 503 Retry-After: 5 with nothing changed. The oracles are the nodes
+// asked directly and each router's own directory read through its GET /_shard/tenants.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "server/runtime/mark.h"
+#include "shard/directory.h"
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test::handoff_test {
+namespace {
+
+constexpr int kN1 = 0, kN2 = 1;
+
+// FENEC_TEST_HANDOFF_FAIL set while the routers fork, then cleared.
+struct FailEnv {
+    explicit FailEnv(const std::string& step) {
+        if (!step.empty()) ::setenv("FENEC_TEST_HANDOFF_FAIL", step.c_str(), 1);
+    }
+    ~FailEnv() { ::unsetenv("FENEC_TEST_HANDOFF_FAIL"); }
+};
+
+// FENEC_TEST_MOVE_STALL set while the routers fork, then cleared.
+struct StallEnv {
+    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
+    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
+};
+
+class Handoff : public ClusterTest<2> {
+  protected:
+    // G, E and U started (the step `fail` named to each), n1 kept by E and n2 by U, the regions
+    // recorded on G, and `t` created through G on n1 (its home `@eu` in G's directory).
+    void two_regions(const std::string& t, const std::string& fail = "",
+                     std::vector<std::string> eu_more = {}) {
+        FailEnv env(fail);
+        start_router({"--replication-token", kReplication});
+        const uint16_t g_port = router_->port();
+        eu_ = region_router("eu", g_port, eu_more);
+        us_ = region_router("us", g_port, {});
+        ASSERT_TRUE(eu_ && us_);
+        ASSERT_EQ(register_node(eu_->port(), kN1, "n1", "eu").status, 201);
+        ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
+        for (auto [region, port] : {std::pair{"eu", eu_->port()}, std::pair{"us", us_->port()}}) {
+            Reply r = shard("PUT", std::string("/_shard/regions/") + region,
+                            "{\"routers\":[\"" + url_of(port) + "\"]}");
+            ASSERT_EQ(r.status, 201) << r.body;
+        }
+        // A create in two levels: `@eu` in G's directory, then n1 in E's.
+        Reply made = shard(
+            "PUT", "/_shard/tenants/" + t,
+            R"J({"region":"eu","node":"n1","schema":["create collection notes (title text, n int)"]})J");
+        ASSERT_EQ(made.status, 201) << made.body;
+        ASSERT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+        // Written through G: G → E → n1.
+        ASSERT_TRUE(eventually([&] { return write(t, 0).status == 201; }, 10000))
+            << write(t, 0).body;
+    }
+    std::unique_ptr<RouterProcess> region_router(const std::string& region, uint16_t g_port,
+                                                 std::vector<std::string> more) {
+        std::vector<std::string> flags = {
+            "--token",      kRoot,      "--directory",  dir_.file(region + ".fenec"), "--region",
+            region,         "--global", url_of(g_port), "--replication-token",        kReplication,
+            "--auth-delay", "0"};
+        flags.insert(flags.end(), more.begin(), more.end());
+        auto r = std::make_unique<RouterProcess>(flags, dir_.file(region + ".err"));
+        EXPECT_NE(r->port(), 0) << read_file(dir_.file(region + ".err"));
+        return r;
+    }
+    Reply register_node(uint16_t port, int i, const std::string& name, const std::string& region) {
+        return on(port, "PUT", "/_shard/nodes/" + name,
+                  "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(i)) + "\",\"token\":\"" +
+                      node_admin_token(i) + "\",\"region\":\"" + region + "\"}");
+    }
+    static Reply on(uint16_t port, std::string_view method, std::string_view target,
+                    std::string_view body = {},
+                    std::vector<std::pair<std::string, std::string>> headers = {}) {
+        Client c(port);
+        headers.insert(headers.begin(), {"Authorization", "Bearer " + kRoot});
+        return c.request(method, target, body, headers).value_or(Reply{});
+    }
+    // A step as the global router sends it: the routers' token, a request id and the relay mark
+    // over them (`mark` given: that value instead).
+    static Reply relayed(uint16_t port, std::string_view method, const std::string& target,
+                         std::string_view body, std::optional<std::string> mark = std::nullopt) {
+        static std::atomic<int> ids{0};
+        const std::string id = "handoff-test-" + std::to_string(++ids);
+        const std::string value =
+            mark ? *mark : "10.1.2.3 " + server::relay_mark(kRoot, "10.1.2.3", id, method, target);
+        return on(port, method, target, body, {{"X-Request-Id", id}, {"Fenec-Relay", value}});
+    }
+    Reply write(const std::string& t, int n) {
+        return data("POST", "/t/" + t + "/c/notes",
+                    "{\"title\":\"w\",\"n\":" + std::to_string(n) + "}");
+    }
+    // Where a router's own directory has `t`: its node and state ("" when it has no row).
+    static std::pair<std::string, std::string> row_on(uint16_t port, const std::string& t) {
+        Reply r = on(port, "GET", "/_shard/tenants/" + t);
+        if (r.status != 200) return {"", ""};
+        Json j(r.body);
+        return {j.text("node"), j.text("state")};
+    }
+    Reply move(const std::string& t, const std::string& body) {
+        return shard("POST", "/_shard/tenants/" + t + "/move", body);
+    }
+    // After a failed move: the tenant where it was (active on n1 in E's directory, `@eu` in G's),
+    // nothing in us, and writes through G taken again.
+    void left_where_it_was(const std::string& t) {
+        EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+        EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+        EXPECT_EQ(row_on(us_->port(), t).first, "");
+        EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
+        EXPECT_EQ(copy_on(kN1, t).body.find("\"frozen\":true"), std::string::npos)
+            << copy_on(kN1, t).body;
+        Reply w = write(t, 999);
+        EXPECT_EQ(w.status, 201) << w.body;
+    }
+
+    std::unique_ptr<RouterProcess> eu_, us_;
+};
+
+// §11.7: the steps are relay-only: no mark, a forged one, or one made with another token is 403
+// and changes nothing; with a valid mark the export freezes the tenant on its node and answers
+// its image with the node's Fenec-* headers, and undo-export thaws it.
+TEST_F(Handoff, StepsAreRefusedWithoutAValidRelayMark) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    const std::string target = "/_shard/handoff/" + t + "/export";
+    const std::string body = R"({"to":"@us"})";
+    Reply bare = on(eu_->port(), "POST", target, body);
+    EXPECT_EQ(bare.status, 403) << bare.body;
+    EXPECT_NE(bare.body.find("Fenec-Relay"), std::string::npos) << bare.body;
+    EXPECT_EQ(relayed(eu_->port(), "POST", target, body, "10.1.2.3 forged").status, 403);
+    const std::string other_token =
+        "10.1.2.3 " + server::relay_mark("not-the-token", "10.1.2.3", "x", "POST", target);
+    EXPECT_EQ(relayed(eu_->port(), "POST", target, body, other_token).status, 403);
+    for (const char* step : {"undo-export", "release", "undo-release", "drop"}) {
+        EXPECT_EQ(on(eu_->port(), "POST", "/_shard/handoff/" + t + "/" + step, body).status, 403)
+            << step;
+    }
+    EXPECT_EQ(on(us_->port(), "PUT", "/_shard/handoff/" + t + "/import", "image").status, 403);
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    ASSERT_EQ(write(t, 1).status, 201);
+
+    Reply image = relayed(eu_->port(), "POST", target, body);
+    ASSERT_EQ(image.status, 200) << image.body;
+    EXPECT_FALSE(image.body.empty());
+    EXPECT_FALSE(image.header("Fenec-Seq").value_or("").empty());
+    EXPECT_FALSE(image.header("Fenec-Image-Digest").value_or("").empty());
+    EXPECT_EQ(row_on(eu_->port(), t).second, "moving");
+    EXPECT_EQ(write(t, 2).status, 503);  // frozen on n1
+    Reply again = relayed(eu_->port(), "POST", target, body);
+    EXPECT_EQ(again.status, 409) << again.body;  // claimed by the export
+    Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
+    ASSERT_EQ(undo.status, 200) << undo.body;
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    EXPECT_EQ(write(t, 3).status, 201);
+}
+
+// §11.7: an export that hears neither release nor undo-export within twice --upstream-timeout
+// (3 s here: a loaded machine still creates the tenant within it) lapses: the source thaws the
+// tenant and puts its row back by itself, and a release arriving after it is refused 409 (the image
+// the target took is stale).
+TEST_F(Handoff, AnExportNothingFollowsThawsItself) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {"--upstream-timeout", "3"}));
+    const std::string base = "/_shard/handoff/" + t + "/";
+    Reply image = relayed(eu_->port(), "POST", base + "export", R"({"to":"@us"})");
+    ASSERT_EQ(image.status, 200) << image.body;
+    EXPECT_EQ(write(t, 1).status, 503);
+    EXPECT_TRUE(eventually([&] { return row_on(eu_->port(), t).second == "active"; }, 20000));
+    EXPECT_TRUE(eventually([&] { return write(t, 2).status == 201; }, 5000));
+    Reply late = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
+    EXPECT_EQ(late.status, 409) << late.body;
+    EXPECT_NE(late.body.find("lapsed"), std::string::npos) << late.body;
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    EXPECT_NE(read_file(dir_.file("eu.err")).find("heard neither release nor undo-export"),
+              std::string::npos);
+}
+
+// §11.7 end to end under load: a writer sends each write through G with its own Idempotency-Key
+// (again after a 503 or a cut) while t moves eu → us; every write answered 201 is on n2 once,
+// no copy is left on n1, E forgets t, U places it on n2, and G's home is `@us`.
+TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
+    const std::string t = tenant("acme");
+    {
+        // E holds its export 300 ms with the image taken: writes fall in the freeze.
+        StallEnv stall("exported:300");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int> unexpected{0}, frozen_503{0};
+    std::mutex mu;
+    std::set<int> acked;
+    const uint16_t port = router_->port();
+    std::thread writer([&] {
+        auto c = std::make_unique<Client>(port);
+        for (int i = 1; !stop; ++i) {
+            const std::string body = "{\"title\":\"w\",\"n\":" + std::to_string(i) + "}";
+            for (int attempt = 0; attempt < 400 && !stop; ++attempt) {
+                auto a = c->request("POST", "/t/" + t + "/c/notes", body,
+                                    {{"Authorization", "Bearer " + kData},
+                                     {"Content-Type", "application/json"},
+                                     {"Idempotency-Key", "w-" + std::to_string(i)}});
+                if (!a || a->closed) c = std::make_unique<Client>(port);
+                if (!a) continue;  // cut: the same key again
+                if (a->status == 201) {
+                    std::lock_guard lock(mu);
+                    acked.insert(i);
+                    break;
+                }
+                if (a->status == 503) {
+                    ++frozen_503;
+                    // A client honouring Retry-After a little sooner: its pacing, not a wait.
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    continue;
+                }
+                ++unexpected;
+                ADD_FAILURE() << "write " << i << ": " << a->status << " " << a->body;
+                break;
+            }
+        }
+    });
+    auto acked_count = [&] {
+        std::lock_guard lock(mu);
+        return acked.size();
+    };
+    EXPECT_TRUE(eventually([&] { return acked_count() >= 5; }));
+    Client mover(port);
+    Reply moved =
+        mover.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})", bearer(kRoot))
+            .value_or(Reply{});
+    const size_t at_move = acked_count();
+    EXPECT_TRUE(eventually([&] { return acked_count() >= at_move + 5; }, 10000));
+    stop = true;
+    writer.join();
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_EQ(Json(moved.body).text("to"), "n2") << moved.body;
+    EXPECT_EQ(Json(moved.body).text("from"), "@eu") << moved.body;
+    EXPECT_EQ(Json(moved.body).text("region"), "us") << moved.body;
+    EXPECT_TRUE(Json(moved.body).boolean("source_removed")) << moved.body;
+    EXPECT_EQ(unexpected.load(), 0);
+    EXPECT_GT(frozen_503.load(), 0) << "no write fell in the freeze";
+
+    Reply all = node(kN2, "POST", "/t/" + t + "/query", R"({"query":"get notes select n"})", kData);
+    ASSERT_EQ(all.status, 200) << all.body;
+    std::lock_guard lock(mu);
+    for (int i : acked) {
+        const std::string needle = "{\"n\":" + std::to_string(i) + "}";
+        const size_t found = all.body.find(needle);
+        EXPECT_NE(found, std::string::npos) << "acknowledged write " << i << " is missing";
+        if (found != std::string::npos) {
+            EXPECT_EQ(all.body.find(needle, found + 1), std::string::npos)
+                << "write " << i << " twice";
+        }
+    }
+    EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    EXPECT_EQ(row_on(eu_->port(), t).first, "");
+    EXPECT_EQ(row_on(us_->port(), t), std::make_pair(std::string("n2"), std::string("active")));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
+}
+
+// §11.7: each step failed on purpose is undone by the global router (the import deleted, the
+// export or the release undone), the move answered with the step, and the tenant left where it
+// was, taking writes. A failed drop fails nothing: the move is done, its source copy left.
+class HandoffStepFails : public Handoff, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(HandoffStepFails, AndIsUndone) {
+    const std::string step = GetParam();
+    const std::string t = "acme-fails-at-" + step;  // a suite of its own: its own nodes
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, step));
+    Reply moved = move(t, R"({"region":"us"})");
+    if (step == "drop") {
+        ASSERT_EQ(moved.status, 200) << moved.body;
+        EXPECT_FALSE(Json(moved.body).boolean("source_removed")) << moved.body;
+        EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
+        EXPECT_EQ(write(t, 5).status, 201);
+        EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+        return;
+    }
+    EXPECT_EQ(moved.status, step == "home" ? 500 : 502) << moved.body;
+    EXPECT_EQ(Json(moved.body).text("step"), step == "home" ? "" : step) << moved.body;
+    left_where_it_was(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, HandoffStepFails,
+                         ::testing::Values("export", "import", "release", "home", "drop"));
+
+// §11.7, §11.10: a target region none of whose routers answers leaves the tenant where it was,
+// thawed, and the move is 503 with Retry-After: 5 naming the region; asked again once the
+// region answers, it goes through.
+TEST_F(Handoff, ARegionOutOfReachLeavesTheTenantWhereItWas) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    us_->kill(SIGKILL);
+    Reply moved = move(t, R"({"region":"us"})");
+    EXPECT_EQ(moved.status, 503) << moved.body;
+    EXPECT_EQ(moved.header("Retry-After").value_or(""), "5");
+    EXPECT_EQ(Json(moved.body).text("region"), "us") << moved.body;
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+    EXPECT_EQ(write(t, 7).status, 201);
+}
+
+}  // namespace
+}  // namespace fenec::test::handoff_test
