@@ -61,7 +61,9 @@ bool Registry::room_for_one_more(int64_t now) {
 
 std::shared_ptr<Registry::Slot> Registry::slot_of(std::string_view name) {
     auto it = slots_.find(name);
-    if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>(name)).first;
+    if (it == slots_.end()) {
+        it = slots_.emplace(std::string(name), std::make_shared<Slot>(name)).first;
+    }
     return it->second;
 }
 
@@ -630,7 +632,9 @@ bool Registry::take_closed_durable(std::string_view name, uint64_t file_bytes) {
 }
 
 void Registry::drop_durable_marks(std::string_view name) {
-    if (auto it = closed_durable_.find(name); it != closed_durable_.end()) closed_durable_.erase(it);
+    if (auto it = closed_durable_.find(name); it != closed_durable_.end()) {
+        closed_durable_.erase(it);
+    }
     const uint64_t hash = std::hash<std::string_view>{}(name);
     auto [first, last] = std::equal_range(
         started_durable_.begin(), started_durable_.end(), std::pair{hash, uint64_t{0}},

@@ -22,9 +22,9 @@
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
 //
 // Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs count calls of
-// their kind from the moment they are armed (the next call is 1) and fire once; fail_lists holds until turned off. A failed append leaves
-// `after_bytes` of its data in the file (a torn write); a failed sync covers nothing; a failed
-// rename or sync_dir changes nothing. Counters count every call, failed ones included.
+// their kind from the moment they are armed (the next call is 1) and fire once; fail_lists holds
+// until turned off. A failed append leaves `after_bytes` of its data in the file (a torn write); a
+// failed sync covers nothing; a failed rename, sync_dir or sync_fs changes nothing. Counters count every call, failed ones included.
 // fail_path aims at one name: the n-th open, read, stat or unlink of exactly that path from now
 // fails, once, and changes nothing (the steps a tenant's open and a side file's read take, which
 // a count over every file does not reach reliably among the node's other files).
