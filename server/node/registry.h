@@ -223,8 +223,9 @@ public:
     // with its size then, so its first open skips the engine's own sync (engine.md §6.1 step 5:
     // one device flush per file, 3-18 ms, on a file with nothing to write) while the size is
     // unchanged. The sizes are read before the sync, which covers them; a create or take_out
-    // drops a mark, as it drops a closed tenant's. An error of the listing or the sync marks
-    // nothing (every first open syncs, as before) and is returned for the caller to log.
+    // drops a mark, as it drops a closed tenant's. No tenant file: no sync. An error of the
+    // listing or the sync marks nothing (every first open syncs, as before) and is returned for
+    // the caller to log.
     engine::Status mark_durable_at_start();
     // Creates `<t>.fenec` and lands `schema` (FenecQL statements) as its first blocks before the
     // tenant is served; `run_schema` runs them and answers the failing statement's error.
