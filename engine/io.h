@@ -50,6 +50,11 @@ public:
     // replace=false fails with already_exists when `to` exists.
     virtual Status rename(std::string_view from, std::string_view to, bool replace) = 0;
     virtual Status sync_dir(std::string_view dir) = 0;
+    // Everything written to the file system that holds directory `dir` made durable, every
+    // file's bytes and names (POSIX: syncfs(2) on the directory; it reports write-back errors
+    // since Linux 5.8). One device flush for a whole data directory where a sync of each file
+    // would be one each (Registry::mark_durable_at_start).
+    virtual Status sync_fs(std::string_view dir) = 0;
     virtual Status remove(std::string_view path) = 0;
     virtual Result<bool> exists(std::string_view path) = 0;
     // The size of the file at `path` (not_found when there is none).

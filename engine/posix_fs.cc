@@ -252,6 +252,20 @@ public:
         return Status::ok();
     }
 
+    Status sync_fs(std::string_view dir) override {
+        std::string d(dir);
+        int fd;
+        do {
+            fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } while (fd < 0 && errno == EINTR);
+        if (fd < 0) return os_error(code_of_errno(errno), "open directory", d, errno);
+        int rc = ::syncfs(fd);
+        int err = errno;
+        ::close(fd);
+        if (rc != 0) return io_error("syncfs", d, err);
+        return Status::ok();
+    }
+
     Status remove(std::string_view path) override {
         std::string p(path);
         if (::unlink(p.c_str()) != 0) return os_error(code_of_errno(errno), "unlink", p, errno);

@@ -71,6 +71,7 @@ class MemFs final : public engine::Fs {
         return engine::Status::ok();
     }
     engine::Status sync_dir(std::string_view) override { return engine::Status::ok(); }
+    engine::Status sync_fs(std::string_view) override { return engine::Status::ok(); }
     engine::Status remove(std::string_view path) override {
         auto it = files_.find(path);
         if (it == files_.end()) return missing(path);

@@ -273,7 +273,7 @@ ParsedRegionRows parse_adopt_body(std::string_view body) {
 namespace {
 
 // An error answer with `fields` (text) beside `error`.
-Response with_fields(Response r, std::initializer_list<std::pair<const char*, std::string>> f) {
+Response with_members(Response r, std::initializer_list<std::pair<const char*, std::string>> f) {
     r.body.pop_back();  // the error object's `}`
     for (const auto& [key, value] : f) {
         r.body += ",";
@@ -286,7 +286,7 @@ Response with_fields(Response r, std::initializer_list<std::pair<const char*, st
 }
 
 Response unreachable(const std::string& region, const std::string& url, const std::string& why) {
-    Response r = with_fields(Router::error(503, "region `" + region + "`'s router " + url +
+    Response r = with_members(Router::error(503, "region `" + region + "`'s router " + url +
                                                     " did not take the adoption (" + why +
                                                     "): nothing changed; ask again"),
                              {{"region", region}, {"router", url}});
@@ -399,7 +399,7 @@ Response move_region_out(Router& router, const server::Request& request, const s
         return unreachable(region, url, "it answered " + std::to_string(answer.answer->status));
     }
     if (answer.answer->status != 200) {
-        Response r = with_fields(
+        Response r = with_members(
             Router::error(answer.answer->status == 403 ? 502 : answer.answer->status,
                           "region `" + region + "`'s router " + url + " refused the adoption (" +
                               std::to_string(answer.answer->status) +

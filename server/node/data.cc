@@ -237,7 +237,7 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
     struct Touch {
         Node& node;
         Tenant& t;
-        ~Touch() { t.last_used_ms = node.now_ms(); }
+        ~Touch() { node.registry().touch(t); }
     } touch{node, *t};
     const http::RequestHead& h = call->request.head;
     const NodeRoute* row = route_of(*call);

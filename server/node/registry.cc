@@ -59,20 +59,27 @@ bool Registry::room_for_one_more(int64_t now) {
     return true;
 }
 
+std::shared_ptr<Registry::Slot> Registry::slot_of(std::string_view name) {
+    auto it = slots_.find(name);
+    if (it == slots_.end()) {
+        it = slots_.emplace(std::string(name), std::make_shared<Slot>(name)).first;
+    }
+    return it->second;
+}
+
 Acquired Registry::acquire(std::string_view name) {
     for (;;) {
         std::shared_ptr<Slot> slot;
         {
             std::lock_guard lock(mu_);
-            auto it = slots_.find(name);
-            if (it == slots_.end()) {
-                it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
-            }
-            slot = it->second;
+            slot = slot_of(name);
             if (slot->out) {  // being deleted or installed: absent until it is back (§8.1, §8.3)
                 return Acquired{nullptr, AcquireError::not_found,
                                 "tenant `" + std::string(name) + "` not found"};
             }
+            // The use, taken now: one found open is returned below unless it closes meanwhile,
+            // and then this slot is dead and a new one opens, at the newest end as it fills.
+            if (slot->tenant) touch_locked(*slot);
         }
         std::lock_guard slot_lock(slot->mu);
         if (slot->dead) continue;  // closed while we waited: take the new slot
@@ -80,10 +87,7 @@ Acquired Registry::acquire(std::string_view name) {
             return Acquired{nullptr, AcquireError::not_found,
                             "tenant `" + std::string(name) + "` not found"};
         }
-        if (slot->tenant) {
-            slot->tenant->last_used_ms = now_ms();
-            return Acquired{slot->tenant, AcquireError::none, {}};
-        }
+        if (slot->tenant) return Acquired{slot->tenant, AcquireError::none, {}};
         Acquired a = open_locked(*slot, name);
         if (!a.tenant) {
             // Leave no slot behind for a name that has no file.
@@ -120,15 +124,53 @@ engine::OpenOptions Registry::open_options(std::string_view name, Tenant& tenant
 }
 
 std::shared_ptr<Tenant> Registry::try_get(std::string_view name) {
-    std::shared_ptr<Tenant> t;
-    {
-        std::lock_guard lock(mu_);  // slot tenants may be read under mu_ (registry.h)
-        auto it = slots_.find(name);
-        if (it == slots_.end() || it->second->dead || it->second->out) return nullptr;
-        t = it->second->tenant;
-    }
-    if (t) t->last_used_ms = now_ms();
-    return t;
+    std::lock_guard lock(mu_);  // slot tenants may be read under mu_ (registry.h)
+    auto it = slots_.find(name);
+    if (it == slots_.end() || it->second->dead || it->second->out) return nullptr;
+    if (it->second->tenant) touch_locked(*it->second);
+    return it->second->tenant;
+}
+
+void Registry::touch(Tenant& tenant) {
+    std::lock_guard lock(mu_);
+    auto it = slots_.find(tenant.name());
+    if (it != slots_.end() && it->second->tenant.get() == &tenant) touch_locked(*it->second);
+}
+
+void Registry::touch_locked(Slot& slot) {
+    slot.tenant->last_used_ms = now_ms();
+    if (newest_ == &slot) return;
+    lru_unlink(slot);
+    lru_push_newest(slot);
+}
+
+void Registry::lru_unlink(Slot& slot) {
+    (slot.older ? slot.older->newer : oldest_) = slot.newer;
+    (slot.newer ? slot.newer->older : newest_) = slot.older;
+    slot.older = slot.newer = nullptr;
+}
+
+void Registry::lru_push_newest(Slot& slot) {
+    slot.older = newest_;
+    slot.newer = nullptr;
+    (newest_ ? newest_->newer : oldest_) = &slot;
+    newest_ = &slot;
+}
+
+void Registry::fill(Slot& slot, std::shared_ptr<Tenant> tenant) {
+    slot.tenant = std::move(tenant);
+    slot.tenant->last_used_ms = now_ms();
+    lru_push_newest(slot);
+    ++open_;
+    slot.tenant->charge_memory_to(&open_memory_bytes_);
+}
+
+std::shared_ptr<Tenant> Registry::empty(Slot& slot) {
+    if (!slot.tenant) return nullptr;
+    slot.tenant->charge_memory_to(nullptr);
+    lru_unlink(slot);
+    --open_;
+    return std::move(slot.tenant);
 }
 
 Acquired Registry::open_locked(Slot& slot, std::string_view name) {
@@ -214,11 +256,10 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         return Acquired{nullptr, AcquireError::open_failed, slot.failure};
     }
     tenant->refresh_memory();
-    tenant->last_used_ms = now;
     slot.failure.clear();
     {
         std::lock_guard lock(mu_);  // slot tenants change under both locks (registry.h)
-        slot.tenant = tenant;
+        fill(slot, tenant);
     }
     ++opens_;
     return Acquired{tenant, AcquireError::none, {}};
@@ -243,9 +284,7 @@ engine::Status Registry::create(std::string_view name,
     for (;;) {  // as acquire: a slot that died while we waited is replaced by a new one
         {
             std::lock_guard lock(mu_);
-            auto it = slots_.find(name);
-            if (it == slots_.end()) it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
-            slot = it->second;
+            slot = slot_of(name);
         }
         slot_lock = std::unique_lock(slot->mu);
         if (!slot->dead) break;
@@ -254,7 +293,7 @@ engine::Status Registry::create(std::string_view name,
     const std::string path = path_of(name);
     {
         std::lock_guard lock(mu_);
-        closed_durable_.erase(std::string(name));
+        drop_durable_marks(name);
     }
     if (slot->tenant || file_exists(name)) {
         return engine::Status::error(engine::Code::already_exists,
@@ -297,10 +336,9 @@ engine::Status Registry::create(std::string_view name,
         return st;
     }
     tenant->refresh_memory();
-    tenant->last_used_ms = now_ms();
     {
         std::lock_guard lock(mu_);
-        slot->tenant = tenant;
+        fill(*slot, tenant);
     }
     ++opens_;
     return engine::Status::ok();
@@ -362,11 +400,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
     for (;;) {  // as create: a slot that died while we waited is replaced by a new one
         {
             std::lock_guard lock(mu_);
-            auto it = slots_.find(name);
-            if (it == slots_.end()) {
-                it = slots_.emplace(std::string(name), std::make_shared<Slot>()).first;
-            }
-            slot = it->second;
+            slot = slot_of(name);
             if (slot->out) {
                 return TakenOut{nullptr, TakeOutError::busy,
                                 "tenant `" + std::string(name) + "` is being deleted or installed",
@@ -387,7 +421,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
         }
         slot->out = true;
         tenant = slot->tenant;
-        closed_durable_.erase(std::string(name));  // whatever comes back is another file
+        drop_durable_marks(name);  // whatever comes back is another file
     }
     auto out = std::unique_ptr<OutOfService>(
         new OutOfService(*this, slot, std::move(slot_lock), std::string(name)));
@@ -425,7 +459,7 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
     }
     {
         std::lock_guard lock(mu_);  // out of the slot first: from here nobody can take a reference
-        slot->tenant.reset();
+        (void)empty(*slot);  // `tenant` holds it still
     }
     // Plain, no checkpoint: a tenant taken out is deleted or replaced next, so rewriting its file
     // (an image build, a write and an fsync of the whole file: ~0.5 s for 69 MB) is wasted. Plain
@@ -536,11 +570,10 @@ engine::Status Registry::OutOfService::install_open(
         return st;
     }
     tenant->refresh_memory();
-    tenant->last_used_ms = r.now_ms();
     slot_->failure.clear();
     {
         std::lock_guard lock(r.mu_);  // slot tenants change under both locks; served once back
-        slot_->tenant = tenant;
+        r.fill(*slot_, tenant);
     }
     ++r.opens_;
     return engine::Status::ok();
@@ -579,36 +612,92 @@ void Registry::close_tenant(const std::shared_ptr<Tenant>& t, engine::CloseMode 
 bool Registry::take_closed_durable(std::string_view name, uint64_t file_bytes) {
     std::lock_guard lock(mu_);
     auto it = closed_durable_.find(name);
-    if (it == closed_durable_.end()) return false;
-    const bool same = it->second == file_bytes;  // grown or cut since: not the file it closed
-    closed_durable_.erase(it);
+    if (it != closed_durable_.end()) {
+        const bool same = it->second == file_bytes;  // grown or cut since: not the file it closed
+        closed_durable_.erase(it);
+        return same;
+    }
+    // Synced at start and not written since (only an open, a create or a take_out could have,
+    // and each takes the mark first): durable if its size is still the one the sync covered.
+    const uint64_t hash = std::hash<std::string_view>{}(name);
+    auto [first, last] = std::equal_range(
+        started_durable_.begin(), started_durable_.end(), std::pair{hash, uint64_t{0}},
+        [](const auto& a, const auto& b) { return a.first < b.first; });
+    bool same = false;
+    for (auto m = first; m != last; ++m) {
+        if (!same && m->second == file_bytes) same = true;
+        m->second = no_mark;  // every mark of the hash: one open uses it
+    }
     return same;
+}
+
+void Registry::drop_durable_marks(std::string_view name) {
+    if (auto it = closed_durable_.find(name); it != closed_durable_.end()) {
+        closed_durable_.erase(it);
+    }
+    const uint64_t hash = std::hash<std::string_view>{}(name);
+    auto [first, last] = std::equal_range(
+        started_durable_.begin(), started_durable_.end(), std::pair{hash, uint64_t{0}},
+        [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto m = first; m != last; ++m) m->second = no_mark;
+}
+
+engine::Status Registry::mark_durable_at_start() {
+    auto files = options_.fs->list(options_.data_dir);
+    if (!files.is_ok()) return files.status();
+    std::vector<std::pair<uint64_t, uint64_t>> marks;
+    marks.reserve(files->size());
+    // The sizes first: what the sync below covers is at least what they describe. Nothing else
+    // writes these files meanwhile (the node holds the data directory's lock and opens nothing
+    // before this returns).
+    for (const std::string& file : *files) {
+        if (!file.ends_with(".fenec")) continue;
+        const std::string_view name = std::string_view(file).substr(0, file.size() - 6);
+        if (!valid_tenant_name(name)) continue;
+        auto size = options_.fs->file_size(path_of(name));
+        if (!size.is_ok()) continue;  // its first open syncs it
+        marks.emplace_back(std::hash<std::string_view>{}(name), *size);
+    }
+    // No tenant file, nothing to trust: a new node's start (every test's) flushes nothing of the
+    // disk's other writers.
+    if (marks.empty()) return engine::Status::ok();
+    if (engine::Status st = options_.fs->sync_fs(options_.data_dir); !st.is_ok()) return st;
+    std::sort(marks.begin(), marks.end());
+    std::lock_guard lock(mu_);
+    started_durable_ = std::move(marks);
+    return engine::Status::ok();
 }
 
 // Closes one tenant nobody holds: the least recently used one (past the idle timeout when
 // `idle_only_past_timeout`). False when there is none.
 bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout) {
+    if (idle_only_past_timeout && options_.close_idle_ms == 0) return false;
     std::shared_ptr<Slot> victim;
-    std::string victim_name;
     {
         std::lock_guard lock(mu_);
-        int64_t oldest = INT64_MAX;
-        for (const auto& [name, slot] : slots_) {
-            if (!slot->tenant || slot->out) continue;
-            if (slot->tenant.use_count() != 1) continue;  // a request, stream or follower holds it
-            const int64_t used = slot->tenant->last_used_ms;
-            if (idle_only_past_timeout &&
-                (options_.close_idle_ms == 0 || now - used < options_.close_idle_ms)) {
+        // From the old end. One held (a request, a stream, a follower, a walk's reference) or
+        // out of service is in use now, so it is touched on the way past, as its release would:
+        // each is passed once per round of the list rather than by every eviction, and the list
+        // stays in order of last_used_ms. At most the tenants open as the walk began are looked
+        // at, so those it touched are not met again.
+        size_t left = open_;
+        for (Slot* s = oldest_; s && left > 0; --left) {
+            Slot* next = s->newer;
+            if (s->out || s->tenant.use_count() != 1) {
+                touch_locked(*s);
+                s = next;
                 continue;
             }
-            if (used < oldest) {
-                oldest = used;
-                victim = slot;
-                victim_name = name;
+            // The oldest idle one; in order, so when it is not past the timeout none is.
+            if (idle_only_past_timeout && now - s->tenant->last_used_ms < options_.close_idle_ms) {
+                break;
             }
+            victim = s->shared_from_this();
+            break;
         }
     }
     if (!victim) return false;
+    const std::string& victim_name = victim->name;
     std::lock_guard slot_lock(victim->mu);
     std::shared_ptr<Tenant> closing;
     {
@@ -617,7 +706,7 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
         // taken between the count and the move.
         std::lock_guard lock(mu_);
         if (!victim->tenant || victim->tenant.use_count() != 1) return true;  // taken meanwhile: look again
-        closing = std::move(victim->tenant);
+        closing = empty(*victim);
     }
     // The slot stays in the map, locked, until the file is closed: a request meanwhile waits on
     // the slot, finds it dead and opens the file anew. Out of the map before the close, it would
@@ -660,7 +749,7 @@ void Registry::close_all() {
         std::shared_ptr<Tenant> closing;
         {
             std::lock_guard lock(mu_);
-            closing = std::move(slot->tenant);
+            closing = empty(*slot);
         }
         if (closing) {
             close_tenant(closing);
@@ -699,12 +788,7 @@ std::shared_ptr<Tenant> Registry::compaction_candidate(
 }
 
 uint64_t Registry::memory_bytes() const {
-    uint64_t sum = opening_bytes_.load() + arriving_bytes_.load();
-    std::lock_guard lock(mu_);  // an atomic read each: summed in place, no reference taken
-    for (const auto& [name, slot] : slots_) {
-        if (slot->tenant) sum += slot->tenant->memory_bytes();
-    }
-    return sum;
+    return open_memory_bytes_.load() + opening_bytes_.load() + arriving_bytes_.load();
 }
 
 // The slots of the open tenants, for a walk over them that must not count as a use: it takes one
@@ -714,9 +798,9 @@ uint64_t Registry::memory_bytes() const {
 std::vector<std::shared_ptr<Registry::Slot>> Registry::open_slots() const {
     std::vector<std::shared_ptr<Slot>> open;
     std::lock_guard lock(mu_);
-    open.reserve(slots_.size());
-    for (const auto& [name, slot] : slots_) {
-        if (slot->tenant && !slot->out) open.push_back(slot);
+    open.reserve(open_);
+    for (Slot* s = oldest_; s; s = s->newer) {
+        if (!s->out) open.push_back(s->shared_from_this());
     }
     return open;
 }
@@ -730,10 +814,8 @@ std::shared_ptr<Tenant> Registry::in_service(const Slot& slot) const {
 }
 
 size_t Registry::open_count() const {
-    size_t n = 0;
     std::lock_guard lock(mu_);
-    for (const auto& [name, slot] : slots_) n += slot->tenant != nullptr;
-    return n;
+    return open_;
 }
 
 }  // namespace fenec::node

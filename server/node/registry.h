@@ -8,6 +8,14 @@
 // closes, and a request for it waits on that lock; the slot leaves the map only after its
 // database has closed. A slot taken out of service (take_out: deleting, installing) stays locked
 // for as long, and requests for it answer not_found at once rather than wait.
+//
+// Invariant: a slot holds a tenant exactly while it is on the least-recently-used list, and the
+// open count and the open tenants' memory are those of the list (fill and empty keep the three
+// together, under mu_). The list runs from the least recently used to the most, and so in order
+// of last_used_ms: every use moves a tenant to the newest end, stamped with the clock read under
+// mu_. So nothing per open walks every open tenant: the count and the memory are kept, and an
+// eviction takes the oldest idle tenant from the old end (issue 18: at 9,456 open tenants the
+// walks took over half the node's CPU).
 #pragma once
 
 #include <cstdint>
@@ -205,6 +213,20 @@ public:
     // The tenant if it is open now, else null; never waits on an open or a close (the event
     // loop's point reads).
     std::shared_ptr<Tenant> try_get(std::string_view name);
+    // `tenant` used now: its last_used_ms, and its place at the newest end of the eviction
+    // order. acquire and try_get touch what they return; a request touches its tenant again as
+    // it lets go (idle is counted from then, node-http.md §11). A tenant no longer in its slot
+    // is left as it is.
+    void touch(Tenant& tenant);
+    // Once, as the node starts and before anything is opened: every `<t>.fenec` of the data
+    // directory made durable with one sync of its file system (Fs::sync_fs), and each marked
+    // with its size then, so its first open skips the engine's own sync (engine.md §6.1 step 5:
+    // one device flush per file, 3-18 ms, on a file with nothing to write) while the size is
+    // unchanged. The sizes are read before the sync, which covers them; a create or take_out
+    // drops a mark, as it drops a closed tenant's. No tenant file: no sync. An error of the
+    // listing or the sync marks nothing (every first open syncs, as before) and is returned for
+    // the caller to log.
+    engine::Status mark_durable_at_start();
     // Creates `<t>.fenec` and lands `schema` (FenecQL statements) as its first blocks before the
     // tenant is served; `run_schema` runs them and answers the failing statement's error.
     // Exists → already_exists; at open_max with every open tenant in use → limit_exceeded.
@@ -240,7 +262,8 @@ public:
     // Syncs, checkpoints and closes every open tenant (SIGTERM).
     void close_all();
 
-    // The open tenants' memory, with what tenants being opened and images arriving are charged.
+    // The open tenants' memory, with what tenants being opened and images arriving are charged:
+    // kept as it changes (Tenant::charge_memory_to), read without a walk.
     uint64_t memory_bytes() const;
     // The open tenant a background compaction should rewrite next (compactor.h): the one with
     // the most dead bytes among those whose file holds at least `file_bytes_min` bytes, at least
@@ -263,15 +286,29 @@ private:
     std::vector<std::shared_ptr<Slot>> open_slots() const;
     std::shared_ptr<Tenant> in_service(const Slot& slot) const;
     // Lock order: a slot's mu, then mu_. `tenant` changes under both, so it may be read under
-    // either.
-    struct Slot {
+    // either; only through fill and empty, which keep the list, the count and the memory.
+    struct Slot : std::enable_shared_from_this<Slot> {
+        explicit Slot(std::string_view slot_name) : name(slot_name) {}
+        const std::string name;           // its key in slots_
         std::mutex mu;                    // held while the tenant opens or closes
         std::shared_ptr<Tenant> tenant;   // null: not open (or failed)
         bool dead = false;                // closed and leaving the map: look again
         bool out = false;                 // out of service (under both locks): new requests 404
         int64_t failed_ms = 0;            // an open failure kept 10 s
         std::string failure;
+        // On the least-recently-used list while `tenant` is set (under mu_).
+        Slot* older = nullptr;
+        Slot* newer = nullptr;
     };
+    // Under mu_. fill: `tenant` into the slot, at the newest end of the list, counted, its
+    // memory charged. empty: out of the slot and all three; returns it (null if none).
+    void fill(Slot& slot, std::shared_ptr<Tenant> tenant);
+    std::shared_ptr<Tenant> empty(Slot& slot);
+    void touch_locked(Slot& slot);  // last_used_ms now, moved to the newest end
+    void lru_unlink(Slot& slot);
+    void lru_push_newest(Slot& slot);
+    // Under mu_: the slot of `name`, made if there is none.
+    std::shared_ptr<Slot> slot_of(std::string_view name);
 
     Acquired open_locked(Slot& slot, std::string_view name);
     bool room_for_one_more(int64_t now);
@@ -291,6 +328,8 @@ private:
     // Whether `name` was marked durable at its close with a file of `file_bytes` (its size now);
     // the mark is taken either way (one open uses it).
     bool take_closed_durable(std::string_view name, uint64_t file_bytes);
+    // Both marks of `name` dropped: its file is about to be made or replaced. Under mu_.
+    void drop_durable_marks(std::string_view name);
     void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
     int64_t now_ms() const { return options_.clock->wall_ms(); }
@@ -298,6 +337,10 @@ private:
     RegistryOptions options_;
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
+    Slot* oldest_ = nullptr;  // the least-recently-used list's ends (under mu_)
+    Slot* newest_ = nullptr;
+    size_t open_ = 0;         // tenants on the list (under mu_)
+    std::atomic<uint64_t> open_memory_bytes_{0};  // their memory (Tenant::charge_memory_to)
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
     std::atomic<uint64_t> arriving_bytes_{0};  // images received into memory so far (ArrivingCharge)
@@ -307,6 +350,13 @@ private:
     // and a file replaced goes through take_out or create, which drop the mark), so its next open
     // skips the engine's sync (OpenOptions::file_durable). Under mu_.
     std::map<std::string, uint64_t, std::less<>> closed_durable_;
+    // The files synced at start (mark_durable_at_start), by a hash of the name, sorted, with
+    // their sizes then; an open or a drop takes a mark by setting its size to no_mark. 16 bytes
+    // a tenant and never grown, where a map of names would hold ~100 (10 MB at 100,000 tenants).
+    // Two names of one hash share a mark: a drop of one drops both (a sync more), and a file
+    // there at start is durable whichever of the two sizes it is checked against. Under mu_.
+    static constexpr uint64_t no_mark = UINT64_MAX;
+    std::vector<std::pair<uint64_t, uint64_t>> started_durable_;
 };
 
 }  // namespace fenec::node

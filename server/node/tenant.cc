@@ -30,8 +30,22 @@ uint64_t entry_bytes(const ChangeEntry& e) {
 
 }  // namespace
 
+void Tenant::set_memory(std::atomic<uint64_t>& part, uint64_t bytes) {
+    std::lock_guard lock(memory_mu_);
+    const uint64_t was = part.exchange(bytes, std::memory_order_relaxed);
+    // Modulo 2^64: a part that shrank takes its difference back off.
+    if (memory_total_) memory_total_->fetch_add(bytes - was, std::memory_order_relaxed);
+}
+
+void Tenant::charge_memory_to(std::atomic<uint64_t>* total) {
+    std::lock_guard lock(memory_mu_);
+    if (memory_total_) memory_total_->fetch_sub(memory_bytes(), std::memory_order_relaxed);
+    memory_total_ = total;
+    if (memory_total_) memory_total_->fetch_add(memory_bytes(), std::memory_order_relaxed);
+}
+
 void Tenant::on_block(const engine::BlockSummary& summary) {
-    db_memory_.store(summary.memory_bytes, std::memory_order_relaxed);
+    set_memory(db_memory_, summary.memory_bytes);
     {
         std::lock_guard lock(mu_);
         ring_.push_back(ChangeEntry{summary.first, summary.last, summary.changes});
@@ -41,7 +55,7 @@ void Tenant::on_block(const engine::BlockSummary& summary) {
             ring_bytes -= entry_bytes(ring_.front());
             ring_.pop_front();
         }
-        ring_bytes_.store(ring_bytes, std::memory_order_relaxed);
+        set_memory(ring_bytes_, ring_bytes);
     }
     wake_watchers();
 }
@@ -158,10 +172,10 @@ std::optional<engine::DocId> Tenant::key_row(const std::string& user_key) const 
 void Tenant::remember_key(const std::string& user_key, engine::DocId row) {
     std::lock_guard lock(keys_mu_);
     if (keys_.insert_or_assign(user_key, row).second) {
-        keys_bytes_.fetch_add(
-            index::memory::tree_node_bytes<std::pair<const std::string, engine::DocId>> +
-                index::memory::string_heap(user_key),
-            std::memory_order_relaxed);
+        set_memory(keys_bytes_,
+                   keys_bytes_.load(std::memory_order_relaxed) +
+                       index::memory::tree_node_bytes<std::pair<const std::string, engine::DocId>> +
+                       index::memory::string_heap(user_key));
     }
 }
 

@@ -100,7 +100,12 @@ class Tenant final : public engine::ChangeListener {
                ring_bytes_.load(std::memory_order_relaxed) +
                keys_bytes_.load(std::memory_order_relaxed);
     }
-    void refresh_memory() { db_memory_.store(db_ ? db_->usage().memory_bytes : 0); }
+    void refresh_memory() { set_memory(db_memory_, db_ ? db_->usage().memory_bytes : 0); }
+    // While `total` is set, memory_bytes() is counted in it, every change of it added as it is
+    // made: the registry's sum over its open tenants (Registry::memory_bytes), kept without a
+    // walk. Set by the registry as the tenant fills its slot, cleared (null) as it leaves it; a
+    // change and a charge's start or end never interleave (memory_mu_), so the sum never drifts.
+    void charge_memory_to(std::atomic<uint64_t>* total);
 
     // Held requests with the same text and parameters queue (node-http.md §5.5): only the oldest
     // runs on a wake. `held_join` returns whether `w` is first; `held_leave` removes it and
@@ -134,6 +139,8 @@ class Tenant final : public engine::ChangeListener {
     // Waits until no write is in flight, at most `wait_ms`; false at the bound.
     bool wait_writes(int64_t wait_ms);
 
+    // When it was last used: written by the registry only, under its lock, as it moves the
+    // tenant to the newest end of its least-recently-used list (Registry::touch).
     std::atomic<int64_t> last_used_ms{0};
     std::atomic<uint32_t> streams{0};
     std::atomic<uint32_t> requests{0};
@@ -153,6 +160,8 @@ class Tenant final : public engine::ChangeListener {
   private:
     void write_done();
     void wake_watchers();
+    // `part` (one of the three below) set to `bytes`, and the charge moved with it.
+    void set_memory(std::atomic<uint64_t>& part, uint64_t bytes);
 
     const std::string name_;
     std::weak_ptr<Tenant> self_;  // make()'s
@@ -160,6 +169,9 @@ class Tenant final : public engine::ChangeListener {
     std::atomic<uint64_t> db_memory_{0};
     std::atomic<uint64_t> ring_bytes_{0};  // written under mu_
     std::atomic<uint64_t> keys_bytes_{0};  // written under keys_mu_
+    // Taken inside mu_ and keys_mu_, never the other way round: the three parts change under it.
+    std::mutex memory_mu_;
+    std::atomic<uint64_t>* memory_total_ = nullptr;  // under memory_mu_
     std::unique_ptr<index::IndexSet> indexes_;
     std::unique_ptr<engine::Database> db_;
 

@@ -195,6 +195,16 @@ Status FaultFs::sync_dir(std::string_view dir) {
     return Status::ok();
 }
 
+Status FaultFs::sync_fs(std::string_view dir) {
+    std::lock_guard lk(mu_);
+    uint64_t call = ++sync_fses_;
+    if (auto fault = take_fault(sync_fs_faults_, call)) return io_error("syncfs", dir, fault->err);
+    FENEC_RETURN_IF_ERROR(check_power("syncfs", dir));
+    for (const auto& [path, node] : live_) node->synced = node->data.size();
+    durable_ = live_;
+    return Status::ok();
+}
+
 Status FaultFs::remove(std::string_view path) {
     std::lock_guard lk(mu_);
     if (int err = take_path_fault(PathOp::remove, path)) return path_error("unlink", path, err);
@@ -362,6 +372,11 @@ void FaultFs::fail_sync_dir(int nth, int err) {
     sync_dir_faults_.push_back({sync_dirs_ + static_cast<uint64_t>(nth), err, {}});
 }
 
+void FaultFs::fail_sync_fs(int nth, int err) {
+    std::lock_guard lk(mu_);
+    sync_fs_faults_.push_back({sync_fses_ + static_cast<uint64_t>(nth), err, {}});
+}
+
 void FaultFs::fail_path(PathOp op, std::string_view path, int err, int nth) {
     std::lock_guard lk(mu_);
     path_faults_.push_back({op, std::string(path), err, nth - 1});
@@ -379,6 +394,7 @@ void FaultFs::clear_faults() {
     sync_faults_.clear();
     rename_faults_.clear();
     sync_dir_faults_.clear();
+    sync_fs_faults_.clear();
     list_error_.reset();
     path_faults_.clear();
     power_budget_bytes_.reset();
@@ -449,6 +465,11 @@ uint64_t FaultFs::renames() const {
 uint64_t FaultFs::sync_dirs() const {
     std::lock_guard lk(mu_);
     return sync_dirs_;
+}
+
+uint64_t FaultFs::sync_fses() const {
+    std::lock_guard lk(mu_);
+    return sync_fses_;
 }
 
 bool FaultFs::has(std::string_view path) const {

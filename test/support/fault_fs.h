@@ -21,10 +21,10 @@
 //   the mode and then fully synced; handles opened before it are dead (every call on them fails
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
 //
-// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir count calls of their kind from
-// the moment they are armed (the next call is 1) and fire once; fail_lists holds until turned off. A failed append leaves
-// `after_bytes` of its data in the file (a torn write); a failed sync covers nothing; a failed
-// rename or sync_dir changes nothing. Counters count every call, failed ones included.
+// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs count calls of
+// their kind from the moment they are armed (the next call is 1) and fire once; fail_lists holds
+// until turned off. A failed append leaves `after_bytes` of its data in the file (a torn write); a
+// failed sync covers nothing; a failed rename, sync_dir or sync_fs changes nothing. Counters count every call, failed ones included.
 // fail_path aims at one name: the n-th open, read, stat or unlink of exactly that path from now
 // fails, once, and changes nothing (the steps a tenant's open and a side file's read take, which
 // a count over every file does not reach reliably among the node's other files).
@@ -73,6 +73,10 @@ public:
     engine::Status lock(engine::File& file) override;
     engine::Status rename(std::string_view from, std::string_view to, bool replace) override;
     engine::Status sync_dir(std::string_view dir) override;
+    // The whole FaultFs is one file system: every file's bytes synced and the live namespace
+    // made the durable one. Fails (changing nothing) as fail_sync_fs arms it and after a power
+    // cut.
+    engine::Status sync_fs(std::string_view dir) override;
     engine::Status remove(std::string_view path) override;
     engine::Result<bool> exists(std::string_view path) override;
     engine::Result<uint64_t> file_size(std::string_view path) override;
@@ -85,6 +89,7 @@ public:
     void fail_sync(int nth, int err = EIO);
     void fail_rename(int nth, int err = EIO);
     void fail_sync_dir(int nth, int err = EIO);
+    void fail_sync_fs(int nth, int err = EIO);
     // The `nth` call of `op` naming exactly `path` from now fails with `err` (not_found for
     // ENOENT, io_error otherwise). open: any mode; read: read_at on a handle opened by that name;
     // stat: exists(), file_size() and a handle's size(); remove: unlink.
@@ -117,6 +122,7 @@ public:
     uint64_t syncs() const;
     uint64_t renames() const;
     uint64_t sync_dirs() const;
+    uint64_t sync_fses() const;
 
     // Test helpers on the live namespace. Asking about a missing file is a test bug
     // (ADD_FAILURE) except for has().
@@ -166,6 +172,7 @@ private:
     std::vector<Fault> sync_faults_;
     std::vector<Fault> rename_faults_;
     std::vector<Fault> sync_dir_faults_;
+    std::vector<Fault> sync_fs_faults_;
     std::optional<int> list_error_;  // fail_lists: the errno every list() fails with
     struct PathFault {
         PathOp op;
@@ -185,6 +192,7 @@ private:
     uint64_t syncs_ = 0;
     uint64_t renames_ = 0;
     uint64_t sync_dirs_ = 0;
+    uint64_t sync_fses_ = 0;
 };
 
 }  // namespace fenec::test

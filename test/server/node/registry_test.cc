@@ -5,7 +5,10 @@
 // and checked before the rename; the `.frozen` mark is applied as a tenant opens. And what a
 // close and the next open write (on a FaultFs that counts): a tenant only read is closed without
 // a rewrite, and one this process closed synced reopens without a sync, unless its file may have
-// changed since.
+// changed since; a file there at start, after the start's one sync of the data directory, opens
+// without one too, and keeps what it held across a power cut. And the count, the memory and the
+// order of eviction the registry keeps as tenants open, are used and close (no walk): checked
+// against the open tenants themselves, and the least recently used idle tenant goes first.
 #include "server/node/registry.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +17,7 @@
 #include <filesystem>
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "test/server/node/node_fixture.h"
@@ -337,6 +341,227 @@ TEST(RegistryClose, AFileThatMayHaveChangedIsSyncedAsItOpens) {
     ASSERT_TRUE(a.tenant) << a.message;
     EXPECT_GT(fs.syncs(), syncs);
     EXPECT_EQ(a.tenant->db().usage().collections, 2u);
+}
+
+// ---- the start's sync: a file there at start opens without a sync of its own ----
+
+// `from`'s bytes as `to`, not one of them synced: what a process that landed them and died
+// without a sync leaves in the page cache.
+void copy_unsynced(FaultFs& fs, const std::string& from, const std::string& to) {
+    const std::vector<std::byte> bytes = fs.contents(from);
+    auto f = fs.open(to, engine::OpenMode::create_new);
+    ASSERT_TRUE(f.is_ok());
+    ASSERT_TRUE((*f)->append(bytes).is_ok());
+}
+
+// A tenant file with two collections, not a byte of it synced, as `/data/<name>.fenec`.
+void unsynced_tenant(FaultFs& fs, const engine::Clock& clock, const std::string& name) {
+    RegistryOptions o = options_on(fs, clock);
+    o.data_dir = "/made";
+    o.sync = engine::SyncPolicy::at_close();  // what lands stays in the page cache
+    Registry r(std::move(o));
+    create_with_collection(r, name);
+    Acquired a = r.acquire(name);
+    ASSERT_TRUE(a.tenant) << a.message;
+    ASSERT_TRUE(land_collection(a.tenant->db(), "more").is_ok());
+    copy_unsynced(fs, "/made/" + name + ".fenec", "/data/" + name + ".fenec");
+    ASSERT_EQ(fs.synced_size("/data/" + name + ".fenec"), 0u);
+}
+
+TEST(RegistryStart, AFileThereAtStartOpensWithoutASyncAndSurvivesAPowerCut) {
+    FaultFs fs;
+    HurryingClock clock;
+    {
+        Registry none(options_on(fs, clock));
+        ASSERT_TRUE(none.mark_durable_at_start().is_ok());
+        EXPECT_EQ(fs.sync_fses(), 0u) << "no tenant file: nothing to sync";
+    }
+    unsynced_tenant(fs, clock, "acme");
+    Registry r(options_on(fs, clock));
+    ASSERT_TRUE(r.mark_durable_at_start().is_ok());
+    EXPECT_EQ(fs.sync_fses(), 1u);
+    const uint64_t syncs = fs.syncs();
+    Acquired a = r.acquire("acme");
+    ASSERT_TRUE(a.tenant) << a.message;
+    EXPECT_EQ(fs.syncs(), syncs) << "the start's sync covered it";
+    EXPECT_EQ(a.tenant->db().usage().collections, 2u);
+    a.tenant.reset();
+    fs.crash(FaultFs::CrashMode::synced_only);  // what it served was durable
+    Registry after(options_on(fs, clock));
+    Acquired b = after.acquire("acme");
+    ASSERT_TRUE(b.tenant) << b.message;
+    EXPECT_EQ(b.tenant->db().usage().collections, 2u);
+}
+
+// The mark is one open's, goes with a take_out, is not taken for a file of another size, and is
+// not made at all when the sync fails: each of those opens syncs.
+TEST(RegistryStart, WhatMayHaveChangedSinceTheSyncIsSyncedAsItOpens) {
+    FaultFs fs;
+    HurryingClock clock;
+    for (const char* name : {"used", "taken", "grown", "failed"}) unsynced_tenant(fs, clock, name);
+    fs.fail_sync_fs(1);
+    {
+        Registry r(options_on(fs, clock));
+        EXPECT_FALSE(r.mark_durable_at_start().is_ok());
+        const uint64_t syncs = fs.syncs();
+        ASSERT_TRUE(r.acquire("failed").tenant);
+        EXPECT_GT(fs.syncs(), syncs) << "nothing is trusted when the sync failed";
+    }
+    Registry r(options_on(fs, clock));
+    ASSERT_TRUE(r.mark_durable_at_start().is_ok());
+    auto syncs_of = [&](const std::string& name) {
+        const uint64_t syncs = fs.syncs();
+        Acquired a = r.acquire(name);
+        EXPECT_TRUE(a.tenant) << a.message;
+        a.tenant.reset();
+        const uint64_t n = fs.syncs() - syncs;
+        r.sweep();  // closed again (HurryingClock: idle at once)
+        EXPECT_EQ(r.open_count(), 0u);
+        return n;
+    };
+    {
+        Registry::TakenOut t = r.take_out("taken", 1000, {});
+        ASSERT_TRUE(t.out) << t.message;
+    }
+    {  // another writer grows it while this registry has it closed
+        Registry other(options_on(fs, clock));
+        Acquired b = other.acquire("grown");
+        ASSERT_TRUE(b.tenant) << b.message;
+        ASSERT_TRUE(land_collection(b.tenant->db(), "third").is_ok());
+    }
+    EXPECT_EQ(syncs_of("used"), 0u);
+    EXPECT_GT(syncs_of("taken"), 0u);
+    EXPECT_GT(syncs_of("grown"), 0u);
+    EXPECT_EQ(syncs_of("used"), 0u) << "closed by this process since: its own mark";
+}
+
+// ---- the open count, the memory and the order of eviction, kept without a walk ----
+
+// A wall clock that moves only when told.
+class ManualClock final : public engine::Clock {
+  public:
+    int64_t wall_ms() const override { return ms_.load(); }
+    int64_t steady_ns() const override { return ms_.load() * 1'000'000; }
+    void advance(int64_t ms) { ms_ += ms; }
+
+  private:
+    std::atomic<int64_t> ms_{1'000'000};
+};
+
+using Names = std::vector<std::string>;
+
+// The open tenants by name, as the registry lists them.
+Names open_names(const Registry& r) {
+    Names names;
+    auto list = r.list();
+    EXPECT_TRUE(list.is_ok());
+    if (!list.is_ok()) return names;
+    for (const TenantInfo& t : *list) {
+        if (t.open) names.push_back(t.name);
+    }
+    return names;
+}
+
+// At the descriptor budget each open closes the least recently used idle tenant: used by an
+// acquire, a try_get or a request letting go (touch); one held is passed over and stays.
+TEST(RegistryBudget, ClosesTheLeastRecentlyUsedIdleTenant) {
+    TempDir dir;
+    RegistryOptions o = options_for(dir);
+    o.open_max = 3;
+    ManualClock clock;
+    o.clock = &clock;
+    Registry r(std::move(o));
+    for (const char* name : {"a", "b", "c"}) {
+        create(r, name);
+        clock.advance(1);
+    }
+    EXPECT_EQ(r.open_count(), 3u);
+    ASSERT_TRUE(r.acquire("a").tenant);  // used: b is the oldest now
+    clock.advance(1);
+    create(r, "d");
+    EXPECT_EQ(open_names(r), (Names{"a", "c", "d"}));
+    EXPECT_EQ(r.closes(CloseReason::descriptors), 1u);
+
+    std::shared_ptr<Tenant> held = r.try_get("c");  // a request on c, still running
+    ASSERT_TRUE(held);
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("a").tenant);
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("d").tenant);  // c, a, d from the oldest; c held
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("b").tenant);  // b reopens: c is passed over, a closes
+    EXPECT_EQ(open_names(r), (Names{"b", "c", "d"}));
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("d").tenant);  // c, b, d from the oldest
+    clock.advance(1);
+    r.touch(*held);  // the request on c lets go: c is the newest
+    held.reset();
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("a").tenant);  // b, d, c from the oldest: b closes
+    EXPECT_EQ(open_names(r), (Names{"a", "c", "d"}));
+    EXPECT_EQ(r.open_count(), 3u);
+    EXPECT_EQ(r.closes(CloseReason::descriptors), 3u);
+    EXPECT_EQ(r.opens(), 6u);
+}
+
+// --close-idle closes, oldest first, those idle past the timeout and nothing held; the count and
+// the memory follow every open, write and close, checked against the open tenants themselves.
+TEST(RegistryIdle, ClosesOnlyThoseIdlePastTheTimeoutAndKeepsTheSums) {
+    TempDir dir;
+    RegistryOptions o = options_for(dir);
+    o.close_idle_ms = 100;
+    ManualClock clock;
+    o.clock = &clock;
+    Registry r(std::move(o));
+    // Each open tenant, read without a use (a reference taken for the sum alone).
+    std::map<std::string, std::weak_ptr<Tenant>> seen;
+    auto sum_of_open = [&] {
+        uint64_t sum = 0;
+        for (const auto& [name, w] : seen) {
+            if (std::shared_ptr<Tenant> t = w.lock()) sum += t->memory_bytes();
+        }
+        return sum;
+    };
+    std::shared_ptr<Tenant> stream;
+    for (const char* name : {"a", "b", "c", "d"}) {  // at 0, 30, 60, 90
+        create_with_collection(r, name);
+        seen[name] = r.try_get(name);
+        if (!stream) stream = r.try_get(name);  // a stream holds a from 0 on
+        clock.advance(30);
+    }
+    EXPECT_EQ(r.open_count(), 4u);
+    EXPECT_GT(r.memory_bytes(), 0u);
+    EXPECT_EQ(r.memory_bytes(), sum_of_open());
+    const uint64_t four = r.memory_bytes();
+    {
+        Acquired d = r.acquire("d");  // at 120
+        ASSERT_TRUE(d.tenant);
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_TRUE(land_collection(d.tenant->db(), "c" + std::to_string(i)).is_ok());
+        }
+    }
+    EXPECT_GT(r.memory_bytes(), four) << "a write's growth is counted as it lands";
+    EXPECT_EQ(r.memory_bytes(), sum_of_open());
+    clock.advance(1);
+    ASSERT_TRUE(r.acquire("c").tenant);  // at 121: a (0, held), b (30), d (120), c (121)
+    clock.advance(30);                   // 151
+    r.sweep();
+    EXPECT_EQ(open_names(r), (Names{"a", "c", "d"})) << "b alone is idle past 100 ms";
+    EXPECT_EQ(r.open_count(), 3u);
+    EXPECT_EQ(r.closes(CloseReason::idle), 1u);
+    EXPECT_EQ(r.memory_bytes(), sum_of_open());
+    clock.advance(69);  // 220: d idle 100 ms, c 99
+    r.sweep();
+    EXPECT_EQ(open_names(r), (Names{"a", "c"}));
+    EXPECT_EQ(r.open_count(), 2u);
+    EXPECT_EQ(r.memory_bytes(), sum_of_open());
+    stream.reset();
+    clock.advance(200);
+    r.sweep();
+    EXPECT_TRUE(open_names(r).empty());
+    EXPECT_EQ(r.open_count(), 0u);
+    EXPECT_EQ(r.memory_bytes(), 0u);
+    EXPECT_EQ(r.closes(CloseReason::idle), 4u);
 }
 
 }  // namespace
