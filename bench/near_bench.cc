@@ -102,11 +102,11 @@ struct World {
     std::unique_ptr<hnswlib::InnerProductSpace> space;
     std::unique_ptr<hnswlib::HierarchicalNSW<float>> raw;
     double build_fenec_s = 0, build_raw_s = 0;
-    std::vector<double> chunk_ratios;  // fenec / raw, per 5,000-row chunk
+    std::vector<double> chunk_ratios;       // fenec / raw, per 5,000-row chunk
     long faults_fenec = 0, faults_raw = 0;  // minor page faults while each side was building
-    size_t graph_differences = 0;      // nodes whose levels or links differ between the two graphs
+    size_t graph_differences = 0;  // nodes whose levels or links differ between the two graphs
     double p50_fenec_us = 0, p50_raw_us = 0, p50_exact_us = 0;  // the last repetition's
-    std::vector<double> pair_ratios;                              // fenec / raw p50, per repetition
+    std::vector<double> pair_ratios;                            // fenec / raw p50, per repetition
     double open_restore_s = 0, open_rebuild_s = 0;
 
     World() {
@@ -274,7 +274,8 @@ void BM_NearPair(benchmark::State& state) {
         auto ours = [&] {
             const auto t0 = Clock::now();
             auto r = w.tenant.vec.near(w.c, 0, {query, kDim}, kK, 0, nullptr);
-            fenec_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            fenec_us.push_back(
+                std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
             if (!r || r->size() != kK) std::abort();
             benchmark::DoNotOptimize(r->data());
         };
@@ -378,10 +379,11 @@ int main(int argc, char** argv) {
                 w.build_fenec_s / w.build_raw_s, chunk_lo, chunk_hi);
     std::printf("page faults while building: fenec %ld, raw hnswlib %ld\n", w.faults_fenec,
                 w.faults_raw);
-    std::printf("graphs: %zu of %zu nodes differ in level or level-0 links\n",
-                w.graph_differences, w.n);
-    std::printf("near p50 (last repetition): fenec %.1f us, raw hnswlib %.1f us, exact scan %.1f us\n",
-                w.p50_fenec_us, w.p50_raw_us, w.p50_exact_us);
+    std::printf("graphs: %zu of %zu nodes differ in level or level-0 links\n", w.graph_differences,
+                w.n);
+    std::printf(
+        "near p50 (last repetition): fenec %.1f us, raw hnswlib %.1f us, exact scan %.1f us\n",
+        w.p50_fenec_us, w.p50_raw_us, w.p50_exact_us);
     if (!w.pair_ratios.empty()) {
         const auto [lo, hi] = spread(w.pair_ratios);
         std::printf("ratio near p50 fenec / raw hnswlib: median %.2fx, %.2f-%.2f over %zu\n",

@@ -39,9 +39,9 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
-#include <optional>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -129,13 +129,13 @@ static_assert(
                        void (Hnsw::*)(tableint, labeltype) const>,
     FENEC_HNSWLIB_PIN("the accessors of a node's lists, vector and label"));
 static_assert(
-    std::is_same_v<decltype(&Hnsw::searchBaseLayerST<false, false>),
-                   std::priority_queue<std::pair<float, tableint>,
-                                       std::vector<std::pair<float, tableint>>,
-                                       Hnsw::CompareByFirst> (Hnsw::*)(tableint, const void*, size_t)
-                       const> &&
+    std::is_same_v<
+        decltype(&Hnsw::searchBaseLayerST<false, false>),
+        std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>,
+                            Hnsw::CompareByFirst> (Hnsw::*)(tableint, const void*, size_t) const> &&
         std::is_same_v<decltype(Hnsw::fstdistfunc_), hnswlib::DISTFUNC<float>> &&
-        std::is_same_v<decltype(&Hnsw::get_linklist), linklistsizeint* (Hnsw::*)(tableint, int) const>,
+        std::is_same_v<decltype(&Hnsw::get_linklist),
+                       linklistsizeint* (Hnsw::*)(tableint, int) const>,
     FENEC_HNSWLIB_PIN("searchKnn's two steps, which graph_candidates takes apart"));
 #undef FENEC_HNSWLIB_PIN
 
@@ -279,7 +279,8 @@ class VectorIndexes::Field {
     // than walked.
     uint64_t memory_bytes() const {
         uint64_t bytes = sizeof(Field) + vecs.capacity() * sizeof(float) +
-                         node_docs.capacity() * sizeof(uint64_t) + norms.capacity() * sizeof(double) +
+                         node_docs.capacity() * sizeof(uint64_t) +
+                         norms.capacity() * sizeof(double) +
                          doc_node.size() * (8 + 8 + sizeof(std::pair<const uint64_t, uint32_t>));
         if (graph) {
             const uint64_t cap = graph->max_elements_;
@@ -865,8 +866,8 @@ std::vector<Candidate> graph_candidates(const Hnsw& h, const float* q, size_t c)
             const auto* links = reinterpret_cast<const tableint*>(list + 1);
             for (int i = 0; i < size; ++i) {
                 if (links[i] > h.max_elements_) throw std::runtime_error("cand error");
-                const float d = h.fstdistfunc_(q, h.getDataByInternalId(links[i]),
-                                               h.dist_func_param_);
+                const float d =
+                    h.fstdistfunc_(q, h.getDataByInternalId(links[i]), h.dist_func_param_);
                 if (d < at_dist) {
                     at_dist = d;
                     at = links[i];

@@ -606,8 +606,8 @@ TEST(HnswSmall, TheGraphIsBuiltOnceTheFieldOutgrowsExactScoring) {
     std::mt19937_64 rng(12);
     Clustered gen(rng, 16, 8);
     // m 4, ef_search 5: a graph past 40 live vectors.
-    const CollectionId c = t.create(
-        "v", {plain("kind", engine::BaseType::Int), vec_field("e", 16, params(Metric::l2, 4, 50, 5))});
+    const CollectionId c = t.create("v", {plain("kind", engine::BaseType::Int),
+                                          vec_field("e", 16, params(Metric::l2, 4, 50, 5))});
     Rows rows = fill(
         t, c, 40, [&] { return gen.draw(rng); }, rng);
     EXPECT_FALSE(t.vec.field_stats(c, 1).graph);
@@ -666,7 +666,8 @@ TEST(HnswNearTies, GraphAnswerIsTheDoubleBestAmongFloatTies) {
         // m 8: k 5 at ef 40 goes through the graph past 640 rows (rule 1).
         const CollectionId c = t.create("v", {plain("kind", engine::BaseType::Int),
                                               vec_field("e", 16, params(metric, 8, 100, 4))});
-        fill(t, c, 700, [&] { return gen.draw(rng); }, rng);
+        fill(
+            t, c, 700, [&] { return gen.draw(rng); }, rng);
         std::normal_distribution<float> g(0, 1), tiny(0, 3e-6f), away(0, 0.5f);
         std::vector<float> point(16);
         for (float& x : point) x = 2 * g(rng);
@@ -688,7 +689,8 @@ TEST(HnswNearTies, GraphAnswerIsTheDoubleBestAmongFloatTies) {
             ASSERT_EQ(graph.size(), 5u);
             EXPECT_EQ(graph, every);
             // The five are all of the 24 and close enough for float's rounding to cross them.
-            tied += std::all_of(every.begin(), every.end(), [](const Hit& h) { return h.first > 700; }) &&
+            tied += std::all_of(every.begin(), every.end(),
+                                [](const Hit& h) { return h.first > 700; }) &&
                     std::abs(every.front().second - every.back().second) <
                         1e-5 * (1 + std::abs(every.front().second));
         }
