@@ -1,9 +1,17 @@
-// bench/near_bench.cc: what `near` costs (issue 4, "Show"), each figure against a baseline in the
-// same run, on N clustered 128-dimension vectors (cosine, m 16, ef_construction 200, ef_search
-// 100; N = 100,000, or FENEC_NEAR_BENCH_N):
+// bench/near_bench.cc: what `near` costs (issue 4, "Show"; issue 18 item 7), each figure against a
+// baseline in the same run, on N clustered 128-dimension vectors (cosine, m 16, ef_construction
+// 200, ef_search 100; N = 100,000, or FENEC_NEAR_BENCH_N):
+//   - building the graph: N rows inserted through the engine and index::VectorIndexes (5,000 a
+//     block) against raw hnswlib addPoint of the same unit vectors at the same m, ef_construction
+//     and level seed, both on this one thread. The two are built in turns, 5,000 rows each (which
+//     side goes first alternates), so a change in the machine's load touches both alike; the
+//     ratio is of the summed times, and the chunks' own ratios give its spread. Both graphs are
+//     then compared link for link: the same parameters give the same graph, so any difference in
+//     time is the adapter's, not hnswlib's work;
 //   - `near` k = 10 through index::VectorIndexes (graph path, re-scoring in double) against raw
-//     hnswlib searchKnn at the same parameters on the same vectors (our overhead as a ratio), and
-//     against an exact scan (VectorIndexes asked with ef large enough that rule 1 scores all rows);
+//     hnswlib searchKnn at the same parameters on the same vectors, asked in turns query by query
+//     (BM_NearPair; --benchmark_repetitions gives the spread), and against an exact scan
+//     (VectorIndexes asked with ef large enough that rule 1 scores all rows);
 //   - reopening the tenant with its persisted graph (restored) against reopening it after a
 //     write that makes the graph unfit (rebuilt).
 // Latencies are per query; p50 is reported as a counter. hnswlib is included here only as the
@@ -16,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -40,6 +49,7 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format_generated.h"
 #include "index/hnsw_index.h"
 #include "index/index_set.h"
 
@@ -92,7 +102,11 @@ struct World {
     std::unique_ptr<hnswlib::InnerProductSpace> space;
     std::unique_ptr<hnswlib::HierarchicalNSW<float>> raw;
     double build_fenec_s = 0, build_raw_s = 0;
-    double p50_fenec_us = 0, p50_raw_us = 0, p50_exact_us = 0;
+    std::vector<double> chunk_ratios;       // fenec / raw, per 5,000-row chunk
+    long faults_fenec = 0, faults_raw = 0;  // minor page faults while each side was building
+    size_t graph_differences = 0;  // nodes whose levels or links differ between the two graphs
+    double p50_fenec_us = 0, p50_raw_us = 0, p50_exact_us = 0;  // the last repetition's
+    std::vector<double> pair_ratios;                            // fenec / raw p50, per repetition
     double open_restore_s = 0, open_rebuild_s = 0;
 
     World() {
@@ -111,37 +125,12 @@ struct World {
         vecs.reserve(n * kDim);
         for (size_t i = 0; i < n; ++i) draw(vecs);
         for (size_t i = 0; i < kQueries; ++i) draw(queries);
-        build_raw();
-        build_fenec();
+        build_both();
+        graph_differences = compare_graphs();
     }
     ~World() {
         if (tenant.db) (void)tenant.db->close().is_ok();
         std::filesystem::remove_all(dir);
-    }
-
-    void build_fenec() {
-        auto created = engine::Database::create(path, tenant.options());
-        if (!created) std::abort();
-        tenant.db = std::move(created).value();
-        engine::Schema s;
-        engine::FieldDesc f;
-        f.name = "e";
-        f.type = engine::make_vector(kDim);
-        f.index.kind = engine::IndexKind::hnsw;
-        f.index.hnsw = kParams;
-        s.fields.push_back(f);
-        const auto t0 = Clock::now();
-        for (size_t at = 0; at < n; at += 5000) {
-            auto b = tenant.db->begin();
-            if (!b) std::abort();
-            if (at == 0) c = *b->create_collection("v", s);
-            for (size_t i = at; i < std::min(n, at + 5000); ++i) {
-                engine::VectorF32 v{{vecs.begin() + i * kDim, vecs.begin() + (i + 1) * kDim}};
-                if (!b->insert(c, std::nullopt, {{0, v}})) std::abort();
-            }
-            if (!b->commit()) std::abort();
-        }
-        build_fenec_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
 
     static std::vector<float> unit(const float* v) {
@@ -152,14 +141,99 @@ struct World {
         return u;
     }
 
-    void build_raw() {
+    // Rows [lo, hi) through the engine, one block; seconds.
+    static long minor_faults() {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return u.ru_minflt;
+    }
+
+    double fenec_chunk(size_t lo, size_t hi) {
+        const long f0 = minor_faults();
         const auto t0 = Clock::now();
+        auto b = tenant.db->begin();
+        if (!b) std::abort();
+        for (size_t i = lo; i < hi; ++i) {
+            engine::VectorF32 v{{vecs.begin() + i * kDim, vecs.begin() + (i + 1) * kDim}};
+            if (!b->insert(c, std::nullopt, {{0, v}})) std::abort();
+        }
+        if (!b->commit()) std::abort();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        faults_fenec += minor_faults() - f0;
+        return s;
+    }
+
+    // Rows [lo, hi) into the raw graph, normalised as hnswlib's users do for cosine; seconds.
+    double raw_chunk(size_t lo, size_t hi) {
+        const long f0 = minor_faults();
+        const auto t0 = Clock::now();
+        for (size_t i = lo; i < hi; ++i) raw->addPoint(unit(vecs.data() + i * kDim).data(), i);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        faults_raw += minor_faults() - f0;
+        return s;
+    }
+
+    // Both graphs built in turns, 5,000 rows at a time, the side that goes first alternating.
+    void build_both() {
+        auto created = engine::Database::create(path, tenant.options());
+        if (!created) std::abort();
+        tenant.db = std::move(created).value();
+        engine::Schema s;
+        engine::FieldDesc f;
+        f.name = "e";
+        f.type = engine::make_vector(kDim);
+        f.index.kind = engine::IndexKind::hnsw;
+        f.index.hnsw = kParams;
+        s.fields.push_back(f);
+        {
+            auto b = tenant.db->begin();
+            if (!b) std::abort();
+            c = *b->create_collection("v", s);
+            if (!b->commit()) std::abort();
+        }
         space = std::make_unique<hnswlib::InnerProductSpace>(kDim);
         raw = std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), n, kParams.m,
                                                                 kParams.ef_construction, 100);
-        for (size_t i = 0; i < n; ++i) raw->addPoint(unit(vecs.data() + i * kDim).data(), i + 1);
         raw->setEf(kParams.ef_search);
-        build_raw_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        constexpr size_t kChunk = 5000;
+        for (size_t at = 0, turn = 0; at < n; at += kChunk, ++turn) {
+            const size_t hi = std::min(n, at + kChunk);
+            double fenec_s = 0, raw_s = 0;
+            if (turn % 2 == 0) {
+                raw_s = raw_chunk(at, hi);
+                fenec_s = fenec_chunk(at, hi);
+            } else {
+                fenec_s = fenec_chunk(at, hi);
+                raw_s = raw_chunk(at, hi);
+            }
+            build_fenec_s += fenec_s;
+            build_raw_s += raw_s;
+            chunk_ratios.push_back(fenec_s / raw_s);
+        }
+    }
+
+    // The nodes whose level or links differ between our graph (read from its graph record) and
+    // the raw one. Both number nodes in insertion order, draw levels from the same seed and link
+    // the same float vectors, so 0 says the parameters are the same.
+    size_t compare_graphs() {
+        auto bytes = tenant.vec.encode_graph(c, 0, engine::Seq{1});
+        if (!bytes) std::abort();
+        const auto* g = flatbuffers::GetRoot<format::Graph>(bytes->data());
+        if (g->node_docs()->size() != n) return n;
+        const size_t stride0 = 1 + 2 * size_t{kParams.m};
+        size_t differ = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const auto node = static_cast<hnswlib::tableint>(i);
+            bool same = g->levels()->Get(i) == raw->element_levels_[i];
+            const hnswlib::linklistsizeint* ll = raw->get_linklist0(node);
+            const size_t count = raw->getListCount(const_cast<hnswlib::linklistsizeint*>(ll));
+            same = same && g->level0()->Get(i * stride0) == count;
+            for (size_t j = 0; same && j < count; ++j) {
+                same = g->level0()->Get(i * stride0 + 1 + j) == ll[1 + j];
+            }
+            if (!same) ++differ;
+        }
+        return differ;
     }
 };
 
@@ -188,30 +262,46 @@ void per_query(benchmark::State& state, F&& query, double* p50_out) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 
-void BM_NearFenec(benchmark::State& state) {
+// One iteration asks the same query of both, ours and raw hnswlib's, in turns (which goes first
+// alternates): the two p50s come from the same moments of the machine's load.
+void BM_NearPair(benchmark::State& state) {
     World& w = world();
-    per_query(
-        state,
-        [&](size_t q) {
-            auto r = w.tenant.vec.near(w.c, 0, {w.queries.data() + q * kDim, kDim}, kK, 0, nullptr);
+    std::vector<double> fenec_us, raw_us;
+    size_t i = 0;
+    for (auto _ : state) {
+        const size_t q = i % kQueries;
+        const float* query = w.queries.data() + q * kDim;
+        auto ours = [&] {
+            const auto t0 = Clock::now();
+            auto r = w.tenant.vec.near(w.c, 0, {query, kDim}, kK, 0, nullptr);
+            fenec_us.push_back(
+                std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
             if (!r || r->size() != kK) std::abort();
             benchmark::DoNotOptimize(r->data());
-        },
-        &w.p50_fenec_us);
-}
-
-void BM_NearRawHnswlib(benchmark::State& state) {
-    World& w = world();
-    per_query(
-        state,
-        [&](size_t q) {
-            // The query normalised, as hnswlib's own users do for cosine; part of the query's cost.
-            const std::vector<float> u = World::unit(w.queries.data() + q * kDim);
+        };
+        auto theirs = [&] {
+            const auto t0 = Clock::now();
+            // The query normalised, as hnswlib's own users do for cosine; part of its cost.
+            const std::vector<float> u = World::unit(query);
             auto r = w.raw->searchKnn(u.data(), kK);
+            raw_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
             if (r.size() != kK) std::abort();
             benchmark::DoNotOptimize(r.top());
-        },
-        &w.p50_raw_us);
+        };
+        if (i++ % 2 == 0) {
+            ours();
+            theirs();
+        } else {
+            theirs();
+            ours();
+        }
+    }
+    w.p50_fenec_us = median(fenec_us);
+    w.p50_raw_us = median(raw_us);
+    w.pair_ratios.push_back(w.p50_fenec_us / w.p50_raw_us);
+    state.counters["fenec_p50_us"] = w.p50_fenec_us;
+    state.counters["raw_p50_us"] = w.p50_raw_us;
+    state.counters["ratio"] = w.p50_fenec_us / w.p50_raw_us;
 }
 
 void BM_NearExactScan(benchmark::State& state) {
@@ -265,8 +355,8 @@ void BM_Reopen(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_NearFenec)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
-BENCHMARK(BM_NearRawHnswlib)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+// Fixed iterations: no estimating runs, so every call is one of the repetitions counted.
+BENCHMARK(BM_NearPair)->Unit(benchmark::kMicrosecond)->Iterations(10 * kQueries)->Repetitions(5);
 BENCHMARK(BM_NearExactScan)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Reopen)->Unit(benchmark::kMillisecond)->Iterations(1);
 
@@ -278,12 +368,26 @@ int main(int argc, char** argv) {
     std::printf(
         "\nN = %zu vectors, dim %u, cosine, m %u, ef_construction %u, ef_search %u, k %zu\n", w.n,
         kDim, kParams.m, kParams.ef_construction, kParams.ef_search, kK);
-    std::printf("build: fenec (engine inserts + graph) %.1f s, raw hnswlib %.1f s\n",
+    auto spread = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? std::pair{0.0, 0.0} : std::pair{v.front(), v.back()};
+    };
+    const auto [chunk_lo, chunk_hi] = spread(w.chunk_ratios);
+    std::printf("build, in turns: fenec (engine inserts + graph) %.1f s, raw hnswlib %.1f s\n",
                 w.build_fenec_s, w.build_raw_s);
-    std::printf("near p50: fenec %.1f us, raw hnswlib %.1f us, exact scan %.1f us\n",
-                w.p50_fenec_us, w.p50_raw_us, w.p50_exact_us);
-    if (w.p50_raw_us > 0) {
-        std::printf("ratio fenec / raw hnswlib: %.2fx\n", w.p50_fenec_us / w.p50_raw_us);
+    std::printf("ratio build fenec / raw hnswlib: %.2fx (chunks %.2f-%.2f)\n",
+                w.build_fenec_s / w.build_raw_s, chunk_lo, chunk_hi);
+    std::printf("page faults while building: fenec %ld, raw hnswlib %ld\n", w.faults_fenec,
+                w.faults_raw);
+    std::printf("graphs: %zu of %zu nodes differ in level or level-0 links\n", w.graph_differences,
+                w.n);
+    std::printf(
+        "near p50 (last repetition): fenec %.1f us, raw hnswlib %.1f us, exact scan %.1f us\n",
+        w.p50_fenec_us, w.p50_raw_us, w.p50_exact_us);
+    if (!w.pair_ratios.empty()) {
+        const auto [lo, hi] = spread(w.pair_ratios);
+        std::printf("ratio near p50 fenec / raw hnswlib: median %.2fx, %.2f-%.2f over %zu\n",
+                    median(w.pair_ratios), lo, hi, w.pair_ratios.size());
     }
     if (w.p50_fenec_us > 0) {
         std::printf("ratio exact scan / fenec: %.1fx\n", w.p50_exact_us / w.p50_fenec_us);

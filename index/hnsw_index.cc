@@ -38,7 +38,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <optional>
+#include <queue>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -125,6 +128,15 @@ static_assert(
         std::is_same_v<decltype(&Hnsw::setExternalLabel),
                        void (Hnsw::*)(tableint, labeltype) const>,
     FENEC_HNSWLIB_PIN("the accessors of a node's lists, vector and label"));
+static_assert(
+    std::is_same_v<
+        decltype(&Hnsw::searchBaseLayerST<false, false>),
+        std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>,
+                            Hnsw::CompareByFirst> (Hnsw::*)(tableint, const void*, size_t) const> &&
+        std::is_same_v<decltype(Hnsw::fstdistfunc_), hnswlib::DISTFUNC<float>> &&
+        std::is_same_v<decltype(&Hnsw::get_linklist),
+                       linklistsizeint* (Hnsw::*)(tableint, int) const>,
+    FENEC_HNSWLIB_PIN("searchKnn's two steps, which graph_candidates takes apart"));
 #undef FENEC_HNSWLIB_PIN
 
 std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t slot,
@@ -267,7 +279,8 @@ class VectorIndexes::Field {
     // than walked.
     uint64_t memory_bytes() const {
         uint64_t bytes = sizeof(Field) + vecs.capacity() * sizeof(float) +
-                         node_docs.capacity() * sizeof(uint64_t) + norms.capacity() * sizeof(double) +
+                         node_docs.capacity() * sizeof(uint64_t) +
+                         norms.capacity() * sizeof(double) +
                          doc_node.size() * (8 + 8 + sizeof(std::pair<const uint64_t, uint32_t>));
         if (graph) {
             const uint64_t cap = graph->max_elements_;
@@ -824,10 +837,81 @@ std::vector<VectorIndexes::Hit> exact_hits(const Field& f, const Scorer& scorer,
     return hits;
 }
 
+// A priority_queue's container, taken whole (its protected member, reached through a subclass).
+template <class Queue>
+typename Queue::container_type container_of(Queue&& queue) {
+    struct Open : Queue {
+        static typename Queue::container_type& of(Queue& q) { return q.*&Open::c; }
+    };
+    return std::move(Open::of(queue));
+}
+
+// Node and float distance as the graph scored it: lower is nearer.
+using Candidate = std::pair<float, tableint>;
+
+// What searchKnn(q, c) finds at ef = c (index/README.md, "hnswlib, pinned" 6): the same greedy
+// descent through the upper levels, then the same searchBaseLayerST at ef = c, whose queue holds
+// exactly the c candidates searchKnn would answer. Taken here unordered, as node numbers (a node's
+// label is its number), without searchKnn's second queue, its label lookups and the metric
+// counters it bumps for every hop (atomics, shared by every reader). Throws what hnswlib throws.
+std::vector<Candidate> graph_candidates(const Hnsw& h, const float* q, size_t c) {
+    if (h.cur_element_count == 0) return {};
+    tableint at = h.enterpoint_node_;
+    float at_dist = h.fstdistfunc_(q, h.getDataByInternalId(at), h.dist_func_param_);
+    for (int level = h.maxlevel_; level > 0; --level) {
+        for (bool changed = true; changed;) {
+            changed = false;
+            const linklistsizeint* list = h.get_linklist(at, level);
+            const int size = h.getListCount(const_cast<linklistsizeint*>(list));
+            const auto* links = reinterpret_cast<const tableint*>(list + 1);
+            for (int i = 0; i < size; ++i) {
+                if (links[i] > h.max_elements_) throw std::runtime_error("cand error");
+                const float d =
+                    h.fstdistfunc_(q, h.getDataByInternalId(links[i]), h.dist_func_param_);
+                if (d < at_dist) {
+                    at_dist = d;
+                    at = links[i];
+                    changed = true;
+                }
+            }
+        }
+    }
+    if (h.num_deleted_) return container_of(h.searchBaseLayerST<true, false>(at, q, c));
+    return container_of(h.searchBaseLayerST<false, false>(at, q, c));
+}
+
+// How far the graph's float distance of a candidate can be from its exact distance, doubled
+// (`slack`): the candidates whose float distance is beyond the k-th best by more than both their
+// slacks are worse than k others by more than any rounding of the double re-score, so scoring
+// them cannot change the answer. Distances are in the graph's space: 1 - (unit a . unit b) under
+// cosine, 1 - a . b under dot, |a - b|^2 under l2. With u = 2^-24 and n the dimension, a float sum
+// of n products is within (n + 1) u of the sum of their magnitudes (any order of adding, SSE's
+// included); rounding each component of a unit vector adds 2u, the final 1 - s adds u |d|; so
+// (n + 4) u covers it, and 2 (n + 8) u is used. The double re-score rounds far less (n 2^-53).
+struct Slack {
+    engine::Metric metric;
+    double per_unit;  // 2 (n + 8) u
+    double q_norm;
+    double of(const Field& f, const Candidate& c) const {
+        const double d = c.first;
+        switch (metric) {
+            case engine::Metric::cosine:  // unit vectors: the products sum to at most 1
+                return per_unit * (1 + std::abs(d));
+            case engine::Metric::dot:  // the products sum to at most |q| |x|
+                return per_unit * (q_norm * f.norms[c.second] + std::abs(d));
+            case engine::Metric::l2:  // relative, each term (a - b)^2 rounded three times;
+                // plus what squares that underflow to 0 or to a subnormal can lose (2^-126 each)
+                return per_unit * d + per_unit * 0x1p-102;
+        }
+        return std::numeric_limits<double>::infinity();
+    }
+};
+
 // Rule 2: the graph searched for c candidates, c doubling from max(ef, k |rows| / |F|) until k
-// rows of F are among them (or all of F, when it holds fewer), re-scored and the best k kept.
-// nullopt once c reaches half the rows, or when hnswlib fails (a library failure costs speed,
-// never the answer): the caller then scores exactly.
+// rows of F are among them (or all of F, when it holds fewer), the best k re-scored in double
+// and kept (only those that could be among them are re-scored: Slack). nullopt once c reaches
+// half the rows, or when hnswlib fails (a library failure costs speed, never the answer): the
+// caller then scores exactly.
 std::optional<std::vector<VectorIndexes::Hit>> graph_hits(const Field& f, const Scorer& scorer,
                                                           std::span<const float> query,
                                                           const std::vector<uint64_t>* filter,
@@ -836,24 +920,46 @@ std::optional<std::vector<VectorIndexes::Hit>> graph_hits(const Field& f, const 
     const size_t need = std::min(k, f_count);
     size_t c_want = std::max(ef_q, (k * rows + f_count - 1) / f_count);
     const std::vector<float> q = f.prepared(query);
-    std::vector<VectorIndexes::Hit> hits;
+    const Slack slack{f.params.metric, 2.0 * (f.dim + 8) * 0x1p-24, scorer.q_norm};
     try {
         while (2 * c_want < rows) {
-            auto found = f.graph->searchKnn(q.data(), c_want);
-            hits.clear();
-            while (!found.empty()) {
-                const auto node = static_cast<uint32_t>(found.top().second);
-                found.pop();
-                const uint64_t doc = f.node_docs[node];
+            std::vector<Candidate> found = graph_candidates(*f.graph, q.data(), c_want);
+            // The candidates in F, each with its bounds [d - slack, d + slack].
+            std::vector<std::pair<double, double>> bounds;
+            size_t kept = 0;
+            bool finite = true;
+            for (const Candidate& cand : found) {
+                const uint64_t doc = f.node_docs[cand.second];
                 if (doc == 0) continue;
                 if (filter && !std::binary_search(filter->begin(), filter->end(), doc)) continue;
-                hits.push_back(scorer.hit(f, node));
+                const double s = slack.of(f, cand);
+                finite = finite && std::isfinite(cand.first) && std::isfinite(s);
+                bounds.emplace_back(cand.first - s, cand.first + s);
+                found[kept++] = cand;
             }
-            if (hits.size() >= need) {
-                scorer.best(hits, k);
-                return hits;
+            found.resize(kept);
+            if (kept < need) {
+                c_want *= 2;
+                continue;
             }
-            c_want *= 2;
+            // T: the k-th lowest upper bound. A candidate whose lower bound is above it is
+            // worse than k others; the rest (all of them when any distance is not finite) are
+            // scored.
+            double t = std::numeric_limits<double>::infinity();
+            if (kept > k && finite) {
+                std::vector<double> uppers(kept);
+                for (size_t i = 0; i < kept; ++i) uppers[i] = bounds[i].second;
+                std::nth_element(uppers.begin(), uppers.begin() + static_cast<ptrdiff_t>(k - 1),
+                                 uppers.end());
+                t = uppers[k - 1];
+            }
+            std::vector<VectorIndexes::Hit> hits;
+            hits.reserve(std::min(kept, 2 * k));
+            for (size_t i = 0; i < kept; ++i) {
+                if (!(bounds[i].first > t)) hits.push_back(scorer.hit(f, found[i].second));
+            }
+            scorer.best(hits, k);
+            return hits;
         }
     } catch (const std::exception&) {
     }

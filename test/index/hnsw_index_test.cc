@@ -6,7 +6,8 @@
 // that a write after it or a damaged record (a link out of range, another dimension, a wrong
 // digest) makes the open rebuild without losing a row; and recall@10 >= 0.99 at ef_search 100 on
 // clustered 128-dimension vectors (10,000 here; 100,000 and filtered 1%/25% in
-// hnsw_recall_slow_test.cc). The tenant, the oracle and the recall check: hnsw_fixture.h.
+// hnsw_recall_slow_test.cc); and that among rows whose float distances tie, the graph's answer is
+// still the best k in double. The tenant, the oracle and the recall check: hnsw_fixture.h.
 #include "index/hnsw_index.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -605,8 +606,8 @@ TEST(HnswSmall, TheGraphIsBuiltOnceTheFieldOutgrowsExactScoring) {
     std::mt19937_64 rng(12);
     Clustered gen(rng, 16, 8);
     // m 4, ef_search 5: a graph past 40 live vectors.
-    const CollectionId c = t.create(
-        "v", {plain("kind", engine::BaseType::Int), vec_field("e", 16, params(Metric::l2, 4, 50, 5))});
+    const CollectionId c = t.create("v", {plain("kind", engine::BaseType::Int),
+                                          vec_field("e", 16, params(Metric::l2, 4, 50, 5))});
     Rows rows = fill(
         t, c, 40, [&] { return gen.draw(rng); }, rng);
     EXPECT_FALSE(t.vec.field_stats(c, 1).graph);
@@ -646,6 +647,54 @@ TEST(HnswSmall, TheGraphIsBuiltOnceTheFieldOutgrowsExactScoring) {
     EXPECT_TRUE(t.vec.field_stats(c, 1).graph);
     for (int i = 0; i < queries; ++i) {
         EXPECT_EQ(t.near(c, 1, gen.centres[i % gen.centres.size()], 5, nullptr, 1), before[i]);
+    }
+}
+
+// ---- the graph's float distances choose candidates; only the double re-score orders them
+
+// 24 rows within ~1e-5 of one point and a query away from it: their float distances in the graph
+// tie and cross (each is off by up to ~1e-5), their double scores do not. The graph's answer
+// (rule 2, which re-scores in double only the candidates whose float distance could place them
+// in the best k) must be exactly the best k in double, the answer rule 1 gives when every row is
+// scored: the same rows, scores and order.
+TEST(HnswNearTies, GraphAnswerIsTheDoubleBestAmongFloatTies) {
+    for (const Metric metric : {Metric::cosine, Metric::l2, Metric::dot}) {
+        SCOPED_TRACE(static_cast<int>(metric));
+        Tenant t;
+        std::mt19937_64 rng(31);
+        Clustered gen(rng, 16, 20);
+        // m 8: k 5 at ef 40 goes through the graph past 640 rows (rule 1).
+        const CollectionId c = t.create("v", {plain("kind", engine::BaseType::Int),
+                                              vec_field("e", 16, params(metric, 8, 100, 4))});
+        fill(
+            t, c, 700, [&] { return gen.draw(rng); }, rng);
+        std::normal_distribution<float> g(0, 1), tiny(0, 3e-6f), away(0, 0.5f);
+        std::vector<float> point(16);
+        for (float& x : point) x = 2 * g(rng);
+        fill(
+            t, c, 24,
+            [&] {
+                std::vector<float> v = point;
+                for (float& x : v) x += tiny(rng);
+                return v;
+            },
+            rng);
+        ASSERT_TRUE(t.vec.field_stats(c, 1).graph);
+        size_t tied = 0;
+        for (int i = 0; i < 6; ++i) {
+            std::vector<float> q = point;
+            for (float& x : q) x += away(rng);
+            const std::vector<Hit> graph = t.near(c, 1, q, 5, nullptr, 40);
+            const std::vector<Hit> every = t.near(c, 1, q, 5, nullptr, 1000);  // rule 1
+            ASSERT_EQ(graph.size(), 5u);
+            EXPECT_EQ(graph, every);
+            // The five are all of the 24 and close enough for float's rounding to cross them.
+            tied += std::all_of(every.begin(), every.end(),
+                                [](const Hit& h) { return h.first > 700; }) &&
+                    std::abs(every.front().second - every.back().second) <
+                        1e-5 * (1 + std::abs(every.front().second));
+        }
+        EXPECT_EQ(tied, 6u);
     }
 }
 
