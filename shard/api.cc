@@ -276,6 +276,24 @@ void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps
     w.end_object();
 }
 
+// `body`, a JSON object, with `"region": <region>` as its first member; anything else as it is
+// (the router it goes to refuses it as it would from a client).
+std::string with_region(const std::string& body, const std::string& region) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::object o;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc.get_object().get(o)) return body;
+    std::string out = "{\"region\":";
+    json::Writer(out).string(region);
+    const size_t open = body.find('{');
+    const std::string rest = body.substr(open + 1);
+    const bool empty = rest.find_first_not_of(" \t\r\n") == std::string::npos ||
+                       rest[rest.find_first_not_of(" \t\r\n")] == '}';
+    out += empty ? "" : ",";
+    out += rest;
+    return out;
+}
+
 Response json(int status, std::string body) {
     Response r;
     r.status = status;
@@ -398,9 +416,17 @@ class Api {
                  .relayed = !relayed_.empty()});
         if (whose.here) return std::nullopt;
         if (!relayed_.empty()) return refused_relayed(whose);
+        // §11.4: a create asked of a region's router is that region's unless it names another:
+        // the global router is told which, since it knows none of the region's nodes.
+        std::string body = request_.body;
+        if (const std::optional<std::string>& own = router_.options().region;
+            own && row.id == ShardRouteId::tenant_row && h.method == http::Method::put &&
+            !region_named(body)) {
+            body = with_region(body, *own);
+        }
         const Relayed r = router_.relays().relay(whose.to, {.method = h.method_text,
                                                             .target = h.target,
-                                                            .body = request_.body,
+                                                            .body = body,
                                                             .client = peer_host(request_.peer),
                                                             .request_id = a_.request_id});
         return r.answered ? passed_on(r) : none_took(whose.to, r);

@@ -316,7 +316,7 @@ Response Step::import_image() {
     const http::RequestHead& h = request_.head;
     for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
         if (!h.header(name) || h.header(name)->empty()) {
-            return Router::error(400, "an import needs the image's " + std::string(name));
+            return Router::error(400, "an import needs the image's `" + std::string(name) + "` header");
         }
     }
     if (request_.body.empty()) return Router::error(400, "an import needs the image as its body");

@@ -62,30 +62,19 @@ class RegionsPartition : public LeasedClusterTest<3> {
                   201);
         ASSERT_EQ(on_u("PUT", "/_shard/nodes/us2", node_body(nodes_->port(2), 2, "pdx")).status,
                   201);
+        // us's routers recorded on G as the link's end; then acme created through U, which
+        // relays the create to G (its home `@us` written there) and makes it when G asks (§11.4).
+        Reply region =
+            shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(link_->port()) + "\"]}");
+        ASSERT_EQ(region.status, 201) << region.body;
         Reply made = on_u("PUT", "/_shard/tenants/" + acme_,
                           R"J({"node":"us1","schema":["create collection notes (title text)"]})J");
         ASSERT_EQ(made.status, 201) << made.body;
         ASSERT_EQ(Json(made.body).text("replica_on"), "us2") << made.body;
-        // eu's node and tenant, on G; us's routers recorded as the link's end.
+        ASSERT_EQ(Json(shard("GET", "/_shard/tenants/" + acme_).body).text("node"), "@us");
+        // eu's node and tenant, on G.
         ASSERT_EQ(add(0, "eu1", "eu").status, 201);
         ASSERT_EQ(create(euro_, "eu1").status, 201);
-        Reply region =
-            shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(link_->port()) + "\"]}");
-        ASSERT_EQ(region.status, 201) << region.body;
-        // acme's home in the global directory (two-level creates are not built): written into
-        // G's file while it is stopped, G started again on its port.
-        client_.reset();
-        router_->kill(SIGTERM);
-        {
-            auto d = shard::Directory::open(dir_.file("shard.fenec"));
-            ASSERT_TRUE(d.is_ok()) << d.status().to_string();
-            shard::TenantRow row;
-            row.name = acme_;
-            row.node = "@us";
-            ASSERT_TRUE((*d)->put_tenant(row).is_ok());
-        }
-        start_global(g_port);
-        ASSERT_EQ(router_->port(), g_port);
     }
 
     // G: leasing eu1, serving its directory's feed.
