@@ -245,6 +245,54 @@ TEST_F(RegionsPartition, ARegionCutOffWritesOnAndFailsItsOwnNodesOver) {
     EXPECT_EQ(rec.check({{acme_, nodes_->port(2)}}), "");  // us2, the new primary
 }
 
+// §11.10: with the link down, a create in us and a delete of a us tenant are refused 503
+// `Retry-After: 5` through either router and change nothing; once the link is back, the same
+// changes asked again go through.
+TEST_F(RegionsPartition, ChangesTouchingACutRegionAreRefusedThenGoThroughOnceTheLinkIsBack) {
+    const std::string via_g = tenant("via-g"), via_u = tenant("via-u");
+    const std::string schema = R"J(,"schema":["create collection notes (title text)"]})J";
+    const std::string in_us = R"J({"region":"us")J" + schema;
+    const std::string on_us2 = R"J({"node":"us2")J" + schema;
+    const uint16_t link_port = link_->port(), back_port = link_back_->port();
+
+    cut_link();
+    auto refused = [&](const Reply& r) {
+        EXPECT_EQ(r.status, 503) << r.body;
+        EXPECT_EQ(r.header("Retry-After").value_or(""), "5") << r.body;
+        EXPECT_EQ(Json(r.body).text("region"), "us") << r.body;
+    };
+    refused(shard("PUT", "/_shard/tenants/" + via_g, in_us));
+    refused(shard("DELETE", "/_shard/tenants/" + acme_));
+    // U relays a create to G, which the cut link keeps from it: refused as well, naming G's level.
+    Reply from_u = on_u("PUT", "/_shard/tenants/" + via_u, on_us2);
+    EXPECT_EQ(from_u.status, 503) << from_u.body;
+    EXPECT_EQ(from_u.header("Retry-After").value_or(""), "5") << from_u.body;
+    // Nothing changed on either level.
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + via_g).status, 404);
+    EXPECT_EQ(on_u("GET", "/_shard/tenants/" + via_u).status, 404);
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + acme_).body).text("state"), "active");
+    EXPECT_EQ(Json(on_u("GET", "/_shard/tenants/" + acme_).body).text("node"), "us1");
+
+    ASSERT_NO_FATAL_FAILURE(heal_link(link_port, back_port));
+    Reply made_g;
+    EXPECT_TRUE(eventually([&] {
+        made_g = shard("PUT", "/_shard/tenants/" + via_g, in_us);
+        return made_g.status == 201;
+    })) << made_g.body;
+    Reply made_u;
+    EXPECT_TRUE(eventually([&] {
+        made_u = on_u("PUT", "/_shard/tenants/" + via_u, on_us2);
+        return made_u.status == 201;
+    })) << made_u.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + via_u).body).text("node"), "@us");
+    EXPECT_EQ(Json(on_u("GET", "/_shard/tenants/" + via_u).body).text("node"), "us2");
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + via_g).body).text("node"), "@us");
+    Reply deleted = shard("DELETE", "/_shard/tenants/" + acme_);
+    EXPECT_EQ(deleted.status, 204) << deleted.body;
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + acme_).status, 404);
+    EXPECT_EQ(on_u("GET", "/_shard/tenants/" + acme_).status, 404);
+}
+
 // §11.8: each directory leases the nodes it keeps under its own authority and term; us's standby
 // router, promoted over U while U still runs, leases them at a higher term and U is fenced there.
 TEST_F(RegionsPartition, ARegionsNodesAreLeasedUnderItsOwnAuthorityAndTerm) {
