@@ -943,8 +943,7 @@ class Api {
         const bool by_default = !region && router_.options().default_region;
         if (by_default) region = router_.options().default_region;
         auto placed = place_tenant(maps, region, {}, [&](const NodeRow& n) {
-            HelloReply h = router_.node_calls().hello(n, a_.request_id);
-            return h.status == 200 ? std::optional<uint64_t>(h.disk_bytes) : std::nullopt;
+            return router_.placement_bytes(n, a_.request_id);
         });
         if (const NodeRow* const* node = std::get_if<const NodeRow*>(&placed)) {
             out = *node;

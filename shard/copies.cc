@@ -128,6 +128,7 @@ CopyOutcome Copies::place(const std::string& tenant,
         }
         DirectoryMaps candidates = *maps;
         for (const std::string& n : unwanted) candidates.nodes.erase(n);
+        std::erase_if(candidates.nodes, [&](const auto& n) { return router_.failed_over(n.first); });
         auto v = place_replica(candidates, t->second, holding);
         if (const auto* none = std::get_if<NoReplica>(&v)) {
             if (attempt == 0) out.unreplicated = none->why;
@@ -238,6 +239,7 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
         const std::string replica = r->second;
         DirectoryMaps candidates = *maps;
         candidates.nodes.erase(from);
+        std::erase_if(candidates.nodes, [&](const auto& n) { return router_.failed_over(n.first); });
         auto v = place_replica(candidates, row, {replica});
         const auto* p = std::get_if<ReplicaPlace>(&v);
         if (p && p->node == replica) {

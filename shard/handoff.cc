@@ -341,8 +341,7 @@ Response Step::import_image() {
         node = &n->second;
     } else {
         auto placed = place_tenant(*maps, std::nullopt, {}, [&](const NodeRow& n) {
-            HelloReply hello = router_.node_calls().hello(n, a_.request_id);
-            return hello.status == 200 ? std::optional<uint64_t>(hello.disk_bytes) : std::nullopt;
+            return router_.placement_bytes(n, a_.request_id);
         });
         if (const NodeRow* const* p = std::get_if<const NodeRow*>(&placed)) {
             node = *p;

@@ -229,8 +229,7 @@ std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string
 // (shard/placement.h), never the tenant's own; or the refusal.
 std::optional<Response> Move::pick_in_region(const DirectoryMaps& maps) {
     auto placed = place_tenant(maps, region_, from_.name, [&](const NodeRow& n) {
-        HelloReply h = router_.node_calls().hello(n, a_.request_id);
-        return h.status == 200 ? std::optional<uint64_t>(h.disk_bytes) : std::nullopt;
+        return router_.placement_bytes(n, a_.request_id);
     });
     if (const NodeRow* const* node = std::get_if<const NodeRow*>(&placed)) {
         to_ = **node;

@@ -103,6 +103,20 @@ size_t code_class(int status) {
 
 void log_line(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
 
+bool Router::failed_over(const std::string& node) {
+    Leases* leases = cluster_ ? cluster_->leases() : nullptr;
+    if (!leases) return false;
+    std::optional<LeaseView> v = leases->view(node);
+    return v && v->failed_over;
+}
+
+std::optional<uint64_t> Router::placement_bytes(const NodeRow& node,
+                                                std::string_view request_id) {
+    if (failed_over(node.name)) return std::nullopt;
+    HelloReply h = node_calls_->hello(node, request_id);
+    return h.status == 200 ? std::optional<uint64_t>(h.disk_bytes) : std::nullopt;
+}
+
 std::string url_of(const NodeRow& node) { return "http://" + node.addr; }
 
 std::string peer_host(std::string_view peer) {

@@ -189,6 +189,14 @@ class Router final : public server::Handler {
     void cut(const std::string& tenant, const std::string& from);
     // Leasing and failover (shard/cluster.h), made in prepare().
     Cluster& cluster() { return *cluster_; }
+    // A node's bytes on disk for placing a tenant (shard/placement.h): its `GET /_admin/hello`,
+    // nullopt when it does not answer. A node this router's leases failed over (lapsed, not back)
+    // is not asked: it is not a place for a tenant, and asking it would hold the create or move
+    // for --upstream-timeout.
+    std::optional<uint64_t> placement_bytes(const NodeRow& node, std::string_view request_id);
+    // Whether this router's leases failed `node` over (lapsed, not answered since): no copy is
+    // placed there, as no tenant is (placement_bytes).
+    bool failed_over(const std::string& node);
     obs::Registry& registry() { return registry_; }
 
   private:
