@@ -98,6 +98,11 @@ help:
 	@echo "  make drill ARGS=resolver  the same, nodes known by name and unknown names sent to a"
 	@echo "                   name server that never answers: the dead node's failover, the other"
 	@echo "                   tenants' longest write pause ($(BUILD)/drill-resolver.txt)"
+	@echo "  make drill ARGS=regions  a partition between the levels (router.md §11.10): the nodes"
+	@echo "                   under region us's own router, the link to a global router refused"
+	@echo "                   in the namespaces throughout, n1 cut and killed; then 502/503 across"
+	@echo "                   the link and the changes going through once it is back"
+	@echo "                   ($(BUILD)/drill-regions.txt)"
 	@echo "  make hostile HOSTILE_BEFORE=dir   build fenec-node and fenec-shard, then replay issue"
 	@echo "                   17's attacks (slow loris, a large in list, foreign Host, credentials"
 	@echo "                   before body, file modes, a resumed subscription, dead share...)"
@@ -288,6 +293,10 @@ ifeq ($(ARGS),resolver)
 	DRILL_RUNS=$(DRILL_RUNS) bash bench/drill.sh resolver $(BUILD)/server/fenec-node \
 	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
 	    $(BUILD)/drill-resolver.txt
+else ifeq ($(ARGS),regions)
+	DRILL_RUNS=$(DRILL_RUNS) bash bench/drill.sh regions $(BUILD)/server/fenec-node \
+	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
+	    $(BUILD)/drill-regions.txt
 else
 	DRILL_RUNS=$(DRILL_RUNS) bash bench/drill.sh failover $(BUILD)/server/fenec-node \
 	    $(BUILD)/shard/fenec-shard $(BUILD)/shard/fenec-shard-hooks $(BUILD)/test/fenec-lease-check \
