@@ -61,7 +61,7 @@ struct Quota {
 struct TenantRow {
     std::string name;
     std::string node;
-    std::string state = "active";  // active, moving, creating, deleting
+    std::string state = "active";  // active, moving, creating, deleting, importing
     std::string moving_to;         // "" when not moving
     std::string lineage;           // 16 hex, as the node answered it; "" when it did not say
     // The history its primary forked at its last failover (16 hex), "" before any (§9.2).

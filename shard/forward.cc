@@ -17,6 +17,7 @@
 
 #include "server/runtime/mark.h"
 #include "shard/global_copy.h"
+#include "shard/handoff.h"
 #include "shard/in_flight.h"
 #include "shard/relay.h"
 #include "shard/router.h"
@@ -103,9 +104,17 @@ class ForwardSink final : public server::CallSink,
             router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), "moved");
             return;
         }
-        if (answer.status == 503 && answer.header("Fenec-Lease") &&
-            router_.ask_again_for_lease(node_, f_, exchange_, a_)) {
-            return;
+        if (answer.status == 503 && answer.header("Fenec-Lease")) {
+            // Issue 20: imported by a move across regions, not yet leased: the move's refusal.
+            if (auto moving = importing_refusal(*router_.directory().maps(), tenant_)) {
+                http::Response r = passed_back(answer, a_.request_id);
+                r.body = std::move(*moving);
+                router_.count(a_, answer.status);
+                router_.accepted(f_.request->peer);
+                exchange_->reply(std::move(r));
+                return;
+            }
+            if (router_.ask_again_for_lease(node_, f_, exchange_, a_)) return;
         }
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);

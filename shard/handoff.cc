@@ -5,25 +5,32 @@
 // image is installed on a node over a connection of the blocking client's own.
 //
 // Test hooks (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_HANDOFF_FAIL=<step> has the
-// step named (import, release, drop) refused 500 before it changes anything, and an export fail
-// once frozen (undone by the region itself); FENEC_TEST_MOVE_STALL=exported:<ms> holds an export
+// step named (import, release, drop, activate) refused 500 before it changes anything (the settling
+// of `importing` rows activates through no hook), and an export fail once frozen (undone by the
+// region itself); FENEC_TEST_SETTLE_MS=<ms> settles `importing` rows every `ms`; FENEC_TEST_MOVE_STALL=exported:<ms> holds an export
 // `ms` once its image is taken, the tenant frozen.
 #include "shard/handoff.h"
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <vector>
 
 #include "json/writer.h"
 #include "server/runtime/client.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/global_copy.h"
+#include "shard/leases.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
 #include "shard/relay.h"
+#include "shard/standby.h"
 #include "shard/test_hooks.h"
+#include "shard/two_level.h"
 
 namespace fenec::shard {
 
@@ -31,7 +38,83 @@ namespace {
 
 using Response = http::Response;
 
+// Issue 20: the state of a target's row between its import and its activation.
+constexpr std::string_view importing_state = "importing";
+
 std::string path_of(const std::string& tenant) { return "/_admin/tenants/" + tenant; }
+
+Response ok_json(const std::initializer_list<std::pair<std::string_view, std::string>>& kv) {
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    for (const auto& [k, v] : kv) {
+        w.key(k);
+        w.string(v);
+    }
+    w.end_object();
+    return r;
+}
+
+// The row `importing` of `tenant` made `active` (synced) and its node granted at once, the
+// caller holding the tenant's claim. Already `active` on a node of this directory: 200 as well.
+Response activate_row(Router& router, const std::string& tenant) {
+    auto maps = router.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) {
+        return Router::error(
+            404, "tenant `" + tenant + "` is not in region `" + maps->scope + "`'s directory");
+    }
+    TenantRow row = t->second;
+    if (row.state == "active" && maps->nodes.contains(row.node)) {
+        return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
+    }
+    if (row.state != importing_state) {
+        return Router::error(409, "tenant `" + tenant + "` is " + row.state + " on `" + row.node +
+                                      "`: only an imported tenant is activated");
+    }
+    row.state = "active";
+    if (engine::Status st = router.directory().put_tenant(row); !st.is_ok()) {
+        return Router::error(
+            500, "the directory could not mark `" + tenant + "` active: " + st.to_string());
+    }
+    router.handoffs().forget_import(tenant);
+    // Leased at once: the home has moved here, so writes come. Waiting for the grant's answer
+    // (bounded) lets the first of them land rather than be asked again.
+    if (Leases* leases = router.cluster().leases()) {
+        const auto bound = static_cast<int64_t>(std::min<uint64_t>(
+            router.options().auto_failover_ms, router.options().upstream_timeout_ms));
+        (void)leases->grant_and_wait(row.node, bound);
+    } else {
+        router.cluster().changed(row.node);
+    }
+    return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
+}
+
+// The copy an import installed deleted with its copies, and its row removed, the caller holding
+// the tenant's claim: 204, or why not.
+Response remove_import(Router& router, const std::string& tenant, const std::string& request_id) {
+    auto maps = router.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) {
+        return Router::error(
+            404, "tenant `" + tenant + "` is not in region `" + maps->scope + "`'s directory");
+    }
+    if (auto n = maps->nodes.find(t->second.node); n != maps->nodes.end()) {
+        NodeAnswer del = router.node_calls().remove(n->second, tenant, request_id);
+        if (!del.gone()) return Router::error(502, del.said(n->second));
+    }
+    router.copies().deleted(t->second, *maps, request_id);
+    if (engine::Status st = router.directory().remove_tenant(tenant); !st.is_ok()) {
+        return Router::error(500,
+                             "the directory could not forget `" + tenant + "`: " + st.to_string());
+    }
+    router.handoffs().forget_import(tenant);
+    router.cluster().changed(t->second.node);
+    Response r;
+    r.status = 204;
+    r.content_type = "";
+    return r;
+}
 
 Response with_fields(Response r, std::initializer_list<std::pair<std::string, std::string>> kv) {
     r.body.pop_back();
@@ -63,6 +146,7 @@ class Step {
     Response release();
     Response undo_release();
     Response drop();
+    Response activate();
 
   private:
     Handoffs& handoffs() { return router_.handoffs(); }
@@ -311,7 +395,8 @@ std::optional<Response> Step::install(const NodeRow& node, std::string& seq, std
     }
 }
 
-// Step 2: placed, installed, recorded `active`, granted, replicated.
+// Step 2: placed, installed, recorded `importing` (no lease names it until activate),
+// replicated.
 Response Step::import_image() {
     const http::RequestHead& h = request_.head;
     for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
@@ -363,13 +448,14 @@ Response Step::import_image() {
     TenantRow row;
     row.name = tenant_;
     row.node = node->name;
+    row.state = importing_state;  // no grant names it until activate (issue 20)
     row.lineage = lineage;
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
         (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
         return Router::error(500,
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
-    router_.cluster().changed(node->name);  // leased at once: it takes writes from the flip
+    handoffs().imported(tenant_, router_.now_ms());
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
     Response r;
     r.status = 201;
@@ -383,6 +469,8 @@ Response Step::import_image() {
     w.string(node->region);
     w.key("seq");
     w.string(seq);
+    w.key("state");
+    w.string(importing_state);
     write_copy(w, copy);
     w.end_object();
     return r;
@@ -392,26 +480,15 @@ Response Step::import_image() {
 Response Step::delete_import() {
     TenantClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
-    auto maps = router_.directory().maps();
-    auto t = maps->tenants.find(tenant_);
-    if (t == maps->tenants.end()) {
-        return Router::error(
-            404, "tenant `" + tenant_ + "` is not in region `" + maps->scope + "`'s directory");
-    }
-    if (auto node = node_of(t->second)) {
-        NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
-        if (!del.gone()) return Router::error(502, del.said(*node));
-    }
-    router_.copies().deleted(t->second, *maps, a_.request_id);
-    if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
-        return Router::error(500,
-                             "the directory could not forget `" + tenant_ + "`: " + st.to_string());
-    }
-    router_.cluster().changed(t->second.node);
-    Response r;
-    r.status = 204;
-    r.content_type = "";
-    return r;
+    return remove_import(router_, tenant_, a_.request_id);
+}
+
+// After the global router's step 4 (issue 20): `importing` → `active`, its node granted at once.
+Response Step::activate() {
+    if (test_hooks::fail_handoff_step("activate")) return hooked("activate");
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    return activate_row(router_, tenant_);
 }
 
 // Step 3: the row `@<r>`, placed nowhere here; the node granted without it; the copy stays.
@@ -561,6 +638,7 @@ std::optional<HandoffStep> handoff_step(std::string_view name) {
     if (name == "release") return HandoffStep::release;
     if (name == "undo-release") return HandoffStep::undo_release;
     if (name == "drop") return HandoffStep::drop;
+    if (name == "activate") return HandoffStep::activate;
     return std::nullopt;
 }
 
@@ -605,7 +683,111 @@ void Handoffs::forget(const std::string& tenant) {
     entries_.erase(tenant);
 }
 
-// The timer: an export still `exported` at its deadline lapses.
+void Handoffs::imported(const std::string& tenant, uint64_t now_ms) {
+    std::lock_guard lock(mu_);
+    imports_[tenant] = now_ms;
+}
+
+void Handoffs::forget_import(const std::string& tenant) {
+    std::lock_guard lock(mu_);
+    imports_.erase(tenant);
+}
+
+void Handoffs::start_settling(int64_t period_ms) {
+    {
+        std::lock_guard lock(mu_);
+        settle_period_ms_ = std::max<int64_t>(period_ms, 1);
+        settle_next_ms_ = 0;  // once now
+    }
+    wake_.notify_all();
+}
+
+void Handoffs::settle_imports() {
+    if (router_.standby().following()) return;  // its primary's to settle
+    const GlobalCopy* copy = router_.global_copy();
+    if (!copy || !copy->ready()) return;  // no home to read yet
+    std::vector<std::string> left;
+    for (const auto& [name, t] : router_.directory().maps()->tenants) {
+        if (t.state == importing_state) left.push_back(name);
+    }
+    for (const std::string& tenant : left) settle_import(tenant);
+}
+
+// One row `importing` (shard/handoff.h's settling): activated where its home is here, or where
+// the source says it released it here; deleted where, long unactivated, the source still places
+// it on a node of its own, or the global directory has it no more.
+void Handoffs::settle_import(const std::string& tenant) {
+    const uint64_t now = router_.now_ms();
+    uint64_t since = now;
+    {
+        std::lock_guard lock(mu_);
+        since = imports_.try_emplace(tenant, now).first->second;
+    }
+    TenantClaim claim(router_, tenant, "settle");
+    if (!claim.held) return;  // an import, activate or delete in progress settles it itself
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end() || t->second.state != importing_state) return;
+    const std::string here = "@" + maps->scope;
+    auto global = router_.global_copy()->maps();
+    auto g = global->tenants.find(tenant);
+    auto activate = [&](const std::string& why) {
+        const Response r = activate_row(router_, tenant);
+        log_line("the import of `" + tenant + "` settled: " + why +
+                 (r.status == 200 ? "; activated"
+                                  : "; not activated (" + std::to_string(r.status) + " " +
+                                        node_error(r.body) + ")"));
+    };
+    if (g != global->tenants.end() && g->second.node == here) {
+        return activate("its home in the global directory is this region");
+    }
+    if (now - since < 2 * router_.options().upstream_timeout_ms) return;  // a move may be on it
+    std::string why = "the global directory has it no more";
+    if (g != global->tenants.end()) {
+        const std::optional<std::string_view> home = home_region(g->second.node);
+        auto routers = home ? global->regions.find(*home) : global->regions.end();
+        if (routers == global->regions.end()) {
+            log_line("the import of `" + tenant + "` is left importing: its home `" +
+                     g->second.node + "` is no region keeping its own directory");
+            return;
+        }
+        const std::string source(*home);
+        const Relayed r = router_.relays().relay(
+            RelayTo{source, routers->second},
+            {.method = "GET",
+             .target = "/_shard/tenants/" + tenant,
+             .client = peer_host(router_.options().listen),
+             .request_id = router_.new_request_id(std::nullopt)});
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        std::string_view node;
+        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
+            doc["node"].get_string().get(node)) {
+            log_line("the import of `" + tenant + "` is left importing: region `" + source +
+                     "` did not say where it is (" +
+                     (r.answered ? std::to_string(r.status) : r.why) + ")");
+            return;
+        }
+        if (node == here) {
+            // Released here and the home never moved (the global router stopped between): no
+            // lease names it anywhere, and the relays already send its requests here.
+            return activate("region `" + source + "` released it here");
+        }
+        if (node.empty() || node.starts_with('@')) {
+            log_line("the import of `" + tenant + "` is left importing: region `" + source +
+                     "` has it at `" + std::string(node) + "`");
+            return;
+        }
+        why = "region `" + source + "` still places it on `" + std::string(node) + "`";
+    }
+    const Response d = remove_import(router_, tenant, router_.new_request_id(std::nullopt));
+    log_line("the import of `" + tenant + "` was never activated and " + why +
+             (d.status == 204 ? ": deleted"
+                              : ": not deleted (" + std::to_string(d.status) + " " +
+                                    node_error(d.body) + ")"));
+}
+
+// The timer: an export still `exported` at its deadline lapses; imports are settled each period.
 void Handoffs::run() {
     std::unique_lock lock(mu_);
     while (!stopping_) {
@@ -626,6 +808,16 @@ void Handoffs::run() {
             for (const auto& [name, e] : due) lapse(name, e);
             lock.lock();
             continue;
+        }
+        if (settle_period_ms_) {
+            if (settle_next_ms_ <= now) {
+                settle_next_ms_ = now + static_cast<uint64_t>(*settle_period_ms_);
+                lock.unlock();
+                settle_imports();
+                lock.lock();
+                continue;
+            }
+            if (!next || settle_next_ms_ < *next) next = settle_next_ms_;
         }
         if (next) {
             wake_.wait_for(lock, std::chrono::milliseconds(*next - now));
@@ -654,6 +846,27 @@ void Handoffs::lapse(const std::string& tenant, const Entry& e) {
     std::cerr << "fenec-shard: the export of `" << tenant << "` to `" << e.to
               << "` heard neither release nor undo-export in time: " << thawed
               << (st.is_ok() ? "; active again" : "; the directory: " + st.to_string()) << "\n";
+}
+
+std::optional<std::string> importing_refusal(const DirectoryMaps& maps,
+                                             const std::string& tenant) {
+    auto t = maps.tenants.find(tenant);
+    if (t == maps.tenants.end() || t->second.state != importing_state) return std::nullopt;
+    std::string body;
+    json::Writer w(body);
+    w.begin_object();
+    w.key("error");
+    w.string("tenant `" + tenant + "` is being moved into region `" + maps.scope +
+             "`: its copy on `" + t->second.node +
+             "` takes writes once the move has moved its home here; ask again");
+    w.key("tenant");
+    w.string(tenant);
+    w.key("moving");
+    w.string(importing_state);
+    w.key("region");
+    w.string(maps.scope);
+    w.end_object();
+    return body;
 }
 
 http::Response serve_handoff(Router& router, const server::Request& request,
@@ -692,6 +905,9 @@ http::Response serve_handoff(Router& router, const server::Request& request,
             break;
         case HandoffStep::drop:
             if (m == http::Method::post) return s.drop();
+            break;
+        case HandoffStep::activate:
+            if (m == http::Method::post) return s.activate();
             break;
     }
     Response r = Router::error(405, request.head.path + " takes " + std::string(want));

@@ -7,12 +7,29 @@
 //                                  image answered with the node's Fenec-* headers
 //   POST   …/undo-export            thawed; row `active`; the claim released
 //   PUT    …/import[?node=<n>]      the image installed on the node named or with the fewest bytes;
-//                                  row `active` there (synced); its node granted; its replica
+//                                  row `importing` there (synced), which no lease names; its
+//                                  replica
 //   DELETE …/import                 the copy and its replica deleted; the row removed
+//   POST   …/activate               row `importing` → `active` (synced); its node granted at once
 //   POST   …/release {"to":"@us"}   row `@us` (synced): placed nowhere here, no lease names it; its
 //                                  node granted at once without it; the frozen copy stays
 //   POST   …/undo-release           row back on its node (synced); thawed; the node granted
 //   POST   …/drop                   the frozen source copy and its copies deleted; row removed
+//
+// Deviation from router.md §11.7 (issue 20): the target is leased only after the source was
+// released and the home moved in the global directory (the global router's `activate`, after its
+// step 4), not at the import. Until then the target's row is `importing`: its node holds the copy
+// and answers reads from it, but no grant names the tenant, so a write sent there (through any
+// router, or to the node straight) is refused unrun (503 `Retry-After: 1`, the router's body
+// naming the move), and no write lands on a copy that an undo of the import would discard; nor do
+// two nodes' leases name the tenant at once (the source's frozen one and the target's).
+//
+// An `activate` the global router could not deliver is settled here: at start and every
+// settle_period_ms (shard/two_level.h), a row `importing` whose home in this router's copy of the
+// global directory is this region is activated; one whose home is elsewhere, that no claim holds,
+// and that is older than 2 × --upstream-timeout is activated where the source region says it
+// released the tenant to this region, and its import deleted (as `DELETE …/import`) where the
+// source still places it on a node of its own; anything else is left and logged.
 //
 // Invariants: every step is refused 403 unless the request bears a valid `Fenec-Relay` mark
 // (§11.5: only a router holding the shared --token makes one), so no client moves a tenant out
@@ -55,6 +72,7 @@ enum class HandoffStep : uint8_t {
     release,
     undo_release,
     drop,
+    activate,
 };
 std::optional<HandoffStep> handoff_step(std::string_view name);
 
@@ -97,17 +115,39 @@ class Handoffs {
     // `tenant`'s entry forgotten (an undo-export, undo-release or drop done).
     void forget(const std::string& tenant);
 
+    // The target's side: `tenant` imported (row `importing`) at this router's `now_ms`; forgotten
+    // once activated or deleted. A row `importing` this process did not import (a restart) counts
+    // from when the settling first saw it.
+    void imported(const std::string& tenant, uint64_t now_ms);
+    void forget_import(const std::string& tenant);
+
+    // The settling of rows left `importing` (above): once now, then every `period_ms`, on this
+    // object's thread. A region's router's primary calls it once its upstream, relays and leases
+    // are up; a standby settles nothing.
+    void start_settling(int64_t period_ms);
+    // One settling pass. Blocks on the regions' routers and the nodes.
+    void settle_imports();
+
   private:
     void run();
     void lapse(const std::string& tenant, const Entry& e);
+    void settle_import(const std::string& tenant);
 
     Router& router_;
     mutable std::mutex mu_;
     std::condition_variable wake_;
     std::map<std::string, Entry> entries_;
+    std::map<std::string, uint64_t> imports_;  // tenant → when imported (or first seen), now_ms
+    std::optional<int64_t> settle_period_ms_;  // set by start_settling
+    uint64_t settle_next_ms_ = 0;              // the next settling pass, now_ms
     bool stopping_ = false;
     std::thread thread_;
 };
+
+// §11.7 with issue 20: a write to `tenant` its node refused for its lease while the tenant's row is
+// `importing` in `maps`: the refusal's body, naming the move (the status and the node's
+// Retry-After and Fenec-Lease headers stay). nullopt when the row is not `importing`.
+std::optional<std::string> importing_refusal(const DirectoryMaps& maps, const std::string& tenant);
 
 // `/_shard/handoff/<tenant>/<step>` on a region's router (its method already matched against the
 // route's row). On an API worker: it blocks on the node and the directory's fsync.

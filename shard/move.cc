@@ -190,6 +190,10 @@ std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string
         return refuse(404, "tenant `" + tenant_ + "` is not in the directory");
     }
     row_ = t->second;
+    if (row_.state == "importing") {  // issue 20: a move across regions is not done with it
+        return refuse(409, "tenant `" + tenant_ + "` is being moved into this region: move it "
+                           "once that move is done");
+    }
     if (!to_name.empty() && !maps.nodes.contains(to_name)) {
         return refuse(404, "no node `" + to_name + "`");
     }

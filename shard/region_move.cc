@@ -33,6 +33,10 @@ using server::Connection;
 
 // §11.4 [ours]: a region out of reach is a partition, not a blip.
 constexpr std::string_view region_retry_after_s = "5";
+// Issue 20: the target's activate asked this many times (each through its routers in order)
+// before the move is answered with it pending; a few, since the home has moved and the target's
+// own settling takes over after (shard/handoff.h).
+constexpr int activate_attempts_max = 3;
 
 // One region's answer to a step: its status and body, or why no router of it took the step.
 struct RegionAnswer {
@@ -75,7 +79,9 @@ class RegionMove {
     void undo(const std::string& region, std::string_view method, const std::string& step);
     Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
     Response out_of_reach(const std::string& region, std::string_view step, const std::string& why);
-    Response answer(bool removed, uint64_t ms);
+    // Step 5: the target's activate, asked up to activate_attempts_max times; whether one took.
+    bool activate();
+    Response answer(bool removed, bool activated, uint64_t ms);
     std::string step_target(const std::string& step) const {
         return "/_shard/handoff/" + tenant_ + "/" + step;
     }
@@ -266,7 +272,11 @@ std::optional<Response> RegionMove::run() {
         return Router::error(500, "the global directory could not move the home of `" + tenant_ +
                                       "`: " + st.to_string());
     }
-    // Step 5: every standby keeping up was sent the new home before the source copy goes.
+    // Step 5 (issue 20): the target's copy leased only now, with the source released and the
+    // home moved: nothing can undo the import any more. Not taken: the move is done all the same
+    // (the home has moved), and the target region's router activates it itself (shard/handoff.h).
+    const bool activated = activate();
+    // Step 6: every standby keeping up was sent the new home before the source copy goes.
     router_.standby().wait_for_standbys(standby_wait_ms_max);
     RegionAnswer dropped = call(from_, "POST", "drop", "{}");
     bool removed = false;
@@ -282,7 +292,20 @@ std::optional<Response> RegionMove::run() {
                   << "); it stays frozen and unrouted there\n";
     }
     count("done");
-    return answer(removed, router_.now_ms() - start);
+    return answer(removed, activated, router_.now_ms() - start);
+}
+
+bool RegionMove::activate() {
+    std::string why;
+    for (int attempt = 1; attempt <= activate_attempts_max; ++attempt) {
+        RegionAnswer r = call(to_, "POST", "activate", "{}");
+        if (r.answered && r.status == 200) return true;
+        why = r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why;
+    }
+    std::cerr << "fenec-shard: move of `" << tenant_ << "` to region `" << to_
+              << "`: its home moved, but the activation was not taken (" << why
+              << "); region `" << to_ << "`'s router activates it itself\n";
+    return false;
 }
 
 // Steps 1 and 2: the export's answer streamed into the import; the export undone when the
@@ -383,7 +406,7 @@ std::optional<Response> RegionMove::transfer() {
     return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
 }
 
-Response RegionMove::answer(bool removed, uint64_t ms) {
+Response RegionMove::answer(bool removed, bool activated, uint64_t ms) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     std::string_view node, replica, unreplicated;
@@ -413,6 +436,8 @@ Response RegionMove::answer(bool removed, uint64_t ms) {
     w.uint64(ms);
     w.key("source_removed");
     w.boolean(removed);
+    w.key("activated");  // false: pending, the target region's router settles it
+    w.boolean(activated);
     if (has_replica) {
         w.key("replica_on");
         w.string(replica);

@@ -7,11 +7,19 @@
 //   1 export   source `POST …/export`: claimed, `moving`, frozen, the image answered
 //   2 import   target `PUT …/import[?node=]`: the image streamed from the export's answer through
 //              the router (a bounded buffer, server/runtime/client.h relay_to), placed, installed,
-//              recorded, leased, replicated                       undone by `DELETE …/import`
+//              recorded `importing` (no lease names it), replicated
+//                                                                  undone by `DELETE …/import`
 //   3 release  source `POST …/release`: placed nowhere there        undone by `undo-release`
 //   4 home     the global directory's row `@<target>`, one statement, synced
-//   5 drop     after the standbys and region routers keeping up were sent step 4 (≤ 1 s), the
+//   5 activate target `POST …/activate`: `active`, its node granted at once; asked up to three
+//              times; not taken, the move is answered done with `"activated": false` and logged,
+//              and the target region's router activates it itself (shard/handoff.h)
+//   6 drop     after the standbys and region routers keeping up were sent step 4 (≤ 1 s), the
 //              source's frozen copy and its copies deleted; a failure is logged
+//
+// Deviation from router.md §11.7 (issue 20), which leases the target at the import: the target is
+// leased only after the source was released and the home moved, so no write can land on a copy an
+// undo would discard, and no two leases name the tenant at once.
 //
 // A step 1 that fails leaves nothing to undo (the source undid itself); from step 2 on a failure
 // undoes the export (`undo-export`), and from step 3 on the import. A region whose routers none

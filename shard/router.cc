@@ -321,6 +321,9 @@ std::string Router::prepare() {
     if (!options_.region) {
         two_level_ = std::make_unique<TwoLevel>(*this);
         two_level_->start();
+    } else {
+        // Issue 20: a region's router settles imports left `importing` (shard/handoff.h).
+        handoffs_->start_settling(test_hooks::settle_period_ms(settle_period_ms));
     }
     return "";
 }

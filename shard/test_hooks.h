@@ -10,7 +10,8 @@
 // FENEC_TEST_TWO_LEVEL_STALL=<step>:<ms> holds a two-level create or delete on the global router
 // `ms` after the step named (`relayed`: the region's router answered, the row not yet written
 // `active` or removed), so a test can kill it between its two writes; FENEC_TEST_SETTLE_MS=<ms>
-// settles rows left `creating` or `deleting` every `ms` rather than every minute (§11.4).
+// settles rows left `creating` or `deleting` (§11.4), and a region's router rows left
+// `importing` (shard/handoff.h), every `ms` rather than every minute.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -32,9 +33,9 @@ void stall_feed_change();
 bool skip_failover_cut();
 // Before a standby first asks its primary for the nodes' tokens: sleeps FENEC_TEST_TOKENS_STALL ms.
 void stall_first_tokens();
-// True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop): a region's
-// router refuses that step of a move across regions 500 before it changes anything (an export:
-// once it froze the tenant, undoing that itself).
+// True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop, activate): a
+// region's router refuses that step of a move across regions 500 before it changes anything (an
+// export: once it froze the tenant, undoing that itself); `home` fails the global router's step.
 bool fail_handoff_step(std::string_view step);
 // After a two-level create's or delete's step `step`: sleeps what FENEC_TEST_TWO_LEVEL_STALL asks.
 void stall_after_two_level_step(std::string_view step);
