@@ -295,6 +295,7 @@ TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
     EXPECT_EQ(Json(moved.body).text("from"), "@eu") << moved.body;
     EXPECT_EQ(Json(moved.body).text("region"), "us") << moved.body;
     EXPECT_TRUE(Json(moved.body).boolean("source_removed")) << moved.body;
+    EXPECT_TRUE(Json(moved.body).boolean("activated")) << moved.body;
     EXPECT_EQ(unexpected.load(), 0);
     EXPECT_GT(frozen_503.load(), 0) << "no write fell in the freeze";
 
