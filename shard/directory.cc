@@ -591,15 +591,21 @@ Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
                                    const std::string& from, const std::string& history) {
     std::lock_guard lock(write_mu_);
     const std::string tenant(name);
-    Status st = write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
+    // An import not yet activated stays so on its new node: no lease names it before the move
+    // across regions has moved its home (shard/handoff.h).
+    const auto now = maps();
+    const auto row = now->tenants.find(name);
+    const std::string state =
+        row != now->tenants.end() && row->second.state == "importing" ? "importing" : "active";
+    Status st = write_locked({{"set tenants {node: $2, state: $5, moving_to: null, "
                                "failed_from: $3, forked: $4} where name = $1 require 1",
-                               {tenant, to, from, or_null(history)}},
+                               {tenant, to, from, or_null(history), state}},
                               {"del replicas where tenant = $1", {tenant}}});
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         if (auto it = m.tenants.find(name); it != m.tenants.end()) {
             it->second.node = to;
-            it->second.state = "active";
+            it->second.state = state;
             it->second.moving_to.clear();
             it->second.failed_from = from;
             it->second.forked = history;

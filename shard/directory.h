@@ -163,7 +163,8 @@ class Directory {
     // A move's flip (§7.2 step 6): `node: to`, `state: "active"`, `moving_to` and `failed_from`
     // cleared, in one statement, so the tenant is on one node or the other, never both or neither.
     [[nodiscard]] engine::Status flip_tenant(std::string_view name, const std::string& to);
-    // A failover's promotion (§9.1 step 2), one block: `node: to`, `state: "active"`,
+    // A failover's promotion (§9.1 step 2), one block: `node: to`, `state: "active"` (an
+    // `importing` row stays `importing`: shard/handoff.h),
     // `failed_from: from`, `forked: history` (the promote answer's), and the tenant's replica
     // row removed (the replica is the primary now).
     [[nodiscard]] engine::Status fail_over_tenant(std::string_view name, const std::string& to,

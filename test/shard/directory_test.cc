@@ -85,6 +85,16 @@ TEST(Directory, CopiesFailoversAndQuotasSurviveReopen) {
         EXPECT_EQ(d.maps()->replicas.count("acme"), 0u);  // the replica is the primary now
         ASSERT_TRUE(d.put_lease_record({5000, 1234, "127.0.0.1:8090"}).is_ok());
         EXPECT_FALSE(d.fail_over_tenant("nosuch", "n2", "n1", "").is_ok());  // require 1
+        // An import not yet activated (shard/handoff.h) stays unleased on the copy promoted.
+        TenantRow imported;
+        imported.name = "inbound";
+        imported.node = "n1";
+        imported.state = "importing";
+        ASSERT_TRUE(d.put_tenant(imported).is_ok());
+        ASSERT_TRUE(d.put_replica("inbound", "n2").is_ok());
+        ASSERT_TRUE(d.fail_over_tenant("inbound", "n2", "n1", "").is_ok());
+        EXPECT_EQ(d.maps()->tenants.at("inbound").state, "importing");
+        EXPECT_EQ(d.maps()->tenants.at("inbound").node, "n2");
     }
     auto opened = Directory::open(path);
     ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
