@@ -361,8 +361,8 @@ TEST_F(Handoff, ARegionOutOfReachLeavesTheTenantWhereItWas) {
 
 // Issue 20: between the import and the activate the target's copy is named by no lease. A write
 // through the target region's router is refused 503 with Retry-After and a body naming the move
-// (not a 500), one to the target node straight is refused for its lease, and reads are answered
-// from the imported copy; once activated (a second activate is 200 too) the write goes through.
+// (not a 500), one to the target node straight is refused for its lease, reads are answered from
+// the imported copy, and a move within the region is refused 409; once activated (a second activate is 200 too) the write goes through.
 TEST_F(Handoff, AnImportTakesNoWriteUntilActivated) {
     const std::string t = tenant("acme");
     ASSERT_NO_FATAL_FAILURE(two_regions(t));
@@ -382,6 +382,10 @@ TEST_F(Handoff, AnImportTakesNoWriteUntilActivated) {
     EXPECT_TRUE(straight.header("Fenec-Lease").has_value()) << straight.body;
     EXPECT_EQ(data_on(us_->port(), "GET", notes + "?count").body, R"({"count":1})");
     EXPECT_EQ(data_on(nodes_->port(kN2), "GET", notes + "?count").body, R"({"count":1})");
+    // Nor is it moved within its new region meanwhile.
+    Reply within = on(us_->port(), "POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_EQ(within.status, 409) << within.body;
+    EXPECT_NE(within.body.find("being moved into this region"), std::string::npos) << within.body;
 
     // The steps the global router takes in between: released by eu, and the home moved (here
     // the activate is asked by hand, as the global router asks it after its step 4).
