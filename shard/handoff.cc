@@ -1,14 +1,16 @@
 // shard/handoff.cc: a region's half of a move across regions (shard/handoff.h; router.md §11.7):
 // the relay-only steps on the region's router, each claimed, written to the directory synced,
-// and answered as JSON (the export answers the image itself); and the timer that lapses an
-// export nothing followed. The node calls go through Upstream::admin and shard/node_calls.h; an
-// image is installed on a node over a connection of the blocking client's own.
+// and answered as JSON (the export answers the image itself); the timer that lapses an export
+// nothing followed; and the settling of imports left `importing`. The node calls go through
+// Upstream::admin and shard/node_calls.h; an image is installed on a node over a connection of
+// the blocking client's own.
 //
 // Test hooks (fenec-shard-hooks only, shard/test_hooks.h): FENEC_TEST_HANDOFF_FAIL=<step> has the
-// step named (import, release, drop, activate) refused 500 before it changes anything (the settling
-// of `importing` rows activates through no hook), and an export fail once frozen (undone by the
-// region itself); FENEC_TEST_SETTLE_MS=<ms> settles `importing` rows every `ms`; FENEC_TEST_MOVE_STALL=exported:<ms> holds an export
-// `ms` once its image is taken, the tenant frozen.
+// step named (import, release, drop, activate) refused 500 before it changes anything (the
+// settling of `importing` rows activates through no hook), and an export fail once frozen (undone
+// by the region itself); FENEC_TEST_SETTLE_MS=<ms> settles `importing` rows every `ms`;
+// FENEC_TEST_MOVE_STALL=exported:<ms> holds an export `ms` once its image is taken, the tenant
+// frozen.
 #include "shard/handoff.h"
 
 #include <simdjson.h>
