@@ -57,41 +57,6 @@ Response ok_json(const std::initializer_list<std::pair<std::string_view, std::st
     return r;
 }
 
-// The row `importing` of `tenant` made `active` (synced) and its node granted at once, the
-// caller holding the tenant's claim. Already `active` on a node of this directory: 200 as well.
-Response activate_row(Router& router, const std::string& tenant) {
-    auto maps = router.directory().maps();
-    auto t = maps->tenants.find(tenant);
-    if (t == maps->tenants.end()) {
-        return Router::error(
-            404, "tenant `" + tenant + "` is not in region `" + maps->scope + "`'s directory");
-    }
-    TenantRow row = t->second;
-    if (row.state == "active" && maps->nodes.contains(row.node)) {
-        return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
-    }
-    if (row.state != importing_state) {
-        return Router::error(409, "tenant `" + tenant + "` is " + row.state + " on `" + row.node +
-                                      "`: only an imported tenant is activated");
-    }
-    row.state = "active";
-    if (engine::Status st = router.directory().put_tenant(row); !st.is_ok()) {
-        return Router::error(
-            500, "the directory could not mark `" + tenant + "` active: " + st.to_string());
-    }
-    router.handoffs().forget_import(tenant);
-    // Leased at once: the home has moved here, so writes come. Waiting for the grant's answer
-    // (bounded) lets the first of them land rather than be asked again.
-    if (Leases* leases = router.cluster().leases()) {
-        const auto bound = static_cast<int64_t>(std::min<uint64_t>(
-            router.options().auto_failover_ms, router.options().upstream_timeout_ms));
-        (void)leases->grant_and_wait(row.node, bound);
-    } else {
-        router.cluster().changed(row.node);
-    }
-    return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
-}
-
 // The copy an import installed deleted with its copies, and its row removed, the caller holding
 // the tenant's claim: 204, or why not.
 Response remove_import(Router& router, const std::string& tenant, const std::string& request_id) {
@@ -169,7 +134,6 @@ class Step {
     }
     // The export undone before it was answered: thawed, the row put back, the claim released.
     Response undone(const TenantRow& before, const NodeRow& node, MoveFailure f);
-    std::optional<Response> install(const NodeRow& node, std::string& seq, std::string& lineage);
     Response busy() {
         const std::string what = router_.held_by(tenant_);
         return with_fields(
@@ -241,58 +205,10 @@ Response Step::export_image() {
         return refuse(500,
                       "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
     }
-    const std::string path = path_of(tenant_);
-    server::CallResult frozen = admin(node, "POST", path + "/freeze");
-    if (!frozen.answer || frozen.answer->status != 200) {
-        return undone(
-            before, node,
-            {frozen.answer ? node_status(frozen.answer->status) : 502, "freeze",
-             frozen.answer ? who(node) + " answered " + std::to_string(frozen.answer->status) +
-                                 " to the freeze: " + node_error(frozen.answer->body)
-                           : frozen.error.message});
-    }
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    uint64_t seq = 0;
-    if (parser.parse(frozen.answer->body).get(doc) || doc["seq"].get_uint64().get(seq)) {
-        return undone(before, node, {502, "freeze", who(node) + " answered without its seq"});
-    }
-    server::CallResult image = admin(node, "GET", path + "/file");
-    if (!image.answer || image.answer->status != 200) {
-        return undone(
-            before, node,
-            {image.answer ? node_status(image.answer->status) : 502, "image",
-             image.answer ? who(node) + " answered " + std::to_string(image.answer->status) +
-                                " to the image: " + node_error(image.answer->body)
-                          : image.error.message});
-    }
-    if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
-        return undone(before, node, {500, "image", "the test hook failed the export"});
-    }
-    const uint64_t bytes_max = router_.options().max_body_mib << 20;
-    if (image.answer->body.size() > bytes_max) {
-        return undone(
-            before, node,
-            {507, "image",
-             "the image of `" + tenant_ + "` is " + std::to_string(image.answer->body.size()) +
-                 " bytes, past --max-body-mib: a region's router holds an export "
-                 "whole, and a target could not take it"});
-    }
-    Response r;
-    r.content_type = "application/octet-stream";
-    for (std::string_view name :
-         {"Fenec-Seq", "Fenec-History", "Fenec-Lineage", "Fenec-Image-Digest"}) {
-        r.header(std::string(name), header_of(*image.answer, name));
-    }
-    if (header_of(*image.answer, "Fenec-Seq") != std::to_string(seq)) {
-        return undone(before, node,
-                      {502, "image",
-                       who(node) + " froze at seq " + std::to_string(seq) +
-                           " but its image is at seq " + header_of(*image.answer, "Fenec-Seq")});
-    }
-    r.header("Fenec-Node", node.name);
+    auto taken = freeze_and_take_image(router_, node, tenant_, a_.request_id);
+    if (MoveFailure* f = std::get_if<MoveFailure>(&taken)) return undone(before, node, *f);
+    Response r = std::move(std::get<Response>(taken));
     test_hooks::stall_after_move_step("exported");  // frozen, the image taken
-    r.body = std::move(image.answer->body);
     handoffs().exported(before, to, router_.now_ms() + 2 * router_.options().upstream_timeout_ms);
     return r;  // the claim stays held: release, undo-export or the lapse ends it
 }
@@ -354,49 +270,6 @@ Response Step::undo_export() {
 // The image in the request installed on `node` (its PUT …/file, the Fenec-* headers sent back
 // for it to check); a 409 (a stale copy an interrupted attempt left) deletes that copy and asks
 // once more.
-std::optional<Response> Step::install(const NodeRow& node, std::string& seq, std::string& lineage) {
-    const http::RequestHead& h = request_.head;
-    const std::string file = path_of(tenant_) + "/file";  // OutRequest holds views
-    http::OutRequest put{.method = "PUT", .target = file};
-    for (std::string_view name : {"Fenec-Image-Digest", "Fenec-Seq", "Fenec-Lineage"}) {
-        put.headers.push_back({name, *h.header(name)});  // views into the request's head
-    }
-    put.headers.push_back({"Content-Type", "application/octet-stream"});
-    put.body = request_.body;
-    put.close = true;
-    const std::string bytes = admin_request(node, a_.request_id, put);
-    for (bool again = false;; again = true) {
-        server::CallError error;
-        auto conn = router_.upstream().blocking().connect(to_node(node), {}, error);
-        http::ResponseHead head;
-        std::string body;
-        if (!conn || !conn->send(bytes, error) || !conn->read_head(head, error) ||
-            !conn->read_body(head.content_length.value_or(0), body, error)) {
-            return Router::error(502, error.message);
-        }
-        if (head.status == 409 && !again) {
-            NodeAnswer del = router_.node_calls().remove(node, tenant_, a_.request_id);
-            if (del.gone()) continue;
-        }
-        if (head.status != 201 && head.status != 200) {
-            return Router::error(node_status(head.status),
-                                 who(node) + " answered " + std::to_string(head.status) +
-                                     " to the install: " + node_error(body));
-        }
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        uint64_t s = 0;
-        std::string_view l;
-        if (parser.parse(body).get(doc) || doc["seq"].get_uint64().get(s) ||
-            doc["lineage"].get_string().get(l)) {
-            return Router::error(502, who(node) + " answered the install without seq and lineage");
-        }
-        seq = std::to_string(s);
-        lineage = std::string(l);
-        return std::nullopt;
-    }
-}
-
 // Step 2: placed, installed, recorded `importing` (no lease names it until activate),
 // replicated.
 Response Step::import_image() {
@@ -440,13 +313,14 @@ Response Step::import_image() {
             return r;
         }
     }
-    std::string seq, lineage;
-    if (auto refused = install(*node, seq, lineage)) return *refused;
-    if (seq != *h.header("Fenec-Seq") || lineage != *h.header("Fenec-Lineage")) {
-        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
-        return Router::error(
-            502, who(*node) + " installed seq " + seq + " of " + lineage + ", not the image sent");
+    if (auto refused = install_image(router_, *node, tenant_, a_.request_id,
+                                     {*h.header("Fenec-Image-Digest"), *h.header("Fenec-Seq"),
+                                      *h.header("Fenec-Lineage")},
+                                     request_.body)) {
+        return *refused;
     }
+    const std::string seq(*h.header("Fenec-Seq"));
+    const std::string lineage(*h.header("Fenec-Lineage"));
     TenantRow row;
     row.name = tenant_;
     row.node = node->name;
@@ -490,7 +364,7 @@ Response Step::activate() {
     if (test_hooks::fail_handoff_step("activate")) return hooked("activate");
     TenantClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
-    return activate_row(router_, tenant_);
+    return activate_import(router_, tenant_);
 }
 
 // Step 3: the row `@<r>`, placed nowhere here; the node granted without it; the copy stays.
@@ -734,7 +608,7 @@ void Handoffs::settle_import(const std::string& tenant) {
     auto global = router_.global_copy()->maps();
     auto g = global->tenants.find(tenant);
     auto activate = [&](const std::string& why) {
-        const Response r = activate_row(router_, tenant);
+        const Response r = activate_import(router_, tenant);
         log_line("the import of `" + tenant + "` settled: " + why +
                  (r.status == 200 ? "; activated"
                                   : "; not activated (" + std::to_string(r.status) + " " +
@@ -869,6 +743,148 @@ std::optional<std::string> importing_refusal(const DirectoryMaps& maps,
     w.string(maps.scope);
     w.end_object();
     return body;
+}
+
+// The row `importing` made `active` (shard/handoff.h).
+Response activate_import(Router& router, const std::string& tenant) {
+    auto maps = router.directory().maps();
+    auto t = maps->tenants.find(tenant);
+    if (t == maps->tenants.end()) {
+        return Router::error(
+            404, "tenant `" + tenant + "` is not in region `" + maps->scope + "`'s directory");
+    }
+    TenantRow row = t->second;
+    if (row.state == "active" && maps->nodes.contains(row.node)) {
+        return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
+    }
+    if (row.state != importing_state) {
+        return Router::error(409, "tenant `" + tenant + "` is " + row.state + " on `" + row.node +
+                                      "`: only an imported tenant is activated");
+    }
+    row.state = "active";
+    if (engine::Status st = router.directory().put_tenant(row); !st.is_ok()) {
+        return Router::error(
+            500, "the directory could not mark `" + tenant + "` active: " + st.to_string());
+    }
+    router.handoffs().forget_import(tenant);
+    // Leased at once: the home has moved here, so writes come. Waiting for the grant's answer
+    // (bounded) lets the first of them land rather than be asked again.
+    if (Leases* leases = router.cluster().leases()) {
+        const auto bound = static_cast<int64_t>(std::min<uint64_t>(
+            router.options().auto_failover_ms, router.options().upstream_timeout_ms));
+        (void)leases->grant_and_wait(row.node, bound);
+    } else {
+        router.cluster().changed(row.node);
+    }
+    return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
+}
+
+// The node's part of an export (shard/handoff.h).
+std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const NodeRow& node,
+                                                          const std::string& tenant,
+                                                          const std::string& request_id) {
+    auto admin = [&](std::string_view method, std::string target) {
+        return router.upstream().admin(node, {.method = method,
+                                              .target = std::move(target),
+                                              .request_id = request_id,
+                                              .resendable = true});
+    };
+    const std::string path = path_of(tenant);
+    server::CallResult frozen = admin("POST", path + "/freeze");
+    if (!frozen.answer || frozen.answer->status != 200) {
+        return MoveFailure{frozen.answer ? node_status(frozen.answer->status) : 502, "freeze",
+                           frozen.answer ? who(node) + " answered " +
+                                               std::to_string(frozen.answer->status) +
+                                               " to the freeze: " + node_error(frozen.answer->body)
+                                         : frozen.error.message};
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    uint64_t seq = 0;
+    if (parser.parse(frozen.answer->body).get(doc) || doc["seq"].get_uint64().get(seq)) {
+        return MoveFailure{502, "freeze", who(node) + " answered without its seq"};
+    }
+    server::CallResult image = admin("GET", path + "/file");
+    if (!image.answer || image.answer->status != 200) {
+        return MoveFailure{image.answer ? node_status(image.answer->status) : 502, "image",
+                           image.answer ? who(node) + " answered " +
+                                              std::to_string(image.answer->status) +
+                                              " to the image: " + node_error(image.answer->body)
+                                        : image.error.message};
+    }
+    if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
+        return MoveFailure{500, "image", "the test hook failed the export"};
+    }
+    const uint64_t bytes_max = router.options().max_body_mib << 20;
+    if (image.answer->body.size() > bytes_max) {
+        return MoveFailure{507, "image",
+                           "the image of `" + tenant + "` is " +
+                               std::to_string(image.answer->body.size()) +
+                               " bytes, past --max-body-mib: a router holds an export "
+                               "whole, and a target could not take it"};
+    }
+    if (header_of(*image.answer, "Fenec-Seq") != std::to_string(seq)) {
+        return MoveFailure{502, "image",
+                           who(node) + " froze at seq " + std::to_string(seq) +
+                               " but its image is at seq " + header_of(*image.answer, "Fenec-Seq")};
+    }
+    Response r;
+    r.content_type = "application/octet-stream";
+    for (std::string_view name :
+         {"Fenec-Seq", "Fenec-History", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        r.header(std::string(name), header_of(*image.answer, name));
+    }
+    r.header("Fenec-Node", node.name);
+    r.body = std::move(image.answer->body);
+    return r;
+}
+
+// The node's part of an import (shard/handoff.h).
+std::optional<Response> install_image(Router& router, const NodeRow& node, const std::string& tenant,
+                                      const std::string& request_id, const ImageHeaders& image,
+                                      std::string_view body) {
+    const std::string file = path_of(tenant) + "/file";  // OutRequest holds views
+    http::OutRequest put{.method = "PUT", .target = file};
+    put.headers.push_back({"Fenec-Image-Digest", image.digest});
+    put.headers.push_back({"Fenec-Seq", image.seq});
+    put.headers.push_back({"Fenec-Lineage", image.lineage});
+    put.headers.push_back({"Content-Type", "application/octet-stream"});
+    put.body = body;
+    put.close = true;
+    const std::string bytes = admin_request(node, request_id, put);
+    for (bool again = false;; again = true) {
+        server::CallError error;
+        auto conn = router.upstream().blocking().connect(to_node(node), {}, error);
+        http::ResponseHead head;
+        std::string answer;
+        if (!conn || !conn->send(bytes, error) || !conn->read_head(head, error) ||
+            !conn->read_body(head.content_length.value_or(0), answer, error)) {
+            return Router::error(502, error.message);
+        }
+        if (head.status == 409 && !again) {
+            NodeAnswer del = router.node_calls().remove(node, tenant, request_id);
+            if (del.gone()) continue;
+        }
+        if (head.status != 201 && head.status != 200) {
+            return Router::error(node_status(head.status),
+                                 who(node) + " answered " + std::to_string(head.status) +
+                                     " to the install: " + node_error(answer));
+        }
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        uint64_t s = 0;
+        std::string_view l;
+        if (parser.parse(answer).get(doc) || doc["seq"].get_uint64().get(s) ||
+            doc["lineage"].get_string().get(l)) {
+            return Router::error(502, who(node) + " answered the install without seq and lineage");
+        }
+        if (std::to_string(s) != image.seq || l != image.lineage) {
+            (void)router.node_calls().remove(node, tenant, request_id);
+            return Router::error(502, who(node) + " installed seq " + std::to_string(s) + " of " +
+                                          std::string(l) + ", not the image sent");
+        }
+        return std::nullopt;
+    }
 }
 
 http::Response serve_handoff(Router& router, const server::Request& request,

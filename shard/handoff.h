@@ -56,13 +56,46 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <variant>
 
 #include "server/runtime/http.h"
 #include "server/runtime/http_server.h"
 #include "shard/directory.h"
+#include "shard/move_image.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
+
+// The node's part of an export (step 1), shared by a region's router and by the global router
+// moving a tenant out of a region it keeps itself (shard/region_move.h); the tenant's row is the
+// caller's. `tenant` frozen on `node` and its image taken whole, checked against the freeze's seq
+// and --max-body-mib: the answer holds the image and its Fenec-Seq, -History, -Lineage,
+// -Image-Digest and Fenec-Node headers. A failure names its step ("freeze", "image") and leaves
+// the tenant frozen: the caller thaws it.
+std::variant<http::Response, MoveFailure> freeze_and_take_image(Router& router,
+                                                                const NodeRow& node,
+                                                                const std::string& tenant,
+                                                                const std::string& request_id);
+
+// What an image says of itself, sent with it to the node that installs it.
+struct ImageHeaders {
+    std::string_view digest, seq, lineage;
+};
+
+// The node's part of an import (step 2), shared as the export's: the image `body` installed on
+// `node` (its PUT …/file; a 409, a stale copy an interrupted attempt left, deletes that copy and
+// asks once more), which must answer the seq and lineage sent. nullopt when it did; else the
+// refusal, a copy installed otherwise deleted.
+std::optional<http::Response> install_image(Router& router, const NodeRow& node,
+                                            const std::string& tenant,
+                                            const std::string& request_id,
+                                            const ImageHeaders& image, std::string_view body);
+
+// The row `importing` of `tenant` made `active` (synced) and its node granted at once, the
+// caller holding the tenant's claim; already `active` on a node of this directory, 200 as well.
+// A region's router's `activate`, and the global router's home statement for a tenant moved into
+// a region it keeps itself.
+http::Response activate_import(Router& router, const std::string& tenant);
 
 // The steps' names, the last segment of `/_shard/handoff/<t>/<step>`.
 enum class HandoffStep : uint8_t {

@@ -19,7 +19,12 @@
 #include "json/writer.h"
 #include "server/runtime/client.h"
 #include "server/runtime/mark.h"
+#include "shard/cluster.h"
+#include "shard/copies.h"
+#include "shard/handoff.h"
 #include "shard/move_image.h"
+#include "shard/node_calls.h"
+#include "shard/placement.h"
 #include "shard/relay.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
@@ -75,6 +80,18 @@ class RegionMove {
     RegionAnswer call(const std::string& region, std::string_view method, const std::string& step,
                       std::string_view body = {});
     std::optional<Response> transfer();
+    // Steps 1 and 2 from a region the global directory keeps itself (§11.7: "the global router
+    // does that side's part itself"): exported here, the image sent whole to the target's routers.
+    std::optional<Response> transfer_from_here();
+    // Step 2 into a region the global directory keeps itself: the image installed on one of its
+    // nodes, the row `importing` (synced) in place of `@<from>`, its replica made.
+    std::optional<Response> import_here(const ImageHeaders& image, std::string_view body);
+    // The other steps, for a side the global directory keeps itself, answered as its region's
+    // router would answer them.
+    RegionAnswer here(std::string_view method, const std::string& step);
+    bool is_here(const std::string& region) const {
+        return (region == from_ && from_here_) || (region == to_ && to_here_);
+    }
     // Undoes, best effort and logged.
     void undo(const std::string& region, std::string_view method, const std::string& step);
     Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
@@ -94,6 +111,8 @@ class RegionMove {
     std::string node_;       // the node the request named in the target region, if it did
     std::vector<std::string> from_routers_, to_routers_;
     TenantRow row_;
+    bool from_here_ = false, to_here_ = false;  // a side the global directory keeps itself
+    std::string imported_on_;                   // to_here_: the node the import installed on
     uint64_t bytes_ = 0;
     std::string imported_;  // the target's import answer
 };
@@ -135,6 +154,7 @@ server::CallRequest to_router(const std::string& url) {
 
 RegionAnswer RegionMove::call(const std::string& region, std::string_view method,
                               const std::string& step, std::string_view body) {
+    if (is_here(region)) return here(method, step);
     const std::string target = step_target(step);
     const Relayed r =
         router_.relays().relay(RelayTo{region, region == from_ ? from_routers_ : to_routers_},
@@ -194,36 +214,55 @@ std::optional<Response> RegionMove::run() {
     const std::optional<std::string_view> home = home_region(row_.node);
     const bool to_own = region && maps->regions.contains(*region);
     if (!home && !to_own) return std::nullopt;  // within this directory
-    if (!home || (region && !to_own &&
-                  (region->empty() ||
-                   std::any_of(maps->nodes.begin(), maps->nodes.end(),
-                               [&](const auto& n) { return n.second.region == *region; })))) {
-        Response r =
-            Router::error(501,
-                          "a move between a region keeping its own directory and one the global "
-                          "directory keeps is not built: move `" +
-                              tenant_ +
-                              "` within its region, or "
-                              "between two regions keeping their own");
-        return r;
-    }
-    from_ = std::string(*home);
-    if (!region) {
-        return Router::error(409, "tenant `" + tenant_ + "` is at home in region `" + from_ +
-                                      "`: a move within it is its router's; a move out names "
-                                      "\"region\"");
+    if (home) {
+        from_ = std::string(*home);
+        if (!region) {
+            return Router::error(409, "tenant `" + tenant_ + "` is at home in region `" + from_ +
+                                          "`: a move within it is its router's; a move out "
+                                          "names \"region\"");
+        }
+    } else {
+        // On a node this directory keeps, to a region keeping its own: this side is ours.
+        from_here_ = true;
+        auto n = maps->nodes.find(row_.node);
+        if (n == maps->nodes.end() || row_.state != "active") {
+            return Router::error(409, "tenant `" + tenant_ + "` is " + row_.state + " on `" +
+                                          row_.node +
+                                          "`: only a tenant active on a node is moved across "
+                                          "regions");
+        }
+        from_ = n->second.region;
     }
     to_ = *region;
     if (to_ == from_) {
         return Router::error(409, "tenant `" + tenant_ + "` is at home in region `" + from_ +
                                       "` already: a move within it is its router's");
     }
-    if (!to_own) return Router::error(404, "no region `" + to_ + "`");
     if (!node_.empty() && !valid_name(node_)) {
         return Router::error(400, "field `to`: `" + node_ + "` is not [a-z0-9_-]{1,64}");
     }
-    from_routers_ = maps->regions.at(from_);
-    to_routers_ = maps->regions.at(to_);
+    if (!to_own) {
+        // A region whose nodes this directory keeps: this side is ours.
+        const bool kept = !to_.empty() && std::any_of(maps->nodes.begin(), maps->nodes.end(),
+                                                      [&](const auto& n) {
+                                                          return n.second.region == to_;
+                                                      });
+        if (!kept) return Router::error(404, "no region `" + to_ + "`");
+        to_here_ = true;
+        if (!node_.empty()) {
+            auto n = maps->nodes.find(node_);
+            if (n == maps->nodes.end()) return Router::error(404, "no node `" + node_ + "`");
+            if (n->second.region != to_) {
+                return Router::error(409, "node `" + node_ + "` is in region `" +
+                                              n->second.region + "`, not `" + to_ + "`");
+            }
+            if (maps->is_standby(node_)) {
+                return Router::error(409, "node `" + node_ + "` is a standby in a pair");
+            }
+        }
+    }
+    if (!from_here_) from_routers_ = maps->regions.at(from_);
+    if (!to_here_) to_routers_ = maps->regions.at(to_);
     TenantClaim claim(router_, tenant_, "move");
     if (!claim.held) {
         return Router::error(409, "another operation on `" + tenant_ +
@@ -251,31 +290,47 @@ std::optional<Response> RegionMove::run() {
         }
         return refused_by(from_, "release", released);
     }
-    // Step 4: the home moved, one statement, synced.
-    TenantRow moved = row_;
-    moved.node = "@" + to_;
-    moved.state = "active";
-    moved.moving_to.clear();
-    engine::Status st = router_.directory().put_tenant(moved);
-    if (st.is_ok() && test_hooks::fail_handoff_step("home")) {
-        moved = row_;  // the hook: as if the statement had failed, the row as it was
-        st = router_.directory().put_tenant(row_);
-        if (st.is_ok()) {
-            st = engine::Status::error(engine::Code::io_error,
-                                       "the test hook failed the home statement");
+    // Step 4: the home moved, one statement, synced. From a region kept here, the release was
+    // that statement; into one, the activation is (the row `importing` made `active`).
+    bool activated = false;
+    if (to_here_) {
+        RegionAnswer homed = test_hooks::fail_handoff_step("home")
+                                 ? RegionAnswer{true, 500, "the test hook failed the home", ""}
+                                 : here("POST", "activate");
+        if (homed.status != 200) {
+            undo(from_, "POST", "undo-release");
+            undo(to_, "DELETE", "import");
+            count("failed");
+            return Router::error(500, "the global directory could not move the home of `" +
+                                          tenant_ + "`: " + node_error(homed.body));
         }
-    }
-    if (!st.is_ok()) {
-        undo(from_, "POST", "undo-release");
-        undo(to_, "DELETE", "import");
-        count("failed");
-        return Router::error(500, "the global directory could not move the home of `" + tenant_ +
-                                      "`: " + st.to_string());
+        activated = true;
+    } else if (!from_here_) {
+        TenantRow moved = row_;
+        moved.node = "@" + to_;
+        moved.state = "active";
+        moved.moving_to.clear();
+        engine::Status st = router_.directory().put_tenant(moved);
+        if (st.is_ok() && test_hooks::fail_handoff_step("home")) {
+            moved = row_;  // the hook: as if the statement had failed, the row as it was
+            st = router_.directory().put_tenant(row_);
+            if (st.is_ok()) {
+                st = engine::Status::error(engine::Code::io_error,
+                                           "the test hook failed the home statement");
+            }
+        }
+        if (!st.is_ok()) {
+            undo(from_, "POST", "undo-release");
+            undo(to_, "DELETE", "import");
+            count("failed");
+            return Router::error(500, "the global directory could not move the home of `" + tenant_ +
+                                          "`: " + st.to_string());
+        }
     }
     // Step 5 (issue 20): the target's copy leased only now, with the source released and the
     // home moved: nothing can undo the import any more. Not taken: the move is done all the same
     // (the home has moved), and the target region's router activates it itself (shard/handoff.h).
-    const bool activated = activate();
+    if (!to_here_) activated = activate();
     // Step 6: every standby keeping up was sent the new home before the source copy goes.
     router_.standby().wait_for_standbys(standby_wait_ms_max);
     RegionAnswer dropped = call(from_, "POST", "drop", "{}");
@@ -311,6 +366,7 @@ bool RegionMove::activate() {
 // Steps 1 and 2: the export's answer streamed into the import; the export undone when the
 // import fails.
 std::optional<Response> RegionMove::transfer() {
+    if (from_here_) return transfer_from_here();
     const std::string export_body = "{\"to\":\"@" + to_ + "\"}";
     std::unique_ptr<Connection> source;
     http::ResponseHead head;
@@ -350,6 +406,24 @@ std::optional<Response> RegionMove::transfer() {
         return refused_by(from_, "export", {true, head.status, body, ""});
     }
     bytes_ = *head.content_length;
+    if (to_here_) {
+        // The image read whole (the region bounds it by its --max-body-mib), then installed here.
+        std::string image;
+        server::CallError error;
+        if (!source->read_body(bytes_, image, error)) {
+            undo(from_, "POST", "undo-export");
+            return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
+                                          "` ended short: " + error.message);
+        }
+        const ImageHeaders sent{head.header("Fenec-Image-Digest").value_or(""),
+                                head.header("Fenec-Seq").value_or(""),
+                                head.header("Fenec-Lineage").value_or("")};
+        if (std::optional<Response> failed = import_here(sent, image)) {
+            undo(from_, "POST", "undo-export");
+            return failed;
+        }
+        return std::nullopt;
+    }
     std::vector<http::Header> image_headers = {{"Content-Type", "application/octet-stream"}};
     for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
         if (auto v = head.header(name))
@@ -404,6 +478,204 @@ std::optional<Response> RegionMove::transfer() {
     }
     undo(from_, "POST", "undo-export");
     return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
+}
+
+// Steps 1 and 2 from a region kept here: `moving` to `@<to>` (synced), frozen, the image taken
+// whole (shard/handoff.h, the node's part a region's router runs), then sent whole to the
+// target's routers in their order.
+std::optional<Response> RegionMove::transfer_from_here() {
+    auto maps = router_.directory().maps();
+    const NodeRow node = maps->nodes.at(row_.node);
+    TenantRow moving = row_;
+    moving.state = "moving";
+    moving.moving_to = "@" + to_;
+    if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
+        return Router::error(500,
+                             "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
+    }
+    auto taken = freeze_and_take_image(router_, node, tenant_, a_.request_id);
+    if (const MoveFailure* f = std::get_if<MoveFailure>(&taken)) {
+        undo(from_, "POST", "undo-export");
+        Response r = Router::error(f->status, f->message);
+        r.body.pop_back();
+        r.body += ",\"step\":\"export\"}";
+        return r;
+    }
+    const Response& image = std::get<Response>(taken);
+    bytes_ = image.body.size();
+    auto header_of = [&](std::string_view name) -> std::string_view {
+        for (const auto& [k, v] : image.headers) {
+            if (k == name) return v;
+        }
+        return {};
+    };
+    std::vector<http::Header> image_headers = {{"Content-Type", "application/octet-stream"}};
+    for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        image_headers.push_back({name, header_of(name)});  // views into `image`, alive to the end
+    }
+    const std::string put =
+        "/_shard/handoff/" + tenant_ + "/import" + (node_.empty() ? "" : "?node=" + node_);
+    std::string why;
+    for (const std::string& url : router_.relays().ordered(to_, to_routers_)) {
+        server::CallError error;
+        auto target = router_.upstream().blocking().connect(to_router(url), {}, error);
+        if (!target ||
+            !target->send(head_for(url, "PUT", put, image.body, std::nullopt, image_headers),
+                          error)) {
+            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            continue;
+        }
+        http::ResponseHead got;
+        std::string body;
+        if (!target->read_head(got, error) ||
+            !target->read_body(got.content_length.value_or(0), body, error)) {
+            undo(to_, "DELETE", "import");  // it may have installed
+            undo(from_, "POST", "undo-export");
+            return out_of_reach(to_, "import", url + ": " + error.message);
+        }
+        if (standby_refusal(got.status, body)) {
+            why += (why.empty() ? "" : "; ") + url + " is a standby";
+            continue;  // the image is still here: the next router is sent it
+        }
+        if (got.status != 201) {
+            undo(from_, "POST", "undo-export");
+            return refused_by(to_, "import", {true, got.status, body, ""});
+        }
+        router_.relays().answered(to_, url);
+        imported_ = std::move(body);
+        return std::nullopt;
+    }
+    undo(from_, "POST", "undo-export");
+    return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
+}
+
+std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::string_view body) {
+    if (test_hooks::fail_handoff_step("import")) {
+        return Router::error(500, "the test hook failed the import of `" + tenant_ + "`");
+    }
+    auto maps = router_.directory().maps();
+    const NodeRow* node = nullptr;
+    if (!node_.empty()) {
+        node = &maps->nodes.at(node_);  // checked as the move was read
+    } else {
+        auto placed = place_tenant(*maps, to_, {}, [&](const NodeRow& n) {
+            return router_.placement_bytes(n, a_.request_id);
+        });
+        if (const NodeRow* const* p = std::get_if<const NodeRow*>(&placed)) {
+            node = *p;
+        } else {
+            const bool none = std::get<NoTenantPlace>(placed) == NoTenantPlace::none_answered;
+            Response r = Router::error(none ? 503 : 409,
+                                       "no node of region `" + to_ + "` to take `" + tenant_ + "`");
+            if (none) r.header("Retry-After", "1");
+            return r;
+        }
+    }
+    if (auto refused = install_image(router_, *node, tenant_, a_.request_id, image, body)) {
+        refused->body.pop_back();
+        refused->body += ",\"step\":\"import\"}";
+        return refused;
+    }
+    TenantRow row = row_;  // its quota and history kept; the home `@<from>` becomes its node
+    row.node = node->name;
+    row.state = "importing";  // no grant names it until the home statement (step 4)
+    row.moving_to.clear();
+    row.lineage = std::string(image.lineage);
+    if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
+        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
+        return Router::error(500,
+                             "the directory could not record `" + tenant_ + "`: " + st.to_string());
+    }
+    imported_on_ = node->name;
+    const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
+    imported_.clear();
+    json::Writer w(imported_);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("node");
+    w.string(node->name);
+    w.key("region");
+    w.string(to_);
+    w.key("seq");
+    w.string(image.seq);
+    w.key("state");
+    w.string(row.state);
+    write_copy(w, copy);
+    w.end_object();
+    return std::nullopt;
+}
+
+RegionAnswer RegionMove::here(std::string_view method, const std::string& step) {
+    auto said = [](const Response& r) { return RegionAnswer{true, r.status, r.body, ""}; };
+    auto ok = [&] { return RegionAnswer{true, 200, "{}", ""}; };
+    auto failed = [&](const std::string& why) {
+        return said(Router::error(500, "the global directory: " + why));
+    };
+    auto maps = router_.directory().maps();
+    auto node_of = [&](const std::string& name) -> std::optional<NodeRow> {
+        auto n = maps->nodes.find(name);
+        if (n == maps->nodes.end()) return std::nullopt;
+        return n->second;
+    };
+    auto thaw = [&](const NodeRow& node) {
+        (void)router_.upstream().admin(node, {.method = "POST",
+                                              .target = "/_admin/tenants/" + tenant_ + "/thaw",
+                                              .request_id = a_.request_id,
+                                              .resendable = true});
+    };
+    if (step == "undo-export" || step == "undo-release") {
+        // The row as it was, on its node, thawed; its node granted with it again.
+        engine::Status st = router_.directory().put_tenant(row_);
+        if (auto node = node_of(row_.node)) thaw(*node);
+        router_.cluster().changed(row_.node);
+        return st.is_ok() ? ok() : failed(st.to_string());
+    }
+    if (step == "release") {
+        // §11.7 step 3, and step 4 with it: the home `@<to>`, one statement, synced; the source
+        // node granted at once without the tenant; the frozen copy stays until the drop.
+        if (test_hooks::fail_handoff_step("release") || test_hooks::fail_handoff_step("home")) {
+            return failed("the test hook failed the release");
+        }
+        TenantRow moved = row_;
+        moved.node = "@" + to_;
+        moved.state = "active";
+        moved.moving_to.clear();
+        if (engine::Status st = router_.directory().put_tenant(moved); !st.is_ok()) {
+            return failed(st.to_string());
+        }
+        router_.cluster().changed(row_.node);
+        return ok();
+    }
+    if (step == "drop") {
+        // The frozen source copy and its copies deleted; the row, the tenant's home, stays.
+        if (test_hooks::fail_handoff_step("drop")) return failed("the test hook failed the drop");
+        bool removed = false;
+        if (auto node = node_of(row_.node)) {
+            NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
+            removed = del.gone();
+            if (!removed) return said(Router::error(502, del.said(*node)));
+        }
+        router_.copies().deleted(row_, *maps, a_.request_id);
+        return {true, 200, removed ? "{\"source_removed\":true}" : "{\"source_removed\":false}",
+                ""};
+    }
+    if (step == "import" && method == "DELETE") {
+        // The import undone: its copy and their copies deleted, the home `@<from>` back.
+        auto t = maps->tenants.find(tenant_);
+        if (auto node = node_of(imported_on_)) {
+            NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
+            if (!del.gone()) return said(Router::error(502, del.said(*node)));
+        }
+        if (t != maps->tenants.end() && t->second.node == imported_on_) {
+            router_.copies().deleted(t->second, *maps, a_.request_id);
+        }
+        engine::Status st = router_.directory().put_tenant(row_);
+        if (!imported_on_.empty()) router_.cluster().changed(imported_on_);
+        return st.is_ok() ? RegionAnswer{true, 204, "", ""} : failed(st.to_string());
+    }
+    if (step == "activate") return said(activate_import(router_, tenant_));
+    return failed("no step `" + step + "` for a region it keeps");
 }
 
 Response RegionMove::answer(bool removed, bool activated, uint64_t ms) {
