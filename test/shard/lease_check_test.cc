@@ -12,7 +12,7 @@ constexpr int64_t ms = 1'000'000;
 
 LeaseReport report(const std::string& node, int64_t at_ms, int64_t left_ms,
                    std::vector<std::string> tenants) {
-    return {node, at_ms * ms, at_ms * ms + ms / 2, left_ms, std::move(tenants)};
+    return {node, at_ms * ms, at_ms * ms + ms / 2, left_ms, std::move(tenants), std::nullopt};
 }
 AckedWrite acked(const std::string& node, int64_t id, const std::string& key, int64_t at_ms) {
     return {"acme", node, id, key, at_ms * ms - ms, at_ms * ms};
@@ -99,7 +99,7 @@ TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
 TEST(LeaseCheck, APollSlowToAnswerDoesNotHideALeaseBegunAfterItsView) {
     LeaseLedger l;
     l.lease(report("n1", 0, 0, {}));
-    l.lease({"n1", 20 * ms, 56 * ms, 0, {}});  // asked at 20 ms, its view then, answered at 56
+    l.lease({"n1", 20 * ms, 56 * ms, 0, {}, std::nullopt});  // asked at 20 ms, its view then, answered at 56
     l.write(acked("n1", 1, "w1", 47));          // granted at 40 ms, written at 46 to 47
     l.lease(report("n1", 80, 960, {"acme"}));
     const auto v = l.check({{"acme", {{"w1", 1}}}});
@@ -120,6 +120,69 @@ TEST(LeaseCheck, OverNodesWithoutLeasesOnlyALostWriteIsNamed) {
     LeaseLedger leased;
     leased.write(acked("n1", 1, "w1", 100));
     EXPECT_EQ(leased.check({{"acme", {{"w1", 1}}}}).size(), 1u);
+}
+
+std::string all(const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& line : v) out += line + "\n";
+    return out;
+}
+
+// A move of acme from n1 to n2 (both up throughout, 1 s leases renewed every 300 ms, polled
+// every 20 ms): n1's lease names acme under list 1 until the release's grant at `released_ms`
+// takes list 2 without it; n2 is granted acme under its list 2 at `granted_ms`. The move was
+// asked at 100 ms. Writes: n1's before the move, n2's after its grant.
+void a_move(LeaseLedger& l, int64_t released_ms, int64_t granted_ms, bool declared = true) {
+    auto lease = [](const std::string& node, int64_t at, int64_t left, std::vector<std::string> t,
+                    uint64_t list) {
+        LeaseReport r = report(node, at, left, std::move(t));
+        r.list = list;
+        return r;
+    };
+    for (int64_t t = 0; t <= 2000; t += 20) {
+        const int64_t left = 1000 - t % 300;
+        l.lease(t < released_ms ? lease("n1", t, left, {"acme", "zeta"}, 1)
+                                : lease("n1", t, left, {"zeta"}, 2));
+        l.lease(t < granted_ms ? lease("n2", t, left, {"beta"}, 1)
+                               : lease("n2", t, left, {"acme", "beta"}, 2));
+    }
+    if (declared) l.moved("acme", "n1", 100 * ms);
+    l.write(acked("n1", 1, "w1", 50));
+    l.write(acked("n2", 2, "w2", granted_ms + 30));
+}
+
+// The release's grant dropped acme from n1 (seen by the poll at 500 ms) before n2's grant named
+// it (seen at 520): no two leases held it at once, though n1's last report naming it had
+// 820 ms left.
+TEST(LeaseCheck, AMoveWhoseSourceWasReleasedBeforeItsTargetWasGrantedPasses) {
+    LeaseLedger l;
+    a_move(l, 500, 520);
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}}}});
+    EXPECT_TRUE(v.empty()) << v.front();
+}
+
+// The same move undeclared: nothing tells the checker n1's lease could end before it ran out, and
+// the overlap is named.
+TEST(LeaseCheck, AnUndeclaredMoveIsHeldToItsSourcesWholeLease) {
+    LeaseLedger l;
+    a_move(l, 500, 520, false);
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}}}});
+    ASSERT_EQ(v.size(), 1u) << all(v);
+    EXPECT_NE(v[0].find("nodes `n1` and `n2` both held a lease naming it"), std::string::npos)
+        << v[0];
+}
+
+// n2 granted acme at 400 ms while n1, polled since, still held it under the list that named it
+// until 500: the overlap (400 to 480, n1's last report naming it asked then) is named, the move
+// declared or not.
+TEST(LeaseCheck, AMoveWhoseTargetWasGrantedBeforeItsSourceWasReleasedIsNamed) {
+    LeaseLedger l;
+    a_move(l, 500, 400);
+    const auto v = l.check({{"acme", {{"w1", 1}, {"w2", 2}}}});
+    ASSERT_EQ(v.size(), 1u) << all(v);
+    EXPECT_NE(v[0].find("nodes `n1` and `n2` both held a lease naming it at 400 ms"),
+              std::string::npos)
+        << v[0];
 }
 
 }  // namespace

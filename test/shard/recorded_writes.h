@@ -67,6 +67,8 @@ class RecordedWrites {
                         for (auto name : names) {
                             r.tenants.emplace_back(std::string_view(name.get_string()));
                         }
+                        uint64_t list = 0;
+                        if (!j.doc["list"].get_uint64().get(list)) r.list = list;
                         ledger_.lease(std::move(r));
                     }
                     *round = r.asked_ns;
@@ -108,6 +110,13 @@ class RecordedWrites {
             return c.request("POST", "/t/" + tenant + "/c/notes", body, bearer(kData))
                 .value_or(Reply{});
         });
+    }
+
+    // A move of `tenant` off `node` is about to be asked: from now on a grant may drop the tenant
+    // from that node's lease before it runs out (test/support/lease_check.h, rule 2). Called
+    // before the move's request is sent.
+    void moving(const std::string& tenant, const std::string& node) {
+        ledger_.moved(tenant, node, monotonic_ns());
     }
 
     size_t writes() const { return ledger_.writes(); }

@@ -49,6 +49,12 @@ void LeaseLedger::lease(LeaseReport r) {
     leases_.push_back(std::move(r));
 }
 
+void LeaseLedger::moved(std::string tenant, std::string node, int64_t asked_ns) {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = moved_.try_emplace({std::move(tenant), std::move(node)}, asked_ns);
+    if (!fresh) it->second = std::min(it->second, asked_ns);
+}
+
 size_t LeaseLedger::writes() const {
     std::lock_guard lock(mu_);
     return writes_.size();
@@ -121,13 +127,30 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
                           " outside any lease it reported naming the tenant" + around);
         }
     }
-    // 2. Certain lease spans of two nodes naming one tenant never overlap.
+    // 2. Certain lease spans of two nodes naming one tenant never overlap. A report's span runs
+    // to its lease's end at the earliest; where a move of the tenant off its node was declared, a
+    // grant may have dropped the tenant sooner, at the earliest when the move was asked or when
+    // the source was last seen holding it under the same list, whichever is later.
     std::map<std::string, std::map<std::string, std::vector<Span>>> spans;  // tenant → node → spans
-    for (const LeaseReport& r : leases_) {
-        if (r.left_ms <= 0) continue;
-        const Span s{r.answered_ns, r.asked_ns + r.left_ms * ns_per_ms};
-        if (s.to <= s.from) continue;  // the answer took longer than the lease left: no certainty
-        for (const std::string& t : r.tenants) spans[t][r.node].push_back(s);
+    for (const auto& [node, reports] : by_node) {
+        for (size_t i = 0; i < reports.size(); ++i) {
+            const LeaseReport& r = *reports[i];
+            if (r.left_ms <= 0) continue;
+            for (const std::string& t : r.tenants) {
+                Span s{r.answered_ns, r.asked_ns + r.left_ms * ns_per_ms};
+                if (auto m = moved_.find({t, node}); m != moved_.end()) {
+                    int64_t seen = r.asked_ns;  // held at its view, taken no earlier than this
+                    for (size_t k = i + 1; k < reports.size(); ++k) {
+                        const LeaseReport& n = *reports[k];
+                        if (n.left_ms <= 0 || !n.list || n.list != r.list || !names(n, t)) break;
+                        seen = n.asked_ns;
+                    }
+                    s.to = std::min(s.to, std::max(seen, m->second));
+                }
+                if (s.to <= s.from) continue;  // no instant certain: the answer came too late
+                spans[t][node].push_back(s);
+            }
+        }
     }
     for (const auto& [tenant, nodes] : spans) {
         for (auto a = nodes.begin(); a != nodes.end(); ++a) {

@@ -8,6 +8,14 @@
 //    (a node that ignores its lease fails here).
 // 2. No two nodes held a lease naming one tenant at the same time, as they reported them: the
 //    spans each report makes certain ([answered, asked + left]) never overlap between nodes.
+//    A lease ends by running out, or — in a move, where the node stays up — by a grant that drops
+//    the tenant. A test declares such a move (`moved`: tenant, source node, when it was asked), and
+//    from then on a report of the source makes its lease certain only as far as the source was
+//    seen still holding it: through the last of the reports after it that name the tenant under
+//    the same list number (a list's number changes whenever its tenants do, so two reports of one
+//    list saw no grant drop the tenant between them), and never past the move's asking unless a
+//    report saw it held. A target granted while the source still held the tenant is named; a
+//    target granted once the source's grant dropped it is not.
 // 3. No acknowledged write is missing afterwards: its key is among its tenant's final rows, with
 //    the id it was acknowledged with.
 //
@@ -23,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +52,7 @@ struct LeaseReport {
     int64_t answered_ns = 0;
     int64_t left_ms = 0;               // 0: none runs
     std::vector<std::string> tenants;  // the list the lease names
+    std::optional<uint64_t> list;      // that list's number, none when the node holds none
 };
 
 // A tenant's rows afterwards: key → id.
@@ -56,6 +66,9 @@ class LeaseLedger {
     bool leased() const { return leased_; }
     void write(AckedWrite w);
     void lease(LeaseReport r);
+    // A move of `tenant` off `node` was asked at `asked_ns`: from then on a grant may drop the
+    // tenant from that node's lease before the lease runs out (rule 2 above).
+    void moved(std::string tenant, std::string node, int64_t asked_ns);
     // Every violation found, each a sentence naming the tenant, the nodes and the instants; empty
     // when the run was safe. `final` holds every tenant written.
     std::vector<std::string> check(const FinalRows& final) const;
@@ -67,6 +80,7 @@ class LeaseLedger {
     mutable std::mutex mu_;
     std::vector<AckedWrite> writes_;
     std::vector<LeaseReport> leases_;
+    std::map<std::pair<std::string, std::string>, int64_t> moved_;  // (tenant, node) → first asked
 };
 
 }  // namespace fenec::test

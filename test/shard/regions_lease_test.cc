@@ -1,0 +1,276 @@
+// test/shard/regions_lease_test.cc: changes across regions (router.md §11.4, §11.5, §11.7, §11.8;
+// seed 002) over nodes that take leases, judged by the lease-safety checker
+// (test/support/lease_check.h). Creates and deletes relayed both ways, and writes carrying forged
+// or lifted relay marks, with writes through every router recorded; then a move across regions.
+// The
+// global router G keeps no node; eu's router E leases n1 (node 0) and us's router U leases n2
+// (node 1), each under its own authority, 1 s leases. A writer sends notes through G, each under
+// its own Idempotency-Key, again after a refusal, while t moves eu → us; every write answered 201
+// is recorded as acknowledged by the node that held t then, and each node's lease is polled. The
+// checker then asserts that every acknowledged write was acknowledged inside a lease naming t, that
+// n1 and n2 never held leases naming t at once (the move declared: n1's lease may end by the
+// release's grant, not only by running out), and that no acknowledged write is missing from t's
+// primary afterwards. The same runs with each step failed on purpose (the fenec-shard-hooks
+// build's FENEC_TEST_HANDOFF_FAIL), the move undone, t left on n1. U holds each import 300 ms
+// (FENEC_TEST_MOVE_STALL=imported:300): with the target leased at its import, as router.md §11.7
+// first had it, the checker named n1 and n2 leasing t at once, and with the home step failed, a
+// write acknowledged by n2 through E after the release and discarded by the undo.
+//
+// Which node acknowledged a write: a serial writer sees n1's answers, then refusals while t is
+// frozen and between the regions, then n2's; the first 201 after a refusal once the move was asked
+// is n2's when the move went through. A write acknowledged by n2 under an Idempotency-Key whose
+// first attempt n1 applied is n2's answer, under n2's lease, and is judged as such.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <tuple>
+
+#include "server/runtime/mark.h"
+#include "test/shard/recorded_writes.h"
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test::regions_lease_test {
+namespace {
+
+constexpr int kN1 = 0, kN2 = 1;
+const std::string kLease = "1";
+
+// FENEC_TEST_HANDOFF_FAIL set while the routers fork, then cleared.
+struct FailEnv {
+    explicit FailEnv(const std::string& step) {
+        if (!step.empty()) ::setenv("FENEC_TEST_HANDOFF_FAIL", step.c_str(), 1);
+    }
+    ~FailEnv() { ::unsetenv("FENEC_TEST_HANDOFF_FAIL"); }
+};
+
+class RegionsLeased : public LeasedClusterTest<2> {
+  protected:
+    // G, E and U started (the step `fail` named to each), n1 leased by E and n2 by U, the regions
+    // recorded on G, and `t` created through G on n1.
+    void two_regions(const std::string& t, const std::string& fail = "") {
+        FailEnv env(fail);
+        // U holds each import 300 ms once it is recorded: the window between the target's import
+        // and the source's release where both could hold t, and where t's writes through E would
+        // land on a copy an undo discards, if the target were leased before the release.
+        ::setenv("FENEC_TEST_MOVE_STALL", "imported:300", 1);
+        start_router({"--replication-token", kReplication});
+        const uint16_t g_port = router_->port();
+        eu_ = region_router("eu", g_port);
+        us_ = region_router("us", g_port);
+        ::unsetenv("FENEC_TEST_MOVE_STALL");
+        ASSERT_TRUE(eu_ && us_);
+        ASSERT_EQ(register_node(eu_->port(), kN1, "n1", "eu").status, 201);
+        ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
+        for (auto [region, port] : {std::pair{"eu", eu_->port()}, std::pair{"us", us_->port()}}) {
+            Reply r = shard("PUT", std::string("/_shard/regions/") + region,
+                            "{\"routers\":[\"" + url_of(port) + "\"]}");
+            ASSERT_EQ(r.status, 201) << r.body;
+        }
+        Reply made = shard(
+            "PUT", "/_shard/tenants/" + t,
+            R"J({"region":"eu","node":"n1","schema":["create collection notes (title text)"]})J");
+        ASSERT_EQ(made.status, 201) << made.body;
+        // Written through G once E's grant names t on n1 (the nodes outlive cases: a lease of
+        // another case's router runs out first).
+        ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+    }
+    std::unique_ptr<RouterProcess> region_router(const std::string& region, uint16_t g_port) {
+        auto r = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file(region + ".fenec"),
+                                     "--region", region, "--global", url_of(g_port),
+                                     "--replication-token", kReplication, "--auto-failover", kLease,
+                                     "--auth-delay", "0"},
+            dir_.file(region + ".err"));
+        EXPECT_NE(r->port(), 0) << read_file(dir_.file(region + ".err"));
+        return r;
+    }
+    Reply register_node(uint16_t port, int i, const std::string& name, const std::string& region) {
+        Client c(port);
+        return c
+            .request("PUT", "/_shard/nodes/" + name,
+                     "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(i)) +
+                         "\",\"token\":\"" + node_admin_token(i) + "\",\"region\":\"" + region +
+                         "\"}",
+                     bearer(kRoot))
+            .value_or(Reply{});
+    }
+    Reply write(const std::string& t) {
+        return data("POST", "/t/" + t + "/c/notes", R"({"title":"probe"})");
+    }
+    std::vector<RecordedWrites::Node> both_nodes() const {
+        return {{"n1", nodes_->port(kN1), node_admin_token(kN1)},
+                {"n2", nodes_->port(kN2), node_admin_token(kN2)}};
+    }
+
+    // Moves t to us through G under a serial writer recording through `rec`, which is told of
+    // the move before it is asked; the move's answer. The writer writes until `after` more writes
+    // were acknowledged after the move's answer, or for 10 s. `through`: the move is to go
+    // through, so the first 201 after a 503 once it was asked, and each after it, is n2's.
+    Reply move_under_writer(RecordedWrites& rec, const std::string& t, size_t after,
+                            bool through) {
+        const uint16_t port = router_->port();
+        std::atomic<bool> stop{false}, asked{false};
+        std::atomic<size_t> acked{0};
+        std::atomic<int> unexpected{0};
+        std::thread writer([&] {
+            auto c = std::make_unique<Client>(port);
+            bool refused_since_asked = false;  // the writer's view of which node answers
+            for (int i = 1; !stop; ++i) {
+                const std::string key = "hl-" + std::to_string(i);
+                for (int attempt = 0; attempt < 1000 && !stop; ++attempt) {
+                    const bool moving = asked.load();
+                    const bool on_n2 = through && moving && refused_since_asked;
+                    Reply got = rec.write(t, on_n2 ? "n2" : "n1",
+                                          [&](const std::string& body) {
+                        auto a = c->request("POST", "/t/" + t + "/c/notes", body,
+                                            {{"Authorization", "Bearer " + kData},
+                                             {"Content-Type", "application/json"},
+                                             {"Idempotency-Key", key}});
+                        if (!a || a->closed) c = std::make_unique<Client>(port);
+                        return a.value_or(Reply{});
+                    });
+                    if (got.status == 201) {
+                        ++acked;
+                        break;
+                    }
+                    if (got.status == 0 || got.status == 502 || got.status == 503) {
+                        // Frozen on n1, or between the regions: n1 answers no more.
+                        if (moving && got.status == 503) refused_since_asked = true;
+                        // A client honouring Retry-After a little sooner: its pacing, not a wait.
+                        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                        continue;
+                    }
+                    ++unexpected;
+                    ADD_FAILURE() << "write " << i << ": " << got.status << " " << got.body;
+                    break;
+                }
+            }
+        });
+        EXPECT_TRUE(eventually([&] { return acked.load() >= 5; }));
+        rec.moving(t, "n1");
+        asked = true;
+        Client mover(port);
+        Reply moved = mover
+                          .request("POST", "/_shard/tenants/" + t + "/move",
+                                   R"({"region":"us"})", bearer(kRoot))
+                          .value_or(Reply{});
+        const size_t at_answer = acked.load();
+        EXPECT_TRUE(eventually([&] { return acked.load() >= at_answer + after; }, 10000));
+        stop = true;
+        writer.join();
+        EXPECT_EQ(unexpected.load(), 0);
+        return moved;
+    }
+
+    std::unique_ptr<RouterProcess> eu_, us_;
+};
+
+// §11.4, §11.5: tenants created through G, through U (relayed to G and back) and through E for us
+// (G's, then U's), written through each router, some writes carrying a Fenec-Relay mark forged or
+// lifted from another request (stripped: the write is a client's, forwarded as any); each write
+// acknowledged inside a lease naming its tenant, none missing; then each deleted through another
+// router and gone from its node.
+TEST_F(RegionsLeased, CreatesDeletesAndMarkedWritesAcrossLevelsAreLeaseSafe) {
+    const std::string a = tenant("a"), b = tenant("b"), c = tenant("c");
+    ASSERT_NO_FATAL_FAILURE(two_regions(a));
+    auto create_on = [&](uint16_t port, const std::string& t) {
+        Client cl(port);
+        return cl
+            .request("PUT", "/_shard/tenants/" + t,
+                     R"J({"region":"us","schema":["create collection notes (title text)"]})J",
+                     bearer(kRoot))
+            .value_or(Reply{});
+    };
+    Reply by_us = create_on(us_->port(), b);
+    ASSERT_EQ(by_us.status, 201) << by_us.body;
+    Reply by_eu = create_on(eu_->port(), c);
+    ASSERT_EQ(by_eu.status, 201) << by_eu.body;
+    EXPECT_EQ(Json(by_eu.body).text("node"), "n2") << by_eu.body;
+
+    RecordedWrites rec(both_nodes(), true);
+    const std::vector<uint16_t> routers = {router_->port(), eu_->port(), us_->port()};
+    // U grants n2 the new tenants within its next round: written once it has.
+    for (const std::string& t : {b, c}) {
+        ASSERT_TRUE(eventually([&] { return rec.write_at(us_->port(), t, "n2").status == 201; },
+                               8000));
+    }
+    int marked = 0;
+    for (int round = 0; round < 5; ++round) {
+        for (uint16_t port : routers) {
+            for (const auto& [t, n] : {std::pair{a, "n1"}, std::pair{b, "n2"}, std::pair{c, "n2"}}) {
+                Reply r = rec.write(t, n, [&, t = t](const std::string& body) {
+                    Client cl(port);
+                    const std::string target = "/t/" + t + "/c/notes";
+                    auto h = bearer(kData);
+                    h.push_back({"X-Request-Id", "rl-" + std::to_string(++marked)});
+                    // Forged, and a valid one lifted from another request: both stripped.
+                    h.push_back({"Fenec-Relay", marked % 2 ? "10.1.2.3 AAAAAAAAAAAAAAAAAAAAAA"
+                                                           : "10.1.2.3 " + server::relay_mark(
+                                                                 kRoot, "10.1.2.3", "another-id",
+                                                                 "POST", target)});
+                    return cl.request("POST", target, body, h).value_or(Reply{});
+                });
+                EXPECT_EQ(r.status, 201) << t << " through " << port << ": " << r.body;
+            }
+        }
+    }
+    const std::string said =
+        rec.check({{a, nodes_->port(kN1)}, {b, nodes_->port(kN2)}, {c, nodes_->port(kN2)}});
+    EXPECT_EQ(said, "");
+    EXPECT_GE(rec.writes(), 45u);
+
+    // Deleted through another router than made each: gone from its node.
+    for (const auto& [port, t, i] : {std::tuple{eu_->port(), b, kN2},
+                                     std::tuple{us_->port(), a, kN1},
+                                     std::tuple{router_->port(), c, kN2}}) {
+        Client cl(port);
+        Reply d = cl.request("DELETE", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{});
+        EXPECT_EQ(d.status, 204) << t << ": " << d.body;
+        EXPECT_EQ(copy_on(i, t).status, 404) << t;
+    }
+}
+
+// §11.7 end to end under a writer: the move goes through, and the checker finds every write
+// acknowledged inside its node's lease, n1 and n2 never leasing t at once, and none missing on n2.
+TEST_F(RegionsLeased, AMoveAcrossRegionsIsLeaseSafe) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    RecordedWrites rec(both_nodes(), true);
+    Reply moved = move_under_writer(rec, t, 10, true);
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_EQ(Json(moved.body).text("to"), "n2") << moved.body;
+    EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    const std::string said = rec.check({{t, nodes_->port(kN2)}});
+    EXPECT_EQ(said, "");
+    EXPECT_GT(rec.writes(), 10u);
+}
+
+// §11.7: each step failed on purpose is undone and t stays on n1 (or, a failed drop failing
+// nothing, is on n2); under the writer, the checker finds every run safe.
+class RegionsLeasedStepFails : public RegionsLeased,
+                               public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RegionsLeasedStepFails, AndTheRunIsLeaseSafe) {
+    const std::string step = GetParam();
+    const std::string t = "acme-fails-at-" + step;  // unique in the suite: the nodes outlive cases
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, step));
+    RecordedWrites rec(both_nodes(), true);
+    const bool through = step == "drop";
+    Reply moved = move_under_writer(rec, t, 5, through);
+    if (through) {
+        ASSERT_EQ(moved.status, 200) << moved.body;
+    } else {
+        EXPECT_GE(moved.status, 500) << moved.body;
+    }
+    const std::string said = rec.check({{t, nodes_->port(through ? kN2 : kN1)}});
+    EXPECT_EQ(said, "");
+    EXPECT_GT(rec.writes(), 5u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, RegionsLeasedStepFails,
+                         ::testing::Values("export", "import", "release", "home", "drop"));
+
+}  // namespace
+}  // namespace fenec::test::regions_lease_test
