@@ -10,7 +10,7 @@
 // settling of `importing` rows activates through no hook), and an export fail once frozen (undone
 // by the region itself); FENEC_TEST_SETTLE_MS=<ms> settles `importing` rows every `ms`;
 // FENEC_TEST_MOVE_STALL=exported:<ms> holds an export `ms` once its image is taken, the tenant
-// frozen.
+// frozen, and imported:<ms> an import `ms` once its row is recorded, before it is answered.
 #include "shard/handoff.h"
 
 #include <simdjson.h>
@@ -332,6 +332,7 @@ Response Step::import_image() {
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
     handoffs().imported(tenant_, router_.now_ms());
+    test_hooks::stall_after_move_step("imported");  // recorded, not yet activated
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
     Response r;
     r.status = 201;

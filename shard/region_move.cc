@@ -587,6 +587,7 @@ std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
     imported_on_ = node->name;
+    test_hooks::stall_after_move_step("imported");  // recorded, not yet the home
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
     imported_.clear();
     json::Writer w(imported_);

@@ -272,5 +272,115 @@ TEST_P(RegionsLeasedStepFails, AndTheRunIsLeaseSafe) {
 INSTANTIATE_TEST_SUITE_P(Each, RegionsLeasedStepFails,
                          ::testing::Values("export", "import", "release", "home", "drop"));
 
+// §11.7, where one side is kept by the global directory itself: G keeps eu (n1, leased by G),
+// U keeps us (n2). t is created on n1 through G, moved to us under the writer, then back to eu
+// under another; the checker finds both runs safe, and each move leaves no copy behind.
+class RegionsLeasedHere : public RegionsLeased {
+  protected:
+    void global_keeps_eu(const std::string& t, const std::string& fail = "") {
+        FailEnv env(fail);
+        ::setenv("FENEC_TEST_MOVE_STALL", "imported:300", 1);
+        start_router({"--replication-token", kReplication, "--auto-failover", kLease});
+        us_ = region_router("us", router_->port());
+        ::unsetenv("FENEC_TEST_MOVE_STALL");
+        ASSERT_TRUE(us_);
+        ASSERT_EQ(register_node(router_->port(), kN1, "n1", "eu").status, 201);
+        ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
+        Reply r = shard("PUT", "/_shard/regions/us",
+                        "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
+        ASSERT_EQ(r.status, 201) << r.body;
+        Reply made = shard(
+            "PUT", "/_shard/tenants/" + t,
+            R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+        ASSERT_EQ(made.status, 201) << made.body;
+        ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+    }
+};
+
+TEST_F(RegionsLeasedHere, AMoveOutOfARegionTheGlobalRouterKeepsAndBackIsLeaseSafe) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(global_keeps_eu(t));
+    {
+        RecordedWrites rec(both_nodes(), true);
+        Reply out = move_under_writer(rec, t, 10, true);
+        ASSERT_EQ(out.status, 200) << out.body;
+        EXPECT_EQ(Json(out.body).text("to"), "n2") << out.body;
+        EXPECT_EQ(Json(out.body).text("region"), "us") << out.body;
+        EXPECT_TRUE(Json(out.body).boolean("source_removed")) << out.body;
+        EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
+        EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+        EXPECT_EQ(rec.check({{t, nodes_->port(kN2)}}), "");
+    }
+    // Back: exported by U, installed here on n1 (`importing`), the home statement its activation.
+    RecordedWrites rec(both_nodes(), true);
+    const uint16_t port = router_->port();
+    std::atomic<bool> stop{false}, asked{false};
+    std::atomic<size_t> acked{0};
+    std::thread writer([&] {
+        bool refused = false;
+        for (int i = 1; !stop; ++i) {
+            const std::string key = "back-" + std::to_string(i);
+            while (!stop) {
+                const bool moving = asked.load();
+                Reply got = rec.write(t, moving && refused ? "n1" : "n2", [&](const std::string& b) {
+                    Client c(port);
+                    return c.request("POST", "/t/" + t + "/c/notes", b,
+                                     {{"Authorization", "Bearer " + kData},
+                                      {"Content-Type", "application/json"},
+                                      {"Idempotency-Key", key}})
+                        .value_or(Reply{});
+                });
+                if (got.status == 201) {
+                    ++acked;
+                    break;
+                }
+                if (moving && got.status == 503) refused = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        }
+    });
+    EXPECT_TRUE(eventually([&] { return acked.load() >= 5; }));
+    rec.moving(t, "n2");
+    asked = true;
+    Reply back = shard("POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})");
+    const size_t at_answer = acked.load();
+    EXPECT_TRUE(eventually([&] { return acked.load() >= at_answer + 10; }, 10000));
+    stop = true;
+    writer.join();
+    ASSERT_EQ(back.status, 200) << back.body;
+    EXPECT_EQ(Json(back.body).text("to"), "n1") << back.body;
+    EXPECT_EQ(Json(back.body).text("from"), "@us") << back.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("state"), "active");
+    EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
+    EXPECT_EQ(rec.check({{t, nodes_->port(kN1)}}), "");
+}
+
+// Each step of a move out of the region G keeps failed on purpose: undone, t on n1 taking
+// writes, the run lease-safe.
+class RegionsLeasedHereStepFails : public RegionsLeasedHere,
+                                   public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RegionsLeasedHereStepFails, AndTheRunIsLeaseSafe) {
+    const std::string step = GetParam();
+    const std::string t = "here-fails-at-" + step;
+    ASSERT_NO_FATAL_FAILURE(global_keeps_eu(t, step));
+    RecordedWrites rec(both_nodes(), true);
+    const bool through = step == "drop";
+    Reply moved = move_under_writer(rec, t, 5, through);
+    if (through) {
+        ASSERT_EQ(moved.status, 200) << moved.body;
+        EXPECT_FALSE(Json(moved.body).boolean("source_removed")) << moved.body;
+    } else {
+        EXPECT_GE(moved.status, 500) << moved.body;
+        EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+        EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
+    }
+    EXPECT_EQ(rec.check({{t, nodes_->port(through ? kN2 : kN1)}}), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, RegionsLeasedHereStepFails,
+                         ::testing::Values("export", "import", "release", "drop"));
+
 }  // namespace
 }  // namespace fenec::test::regions_lease_test
