@@ -1,6 +1,7 @@
-// shard/region_move.h: the global router's move of a tenant between two regions that keep their
-// own directories (router.md §11.7), `POST /_shard/tenants/<t>/move {"region":"us"}` on the
-// router of the global directory for a tenant at home (`@<r>`) in such a region. The regions'
+// shard/region_move.h: the global router's move of a tenant between two regions, one of them at
+// least keeping its own directory (router.md §11.7), `POST /_shard/tenants/<t>/move
+// {"region":"us"}` on the router of the global directory for a tenant at home (`@<r>`) in such a
+// region, or on a node of its own to such a region. The regions'
 // parts are their routers' relay-only steps (shard/handoff.h); the global router calls them in
 // order and undoes each where the next fails:
 //
@@ -27,8 +28,12 @@
 // tenant left where it was, taking writes again; a source that hears nothing after its export
 // thaws the tenant itself (shard/handoff.h).
 //
-// Not built: a move between such a region and one the global directory keeps itself (the global
-// router doing that side's part): refused 501 naming it.
+// One side kept by the global directory itself (§11.7: "the global router does that side's part
+// itself"): out of such a region, the export's node part (shard/handoff.h freeze_and_take_image)
+// runs here and the image goes whole to the target's import; the release is the home statement,
+// and the drop keeps the row. Into one, the export is read whole and installed here
+// (install_image), the row `importing` in place of `@<source>`; the home statement is its
+// activation (activate_import).
 #pragma once
 
 #include <optional>
