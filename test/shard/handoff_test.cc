@@ -7,12 +7,13 @@
 // move through G under a writer with Idempotency-Keys loses no write it was answered and leaves
 // no copy in the region it left; each step failed on purpose (the fenec-shard-hooks build's
 // FENEC_TEST_HANDOFF_FAIL) is undone, leaving the tenant where it was and taking writes; and a
-// region out of reach is 503 Retry-After: 5 with nothing changed. And issue 20: the nodes take
-// leases and the regions' routers grant them, so an imported copy (row `importing`) is named by no
+// region out of reach is 503 Retry-After: 5 with nothing changed. And issue 20, where the nodes
+// take leases and the regions' routers grant them: an imported copy (row `importing`) is named by no
 // lease: a write to it, through the target region's router or to its node straight, is refused
 // (503, the router's body naming the move) while reads are answered, until `activate`; an
 // activate the global router could not deliver is settled by the target region's router itself;
-// and an import nothing activated is deleted once its source says it still holds the tenant. The
+// an import nothing activated is deleted once its source says it still holds the tenant, and
+// activated once its source says it released it there. The
 // oracles are the nodes asked directly and each router's own directory read through its
 // GET /_shard/tenants.
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "server/runtime/mark.h"
 #include "shard/directory.h"
@@ -46,15 +48,28 @@ struct StallEnv {
     ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
 };
 
-// The lease the regions' routers grant their nodes, in seconds: a case's routers wait out the one
-// before's (another authority) well inside two_regions' first write.
+// The lease the regions' routers grant their nodes under LeasedClusterTest, in seconds.
 const std::string kLease = "1";
 
-class Handoff : public LeasedClusterTest<2> {
+// The two regions over `Base`'s nodes: ClusterTest<2> (no leases), or LeasedClusterTest<2>, whose
+// nodes take leases and whose regions' routers grant them (--auto-failover). A leased case is a
+// suite of its own, so its nodes hold no lease of another case's routers.
+template <class Base>
+class HandoffOn : public Base {
   protected:
-    // G, E and U started (the step `fail` named to each), n1 kept by E and n2 by U, each leased by
-    // its region's router, the regions recorded on G, and `t` created through G on n1 (its home
-    // `@eu` in G's directory).
+    using Base::copy_on;
+    using Base::data;
+    using Base::dir_;
+    using Base::node;
+    using Base::nodes_;
+    using Base::router_;
+    using Base::shard;
+    using Base::start_router;
+    static constexpr bool leased = std::is_base_of_v<LeasedClusterTest<2>, Base>;
+
+    // G, E and U started (the step `fail` named to each), n1 kept by E and n2 by U (each leased
+    // by its region's router where the nodes take leases), the regions recorded on G, and `t`
+    // created through G on n1 (its home `@eu` in G's directory).
     void two_regions(const std::string& t, const std::string& fail = "",
                      std::vector<std::string> eu_more = {},
                      std::vector<std::string> us_more = {}) {
@@ -86,7 +101,8 @@ class Handoff : public LeasedClusterTest<2> {
         std::vector<std::string> flags = {
             "--token",      kRoot,      "--directory",  dir_.file(region + ".fenec"), "--region",
             region,         "--global", url_of(g_port), "--replication-token",        kReplication,
-            "--auth-delay", "0",        "--auto-failover", kLease};
+            "--auth-delay", "0"};
+        if (leased) flags.insert(flags.end(), {"--auto-failover", kLease});
         flags.insert(flags.end(), more.begin(), more.end());
         auto r = std::make_unique<RouterProcess>(flags, dir_.file(region + ".err"));
         EXPECT_NE(r->port(), 0) << read_file(dir_.file(region + ".err"));
@@ -174,6 +190,13 @@ class Handoff : public LeasedClusterTest<2> {
 
     std::unique_ptr<RouterProcess> eu_, us_;
 };
+
+class Handoff : public HandoffOn<ClusterTest<2>> {};
+// Issue 20's cases, on leased nodes, each a suite of its own.
+class HandoffImport : public HandoffOn<LeasedClusterTest<2>> {};
+class HandoffActivate : public HandoffOn<LeasedClusterTest<2>> {};
+class HandoffStaleImport : public HandoffOn<LeasedClusterTest<2>> {};
+class HandoffReleasedImport : public HandoffOn<LeasedClusterTest<2>> {};
 
 // §11.7: the steps are relay-only: no mark, a forged one, or one made with another token is 403
 // and changes nothing; with a valid mark the export freezes the tenant on its node and answers
@@ -363,7 +386,7 @@ TEST_F(Handoff, ARegionOutOfReachLeavesTheTenantWhereItWas) {
 // through the target region's router is refused 503 with Retry-After and a body naming the move
 // (not a 500), one to the target node straight is refused for its lease, reads are answered from
 // the imported copy, and a move within the region is refused 409; once activated (a second activate is 200 too) the write goes through.
-TEST_F(Handoff, AnImportTakesNoWriteUntilActivated) {
+TEST_F(HandoffImport, TakesNoWriteUntilActivated) {
     const std::string t = tenant("acme");
     ASSERT_NO_FATAL_FAILURE(two_regions(t));
     Reply imported = export_and_import(t);
@@ -407,7 +430,7 @@ TEST_F(Handoff, AnImportTakesNoWriteUntilActivated) {
 // the home moved, with "activated": false; the target region's router settles the row itself (its
 // period shortened by FENEC_TEST_SETTLE_MS), after which writes through the global router land on
 // n2, none lost.
-TEST_F(Handoff, AnActivateNotTakenIsSettledByTheTargetRegion) {
+TEST_F(HandoffActivate, NotTakenIsSettledByTheTargetRegion) {
     const std::string t = tenant("acme");
     ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
     two_regions(t, "activate");
@@ -434,7 +457,7 @@ TEST_F(Handoff, AnActivateNotTakenIsSettledByTheTargetRegion) {
 // Issue 20: an import nothing released or activated (its global router gone between) is deleted
 // by the target region's router once it is older than twice its --upstream-timeout and the
 // source region still places the tenant on a node of its own; the source is untouched.
-TEST_F(Handoff, AnImportNothingActivatesIsDeleted) {
+TEST_F(HandoffStaleImport, NothingActivatesIsDeleted) {
     const std::string t = tenant("acme");
     ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
     two_regions(t, "", {}, {"--upstream-timeout", "1"});
@@ -451,6 +474,31 @@ TEST_F(Handoff, AnImportNothingActivatesIsDeleted) {
     Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
     ASSERT_EQ(undo.status, 200) << undo.body;
     EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+}
+
+// Issue 20: a move stopped between its release and its home (the global router gone): the source
+// let the tenant go to us, the global directory still says `@eu`. Once the import is older than
+// twice U's --upstream-timeout, U asks eu, hears it was released here, and activates it; writes
+// through the global router (G → E → U, §11.6's one more time) land on n2.
+TEST_F(HandoffReleasedImport, IsActivatedThoughTheHomeDidNotMove) {
+    const std::string t = tenant("acme");
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    two_regions(t, "", {}, {"--upstream-timeout", "1"});
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    ASSERT_FALSE(HasFatalFailure());
+    Reply imported = export_and_import(t);
+    ASSERT_EQ(imported.status, 201) << imported.body;
+    Reply released =
+        relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/release", R"({"to":"@us"})");
+    ASSERT_EQ(released.status, 200) << released.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+    EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).second == "active"; }, 10000))
+        << row_on(us_->port(), t).second;
+    EXPECT_NE(read_file(dir_.file("us.err")).find("released it here; activated"),
+              std::string::npos)
+        << read_file(dir_.file("us.err"));
+    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+    EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
 }
 
 }  // namespace
