@@ -48,7 +48,7 @@ struct CallRequest {
     // The io_uring client only: its loop polls for the answer (RingClientOptions::poll_us) before
     // it sleeps. False for a far end whose answer cannot come within a poll (another region's
     // router, behind the link between regions): the loop sleeps at once, leaving the CPU to what
-    // the answer waits on (a relay polling 50 µs cost 15–25 µs p50, docs/benchmarks.md).
+    // the answer waits on (issue 20, docs/benchmarks.md).
     bool poll_for_answer = true;
 };
 

@@ -156,8 +156,8 @@ class RelayPoll : public ClusterTest<0> {};
 // The router's directory, written while it is stopped: tenant `far` at home in region us, whose
 // router is the peer, and tenant `near` on node n1, which is the peer too. Started with the
 // longest poll (1000 µs), each relayed request leaves the router asleep at once (under 500 µs
-// runnable, the least of five), and each forwarded to the node polls first (900 µs or more, the
-// least of five).
+// runnable, the least of five), and a request forwarded to the node polls first (900 µs or more,
+// the most of five: any completion on the loop, a timer's, ends a poll early).
 TEST_F(RelayPoll, ARelayToAnotherRegionsRouterDoesNotPollForItsAnswer) {
     HeldPeer peer;
     {
@@ -200,13 +200,13 @@ TEST_F(RelayPoll, ARelayToAnotherRegionsRouterDoesNotPollForItsAnswer) {
         EXPECT_EQ(r.status, 200) << tenant << ": " << r.body;
         return after - before;
     };
-    uint64_t relayed_min = UINT64_MAX, forwarded_min = UINT64_MAX;
+    uint64_t relayed_min = UINT64_MAX, forwarded_max = 0;
     for (int i = 0; i < 5; ++i) {
         relayed_min = std::min(relayed_min, runnable_while_out("far"));
-        forwarded_min = std::min(forwarded_min, runnable_while_out("near"));
+        forwarded_max = std::max(forwarded_max, runnable_while_out("near"));
     }
     EXPECT_LT(relayed_min, 500'000u) << "the relay kept the router's loop awake";
-    EXPECT_GE(forwarded_min, 900'000u) << "the control: a forward's poll was not seen";
+    EXPECT_GE(forwarded_max, 900'000u) << "the control: a forward's poll was not seen";
 }
 
 }  // namespace
