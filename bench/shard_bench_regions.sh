@@ -7,16 +7,19 @@
 #    router (--workers SHARD_BENCH_WORKERS, --upstream-poll-us SHARD_BENCH_UPSTREAM_POLL_US); one
 #    fenec-node us1 recorded on U; HAProxy in TCP mode standing for the link between the regions
 #    both ways (G → U, the address G's `regions` row names; U → G, where U follows the global
-#    directory). The tenant `bench` is created on U with SHARD_BENCH_ROWS rows; its home `@us` is
-#    written into G's directory with `fenec shell` while G is stopped (two-level creates are not
-#    built yet), G started again on its port. Measured per run: p50/p95/p99 of a row-by-id read
-#    (GET /t/bench/c/accounts/<id>) from one keep-alive client straight to the node, to U, to U
-#    through the link's proxy (the proxy's hop alone, the control), and to G (relayed to U over
-#    the link), one request to each in turn, each round starting one place further along
+#    directory). The tenant `bench` is created through U in two levels (G takes its name, home
+#    `@us`; U places it on us1) with SHARD_BENCH_ROWS rows. A second global router Gd, the same
+#    flags, whose `regions` row names U itself (no proxy between): `bench`'s home written into its
+#    directory with `fenec shell` while it is stopped, Gd started again on its port (U follows G,
+#    not Gd). Measured per run: p50/p95/p99 of a row-by-id read (GET /t/bench/c/accounts/<id>)
+#    from one keep-alive client straight to the node, to U, to U through the link's proxy (the
+#    proxy's hop alone, the control), to G (relayed to U over the link) and to Gd (relayed to U
+#    on loopback), one request to each in turn, each round starting one place further along
 #    (bench/latency_client.cc `measure --rotate`); reported: each path's p50, U's added p50 over
 #    the node's, the relay's (G's p50 less U's) split into G's forward (G's p50 less the link
-#    path's) and the proxy's hop (the link path's less U's), REGIONS_BENCH_RUNS runs and the
-#    spread. Seed 002's reference: the relay 32–42 µs p50, a router's 24 and the proxy's.
+#    path's) and the proxy's hop (the link path's less U's), and the relay without the proxy
+#    (Gd's p50 less U's), REGIONS_BENCH_RUNS runs and the spread. Seed 002's reference: the relay
+#    32–42 µs p50, a router's 24 and the proxy's 8–18.
 #    REGIONS_BENCH_CUT_RUNS=0 runs this part alone.
 #
 # 2. A partition. The link's proxy is not running throughout (U's --global names its port, where
@@ -170,54 +173,69 @@ awk -v rows="$rows" 'BEGIN {
     print line "]]}"
 }' >"$tmp/rows.ndjson"
 
-# G on `port`: its directory in `dir`.
-start_global() {  # dir port
-    start_in "$1" global "$shard_bin" --listen "127.0.0.1:$2" --workers "$workers" \
-        --upstream-poll-us "$poll_us" --directory "$1/shard.fenec" --token "$root" \
+# A global router named `name` on `port`: its directory `dir/name.fenec`.
+start_global() {  # dir name port
+    start_in "$1" "$2" "$shard_bin" --listen "127.0.0.1:$3" --workers "$workers" \
+        --upstream-poll-us "$poll_us" --directory "$1/$2.fenec" --token "$root" \
         --replication-token "$replication"
+}
+
+# The global router `name` (pid `pid`, on `port`) given a `regions` row sending us's tenants to
+# `router` (a URL, which must answer), and `bench` at home `@us` in its directory: written while
+# it is stopped (two-level creates are not built yet), then started again on its port.
+home_in_global() {  # dir name port pid router
+    local dir=$1 name=$2 port=$3 pid=$4 router=$5
+    rcurl -X PUT "http://127.0.0.1:$port/_shard/regions/us" -d "{\"routers\":[\"$router\"]}" \
+        >/dev/null
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null || true
+    "$fenec_bin" shell "$dir/$name.fenec" \
+        -c 'insert tenants {name: "bench", node: "@us", state: "active"}' >/dev/null
+    start_global "$dir" "$name" "$port"
 }
 
 # One run of part 1, in this shell; writes the client's lines to $dir/result.
 relay_run() {
-    local run=$1 dir="$tmp/relay-$1" g_port link_port back_port g_pid u_port node_port addr
+    local run=$1 dir="$tmp/relay-$1" g_port gd_port gd_pid link_port back_port u_port
+    local node_port addr
     mkdir -p "$dir/node"
     g_port=$(free_port)
+    gd_port=$(free_port)
     link_port=$(free_port)
     back_port=$(free_port)
     start_in "$dir" node "$node_bin" --listen 127.0.0.1:0 --data-dir "$dir/node" \
         --workers "$workers" --admin-token "$admin"
     node_port=$started_port
-    start_global "$dir" "$g_port"
-    g_pid=$started_pid
+    start_global "$dir" global "$g_port"
     start_us_router "$dir" "$back_port"
     u_port=$started_port
     start_tcp_proxy "$dir" link "$link_port:$u_port" "$back_port:$g_port"
+    # Gd: a second global router whose regions row names U itself, no proxy between (U follows
+    # G, not Gd; Gd only relays).
+    start_global "$dir" global-direct "$gd_port"
+    gd_pid=$started_pid
     log "run $run: us1 on $node_port, U on $u_port, G on $g_port, the link on $link_port" \
-        "(G → U) and $back_port (U → G)"
+        "(G → U) and $back_port (U → G), Gd on $gd_port (Gd → U)"
 
+    rcurl -X PUT "http://127.0.0.1:$g_port/_shard/regions/us" \
+        -d "{\"routers\":[\"http://127.0.0.1:$link_port\"]}" >/dev/null
     rcurl -X PUT "http://127.0.0.1:$u_port/_shard/nodes/us1" \
         -d "{\"addr\":\"127.0.0.1:$node_port\",\"token\":\"$admin\",\"region\":\"us\"}" >/dev/null
     rcurl -X PUT "http://127.0.0.1:$u_port/_shard/tenants/bench" \
         -d "{\"node\":\"us1\",\"schema\":[\"$schema\"]}" >/dev/null
     curl -sS --fail-with-body -X POST -H 'Content-Type: application/x-ndjson' \
         --data-binary @"$tmp/rows.ndjson" "http://127.0.0.1:$u_port/t/bench/batch" >/dev/null
-    rcurl -X PUT "http://127.0.0.1:$g_port/_shard/regions/us" \
-        -d "{\"routers\":[\"http://127.0.0.1:$link_port\"]}" >/dev/null
-    # bench's home in the global directory, written while G is stopped; G again on its port.
-    kill -TERM "$g_pid"
-    wait "$g_pid" 2>/dev/null || true
-    "$fenec_bin" shell "$dir/shard.fenec" \
-        -c 'insert tenants {name: "bench", node: "@us", state: "active"}' >/dev/null
-    start_global "$dir" "$g_port"
+    home_in_global "$dir" global-direct "$gd_port" "$gd_pid" "http://127.0.0.1:$u_port"
 
-    for addr in "$node_port" "$u_port" "$g_port"; do
+    for addr in "$node_port" "$u_port" "$g_port" "$gd_port"; do
         answer=$(curl -sS --fail-with-body "http://127.0.0.1:$addr/t/bench/c/accounts/$rows")
         [[ "$answer" == *"\"aid\":$rows,"* ]] || { log "row by id from $addr: $answer"; exit 1; }
     done
     local load_before
     load_before=$(cut -d' ' -f1 /proc/loadavg)
     "$client" measure --rotate "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
-        node="$node_port" us="$u_port" link="$link_port" relayed="$g_port" >"$dir/result"
+        node="$node_port" us="$u_port" link="$link_port" relayed="$g_port" \
+        direct="$gd_port" >"$dir/result"
     echo "load $load_before/$(cut -d' ' -f1 /proc/loadavg)" >>"$dir/result"
     stop_all 100
 }
@@ -339,16 +357,17 @@ cut_run() {
     echo "routers and nodes --workers $workers, routers --upstream-poll-us $poll_us"
     echo
     echo "1. the relay: GET /t/bench/c/accounts/<id> ($rows rows) straight to us1, to us's router"
-    echo "U, to U through the link's proxy (link), and to the global router G (relayed to U over"
-    echo "the link's proxy), one request to each in turn, rounds rotating; $requests requests per"
-    echo "path after $warmup of warm-up; p50 µs. relay = relayed − U = G.fwd (relayed − link) +"
-    echo "proxy.hop (link − U)"
+    echo "U, to U through the link's proxy (link), to the global router G (relayed to U over the"
+    echo "link's proxy) and to a second global router Gd relaying to U straight (direct), one"
+    echo "request to each in turn, rounds rotating; $requests requests per path after $warmup of"
+    echo "warm-up; p50 µs. relay = relayed − U = G.fwd (relayed − link) + proxy.hop (link − U);"
+    echo "relay.direct = direct − U: the relay on loopback without the link's proxy"
     echo
-    printf "%-3s %7s %7s %7s %8s %9s %9s %7s %9s  %s\n" run node us link relayed "U.added" \
-        relay "G.fwd" "proxy.hop" "load before/after"
+    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s  %s\n" run node us link relayed \
+        direct "U.added" relay "G.fwd" "proxy.hop" "relay.direct" "load before/after"
 } >"$tmp/report"
 cat "$tmp/report"
-relays=() u_added=() node_p50=() g_fwd=() hops=()
+relays=() u_added=() node_p50=() g_fwd=() hops=() directs=()
 for run in $(seq 1 "$runs"); do
     relay_run "$run"
     declare -A r=()
@@ -360,11 +379,13 @@ for run in $(seq 1 "$runs"); do
     rl=$(minus "${r[relayed/p50_us]}" "${r[us/p50_us]}")
     gf=$(minus "${r[relayed/p50_us]}" "${r[link/p50_us]}")
     hop=$(minus "${r[link/p50_us]}" "${r[us/p50_us]}")
+    rd=$(minus "${r[direct/p50_us]}" "${r[us/p50_us]}")
     node_p50+=("${r[node/p50_us]}") u_added+=("$ua") relays+=("$rl") g_fwd+=("$gf") hops+=("$hop")
-    printf "%-3s %7s %7s %7s %8s %9s %9s %7s %9s  %s\n" "$run" "${r[node/p50_us]}" \
-        "${r[us/p50_us]}" "${r[link/p50_us]}" "${r[relayed/p50_us]}" "$ua" "$rl" "$gf" "$hop" \
-        "${r[load]}" | tee -a "$tmp/report"
-    for p in node us link relayed; do
+    directs+=("$rd")
+    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s  %s\n" "$run" "${r[node/p50_us]}" \
+        "${r[us/p50_us]}" "${r[link/p50_us]}" "${r[relayed/p50_us]}" "${r[direct/p50_us]}" \
+        "$ua" "$rl" "$gf" "$hop" "$rd" "${r[load]}" | tee -a "$tmp/report"
+    for p in node us link relayed direct; do
         echo "    run $run $p p50 ${r[$p/p50_us]} p95 ${r[$p/p95_us]} p99 ${r[$p/p99_us]}" \
             "min ${r[$p/min_us]} n ${r[$p/n]}"
     done >>"$tmp/details"
@@ -373,7 +394,8 @@ done
 {
     echo "spread over $runs runs (min–max): node p50 $(spread "${node_p50[@]}"); U added" \
         "$(spread "${u_added[@]}"); the relay (G's p50 less U's) $(spread "${relays[@]}"): G's" \
-        "forward $(spread "${g_fwd[@]}") and the proxy's hop $(spread "${hops[@]}")"
+        "forward $(spread "${g_fwd[@]}") and the proxy's hop $(spread "${hops[@]}"); the relay" \
+        "without the proxy (Gd's p50 less U's) $(spread "${directs[@]}")"
     cat "$tmp/details"
 } | tee -a "$tmp/report"
 ((cut_runs > 0)) || leases=""  # part 1 alone

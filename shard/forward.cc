@@ -491,6 +491,9 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
     up.resend_after_sent = h.method == http::Method::get || h.method == http::Method::head ||
                            h.method == http::Method::options ||
                            h.header("Idempotency-Key").has_value();
+    // Another region's router is across the link between regions: its answer is never back
+    // within --upstream-poll-us, and polling for it only takes a CPU from what it waits on.
+    up.poll_for_answer = false;
     http::OutRequest out{.method = h.method_text, .target = h.target, .host = up.addr};
     out.headers.reserve(h.headers.size() + 2);
     for (const http::Header& field : h.headers) {

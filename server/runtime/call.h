@@ -45,6 +45,11 @@ struct CallRequest {
     // one call and the next; queued, a turn's requests all go out in the one io_uring_enter that
     // then waits. A lone call is faster inline (one loop turn less), hence the default.
     bool queue_send = false;
+    // The io_uring client only: its loop polls for the answer (RingClientOptions::poll_us) before
+    // it sleeps. False for a far end whose answer cannot come within a poll (another region's
+    // router, behind the link between regions): the loop sleeps at once, leaving the CPU to what
+    // the answer waits on (issue 20, docs/benchmarks.md).
+    bool poll_for_answer = true;
 };
 
 // An answer's head and, unless `stream`, its whole body.

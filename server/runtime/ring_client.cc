@@ -383,7 +383,7 @@ void Call::recv_more() {
     // fail with EAGAIN. And with a poll_us the loop polls for it before it sleeps: from a peer
     // nearby it comes within microseconds, and is then taken without a thread woken.
     const bool awaited = phase_ == CallPhase::awaiting_head && in_.empty();
-    if (awaited) slot_.loop->poll_next_turn(client_.options().poll_us);
+    if (awaited && req_.poll_for_answer) slot_.loop->poll_next_turn(client_.options().poll_us);
     slot_.loop->recv(op_, fd_, buf_.get(), ring_recv_bytes, awaited);
 }
 

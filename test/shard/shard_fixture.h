@@ -60,6 +60,7 @@ public:
     RouterProcess& operator=(const RouterProcess&) = delete;
 
     uint16_t port() const { return port_; }
+    pid_t pid() const { return pid_; }  // -1 once it was waited for
     // Sends `sig` (SIGSTOP: the router frozen, as a machine lost; SIGCONT: back); a SIGSTOP
     // returns once the router has stopped (child.h).
     void signal(int sig) { ASSERT_TRUE(signal_child(pid_, sig)) << "signal " << sig; }

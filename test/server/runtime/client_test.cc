@@ -7,7 +7,8 @@
 // bound (lookup with a resolver that never answers, connect, send, answer, the whole call's
 // deadline) fails in that phase and says whether the request was sent whole; a stream without a
 // length is read as it comes, each read bounded, and cancelled from another thread; the io_uring
-// client's call state, readable from another thread while it runs.
+// client's call state, readable from another thread while it runs; a call not polling for its
+// answer leaves its loop asleep while it waits.
 #include "server/runtime/client.h"
 
 #include <arpa/inet.h>
@@ -19,14 +20,17 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "server/runtime/cancel.h"
+#include "server/runtime/loop.h"
 #include "server/runtime/pool.h"
 #include "server/runtime/ring_client.h"
 
@@ -679,6 +683,99 @@ TEST(RingClient, ASlowLookupHoldsUpNoOtherCallOnItsLoop) {
     waiting->cancel();
     EXPECT_TRUE(eventually([&] { return waiting->state() == CallPhase::done; }));
     let(&Gate::open);
+    client->stop();
+}
+
+// Nanoseconds thread `tid` of this process has been runnable: on a CPU or waiting for one
+// (/proc's schedstat, its first two fields). A thread polling is runnable throughout however
+// loaded the machine is (it yields, it does not sleep); one asleep is not.
+uint64_t runnable_ns_of(pid_t tid) {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+    uint64_t on_cpu_ns = 0, waiting_ns = 0;
+    in >> on_cpu_ns >> waiting_ns;
+    return on_cpu_ns + waiting_ns;
+}
+
+// Thread `tid`'s state as /proc says it: 'R' running (or runnable), 'S' asleep, ...
+char state_of(pid_t tid) {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t end = stat.rfind(')');  // after `(comm)`, which may hold spaces
+    return end == std::string::npos || end + 2 >= stat.size() ? '?' : stat[end + 2];
+}
+
+// A call that does not poll for its answer (CallRequest::poll_for_answer false: another region's
+// router, shard/forward.cc) lets its loop sleep at once while it waits; one that polls spins for
+// the client's poll_us first. The peer holds each answer until the loop is seen asleep with the
+// call awaiting it, and the time the loop thread was runnable from the call's start to then is
+// compared: at 1000 µs of poll, the least of five calls not polling stays under 400 µs, and the
+// most of five polling (the control: the measure sees a spin; any completion on the loop, its
+// tick's, ends a poll early) reaches 900 µs.
+TEST(RingClient, ACallNotPollingForItsAnswerLetsItsLoopSleep) {
+    struct Hold {
+        std::mutex mu;
+        std::condition_variable cv;
+        int released = 0;  // answers the peer may send
+    };
+    auto hold = std::make_shared<Hold>();
+    Peer peer([hold](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string body;
+        for (int n = 0; p.read_request(fd, head, body); ++n) {
+            std::unique_lock lock(hold->mu);
+            if (!hold->cv.wait_for(lock, 10s, [&] { return hold->released > n; })) return;
+            lock.unlock();
+            if (!write_all(fd, answer_bytes(200, "ok"))) return;
+        }
+    });
+    RingClientOptions o;
+    o.loops = 1;
+    o.poll_us = busy_poll_us_max;
+    o.pool = std::make_shared<ConnectionPool>(ConnectionPool::Options{30'000, 8, nullptr});
+    std::string error;
+    auto client = RingClient::create(o, error);
+    ASSERT_TRUE(client) << error;
+    struct Sink final : CallSink {
+        std::promise<pid_t> done;
+        void on_answer(Answer) override { done.set_value(::gettid()); }
+        void on_failure(CallError) override { done.set_value(0); }
+        bool on_data(std::string) override { return false; }
+        void on_end() override {}
+    };
+    pid_t loop_tid = 0;
+    // One call: its loop's runnable time from its start until it sleeps awaiting the answer.
+    auto spun_ns = [&](bool poll) -> uint64_t {
+        CallRequest r = plain_get(peer.addr());
+        r.poll_for_answer = poll;
+        auto sink = std::make_shared<Sink>();
+        auto answered = sink->done.get_future();
+        const uint64_t before = loop_tid ? runnable_ns_of(loop_tid) : 0;
+        auto call = client->start(r, sink);
+        uint64_t after = 0;
+        if (loop_tid) {
+            EXPECT_TRUE(eventually([&] {
+                return call->state() == CallPhase::awaiting_head && state_of(loop_tid) == 'S';
+            }));
+            after = runnable_ns_of(loop_tid);
+        }
+        {
+            std::lock_guard lock(hold->mu);
+            ++hold->released;
+        }
+        hold->cv.notify_all();
+        loop_tid = answered.get();
+        EXPECT_NE(loop_tid, 0) << "the call failed";
+        return after - before;
+    };
+    spun_ns(false);  // the loop's thread learnt, the connection pooled
+    ASSERT_NE(loop_tid, 0);
+    uint64_t not_polling_min = UINT64_MAX, polling_max = 0;
+    for (int i = 0; i < 5; ++i) {
+        not_polling_min = std::min(not_polling_min, spun_ns(false));
+        polling_max = std::max(polling_max, spun_ns(true));
+    }
+    EXPECT_LT(not_polling_min, 400'000u) << "a call not polling kept its loop awake";
+    EXPECT_GE(polling_max, 900'000u) << "the control: a polling call's spin was not seen";
     client->stop();
 }
 
