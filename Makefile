@@ -32,6 +32,7 @@ OPT_FLAGS ?= -O2 -g -DNDEBUG
 # Options the Makefile states on every configure, so a build folder always reflects the last
 # command that configured it (CMake caches -D values). CMAKE_ARGS comes last and wins.
 CMAKE_DEFAULTS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFENEC_WERROR=OFF -DFENEC_UNITY=OFF -DFENEC_TEST_OPT= \
+    -DFENEC_MIMALLOC=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='$(OPT_FLAGS)'
 
 FORMAT_DIRS := $(wildcard engine index ql server shard tools test bench fuzz)
