@@ -276,7 +276,8 @@ Response Step::import_image() {
     const http::RequestHead& h = request_.head;
     for (std::string_view name : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
         if (!h.header(name) || h.header(name)->empty()) {
-            return Router::error(400, "an import needs the image's `" + std::string(name) + "` header");
+            return Router::error(400,
+                                 "an import needs the image's `" + std::string(name) + "` header");
         }
     }
     if (request_.body.empty()) return Router::error(400, "an import needs the image as its body");
@@ -313,10 +314,10 @@ Response Step::import_image() {
             return r;
         }
     }
-    if (auto refused = install_image(router_, *node, tenant_, a_.request_id,
-                                     {*h.header("Fenec-Image-Digest"), *h.header("Fenec-Seq"),
-                                      *h.header("Fenec-Lineage")},
-                                     request_.body)) {
+    if (auto refused = install_image(
+            router_, *node, tenant_, a_.request_id,
+            {*h.header("Fenec-Image-Digest"), *h.header("Fenec-Seq"), *h.header("Fenec-Lineage")},
+            request_.body)) {
         return *refused;
     }
     const std::string seq(*h.header("Fenec-Seq"));
@@ -630,11 +631,10 @@ void Handoffs::settle_import(const std::string& tenant) {
         }
         const std::string source(*home);
         const Relayed r = router_.relays().relay(
-            RelayTo{source, routers->second},
-            {.method = "GET",
-             .target = "/_shard/tenants/" + tenant,
-             .client = peer_host(router_.options().listen),
-             .request_id = router_.new_request_id(std::nullopt)});
+            RelayTo{source, routers->second}, {.method = "GET",
+                                               .target = "/_shard/tenants/" + tenant,
+                                               .client = peer_host(router_.options().listen),
+                                               .request_id = router_.new_request_id(std::nullopt)});
         simdjson::dom::parser parser;
         simdjson::dom::element doc;
         std::string_view node;
@@ -659,9 +659,9 @@ void Handoffs::settle_import(const std::string& tenant) {
     }
     const Response d = remove_import(router_, tenant, router_.new_request_id(std::nullopt));
     log_line("the import of `" + tenant + "` was never activated and " + why +
-             (d.status == 204 ? ": deleted"
-                              : ": not deleted (" + std::to_string(d.status) + " " +
-                                    node_error(d.body) + ")"));
+             (d.status == 204
+                  ? ": deleted"
+                  : ": not deleted (" + std::to_string(d.status) + " " + node_error(d.body) + ")"));
 }
 
 // The timer: an export still `exported` at its deadline lapses; imports are settled each period.
@@ -725,8 +725,7 @@ void Handoffs::lapse(const std::string& tenant, const Entry& e) {
               << (st.is_ok() ? "; active again" : "; the directory: " + st.to_string()) << "\n";
 }
 
-std::optional<std::string> importing_refusal(const DirectoryMaps& maps,
-                                             const std::string& tenant) {
+std::optional<std::string> importing_refusal(const DirectoryMaps& maps, const std::string& tenant) {
     auto t = maps.tenants.find(tenant);
     if (t == maps.tenants.end() || t->second.state != importing_state) return std::nullopt;
     std::string body;
@@ -794,10 +793,10 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
     server::CallResult frozen = admin("POST", path + "/freeze");
     if (!frozen.answer || frozen.answer->status != 200) {
         return MoveFailure{frozen.answer ? node_status(frozen.answer->status) : 502, "freeze",
-                           frozen.answer ? who(node) + " answered " +
-                                               std::to_string(frozen.answer->status) +
-                                               " to the freeze: " + node_error(frozen.answer->body)
-                                         : frozen.error.message};
+                           frozen.answer
+                               ? who(node) + " answered " + std::to_string(frozen.answer->status) +
+                                     " to the freeze: " + node_error(frozen.answer->body)
+                               : frozen.error.message};
     }
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
@@ -808,10 +807,10 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
     server::CallResult image = admin("GET", path + "/file");
     if (!image.answer || image.answer->status != 200) {
         return MoveFailure{image.answer ? node_status(image.answer->status) : 502, "image",
-                           image.answer ? who(node) + " answered " +
-                                              std::to_string(image.answer->status) +
-                                              " to the image: " + node_error(image.answer->body)
-                                        : image.error.message};
+                           image.answer
+                               ? who(node) + " answered " + std::to_string(image.answer->status) +
+                                     " to the image: " + node_error(image.answer->body)
+                               : image.error.message};
     }
     if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
         return MoveFailure{500, "image", "the test hook failed the export"};
@@ -841,9 +840,9 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
 }
 
 // The node's part of an import (shard/handoff.h).
-std::optional<Response> install_image(Router& router, const NodeRow& node, const std::string& tenant,
-                                      const std::string& request_id, const ImageHeaders& image,
-                                      std::string_view body) {
+std::optional<Response> install_image(Router& router, const NodeRow& node,
+                                      const std::string& tenant, const std::string& request_id,
+                                      const ImageHeaders& image, std::string_view body) {
     const std::string file = path_of(tenant) + "/file";  // OutRequest holds views
     http::OutRequest put{.method = "PUT", .target = file};
     put.headers.push_back({"Fenec-Image-Digest", image.digest});

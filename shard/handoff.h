@@ -72,8 +72,7 @@ namespace fenec::shard {
 // and --max-body-mib: the answer holds the image and its Fenec-Seq, -History, -Lineage,
 // -Image-Digest and Fenec-Node headers. A failure names its step ("freeze", "image") and leaves
 // the tenant frozen: the caller thaws it.
-std::variant<http::Response, MoveFailure> freeze_and_take_image(Router& router,
-                                                                const NodeRow& node,
+std::variant<http::Response, MoveFailure> freeze_and_take_image(Router& router, const NodeRow& node,
                                                                 const std::string& tenant,
                                                                 const std::string& request_id);
 

@@ -243,18 +243,17 @@ std::optional<Response> RegionMove::run() {
     }
     if (!to_own) {
         // A region whose nodes this directory keeps: this side is ours.
-        const bool kept = !to_.empty() && std::any_of(maps->nodes.begin(), maps->nodes.end(),
-                                                      [&](const auto& n) {
-                                                          return n.second.region == to_;
-                                                      });
+        const bool kept =
+            !to_.empty() && std::any_of(maps->nodes.begin(), maps->nodes.end(),
+                                        [&](const auto& n) { return n.second.region == to_; });
         if (!kept) return Router::error(404, "no region `" + to_ + "`");
         to_here_ = true;
         if (!node_.empty()) {
             auto n = maps->nodes.find(node_);
             if (n == maps->nodes.end()) return Router::error(404, "no node `" + node_ + "`");
             if (n->second.region != to_) {
-                return Router::error(409, "node `" + node_ + "` is in region `" +
-                                              n->second.region + "`, not `" + to_ + "`");
+                return Router::error(409, "node `" + node_ + "` is in region `" + n->second.region +
+                                              "`, not `" + to_ + "`");
             }
             if (maps->is_standby(node_)) {
                 return Router::error(409, "node `" + node_ + "` is a standby in a pair");
@@ -323,8 +322,8 @@ std::optional<Response> RegionMove::run() {
             undo(from_, "POST", "undo-release");
             undo(to_, "DELETE", "import");
             count("failed");
-            return Router::error(500, "the global directory could not move the home of `" + tenant_ +
-                                          "`: " + st.to_string());
+            return Router::error(500, "the global directory could not move the home of `" +
+                                          tenant_ + "`: " + st.to_string());
         }
     }
     // Step 5 (issue 20): the target's copy leased only now, with the source released and the
@@ -358,8 +357,8 @@ bool RegionMove::activate() {
         why = r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why;
     }
     std::cerr << "fenec-shard: move of `" << tenant_ << "` to region `" << to_
-              << "`: its home moved, but the activation was not taken (" << why
-              << "); region `" << to_ << "`'s router activates it itself\n";
+              << "`: its home moved, but the activation was not taken (" << why << "); region `"
+              << to_ << "`'s router activates it itself\n";
     return false;
 }
 
@@ -490,8 +489,8 @@ std::optional<Response> RegionMove::transfer_from_here() {
     moving.state = "moving";
     moving.moving_to = "@" + to_;
     if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
-        return Router::error(500,
-                             "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
+        return Router::error(
+            500, "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
     }
     auto taken = freeze_and_take_image(router_, node, tenant_, a_.request_id);
     if (const MoveFailure* f = std::get_if<MoveFailure>(&taken)) {

@@ -99,8 +99,9 @@ TEST(LeaseCheck, ALeaseBegunJustAfterAPollStillCoversItsWrites) {
 TEST(LeaseCheck, APollSlowToAnswerDoesNotHideALeaseBegunAfterItsView) {
     LeaseLedger l;
     l.lease(report("n1", 0, 0, {}));
-    l.lease({"n1", 20 * ms, 56 * ms, 0, {}, std::nullopt});  // asked at 20 ms, its view then, answered at 56
-    l.write(acked("n1", 1, "w1", 47));          // granted at 40 ms, written at 46 to 47
+    l.lease({"n1", 20 * ms, 56 * ms, 0, {}, std::nullopt});  // asked at 20 ms, its view then,
+                                                             // answered at 56
+    l.write(acked("n1", 1, "w1", 47));  // granted at 40 ms, written at 46 to 47
     l.lease(report("n1", 80, 960, {"acme"}));
     const auto v = l.check({{"acme", {{"w1", 1}}}});
     EXPECT_TRUE(v.empty()) << v.front();

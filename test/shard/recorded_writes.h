@@ -147,10 +147,11 @@ class RecordedWrites {
             auto& held = rows[tenant];
             for (size_t from = 0;; from += page) {
                 Client c(port);
-                auto got = c.request("GET",
-                                     "/t/" + tenant + "/c/notes?order=_id&limit=" +
-                                         std::to_string(page) + "&offset=" + std::to_string(from),
-                                     {}, bearer(kData));
+                auto got =
+                    c.request("GET",
+                              "/t/" + tenant + "/c/notes?order=_id&limit=" + std::to_string(page) +
+                                  "&offset=" + std::to_string(from),
+                              {}, bearer(kData));
                 Json j(got ? got->body : "");
                 simdjson::dom::array list;
                 if (!got || got->status != 200 || !j.ok || j.doc.get_array().get(list)) {

@@ -108,8 +108,7 @@ class RegionsLeased : public LeasedClusterTest<2> {
     // the move before it is asked; the move's answer. The writer writes until `after` more writes
     // were acknowledged after the move's answer, or for 10 s. `through`: the move is to go
     // through, so the first 201 after a 503 once it was asked, and each after it, is n2's.
-    Reply move_under_writer(RecordedWrites& rec, const std::string& t, size_t after,
-                            bool through) {
+    Reply move_under_writer(RecordedWrites& rec, const std::string& t, size_t after, bool through) {
         const uint16_t port = router_->port();
         std::atomic<bool> stop{false}, asked{false};
         std::atomic<size_t> acked{0};
@@ -122,8 +121,7 @@ class RegionsLeased : public LeasedClusterTest<2> {
                 for (int attempt = 0; attempt < 1000 && !stop; ++attempt) {
                     const bool moving = asked.load();
                     const bool on_n2 = through && moving && refused_since_asked;
-                    Reply got = rec.write(t, on_n2 ? "n2" : "n1",
-                                          [&](const std::string& body) {
+                    Reply got = rec.write(t, on_n2 ? "n2" : "n1", [&](const std::string& body) {
                         auto a = c->request("POST", "/t/" + t + "/c/notes", body,
                                             {{"Authorization", "Bearer " + kData},
                                              {"Content-Type", "application/json"},
@@ -153,8 +151,8 @@ class RegionsLeased : public LeasedClusterTest<2> {
         asked = true;
         Client mover(port);
         Reply moved = mover
-                          .request("POST", "/_shard/tenants/" + t + "/move",
-                                   R"({"region":"us"})", bearer(kRoot))
+                          .request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})",
+                                   bearer(kRoot))
                           .value_or(Reply{});
         const size_t at_answer = acked.load();
         EXPECT_TRUE(eventually([&] { return acked.load() >= at_answer + after; }, 10000));
@@ -193,23 +191,25 @@ TEST_F(RegionsLeased, CreatesDeletesAndMarkedWritesAcrossLevelsAreLeaseSafe) {
     const std::vector<uint16_t> routers = {router_->port(), eu_->port(), us_->port()};
     // U grants n2 the new tenants within its next round: written once it has.
     for (const std::string& t : {b, c}) {
-        ASSERT_TRUE(eventually([&] { return rec.write_at(us_->port(), t, "n2").status == 201; },
-                               8000));
+        ASSERT_TRUE(
+            eventually([&] { return rec.write_at(us_->port(), t, "n2").status == 201; }, 8000));
     }
     int marked = 0;
     for (int round = 0; round < 5; ++round) {
         for (uint16_t port : routers) {
-            for (const auto& [t, n] : {std::pair{a, "n1"}, std::pair{b, "n2"}, std::pair{c, "n2"}}) {
+            for (const auto& [t, n] :
+                 {std::pair{a, "n1"}, std::pair{b, "n2"}, std::pair{c, "n2"}}) {
                 Reply r = rec.write(t, n, [&, t = t](const std::string& body) {
                     Client cl(port);
                     const std::string target = "/t/" + t + "/c/notes";
                     auto h = bearer(kData);
                     h.push_back({"X-Request-Id", "rl-" + std::to_string(++marked)});
                     // Forged, and a valid one lifted from another request: both stripped.
-                    h.push_back({"Fenec-Relay", marked % 2 ? "10.1.2.3 AAAAAAAAAAAAAAAAAAAAAA"
-                                                           : "10.1.2.3 " + server::relay_mark(
-                                                                 kRoot, "10.1.2.3", "another-id",
-                                                                 "POST", target)});
+                    h.push_back({"Fenec-Relay",
+                                 marked % 2 ? "10.1.2.3 AAAAAAAAAAAAAAAAAAAAAA"
+                                            : "10.1.2.3 " + server::relay_mark(kRoot, "10.1.2.3",
+                                                                               "another-id", "POST",
+                                                                               target)});
                     return cl.request("POST", target, body, h).value_or(Reply{});
                 });
                 EXPECT_EQ(r.status, 201) << t << " through " << port << ": " << r.body;
@@ -222,9 +222,9 @@ TEST_F(RegionsLeased, CreatesDeletesAndMarkedWritesAcrossLevelsAreLeaseSafe) {
     EXPECT_GE(rec.writes(), 45u);
 
     // Deleted through another router than made each: gone from its node.
-    for (const auto& [port, t, i] : {std::tuple{eu_->port(), b, kN2},
-                                     std::tuple{us_->port(), a, kN1},
-                                     std::tuple{router_->port(), c, kN2}}) {
+    for (const auto& [port, t, i] :
+         {std::tuple{eu_->port(), b, kN2}, std::tuple{us_->port(), a, kN1},
+          std::tuple{router_->port(), c, kN2}}) {
         Client cl(port);
         Reply d = cl.request("DELETE", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{});
         EXPECT_EQ(d.status, 204) << t << ": " << d.body;
@@ -286,12 +286,11 @@ class RegionsLeasedHere : public RegionsLeased {
         ASSERT_TRUE(us_);
         ASSERT_EQ(register_node(router_->port(), kN1, "n1", "eu").status, 201);
         ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
-        Reply r = shard("PUT", "/_shard/regions/us",
-                        "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
+        Reply r =
+            shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
         ASSERT_EQ(r.status, 201) << r.body;
-        Reply made = shard(
-            "PUT", "/_shard/tenants/" + t,
-            R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+        Reply made = shard("PUT", "/_shard/tenants/" + t,
+                           R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
         ASSERT_EQ(made.status, 201) << made.body;
         ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
     }
@@ -322,14 +321,16 @@ TEST_F(RegionsLeasedHere, AMoveOutOfARegionTheGlobalRouterKeepsAndBackIsLeaseSaf
             const std::string key = "back-" + std::to_string(i);
             while (!stop) {
                 const bool moving = asked.load();
-                Reply got = rec.write(t, moving && refused ? "n1" : "n2", [&](const std::string& b) {
-                    Client c(port);
-                    return c.request("POST", "/t/" + t + "/c/notes", b,
+                Reply got =
+                    rec.write(t, moving && refused ? "n1" : "n2", [&](const std::string& b) {
+                        Client c(port);
+                        return c
+                            .request("POST", "/t/" + t + "/c/notes", b,
                                      {{"Authorization", "Bearer " + kData},
                                       {"Content-Type", "application/json"},
                                       {"Idempotency-Key", key}})
-                        .value_or(Reply{});
-                });
+                            .value_or(Reply{});
+                    });
                 if (got.status == 201) {
                     ++acked;
                     break;

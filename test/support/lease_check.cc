@@ -116,8 +116,8 @@ std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
                     if (!r) return std::string("; no report ") + which;
                     return std::string("; the report ") + which + " asked at " +
                            ms_text(r->asked_ns) + ", answered at " + ms_text(r->answered_ns) +
-                           ", " + std::to_string(r->left_ms) +
-                           " ms left" + (names(*r, w.tenant) ? "" : ", not naming it");
+                           ", " + std::to_string(r->left_ms) + " ms left" +
+                           (names(*r, w.tenant) ? "" : ", not naming it");
                 };
                 around = said("before", before) + said("after", after);
             }

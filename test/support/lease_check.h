@@ -21,8 +21,9 @@
 //
 // The bounds are taken so that polling cannot fake a violation: a lease reported at a poll may
 // have begun right after the poll before it was asked (that poll's view was taken at some moment
-// before its answer), and ends no later than the poll's answer plus the time left it named. A lease shorter than the polling interval could hide from check 1; the
-// leases tested here are hundreds of times longer than the polls.
+// before its answer), and ends no later than the poll's answer plus the time left it named. A lease
+// shorter than the polling interval could hide from check 1; the leases tested here are hundreds of
+// times longer than the polls.
 //
 // Times are one monotonic clock of the recording process (CLOCK_MONOTONIC), in nanoseconds.
 // `LeaseLedger` is thread-safe: writers and pollers record from their own threads.
