@@ -337,20 +337,7 @@ Response Step::import_image() {
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
     Response r;
     r.status = 201;
-    json::Writer w(r.body);
-    w.begin_object();
-    w.key("tenant");
-    w.string(tenant_);
-    w.key("node");
-    w.string(node->name);
-    w.key("region");
-    w.string(node->region);
-    w.key("seq");
-    w.string(seq);
-    w.key("state");
-    w.string(importing_state);
-    write_copy(w, copy);
-    w.end_object();
+    r.body = import_answer(tenant_, *node, seq, copy);
     return r;
 }
 
@@ -779,6 +766,27 @@ Response activate_import(Router& router, const std::string& tenant) {
     return ok_json({{"tenant", tenant}, {"node", row.node}, {"state", row.state}});
 }
 
+// An import's answer (shard/handoff.h).
+std::string import_answer(const std::string& tenant, const NodeRow& node, std::string_view seq,
+                          const CopyOutcome& copy) {
+    std::string out;
+    json::Writer w(out);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant);
+    w.key("node");
+    w.string(node.name);
+    w.key("region");
+    w.string(node.region);
+    w.key("seq");
+    w.string(seq);
+    w.key("state");
+    w.string(importing_state);
+    write_copy(w, copy);
+    w.end_object();
+    return out;
+}
+
 // The node's part of an export (shard/handoff.h).
 std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const NodeRow& node,
                                                           const std::string& tenant,
@@ -789,15 +797,16 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
                                               .request_id = request_id,
                                               .resendable = true});
     };
+    // A call not answered 200: the move's failure at `step`.
+    auto refused = [&](const server::CallResult& c, const char* step) {
+        return MoveFailure{c.answer ? node_status(c.answer->status) : 502, step,
+                           c.answer ? who(node) + " answered " + std::to_string(c.answer->status) +
+                                          " to the " + step + ": " + node_error(c.answer->body)
+                                    : c.error.message};
+    };
     const std::string path = path_of(tenant);
     server::CallResult frozen = admin("POST", path + "/freeze");
-    if (!frozen.answer || frozen.answer->status != 200) {
-        return MoveFailure{frozen.answer ? node_status(frozen.answer->status) : 502, "freeze",
-                           frozen.answer
-                               ? who(node) + " answered " + std::to_string(frozen.answer->status) +
-                                     " to the freeze: " + node_error(frozen.answer->body)
-                               : frozen.error.message};
-    }
+    if (!frozen.answer || frozen.answer->status != 200) return refused(frozen, "freeze");
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     uint64_t seq = 0;
@@ -805,13 +814,7 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
         return MoveFailure{502, "freeze", who(node) + " answered without its seq"};
     }
     server::CallResult image = admin("GET", path + "/file");
-    if (!image.answer || image.answer->status != 200) {
-        return MoveFailure{image.answer ? node_status(image.answer->status) : 502, "image",
-                           image.answer
-                               ? who(node) + " answered " + std::to_string(image.answer->status) +
-                                     " to the image: " + node_error(image.answer->body)
-                               : image.error.message};
-    }
+    if (!image.answer || image.answer->status != 200) return refused(image, "image");
     if (test_hooks::fail_handoff_step("export")) {  // as if the image had failed, frozen
         return MoveFailure{500, "image", "the test hook failed the export"};
     }

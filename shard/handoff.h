@@ -60,6 +60,7 @@
 
 #include "server/runtime/http.h"
 #include "server/runtime/http_server.h"
+#include "shard/copies.h"
 #include "shard/directory.h"
 #include "shard/move_image.h"
 #include "shard/router.h"
@@ -95,6 +96,11 @@ std::optional<http::Response> install_image(Router& router, const NodeRow& node,
 // A region's router's `activate`, and the global router's home statement for a tenant moved into
 // a region it keeps itself.
 http::Response activate_import(Router& router, const std::string& tenant);
+
+// An import's 201 body, from a region's router or the global router alike: `{"tenant","node",
+// "region","seq","state":"importing"}` and the replica's fields (write_copy).
+std::string import_answer(const std::string& tenant, const NodeRow& node, std::string_view seq,
+                          const CopyOutcome& copy);
 
 // The steps' names, the last segment of `/_shard/handoff/<t>/<step>`.
 enum class HandoffStep : uint8_t {

@@ -86,6 +86,9 @@ class RegionMove {
     // Step 2 into a region the global directory keeps itself: the image installed on one of its
     // nodes, the row `importing` (synced) in place of `@<from>`, its replica made.
     std::optional<Response> import_here(const ImageHeaders& image, std::string_view body);
+    // The target router `url`'s answer to the import: taken (nullopt, `imported_` its body), or
+    // refused, the export undone.
+    std::optional<Response> import_answered(const std::string& url, int status, std::string body);
     // The other steps, for a side the global directory keeps itself, answered as its region's
     // router would answer them.
     RegionAnswer here(std::string_view method, const std::string& step);
@@ -467,13 +470,7 @@ std::optional<Response> RegionMove::transfer() {
             undo(from_, "POST", "undo-export");
             return out_of_reach(to_, "import", url + " is a standby");
         }
-        if (got.status != 201) {
-            undo(from_, "POST", "undo-export");
-            return refused_by(to_, "import", {true, got.status, body, ""});
-        }
-        router_.relays().answered(to_, url);
-        imported_ = std::move(body);
-        return std::nullopt;
+        return import_answered(url, got.status, std::move(body));
     }
     undo(from_, "POST", "undo-export");
     return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
@@ -536,13 +533,7 @@ std::optional<Response> RegionMove::transfer_from_here() {
             why += (why.empty() ? "" : "; ") + url + " is a standby";
             continue;  // the image is still here: the next router is sent it
         }
-        if (got.status != 201) {
-            undo(from_, "POST", "undo-export");
-            return refused_by(to_, "import", {true, got.status, body, ""});
-        }
-        router_.relays().answered(to_, url);
-        imported_ = std::move(body);
-        return std::nullopt;
+        return import_answered(url, got.status, std::move(body));
     }
     undo(from_, "POST", "undo-export");
     return out_of_reach(to_, "import", to_routers_.empty() ? "no router" : why);
@@ -588,21 +579,18 @@ std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::
     imported_on_ = node->name;
     test_hooks::stall_after_move_step("imported");  // recorded, not yet the home
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
-    imported_.clear();
-    json::Writer w(imported_);
-    w.begin_object();
-    w.key("tenant");
-    w.string(tenant_);
-    w.key("node");
-    w.string(node->name);
-    w.key("region");
-    w.string(to_);
-    w.key("seq");
-    w.string(image.seq);
-    w.key("state");
-    w.string(row.state);
-    write_copy(w, copy);
-    w.end_object();
+    imported_ = import_answer(tenant_, *node, image.seq, copy);
+    return std::nullopt;
+}
+
+std::optional<Response> RegionMove::import_answered(const std::string& url, int status,
+                                                    std::string body) {
+    if (status != 201) {
+        undo(from_, "POST", "undo-export");
+        return refused_by(to_, "import", {true, status, body, ""});
+    }
+    router_.relays().answered(to_, url);
+    imported_ = std::move(body);
     return std::nullopt;
 }
 
