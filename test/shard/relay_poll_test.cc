@@ -177,6 +177,11 @@ TEST_F(RelayPoll, ARelayToAnotherRegionsRouterDoesNotPollForItsAnswer) {
         ASSERT_TRUE((*d)->put_tenant(far).is_ok());
         ASSERT_TRUE((*d)->put_region("us", {"http://" + peer.addr()}).is_ok());
     }
+#if defined(__SANITIZE_ADDRESS__)
+    // ASan slows a request's own work past half a millisecond (581 µs in one CI run), and the
+    // longest poll a router takes is 1 ms: the two cannot be told apart there.
+    GTEST_SKIP() << "a 1 ms poll is not told from a request's work under ASan";
+#endif
     start_router({"--upstream-poll-us", "1000"});
     const pid_t pid = router_->pid();
     ASSERT_GT(pid, 0);
