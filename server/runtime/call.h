@@ -6,6 +6,7 @@
 // The rules (router.md §5.4–§5.5 in our words):
 // - A pooled connection is looked at before a request goes out on it (ConnectionPool::take):
 //   idle past a bound, or a non-blocking peek that reads end-of-file or any byte, and it is let go.
+//   A `resend_after_sent` request skips the peek on one put back within the pool's trusted_ms.
 // - At most one resend per request, always on a fresh connection (resend_reason): a request not
 //   wholly sent (or whose connect was refused) goes again whatever it is; one sent whole whose
 //   connection ended before any answer byte goes again only when `resend_after_sent` (GET, HEAD,

@@ -413,7 +413,8 @@ std::unique_ptr<Connection> BlockingClient::attempt(const CallRequest& request, 
                                                     Connection::Trouble& trouble) {
     std::unique_ptr<Connection> conn;
     if (!fresh && options_.pool) {
-        const int fd = options_.pool->take(request.addr, request.peer, steady_ms(Clock::now()));
+        const int fd = options_.pool->take(request.addr, request.peer, steady_ms(Clock::now()),
+                                           request.resend_after_sent);
         if (fd >= 0) conn.reset(new Connection(fd, request, until, began));
     }
     if (!conn) conn = dial(request, until, began, trouble);

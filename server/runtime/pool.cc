@@ -26,7 +26,8 @@ bool ConnectionPool::still_open(int fd) {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-int ConnectionPool::take(const std::string& addr, const std::string& peer, uint64_t now_ms) {
+int ConnectionPool::take(const std::string& addr, const std::string& peer, uint64_t now_ms,
+                         bool resendable) {
     std::lock_guard lock(mu_);
     auto it = idle_.find(addr);
     if (it == idle_.end()) return -1;
@@ -35,7 +36,11 @@ int ConnectionPool::take(const std::string& addr, const std::string& peer, uint6
         Idle i = e.list.back();
         e.list.pop_back();
         counted(e, peer, -1);
-        if (now_ms - i.since_ms <= options_.idle_ms && still_open(i.fd)) return i.fd;
+        const uint64_t idle_ms = now_ms - i.since_ms;
+        if (idle_ms <= options_.idle_ms &&
+            ((resendable && idle_ms < options_.trusted_ms) || still_open(i.fd))) {
+            return i.fd;
+        }
         ::close(i.fd);
     }
     return -1;

@@ -302,7 +302,7 @@ void Call::attempt(bool fresh) {
     sent_ = 0;
     timed_out_ = false;
     if (!fresh && client_.pool()) {
-        fd_ = client_.pool()->take(req_.addr, req_.peer, now());
+        fd_ = client_.pool()->take(req_.addr, req_.peer, now(), req_.resend_after_sent);
         if (fd_ >= 0) {
             sent_at_ms_ = now();
             return send_more();

@@ -256,8 +256,9 @@ enum class Way { blocking, ring };
 
 class ClientRules : public ::testing::TestWithParam<Way> {
   protected:
-    std::unique_ptr<Caller> caller(uint64_t idle_ms = 30'000) {
-        pool_ = std::make_shared<ConnectionPool>(ConnectionPool::Options{idle_ms, 8, &observed_});
+    std::unique_ptr<Caller> caller(uint64_t idle_ms = 30'000, uint64_t trusted_ms = 100) {
+        pool_ = std::make_shared<ConnectionPool>(
+            ConnectionPool::Options{idle_ms, 8, &observed_, trusted_ms});
         if (GetParam() == Way::blocking) return std::make_unique<BlockingCaller>(pool_, &observed_);
         return std::make_unique<RingCaller>(pool_, &observed_);
     }
@@ -298,6 +299,39 @@ TEST_P(ClientRules, APooledConnectionThePeerClosedIsLetGoNotUsed) {
     EXPECT_EQ(peer.connections(), 2);
     EXPECT_EQ(peer.requests(), 2);
     EXPECT_TRUE(observed_.resends().empty());
+}
+
+// Ours (server/runtime/pool.h): a request that may be sent twice takes a connection put back
+// within trusted_ms without the peek (the bound made a minute here, so the test's timing cannot
+// decide). The peer answers and closes, as above; the GET goes out on the closed connection, finds
+// it ended before any answer byte, and goes again once, on a fresh one: answered, one resend. A
+// POST in its place is peeked for (the test above); so is a GET with trusted_ms 0.
+TEST_P(ClientRules, AResendableRequestTakesARecentConnectionWithoutThePeek) {
+    for (const uint64_t trusted_ms : {uint64_t{60'000}, uint64_t{0}}) {
+        SCOPED_TRACE("trusted_ms " + std::to_string(trusted_ms));
+        Peer peer([](Peer& p, int fd, int) {
+            http::RequestHead head;
+            std::string body;
+            if (p.read_request(fd, head, body)) write_all(fd, answer_bytes(200, "ok"));
+        });
+        const size_t resends = observed_.resends().size();
+        auto c = caller(30'000, trusted_ms);
+        ASSERT_TRUE(c->call(request(peer, "GET", {}, true)).answer);
+        ASSERT_TRUE(eventually([&] { return peer.closed() == 1; }));
+        Result second = c->call(request(peer, "GET", {}, true));
+        ASSERT_TRUE(second.answer) << second.error.message;
+        EXPECT_EQ(second.answer->status, 200);
+        EXPECT_EQ(peer.connections(), 2);
+        EXPECT_EQ(peer.requests(), 2);
+        const std::vector<std::string> all = observed_.resends();
+        const std::vector<std::string> now(all.begin() + static_cast<std::ptrdiff_t>(resends),
+                                           all.end());
+        if (trusted_ms != 0) {
+            EXPECT_EQ(now, std::vector<std::string>{"idempotent"});
+        } else {
+            EXPECT_TRUE(now.empty());
+        }
+    }
 }
 
 // §5.4: a pooled connection idle past the bound is closed, not used.
