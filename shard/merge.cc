@@ -590,9 +590,37 @@ FoldLayout fold_layout(const MergeSpec& spec) {
     return l;
 }
 
+namespace {
+
+template <class T>
+int three_way(const T& a, const T& b) {
+    return (a > b) - (a < b);
+}
+
+// Two values of a key under the bytes rule (key_value's comparison form): by their own
+// alternative when both hold the same plain one (what ql::compare_values does for two of them
+// under the bytes rule, without looking at their ranks), else by ql::compare_values.
+int compare_key(const Value& x, const Value& y) {
+    if (x.rep.index() == y.rep.index()) {
+        if (const auto* i = std::get_if<int64_t>(&x.rep)) {
+            return three_way(*i, *std::get_if<int64_t>(&y.rep));
+        }
+        if (const auto* t = std::get_if<engine::Timestamp>(&x.rep)) {
+            return three_way(t->ms, std::get_if<engine::Timestamp>(&y.rep)->ms);
+        }
+        if (const auto* s = std::get_if<std::string>(&x.rep)) {
+            const int r = s->compare(*std::get_if<std::string>(&y.rep));
+            return (r > 0) - (r < 0);
+        }
+    }
+    return ql::compare_values(x, y, bytes_rule);
+}
+
+}  // namespace
+
 int compare_keys(const MergeSpec& spec, const Value* a, const Value* b, size_t* decided) {
     for (size_t i = 0; i < spec.keys.size(); ++i) {
-        int c = ql::compare_values(a[i], b[i], bytes_rule);
+        const int c = compare_key(a[i], b[i]);
         if (c == 0) continue;
         if (decided) *decided = i;
         return spec.keys[i].desc ? -c : c;
@@ -615,6 +643,7 @@ bool prepare_tenant(const MergeSpec& spec, std::string body, TenantInput& out, s
         why = no_rows;
         return false;
     }
+    out.rows.reserve(rows.size());
     if (!RowSplitter(out.body).split(out.rows) || out.rows.size() != rows.size()) {
         why = no_rows;
         return false;
@@ -663,165 +692,56 @@ std::vector<MergedRow> merge_concat(const std::vector<const TenantInput*>& input
     return out;
 }
 
-namespace {
-
-// How a key column compares over every row of every input: by its values' own alternative when
-// they all hold the same plain one (what ql::compare_values does for two of them under the
-// bytes rule, without looking at their ranks), else by ql::compare_values.
-enum class KeyKind : uint8_t { general, integer, timestamp, text };
-
-KeyKind kind_of(const Value& v) {
-    if (std::holds_alternative<int64_t>(v.rep)) return KeyKind::integer;
-    if (std::holds_alternative<engine::Timestamp>(v.rep)) return KeyKind::timestamp;
-    if (std::holds_alternative<std::string>(v.rep)) return KeyKind::text;
-    return KeyKind::general;
+bool OrderMerge::before(const Entry& a, const Entry& b) const {
+    const int c = compare_keys(*spec_, a.key, b.key);
+    if (c != 0) return c < 0;
+    // Ties in tenant name order, a tenant's own rows in its order.
+    return a.tenant != b.tenant ? a.tenant < b.tenant : a.row < b.row;
 }
 
-template <class T>
-int three_way(const T& a, const T& b) {
-    return (a > b) - (a < b);
+void OrderMerge::merge_last_two() {
+    Run b = std::move(runs_.back());
+    runs_.pop_back();
+    Run& a = runs_.back();
+    std::vector<Entry> out(a.entries.size() + b.entries.size());
+    std::merge(a.entries.begin(), a.entries.end(), b.entries.begin(), b.entries.end(), out.begin(),
+               [this](const Entry& x, const Entry& y) { return before(x, y); });
+    a.entries = std::move(out);
+    a.tenants += b.tenants;
 }
 
-// A tenant's next row in the merge: its keys, and for a single integer or timestamp key its
-// number, for a single text key its text, compared without a look at the variant.
-struct Head {
-    const Value* key = nullptr;
-    int64_t number = 0;
-    std::string_view text;
-    uint32_t tenant = 0;
-    uint32_t row = 0;
-};
-
-// The order of two heads under the spec's keys, each key compared by the kind every input's
-// values share (KeyKind): the common single-key cases by one number or one text.
-class HeadOrder {
-  public:
-    HeadOrder(const MergeSpec& spec, const std::vector<const TenantInput*>& inputs)
-        : spec_(spec), width_(spec.keys.size()), kinds_(width_, KeyKind::general) {
-        std::vector<bool> seen(width_, false);
-        for (const TenantInput* in : inputs) {
-            if (!in) continue;
-            for (size_t at = 0; at < in->keys.size(); ++at) {
-                const size_t i = at % width_;
-                const KeyKind k = kind_of(in->keys[at]);
-                if (!seen[i])
-                    kinds_[i] = k;
-                else if (kinds_[i] != k)
-                    kinds_[i] = KeyKind::general;
-                seen[i] = true;
-            }
-        }
-        numeric_ =
-            width_ == 1 && (kinds_[0] == KeyKind::integer || kinds_[0] == KeyKind::timestamp);
-        textual_ = width_ == 1 && kinds_[0] == KeyKind::text;
-        first_sign_ = width_ > 0 && spec.keys[0].desc ? -1 : 1;
+void OrderMerge::add(uint32_t tenant, const TenantInput& input) {
+    const size_t width = spec_->keys.size();
+    Run run;
+    run.tenants = 1;
+    run.entries.resize(input.rows.size());
+    for (uint32_t r = 0; r < input.rows.size(); ++r) {
+        run.entries[r] = {input.keys.data() + static_cast<size_t>(r) * width, tenant, r};
     }
-
-    // Row `r` of input `t` as a heap entry.
-    Head head_of(const std::vector<const TenantInput*>& inputs, uint32_t t, uint32_t r) const {
-        Head h;
-        h.key = inputs[t]->keys.data() + static_cast<size_t>(r) * width_;
-        h.tenant = t;
-        h.row = r;
-        if (numeric_ && kinds_[0] == KeyKind::integer)
-            h.number = *std::get_if<int64_t>(&h.key->rep);
-        if (numeric_ && kinds_[0] == KeyKind::timestamp) {
-            h.number = std::get_if<engine::Timestamp>(&h.key->rep)->ms;
-        }
-        if (textual_) h.text = *std::get_if<std::string>(&h.key->rep);
-        return h;
+    runs_.push_back(std::move(run));
+    // The binary counter's carry: two runs of as many tenants become one.
+    while (runs_.size() >= 2 && runs_[runs_.size() - 2].tenants <= runs_.back().tenants) {
+        merge_last_two();
     }
+}
 
-    // Whether `a` goes first: by the keys, and on a tie the lower tenant index (name order).
-    bool before(const Head& a, const Head& b) const {
-        const int c = compare(a, b);
-        return c != 0 ? c < 0 : a.tenant < b.tenant;
-    }
-
-  private:
-    int compare(const Head& a, const Head& b) const {
-        if (numeric_) return first_sign_ * three_way(a.number, b.number);
-        if (textual_) {
-            const int r = a.text.compare(b.text);
-            return first_sign_ * ((r > 0) - (r < 0));
-        }
-        for (size_t i = 0; i < width_; ++i) {
-            const int c = compare_key(kinds_[i], a.key[i], b.key[i]);
-            if (c != 0) return spec_.keys[i].desc ? -c : c;
-        }
-        return 0;
-    }
-
-    static int compare_key(KeyKind kind, const Value& x, const Value& y) {
-        switch (kind) {
-            case KeyKind::integer:
-                return three_way(*std::get_if<int64_t>(&x.rep), *std::get_if<int64_t>(&y.rep));
-            case KeyKind::timestamp:
-                return three_way(std::get_if<engine::Timestamp>(&x.rep)->ms,
-                                 std::get_if<engine::Timestamp>(&y.rep)->ms);
-            case KeyKind::text: {
-                const int r =
-                    std::get_if<std::string>(&x.rep)->compare(*std::get_if<std::string>(&y.rep));
-                return (r > 0) - (r < 0);
-            }
-            case KeyKind::general:
-                return ql::compare_values(x, y, bytes_rule);
-        }
-        return 0;
-    }
-
-    const MergeSpec& spec_;
-    const size_t width_;
-    std::vector<KeyKind> kinds_;
-    bool numeric_ = false;
-    bool textual_ = false;
-    int first_sign_ = 1;
-};
-
-}  // namespace
+std::vector<MergedRow> OrderMerge::finish() {
+    while (runs_.size() >= 2) merge_last_two();  // the smallest first
+    std::vector<MergedRow> out;
+    if (runs_.empty()) return out;
+    out.reserve(runs_.front().entries.size());
+    for (const Entry& e : runs_.front().entries) out.push_back({e.tenant, e.row});
+    runs_.clear();
+    return out;
+}
 
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs) {
-    const HeadOrder order(spec, inputs);
-    size_t total = 0;
-    for (const TenantInput* in : inputs) total += in ? in->rows.size() : 0;
-    // A binary min-heap of each tenant's next row. The top is replaced in place as its tenant
-    // moves on: one sift per row.
-    std::vector<Head> heap;
-    heap.reserve(inputs.size());
-    auto sift_down = [&](size_t at) {
-        const size_t n = heap.size();
-        const Head moving = heap[at];
-        for (;;) {
-            size_t child = 2 * at + 1;
-            if (child >= n) break;
-            if (child + 1 < n && order.before(heap[child + 1], heap[child])) ++child;
-            if (!order.before(heap[child], moving)) break;
-            heap[at] = heap[child];
-            at = child;
-        }
-        heap[at] = moving;
-    };
+    OrderMerge merge(spec);
     for (uint32_t t = 0; t < inputs.size(); ++t) {
-        if (!inputs[t] || inputs[t]->rows.empty()) continue;
-        heap.push_back(order.head_of(inputs, t, 0));
+        if (inputs[t]) merge.add(t, *inputs[t]);
     }
-    for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
-    std::vector<MergedRow> out;
-    out.reserve(total);
-    while (!heap.empty()) {
-        const Head top = heap.front();
-        out.push_back({top.tenant, top.row});
-        if (top.row + 1 < inputs[top.tenant]->rows.size()) {
-            heap.front() = order.head_of(inputs, top.tenant, top.row + 1);
-        } else {
-            heap.front() = heap.back();
-            heap.pop_back();
-            if (heap.empty()) break;
-        }
-        sift_down(0);
-    }
-    return out;
+    return merge.finish();
 }
 
 bool merge_fold(const MergeSpec& spec, const std::vector<const TenantInput*>& inputs,

@@ -137,9 +137,42 @@ struct MergedRow {
 // concat: tenants in the order given (name order), each's rows in its order. `inputs` may hold
 // nullptr for a tenant without rows (failed).
 std::vector<MergedRow> merge_concat(const std::vector<const TenantInput*>& inputs);
-// order: the k-way merge; ties in the order of `inputs`.
+// order: the k-way merge; ties in the order of `inputs`. OrderMerge over them in index order.
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs);
+
+// The order merged as the answers arrive, so that little of it is left once the last one has:
+// each tenant's input is added on its arrival, in any order of tenants, as a run of its own, and
+// runs are merged in a binary counter (two runs of n tenants become one of 2n), so each row is
+// moved about log2(tenants) times in all and finish() merges at most log2(tenants) + 1 runs.
+// Rows compare by their keys (compare_keys), then tenant index, then row: a total order, so the
+// result is the same whatever the order of adding, and equals merge_order over the same inputs.
+//
+// Not thread-safe: one thread at a time (the query's lock). An added input must stay in place,
+// unchanged, until finish() (its keys are pointed into); `spec` must outlive the merge.
+class OrderMerge {
+  public:
+    explicit OrderMerge(const MergeSpec& spec) : spec_(&spec) {}
+    void add(uint32_t tenant, const TenantInput& input);
+    // The merged rows of every input added; the merge is empty after.
+    std::vector<MergedRow> finish();
+
+  private:
+    struct Entry {
+        const engine::Value* key = nullptr;  // the row's first key in its input's `keys`
+        uint32_t tenant = 0;
+        uint32_t row = 0;
+    };
+    struct Run {
+        std::vector<Entry> entries;  // in the merge's order
+        size_t tenants = 0;          // inputs merged into it, rows or not
+    };
+    bool before(const Entry& a, const Entry& b) const;
+    void merge_last_two();
+
+    const MergeSpec* spec_;
+    std::vector<Run> runs_;  // tenants' counts non-increasing from the first
+};
 
 // fold: the rows of the fold, each a JSON object text. A whole-number sum past int64 is an
 // error naming the column (`overflow_column`), and false is returned.

@@ -20,6 +20,7 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
+#include <cassert>
 #include <deque>
 #include <functional>
 #include <map>
@@ -68,7 +69,20 @@ struct NodeSpan {
     uint64_t end_ms = 0;
     int calls = 0;
     int failures = 0;
+    // The query's request to the node but for the tenant's name, which goes between the two:
+    // every call of the query to one node sends the same head (its token, Fenec-Router's keyed
+    // mark, traceparent) and body, so they are written once, not per call. Made for the node's
+    // token and address as `made_for` says; made again should the directory change them.
+    std::string request_before;
+    std::string request_after;
+    std::string made_for;
 };
+
+// What a call's request bytes hang on besides the tenant: the node's token and address.
+std::string node_identity(const NodeRow& node) { return node.token + '\n' + node.addr; }
+
+// The one place a tenant's name stands in the request line: never a tenant's (not [a-z0-9_-]).
+constexpr std::string_view tenant_slot = "{tenant}";
 
 uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -80,7 +94,10 @@ uint64_t mix(uint64_t z) {
 
 class Fanout : public std::enable_shared_from_this<Fanout> {
   public:
-    Fanout(Router& router, MergeSpec spec) : router_(router), spec_(std::move(spec)) {}
+    Fanout(Router& router, MergeSpec spec)
+        : router_(router),
+          spec_(std::move(spec)),
+          calls_ok_(router.metrics().fanout_calls->with({"ok"})) {}
 
     // Set before start().
     bool partial = false;
@@ -100,8 +117,9 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     // Starts asking; `done` runs once, on the thread that ends the query (the last answer's, one
     // past a limit's, or this one when there is nothing to ask), without the lock held.
     void start(std::function<void(Fanout&)> done) {
-        inputs_.resize(names.size());
+        inputs_.resize(names.size());  // never resized again: the order merge points into it
         answered_.assign(names.size(), false);
+        if (spec_.kind == MergeKind::order) order_.emplace(spec_);
         done_ = std::move(done);
         std::unique_lock lock(mu_);
         launch(lock);
@@ -127,6 +145,11 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
     uint64_t bytes = 0;
     std::string limit;  // "rows" or "bytes" when one was passed
 
+    // The order merge of every answer taken (empty unless an order), once the query has ended.
+    std::vector<MergedRow> take_order() {
+        return order_ ? order_->finish() : std::vector<MergedRow>{};
+    }
+
     void on_answer(const Job& job, server::Answer answer) {
         const uint64_t body_bytes = answer.body.size();
         if (answer.status == 200) {
@@ -140,10 +163,14 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
             if (!fits) {
                 fail(job, 502, why, "misfit");
             } else {
+                assert(!answered_[job.tenant] &&
+                       "a tenant answers once: its input is pointed into");
                 rows += in.rows.size();
                 inputs_[job.tenant] = std::move(in);
                 answered_[job.tenant] = true;
-                router_.metrics().fanout_calls->with({"ok"}).inc();
+                // Merged now, between answers, rather than all at the end (OrderMerge).
+                if (order_) order_->add(job.tenant, inputs_[job.tenant]);
+                calls_ok_.inc();
             }
             return settle(lock);
         }
@@ -298,22 +325,37 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         return nullptr;
     }
 
-    server::CallRequest request(const Job& job, const NodeSpan& span) {
+    server::CallRequest request(const Job& job, NodeSpan& span) {
         const NodeRow& node = *find_node(job.node);
+        if (span.made_for.empty() || span.made_for != node_identity(node)) {
+            write_request_parts(node, span);
+        }
         server::CallRequest r = to_node(node);
         r.about = names[job.tenant];
         r.resend_after_sent = true;  // a read-only statement: asking twice is harmless
         r.queue_send = true;         // many calls at once: see CallRequest::queue_send
         r.timeout_ms = timeout_ms;
-        const std::string target = "/_admin/tenants/" + names[job.tenant] + "/query";
+        const std::string& name = names[job.tenant];
+        r.bytes.reserve(span.request_before.size() + name.size() + span.request_after.size());
+        r.bytes.append(span.request_before).append(name).append(span.request_after);
+        return r;
+    }
+
+    // The node's request with tenant_slot for the tenant, split at it (NodeSpan).
+    void write_request_parts(const NodeRow& node, NodeSpan& span) const {
         const std::string mark = client + " " + server::router_mark(node.token, client, request_id);
         const std::string traceparent =
             trace_id.empty() ? "" : obs::format_traceparent({trace_id, span.span_id, true});
+        const std::string target = "/_admin/tenants/" + std::string(tenant_slot) + "/query";
         http::OutRequest out{.method = "POST", .target = target, .body = node_body};
         out.headers = {{"Content-Type", "application/json"}, {"Fenec-Router", mark}};
         if (!traceparent.empty()) out.headers.push_back({"traceparent", traceparent});
-        r.bytes = admin_request(node, request_id, std::move(out));
-        return r;
+        const std::string whole = admin_request(node, request_id, std::move(out));
+        const size_t at = whole.find(tenant_slot);  // the request line comes first
+        assert(at != std::string::npos && at < whole.find("\r\n"));
+        span.request_before = whole.substr(0, at);
+        span.request_after = whole.substr(at + tenant_slot.size());
+        span.made_for = node_identity(node);
     }
 
     class Sink final : public server::CallSink {
@@ -333,6 +375,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
 
     Router& router_;
     const MergeSpec spec_;
+    obs::Counter& calls_ok_;
+    std::optional<OrderMerge> order_;  // an order's merge, fed as the answers come
     std::mutex mu_;
     std::function<void(Fanout&)> done_;
     size_t out_ = 0;
@@ -516,7 +560,7 @@ Response failed_answer(const Fanout& f, size_t answered) {
 
 // §12.5, §12.8: the answers merged (or folded: a sum past 64 bits is refused), the rows each
 // with its tenant, and the counts. `outcome` is "ok", "partial" or "refused".
-Response rows_answer(const Fanout& f, const QueryRequest& q,
+Response rows_answer(Fanout& f, const QueryRequest& q,
                      const std::vector<const TenantInput*>& inputs, size_t answered,
                      uint64_t& rows_out, std::string& outcome) {
     std::string overflow;
@@ -530,7 +574,7 @@ Response rows_answer(const Fanout& f, const QueryRequest& q,
         return r;
     }
     if (q.spec.kind == MergeKind::concat) merged = merge_concat(inputs);
-    if (q.spec.kind == MergeKind::order) merged = merge_order(q.spec, inputs);
+    if (q.spec.kind == MergeKind::order) merged = f.take_order();
     Response r;
     std::string& b = r.body;
     b.reserve(f.bytes + merged.size() * 32 + 256);

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "json/timestamp.h"
@@ -216,6 +217,69 @@ TEST(Merge, OrderOfOneKindOfKeyEqualsStableSortOfUnion) {
             ASSERT_EQ(merged[i].tenant, oracle_rows[i].first) << json << " at " << i;
             ASSERT_EQ(merged[i].row, oracle_rows[i].second) << json << " at " << i;
         }
+    }
+}
+
+// OrderMerge (the order merged as the answers arrive) takes the tenants in whatever order they
+// answer, some not at all, and gives the stable sort of the union of those that did in tenant
+// order: mixed kinds of key (null, ints, floats, timestamps in one column), texts under every
+// rule, many ties, up to 40 tenants so the binary counter carries several times.
+TEST(Merge, OrderMergeInAnyOrderOfArrivalEqualsStableSortOfUnion) {
+    std::mt19937_64 rng(20261203);
+    for (int round = 0; round < 300; ++round) {
+        std::string rule_json;
+        const index::TextRule rule = random_rule(rng, rule_json);
+        const bool desc = rng() % 2;
+        const bool text_first = rng() % 2;
+        const std::string a_key = desc ? "\"a desc\"" : "\"a\"";
+        const std::string keys =
+            text_first ? rule_json + "}," + a_key : a_key + "," + rule_json + "}";
+        const std::string json = "{\"kind\":\"order\",\"keys\":[" + keys + "]}";
+        const MergeSpec spec = must_spec(json);
+        auto less = [&](const GenRow& x, const GenRow& y) {
+            int ca = ql::compare_values(x.a, y.a, {});
+            if (desc) ca = -ca;
+            const int cb = ql::compare_values(x.b, y.b, rule);
+            const int c = text_first ? (cb != 0 ? cb : ca) : (ca != 0 ? ca : cb);
+            return c < 0;
+        };
+        const size_t tenants = 1 + rng() % 40;
+        std::vector<std::vector<GenRow>> data(tenants);
+        std::vector<TenantInput> inputs(tenants);
+        std::vector<bool> answered(tenants);
+        std::vector<std::pair<uint32_t, uint32_t>> oracle_rows;
+        for (size_t t = 0; t < tenants; ++t) {
+            for (size_t i = 0, n = rng() % 8; i < n; ++i) data[t].push_back(random_row(rng));
+            std::stable_sort(data[t].begin(), data[t].end(), less);
+            std::string body = "{\"rows\":[";
+            for (size_t i = 0; i < data[t].size(); ++i) {
+                body += (i ? "," : "") + row_json(data[t][i]);
+            }
+            body += "]}";
+            std::string why;
+            ASSERT_TRUE(prepare_tenant(spec, body, inputs[t], why)) << json << " " << why;
+            answered[t] = rng() % 8 != 0;  // a failed tenant now and then
+            for (size_t i = 0; answered[t] && i < data[t].size(); ++i) {
+                oracle_rows.emplace_back(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+            }
+        }
+        std::stable_sort(oracle_rows.begin(), oracle_rows.end(), [&](auto p, auto q) {
+            return less(data[p.first][p.second], data[q.first][q.second]);
+        });
+        std::vector<uint32_t> arrival(tenants);
+        for (uint32_t t = 0; t < tenants; ++t) arrival[t] = t;
+        std::shuffle(arrival.begin(), arrival.end(), rng);
+        OrderMerge merge(spec);
+        for (uint32_t t : arrival) {
+            if (answered[t]) merge.add(t, inputs[t]);
+        }
+        const std::vector<MergedRow> merged = merge.finish();
+        ASSERT_EQ(merged.size(), oracle_rows.size()) << json;
+        for (size_t i = 0; i < merged.size(); ++i) {
+            ASSERT_EQ(merged[i].tenant, oracle_rows[i].first) << json << " at " << i;
+            ASSERT_EQ(merged[i].row, oracle_rows[i].second) << json << " at " << i;
+        }
+        EXPECT_TRUE(merge.finish().empty()) << "a finished merge starts empty";
     }
 }
 
