@@ -22,6 +22,8 @@ void delete_tenant(Node& node, Call& call, bool sidecars);
 // `POST …/freeze` and `POST …/thaw` (§8.2).
 void freeze_tenant(Node& node, Call& call);
 void thaw_tenant(Node& node, Call& call);
+// `<t>.frozen` at `path` written durably (a freeze's, or an image installed frozen).
+engine::Status write_frozen_mark(Node& node, const std::string& path);
 
 // image.cc (§8.3)
 void get_image(Node& node, const std::shared_ptr<Call>& call);

@@ -116,6 +116,8 @@ struct Expected {
     std::optional<std::string> digest;
     std::optional<uint64_t> seq;
     std::optional<uint64_t> lineage;
+    bool frozen = false;  // Fenec-Frozen: true: installed frozen (a move's target until it is
+                          // the tenant's; shard/handoff.h)
 };
 
 std::optional<std::string> read_expected(const http::RequestHead& h, Expected& out) {
@@ -136,6 +138,12 @@ std::optional<std::string> read_expected(const http::RequestHead& h, Expected& o
     if (auto v = h.header("Fenec-Lineage")) {
         out.lineage = engine::format::parse_hex16(*v);
         if (!out.lineage) return "Fenec-Lineage must be 16 lowercase hex digits";
+    }
+    if (auto v = h.header("Fenec-Frozen")) {
+        if (*v != "true" && *v != "false") {
+            return "Fenec-Frozen must be `true` or `false`, not `" + std::string(*v) + "`";
+        }
+        out.frozen = *v == "true";
     }
     return std::nullopt;
 }
@@ -226,15 +234,19 @@ std::optional<http::Response> receive_body(
     return node.refusal(400, "Fenec-Image-Digest does not match: the body's XXH3-128 is " + got);
 }
 
-// `<t>.frozen` and `<t>.follows` removed, the removals made durable: an image is installed a
-// primary, thawed (§8.3), and a mark left by the file deleted before it would reopen it frozen or
-// following. Either absent is fine.
-engine::Status drop_marks(Node& node, const std::string& tenant) {
+// `<t>.follows` removed and `<t>.frozen` removed, or written where the image is installed frozen,
+// each durably: an image is installed a primary (§8.3), thawed unless asked otherwise, and a mark
+// left by the file deleted before it would reopen it frozen or following. Either absent is fine.
+engine::Status settle_marks(Node& node, const std::string& tenant, bool frozen) {
     engine::Fs& fs = node.fs();
-    for (std::string_view s : {sidecar_frozen, sidecar_follows}) {
-        engine::Status st = fs.remove(node.registry().sidecar_of(tenant, s));
-        if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
+    if (engine::Status st = fs.remove(node.registry().sidecar_of(tenant, sidecar_follows));
+        !st.is_ok() && st.code() != engine::Code::not_found) {
+        return st;
     }
+    const std::string mark = node.registry().sidecar_of(tenant, sidecar_frozen);
+    if (frozen) return write_frozen_mark(node, mark);
+    engine::Status st = fs.remove(mark);
+    if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
     return fs.sync_dir(node.options().data_dir);
 }
 
@@ -449,18 +461,20 @@ http::Response install(Node& node, Call& call, const Expected& expected) {
     // The body handed over: the tenant keeps it as its documents' store rather than copying
     // them out of it (Collection::adopt), and frees it with itself.
     const std::span<const std::byte> image(received.body.get(), in_memory ? received.got : 0);
-    // Installed a primary, thawed, following nothing (§8.3): marks a deleted file left behind go
-    // (its quota stays), before the install, so a failure to remove them refuses an install that
-    // has not happened rather than one served already; the tenant is absent meanwhile.
-    if (engine::Status gone = drop_marks(node, call.tenant); !gone.is_ok()) {
+    // Installed a primary following nothing (§8.3), thawed unless Fenec-Frozen asks otherwise:
+    // marks a deleted file left behind go (its quota stays), and a frozen install's mark is
+    // written, before the install, so a failure refuses an install that has not happened rather
+    // than one served already (or served thawed); the tenant is absent meanwhile.
+    if (engine::Status gone = settle_marks(node, call.tenant, expected.frozen); !gone.is_ok()) {
         if (!in_memory) node.fs().remove(incoming).ignore();  // received to disk already
-        return node.refusal(500, "the image could not be installed: the old marks of tenant `" +
-                                     call.tenant + "` could not be removed: " + gone.to_string());
+        return node.refusal(500, "the image could not be installed: the marks of tenant `" +
+                                     call.tenant + "` could not be settled: " + gone.to_string());
     }
     engine::Status st =
-        in_memory ? taken.out->install_open(image, incoming, engine::InstallMode::create_only,
-                                            check, info, nullptr, std::move(received.begun))
-                  : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
+        in_memory
+            ? taken.out->install_open(image, incoming, engine::InstallMode::create_only, check,
+                                      info, expected.frozen, nullptr, std::move(received.begun))
+            : taken.out->install(incoming, engine::InstallMode::create_only, check, info);
     received.body.reset();
     if (auto refused = install_refusal(node, call, st)) return std::move(*refused);
     const double install_ms = ms_since(received_ns);

@@ -19,13 +19,6 @@ constexpr int64_t delete_wait_ms = 5'000;  // §8.1: requests in flight get 5 s,
 // with the tenant frozen all the same.
 constexpr int64_t freeze_wait_ms = 30'000;
 
-// The mark replaced durably (a line naming when) or removed durably, through the node's file
-// system: a freeze or thaw answered has its mark as it says, across a crash.
-engine::Status write_mark(Node& node, const std::string& path) {
-    const std::string line = "{\"frozen_ms\":" + std::to_string(node.now_ms()) + "}\n";
-    return engine::replace_durably(node.fs(), path, line);
-}
-
 engine::Status remove_mark(Node& node, const std::string& path) {
     return engine::remove_durably(node.fs(), path);
 }
@@ -68,6 +61,13 @@ http::Response remove_tenant(Node& node, Call& call, bool sidecars, Closed& clos
 
 }  // namespace
 
+// The mark replaced durably (a line naming when), through the node's file system: a freeze
+// answered has its mark as it says, across a crash. Removed durably by remove_mark.
+engine::Status write_frozen_mark(Node& node, const std::string& path) {
+    const std::string line = "{\"frozen_ms\":" + std::to_string(node.now_ms()) + "}\n";
+    return engine::replace_durably(node.fs(), path, line);
+}
+
 void delete_tenant(Node& node, Call& call, bool sidecars) {
     // A followed copy's follower holds it (§11): it stops first, and starts again if
     // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
@@ -93,7 +93,7 @@ void freeze_tenant(Node& node, Call& call) {
     Tenant& t = *a.tenant;
     // The mark first: a crash after it leaves the tenant frozen, as it was asked to be.
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
-    if (engine::Status st = write_mark(node, mark); !st.is_ok()) {
+    if (engine::Status st = write_frozen_mark(node, mark); !st.is_ok()) {
         return answer_audited(node, call,
                               node.refusal(500, "tenant `" + call.tenant +
                                                     "`: the freeze mark could not be "

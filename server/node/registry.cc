@@ -542,7 +542,7 @@ engine::Status Registry::OutOfService::install(
 engine::Status Registry::OutOfService::install_open(
     std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
     const std::function<engine::Status(const engine::ImageInfo&)>& check, engine::ImageInfo& info,
-    std::shared_ptr<const std::byte[]> owner, std::unique_ptr<BegunInstall> begun) {
+    bool frozen, std::shared_ptr<const std::byte[]> owner, std::unique_ptr<BegunInstall> begun) {
     Registry& r = registry_;
     std::shared_ptr<Tenant> tenant;
     std::unique_ptr<index::IndexSet> indexes;
@@ -559,7 +559,17 @@ engine::Status Registry::OutOfService::install_open(
                                              r.open_options(name_, *tenant, *indexes), check, info,
                                              std::move(owner), std::move(install));
     if (!db.is_ok()) return db.status();
-    // Installed thawed (§8.3): no `<t>.frozen` is applied, the caller removes any left behind.
+    // Installed thawed (§8.3), the caller removing any `<t>.frozen` left behind; or frozen where
+    // it was asked (the caller wrote the mark), before anything can be served from it.
+    if (frozen) {
+        if (engine::Status st = db.value()->freeze(); !st.is_ok()) {
+            db.value().reset();  // closed; not served unfrozen, so not installed either
+            if (mode == engine::InstallMode::create_only) {
+                engine::remove_durably(*r.options_.fs, r.path_of(name_)).ignore();
+            }
+            return st;
+        }
+    }
     tenant->attach(std::move(indexes), std::move(db.value()));
     if (engine::Status st = r.run_on_open(*tenant); !st.is_ok()) {
         // Its quota unread: never served without it, so not installed either (closed already);

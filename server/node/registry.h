@@ -144,12 +144,15 @@ public:
         // and served from the installed file when this goes back into service: the engine
         // verifies the image as it replays it (Database::install_open), so the file is written
         // and fsynced once and never read back, and the first request finds its indexes built.
-        // `owner`: owns `image`, handed to the tenant to keep as its documents' store. `begun`:
-        // the install begun as the image arrived (begin_install), which then holds `owner`.
+        // `frozen`: served frozen from the first request (its `<t>.frozen` written by the
+        // caller). `owner`: owns `image`, handed to the tenant to keep as its documents' store.
+        // `begun`: the install begun as the image arrived (begin_install), which then holds
+        // `owner`.
         engine::Status install_open(
             std::span<const std::byte> image, const std::string& incoming, engine::InstallMode mode,
             const std::function<engine::Status(const engine::ImageInfo&)>& check,
-            engine::ImageInfo& info, std::shared_ptr<const std::byte[]> owner = nullptr,
+            engine::ImageInfo& info, bool frozen = false,
+            std::shared_ptr<const std::byte[]> owner = nullptr,
             std::unique_ptr<BegunInstall> begun = nullptr);
         // An install_open begun before `image` (the buffer the body is received into) is whole:
         // the tenant and indexes it opens with are made now, and feed() replays what arrived

@@ -2,10 +2,13 @@
 // server/README.md's image digest), against the real binary: a PUT leaves the tenant open and
 // served (its `near` answered as the source answers it, no reopen), a DELETE …/file of an open,
 // written tenant (closed without a checkpoint) followed by a PUT of the image again is safe and
-// survives a restart, and the digest is XXH3-128 in 32 hex, a SHA-256-length or wrong digest
-// refused naming the header.
+// survives a restart, the digest is XXH3-128 in 32 hex, a SHA-256-length or wrong digest
+// refused naming the header, and an image sent with `Fenec-Frozen: true` (a move's target across
+// regions, shard/handoff.h) is served frozen from its first request, in memory or from disk, and
+// stays so across a restart until thawed.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "test/server/node/image_fixture.h"
@@ -92,6 +95,48 @@ TEST(ImageInstall, DigestIsXxh3_128AndADamagedDigestIsRefused) {
     flipped[flipped.size() / 3] ^= 0x01;
     EXPECT_EQ(n2.put_image(flipped, digest).status, 400);
     EXPECT_EQ(n2.put_image(img.body, digest).status, 201);
+}
+
+// Fenec-Frozen: true. Reads are answered, writes refused 503 `frozen` from the first request on,
+// whether the image was installed open from memory or renamed from disk (the mark applied as it
+// opens); across a restart too; a thaw takes writes again. A value other than true or false is
+// refused before anything is written.
+TEST(ImageInstall, AnImageSentFrozenIsServedFrozenUntilThawed) {
+    Node n;
+    Reply img = acme_image(n);
+    ASSERT_EQ(img.status, 200);
+    const std::string digest = image_digest_hex(img.body);
+    const std::string put = "put docs {title: \\\"after\\\", v: [1, 1, 1]}";
+    for (const char* in_memory_bytes : {"", "0"}) {  // "0": every image received to disk
+        SCOPED_TRACE(*in_memory_bytes ? "to disk" : "in memory");
+        if (*in_memory_bytes) ::setenv("FENEC_TEST_IMAGE_IN_MEMORY_BYTES", in_memory_bytes, 1);
+        Node n2;
+        ::unsetenv("FENEC_TEST_IMAGE_IN_MEMORY_BYTES");
+        auto odd =
+            n2.put_image(img.body, {{"Fenec-Image-Digest", digest}, {"Fenec-Frozen", "yes"}});
+        EXPECT_EQ(odd.status, 400) << odd.body;
+        EXPECT_NE(odd.body.find("Fenec-Frozen"), std::string::npos) << odd.body;
+        EXPECT_FALSE(std::filesystem::exists(n2.path("acme.fenec")));
+
+        auto installed =
+            n2.put_image(img.body, {{"Fenec-Image-Digest", digest}, {"Fenec-Frozen", "true"}});
+        ASSERT_EQ(installed.status, 201) << installed.body;
+        for (int life = 0; life < 2; ++life) {
+            SCOPED_TRACE(life == 0 ? "as installed" : "after a restart");
+            auto about = n2.admin("GET", "/_admin/tenants/acme");
+            EXPECT_NE(about.body.find("\"frozen\":true"), std::string::npos) << about.body;
+            auto write = n2.query(put);
+            EXPECT_EQ(write.status, 503) << write.body;
+            EXPECT_NE(write.body.find("\"reason\":\"frozen\""), std::string::npos) << write.body;
+            auto count = n2.query("get docs select count(*)");
+            ASSERT_EQ(count.status, 200) << count.body;
+            EXPECT_NE(count.body.find("60"), std::string::npos) << count.body;
+            if (life == 0) n2.start();
+        }
+        ASSERT_EQ(n2.admin("POST", "/_admin/tenants/acme/thaw").status, 200);
+        EXPECT_EQ(n2.query(put).status, 200);
+        EXPECT_NE(n2.query("get docs select count(*)").body.find("61"), std::string::npos);
+    }
 }
 
 }  // namespace
