@@ -2,8 +2,11 @@
 #include "server/node/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "engine/io.h"
 
@@ -754,19 +757,40 @@ void Registry::close_all() {
         std::lock_guard lock(mu_);
         slots.swap(slots_);
     }
-    for (auto& [name, slot] : slots) {
-        std::lock_guard slot_lock(slot->mu);
-        std::shared_ptr<Tenant> closing;
-        {
-            std::lock_guard lock(mu_);
-            closing = empty(*slot);
+    std::vector<Slot*> order;
+    order.reserve(slots.size());
+    for (auto& [name, slot] : slots) order.push_back(slot.get());
+    // Each close of a written tenant is a checkpoint: its file rewritten and two fsyncs. One
+    // after another, a node with 9,456 such tenants open took 119-201 s to stop (issue 18), past
+    // any service manager's patience; the fsyncs of different files overlap in the device, as
+    // the Syncer's do, so close_threads of them run at once.
+    std::atomic<size_t> next{0};
+    auto close_some = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < order.size();) {
+            Slot& slot = *order[i];
+            std::lock_guard slot_lock(slot.mu);
+            std::shared_ptr<Tenant> closing;
+            {
+                std::lock_guard lock(mu_);
+                closing = empty(slot);
+            }
+            if (closing) {
+                close_tenant(closing);
+                ++closes_[static_cast<int>(CloseReason::shutdown)];
+            }
+            slot.dead = true;
         }
-        if (closing) {
-            close_tenant(closing);
-            ++closes_[static_cast<int>(CloseReason::shutdown)];
+    };
+    std::vector<std::jthread> helpers;
+    for (size_t k = 1; k < std::min(close_threads, order.size()); ++k) {
+        try {
+            helpers.emplace_back(close_some);
+        } catch (const std::system_error&) {
+            break;  // no thread to be had: fewer do it, this one at least
         }
-        slot->dead = true;
     }
+    close_some();
+    helpers.clear();  // joined: every tenant closed before this returns
 }
 
 std::shared_ptr<Tenant> Registry::compaction_candidate(

@@ -92,6 +92,11 @@ inline constexpr std::string_view sidecar_frozen = ".frozen";
 // Why a tenant could not be taken out of service.
 enum class TakeOutError : uint8_t { none, busy, in_use };
 
+// How many tenants close_all closes at once: each close of a written tenant is a checkpoint (a
+// rewrite and two fsyncs), and fsyncs of different files overlap in the device (as the Syncer's,
+// engine::limits::sync_threads).
+inline constexpr size_t close_threads = 4;
+
 // Why a tenant closed, as fenec_tenant_closes_total labels it.
 enum class CloseReason : uint8_t { idle, memory, shutdown, descriptors };
 std::string_view close_reason_name(CloseReason r);  // "idle", "memory", "shutdown", "descriptors"
@@ -262,7 +267,7 @@ public:
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
     void sweep();
-    // Syncs, checkpoints and closes every open tenant (SIGTERM).
+    // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
 
     // The open tenants' memory, with what tenants being opened and images arriving are charged:
