@@ -121,6 +121,10 @@ class RecordedWrites {
 
     size_t writes() const { return ledger_.writes(); }
     size_t leases() const { return ledger_.leases(); }
+    // Whether `node` reported a lease naming `tenant`, asked after `after_ns` (monotonic_ns).
+    bool reported(const std::string& node, const std::string& tenant, int64_t after_ns) const {
+        return ledger_.reported(node, tenant, after_ns);
+    }
 
     // Ends the polling; `final` is each tenant written and the port of its primary now, whose
     // rows are read. Every violation, a line each; "" when the run was safe. Ends in failure,

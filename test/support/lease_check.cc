@@ -65,6 +65,18 @@ size_t LeaseLedger::leases() const {
     return leases_.size();
 }
 
+bool LeaseLedger::reported(const std::string& node, const std::string& tenant,
+                           int64_t after_ns) const {
+    std::lock_guard lock(mu_);
+    for (const LeaseReport& r : leases_) {
+        if (r.node == node && r.asked_ns > after_ns && r.left_ms > 0 &&
+            std::find(r.tenants.begin(), r.tenants.end(), tenant) != r.tenants.end()) {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::vector<std::string> LeaseLedger::check(const FinalRows& final) const {
     std::lock_guard lock(mu_);
     std::vector<std::string> out;

@@ -75,6 +75,8 @@ class LeaseLedger {
     std::vector<std::string> check(const FinalRows& final) const;
     size_t writes() const;
     size_t leases() const;
+    // Whether `node` reported a lease naming `tenant` in a report asked after `after_ns`.
+    bool reported(const std::string& node, const std::string& tenant, int64_t after_ns) const;
 
   private:
     const bool leased_;
