@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "test/shard/shard_fixture.h"
@@ -63,6 +64,12 @@ inline bool eventually(const std::function<bool()>& ok, int ms = 5000) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return ok();
+}
+
+// Waits up to `ms` for `text` in the log at `path`: a process logs what it did after the change a
+// test waits for (a row turned active, removed or put back), so the line may lag the change.
+inline bool logged(const std::string& path, std::string_view text, int ms = 5000) {
+    return eventually([&] { return read_file(path).find(text) != std::string::npos; }, ms);
 }
 
 // A JSON answer read whole, for looking members up.
