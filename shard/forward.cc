@@ -11,6 +11,8 @@
 // the leading router's grant names the tenant there is asked again (Router::ask_again_for_lease):
 // by the leading router at most twice, each once its grant was answered (§9.10's last
 // paragraph); by a standby, which grants nothing, every 50 ms for a while (§9.12).
+#include <simdjson.h>
+
 #include <charconv>
 #include <mutex>
 #include <optional>
@@ -25,6 +27,15 @@
 namespace fenec::shard {
 
 namespace {
+
+// A node's 503 for a frozen tenant (`"reason":"frozen"`, docs/http-node.md).
+bool refused_frozen(const server::Answer& answer) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view reason;
+    return !parser.parse(answer.body).get(doc) && !doc["reason"].get_string().get(reason) &&
+           reason == "frozen";
+}
 
 // True when `name` is one of `names`, case-insensitively; the lengths are compared first, so a
 // header of a length none has costs one pass of size comparisons (headers are many per request).
@@ -104,8 +115,10 @@ class ForwardSink final : public server::CallSink,
             router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), "moved");
             return;
         }
-        if (answer.status == 503 && answer.header("Fenec-Lease")) {
-            // Issue 20: imported by a move across regions, not yet leased: the move's refusal.
+        const bool unleased = answer.status == 503 && answer.header("Fenec-Lease").has_value();
+        if (unleased || (answer.status == 503 && !answer.stream && refused_frozen(answer))) {
+            // Issue 20: imported by a move across regions, frozen and not yet leased until it is
+            // activated: the move's refusal.
             if (auto moving = importing_refusal(*router_.directory().maps(), tenant_)) {
                 http::Response r = passed_back(answer, a_.request_id);
                 r.body = std::move(*moving);
@@ -114,7 +127,7 @@ class ForwardSink final : public server::CallSink,
                 exchange_->reply(std::move(r));
                 return;
             }
-            if (router_.ask_again_for_lease(node_, f_, exchange_, a_)) return;
+            if (unleased && router_.ask_again_for_lease(node_, f_, exchange_, a_)) return;
         }
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);

@@ -42,8 +42,25 @@ using Response = http::Response;
 
 // Issue 20: the state of a target's row between its import and its activation.
 constexpr std::string_view importing_state = "importing";
+// What an import's settling names its claim (held_by answers it).
+constexpr std::string_view settle_claim = "settle";
 
 std::string path_of(const std::string& tenant) { return "/_admin/tenants/" + tenant; }
+
+// `tenant`'s copy on `node` thawed (POST …/thaw).
+server::CallResult thaw_on(Router& router, const NodeRow& node, const std::string& tenant) {
+    return router.upstream().admin(node, {.method = "POST",
+                                          .target = path_of(tenant) + "/thaw",
+                                          .request_id = router.new_request_id(std::nullopt),
+                                          .resendable = true});
+}
+
+// What a node call not answered 200 says: the node's status and error, or why it got none.
+std::string refusal_text(const NodeRow& node, const server::CallResult& c, std::string_view step) {
+    if (!c.answer) return c.error.message;
+    return who(node) + " answered " + std::to_string(c.answer->status) + " to the " +
+           std::string(step) + ": " + node_error(c.answer->body);
+}
 
 Response ok_json(const std::initializer_list<std::pair<std::string_view, std::string>>& kv) {
     Response r;
@@ -139,6 +156,21 @@ class Step {
         return with_fields(
             Router::error(409, "another operation on `" + tenant_ + "` is in progress: " + what),
             {{"held_by", what}});
+    }
+    // `released` (a row placing the tenant in another region) as it was on the node of this
+    // region whose list has the tenant's primary copy frozen: every copy here is a leftover (an
+    // import back would have made the row `importing`, which a drop refuses), and the export's
+    // is the frozen primary. None where no node that answered lists one.
+    std::optional<TenantRow> frozen_source(const DirectoryMaps& maps, const TenantRow& released) {
+        for (const auto& [name, node] : maps.nodes) {
+            const SurveyReply listed = router_.node_calls().tenants(node, false, a_.request_id);
+            const CopyInfo* c = listed.find(tenant_);
+            if (!c || c->role != "primary" || !c->frozen) continue;
+            TenantRow before = released;
+            before.node = name;
+            return before;
+        }
+        return std::nullopt;
     }
     Response hooked(std::string_view step) {
         return Router::error(500, "the test hook failed the handoff's " + std::string(step) +
@@ -351,7 +383,11 @@ Response Step::delete_import() {
 // After the global router's step 4 (issue 20): `importing` → `active`, its node granted at once.
 Response Step::activate() {
     if (test_hooks::fail_handoff_step("activate")) return hooked("activate");
-    TenantClaim claim(router_, tenant_, "handoff");
+    // A settle of the same import in progress (it may be activating it this moment) is waited
+    // for rather than refused: the global router would hear 409 and answer its move
+    // `"activated": false` though the row turned active.
+    TenantClaim claim(router_, tenant_, "handoff", settle_claim,
+                      router_.options().upstream_timeout_ms / 2);
     if (!claim.held) return busy();
     return activate_import(router_, tenant_);
 }
@@ -430,10 +466,18 @@ Response Step::drop() {
     if (t == maps->tenants.end() || !home_region(t->second.node)) {
         return Router::error(409, "tenant `" + tenant_ + "` was not released here");
     }
-    std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+    // The row as it was on the source node: noted at the release, or, where this router restarted
+    // since and kept no note, found as the region's nodes list the copy the export froze.
+    std::optional<TenantRow> source;
+    if (std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
+        e && e->state == Handoffs::Entry::State::released) {
+        source = e->before;
+    } else {
+        source = frozen_source(*maps, t->second);
+    }
     bool removed = false;
-    if (e && e->state == Handoffs::Entry::State::released) {
-        if (auto node = node_of(e->before)) {
+    if (source) {
+        if (auto node = node_of(*source)) {
             NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
             removed = del.gone();
             if (!removed) {
@@ -442,10 +486,11 @@ Response Step::drop() {
                           << "); it stays frozen and unrouted\n";
             }
         }
-        router_.copies().deleted(e->before, *maps, a_.request_id);
+        router_.copies().deleted(*source, *maps, a_.request_id);
     } else {
         std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: dropped without its source "
-                  << "node (this router restarted since the release): its frozen copy stays\n";
+                  << "node (this router restarted since the release), and none of this "
+                  << "region's nodes that answered lists a frozen copy of it\n";
     }
     if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
         return Router::error(500,
@@ -588,8 +633,9 @@ void Handoffs::settle_import(const std::string& tenant) {
         std::lock_guard lock(mu_);
         since = imports_.try_emplace(tenant, now).first->second;
     }
-    TenantClaim claim(router_, tenant, "settle");
+    TenantClaim claim(router_, tenant, settle_claim);
     if (!claim.held) return;  // an import, activate or delete in progress settles it itself
+    test_hooks::stall_first_settle(tenant);
     auto maps = router_.directory().maps();
     auto t = maps->tenants.find(tenant);
     if (t == maps->tenants.end() || t->second.state != importing_state) return;
@@ -697,11 +743,7 @@ void Handoffs::lapse(const std::string& tenant, const Entry& e) {
     auto maps = router_.directory().maps();
     std::string thawed = "its node is not in the directory";
     if (auto n = maps->nodes.find(e.before.node); n != maps->nodes.end()) {
-        server::CallResult w =
-            router_.upstream().admin(n->second, {.method = "POST",
-                                                 .target = path_of(tenant) + "/thaw",
-                                                 .request_id = router_.new_request_id(std::nullopt),
-                                                 .resendable = true});
+        server::CallResult w = thaw_on(router_, n->second, tenant);
         thawed = !w.answer ? "the thaw did not reach it: " + w.error.message
                            : "thaw answered " + std::to_string(w.answer->status);
     }
@@ -747,6 +789,19 @@ Response activate_import(Router& router, const std::string& tenant) {
     if (row.state != importing_state) {
         return Router::error(409, "tenant `" + tenant + "` is " + row.state + " on `" + row.node +
                                       "`: only an imported tenant is activated");
+    }
+    // Thawed first (the import installed it frozen), so the row's `active` finds it taking
+    // writes. The move is past its undo by now: the home has moved, or is about to.
+    auto node = maps->nodes.find(row.node);
+    if (node == maps->nodes.end()) {
+        return Router::error(409, "tenant `" + tenant + "` is importing on `" + row.node +
+                                      "`, which is not in this directory");
+    }
+    server::CallResult thawed = thaw_on(router, node->second, tenant);
+    if (!thawed.answer || thawed.answer->status != 200) {
+        return Router::error(thawed.answer ? node_status(thawed.answer->status) : 502,
+                             "the import of `" + tenant + "` could not be thawed: " +
+                                 refusal_text(node->second, thawed, "thaw"));
     }
     row.state = "active";
     if (engine::Status st = router.directory().put_tenant(row); !st.is_ok()) {
@@ -800,9 +855,7 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
     // A call not answered 200: the move's failure at `step`.
     auto refused = [&](const server::CallResult& c, const char* step) {
         return MoveFailure{c.answer ? node_status(c.answer->status) : 502, step,
-                           c.answer ? who(node) + " answered " + std::to_string(c.answer->status) +
-                                          " to the " + step + ": " + node_error(c.answer->body)
-                                    : c.error.message};
+                           refusal_text(node, c, step)};
     };
     const std::string path = path_of(tenant);
     server::CallResult frozen = admin("POST", path + "/freeze");
@@ -851,6 +904,9 @@ std::optional<Response> install_image(Router& router, const NodeRow& node,
     put.headers.push_back({"Fenec-Image-Digest", image.digest});
     put.headers.push_back({"Fenec-Seq", image.seq});
     put.headers.push_back({"Fenec-Lineage", image.lineage});
+    // Frozen until activate: a node that takes no lease would otherwise take a write sent to it
+    // straight, which an undo of the import would then discard (shard/handoff.h).
+    put.headers.push_back({"Fenec-Frozen", "true"});
     put.headers.push_back({"Content-Type", "application/octet-stream"});
     put.body = body;
     put.close = true;

@@ -6,11 +6,13 @@
 //   POST   …/export {"to":"@us"}   claim; row `moving` to `@us` (synced); frozen on its node; the
 //                                  image answered with the node's Fenec-* headers
 //   POST   …/undo-export            thawed; row `active`; the claim released
-//   PUT    …/import[?node=<n>]      the image installed on the node named or with the fewest bytes;
-//                                  row `importing` there (synced), which no lease names; its
-//                                  replica
+//   PUT    …/import[?node=<n>]      the image installed frozen on the node named or with the fewest
+//                                  bytes; row `importing` there (synced), which no lease names;
+//                                  its replica
 //   DELETE …/import                 the copy and its replica deleted; the row removed
-//   POST   …/activate               row `importing` → `active` (synced); its node granted at once
+//   POST   …/activate               thawed; row `importing` → `active` (synced); its node granted
+//                                  at once; a settling of the row in progress waited for (up to
+//                                  half --upstream-timeout), not refused
 //   POST   …/release {"to":"@us"}   row `@us` (synced): placed nowhere here, no lease names it; its
 //                                  node granted at once without it; the frozen copy stays
 //   POST   …/undo-release           row back on its node (synced); thawed; the node granted
@@ -18,11 +20,13 @@
 //
 // Deviation from router.md §11.7 (issue 20): the target is leased only after the source was
 // released and the home moved in the global directory (the global router's `activate`, after its
-// step 4), not at the import. Until then the target's row is `importing`: its node holds the copy
-// and answers reads from it, but no grant names the tenant, so a write sent there (through any
-// router, or to the node straight) is refused unrun (503 `Retry-After: 1`, the router's body
-// naming the move), and no write lands on a copy that an undo of the import would discard; nor do
-// two nodes' leases name the tenant at once (the source's frozen one and the target's).
+// step 4), not at the import. Until then the target's row is `importing`: its node holds the copy,
+// installed frozen (`Fenec-Frozen: true` on its PUT …/file), and answers reads from it, but no
+// grant names the tenant, so a write sent there is refused unrun (503 `Retry-After: 1`: through a
+// router, the router's body naming the move; to the node straight, for its lease where it takes
+// leases and for the freeze either way), and no write lands on a copy that an undo of the import
+// would discard; nor do two nodes' leases name the tenant at once (the source's frozen one and
+// the target's).
 //
 // An `activate` the global router could not deliver is settled here: at start and every
 // settle_period_ms (shard/two_level.h), a row `importing` whose home in this router's copy of the
@@ -44,8 +48,9 @@
 //
 // What is remembered between steps (the source's node, between release and drop) is in this
 // process's memory: a region router restarted mid-move loses it; the row `moving` to `@<r>` is
-// then thawed at start (settle_moves), and a drop without it removes the row and copies but
-// leaves the frozen copy on the node, logged.
+// then thawed at start (settle_moves), and a drop without it finds the frozen copy by asking the
+// region's nodes for their lists (the primary copy of the tenant that says it is frozen) and
+// deletes it and its copies; where no node lists one, the row alone goes, logged.
 #pragma once
 
 #include <condition_variable>
@@ -82,17 +87,19 @@ struct ImageHeaders {
     std::string_view digest, seq, lineage;
 };
 
-// The node's part of an import (step 2), shared as the export's: the image `body` installed on
-// `node` (its PUT …/file; a 409, a stale copy an interrupted attempt left, deletes that copy and
-// asks once more), which must answer the seq and lineage sent. nullopt when it did; else the
-// refusal, a copy installed otherwise deleted.
+// The node's part of an import (step 2), shared as the export's: the image `body` installed
+// frozen on `node` (its PUT …/file with Fenec-Frozen; a 409, a stale copy an interrupted attempt
+// left, deletes that copy and asks once more), which must answer the seq and lineage sent.
+// nullopt when it did; else the refusal, a copy installed otherwise deleted.
 std::optional<http::Response> install_image(Router& router, const NodeRow& node,
                                             const std::string& tenant,
                                             const std::string& request_id,
                                             const ImageHeaders& image, std::string_view body);
 
 // The row `importing` of `tenant` made `active` (synced) and its node granted at once, the
-// caller holding the tenant's claim; already `active` on a node of this directory, 200 as well.
+// caller holding the tenant's claim, its copy thawed first (502 or the node's status, the row
+// left `importing`, where the thaw is not answered 200); already `active` on a node of this
+// directory, 200 as well.
 // A region's router's `activate`, and the global router's home statement for a tenant moved into
 // a region it keeps itself.
 http::Response activate_import(Router& router, const std::string& tenant);

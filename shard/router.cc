@@ -427,6 +427,20 @@ bool Router::claim(const std::string& tenant, std::string_view what) {
     return claims_.emplace(tenant, std::string(what)).second;
 }
 
+bool Router::claim_after(const std::string& tenant, std::string_view what,
+                         std::string_view waits_for, uint64_t bound_ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
+    std::unique_lock lock(claims_mu_);
+    for (;;) {
+        auto [it, fresh] = claims_.emplace(tenant, std::string(what));
+        if (fresh) return true;
+        if (it->second != waits_for) return false;
+        if (claims_released_.wait_until(lock, until) == std::cv_status::timeout) {
+            return claims_.emplace(tenant, std::string(what)).second;
+        }
+    }
+}
+
 std::string Router::held_by(const std::string& tenant) {
     std::lock_guard lock(claims_mu_);
     auto it = claims_.find(tenant);
@@ -438,6 +452,7 @@ void Router::release(const std::string& tenant) {
         std::lock_guard lock(claims_mu_);
         claims_.erase(tenant);
     }
+    claims_released_.notify_all();
     if (cluster_) cluster_->released(tenant);
 }
 

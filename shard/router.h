@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -127,6 +128,10 @@ class Router final : public server::Handler {
     // (create, delete, move) is what held_by answers while it holds the claim. A release lets a
     // failover that waited for the tenant go on (§9.3).
     bool claim(const std::string& tenant, std::string_view what = "");
+    // As claim, but where an operation named `waits_for` holds the tenant, waits up to `bound_ms`
+    // for it to let go first (one that does the same work, so the caller finds it done).
+    bool claim_after(const std::string& tenant, std::string_view what, std::string_view waits_for,
+                     uint64_t bound_ms);
     void release(const std::string& tenant);
     std::string held_by(const std::string& tenant);
 
@@ -244,6 +249,7 @@ class Router final : public server::Handler {
     uint64_t id_seed_ = 0;
     std::atomic<uint64_t> id_counter_{0};
     std::mutex claims_mu_;
+    std::condition_variable claims_released_;    // under claims_mu_: a claim let go
     std::map<std::string, std::string> claims_;  // tenant → what holds it
 
     // Copies and quotas through the router (router.md §6.4, §8): the admin calls to nodes
@@ -297,6 +303,10 @@ struct TenantClaim {
     bool held;
     TenantClaim(Router& r, std::string t, std::string_view what)
         : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
+    // Router::claim_after's: waits up to `bound_ms` while `waits_for` holds it.
+    TenantClaim(Router& r, std::string t, std::string_view what, std::string_view waits_for,
+                uint64_t bound_ms)
+        : router(r), tenant(std::move(t)), held(r.claim_after(tenant, what, waits_for, bound_ms)) {}
     ~TenantClaim() {
         if (held) router.release(tenant);
     }

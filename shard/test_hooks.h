@@ -11,7 +11,9 @@
 // `ms` after the step named (`relayed`: the region's router answered, the row not yet written
 // `active` or removed), so a test can kill it between its two writes; FENEC_TEST_SETTLE_MS=<ms>
 // settles rows left `creating` or `deleting` (§11.4), and a region's router rows left
-// `importing` (shard/handoff.h), every `ms` rather than every minute.
+// `importing` (shard/handoff.h), every `ms` rather than every minute; FENEC_TEST_SETTLE_STALL=<ms>
+// holds a region's router's first settling of an `importing` row `ms` with its claim taken, having
+// said so on stderr, so a test can meet that claim.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -41,5 +43,8 @@ bool fail_handoff_step(std::string_view step);
 void stall_after_two_level_step(std::string_view step);
 // How often rows left `creating` or `deleting` are settled: FENEC_TEST_SETTLE_MS, else `ms`.
 int64_t settle_period_ms(int64_t ms);
+// Once a process, with the claim of an `importing` row `tenant` taken to settle it: says so on
+// stderr and sleeps FENEC_TEST_SETTLE_STALL ms.
+void stall_first_settle(std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

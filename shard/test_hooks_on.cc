@@ -1,7 +1,9 @@
 // shard/test_hooks_on.cc: the router's test hooks that act (shard/test_hooks.h), linked only into
 // fenec-shard-hooks, the router the integration tests start.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -54,6 +56,16 @@ void stall_first_tokens() {
 bool fail_handoff_step(std::string_view step) {
     const char* env = std::getenv("FENEC_TEST_HANDOFF_FAIL");
     return env && std::string_view(env) == step;
+}
+
+void stall_first_settle(std::string_view tenant) {
+    static std::atomic<bool> stalled{false};
+    const char* env = std::getenv("FENEC_TEST_SETTLE_STALL");
+    if (!env || stalled.exchange(true)) return;
+    const long ms = std::strtol(env, nullptr, 10);
+    if (ms <= 0) return;
+    std::cerr << "fenec-shard: test hook: settling `" << tenant << "` held " << ms << " ms\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 bool skip_failover_cut() {
