@@ -16,7 +16,11 @@ constexpr uint64_t kOpOverheadBytes = 64;  // estimate of a table's bytes beyond
 }
 
 Block::Block(Database* db, std::unique_lock<std::shared_mutex> lock, BlockOptions options)
-    : db_(db), lock_(std::move(lock)), options_(options), now_ms_(options.now_ms ? *options.now_ms : db->clock_->wall_ms()) {}
+    : db_(db), lock_(std::move(lock)), options_(options), now_ms_(options.now_ms ? *options.now_ms : db->clock_->wall_ms()) {
+    // The last block's undo log, emptied, so its memory is written again rather than faulted in
+    // afresh (the writer lock, held from here, guards the spare).
+    undo_.swap(db->undo_spare_);
+}
 
 Block::Block(Block&& o) noexcept
     : db_(std::exchange(o.db_, nullptr)),
@@ -116,7 +120,8 @@ Result<CollectionId> Block::create(std::string_view name, const Schema& schema, 
     Database::Undo u;
     u.kind = Database::Undo::Kind::create;
     u.collection = id;
-    u.prev_next_collection = db_->next_collection_;
+    u.schema_change = std::make_unique<Database::Undo::SchemaChange>();
+    u.schema_change->prev_next_collection = db_->next_collection_;
     db_->next_collection_++;
     db_->collections_[id.v] = std::make_unique<Collection>(id, std::string(name), schema);
     db_->names_[std::string(name)] = id.v;
@@ -140,7 +145,8 @@ Status Block::alter_collection(CollectionId c, const AlterSpec& spec) {
     Database::Undo u;
     u.kind = Database::Undo::Kind::alter;
     u.collection = c;
-    u.prev_schema = col->schema();
+    u.schema_change = std::make_unique<Database::Undo::SchemaChange>();
+    u.schema_change->prev_schema = col->schema();
     undo_.push_back(std::move(u));
     col->set_schema(after);
     if (db_->options_.hook) db_->options_.hook->on_schema(c, &col->schema(), col);
@@ -165,7 +171,8 @@ Status Block::drop_collection(CollectionId c) {
     u.kind = Database::Undo::Kind::drop;
     u.collection = c;
     db_->names_.erase(it->second->name());
-    u.dropped = std::move(it->second);
+    u.schema_change = std::make_unique<Database::Undo::SchemaChange>();
+    u.schema_change->dropped = std::move(it->second);
     db_->collections_.erase(it);
     undo_.push_back(std::move(u));
     if (db_->options_.hook) db_->options_.hook->on_schema(c, nullptr, nullptr);
@@ -426,20 +433,20 @@ void Block::undo_to(size_t undo_size) {
                 auto it = db_->collections_.find(u.collection.v);
                 db_->names_.erase(it->second->name());
                 db_->collections_.erase(it);
-                db_->next_collection_ = u.prev_next_collection;
+                db_->next_collection_ = u.schema_change->prev_next_collection;
                 if (hook) hook->on_schema(u.collection, nullptr, nullptr);
                 break;
             }
             case Database::Undo::Kind::alter: {
                 Collection* col = db_->collection_locked(u.collection);
-                col->set_schema(std::move(u.prev_schema));
+                col->set_schema(std::move(u.schema_change->prev_schema));
                 if (hook) hook->on_schema(u.collection, &col->schema(), col);
                 break;
             }
             case Database::Undo::Kind::drop: {
-                const std::string& name = u.dropped->name();
-                db_->names_[name] = u.collection.v;
-                db_->collections_[u.collection.v] = std::move(u.dropped);
+                std::unique_ptr<Collection>& dropped = u.schema_change->dropped;
+                db_->names_[dropped->name()] = u.collection.v;
+                db_->collections_[u.collection.v] = std::move(dropped);
                 if (hook) {
                     Collection* back = db_->collections_[u.collection.v].get();
                     hook->on_schema(u.collection, &back->schema(), back);
@@ -489,7 +496,12 @@ void Block::rollback() {
 }
 
 void Block::finish() {
+    static_assert(sizeof(Database::Undo) <= 64, "a put's undo entry grew: see undo_kept_bytes_max");
     undo_.clear();
+    // Kept for the next block while small (limits.h); the spare is empty, the constructor took it.
+    if (undo_.capacity() * sizeof(Database::Undo) <= limits::undo_kept_bytes_max) {
+        undo_.swap(db_->undo_spare_);
+    }
     ops_.clear();
     spills_.clear();
     if (lock_.owns_lock()) lock_.unlock();
@@ -553,16 +565,17 @@ Result<Landed> Block::commit() {
     // 2. Latched, frozen, read-only.
     if (Status st = db.refusal_locked(); !st.is_ok()) return refuse(st);
     // 3. Encode the record; its framed length is exact.
-    const std::vector<std::byte> rec = encode_record(first);
+    std::vector<std::byte> rec = encode_record(first);
+    const uint64_t rec_bytes = rec.size();
     // 4. The landing gate (the node's lease).
     if (Status st = check_lease(); !st.is_ok()) return refuse(st);
     // 5. Quotas, with the record's exact length and the rows it adds.
-    if (Status st = check_quotas(rec.size(), true); !st.is_ok()) return refuse(st);
+    if (Status st = check_quotas(rec_bytes, true); !st.is_ok()) return refuse(st);
     // 7. Append. A failure latches the database.
     if (Status st = db.append_locked(rec); !st.is_ok()) return refuse(st);
     // 8. Account and notify.
-    account_landed(first, last, rec);
-    Landed landed{first, last, db.history_.current(), spill_bytes_ + rec.size(), false};
+    account_landed(first, last, std::move(rec));
+    Landed landed{first, last, db.history_.current(), spill_bytes_ + rec_bytes, false};
     const SyncPolicy policy = db.options_.sync;
     const bool defer = options_.defer_durable;
     finish();  // drops the undo log and releases the writer lock
@@ -645,7 +658,7 @@ Status Block::check_quotas(uint64_t record_bytes, bool last_record) const {
 // The block appended as `rec`: seq moved on, the rate buckets charged for client writes, the
 // versions it superseded counted dead, the feed given the block as the file holds it, its spills
 // then its record (§11), and the listener told (§5.5).
-void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& rec) {
+void Block::account_landed(Seq first, Seq last, std::vector<std::byte> rec) {
     Database& db = *db_;
     db.seq_.store(last.v, std::memory_order_release);
     if (db.quota_ && !options_.internal && (db.quota_->rows_bucket || db.quota_->bytes_bucket)) {
@@ -657,12 +670,17 @@ void Block::account_landed(Seq first, Seq last, const std::vector<std::byte>& re
     for (const Database::Undo& u : undo_) {
         if (u.prev) db.dead_bytes_ += u.prev->size;
     }
+    // Without spills the feed takes the record itself: no second copy of the block's bytes.
     std::vector<std::byte> records;
-    records.reserve(spill_bytes_ + rec.size());
-    for (const SpillDone& sp : spills_) {
-        records.insert(records.end(), sp.record.begin(), sp.record.end());
+    if (spills_.empty()) {
+        records = std::move(rec);
+    } else {
+        records.reserve(spill_bytes_ + rec.size());
+        for (const SpillDone& sp : spills_) {
+            records.insert(records.end(), sp.record.begin(), sp.record.end());
+        }
+        records.insert(records.end(), rec.begin(), rec.end());
     }
-    records.insert(records.end(), rec.begin(), rec.end());
     db.feed_->push(first, last, now_ms_, std::move(records));
     // Told last, so the memory figure it is given holds the feed's copy too.
     db.notify_locked(*this, first, last, options_.internal);

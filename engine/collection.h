@@ -23,9 +23,11 @@ namespace fenec::engine {
 // An append-only arena of document bodies.
 class Segments {
 public:
+    // 32 bits each, so an undo entry stays small: segments and a segment's bytes stay far below
+    // 2^32 (a segment is at most one document past a huge page).
     struct Mark {
-        size_t count = 0;
-        size_t used = 0;
+        uint32_t count = 0;
+        uint32_t used = 0;
     };
     // Copies `body` in and returns where it now lives.
     DocRef add(std::span<const std::byte> body);

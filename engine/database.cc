@@ -365,6 +365,7 @@ uint64_t Database::memory_bytes_locked() const {
     }
     if (options_.hook) bytes += options_.hook->memory_bytes();
     if (feed_) bytes += feed_->bytes();  // the replication feed's recent blocks (engine.md §11)
+    bytes += undo_spare_.capacity() * sizeof(Undo);  // the last block's undo log, kept
     return bytes;
 }
 

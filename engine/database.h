@@ -413,6 +413,9 @@ private:
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_framed_;
     uint64_t graph_dead_bytes_ = 0;
     uint64_t quota_checks_ = 0;
+    // The last block's undo log, empty, its capacity kept for the next block (Block's constructor
+    // takes it, finish() gives it back while at most limits::undo_kept_bytes_max).
+    std::vector<Undo> undo_spare_;
 
     // Durability and the latch.
     mutable std::mutex sync_mu_;
@@ -500,7 +503,7 @@ private:
     Status check_lease() const;
     bool takes_away_only() const;
     Status check_quotas(uint64_t record_bytes, bool last_record) const;
-    void account_landed(Seq first, Seq last, const std::vector<std::byte>& record);
+    void account_landed(Seq first, Seq last, std::vector<std::byte> record);
     void undo_to(size_t undo_size);
     void finish();
 

@@ -50,18 +50,24 @@ struct Block::SpillDone {
     std::vector<std::byte> record;  // the framed spill, for the feed once the block lands
 };
 
+// One entry of a block's undo log. Puts and deletes, a block's bulk, take 64 bytes; what only
+// schema changes need lives behind `schema_change`, so a 1,000-write block's log is 64 KiB and
+// the database keeps it for the next block (undo_spare_, limits::undo_kept_bytes_max).
 struct Database::Undo {
     enum class Kind : uint8_t { put, del, create, alter, drop };
+    struct SchemaChange {
+        Schema prev_schema;                   // alter
+        std::unique_ptr<Collection> dropped;  // drop
+        uint32_t prev_next_collection = 0;    // create
+    };
     Kind kind = Kind::put;
+    bool hooked = false;                  // put, del: the hook accepted it (on_undo owed)
     CollectionId collection;
     DocId id;
     std::optional<DocRef> prev;           // put, del: the version before
     uint64_t prev_next_id = 0;            // put
     Segments::Mark seg_mark;              // put
-    bool hooked = false;                  // put, del: the hook accepted it (on_undo owed)
-    Schema prev_schema;                   // alter
-    std::unique_ptr<Collection> dropped;  // drop
-    uint32_t prev_next_collection = 0;    // create
+    std::unique_ptr<SchemaChange> schema_change;  // create, alter, drop
 };
 
 struct Database::Quota {

@@ -2,35 +2,61 @@
 #include "engine/id_map.h"
 
 #include <algorithm>
+#include <type_traits>
+
+#include "engine/huge_pages.h"
 
 namespace fenec::engine {
 
 namespace {
-// The dense vector may hold this many slots per row, plus a floor, before an id goes sparse:
-// bounded waste for holes, no map node for the ids a collection hands out itself.
+// The dense slots may reach this many per row, plus a floor, before an id goes sparse: bounded
+// waste for holes, no map node for the ids a collection hands out itself. A chunk added for an id
+// under the bound may double the slots past it once.
 constexpr uint64_t kDenseSlack = 2;
 constexpr uint64_t kDenseFloor = 4096;
 }  // namespace
 
+IdMap::Chunk::Chunk(uint64_t n) : bytes(n * sizeof(DocRef)) {
+    static_assert(std::is_trivially_copyable_v<DocRef> && std::is_trivially_destructible_v<DocRef>);
+    if (bytes % huge_page_bytes == 0) {
+        // Fresh mappings are zero: a null ref, no slot written until an id lands in it.
+        slots = reinterpret_cast<DocRef*>(huge_alloc(bytes));
+    } else {
+        slots = new DocRef[n]();
+    }
+}
+
+IdMap::Chunk::~Chunk() {
+    if (!slots) return;
+    if (bytes % huge_page_bytes == 0) {
+        huge_free(reinterpret_cast<std::byte*>(slots), bytes);
+    } else {
+        delete[] slots;
+    }
+}
+
 void IdMap::grow_dense(uint64_t id) {
-    uint64_t size = std::max<uint64_t>(dense_.size() * 2, id + 1);
-    size = std::min<uint64_t>(size, std::max<uint64_t>(id + 1, kDenseSlack * (count_ + 1) + kDenseFloor));
-    dense_.resize(size);
-    // Keep the invariant: ids now inside the vector leave the map.
-    for (auto it = sparse_.begin(); it != sparse_.end() && it->first < dense_.size();) {
-        dense_[it->first] = it->second;
+    while (dense_size_ <= id) {
+        chunks_.emplace_back(chunk_slots(chunks_.size()));
+        dense_size_ = chunk_first(chunks_.size());
+    }
+    // Keep the invariant: ids now inside the chunks leave the map.
+    for (auto it = sparse_.begin(); it != sparse_.end() && it->first < dense_size_;) {
+        slot(it->first) = it->second;
         it = sparse_.erase(it);
     }
 }
 
 std::optional<DocRef> IdMap::put(uint64_t id, DocRef ref) {
-    if (id >= dense_.size() && id < kDenseSlack * (count_ + 1) + kDenseFloor) grow_dense(id);
-    if (id < dense_.size()) {
-        DocRef& slot = dense_[id];
+    if (id >= dense_size_ && id < kDenseSlack * (count_ + 1) + kDenseFloor) grow_dense(id);
+    if (id < dense_size_) {
+        DocRef& s = slot(id);
         std::optional<DocRef> prev;
-        if (slot.data) prev = slot;
-        else ++count_;
-        slot = ref;
+        if (s.data)
+            prev = s;
+        else
+            ++count_;
+        s = ref;
         return prev;
     }
     auto [it, inserted] = sparse_.try_emplace(id, ref);
@@ -44,11 +70,11 @@ std::optional<DocRef> IdMap::put(uint64_t id, DocRef ref) {
 }
 
 std::optional<DocRef> IdMap::erase(uint64_t id) {
-    if (id < dense_.size()) {
-        DocRef& slot = dense_[id];
-        if (!slot.data) return std::nullopt;
-        DocRef prev = slot;
-        slot = DocRef{};
+    if (id < dense_size_) {
+        DocRef& s = slot(id);
+        if (!s.data) return std::nullopt;
+        DocRef prev = s;
+        s = DocRef{};
         --count_;
         return prev;
     }
@@ -62,8 +88,8 @@ std::optional<DocRef> IdMap::erase(uint64_t id) {
 
 uint64_t IdMap::max_id() const {
     if (!sparse_.empty()) return sparse_.rbegin()->first;
-    for (uint64_t id = dense_.size(); id > 0; --id) {
-        if (dense_[id - 1].data) return id - 1;
+    for (uint64_t id = dense_size_; id > 0; --id) {
+        if (slot(id - 1).data) return id - 1;
     }
     return 0;
 }

@@ -53,6 +53,11 @@ inline constexpr int64_t flush_interval_ms_default = 250;
 // the file system commits them in one journal transaction; past a few they only queue in the
 // device, and each holds a thread while it waits.
 inline constexpr size_t sync_threads = 4;
+// A block's undo log kept, emptied, for the next block: a 1,000-write block's log (1,024
+// entries of 64 bytes), so blocks of that size write the same memory again instead of faulting
+// fresh pages in; larger logs are freed, so a tenant that once wrote a large block does not hold
+// its log while idle. Counted in Usage::memory_bytes.
+inline constexpr uint64_t undo_kept_bytes_max = 64ull << 10;
 // FlatBuffers verifier bounds.
 inline constexpr uint32_t verifier_depth_max = 64;
 inline constexpr uint32_t verifier_tables_max = 1u << 24;

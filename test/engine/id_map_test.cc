@@ -71,5 +71,43 @@ TEST(IdMapTest, AnswersAsAnOrderedMap) {
     EXPECT_EQ(mit, model.end());
 }
 
+
+// Growth adds chunks and never moves a slot: a ref found before a million more ids is still at
+// the same address, and every id, across every chunk boundary up to the huge-page chunks, answers
+// its own ref; erasing half and walking from inside a chunk sees exactly the rest.
+TEST(IdMapTest, GrowthKeepsSlotsInPlaceAcrossChunks) {
+    IdMap map;
+    for (uint64_t id = 1; id <= 100; ++id) map.put(id, ref_of(id));
+    const DocRef* early = map.find(37);
+    ASSERT_NE(early, nullptr);
+    constexpr uint64_t kIds = 1'100'000;  // chunks up to 16 MiB: several huge-page chunks
+    for (uint64_t id = 101; id <= kIds; ++id) map.put(id, ref_of(id));
+    EXPECT_EQ(map.find(37), early);
+    EXPECT_EQ(map.size(), kIds);
+    EXPECT_GT(map.dense_size(), kIds);
+    // Dense ids stay in the chunks, and their slots are at most twice the ids (plus the floor).
+    EXPECT_LE(map.memory_bytes(), (2 * kIds + 4096) * sizeof(DocRef));
+    for (uint64_t id = 1; id <= kIds; ++id) {
+        const DocRef* r = map.find(id);
+        ASSERT_NE(r, nullptr) << id;
+        ASSERT_EQ(r->data, ref_of(id).data) << id;
+    }
+    EXPECT_EQ(map.find(0), nullptr);
+    EXPECT_EQ(map.find(kIds + 1), nullptr);
+    for (uint64_t id = 2; id <= kIds; id += 2) ASSERT_TRUE(map.erase(id).has_value()) << id;
+    EXPECT_EQ(map.size(), kIds / 2);
+    EXPECT_EQ(map.max_id(), kIds - 1);
+    const uint64_t from = 16 * ((uint64_t{1} << 13) - 1) + 5;  // inside the first huge chunk
+    uint64_t expect = from | 1, seen = 0;
+    map.each_from(from, [&](uint64_t id, const DocRef& r) {
+        EXPECT_EQ(id, expect);
+        EXPECT_EQ(r.data, ref_of(id).data);
+        expect += 2;
+        ++seen;
+        return true;
+    });
+    EXPECT_EQ(seen, (kIds - (from | 1)) / 2 + 1);
+}
+
 }  // namespace
 }  // namespace fenec::engine::id_map_test

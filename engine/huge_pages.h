@@ -1,0 +1,27 @@
+// engine/huge_pages.h: memory for the large arrays that hold a collection in memory (its 2 MiB
+// segments of bodies, the id map's big chunks), mapped 2 MiB aligned with the kernel asked to back
+// them by transparent huge pages (madvise MADV_HUGEPAGE).
+//
+// Why: every fresh 4 KiB page costs a page fault on first write, and on the virtual machines we
+// run on a fault costs 15-20 us (docs/benchmarks.md, "engine write path, 2026-12-03"): a
+// 1,000-document block wrote ~12 fresh pages of bodies and id slots, a fifth of its time. One
+// huge-page fault maps 512 pages at once. Where the kernel has no huge page to give (THP off,
+// memory fragmented) the advice is ignored and the pages fault one by one as before: nothing
+// here changes what the memory holds, only how it is mapped.
+//
+// Invariant: huge_alloc hands out zeroed memory whose size is a multiple of huge_page_bytes;
+// huge_free takes back exactly what huge_alloc gave, with the same size.
+#pragma once
+
+#include <cstddef>
+
+namespace fenec::engine {
+
+inline constexpr size_t huge_page_bytes = size_t{2} << 20;
+
+// `bytes` (a positive multiple of huge_page_bytes) of zeroed memory, huge_page_bytes aligned.
+// Throws std::bad_alloc when the address space is exhausted, as `new` does.
+std::byte* huge_alloc(size_t bytes);
+void huge_free(std::byte* p, size_t bytes);
+
+}  // namespace fenec::engine
