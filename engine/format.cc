@@ -5,6 +5,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace fenec::engine::format {
@@ -50,20 +51,27 @@ uint32_t head_check(uint32_t length, uint8_t kind) {
 }
 
 void append_record(std::vector<std::byte>& out, Kind kind, std::span<const std::byte> body) {
-    const size_t at = out.size();
     const uint32_t length = static_cast<uint32_t>(body.size());
-    out.resize(at + framed_size(body.size()));
-    std::byte* p = out.data() + at;
     const uint8_t k = static_cast<uint8_t>(kind);
-    store_u32(p, length);
-    store_u64(p + 4, checksum(k, body));
-    p[12] = std::byte(k);
+    std::byte head[kRecordHeadBytes];
+    store_u32(head, length);
+    store_u64(head + 4, checksum(k, body));
+    head[12] = std::byte(k);
     const uint32_t hc = head_check(length, k);
-    p[13] = std::byte(hc);
-    p[14] = std::byte(hc >> 8);
-    p[15] = std::byte(hc >> 16);
-    if (!body.empty()) std::memcpy(p + kRecordHeadBytes, body.data(), body.size());
-    // resize() value-initialised the padding to zero.
+    head[13] = std::byte(hc);
+    head[14] = std::byte(hc >> 8);
+    head[15] = std::byte(hc >> 16);
+    // Head, body, then the padding zeroed: each byte written once. (A resize to the framed size
+    // first zeroed the whole record, then the body was copied over it: a block's record is the
+    // size of its documents, and that pass was 6% of a 1,000-document block.)
+    const size_t at = out.size();
+    const size_t need = at + framed_size(body.size());
+    // Room for the whole record before the first insert (growing as push_back would, for a
+    // caller appending many records to one buffer), so no insert moves what is already there.
+    if (out.capacity() < need) out.reserve(std::max(need, 2 * out.capacity()));
+    out.insert(out.end(), head, head + kRecordHeadBytes);
+    out.insert(out.end(), body.begin(), body.end());
+    out.resize(need);
 }
 
 std::string hex16(uint64_t v) {

@@ -76,7 +76,8 @@ struct Value {
 using Doc = std::vector<std::pair<uint16_t, Value>>;
 
 // Encodes `doc` against `schema`, checking every value fits its field (engine.md §4); appends the
-// body to `out`. Refusals name collection, field, expected and found.
+// body to `out`, and nothing else: on a refusal `out` is as it was. Refusals name collection,
+// field, expected and found.
 Status encode_doc(std::string_view collection, const Schema& schema, const Doc& doc,
                   std::vector<std::byte>& out);
 
