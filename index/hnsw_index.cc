@@ -50,6 +50,7 @@
 
 #include "engine/format_generated.h"
 #include "engine/limits.h"
+#include "index/field_memory.h"
 #include "index/hnsw_record.h"
 
 namespace fenec::index {
@@ -68,7 +69,7 @@ using hnsw::unfit;
 // hnswlib's level generator seed: fixed, so a rebuild from the same documents in the same order
 // gives the same graph (tests compare answers across rebuilds).
 constexpr size_t kLevelSeed = 100;
-// The first allocation of a graph, in nodes; it doubles as nodes are added (resizeIndex).
+// The first allocation of a graph, in nodes; it doubles as nodes are added (Graph::reserve).
 constexpr size_t kInitialCapacity = 64;
 // Levels are stored as ubyte. hnswlib draws level L with probability about m^-L; 255 is never
 // reached in practice, and a graph that did reach it is simply not persisted.
@@ -137,6 +138,10 @@ static_assert(
         std::is_same_v<decltype(&Hnsw::get_linklist),
                        linklistsizeint* (Hnsw::*)(tableint, int) const>,
     FENEC_HNSWLIB_PIN("searchKnn's two steps, which graph_candidates takes apart"));
+static_assert(
+    std::is_same_v<decltype(Hnsw::visited_list_pool_), hnswlib::VisitedListPool*> &&
+        std::is_same_v<decltype(&Hnsw::resizeIndex), void (Hnsw::*)(size_t)>,
+    FENEC_HNSWLIB_PIN("resizeIndex replaces the visited-list pool, the locks and level 0 (Graph)"));
 #undef FENEC_HNSWLIB_PIN
 
 std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t slot,
@@ -155,28 +160,6 @@ std::optional<std::vector<float>> vector_of(const engine::DocView& doc, uint16_t
     return std::nullopt;
 }
 
-// std::allocator, but resize() leaves new elements default-initialised (for float: untouched),
-// so a buffer sized first and filled in parts is first touched by the parts, in parallel.
-template <class T>
-struct NoInit : std::allocator<T> {
-    template <class U>
-    struct rebind {
-        using other = NoInit<U>;
-    };
-    NoInit() = default;
-    template <class U>
-    NoInit(const NoInit<U>&) noexcept {}
-    template <class U, class... Args>
-    void construct(U* p, Args&&... args) {
-        if constexpr (sizeof...(Args) == 0) {
-            ::new (static_cast<void*>(p)) U;
-        } else {
-            ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-        }
-    }
-};
-using Floats = std::vector<float, NoInit<float>>;
-
 bool same_bits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -186,6 +169,54 @@ double dot(std::span<const double> q, std::span<const float> x) {
     for (size_t i = 0; i < q.size(); ++i) s += q[i] * static_cast<double>(x[i]);
     return s;
 }
+
+// hnswlib's graph with its level-0 block (one record per node, ~650 bytes at 128 dimensions) in a
+// FieldBlock rather than malloc'd and grown by realloc: huge pages once it reaches 2 MiB
+// (index/field_memory.h says why). `reserve` is hnswlib's resizeIndex (index/README.md, "hnswlib,
+// pinned" 9) with the block grown here; the graph is never resized by hnswlib itself.
+class Graph final : public Hnsw {
+  public:
+    // An empty graph for at least `capacity` nodes. Throws what hnswlib and allocation throw.
+    Graph(hnswlib::SpaceInterface<float>* space, size_t capacity, size_t m, size_t ef_construction)
+        : Hnsw(space, 0, m, ef_construction, kLevelSeed) {
+        std::free(data_level0_memory_);  // hnswlib's malloc(0): level 0 is ours from here
+        data_level0_memory_ = nullptr;
+        reserve(capacity);
+    }
+    // level0_ frees the block; hnswlib's destructor then frees the rest, and free(nullptr) here.
+    ~Graph() override { data_level0_memory_ = nullptr; }
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+
+    // Room for at least `capacity` nodes (all the block holds: its huge-page rounding is used),
+    // the nodes so far copied over. Throws std::bad_alloc with the graph's nodes and capacity as
+    // they were (some of its per-node arrays possibly longer, which is harmless).
+    void reserve(size_t capacity) {
+        if (capacity <= max_elements_ && data_level0_memory_) return;
+        FieldBlock block(std::max<size_t>(capacity, 1) * size_data_per_element_);
+        capacity = block.bytes() / size_data_per_element_;
+        auto pool = std::make_unique<hnswlib::VisitedListPool>(1, static_cast<int>(capacity));
+        std::vector<std::mutex> locks(capacity);
+        element_levels_.resize(capacity);  // longer than max_elements_ is harmless
+        auto* lists = static_cast<char**>(std::realloc(linkLists_, sizeof(void*) * capacity));
+        if (!lists) throw std::bad_alloc();
+        linkLists_ = lists;
+        // Nothing below throws.
+        if (cur_element_count > 0) {
+            std::memcpy(block.data(), data_level0_memory_,
+                        cur_element_count * size_data_per_element_);
+        }
+        level0_ = std::move(block);
+        data_level0_memory_ = reinterpret_cast<char*>(level0_.data());
+        delete visited_list_pool_;
+        visited_list_pool_ = pool.release();
+        link_list_locks_.swap(locks);
+        max_elements_ = capacity;
+    }
+
+  private:
+    FieldBlock level0_;
+};
 
 }  // namespace
 
@@ -200,10 +231,10 @@ class VectorIndexes::Field {
     std::unique_ptr<hnswlib::SpaceInterface<float>> space;
     // Null with `failure` empty: the field is small (graph_from) and scored exactly; null with a
     // failure: hnswlib failed, exact scoring until a rebuild.
-    std::unique_ptr<Hnsw> graph;
+    std::unique_ptr<Graph> graph;
     std::string failure;
     std::vector<uint64_t> node_docs;  // node -> document id; 0 = retired
-    Floats vecs;                      // node * dim: each node's vector as its document held it
+    FloatArray vecs;                  // node * dim: each node's vector as its document held it
     std::vector<double> norms;        // node -> Euclidean norm of vecs, in double (cosine)
     std::unordered_map<uint64_t, uint32_t> doc_node;  // live nodes
 
@@ -222,7 +253,7 @@ class VectorIndexes::Field {
     // Appends a node's vector (the graph is told separately).
     void push(uint64_t doc, std::span<const float> v) {
         node_docs.push_back(doc);
-        vecs.insert(vecs.end(), v.begin(), v.end());
+        vecs.append(v);
         double xx = 0;
         for (float x : v) xx += static_cast<double>(x) * x;
         norms.push_back(std::sqrt(xx));
@@ -262,8 +293,8 @@ class VectorIndexes::Field {
         } else {
             space = std::make_unique<hnswlib::InnerProductSpace>(dim);
         }
-        graph = std::make_unique<Hnsw>(space.get(), std::max(capacity, kInitialCapacity), params.m,
-                                       params.ef_construction, kLevelSeed);
+        graph = std::make_unique<Graph>(space.get(), std::max(capacity, kInitialCapacity), params.m,
+                                        params.ef_construction);
         graph->setEf(1);
         failure.clear();
     }
@@ -322,7 +353,7 @@ class VectorIndexes::Field {
             return;
         }
         try {
-            if (node >= graph->max_elements_) graph->resizeIndex(2 * graph->max_elements_);
+            if (node >= graph->max_elements_) graph->reserve(2 * graph->max_elements_);
             const std::vector<float> p = prepared(v);
             graph->addPoint(p.data(), static_cast<labeltype>(node));
         } catch (const std::exception& e) {

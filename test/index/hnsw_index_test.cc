@@ -7,7 +7,9 @@
 // digest) makes the open rebuild without losing a row; and recall@10 >= 0.99 at ef_search 100 on
 // clustered 128-dimension vectors (10,000 here; 100,000 and filtered 1%/25% in
 // hnsw_recall_slow_test.cc); and that among rows whose float distances tie, the graph's answer is
-// still the best k in double. The tenant, the oracle and the recall check: hnsw_fixture.h.
+// still the best k in double; and that a graph grown past 2 MiB into huge pages
+// (index/field_memory.h) is node for node the graph built for the same rows at once. The tenant,
+// the oracle and the recall check: hnsw_fixture.h.
 #include "index/hnsw_index.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -695,6 +697,46 @@ TEST(HnswNearTies, GraphAnswerIsTheDoubleBestAmongFloatTies) {
                         1e-5 * (1 + std::abs(every.front().second));
         }
         EXPECT_EQ(tied, 6u);
+    }
+}
+
+// ---- growth: the float copy and hnswlib's level 0 in huge pages past 2 MiB (field_memory.h)
+
+// A field grown row by row past 2 MiB (its float copy and hnswlib's level-0 block moved from the
+// heap into huge pages, the graph grown many times by Graph::reserve, every node copied over each
+// time) holds the same graph, node for node, as one built for all its rows at once (the
+// compaction's rebuild, one allocation); it answers as before, and its memory figure counts the
+// vectors and level 0 it holds.
+TEST(HnswGrowth, AGraphGrownIntoHugePagesIsTheGraphBuiltAtOnce) {
+    Tenant t;
+    std::mt19937_64 rng(41);
+    Clustered gen(rng, 64, 20);
+    // m 8, ef_search 10: a graph past 160 rows, grown from 322 nodes; a node's level-0 record is
+    // 4 + 16 x 4 link bytes, 256 of vector and 8 of label (332 bytes), so 9,000 rows hold 3 MB
+    // of level 0 and 2.3 MB of floats.
+    const uint32_t dim = 64;
+    const size_t n = 9000;
+    const CollectionId c = t.create("v", {plain("kind", engine::BaseType::Int),
+                                          vec_field("e", dim, params(Metric::cosine, 8, 40, 10))});
+    const Rows rows = fill(
+        t, c, n, [&] { return gen.draw(rng); }, rng, 100);
+    ASSERT_TRUE(t.vec.field_stats(c, 1).graph);
+    EXPECT_GE(t.vec.memory_bytes(), n * (dim * sizeof(float) + 332));
+    auto grown = t.vec.encode_graph(c, 1, engine::Seq{7});
+    ASSERT_TRUE(grown.is_ok()) << grown.status().to_string();
+    std::vector<std::vector<float>> queries;
+    for (int i = 0; i < 20; ++i) queries.push_back(gen.draw(rng));
+    std::vector<std::vector<Hit>> before;
+    // At ef 100 (under 2 x m x ef = 1,600 of the 9,000 rows: the graph answers, rule 2).
+    for (const auto& q : queries) before.push_back(t.near(c, 1, q, 10, nullptr, 100));
+
+    ASSERT_TRUE(t.vec.rebuild_graph(c, 1).is_ok());  // one graph for all n nodes at once
+    auto at_once = t.vec.encode_graph(c, 1, engine::Seq{7});
+    ASSERT_TRUE(at_once.is_ok()) << at_once.status().to_string();
+    EXPECT_TRUE(*grown == *at_once) << "the grown graph differs from the one built at once";
+    for (size_t i = 0; i < queries.size(); ++i) {
+        EXPECT_EQ(t.near(c, 1, queries[i], 10, nullptr, 100), before[i]);
+        EXPECT_GE(recall(before[i], exact(Metric::cosine, rows, queries[i], 10)), 0.9);
     }
 }
 
