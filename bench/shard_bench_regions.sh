@@ -19,7 +19,13 @@
 #    the node's, the relay's (G's p50 less U's) split into G's forward (G's p50 less the link
 #    path's) and the proxy's hop (the link path's less U's), and the relay without the proxy
 #    (Gd's p50 less U's), REGIONS_BENCH_RUNS runs and the spread. Seed 002's reference: the relay
-#    32–42 µs p50, a router's 24 and the proxy's 8–18.
+#    32–42 µs p50, a router's 24 and the proxy's 8–18. Two floors in the same rotation: a loopback
+#    round trip (`latency_client echo`, an answer of the row's size at once: the goal's unit, one
+#    round trip added per relay) and a hop in front of U (`latency_client hop`: a blocking thread
+#    passing bytes, no work; its p50 less U's is what any proxy whose thread sleeps for the
+#    request and for the answer adds). REGIONS_BENCH_COMPARE=<another fenec-shard> starts a third
+#    global router Gc from that binary, relaying to U straight like Gd, asked in the same
+#    rotation (relay.cmp: Gc's p50 less U's): a before and an after under one load.
 #    REGIONS_BENCH_CUT_RUNS=0 runs this part alone.
 #
 # 2. A partition. The link's proxy is not running throughout (U's --global names its port, where
@@ -45,7 +51,8 @@
 # Environment: REGIONS_BENCH_RUNS (5), REGIONS_BENCH_CUT_RUNS (10), REGIONS_BENCH_LEASES ("1 5"),
 #              REGIONS_BENCH_TENANTS (10), SHARD_BENCH_REQUESTS (5000), SHARD_BENCH_WARMUP (500),
 #              SHARD_BENCH_ROWS (1000), SHARD_BENCH_WORKERS (1), SHARD_BENCH_UPSTREAM_POLL_US (50),
-#              REGIONS_BENCH_PROXY_POLL (0: the link's HAProxy without busy-polling), CXX (c++).
+#              REGIONS_BENCH_PROXY_POLL (0: the link's HAProxy without busy-polling),
+#              REGIONS_BENCH_COMPARE (unset), CXX (c++).
 set -euo pipefail
 
 if (($# < 3)); then
@@ -68,6 +75,7 @@ poll_us=${SHARD_BENCH_UPSTREAM_POLL_US:-50}
 # The proxies stand for the network, not for a proxy measured against the router: they do not
 # busy-poll (a HAProxy busy-polling spins a whole CPU, one of the two these machines have).
 proxy_poll=${REGIONS_BENCH_PROXY_POLL:-0}
+compare_bin=${REGIONS_BENCH_COMPARE:+$(realpath "$REGIONS_BENCH_COMPARE")}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/shard_bench_lib.sh
 source "$here/shard_bench_lib.sh"
@@ -77,7 +85,7 @@ log() { echo "shard_bench_regions: $*" >&2; }
 for v in runs cut_runs tenants requests warmup rows workers poll_us proxy_poll; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { log "$v=${!v} is not a number"; exit 2; }
 done
-for tool in "$node_bin" "$shard_bin" "$fenec_bin"; do
+for tool in "$node_bin" "$shard_bin" "$fenec_bin" ${compare_bin:+"$compare_bin"}; do
     [[ -x "$tool" ]] || { log "$tool is missing"; exit 1; }
 done
 for tool in curl haproxy python3 ss "${CXX:-c++}"; do
@@ -173,31 +181,56 @@ awk -v rows="$rows" 'BEGIN {
     print line "]]}"
 }' >"$tmp/rows.ndjson"
 
-# A global router named `name` on `port`: its directory `dir/name.fenec`.
-start_global() {  # dir name port
-    start_in "$1" "$2" "$shard_bin" --listen "127.0.0.1:$3" --workers "$workers" \
+# A global router named `name` on `port`: its directory `dir/name.fenec`; the binary
+# `binary`, fenec-shard's by default.
+start_global() {  # dir name port [binary]
+    start_in "$1" "$2" "${4:-$shard_bin}" --listen "127.0.0.1:$3" --workers "$workers" \
         --upstream-poll-us "$poll_us" --directory "$1/$2.fenec" --token "$root" \
         --replication-token "$replication"
+}
+
+# The CPU time (user + system) a process has used so far, in ns: fields 14 and 15 of
+# /proc/<pid>/stat, counted after the `(comm)` field, which may hold spaces. They count threads
+# that have exited (the hop's, one a connection), in ticks of 1/CLK_TCK s.
+cpu_ns() {  # pid
+    local stat
+    stat=$(<"/proc/$1/stat")
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($12 + $13) * 1e9 / hz }' <<<"${stat##*) }"
+}
+
+# `latency_client <kind> <port file> <arg>` in `dir`; sets started_pid and started_port.
+start_floor() {  # dir kind arg
+    local dir=$1 kind=$2 i
+    "$client" "$kind" "$dir/$kind.port" "$3" 2>"$dir/$kind.err" &
+    pids+=($!)
+    started_pid=$!
+    for ((i = 0; i < 100; i++)); do
+        [[ -s "$dir/$kind.port" ]] && break
+        kill -0 "$started_pid" 2>/dev/null || { log "latency_client $kind exited"; exit 1; }
+        sleep 0.05
+    done
+    ((i < 100)) || { log "latency_client $kind wrote no port"; exit 1; }
+    started_port=$(cat "$dir/$kind.port")
 }
 
 # The global router `name` (pid `pid`, on `port`) given a `regions` row sending us's tenants to
 # `router` (a URL, which must answer), and `bench` at home `@us` in its directory: written while
 # it is stopped (two-level creates are not built yet), then started again on its port.
-home_in_global() {  # dir name port pid router
-    local dir=$1 name=$2 port=$3 pid=$4 router=$5
+home_in_global() {  # dir name port pid router [binary]
+    local dir=$1 name=$2 port=$3 pid=$4 router=$5 binary=${6:-}
     rcurl -X PUT "http://127.0.0.1:$port/_shard/regions/us" -d "{\"routers\":[\"$router\"]}" \
         >/dev/null
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true
     "$fenec_bin" shell "$dir/$name.fenec" \
         -c 'insert tenants {name: "bench", node: "@us", state: "active"}' >/dev/null
-    start_global "$dir" "$name" "$port"
+    start_global "$dir" "$name" "$port" "$binary"
 }
 
 # One run of part 1, in this shell; writes the client's lines to $dir/result.
 relay_run() {
     local run=$1 dir="$tmp/relay-$1" g_port gd_port gd_pid link_port back_port u_port
-    local node_port addr
+    local node_port node_pid u_pid addr echo_port hop_port gc_port gc_pid answer_bytes targets=()
     mkdir -p "$dir/node"
     g_port=$(free_port)
     gd_port=$(free_port)
@@ -206,9 +239,11 @@ relay_run() {
     start_in "$dir" node "$node_bin" --listen 127.0.0.1:0 --data-dir "$dir/node" \
         --workers "$workers" --admin-token "$admin"
     node_port=$started_port
+    node_pid=$started_pid
     start_global "$dir" global "$g_port"
     start_us_router "$dir" "$back_port"
     u_port=$started_port
+    u_pid=$started_pid
     start_tcp_proxy "$dir" link "$link_port:$u_port" "$back_port:$g_port"
     # Gd: a second global router whose regions row names U itself, no proxy between (U follows
     # G, not Gd; Gd only relays).
@@ -226,17 +261,46 @@ relay_run() {
     curl -sS --fail-with-body -X POST -H 'Content-Type: application/x-ndjson' \
         --data-binary @"$tmp/rows.ndjson" "http://127.0.0.1:$u_port/t/bench/batch" >/dev/null
     home_in_global "$dir" global-direct "$gd_port" "$gd_pid" "http://127.0.0.1:$u_port"
+    gd_pid=$started_pid
+    if [[ -n "$compare_bin" ]]; then
+        gc_port=$(free_port)
+        start_global "$dir" global-compare "$gc_port" "$compare_bin"
+        gc_pid=$started_pid
+        rcurl -X PUT "http://127.0.0.1:$gc_port/_shard/regions/us" \
+            -d "{\"routers\":[\"http://127.0.0.1:$u_port\"]}" >/dev/null
+        home_in_global "$dir" global-compare "$gc_port" "$gc_pid" "http://127.0.0.1:$u_port" \
+            "$compare_bin"
+        gc_pid=$started_pid
+        targets+=(compare="$gc_port")
+    fi
+    answer_bytes=$(curl -sS "http://127.0.0.1:$node_port/t/bench/c/accounts/1" | wc -c)
+    start_floor "$dir" echo "$answer_bytes"
+    echo_port=$started_port
+    start_floor "$dir" hop "$u_port"
+    hop_port=$started_port
+    local -A cpu_pid=([direct]=$gd_pid [hop]=$started_pid [node]=$node_pid [us]=$u_pid) \
+        cpu_before=() served=([direct]=1 [hop]=1 [node]=6 [us]=5)
+    if [[ -n "$compare_bin" ]]; then
+        cpu_pid[compare]=$gc_pid served[compare]=1 served[node]=7 served[us]=6
+    fi
 
-    for addr in "$node_port" "$u_port" "$g_port" "$gd_port"; do
+    for addr in "$node_port" "$u_port" "$g_port" "$gd_port" "$hop_port" ${gc_port:+"$gc_port"}; do
         answer=$(curl -sS --fail-with-body "http://127.0.0.1:$addr/t/bench/c/accounts/$rows")
         [[ "$answer" == *"\"aid\":$rows,"* ]] || { log "row by id from $addr: $answer"; exit 1; }
     done
-    local load_before
+    local load_before p
     load_before=$(cut -d' ' -f1 /proc/loadavg)
+    for p in "${!cpu_pid[@]}"; do cpu_before[$p]=$(cpu_ns "${cpu_pid[$p]}"); done
     "$client" measure --rotate "$requests" "$warmup" /t/bench/c/accounts/%d "$rows" \
         node="$node_port" us="$u_port" link="$link_port" relayed="$g_port" \
-        direct="$gd_port" >"$dir/result"
+        direct="$gd_port" loopback="$echo_port" hop="$hop_port" "${targets[@]}" >"$dir/result"
     echo "load $load_before/$(cut -d' ' -f1 /proc/loadavg)" >>"$dir/result"
+    # The CPU time each spent per request it took (warm-up included; the node and U take those
+    # of every path through them), in µs.
+    for p in "${!cpu_pid[@]}"; do
+        echo "cpu/$p $(awk -v a="$(cpu_ns "${cpu_pid[$p]}")" -v b="${cpu_before[$p]}" \
+            -v n="$(((requests + warmup) * served[$p]))" 'BEGIN { printf "%.1f", (a - b) / 1000 / n }')"
+    done >>"$dir/result"
     stop_all 100
 }
 
@@ -361,18 +425,25 @@ cut_run() {
     echo "link's proxy) and to a second global router Gd relaying to U straight (direct), one"
     echo "request to each in turn, rounds rotating; $requests requests per path after $warmup of"
     echo "warm-up; p50 µs. relay = relayed − U = G.fwd (relayed − link) + proxy.hop (link − U);"
-    echo "relay.direct = direct − U: the relay on loopback without the link's proxy"
+    echo "relay.direct = direct − U: the relay on loopback without the link's proxy. Floors in the"
+    echo "same rotation: rtt = a loopback round trip (an answer of the row's size at once); hop.add"
+    echo "= hop − U, a blocking proxy with no work in front of U. direct/rtt: relay.direct over one"
+    echo "round trip (goal ≤ 1.0); hop/rtt: the sleeping proxy's floor in the same unit${compare_bin:+;
+relay.cmp = compare − U, $compare_bin relaying to U straight}"
     echo
-    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s  %s\n" run node us link relayed \
-        direct "U.added" relay "G.fwd" "proxy.hop" "relay.direct" "load before/after"
+    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s %6s %7s %10s %8s${compare_bin:+ %9s}  %s\n" \
+        run node us link relayed direct "U.added" relay "G.fwd" "proxy.hop" "relay.direct" \
+        rtt "hop.add" "direct/rtt" "hop/rtt" ${compare_bin:+relay.cmp} "load before/after"
 } >"$tmp/report"
 cat "$tmp/report"
-relays=() u_added=() node_p50=() g_fwd=() hops=() directs=()
+relays=() u_added=() node_p50=() g_fwd=() hops=() directs=() rtts=() hop_adds=() cmps=()
+d_rtts=() h_rtts=()
 for run in $(seq 1 "$runs"); do
     relay_run "$run"
     declare -A r=()
     while read -r name fields; do
         if [[ $name == load ]]; then r[load]=$fields; continue; fi
+        if [[ $name == cpu/* ]]; then r[$name]=$fields; continue; fi
         for kv in $fields; do r[$name/${kv%%=*}]=${kv#*=}; done
     done <"$tmp/relay-$run/result"
     ua=$(minus "${r[us/p50_us]}" "${r[node/p50_us]}")
@@ -380,14 +451,23 @@ for run in $(seq 1 "$runs"); do
     gf=$(minus "${r[relayed/p50_us]}" "${r[link/p50_us]}")
     hop=$(minus "${r[link/p50_us]}" "${r[us/p50_us]}")
     rd=$(minus "${r[direct/p50_us]}" "${r[us/p50_us]}")
+    ha=$(minus "${r[hop/p50_us]}" "${r[us/p50_us]}")
+    dr=$(ratio "$rd" "${r[loopback/p50_us]}")
+    hr=$(ratio "$ha" "${r[loopback/p50_us]}")
+    cmp=()
+    if [[ -n "$compare_bin" ]]; then
+        cmp=("$(minus "${r[compare/p50_us]}" "${r[us/p50_us]}")")
+        cmps+=("${cmp[0]}")
+    fi
     node_p50+=("${r[node/p50_us]}") u_added+=("$ua") relays+=("$rl") g_fwd+=("$gf") hops+=("$hop")
-    directs+=("$rd")
-    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s  %s\n" "$run" "${r[node/p50_us]}" \
-        "${r[us/p50_us]}" "${r[link/p50_us]}" "${r[relayed/p50_us]}" "${r[direct/p50_us]}" \
-        "$ua" "$rl" "$gf" "$hop" "$rd" "${r[load]}" | tee -a "$tmp/report"
-    for p in node us link relayed direct; do
+    directs+=("$rd") rtts+=("${r[loopback/p50_us]}") hop_adds+=("$ha") d_rtts+=("$dr") h_rtts+=("$hr")
+    printf "%-3s %7s %7s %7s %8s %7s %9s %9s %7s %9s %12s %6s %7s %10s %8s${compare_bin:+ %9s}  %s\n" \
+        "$run" "${r[node/p50_us]}" "${r[us/p50_us]}" "${r[link/p50_us]}" "${r[relayed/p50_us]}" \
+        "${r[direct/p50_us]}" "$ua" "$rl" "$gf" "$hop" "$rd" "${r[loopback/p50_us]}" "$ha" "$dr" \
+        "$hr" "${cmp[@]}" "${r[load]}" | tee -a "$tmp/report"
+    for p in node us link relayed direct loopback hop ${compare_bin:+compare}; do
         echo "    run $run $p p50 ${r[$p/p50_us]} p95 ${r[$p/p95_us]} p99 ${r[$p/p99_us]}" \
-            "min ${r[$p/min_us]} n ${r[$p/n]}"
+            "min ${r[$p/min_us]} n ${r[$p/n]}${r[cpu/$p]:+ cpu_us_per_request ${r[cpu/$p]}}"
     done >>"$tmp/details"
     unset r
 done
@@ -395,7 +475,10 @@ done
     echo "spread over $runs runs (min–max): node p50 $(spread "${node_p50[@]}"); U added" \
         "$(spread "${u_added[@]}"); the relay (G's p50 less U's) $(spread "${relays[@]}"): G's" \
         "forward $(spread "${g_fwd[@]}") and the proxy's hop $(spread "${hops[@]}"); the relay" \
-        "without the proxy (Gd's p50 less U's) $(spread "${directs[@]}")"
+        "without the proxy (Gd's p50 less U's) $(spread "${directs[@]}"), over a loopback round" \
+        "trip ($(spread "${rtts[@]}")) $(spread "${d_rtts[@]}"); a blocking hop with no work added" \
+        "$(spread "${hop_adds[@]}"), over the round trip $(spread "${h_rtts[@]}")${compare_bin:+; the
+relay through $compare_bin $(spread "${cmps[@]}")}"
     cat "$tmp/details"
 } | tee -a "$tmp/report"
 ((cut_runs > 0)) || leases=""  # part 1 alone
