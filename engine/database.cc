@@ -341,6 +341,7 @@ Usage Database::usage() const {
     Usage u;
     u.file_bytes = file_bytes_;
     u.dead_bytes = dead_bytes_ + graph_dead_bytes_;
+    u.graphs_deferred = graphs_deferred_.load(std::memory_order_relaxed);
     for (const auto& [id, c] : collections_) {
         (c->internal() ? u.internal_rows : u.rows) += c->rows();
     }

@@ -135,6 +135,8 @@ struct Usage {
     Seq seq;
     Seq durable_seq;
     uint64_t quota_checks = 0;   // times the landing ran quota code (zero without limits)
+    // A graph left stale by checkpoint_graphs for a rewrite to write (its dead-space budget).
+    bool graphs_deferred = false;
     // The rate buckets' levels now (§9): tokens, at most a second's worth, negative in debt;
     // unset where the rate is not limited.
     std::optional<double> rows_per_s_level;
@@ -274,9 +276,20 @@ public:
     Result<std::optional<FileImage>> file_image();
     Status append_graph(CollectionId collection, uint16_t slot);
     // Appends a graph record for every @hnsw field whose tenant has written since that field's
-    // last graph record (the background checkpoint of engine.md §6.3; the Flusher calls it).
-    // Returns how many were written.
-    Result<uint32_t> checkpoint_graphs();
+    // last graph record (the background checkpoint of engine.md §6.3). Returns how many were
+    // written. Each record supersedes the field's last, whose bytes are dead until a rewrite:
+    // a bulk load checkpointed once a minute would leave a file mostly old graphs. So the
+    // Flusher's pass (`sweep`) appends a graph only while, its predecessor superseded, the
+    // superseded graph records stay within a fifth of the file (limits::graph_dead_share_den:
+    // at most 1.25x its compact size), and one more of its size (a move's, file_image) would
+    // keep them within the quarter a file image may carry. Past that it leaves the graph stale
+    // and says so (Usage::graphs_deferred) for a rewrite to write it, which the node's
+    // compactor does on its next look (server/node/compactor.h); a close's checkpoint writes it
+    // too. A field whose graph is more than a sixth of its file (128 floats a row and little
+    // else) is thus rewritten, not appended to, at each sweep that finds it written.
+    // `always` (file_image's) appends every stale graph.
+    enum class GraphCheckpoint : uint8_t { sweep, always };
+    Result<uint32_t> checkpoint_graphs(GraphCheckpoint mode = GraphCheckpoint::sweep);
 
     void set_limit(const Limits& limits);
     Limits limits() const;
@@ -368,6 +381,7 @@ private:
     void adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot& snap,
                                 uint64_t file_bytes);
     void null_dropped_slots_locked(const Snapshot& snap);
+    bool room_for_graph(CollectionId collection, uint16_t slot) const;  // checkpoint_graphs
     uint64_t client_rows_locked() const;
     Collection* collection_locked(CollectionId id) const;
     bool expired(const Collection& c, const DocRef& ref, int64_t now_ms) const;
@@ -412,6 +426,9 @@ private:
     // superseded are dead space (graph_dead_bytes_) until a rewrite, which file_image weighs.
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_framed_;
     uint64_t graph_dead_bytes_ = 0;
+    // A sweep left a graph stale rather than pass its dead-space budget (checkpoint_graphs); a
+    // rewrite clears it. Atomic: set under the shared lock.
+    std::atomic<bool> graphs_deferred_{false};
     uint64_t quota_checks_ = 0;
     // The last block's undo log, empty, its capacity kept for the next block (Block's constructor
     // takes it, finish() gives it back while at most limits::undo_kept_bytes_max).

@@ -18,15 +18,6 @@
 
 namespace fenec::engine {
 
-namespace {
-
-// At most a quarter of the file dead, so a file image is at most 4/3 of the image built from it.
-// Building costs about what sending and installing the image costs (a 69 MB image: ~90 ms to
-// build, ~70-100 ms to pass and write); a quarter more bytes costs well under that.
-constexpr uint64_t file_image_dead_share_den = 4;
-
-}  // namespace
-
 Result<std::optional<FileImage>> Database::file_image() {
     {
         std::shared_lock<std::shared_mutex> lock(mu_);
@@ -36,14 +27,19 @@ Result<std::optional<FileImage>> Database::file_image() {
     }
     // The graph tail current: written once, here, while nothing else lands. A graph the hook
     // cannot encode is left to be rebuilt where the file lands, as image() leaves it.
-    Result<uint32_t> graphs = checkpoint_graphs();
+    Result<uint32_t> graphs = checkpoint_graphs(GraphCheckpoint::always);
     if (!graphs.is_ok()) return std::optional<FileImage>{};
     FileImage out;
     {
         std::shared_lock<std::shared_mutex> lock(mu_);
         if (!frozen_ || history_.replica || following_) return std::optional<FileImage>{};
         const uint64_t dead = dead_bytes_ + graph_dead_bytes_;
-        if (dead * file_image_dead_share_den > file_bytes_) return std::optional<FileImage>{};
+        // At most a quarter dead: building costs about what sending and installing the image
+        // costs (a 69 MB image: ~90 ms to build, ~70-100 ms to pass and write); a quarter more
+        // bytes costs well under that.
+        if (dead * limits::file_image_dead_share_den > file_bytes_) {
+            return std::optional<FileImage>{};
+        }
         out.info = ImageInfo{seq(), history_, lineage_, created_ms_, file_bytes_};
         out.file = file_;
         out.memory = file_memory_.lock();

@@ -58,6 +58,12 @@ inline constexpr size_t sync_threads = 4;
 // fresh pages in; larger logs are freed, so a tenant that once wrote a large block does not hold
 // its log while idle. Counted in Usage::memory_bytes.
 inline constexpr uint64_t undo_kept_bytes_max = 64ull << 10;
+// A file image (Database::file_image) is sent as it is while at most 1/file_image_dead_share_den
+// of the file is dead, so it is at most 4/3 of the image built from it; past that it is built.
+inline constexpr uint64_t file_image_dead_share_den = 4;
+// The Flusher's graph checkpoints keep superseded graph records within 1/graph_dead_share_den of
+// the file, so graphs leave it at most 1.25x its compact size (Database::checkpoint_graphs).
+inline constexpr uint64_t graph_dead_share_den = 5;
 // FlatBuffers verifier bounds.
 inline constexpr uint32_t verifier_depth_max = 64;
 inline constexpr uint32_t verifier_tables_max = 1u << 24;

@@ -306,6 +306,7 @@ void Database::adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot&
     // An estimate from here: a graph appended while the side file was written came with the
     // tail and supersedes the image's without being counted.
     graph_dead_bytes_ = 0;
+    graphs_deferred_.store(false, std::memory_order_relaxed);
     graph_framed_.clear();
     for (const Snapshot::Coll& sc : snap.collections) {
         for (const auto& [slot, graph] : sc.graphs) {
@@ -374,7 +375,21 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
     return Status::ok();
 }
 
-Result<uint32_t> Database::checkpoint_graphs() {
+// Whether the field's next graph record keeps the budget checkpoint_graphs states. The new record
+// is taken to be the size of the last, `g` (a graph grows by its inserts, so at least that): it
+// supersedes the last, leaving `dead` superseded bytes in a file grown by g; a move's record
+// would then supersede it too. A field's first record supersedes nothing.
+bool Database::room_for_graph(CollectionId collection, uint16_t slot) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = graph_framed_.find({collection.v, slot});
+    if (it == graph_framed_.end() || it->second == 0) return true;
+    const uint64_t g = it->second;
+    const uint64_t dead = graph_dead_bytes_ + g;
+    return dead * limits::graph_dead_share_den <= file_bytes_ + g &&
+           (dead + g) * limits::file_image_dead_share_den <= file_bytes_ + 2 * g;
+}
+
+Result<uint32_t> Database::checkpoint_graphs(GraphCheckpoint mode) {
     if (!options_.hook || read_only_) return uint32_t{0};
     std::vector<std::pair<CollectionId, uint16_t>> stale;
     {
@@ -394,6 +409,10 @@ Result<uint32_t> Database::checkpoint_graphs() {
     }
     uint32_t written = 0;
     for (const auto& [c, slot] : stale) {
+        if (mode == GraphCheckpoint::sweep && !room_for_graph(c, slot)) {
+            graphs_deferred_.store(true, std::memory_order_relaxed);
+            continue;
+        }
         Status st = append_graph(c, slot);
         if (st.code() == Code::not_found) continue;  // the hook keeps no graph for it (yet)
         FENEC_RETURN_IF_ERROR(st);

@@ -1,7 +1,9 @@
 // server/node/compactor.h: compaction in the background (node-http.md §11.4). Appends only grow a
 // tenant's file: every superseded version, every deleted row and every superseded graph record
 // stays in it until a rewrite. The compactor rewrites the open tenant with the most dead bytes,
-// once its dead share reaches `dead_share_min` of a file of at least `file_bytes_min`, on a thread
+// once its dead share reaches `dead_share_min` of a file of at least `file_bytes_min`, or once the
+// engine left a vector graph stale rather than append one more graph record past its budget
+// (engine::Database::checkpoint_graphs: a rewrite writes every graph once), on a thread
 // of its own, one tenant at a time, so no request ever waits behind it (the engine's rewrite holds
 // the writer lock only for its snapshot and its rename, engine.md §8).
 //

@@ -806,10 +806,12 @@ std::shared_ptr<Tenant> Registry::compaction_candidate(
         if (db.frozen() || db.failure() || skip(t->name())) continue;
         const engine::Usage u = db.usage();
         if (u.file_bytes < file_bytes_min || u.file_bytes == 0) continue;
-        if (static_cast<double>(u.dead_bytes) < dead_share_min * static_cast<double>(u.file_bytes)) {
-            continue;
-        }
-        if (u.dead_bytes > best_dead) {
+        // Nothing to reclaim and no graph to write: no rewrite would change anything.
+        const bool dead_enough =
+            u.dead_bytes > 0 &&
+            static_cast<double>(u.dead_bytes) >= dead_share_min * static_cast<double>(u.file_bytes);
+        if (!dead_enough && !u.graphs_deferred) continue;
+        if (!best || u.dead_bytes > best_dead) {
             best = t;
             best_dead = u.dead_bytes;
             best_live = u.file_bytes - std::min(u.dead_bytes, u.file_bytes);

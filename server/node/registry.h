@@ -275,7 +275,8 @@ public:
     uint64_t memory_bytes() const;
     // The open tenant a background compaction should rewrite next (compactor.h): the one with
     // the most dead bytes among those whose file holds at least `file_bytes_min` bytes, at least
-    // `dead_share_min` of them dead. Only a tenant in service, not frozen (its file may be read
+    // `dead_share_min` of them dead or a graph left stale for a rewrite to write
+    // (engine::Usage::graphs_deferred). Only a tenant in service, not frozen (its file may be read
     // as its image), not latched, and whose live image fits under memory_max_bytes beside the
     // open tenants (a rewrite holds it in memory), and not one `skip` names. Null when none. The
     // reference keeps it open.

@@ -27,6 +27,7 @@
 
 #include "engine/database.h"
 #include "engine/format_generated.h"
+#include "engine/limits.h"
 #include "index/index_set.h"
 #include "test/index/hnsw_fixture.h"
 #include "test/support/engine_fixture.h"
@@ -388,7 +389,9 @@ TEST(HnswPersistence, ImageInstalledElsewhereAnswersWithoutRebuilding) {
 
 TEST(HnswPersistence, BackgroundGraphCheckpointWritesOnlyStaleGraphs) {
     // The Flusher's pass (Database::checkpoint_graphs) writes a graph record for a field written
-    // since its last one, nothing otherwise, and a reopen restores what it wrote.
+    // since its last one, nothing otherwise, and a reopen restores what it wrote. Here the graph
+    // is most of the file, so the pass leaves a second record to a rewrite (its budget:
+    // ABulkLoadsGraphRecordsKeepTheFileNearItsCompactSize); `always` writes it.
     Persisted t;
     auto written = t.db->checkpoint_graphs();
     ASSERT_TRUE(written.is_ok()) << written.status().to_string();
@@ -396,9 +399,14 @@ TEST(HnswPersistence, BackgroundGraphCheckpointWritesOnlyStaleGraphs) {
     written = t.db->checkpoint_graphs();
     ASSERT_TRUE(written.is_ok());
     EXPECT_EQ(*written, 0u);  // nothing written since
+    EXPECT_FALSE(t.db->usage().graphs_deferred);
     const std::vector<float> q = random_vec(t.rng, 8);
     t.set_doc(t.c, t.rows[1].first, {{1, v32(q)}});
     written = t.db->checkpoint_graphs();
+    ASSERT_TRUE(written.is_ok());
+    EXPECT_EQ(*written, 0u);
+    EXPECT_TRUE(t.db->usage().graphs_deferred);
+    written = t.db->checkpoint_graphs(engine::Database::GraphCheckpoint::always);
     ASSERT_TRUE(written.is_ok());
     EXPECT_EQ(*written, 1u);
     const auto before = t.answers();
@@ -410,6 +418,68 @@ TEST(HnswPersistence, BackgroundGraphCheckpointWritesOnlyStaleGraphs) {
     written = t.db->checkpoint_graphs();
     ASSERT_TRUE(written.is_ok());
     EXPECT_EQ(*written, 0u);  // the restored graph describes the file's seq
+}
+
+// Issue 18 item 2: a bulk load checkpointed by the Flusher's pass after each batch. Each graph
+// record supersedes the last; unbounded, 24 batches would leave 23 whole old graphs in the file.
+// The pass appends while the superseded records stay within a fifth of the file (at most 1.25x
+// its compact size) and a move's record would keep them within a quarter; past that it leaves the
+// graph stale and says so (Usage::graphs_deferred), and a rewrite (the node's compactor, here by
+// hand) writes it and clears that. After the load, frozen, the file is sent as its own image
+// (file_image) with its graph current: a first move builds nothing.
+TEST(HnswPersistence, ABulkLoadsGraphRecordsKeepTheFileNearItsCompactSize) {
+    Tenant t;
+    std::mt19937_64 rng{18};
+    const CollectionId c = t.create("v", {plain("note", engine::BaseType::Text),
+                                          vec_field("e", 16, params(Metric::cosine, 8, 32, 32))});
+    const std::string note(600, 'n');  // the graph a tenth of the file: room for a few records
+    uint32_t appended = 0, deferred = 0;
+    for (int batch = 0; batch < 24; ++batch) {
+        std::vector<Doc> docs;
+        for (int i = 0; i < 400; ++i) docs.push_back({{0, note}, {1, v32(random_vec(rng, 16))}});
+        t.insert(c, docs);
+        auto written = t.db->checkpoint_graphs();
+        ASSERT_TRUE(written.is_ok()) << written.status().to_string();
+        const engine::Usage u = t.db->usage();
+        EXPECT_LE(u.dead_bytes * engine::limits::graph_dead_share_den, u.file_bytes)
+            << "batch " << batch << ": " << u.dead_bytes << " of " << u.file_bytes << " dead";
+        appended += *written;
+        if (u.graphs_deferred) {
+            EXPECT_EQ(*written, 0u) << "batch " << batch;
+            ++deferred;
+            ASSERT_TRUE(t.db->compact().is_ok());
+            EXPECT_FALSE(t.db->usage().graphs_deferred);
+            EXPECT_EQ(t.db->usage().dead_bytes, 0u);
+        }
+    }
+    // Both ways were taken: records appended while they fit, rewrites once they would not.
+    EXPECT_GT(appended, 1u);
+    EXPECT_GT(deferred, 0u);
+
+    std::vector<Doc> last;
+    for (int i = 0; i < 400; ++i) last.push_back({{0, note}, {1, v32(random_vec(rng, 16))}});
+    t.insert(c, last);
+    ASSERT_TRUE(t.db->checkpoint_graphs().is_ok());
+    ASSERT_TRUE(t.db->freeze().is_ok());
+    {  // the image holds the file (and its lock) while it lives
+        auto image = t.db->file_image();
+        ASSERT_TRUE(image.is_ok()) << image.status().to_string();
+        ASSERT_TRUE(image->has_value())
+            << "the file was over a quarter dead: " << t.db->usage().dead_bytes << " of "
+            << t.db->usage().file_bytes;
+        EXPECT_EQ((*image)->info.bytes, t.db->usage().file_bytes);
+        // Its graph record current: nothing is left to write.
+        auto stale = t.db->checkpoint_graphs(engine::Database::GraphCheckpoint::always);
+        ASSERT_TRUE(stale.is_ok());
+        EXPECT_EQ(*stale, 0u);
+    }
+    const std::vector<float> q = random_vec(rng, 16);
+    const auto before = t.near(c, 1, q, 10);
+    const VectorIndexStats s0 = t.vec.stats();
+    t.reopen();
+    EXPECT_EQ(t.vec.stats().restored, s0.restored + 1) << t.vec.stats().last_discard;
+    EXPECT_EQ(t.vec.stats().rebuilt, s0.rebuilt);
+    EXPECT_EQ(t.near(c, 1, q, 10), before);
 }
 
 TEST(HnswPersistence, CheckpointThenReopenRestoresWithoutRebuild) {
@@ -465,7 +535,7 @@ TEST(HnswPersistence, ALargeGraphIsRestoredInPartsAsOne) {
         const auto before = answers();
         const VectorFieldStats fs = t.vec.field_stats(c, 1);
         EXPECT_EQ(fs.nodes > fs.live, retired);
-        ASSERT_TRUE(t.db->checkpoint_graphs().is_ok());
+        ASSERT_TRUE(t.db->checkpoint_graphs(engine::Database::GraphCheckpoint::always).is_ok());
         const VectorIndexStats s0 = t.vec.stats();
         t.reopen();
         EXPECT_EQ(t.vec.stats().restored, s0.restored + 1) << t.vec.stats().last_discard;

@@ -8,7 +8,8 @@
 // changed since; a file there at start, after the start's one sync of the data directory, opens
 // without one too, and keeps what it held across a power cut. And the count, the memory and the
 // order of eviction the registry keeps as tenants open, are used and close (no walk): checked
-// against the open tenants themselves, and the least recently used idle tenant goes first.
+// against the open tenants themselves, and the least recently used idle tenant goes first. And
+// the compactor's candidate: a tenant whose vector graph was left for a rewrite is one.
 #include "server/node/registry.h"
 
 #include <gtest/gtest.h>
@@ -333,6 +334,56 @@ TEST(RegistryClose, AStopClosesWrittenTenantsSeveralAtOnce) {
         ASSERT_TRUE(a.tenant) << a.message;
         EXPECT_EQ(a.tenant->db().usage().collections, 1u);
     }
+}
+
+// Issue 18 item 2: a tenant whose vector graph the engine left stale rather than append one more
+// graph record past its budget (engine::Usage::graphs_deferred) is the compactor's next
+// candidate, though its dead share is far below --compact-dead; compacted, it is not again.
+TEST(RegistryCompaction, AGraphLeftForARewriteMakesItsTenantACandidate) {
+    TempDir dir;
+    Registry r(options_for(dir));
+    engine::LineageId lineage;
+    ASSERT_TRUE(r.create(
+                     "vec",
+                     [](Tenant& t) {
+                         engine::Schema s = fenec::test::schema_of("note:text, e:vector<8>");
+                         s.fields[1].index.kind = engine::IndexKind::hnsw;
+                         s.fields[1].index.hnsw = {engine::Metric::l2, 8, 32, 32};
+                         auto b = t.db().begin();
+                         if (!b.is_ok()) return b.status();
+                         if (auto c = b->create_collection("docs", s); !c.is_ok())
+                             return c.status();
+                         return b->commit().status();
+                     },
+                     lineage)
+                    .is_ok());
+    Acquired a = r.acquire("vec");
+    ASSERT_TRUE(a.tenant) << a.message;
+    engine::Database& db = a.tenant->db();
+    auto found = db.read().find("docs");
+    ASSERT_TRUE(found.is_ok());
+    const engine::CollectionId c = *found;
+    const auto none = [](const std::string&) { return false; };
+    const std::string note(400, 'n');
+    float x = 0;
+    for (int batch = 0; batch < 40 && !db.usage().graphs_deferred; ++batch) {
+        EXPECT_EQ(r.compaction_candidate(0.5, 0, none), nullptr) << "batch " << batch;
+        auto b = db.begin();
+        ASSERT_TRUE(b.is_ok());
+        for (int i = 0; i < 200; ++i, x += 1) {
+            const engine::Doc doc = {{0, note}, {1, engine::VectorF32{{x, 1, 2, 3, 4, 5, 6, -x}}}};
+            ASSERT_TRUE(b->insert(c, std::nullopt, doc).is_ok());
+        }
+        ASSERT_TRUE(b->commit().is_ok());
+        ASSERT_TRUE(db.checkpoint_graphs().is_ok());
+    }
+    ASSERT_TRUE(db.usage().graphs_deferred) << "no graph record was ever deferred";
+    const engine::Usage u = db.usage();
+    EXPECT_LT(u.dead_bytes * 4, u.file_bytes);  // far below 0.5
+    EXPECT_EQ(r.compaction_candidate(0.5, 0, none), a.tenant);
+    ASSERT_TRUE(db.compact().is_ok());
+    EXPECT_FALSE(db.usage().graphs_deferred);
+    EXPECT_EQ(r.compaction_candidate(0.5, 0, none), nullptr);
 }
 
 // The mark goes with whatever may have changed the file: a take_out (a delete, an install), and
