@@ -427,7 +427,7 @@ private:
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_framed_;
     uint64_t graph_dead_bytes_ = 0;
     // A sweep left a graph stale rather than pass its dead-space budget (checkpoint_graphs); a
-    // rewrite clears it. Atomic: set under the shared lock.
+    // rewrite clears it. Atomic: set with no lock held, read by usage() under the shared one.
     std::atomic<bool> graphs_deferred_{false};
     uint64_t quota_checks_ = 0;
     // The last block's undo log, empty, its capacity kept for the next block (Block's constructor

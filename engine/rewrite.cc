@@ -382,7 +382,7 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
 bool Database::room_for_graph(CollectionId collection, uint16_t slot) const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = graph_framed_.find({collection.v, slot});
-    if (it == graph_framed_.end() || it->second == 0) return true;
+    if (it == graph_framed_.end()) return true;
     const uint64_t g = it->second;
     const uint64_t dead = graph_dead_bytes_ + g;
     return dead * limits::graph_dead_share_den <= file_bytes_ + g &&

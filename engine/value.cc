@@ -40,15 +40,8 @@ enum Tag : uint8_t {
     kBytes = 0x06, kTimestamp = 0x07, kVecF32 = 0x08, kVecF16 = 0x09, kList = 0x0A, kObject = 0x0B,
 };
 
-// The two helpers null_slots writes with; the document encoder writes through a cursor (below).
+// null_slots' byte writer; the document encoder writes through a cursor (below).
 void put_byte(std::vector<std::byte>& out, uint8_t b) { out.push_back(std::byte(b)); }
-void put_uvarint(std::vector<std::byte>& out, uint64_t v) {
-    while (v >= 0x80) {
-        put_byte(out, static_cast<uint8_t>(v | 0x80));
-        v >>= 7;
-    }
-    put_byte(out, static_cast<uint8_t>(v));
-}
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
@@ -108,6 +101,11 @@ std::byte* put_uvarint(std::byte* p, uint64_t v) {
     }
     *p++ = std::byte(static_cast<uint8_t>(v));
     return p;
+}
+// The same, appended to `out` (null_slots).
+void put_uvarint(std::vector<std::byte>& out, uint64_t v) {
+    std::byte t[kVarintBytesMax];
+    out.insert(out.end(), t, put_uvarint(t, v));
 }
 std::byte* put_raw(std::byte* p, const void* src, size_t n) {
     if (n) std::memcpy(p, src, n);

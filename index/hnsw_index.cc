@@ -566,7 +566,7 @@ Status load_graph(Field& f, const GraphTable& t, const Rows& rows,
     f.clear();
     try {
         f.node_docs.resize(t.n);
-        f.vecs.resize(t.n * f.dim);  // untouched until the parts write it (NoInit)
+        f.vecs.resize(t.n * f.dim);  // left uninitialised (FloatArray): the parts write it
         f.norms.resize(t.n);
         f.new_graph(t.n);
         Hnsw& h = *f.graph;

@@ -11,8 +11,6 @@
 // the leading router's grant names the tenant there is asked again (Router::ask_again_for_lease):
 // by the leading router at most twice, each once its grant was answered (§9.10's last
 // paragraph); by a standby, which grants nothing, every 50 ms for a while (§9.12).
-#include <simdjson.h>
-
 #include <charconv>
 #include <mutex>
 #include <optional>
@@ -21,21 +19,13 @@
 #include "shard/global_copy.h"
 #include "shard/handoff.h"
 #include "shard/in_flight.h"
+#include "shard/node_calls.h"
 #include "shard/relay.h"
 #include "shard/router.h"
 
 namespace fenec::shard {
 
 namespace {
-
-// A node's 503 for a frozen tenant (`"reason":"frozen"`, docs/http-node.md).
-bool refused_frozen(const server::Answer& answer) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view reason;
-    return !parser.parse(answer.body).get(doc) && !doc["reason"].get_string().get(reason) &&
-           reason == "frozen";
-}
 
 // True when `name` is one of `names`, case-insensitively; the lengths are compared first, so a
 // header of a length none has costs one pass of size comparisons (headers are many per request).
@@ -116,10 +106,12 @@ class ForwardSink final : public server::CallSink,
             return;
         }
         const bool unleased = answer.status == 503 && answer.header("Fenec-Lease").has_value();
-        if (unleased || (answer.status == 503 && !answer.stream && refused_frozen(answer))) {
+        if (unleased || (answer.status == 503 && !answer.stream)) {
             // Issue 20: imported by a move across regions, frozen and not yet leased until it is
-            // activated: the move's refusal.
-            if (auto moving = importing_refusal(*router_.directory().maps(), tenant_)) {
+            // activated: the move's refusal. The row is looked up first, so the body of another
+            // 503 (a move's freeze, a node at capacity) is never read.
+            auto moving = importing_refusal(*router_.directory().maps(), tenant_);
+            if (moving && (unleased || node_answers::reason_of(answer.body) == "frozen")) {
                 http::Response r = passed_back(answer, a_.request_id);
                 r.body = std::move(*moving);
                 router_.count(a_, answer.status);

@@ -1,7 +1,7 @@
 // shard/merge.h: the merges of the query across tenants (router.md §12.5), with no I/O: the
 // request's `merge` object read and checked (§12.2, §12.3), each tenant's answer turned into the
 // merge's input on the thread that fetched it (parsed, its rows split out byte for byte, checked
-// against the merge), and the final concat, k-way order merge or fold over those inputs.
+// against the merge), and the final concat, order merge (OrderMerge) or fold over those inputs.
 //
 // Invariants:
 // - Values compare by ql::compare_values (fenecql.md §6.2), the engine's own order: a text in the
@@ -137,7 +137,7 @@ struct MergedRow {
 // concat: tenants in the order given (name order), each's rows in its order. `inputs` may hold
 // nullptr for a tenant without rows (failed).
 std::vector<MergedRow> merge_concat(const std::vector<const TenantInput*>& inputs);
-// order: the k-way merge; ties in the order of `inputs`. OrderMerge over them in index order.
+// order: OrderMerge over `inputs` added in index order; ties in the order of `inputs`.
 std::vector<MergedRow> merge_order(const MergeSpec& spec,
                                    const std::vector<const TenantInput*>& inputs);
 

@@ -77,6 +77,17 @@ std::string error_of(std::string_view body) {
     return std::string(body.substr(0, 200));
 }
 
+std::string reason_of(std::string_view body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view reason;
+    if (!parser.parse(body.data(), body.size()).get(doc) &&
+        !doc["reason"].get_string().get(reason)) {
+        return std::string(reason);
+    }
+    return "";
+}
+
 void read_hello(HelloReply& r) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;

@@ -161,6 +161,8 @@ class NodeCalls {
 namespace node_answers {
 // The `error` member of a node's JSON refusal, or the body's first bytes.
 std::string error_of(std::string_view body);
+// The `reason` member of a node's JSON refusal (`frozen`, docs/http-node.md), or "".
+std::string reason_of(std::string_view body);
 void read_hello(HelloReply& r);
 void read_tenants(SurveyReply& r);
 void read_create(CreateReply& r);

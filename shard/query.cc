@@ -72,14 +72,12 @@ struct NodeSpan {
     // The query's request to the node but for the tenant's name, which goes between the two:
     // every call of the query to one node sends the same head (its token, Fenec-Router's keyed
     // mark, traceparent) and body, so they are written once, not per call. Made for the node's
-    // token and address as `made_for` says; made again should the directory change them.
+    // token and address kept beside them; made again should the directory change them.
     std::string request_before;
     std::string request_after;
-    std::string made_for;
+    std::string made_token;
+    std::string made_addr;
 };
-
-// What a call's request bytes hang on besides the tenant: the node's token and address.
-std::string node_identity(const NodeRow& node) { return node.token + '\n' + node.addr; }
 
 // The one place a tenant's name stands in the request line: never a tenant's (not [a-z0-9_-]).
 constexpr std::string_view tenant_slot = "{tenant}";
@@ -327,7 +325,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
 
     server::CallRequest request(const Job& job, NodeSpan& span) {
         const NodeRow& node = *find_node(job.node);
-        if (span.made_for.empty() || span.made_for != node_identity(node)) {
+        if (span.request_before.empty() || span.made_token != node.token ||
+            span.made_addr != node.addr) {
             write_request_parts(node, span);
         }
         server::CallRequest r = to_node(node);
@@ -355,7 +354,8 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
         assert(at != std::string::npos && at < whole.find("\r\n"));
         span.request_before = whole.substr(0, at);
         span.request_after = whole.substr(at + tenant_slot.size());
-        span.made_for = node_identity(node);
+        span.made_token = node.token;
+        span.made_addr = node.addr;
     }
 
     class Sink final : public server::CallSink {

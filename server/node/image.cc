@@ -244,10 +244,7 @@ engine::Status settle_marks(Node& node, const std::string& tenant, bool frozen) 
         return st;
     }
     const std::string mark = node.registry().sidecar_of(tenant, sidecar_frozen);
-    if (frozen) return write_frozen_mark(node, mark);
-    engine::Status st = fs.remove(mark);
-    if (!st.is_ok() && st.code() != engine::Code::not_found) return st;
-    return fs.sync_dir(node.options().data_dir);
+    return frozen ? write_frozen_mark(node, mark) : engine::remove_durably(fs, mark);
 }
 
 // How far ahead of the bytes received an in-memory body's pages are faulted in (Prefault): three
