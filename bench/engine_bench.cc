@@ -379,18 +379,20 @@ void sqlite_get(benchmark::State& state, Context& ctx) {
 
 // ---- the disk alone
 
+// The bytes one 1,000-document block adds to a Fenec file, measured from a real block.
+uint64_t one_block_bytes(Context& ctx) {
+    FenecTable t(ctx, SyncPolicy::at_close(), false);
+    const uint64_t before = t.db->usage().file_bytes;
+    t.put_block(0, kRowsPerBlock);
+    return t.db->usage().file_bytes - before;
+}
+
 // One append of a 1,000-document block's bytes (the size Fenec's record has, measured) and one
 // fdatasync per iteration, through the same File the engine uses: what a durable block costs
 // with no engine at all. Items are rows (1,000 per iteration), so its rate is the ceiling of any
 // "one fsync per 1,000 rows" writer on this disk.
 void fsync_floor(benchmark::State& state, Context& ctx) {
-    uint64_t block_bytes = 0;
-    {
-        FenecTable t(ctx, SyncPolicy::at_close(), false);
-        const uint64_t before = t.db->usage().file_bytes;
-        t.put_block(0, kRowsPerBlock);
-        block_bytes = t.db->usage().file_bytes - before;
-    }
+    const uint64_t block_bytes = one_block_bytes(ctx);
     const std::string path = ctx.fresh_path("fsync");
     Fs& fs = posix_fs();
     std::unique_ptr<File> f = must(fs.open(path, OpenMode::create_new), "create");
@@ -410,13 +412,7 @@ void fsync_floor(benchmark::State& state, Context& ctx) {
 // extents do not change and the sync has no metadata to journal. An append always changes the
 // size. Raw POSIX: the engine's File only appends.
 void fsync_overwrite_floor(benchmark::State& state, Context& ctx) {
-    uint64_t block_bytes = 0;
-    {
-        FenecTable t(ctx, SyncPolicy::at_close(), false);
-        const uint64_t before = t.db->usage().file_bytes;
-        t.put_block(0, kRowsPerBlock);
-        block_bytes = t.db->usage().file_bytes - before;
-    }
+    const uint64_t block_bytes = one_block_bytes(ctx);
     constexpr uint64_t kBlocks = 256;  // the region written over, again and again
     const std::string path = ctx.fresh_path("overwrite");
     const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);

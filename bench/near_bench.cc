@@ -350,13 +350,20 @@ void BM_NearExactScan(benchmark::State& state) {
         &w.p50_exact_us);
 }
 
+// The file's pages dropped from the page cache (it is clean: closed, synced).
+void drop_page_cache(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) std::abort();
+    ::close(fd);
+}
+
 // The file at `path` read whole as `dd bs=1M of=/dev/null` reads it: one 1 MiB buffer used again
 // and again, so the time is the page cache's copy (and, cold, the disk's reads), nothing kept.
 // `cold`: its pages dropped from the page cache first (the file is clean: closed, synced).
 double read_like_dd_s(const std::string& path, bool cold) {
+    if (cold) drop_page_cache(path);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) std::abort();
-    if (cold && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) std::abort();
     std::vector<std::byte> buf(1 << 20);
     const auto t0 = Clock::now();
     for (;;) {
@@ -376,11 +383,7 @@ double read_like_dd_s(const std::string& path, bool cold) {
 double reopen_to_first_answer_s(World& w, bool cold) {
     if (!w.tenant.db->close()) std::abort();
     w.tenant.db.reset();
-    if (cold) {
-        const int fd = ::open(w.path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) std::abort();
-        ::close(fd);
-    }
+    if (cold) drop_page_cache(w.path);
     const auto s0 = w.tenant.vec().stats();
     const auto t0 = Clock::now();
     auto opened = engine::Database::open(w.path, w.tenant.options());

@@ -17,6 +17,17 @@ using namespace engine;
 
 Doc row(int64_t i) { return Doc{{0, Value("row-" + std::to_string(i))}, {1, Value(i)}}; }
 
+// A collection made in a block of its own, committed; its id in `out`.
+void create_collection(Database& db, const std::string& name, const std::string& spec,
+                       CollectionId& out) {
+    auto b = db.begin();
+    ASSERT_OK(b);
+    auto c = b->create_collection(name, schema_of(spec));
+    ASSERT_OK(c);
+    out = *c;
+    ASSERT_OK(b->commit());
+}
+
 void put_rows(Database& db, CollectionId c, int64_t from, int n) {
     auto b = db.begin();
     ASSERT_OK(b);
@@ -29,14 +40,7 @@ TEST(UndoReuse, ARollbackAfterKeptLogsPutsBackOnlyItsOwnWrites) {
     auto db = Database::create("/d/t.fenec", env.options());
     ASSERT_OK(db);
     CollectionId people;
-    {
-        auto b = (*db)->begin();
-        ASSERT_OK(b);
-        auto c = b->create_collection("people", schema_of("name:text, n:int"));
-        ASSERT_OK(c);
-        people = *c;
-        ASSERT_OK(b->commit());
-    }
+    ASSERT_NO_FATAL_FAILURE(create_collection(**db, "people", "name:text, n:int", people));
     // Logs under the kept size (1,000 writes) and over it (5,000), each committed.
     put_rows(**db, people, 0, 1000);
     put_rows(**db, people, 1000, 5000);
@@ -91,14 +95,7 @@ TEST(UndoReuse, DocumentsPastAHugePageSegmentReadRollBackAndReplay) {
     auto db = Database::create("/d/t.fenec", env.options());
     ASSERT_OK(db);
     CollectionId blobs;
-    {
-        auto b = (*db)->begin();
-        ASSERT_OK(b);
-        auto c = b->create_collection("blobs", schema_of("body:text, n:int"));
-        ASSERT_OK(c);
-        blobs = *c;
-        ASSERT_OK(b->commit());
-    }
+    ASSERT_NO_FATAL_FAILURE(create_collection(**db, "blobs", "body:text, n:int", blobs));
     // 100 KiB bodies: segments of 4 KiB doubling to 2 MiB are passed after ~40 of them; the
     // 3 MiB one is larger than a huge page and gets a segment of its own, rounded up.
     auto body = [](int64_t i, size_t bytes) {

@@ -160,9 +160,9 @@ TEST(Merge, OrderEqualsStableSortOfUnion) {
     }
 }
 
-// merge_order compares a key whose values are all ints, all timestamps or all texts without
-// compare_values (and a lone int or timestamp key as a plain number): the same stable sort of
-// the union, for each kind, ascending and descending, one key or two.
+// merge_order compares two values of one plain kind (ints, timestamps or texts) by that kind
+// without compare_values: the same stable sort of the union, for each kind, ascending and
+// descending, one key or two.
 TEST(Merge, OrderOfOneKindOfKeyEqualsStableSortOfUnion) {
     std::mt19937_64 rng(31);
     for (int round = 0; round < 300; ++round) {
