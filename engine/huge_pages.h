@@ -19,6 +19,11 @@ namespace fenec::engine {
 
 inline constexpr size_t huge_page_bytes = size_t{2} << 20;
 
+// A file at least this large is read for its open into huge pages (engine/open.cc) rather than a
+// zero-filled vector. Its size is rounded up to whole huge pages, and the buffer may be kept as
+// the documents' store, so the threshold keeps that rounding under 1/16 of it.
+inline constexpr size_t huge_read_min = 16 * huge_page_bytes;
+
 // `bytes` (a positive multiple of huge_page_bytes) of zeroed memory, huge_page_bytes aligned.
 // Throws std::bad_alloc when the address space is exhausted, as `new` does.
 std::byte* huge_alloc(size_t bytes);

@@ -11,9 +11,27 @@
 // torn tail as it opens may shrink the file under the read: the open then fails a short read,
 // and asking again reads the file as it is after the cut.
 #include "engine/flusher.h"
+#include "engine/huge_pages.h"
 #include "engine/replay.h"
 
 namespace fenec::engine {
+
+namespace {
+// The read buffer of an open: `size` bytes, 8-byte aligned and zeroed to the next multiple of 8,
+// freed with the last owner. A file of huge_read_min or more goes into memory mapped by huge pages
+// (engine/huge_pages.h) rather than a zero-filled vector: a 68 MB vector tenant's buffer is 17,000
+// fresh 4 KiB pages, each faulted on its first write (the vector's zero-fill), against 33 huge
+// ones the kernel hands out zeroed.
+std::shared_ptr<std::byte[]> read_buffer(uint64_t size) {
+    if (size >= huge_read_min) {
+        const size_t rounded = (size + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+        return std::shared_ptr<std::byte[]>(huge_alloc(rounded),
+                                            [rounded](std::byte* p) { huge_free(p, rounded); });
+    }
+    auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
+    return std::shared_ptr<std::byte[]>(storage, reinterpret_cast<std::byte*>(storage->data()));
+}
+}  // namespace
 
 Result<std::unique_ptr<Database>> Database::open(std::string_view path,
                                                  const OpenOptions& options) {
@@ -24,12 +42,12 @@ Result<std::unique_ptr<Database>> Database::open(std::string_view path,
         fs.open(path, options.read_only ? OpenMode::read_only : OpenMode::read_write));
     if (!options.read_only) FENEC_RETURN_IF_ERROR(fs.lock(*file));
     FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
-    auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
-    auto* buf = reinterpret_cast<std::byte*>(storage->data());
+    std::shared_ptr<std::byte[]> storage = read_buffer(size);
+    std::byte* buf = storage.get();
     if (size > 0) FENEC_RETURN_IF_ERROR(file->read_at(0, {buf, size}));
     db->peak_buffer_bytes_ = size;
     ReplayState replay{*db, buf, size, ReplayState::Mode::open};
-    replay.owner = std::shared_ptr<const std::byte[]>(storage, buf);
+    replay.owner = std::move(storage);
     FENEC_RETURN_IF_ERROR(replay.run());
     FENEC_RETURN_IF_ERROR(db->finish_open(replay, std::move(file), size));
     return db;
