@@ -86,6 +86,10 @@ help:
 	@echo "  make shard-bench ARGS=standby one node, a primary router and a standby following it: a"
 	@echo "                   row-by-id read straight, through each, in turns; each router's added"
 	@echo "                   p50, five runs ($(BUILD)/shard-bench-standby.txt)"
+	@echo "  make shard-bench ARGS=throughput wrk -t2 -c8 reading rows by id straight to a node,"
+	@echo "                   through the router, HAProxy and a hop that does no work: req/s and"
+	@echo "                   CPU per request of each process, three rounds"
+	@echo "                   ($(BUILD)/shard-bench-throughput.txt)"
 	@echo "  make shard-bench ARGS=regions a global router, us's router (--region us) and HAProxy for"
 	@echo "                   the link: a read relayed to us beside us's router and the node straight,"
 	@echo "                   five runs; then, the link down, a us node cut off under --lease: cut to"
@@ -250,7 +254,8 @@ endif
 # 100 000-vector @hnsw tenant moved between two nodes (bench/shard_bench_move.sh). ARGS=standby:
 # a standby router's added latency beside its primary's (bench/shard_bench_standby.sh) ARGS=regions:
 # a read relayed to a region's router, and a partition's failover in that region
-# (bench/shard_bench_regions.sh).
+# (bench/shard_bench_regions.sh). ARGS=throughput: reads a second under wrk straight, through the
+# router, through HAProxy and through a hop that does no work (bench/shard_bench_throughput.sh).
 .PHONY: shard-bench
 shard-bench: configure
 ifeq ($(ARGS),leases)
@@ -265,6 +270,11 @@ else ifeq ($(ARGS),standby)
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
 	bash bench/shard_bench_standby.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
 	    $(BUILD)/shard-bench-standby.txt
+else ifeq ($(ARGS),throughput)
+	@bash ci/setup-bench
+	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard
+	bash bench/shard_bench_throughput.sh $(BUILD)/server/fenec-node $(BUILD)/shard/fenec-shard \
+	    $(BUILD)/shard-bench-throughput.txt
 else ifeq ($(ARGS),regions)
 	@bash ci/setup-bench
 	ninja -C $(BUILD) -j$(JOBS) fenec-node fenec-shard fenec
