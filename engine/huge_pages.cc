@@ -29,4 +29,11 @@ void huge_free(std::byte* p, size_t bytes) {
     if (p) munmap(p, bytes);
 }
 
+std::shared_ptr<std::byte[]> huge_bytes(size_t n) {
+    assert(n > 0);
+    const size_t rounded = (n + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+    return std::shared_ptr<std::byte[]>(huge_alloc(rounded),
+                                        [rounded](std::byte* p) { huge_free(p, rounded); });
+}
+
 }  // namespace fenec::engine

@@ -14,19 +14,25 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 namespace fenec::engine {
 
 inline constexpr size_t huge_page_bytes = size_t{2} << 20;
 
-// A file at least this large is read for its open into huge pages (engine/open.cc) rather than a
-// zero-filled vector. Its size is rounded up to whole huge pages, and the buffer may be kept as
-// the documents' store, so the threshold keeps that rounding under 1/16 of it.
-inline constexpr size_t huge_read_min = 16 * huge_page_bytes;
+// A buffer at least this large that is filled whole (a file read for its open, engine/open.cc; an
+// image's body received, server/node/image.cc) is taken in huge pages (huge_bytes). Its size is
+// rounded up to whole huge pages, and it may be kept as the documents' store, so the threshold
+// keeps that rounding under 1/16 of it.
+inline constexpr size_t huge_buffer_min = 16 * huge_page_bytes;
 
 // `bytes` (a positive multiple of huge_page_bytes) of zeroed memory, huge_page_bytes aligned.
 // Throws std::bad_alloc when the address space is exhausted, as `new` does.
 std::byte* huge_alloc(size_t bytes);
 void huge_free(std::byte* p, size_t bytes);
+
+// `n` bytes (n > 0) of huge_alloc's zeroed, huge_page_bytes-aligned memory, rounded up to whole
+// huge pages, freed with the last owner. Throws std::bad_alloc.
+std::shared_ptr<std::byte[]> huge_bytes(size_t n);
 
 }  // namespace fenec::engine

@@ -18,16 +18,12 @@ namespace fenec::engine {
 
 namespace {
 // The read buffer of an open: `size` bytes, 8-byte aligned and zeroed to the next multiple of 8,
-// freed with the last owner. A file of huge_read_min or more goes into memory mapped by huge pages
+// freed with the last owner. A file of huge_buffer_min or more goes into huge pages
 // (engine/huge_pages.h) rather than a zero-filled vector: a 68 MB vector tenant's buffer is 17,000
 // fresh 4 KiB pages, each faulted on its first write (the vector's zero-fill), against 33 huge
 // ones the kernel hands out zeroed.
 std::shared_ptr<std::byte[]> read_buffer(uint64_t size) {
-    if (size >= huge_read_min) {
-        const size_t rounded = (size + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
-        return std::shared_ptr<std::byte[]>(huge_alloc(rounded),
-                                            [rounded](std::byte* p) { huge_free(p, rounded); });
-    }
+    if (size >= huge_buffer_min) return huge_bytes(static_cast<size_t>(size));
     auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
     return std::shared_ptr<std::byte[]>(storage, reinterpret_cast<std::byte*>(storage->data()));
 }

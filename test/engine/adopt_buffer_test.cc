@@ -139,7 +139,7 @@ std::string digest(const Database& db) {
     return out;
 }
 
-// A file past huge_read_min is read into huge pages (engine/open.cc): the same replay, the buffer
+// A file past huge_buffer_min is read into huge pages (engine/open.cc): the same replay, the buffer
 // adopted as the documents' store, a torn tail of zeros cut on disk, and writes going on after.
 TEST(AdoptBuffer, AFileOverTheHugePageThresholdIsReadAdoptedAndItsTornTailCut) {
     EngineEnv env;
@@ -170,7 +170,7 @@ TEST(AdoptBuffer, AFileOverTheHugePageThresholdIsReadAdoptedAndItsTornTailCut) {
     }
     std::vector<std::byte> bytes = env.fs.contents(kInstallSource);
     const uint64_t whole = bytes.size();
-    ASSERT_GE(whole, huge_read_min) << "the file does not reach the huge-page read";
+    ASSERT_GE(whole, huge_buffer_min) << "the file does not reach the huge-page read";
     bytes.resize(whole + 4096, std::byte{0});  // a torn tail: an append's zeros
     env.fs.set_contents(kInstallSource, bytes);
 

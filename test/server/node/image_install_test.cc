@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/huge_pages.h"
 #include "test/server/node/image_fixture.h"
 
 namespace fenec::test::image_install_test {
@@ -49,6 +50,35 @@ TEST(ImageInstall, InstalledTenantIsServedOpenAsTheSourceAnswers) {
 
 // A tenant taken out for a delete closes without a checkpoint: its file goes, and the image put
 // back after it installs and reopens whole.
+// An image past engine::huge_buffer_min is received into huge pages (server/node/image.cc):
+// installed, served as the source answers, and reopened from its file after a restart.
+TEST(ImageInstall, AnImageLargeEnoughForHugePagesIsInstalledAndServed) {
+    Node n;
+    auto r = n.admin("PUT", "/_admin/tenants/acme",
+                     R"J({"schema":["create collection docs (title text, v vector<3> @hnsw)"]})J");
+    ASSERT_EQ(r.status, 201) << r.body;
+    for (int i = 0; i < 36; ++i) {  // 1 MB titles: 36 MB
+        const std::string title(1'000'000, char('a' + i % 26));
+        const std::string v = "[" + std::to_string(i % 7 + 1) + "," + std::to_string(i % 5) + ",1]";
+        auto p = n.query("put docs {title: \\\"" + title + "\\\", v: " + v + "}");
+        ASSERT_EQ(p.status, 200) << p.body.substr(0, 200);
+    }
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
+    Reply img = n.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(img.status, 200);
+    ASSERT_GE(img.body.size(), engine::huge_buffer_min) << "the image does not reach huge pages";
+
+    Node n2;
+    auto put = n2.put_image(img.body, image_digest_hex(img.body));
+    ASSERT_EQ(put.status, 201) << put.body;
+    const std::string q = "get docs near v [2, 1, 1] limit 2";
+    const Reply a = n.query(q);
+    ASSERT_EQ(a.status, 200);
+    EXPECT_EQ(n2.query(q).body, a.body);
+    n2.start();
+    EXPECT_EQ(n2.query(q).body, a.body);
+}
+
 TEST(ImageInstall, DeleteOfAnOpenTenantThenReinstallIsSafeAcrossARestart) {
     Node n;
     Reply img = acme_image(n);
