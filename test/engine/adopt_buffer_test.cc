@@ -3,7 +3,8 @@
 // the buffer is mostly live, and holds it exactly as long as the documents point into it: an
 // install handed its body's owner keeps it for the database's life (reads and writes go on),
 // lets it go at the next rewrite (the documents repacked), and frees it with the database; a
-// mostly dead file is copied out and its buffer freed, as before.
+// mostly dead file is copied out and its buffer freed, as before; a file past huge_buffer_min,
+// read into huge pages, is replayed, adopted and its torn tail cut as a small one is.
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -122,8 +123,8 @@ TEST(AdoptBuffer, AMostlyLiveFileIsAdoptedAtOpenAMostlyDeadOneCopiedOut) {
     EXPECT_EQ(dump(**db), before);
 }
 
-// What dump() says of a database, with each body's XXH3 for its bytes' hex: a dump of 36 MB of
-// bodies takes seconds in the sanitizer build.
+// The database's seq and, per collection, its rows with each body's size and XXH3: what the
+// large file's test compares, where dump()'s hex of 36 MB of bodies would take seconds.
 std::string digest(const Database& db) {
     std::string out = "seq " + std::to_string(db.seq().v) + "\n";
     ReadView view = db.read();
@@ -156,7 +157,7 @@ TEST(AdoptBuffer, AFileOverTheHugePageThresholdIsReadAdoptedAndItsTornTailCut) {
             ASSERT_TRUE(w.is_ok());
             auto c = w->find("items");
             ASSERT_TRUE(c.is_ok());
-            for (int i = 0; i < 4; ++i) {  // 1 MB rows: few rows to dump and compare
+            for (int i = 0; i < 4; ++i) {  // 1 MB rows: 36 MB in 36 rows
                 const int n = block * 4 + i;
                 Doc d{{0, Value(int64_t{n})},
                       {1, Value(std::string(1'000'000, char('a' + n % 26)))}};
