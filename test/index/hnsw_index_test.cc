@@ -546,6 +546,38 @@ TEST(HnswPersistence, ALargeGraphIsRestoredInPartsAsOne) {
     }
 }
 
+TEST(HnswPersistence, ARestoreAnswersAsTheBuildAtAnyDimensionAndNodeCount) {
+    // A restore recomputes each node's norm and normalised vector (index/hnsw_index.cc fill_node,
+    // prepare_into) rather than reading them from the record: answers, scores included, are the
+    // build's, at odd dimensions and at node counts that fill no round number of anything. Past
+    // 2 x m x ef_search = 256 rows the field keeps a graph.
+    for (uint32_t dim : {1u, 3u, 7u, 10u}) {
+        for (size_t n : {257u, 262u, 263u}) {
+            SCOPED_TRACE("dim " + std::to_string(dim) + ", " + std::to_string(n) + " rows");
+            Tenant t;
+            std::mt19937_64 rng{dim * 1000 + n};
+            const CollectionId c =
+                t.create("v", {plain("kind", engine::BaseType::Int),
+                               vec_field("e", dim, params(Metric::cosine, 4, 16, 32))});
+            fill(
+                t, c, n, [&] { return random_vec(rng, dim); }, rng);
+            std::vector<std::vector<float>> queries;
+            for (int i = 0; i < 8; ++i) queries.push_back(random_vec(rng, dim));
+            auto answers = [&] {
+                std::vector<std::vector<Hit>> out;
+                for (const auto& q : queries) out.push_back(t.near(c, 1, q, 5));
+                return out;
+            };
+            const auto before = answers();
+            ASSERT_TRUE(t.db->checkpoint_graphs(engine::Database::GraphCheckpoint::always).is_ok());
+            const VectorIndexStats s0 = t.vec.stats();
+            t.reopen();
+            ASSERT_EQ(t.vec.stats().restored, s0.restored + 1) << t.vec.stats().last_discard;
+            EXPECT_EQ(answers(), before);
+        }
+    }
+}
+
 TEST(HnswPersistence, WriteAfterTheGraphRebuilds) {
     Persisted t;
     ASSERT_TRUE(t.db->checkpoint().is_ok());
