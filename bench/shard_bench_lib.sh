@@ -1,6 +1,6 @@
 # bench/shard_bench_lib.sh: what the router's bench scripts share (shard_bench_leases.sh,
-# shard_bench_standby.sh, shard_bench_regions.sh); sourced, not run. It sources tools/demo-lib.sh
-# (`listening`). The caller keeps `pids`, the processes it started, for `stop_all`.
+# shard_bench_standby.sh, shard_bench_regions.sh, shard_bench_throughput.sh); sourced, not run. It
+# sources tools/demo-lib.sh (`listening`). The caller keeps `pids`, the processes it started, for `stop_all`.
 # shellcheck shell=bash
 
 # shellcheck source=tools/demo-lib.sh
@@ -25,6 +25,20 @@ stop_all() {  # [grace tenths]
 }
 
 now_ms() { date +%s%3N; }
+
+# The accounts of `make shard-bench` (pgbench's rows, an 84-byte filler) 1..rows, as one /batch
+# body inserting them all into `accounts`, on stdout.
+accounts_batch() {  # rows
+    awk -v rows="$1" 'BEGIN {
+        filler = sprintf("%84s", "")
+        line = "{\"query\":\"insert accounts $1\",\"params\":[["
+        for (aid = 1; aid <= rows; aid++) {
+            line = line (aid > 1 ? "," : "") "{\"_id\":" aid ",\"aid\":" aid ",\"bid\":1" \
+                ",\"abalance\":0,\"filler\":\"" filler "\"}"
+        }
+        print line "]]}"
+    }'
+}
 
 # A port no socket holds now, in any state (a process that needs one named before it starts:
 # HAProxy, or a router started again on its port). Not only one nothing listens on: a client's

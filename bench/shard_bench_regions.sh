@@ -170,16 +170,7 @@ start_us_router() {  # dir global_port more flags...
 client=$tmp/latency_client
 "${CXX:-c++}" -O2 -std=c++20 -pthread -o "$client" "$here/latency_client.cc"
 schema='create collection accounts (aid int @unique, bid int, abalance int, filler text)'
-# The rows as one batch (the accounts of `make shard-bench`: pgbench's, an 84-byte filler).
-awk -v rows="$rows" 'BEGIN {
-    filler = sprintf("%84s", "")
-    line = "{\"query\":\"insert accounts $1\",\"params\":[["
-    for (aid = 1; aid <= rows; aid++) {
-        line = line (aid > 1 ? "," : "") "{\"_id\":" aid ",\"aid\":" aid ",\"bid\":1" \
-            ",\"abalance\":0,\"filler\":\"" filler "\"}"
-    }
-    print line "]]}"
-}' >"$tmp/rows.ndjson"
+accounts_batch "$rows" >"$tmp/rows.ndjson"
 
 # A global router named `name` on `port`: its directory `dir/name.fenec`; the binary
 # `binary`, fenec-shard's by default.

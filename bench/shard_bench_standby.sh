@@ -93,16 +93,7 @@ admin=bench-admin-token
 root=bench-router-token
 replication=bench-replication-token
 schema='create collection accounts (aid int @unique, bid int, abalance int, filler text)'
-# The rows as one batch (the accounts of `make shard-bench`: pgbench's, an 84-byte filler).
-awk -v rows="$rows" 'BEGIN {
-    filler = sprintf("%84s", "")
-    line = "{\"query\":\"insert accounts $1\",\"params\":[["
-    for (aid = 1; aid <= rows; aid++) {
-        line = line (aid > 1 ? "," : "") "{\"_id\":" aid ",\"aid\":" aid ",\"bid\":1" \
-            ",\"abalance\":0,\"filler\":\"" filler "\"}"
-    }
-    print line "]]}"
-}' >"$tmp/rows.ndjson"
+accounts_batch "$rows" >"$tmp/rows.ndjson"
 
 rcurl() { curl -sS --fail-with-body -H "Authorization: Bearer $root" "$@"; }
 status_of() {  # router address: its GET /_replication/status

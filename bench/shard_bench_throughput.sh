@@ -53,7 +53,7 @@ rows=${SHARD_BENCH_ROWS:-1000}
 read -r -a router_args <<<"${SHARD_BENCH_ROUTER_ARGS:-}"
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/shard_bench_lib.sh
-source "$here/shard_bench_lib.sh"  # pids, stop_all, free_port, cpu_ms, ratio, spread, listening
+source "$here/shard_bench_lib.sh"  # pids, stop_all, free_port, cpu_ms, ratio, spread, accounts_batch
 
 log() { echo "shard_bench_throughput: $*" >&2; }
 
@@ -144,15 +144,7 @@ rcurl -X PUT "http://$router_addr/_shard/nodes/n1" \
 schema='create collection accounts (aid int @unique, bid int, abalance int, filler text)'
 rcurl -X PUT "http://$router_addr/_shard/tenants/bench" \
     -d "{\"node\":\"n1\",\"schema\":[\"$schema\"]}" >/dev/null
-awk -v rows="$rows" 'BEGIN {
-    filler = sprintf("%84s", "")
-    line = "{\"query\":\"insert accounts $1\",\"params\":[["
-    for (aid = 1; aid <= rows; aid++) {
-        line = line (aid > 1 ? "," : "") "{\"_id\":" aid ",\"aid\":" aid ",\"bid\":1" \
-            ",\"abalance\":0,\"filler\":\"" filler "\"}"
-    }
-    print line "]]}"
-}' >"$tmp/rows.ndjson"
+accounts_batch "$rows" >"$tmp/rows.ndjson"
 curl -sS --fail-with-body -X POST -H 'Content-Type: application/x-ndjson' \
     --data-binary @"$tmp/rows.ndjson" "http://$node_addr/t/bench/batch" >/dev/null
 declare -A url=([node]="http://$node_addr" [router]="http://$router_addr"
