@@ -1,8 +1,8 @@
-// test/shard/shard_fixture.h: the real fenec-shard binary on a loopback port it picks, beside real
-// fenec-node processes (test/server/node/node_fixture.h's NodeProcess, Client, TempDir), and a
-// FaultNode: a node stand-in in the test process that answers the admin calls and cuts each data
-// request after reading it whole, to provoke the resend rules of seed 001 without a test hook.
-// Network traffic goes to 127.0.0.1 only.
+// test/shard/shard_fixture.h: the real fenec-shard binary on a loopback port below the ephemeral
+// range (test/support/ports.h), beside real fenec-node processes (test/server/node/
+// node_fixture.h's NodeProcess, Client, TempDir), and a FaultNode: a node stand-in in the test
+// process that answers the admin calls and cuts each data request after reading it whole, to
+// provoke the resend rules of seed 001 without a test hook. Network traffic goes to 127.0.0.1 only.
 #pragma once
 
 #include <sys/wait.h>
@@ -24,8 +24,10 @@ public:
     RouterProcess(std::vector<std::string> flags, std::string stderr_path = {}) {
         int out[2];
         if (::pipe(out) != 0) return;
-        std::vector<std::string> args = {FENEC_SHARD_BIN, "--listen", "127.0.0.1:0", "--workers", "1"};
+        std::vector<std::string> args = {FENEC_SHARD_BIN, "--listen", loopback_listen(),
+                                         "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
+        wait_port_free(args);
         // Made before the fork: the child of a process with threads may not allocate (a lock
         // another thread held at the fork stays held in the child: seen under ASan).
         std::vector<char*> argv;

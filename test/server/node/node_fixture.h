@@ -1,7 +1,7 @@
-// test/server/node/node_fixture.h: the real fenec-node binary started on a loopback port it picks
-// (`--listen 127.0.0.1:0`, the port read from its first line), a blocking HTTP client speaking
-// to it through the project's own codec, and the fixture of node-http.md §14 (tenant acme with
-// `notes`). Network traffic goes to 127.0.0.1 only.
+// test/server/node/node_fixture.h: the real fenec-node binary started on a loopback port below
+// the ephemeral range (test/support/ports.h, the port read from its first line), a blocking HTTP
+// client speaking to it through the project's own codec, and the fixture of node-http.md §14
+// (tenant acme with `notes`). Network traffic goes to 127.0.0.1 only.
 #pragma once
 
 #include <arpa/inet.h>
@@ -26,6 +26,7 @@
 
 #include "server/runtime/http.h"
 #include "test/support/child.h"
+#include "test/support/ports.h"
 #include "test/support/temp_dir.h"
 #include "test/support/wait.h"
 
@@ -165,8 +166,8 @@ private:
     std::string buf_;
 };
 
-// A fenec-node process on a port it picked; killed (SIGKILL) or stopped (SIGTERM) by the test,
-// or SIGKILLed at destruction.
+// A fenec-node process on a loopback port below the ephemeral range (ports.h); killed (SIGKILL)
+// or stopped (SIGTERM) by the test, or SIGKILLed at destruction.
 class NodeProcess {
 public:
     // `stderr_path`, when given, receives the node's stderr (truncated first); otherwise it goes
@@ -178,9 +179,10 @@ public:
         : data_dir_(std::move(data_dir)) {
         int out[2];
         if (::pipe(out) != 0) return;
-        std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
-                                         "--workers", "1"};
+        std::vector<std::string> args = {
+            binary, "--listen", loopback_listen(), "--data-dir", data_dir_, "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
+        wait_port_free(args);
         // Made before the fork: the child of a process with threads may not allocate.
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
