@@ -78,6 +78,11 @@ struct OpenOptions {
     // sync it again, a device flush of 3-18 ms on a file with nothing to write. A torn tail cut
     // is synced whatever this says.
     bool file_durable = false;
+    // An open of a file of two slices or more reads it a slice of this many bytes at a time on
+    // a thread of its own, replaying the records already read meanwhile, so the read's time (the
+    // disk's, or the copy out of the page cache) overlaps the replay's (engine/open.cc). 0: one
+    // read, then the replay.
+    uint64_t open_slice_bytes = 4ull << 20;
     // create only: the new file's lineage (0: a random one). An empty copy made to follow a
     // primary takes the primary's (node-http.md §8.7), so it answers lineage checks as one.
     LineageId lineage;

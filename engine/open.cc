@@ -4,12 +4,17 @@
 // feed seeded. Invariant: a database is served only once every step has succeeded.
 //
 // A read-only open takes no lock and writes nothing, so it may read a file a node holds open
-// (`fenec inspect`). It reads the file as it stands at one instant: every block the writer had
-// appended by then, synced or not, and a block being appended meanwhile as a torn tail, which is
-// cut in memory only (torn_at()), never on disk, where the bytes are the writer's. A rewrite
-// renaming a new file over the path leaves the one it opened whole. A writer cutting its own
-// torn tail as it opens may shrink the file under the read: the open then fails a short read,
-// and asking again reads the file as it is after the cut.
+// (`fenec inspect`). It reads the file as it stands at one instant, the one its size is taken
+// at (the bytes below that size never change, however many reads take them): every block the
+// writer had appended by then, synced or not, and a block being appended meanwhile as a torn
+// tail, which is cut in memory only (torn_at()), never on disk, where the bytes are the writer's.
+// A rewrite renaming a new file over the path leaves the one it opened whole. A writer cutting
+// its own torn tail as it opens may shrink the file under the read: the open then fails a short
+// read, and asking again reads the file as it is after the cut.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include "engine/flusher.h"
 #include "engine/huge_pages.h"
 #include "engine/replay.h"
@@ -27,6 +32,50 @@ std::shared_ptr<std::byte[]> read_buffer(uint64_t size) {
     auto storage = std::make_shared<std::vector<uint64_t>>((size + 7) / 8);
     return std::shared_ptr<std::byte[]>(storage, reinterpret_cast<std::byte*>(storage->data()));
 }
+
+// Reads `file` into `buf`, the buffer `replay` reads. A file of two slices or more is read a
+// slice at a time on a thread of its own, and each time more is there the records wholly in it
+// are replayed here (ReplayState::advance, as an install replays an image while it arrives). A
+// verdict that depends on the bytes after a record (a torn tail is one of zeros to the end) waits
+// for them, so the caller's run(), given the whole file, decides every tear as one read would.
+// What is read first stops the open first: a refused record, or a failed read.
+Status read_replaying(File& file, std::byte* buf, ReplayState& replay, uint64_t slice) {
+    const uint64_t size = replay.size;
+    if (size == 0) return Status::ok();
+    if (slice == 0 || size / 2 < slice) return file.read_at(0, {buf, size});
+    constexpr uint64_t failed = UINT64_MAX;
+    std::atomic<uint64_t> read_to{0};  // bytes read so far, or `failed`
+    std::atomic<bool> stop{false};
+    Status read_status;
+    std::jthread reader([&] {  // joined on every way out, before what it uses goes
+        for (uint64_t at = 0; at < size && !stop.load(std::memory_order_relaxed);) {
+            const uint64_t n = std::min(slice, size - at);
+            if (Status st = file.read_at(at, {buf + at, n}); !st.is_ok()) {
+                read_status = std::move(st);
+                read_to.store(failed, std::memory_order_release);
+                read_to.notify_one();
+                return;
+            }
+            at += n;
+            read_to.store(at, std::memory_order_release);
+            read_to.notify_one();
+        }
+    });
+    for (uint64_t seen = 0; seen < size;) {
+        read_to.wait(seen, std::memory_order_acquire);
+        seen = read_to.load(std::memory_order_acquire);
+        if (seen == failed) {
+            reader.join();
+            return read_status;
+        }
+        if (seen == size) break;  // the last records are the caller's run()'s
+        if (Status st = replay.advance(seen); !st.is_ok()) {
+            stop.store(true, std::memory_order_relaxed);
+            return st;
+        }
+    }
+    return Status::ok();
+}
 }  // namespace
 
 Result<std::unique_ptr<Database>> Database::open(std::string_view path,
@@ -40,10 +89,10 @@ Result<std::unique_ptr<Database>> Database::open(std::string_view path,
     FENEC_ASSIGN_OR_RETURN(uint64_t size, file->size());
     std::shared_ptr<std::byte[]> storage = read_buffer(size);
     std::byte* buf = storage.get();
-    if (size > 0) FENEC_RETURN_IF_ERROR(file->read_at(0, {buf, size}));
     db->peak_buffer_bytes_ = size;
     ReplayState replay{*db, buf, size, ReplayState::Mode::open};
     replay.owner = std::move(storage);
+    FENEC_RETURN_IF_ERROR(read_replaying(*file, buf, replay, options.open_slice_bytes));
     FENEC_RETURN_IF_ERROR(replay.run());
     FENEC_RETURN_IF_ERROR(db->finish_open(replay, std::move(file), size));
     return db;

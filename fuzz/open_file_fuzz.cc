@@ -11,6 +11,8 @@
 //   1. Database::verify_image checks it as an image, and install_open installs it whole and
 //      fed in slices (engine::ImageInstall), which must agree;
 //   2. Database::open read-only, then read-write (a second copy: a read-write open may cut a tear);
+//      the read-only open also in slices read beside the replay (OpenOptions::open_slice_bytes),
+//      which must agree with the one read;
 //   3. on success, every document of every collection is decoded (fuzz/state.h).
 // Beyond "never crash, never leak, never read out of bounds", whatever opens must obey the
 // invariants of docs/INVARIANTS.md; a broken one traps, so libFuzzer keeps the input:
@@ -140,6 +142,37 @@ void check_fed_install(std::span<const std::byte> bytes, Env& env) {
     if (!(state_of(**whole) == state_of(**fed))) broken("an image fed in slices opens otherwise");
 }
 
+// Opens `bytes` read-only twice: in one read, and read in slices on a thread of its own beside
+// the replay, the slice one per input from 1 B to 4 KiB. The two must give the same verdict (the
+// same error, or the same state and tear): the replay reads nothing not yet read and puts off
+// what depends on it (I6, engine/open.cc).
+void check_sliced_open(std::span<const std::byte> bytes, Env& env) {
+    const size_t slice = 1 + (bytes.size() * 2654435761u) % 4096;
+    auto open = [&](MemFs& fs, uint64_t slice_bytes) {
+        fs.put(kPath, bytes);
+        OpenOptions o = env.options(fs, true);
+        o.open_slice_bytes = slice_bytes;
+        return Database::open(kPath, o);
+    };
+    MemFs whole_fs, sliced_fs;
+    Result<std::unique_ptr<Database>> whole = open(whole_fs, 0);
+    Result<std::unique_ptr<Database>> sliced = open(sliced_fs, slice);
+    if (whole.is_ok() != sliced.is_ok()) broken("an open in slices gets another verdict");
+    if (!whole.is_ok()) {
+        if (whole.status().code() != sliced.status().code() ||
+            whole.status().message() != sliced.status().message() ||
+            whole.status().detail().offset != sliced.status().detail().offset) {
+            std::fprintf(stderr, "whole: %s\nsliced: %s\n", whole.status().to_string().c_str(),
+                         sliced.status().to_string().c_str());
+            broken("an open in slices is refused for another reason");
+        }
+        return;
+    }
+    if (!(state_of(**whole) == state_of(**sliced)) || (*whole)->torn_at() != (*sliced)->torn_at()) {
+        broken("an open in slices opens otherwise");
+    }
+}
+
 void run(std::span<const std::byte> bytes) {
     Env env;
     {
@@ -149,6 +182,7 @@ void run(std::span<const std::byte> bytes) {
         (void)info;
     }
     check_fed_install(bytes, env);
+    check_sliced_open(bytes, env);
     std::optional<State> read_only_state;
     {
         MemFs fs;
