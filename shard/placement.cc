@@ -69,7 +69,8 @@ std::variant<ReplicaPlace, NoReplica> place_replica(
     for (const auto& [name, node] : maps.nodes) {
         if (name == primary.name || name == excluded || node.region != primary.region) continue;
         if (maps.is_standby(name) || maps.standby_of(name)) continue;
-        auto count = [&](const auto& m) {
+        // Named in the capture: clang 14 (the fuzz build's) captures no structured binding.
+        auto count = [&, &name = name](const auto& m) {
             auto it = m.find(name);
             return it == m.end() ? size_t{0} : it->second;
         };
