@@ -21,7 +21,9 @@
 //     answer, from the page cache (in GB/s, goal >= 1) and from a cold page cache (its pages
 //     dropped with posix_fadvise), each against the file read as dd reads it (a 1 MiB buffer) in
 //     the same turn (goal <= 1.3x cold); five turns. The rows carry a vector and nothing else
-//     (the issue's shape adds a title of a few bytes).
+//     (the issue's shape adds a title of a few bytes). The baseline of the read in slices beside
+//     the replay (OpenOptions::open_slice_bytes) is the same open with one read first, in the
+//     same turns.
 // Latencies are per query; p50 is reported as a counter. hnswlib is included here only as the
 // baseline (wrapped in a namespace, see below); Fenec reaches it through index/hnsw_index.cc alone.
 // Files live under /tmp/fenec-nearbench-* and are removed.
@@ -107,13 +109,20 @@ size_t rows_wanted() {
 // the graph. (Until 2026-12-03 this bench also added a VectorIndexes of its own as an extension,
 // so every row went into two graphs and "ours" built twice the graphs raw hnswlib did.)
 struct Tenant {
-    index::IndexSet set;
+    std::unique_ptr<index::IndexSet> set = std::make_unique<index::IndexSet>();
     std::unique_ptr<engine::Database> db;
-    const index::VectorIndexes& vec() const { return set.vectors(); }
+    const index::VectorIndexes& vec() const { return set->vectors(); }
+    // Closed as the node closes a tenant: the database and its indexes freed, so the next open
+    // builds a fresh IndexSet (server/node/registry.cc) and frees nothing on its own path.
+    void close() {
+        if (!db->close()) std::abort();
+        db.reset();
+        set = std::make_unique<index::IndexSet>();
+    }
     engine::OpenOptions options() {
         engine::OpenOptions o;
         o.tenant = "bench";
-        o.hook = &set;
+        o.hook = set.get();
         o.sync = engine::SyncPolicy::at_close();
         return o;
     }
@@ -139,6 +148,9 @@ struct World {
     // Issue 18 item 2, per turn: the open to the first `near` answer and the file read as dd
     // reads it, from the page cache (warm) and from a cold one; and the file's bytes.
     std::vector<double> open_warm_s, read_warm_s, open_cold_s, read_cold_s;
+    // The same opens with the file read in one read before the replay (open_slice_bytes 0), in the
+    // same turns: the baseline of the read in slices beside the replay.
+    std::vector<double> one_read_warm_s, one_read_cold_s;
     uint64_t file_bytes = 0;
 
     World() {
@@ -249,7 +261,7 @@ struct World {
     // the raw one. Both number nodes in insertion order, draw levels from the same seed and link
     // the same float vectors, so 0 says the parameters are the same.
     size_t compare_graphs() {
-        auto bytes = tenant.set.encode_graph(c, 0, engine::Seq{1});
+        auto bytes = tenant.set->encode_graph(c, 0, engine::Seq{1});
         if (!bytes) std::abort();
         const auto* g = flatbuffers::GetRoot<format::Graph>(bytes->data());
         if (g->node_docs()->size() != n) return n;
@@ -379,14 +391,16 @@ double read_like_dd_s(const std::string& path, bool cold) {
 
 // The tenant closed (its graph record current, as a close or idle close leaves it) and opened
 // again to its first `near` answer: a node's first request to a tenant it closed when idle.
-// `cold`: the file's pages dropped from the page cache first. Returns the open's seconds.
-double reopen_to_first_answer_s(World& w, bool cold) {
-    if (!w.tenant.db->close()) std::abort();
-    w.tenant.db.reset();
+// `cold`: the file's pages dropped from the page cache first. `slice`: the open's
+// open_slice_bytes (0: one read, then the replay). Returns the open's seconds.
+double reopen_to_first_answer_s(World& w, bool cold, uint64_t slice) {
+    w.tenant.close();
     if (cold) drop_page_cache(w.path);
     const auto s0 = w.tenant.vec().stats();
+    engine::OpenOptions o = w.tenant.options();
+    o.open_slice_bytes = slice;
     const auto t0 = Clock::now();
-    auto opened = engine::Database::open(w.path, w.tenant.options());
+    auto opened = engine::Database::open(w.path, o);
     if (!opened) std::abort();
     w.tenant.db = std::move(opened).value();
     auto r = w.tenant.vec().near(w.c, 0, {w.queries.data(), kDim}, kK, 0, nullptr);
@@ -399,20 +413,30 @@ double reopen_to_first_answer_s(World& w, bool cold) {
 // Reopens the tenant: first with the graph record a checkpoint wrote (restored), then after a
 // write to the collection (rebuilt). One timed open each; the counters say which path ran.
 // Before them, issue 18 item 2's cold open: five turns, each the file read as dd reads it and the
-// tenant reopened to its first answer, from the page cache and then from a cold page cache.
+// tenant reopened to its first answer twice (read in slices, and in one read), from the page
+// cache and then from a cold page cache.
 void BM_Reopen(benchmark::State& state) {
     World& w = world();
     for (auto _ : state) {
         if (!w.tenant.db->checkpoint()) std::abort();
         w.file_bytes = std::filesystem::file_size(w.path);
+        const uint64_t sliced = engine::OpenOptions{}.open_slice_bytes;
         for (int turn = 0; turn < 5; ++turn) {
             for (bool cold : {false, true}) {
                 (cold ? w.read_cold_s : w.read_warm_s).push_back(read_like_dd_s(w.path, cold));
-                (cold ? w.open_cold_s : w.open_warm_s).push_back(reopen_to_first_answer_s(w, cold));
+                // The two opens in turn, the one asked first changing every turn.
+                for (int k = 0; k < 2; ++k) {
+                    if ((k + turn) % 2 == 0) {
+                        (cold ? w.open_cold_s : w.open_warm_s)
+                            .push_back(reopen_to_first_answer_s(w, cold, sliced));
+                    } else {
+                        (cold ? w.one_read_cold_s : w.one_read_warm_s)
+                            .push_back(reopen_to_first_answer_s(w, cold, 0));
+                    }
+                }
             }
         }
-        if (!w.tenant.db->close()) std::abort();
-        w.tenant.db.reset();
+        w.tenant.close();
         const auto s0 = w.tenant.vec().stats();
         auto t0 = Clock::now();
         auto opened = engine::Database::open(w.path, w.tenant.options());
@@ -427,8 +451,7 @@ void BM_Reopen(benchmark::State& state) {
             if (!b->insert(w.c, std::nullopt, {})) std::abort();  // a row without a vector
             if (!b->commit()) std::abort();
         }
-        if (!w.tenant.db->close()) std::abort();
-        w.tenant.db.reset();
+        w.tenant.close();
         const auto s1 = w.tenant.vec().stats();
         t0 = Clock::now();
         opened = engine::Database::open(w.path, w.tenant.options());
@@ -511,6 +534,20 @@ int main(int argc, char** argv) {
         const auto [rlo, rhi] = spread(cold_ratio);
         std::printf("; open / read median %.2fx (%.2f-%.2f; goal <= 1.3)\n", median(cold_ratio),
                     rlo, rhi);
+        // The baseline: the same opens with one read before the replay, in the same turns.
+        for (bool cold : {false, true}) {
+            const auto& one = cold ? w.one_read_cold_s : w.one_read_warm_s;
+            const auto& sliced = cold ? w.open_cold_s : w.open_warm_s;
+            std::vector<double> ratio;
+            for (size_t i = 0; i < one.size() && i < sliced.size(); ++i) {
+                ratio.push_back(sliced[i] / one[i]);
+            }
+            const auto [lo, hi] = spread(ratio);
+            std::printf("  %s: one read, then the replay ", cold ? "cold" : "page cache");
+            ms(one);
+            std::printf("; read in slices beside the replay / one read median %.2fx (%.2f-%.2f)\n",
+                        median(ratio), lo, hi);
+        }
     }
     benchmark::Shutdown();
     return 0;
