@@ -41,6 +41,7 @@
 
 #include "engine/clock.h"
 #include "engine/format.h"
+#include "engine/io.h"
 #include "server/node/lease.h"
 #include "server/node/lease_admin.h"
 #include "server/node/registry.h"
@@ -289,7 +290,7 @@ void run(std::string_view input) {
     engine::FakeBootClock clock;
     Model model;
     {
-        Leases leases("n1", state_path(), clock);
+        Leases leases("n1", state_path(), engine::posix_fs(), clock);
         if (!leases.load().is_ok()) broken("a missing state file does not load");
         size_t steps = 0;
         while (!input.empty() && steps++ < kStepsMax) {
@@ -308,7 +309,7 @@ void run(std::string_view input) {
         }
     }
     // A restart: the terms kept survive it.
-    Leases again("n1", state_path(), clock);
+    Leases again("n1", state_path(), engine::posix_fs(), clock);
     if (!again.load().is_ok()) broken("the state file written does not load");
     for (const auto& [authority, kept] : model.kept) {
         if (kept.term == 0) continue;
