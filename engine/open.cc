@@ -13,6 +13,7 @@
 // read, and asking again reads the file as it is after the cut.
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 #include <thread>
 
 #include "engine/flusher.h"
@@ -47,7 +48,7 @@ Status read_replaying(File& file, std::byte* buf, ReplayState& replay, uint64_t 
     std::atomic<uint64_t> read_to{0};  // bytes read so far, or `failed`
     std::atomic<bool> stop{false};
     Status read_status;
-    std::jthread reader([&] {  // joined on every way out, before what it uses goes
+    auto read_slices = [&] {
         for (uint64_t at = 0; at < size && !stop.load(std::memory_order_relaxed);) {
             const uint64_t n = std::min(slice, size - at);
             if (Status st = file.read_at(at, {buf + at, n}); !st.is_ok()) {
@@ -60,7 +61,13 @@ Status read_replaying(File& file, std::byte* buf, ReplayState& replay, uint64_t 
             read_to.store(at, std::memory_order_release);
             read_to.notify_one();
         }
-    });
+    };
+    std::jthread reader;  // joined on every way out, before what it uses goes
+    try {
+        reader = std::jthread(read_slices);
+    } catch (const std::system_error&) {
+        return file.read_at(0, {buf, size});  // no thread to be had: one read, as a small file
+    }
     for (uint64_t seen = 0; seen < size;) {
         read_to.wait(seen, std::memory_order_acquire);
         seen = read_to.load(std::memory_order_acquire);
