@@ -96,6 +96,16 @@ void check_image(Database& db, const State& expect, Env& env) {
     if (!(state_of(**copy) == expect)) broken("an image opens to another state");
 }
 
+// Whether two refusals of one input are the same: code, message and offset. Prints both when not.
+bool same_refusal(const Status& a, const Status& b) {
+    if (a.code() == b.code() && a.message() == b.message() &&
+        a.detail().offset == b.detail().offset) {
+        return true;
+    }
+    std::fprintf(stderr, "one: %s\nother: %s\n", a.to_string().c_str(), b.to_string().c_str());
+    return false;
+}
+
 // Installs `bytes` as an image twice: whole (install_open), and fed to an ImageInstall in
 // slices as a PUT receives them, over a buffer whose part not yet received is garbage. The two
 // must give the same verdict (the same error, or the same state): the incremental replay reads
@@ -130,11 +140,7 @@ void check_fed_install(std::span<const std::byte> bytes, Env& env) {
                                std::move(begun));
     if (whole.is_ok() != fed.is_ok()) broken("an image fed in slices gets another verdict");
     if (!whole.is_ok()) {
-        if (whole.status().code() != fed.status().code() ||
-            whole.status().message() != fed.status().message() ||
-            whole.status().detail().offset != fed.status().detail().offset) {
-            std::fprintf(stderr, "whole: %s\nfed: %s\n", whole.status().to_string().c_str(),
-                         fed.status().to_string().c_str());
+        if (!same_refusal(whole.status(), fed.status())) {
             broken("an image fed in slices is refused for another reason");
         }
         return;
@@ -159,11 +165,7 @@ void check_sliced_open(std::span<const std::byte> bytes, Env& env) {
     Result<std::unique_ptr<Database>> sliced = open(sliced_fs, slice);
     if (whole.is_ok() != sliced.is_ok()) broken("an open in slices gets another verdict");
     if (!whole.is_ok()) {
-        if (whole.status().code() != sliced.status().code() ||
-            whole.status().message() != sliced.status().message() ||
-            whole.status().detail().offset != sliced.status().detail().offset) {
-            std::fprintf(stderr, "whole: %s\nsliced: %s\n", whole.status().to_string().c_str(),
-                         sliced.status().to_string().c_str());
+        if (!same_refusal(whole.status(), sliced.status())) {
             broken("an open in slices is refused for another reason");
         }
         return;
