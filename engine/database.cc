@@ -229,19 +229,23 @@ void Database::when_durable(Seq s, DurableCallback done) {
 }
 
 // A Syncer's turn (syncer.h): the waiters already covered are called; if any are left and no
-// other sync runs, one fsync for all of them. A sync running elsewhere (a writer in
-// wait_durable, sync_now) calls them as it ends, and queues the database again if it left any.
+// other sync runs, one fsync for all of them, which queues the database again only for waiters
+// that come while it runs. A sync running elsewhere (a writer in wait_durable, sync_now) calls
+// them as it ends, and queues the database again if it left any.
 void Database::sync_round(Syncer&) {
     std::unique_lock<std::mutex> l(sync_mu_);
-    finish_waiters_locked(l);
+    if (syncing_) return;
+    // Not queued again for the waiters left here: this round's own fsync is for them. Queued, the
+    // database would stand in the Syncer's queue ahead of every other queued while it ran.
+    finish_waiters_locked(l, false);
     if (waiters_.empty() || syncing_) return;
     sync_locked(l);
 }
 
 // Calls every waiter durable_seq_ covers (all of them, with the failure, once latched), outside
-// sync_mu_, and queues the database on its Syncer again when some are left (under sync_mu_, as
-// when_durable does).
-void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l) {
+// sync_mu_, and, when `queue_left`, queues the database on its Syncer again when some are left
+// (under sync_mu_, as when_durable does).
+void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue_left) {
     if (waiters_.empty()) return;
     std::vector<DurableWaiter> done;
     std::vector<DurableWaiter> left;
@@ -250,7 +254,9 @@ void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l) {
     }
     waiters_ = std::move(left);
     const Status st = failure_ ? latched_locked() : Status::ok();
-    if (!waiters_.empty() && options_.syncer && !syncer_left_) options_.syncer->queue(this);
+    if (queue_left && !waiters_.empty() && options_.syncer && !syncer_left_) {
+        options_.syncer->queue(this);
+    }
     if (done.empty()) return;
     l.unlock();
     for (DurableWaiter& w : done) w.done(st);

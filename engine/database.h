@@ -365,7 +365,7 @@ private:
     // the when_durable callbacks a sync settled; the latch as a writer is told of it.
     void sync_locked(std::unique_lock<std::mutex>& l);
     void sync_round(Syncer& syncer);
-    void finish_waiters_locked(std::unique_lock<std::mutex>& l);
+    void finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue_left = true);
     Status latched_locked() const;
     Status apply_block(const FeedEntry& entry);
     Status write_forks_locked(std::vector<Fork> forks);

@@ -27,6 +27,10 @@ void Syncer::queue(Database* db) {
         std::lock_guard<std::mutex> g(mu_);
         if (!queued_.insert(db).second) return;
         queue_.push_back(db);
+        // A database whose round is running is queued again by that round as it ends (its
+        // waiters left): the thread running it takes the next round itself or wakes another
+        // (run), so waking one now would only find it busy.
+        if (busy_.contains(db)) return;
     }
     work_cv_.notify_one();
 }
@@ -40,6 +44,11 @@ void Syncer::remove(Database* db) {
 uint64_t Syncer::rounds() const {
     std::lock_guard<std::mutex> g(mu_);
     return rounds_;
+}
+
+bool Syncer::other_waiting(Database* db) const {
+    return std::any_of(queue_.begin(), queue_.end(),
+                       [&](Database* d) { return d != db && !busy_.contains(d); });
 }
 
 void Syncer::run() {
@@ -57,13 +66,22 @@ void Syncer::run() {
         queue_.erase(next);
         queued_.erase(db);
         busy_.insert(db);
-        l.unlock();
-        db->sync_round(*this);
-        l.lock();
+        for (;;) {
+            l.unlock();
+            db->sync_round(*this);
+            l.lock();
+            ++rounds_;
+            // Writes that landed during the fsync queued the database again. While no other
+            // database waits for a thread, its next round runs here at once, and no other
+            // thread is woken for it (queue did not wake one either): a woken thread would only
+            // find it taken, two needless context switches a round on a loaded machine.
+            if (!queued_.contains(db) || other_waiting(db)) break;
+            queue_.erase(std::find(queue_.begin(), queue_.end(), db));
+            queued_.erase(db);
+        }
         busy_.erase(db);
-        ++rounds_;
         idle_cv_.notify_all();
-        // The database may have been queued again while it ran; a thread that skipped it wakes.
+        // Queued again while it ran, with others waiting: the next thread free takes it in turn.
         if (queued_.contains(db)) work_cv_.notify_one();
     }
 }

@@ -5,11 +5,12 @@
 // caller: `done` is queued on the database and the database on the Syncer, whose threads take the
 // databases queued in turn and run one sync round on each (Database::sync_round): one fsync covers
 // everything the database had landed when it began, every waiter it covers is called, and the
-// database is queued again if waiters landed while it ran. So each fsync of a file holds every
-// block that landed while the previous one ran, however many writers there are (a worker that
-// waits in wait_durable can hold only as many as there are workers), and the rounds of different
-// databases run at once on up to `threads` threads, so their fsyncs meet in one journal commit of
-// the file system rather than queueing behind each other.
+// database is queued again if waiters landed while it ran; that next round runs at once on the
+// same thread while no other database waits for one, without waking another thread. So each fsync
+// of a file holds every block that landed while the previous one ran, however many writers there
+// are (a worker that waits in wait_durable can hold only as many as there are workers), and the
+// rounds of different databases run at once on up to `threads` threads, so their fsyncs meet in one
+// journal commit of the file system rather than queueing behind each other.
 //
 // Invariant: a database is run by at most one round at a time, and the rounds of one database
 // never overlap with another sync of it (Database keeps its one `syncing_` flag either way).
@@ -49,6 +50,8 @@ public:
 
 private:
     void run();
+    // Whether a database other than `db` is queued and free for a round (mu_ held).
+    bool other_waiting(Database* db) const;
 
     mutable std::mutex mu_;
     std::condition_variable work_cv_;  // a database queued, or stopping

@@ -6,7 +6,8 @@
 // - a block that lands while an fsync runs is not covered by it: it is told after the next one;
 // - a failed fsync tells every waiter io_error (the latch), and none of their blocks survives;
 // - close() tells every waiter left, once;
-// - fsyncs of different databases on one Syncer are in flight at once;
+// - fsyncs of different databases on one Syncer are in flight at once, and a database queued
+//   during another's round runs before that one's next;
 // - without a Syncer, when_durable waits in its caller.
 #include <gtest/gtest.h>
 
@@ -203,6 +204,39 @@ TEST(GroupCommit, ABlockLandingWhileAWritersFsyncRunsIsToldAfterTheNext) {
     ASSERT_TRUE(wait_until([&] { return b.calls.load() == 1; })) << "B was never told";
     EXPECT_TRUE(b.status.is_ok()) << why(b.status);
     EXPECT_EQ(b.synced, b.file);
+}
+
+// A busy database's next round runs on the thread that ran its last one, but not ahead of
+// another database queued before it came back: on one thread, B (queued during A's fsync, ahead
+// of A's next waiter) has its fsync before A's second.
+TEST(GroupCommit, ADatabaseQueuedDuringAnothersRoundIsNotPassedByItsNext) {
+    EngineEnv env;
+    Told a1, b1, a2;
+    Syncer syncer(1);
+    const std::string path_b = "/d/b.fenec";
+    std::unique_ptr<Database> a = create(env, kPath, &syncer);
+    std::unique_ptr<Database> b = create(env, path_b, &syncer);
+    ASSERT_TRUE(a && b);
+    const uint64_t syncs0 = env.fs.syncs();
+    env.fs.stall_syncs(true);
+    DocId id;
+    Result<Landed> la1 = land(*a, 1, id);
+    ASSERT_TRUE(la1.is_ok()) << why(la1);
+    a->when_durable(la1->last, tell(a1, *a, env, la1->last, kPath));
+    ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
+    Result<Landed> lb1 = land(*b, 1, id);
+    ASSERT_TRUE(lb1.is_ok()) << why(lb1);
+    b->when_durable(lb1->last, tell(b1, *b, env, lb1->last, path_b));
+    Result<Landed> la2 = land(*a, 2, id);
+    ASSERT_TRUE(la2.is_ok()) << why(la2);
+    a->when_durable(la2->last, tell(a2, *a, env, la2->last, kPath));
+    env.fs.release_syncs();
+    ASSERT_TRUE(wait_until(
+        [&] { return a1.calls.load() == 1 && b1.calls.load() == 1 && a2.calls.load() == 1; }));
+    EXPECT_EQ(a1.syncs, syncs0 + 1);
+    EXPECT_EQ(b1.syncs, syncs0 + 2) << "B waited behind A's next round";
+    EXPECT_EQ(a2.syncs, syncs0 + 3);
+    EXPECT_EQ(a2.synced, a2.file);
 }
 
 TEST(GroupCommit, AFailedFsyncTellsEveryWaiterTheLatch) {
