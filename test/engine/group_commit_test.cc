@@ -80,6 +80,14 @@ Database::DurableCallback tell(Told& t, Database& db, EngineEnv& env, Seq seq,
     };
 }
 
+// Lands row(n) in `db` (at `path`) without waiting, and asks to be told in `t` once it is durable.
+Status land_told(Database& db, int64_t n, Told& t, EngineEnv& env, const std::string& path) {
+    DocId id;
+    FENEC_ASSIGN_OR_RETURN(Landed l, land(db, n, id));
+    db.when_durable(l.last, tell(t, db, env, l.last, path));
+    return Status::ok();
+}
+
 TEST(GroupCommit, ManyWritersAreToldOnceCoveredShareFsyncsAndSurviveACrash) {
     constexpr int kThreads = 16;
     constexpr int kPerThread = 8;
@@ -148,15 +156,12 @@ TEST(GroupCommit, ABlockLandingWhileAnFsyncRunsIsToldAfterTheNext) {
     ASSERT_TRUE(db);
     const uint64_t syncs0 = env.fs.syncs();
     env.fs.stall_syncs(true);
-    DocId id;
-    Result<Landed> la = land(*db, 1, id);
-    ASSERT_TRUE(la.is_ok()) << why(la);
-    db->when_durable(la->last, tell(a, *db, env, la->last, kPath));
+    Status st = land_told(*db, 1, a, env, kPath);
+    ASSERT_TRUE(st.is_ok()) << why(st);
     ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
     EXPECT_EQ(a.calls.load(), 0) << "told before its fsync ended";
-    Result<Landed> lb = land(*db, 2, id);
-    ASSERT_TRUE(lb.is_ok()) << why(lb);
-    db->when_durable(lb->last, tell(b, *db, env, lb->last, kPath));
+    st = land_told(*db, 2, b, env, kPath);
+    ASSERT_TRUE(st.is_ok()) << why(st);
     env.fs.release_syncs();
     ASSERT_TRUE(wait_until([&] { return a.calls.load() == 1 && b.calls.load() == 1; }));
     ASSERT_TRUE(a.status.is_ok()) << why(a.status);
@@ -219,17 +224,13 @@ TEST(GroupCommit, ADatabaseQueuedDuringAnothersRoundIsNotPassedByItsNext) {
     ASSERT_TRUE(a && b);
     const uint64_t syncs0 = env.fs.syncs();
     env.fs.stall_syncs(true);
-    DocId id;
-    Result<Landed> la1 = land(*a, 1, id);
-    ASSERT_TRUE(la1.is_ok()) << why(la1);
-    a->when_durable(la1->last, tell(a1, *a, env, la1->last, kPath));
+    Status st = land_told(*a, 1, a1, env, kPath);
+    ASSERT_TRUE(st.is_ok()) << why(st);
     ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, wait_default));
-    Result<Landed> lb1 = land(*b, 1, id);
-    ASSERT_TRUE(lb1.is_ok()) << why(lb1);
-    b->when_durable(lb1->last, tell(b1, *b, env, lb1->last, path_b));
-    Result<Landed> la2 = land(*a, 2, id);
-    ASSERT_TRUE(la2.is_ok()) << why(la2);
-    a->when_durable(la2->last, tell(a2, *a, env, la2->last, kPath));
+    st = land_told(*b, 1, b1, env, path_b);
+    ASSERT_TRUE(st.is_ok()) << why(st);
+    st = land_told(*a, 2, a2, env, kPath);
+    ASSERT_TRUE(st.is_ok()) << why(st);
     env.fs.release_syncs();
     ASSERT_TRUE(wait_until(
         [&] { return a1.calls.load() == 1 && b1.calls.load() == 1 && a2.calls.load() == 1; }));
