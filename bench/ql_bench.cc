@@ -4,7 +4,10 @@
 //     (a scan);
 //   - `get r order s limit 20` over 1M rows through @sorted against the same over an unindexed
 //     copy (a full sort);
-//   - 1M names ordered `collate tr` against ordered by bytes (both full sorts, limit 20).
+//   - 1M names ordered `collate tr` against ordered by bytes (both full sorts, limit 20);
+//   - the sort key of each of 100,000 names under `collate tr` and `collate tr` `nocase` against
+//     the same names' keys by bytes (each a copy of the name): what a collated order, a sorted
+//     index's write and the router's collated merge pay a row.
 // Rows are written through the engine's API (fast set-up); the reads go through parse() and the
 // executor as the node runs them. Files live under /tmp/fenec-qlbench-* and are removed.
 #include <benchmark/benchmark.h>
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "engine/database.h"
+#include "index/collation.h"
 #include "index/index_set.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
@@ -53,6 +57,15 @@ std::string bench_dir() {
 }
 
 // A tenant with `rows` rows of (k int, s int, name text); `schema` is the create statement.
+// The bench's names: four of these syllables each, drawn by `rng`.
+std::string random_name(std::mt19937_64& rng) {
+    static const char* syllables[] = {"ça", "ğı", "Ir", "ka", "İs", "ön",
+                                      "şu", "ay", "le", "Ün", "bo", "zi"};
+    std::string name;
+    for (int s = 0; s < 4; ++s) name += syllables[rng() % 12];
+    return name;
+}
+
 std::unique_ptr<Tenant> make_tenant(const std::string& file, const std::string& schema, uint64_t rows) {
     auto t = std::make_unique<Tenant>();
     engine::OpenOptions o;
@@ -65,13 +78,11 @@ std::unique_ptr<Tenant> make_tenant(const std::string& file, const std::string& 
     t->db = std::move(created).value();
     t->run(schema);
     std::mt19937_64 rng(7);
-    static const char* syllables[] = {"ça", "ğı", "Ir", "ka", "İs", "ön", "şu", "ay", "le", "Ün", "bo", "zi"};
     for (uint64_t done = 0; done < rows;) {
         auto block = t->db->begin();
         const engine::CollectionId c = *block->find("r");
         for (uint64_t n = 0; n < 100'000 && done < rows; ++n, ++done) {
-            std::string name;
-            for (int s = 0; s < 4; ++s) name += syllables[rng() % 12];
+            const std::string name = random_name(rng);
             engine::Doc doc{{0, engine::Value(static_cast<int64_t>(rng() % 1000))},
                             {1, engine::Value(static_cast<int64_t>(rng()))},
                             {2, engine::Value(name)}};
@@ -113,12 +124,38 @@ void BM_OrderNamesCollateTr(benchmark::State& s) {
     run_query(s, "big_plain", "get r select name order name collate tr limit 20");
 }
 
+// Every name's sort key under `rule`, once an iteration.
+void sort_keys(benchmark::State& state, const index::TextRule& rule) {
+    static const std::vector<std::string> names = [] {
+        std::mt19937_64 rng(7);
+        std::vector<std::string> out(100'000);
+        for (std::string& n : out) n = random_name(rng);
+        return out;
+    }();
+    for (auto _ : state) {
+        for (const std::string& n : names) benchmark::DoNotOptimize(index::sort_key(n, rule));
+    }
+}
+
+void BM_SortKeysBytes(benchmark::State& s) {
+    sort_keys(s, index::field_rule(engine::Collation::bytes, false));
+}
+void BM_SortKeysTr(benchmark::State& s) {
+    sort_keys(s, index::field_rule(engine::Collation::tr, false));
+}
+void BM_SortKeysTrNocase(benchmark::State& s) {
+    sort_keys(s, index::field_rule(engine::Collation::tr, true));
+}
+
 BENCHMARK(BM_EqualityHashIndex)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EqualityScan)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OrderLimitSorted)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OrderLimitFullSort)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_OrderNamesBytes)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_OrderNamesCollateTr)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_SortKeysBytes)->Unit(benchmark::kMillisecond)->Repetitions(5);
+BENCHMARK(BM_SortKeysTr)->Unit(benchmark::kMillisecond)->Repetitions(5);
+BENCHMARK(BM_SortKeysTrNocase)->Unit(benchmark::kMillisecond)->Repetitions(5);
 
 // Prints each pair's ratio once the runs are done.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -126,7 +163,14 @@ public:
     void ReportRuns(const std::vector<Run>& runs) override {
         for (const Run& r : runs) {
             const std::string name = r.benchmark_name();
-            times_[name.substr(0, name.find('/'))] = r.GetAdjustedRealTime() * unit(r.time_unit);
+            std::string key = name.substr(0, name.find('/'));
+            if (r.run_type == Run::RT_Aggregate) {
+                if (r.aggregate_unit != benchmark::kTime) continue;  // the coefficient of variation
+                key += "_" + r.aggregate_name;
+            } else if (r.repetitions > 1) {
+                continue;  // a repeated bench is read by its aggregates
+            }
+            times_[key] = r.GetAdjustedRealTime() * unit(r.time_unit);
         }
         ConsoleReporter::ReportRuns(runs);
     }
@@ -135,6 +179,10 @@ public:
         ratio("equality: scan / @hash", "BM_EqualityScan", "BM_EqualityHashIndex");
         ratio("order s limit 20 over 1M: full sort / @sorted", "BM_OrderLimitFullSort", "BM_OrderLimitSorted");
         ratio("1M names: collate tr / bytes", "BM_OrderNamesCollateTr", "BM_OrderNamesBytes");
+        ratio("100k sort keys: collate tr / bytes", "BM_SortKeysTr_median",
+              "BM_SortKeysBytes_median");
+        ratio("100k sort keys: collate tr nocase / bytes", "BM_SortKeysTrNocase_median",
+              "BM_SortKeysBytes_median");
     }
 
 private:
