@@ -92,6 +92,27 @@ int compare_collated(std::string_view a, std::string_view b, Collation c) {
     return compare_bytes(a, b);
 }
 
+// What a thread reuses from one sort key to the next: the fold and the UTF-16 text, so a key costs
+// no allocation of its own once they have grown to the texts at hand. A buffer past
+// kScratchKeepBytes is given back after its key, so one long text does not pin its size for the
+// thread's life.
+struct SortKeyScratch {
+    std::string folded;
+    std::vector<UChar> utf16;
+    std::string key;  // sort_key's, copied out at its exact size
+};
+constexpr size_t kScratchKeepBytes = 64 * 1024;
+
+SortKeyScratch& sort_key_scratch() {
+    thread_local SortKeyScratch s;
+    return s;
+}
+
+void trim_scratch(SortKeyScratch& s) {
+    if (s.folded.capacity() > kScratchKeepBytes) std::string().swap(s.folded);
+    if (s.utf16.capacity() * sizeof(UChar) > kScratchKeepBytes) std::vector<UChar>().swap(s.utf16);
+}
+
 // UTF-16 for ucol_getSortKey. A UTF-8 byte never yields more than one UTF-16 unit (a 4-byte
 // sequence gives two, a bad byte one U+FFFD), so `utf8.size()` units always suffice.
 bool to_utf16(std::string_view utf8, std::vector<UChar>& out) {
@@ -106,9 +127,10 @@ bool to_utf16(std::string_view utf8, std::vector<UChar>& out) {
 }
 
 // Appends ICU's sort key of `text` without its 0x00 terminator; false (nothing appended) on
-// failure.
-bool append_icu_key(const UCollator* coll, std::string_view text, std::string& out) {
-    std::vector<UChar> utf16;
+// failure. `utf16` is scratch. The key is written straight into `out`, into the room its
+// capacity already has when that is enough (ICU's key is rarely longer than 2 bytes a unit).
+bool append_icu_key(const UCollator* coll, std::string_view text, std::vector<UChar>& utf16,
+                    std::string& out) {
     if (!to_utf16(text, utf16)) return false;
     const auto units = static_cast<int32_t>(utf16.size());
     const size_t start = out.size();
@@ -128,16 +150,17 @@ bool append_icu_key(const UCollator* coll, std::string_view text, std::string& o
     return false;
 }
 
-// Runs an ICU UTF-8 to UTF-8 mapping (fold, upper, lower), growing the output once if ICU asks
-// for more. On any ICU failure the text stands for itself.
+// Runs an ICU UTF-8 to UTF-8 mapping (fold, upper, lower) into `out`, growing it once if ICU
+// asks for more. On any ICU failure the text stands for itself.
 template <class Map>
-std::string map_utf8(std::string_view utf8, Map&& map) {
+void map_utf8_into(std::string_view utf8, Map&& map, std::string& out) {
     if (utf8.size() > kIcuBytesMax) {
         assert(false && "text longer than any document");
-        return std::string(utf8);
+        out.assign(utf8);
+        return;
     }
     const auto length = static_cast<int32_t>(utf8.size());
-    std::string out(utf8.size() + 16, '\0');
+    out.resize(utf8.size() + 16);
     for (int attempt = 0; attempt < 2; ++attempt) {
         UErrorCode err = U_ZERO_ERROR;
         const int32_t needed = map(utf8.data(), length, out.data(), static_cast<int32_t>(out.size()), err);
@@ -147,18 +170,50 @@ std::string map_utf8(std::string_view utf8, Map&& map) {
         }
         if (U_FAILURE(err)) break;
         out.resize(static_cast<size_t>(needed));
-        return out;
+        return;
     }
-    return std::string(utf8);
+    out.assign(utf8);
+}
+
+template <class Map>
+std::string map_utf8(std::string_view utf8, Map&& map) {
+    std::string out;
+    map_utf8_into(utf8, map, out);
+    return out;
+}
+
+void fold_into(std::string_view utf8, bool turkish, std::string& out) {
+    const uint32_t options = turkish ? U_FOLD_CASE_EXCLUDE_SPECIAL_I : U_FOLD_CASE_DEFAULT;
+    map_utf8_into(
+        utf8,
+        [&](const char* src, int32_t n, char* dst, int32_t cap, UErrorCode& err) {
+            return icu::CaseMap::utf8Fold(options, src, n, dst, cap, nullptr, err);
+        },
+        out);
+}
+
+// sort_key(text, rule) appended to `out` (which `text` must not lie in). Once this thread's scratch
+// has grown to the texts at hand, a key allocates only what `out` needs to grow by.
+void append_text_sort_key(std::string_view text, const TextRule& rule, std::string& out) {
+    SortKeyScratch& scratch = sort_key_scratch();
+    std::string_view tie = text;
+    if (rule.nocase) {
+        fold_into(text, rule.fold == Collation::tr, scratch.folded);
+        tie = scratch.folded;
+    }
+    if (const UCollator* coll = collator_for(rule.collation, tie)) {
+        if (append_icu_key(coll, tie, scratch.utf16, out)) out.push_back('\0');
+    }
+    out.append(tie);
+    trim_scratch(scratch);
 }
 
 }  // namespace
 
 std::string fold(std::string_view utf8, bool turkish) {
-    const uint32_t options = turkish ? U_FOLD_CASE_EXCLUDE_SPECIAL_I : U_FOLD_CASE_DEFAULT;
-    return map_utf8(utf8, [&](const char* src, int32_t n, char* dst, int32_t cap, UErrorCode& err) {
-        return icu::CaseMap::utf8Fold(options, src, n, dst, cap, nullptr, err);
-    });
+    std::string out;
+    fold_into(utf8, turkish, out);
+    return out;
 }
 
 int compare_text(std::string_view a, std::string_view b, const TextRule& rule) {
@@ -176,14 +231,15 @@ bool equal_text(std::string_view a, std::string_view b, const TextRule& rule) {
 }
 
 std::string sort_key(std::string_view text, const TextRule& rule) {
-    const std::string folded = rule.nocase ? fold(text, rule.fold == Collation::tr) : std::string();
-    const std::string_view tie = rule.nocase ? std::string_view(folded) : text;
-    std::string key;
-    if (const UCollator* coll = collator_for(rule.collation, tie)) {
-        if (append_icu_key(coll, tie, key)) key.push_back('\0');
-    }
-    key.append(tie);
-    return key;
+    if (rule.collation == Collation::bytes && !rule.nocase) return std::string(text);
+    // Built where ICU's room to write in is already there, then copied out at its size: one
+    // allocation of the key's size, none for a short key.
+    std::string& key = sort_key_scratch().key;
+    key.clear();
+    append_text_sort_key(text, rule, key);
+    std::string out(key);
+    if (key.capacity() > kScratchKeepBytes) std::string().swap(key);
+    return out;
 }
 
 std::string change_case(std::string_view utf8, bool upper) {

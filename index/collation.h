@@ -14,6 +14,7 @@
 //
 // Thread safety: every function may be called from any thread. Collators live one per thread
 // and collation (thread_local, opened on first use), so no ICU object is shared across threads.
+// sort_key's scratch buffers are per thread too.
 //
 // Texts are UTF-8; the engine validates every stored text (engine/value.h). Ill-formed input is
 // read safely (each bad sequence as U+FFFD by ICU), never crashing.

@@ -331,6 +331,25 @@ TEST(CollationTest, IllFormedUtf8NeitherCrashesNorBreaksTheOrder) {
     }
 }
 
+// A thread reuses its fold, UTF-16 and key buffers from one key to the next (index/collation.cc):
+// a text's key is the same whatever was keyed before it on the thread, longer or shorter, past
+// the size at which the buffers are given back or not.
+TEST(CollationTest, SortKeyDoesNotDependOnTheKeysBeforeIt) {
+    std::mt19937 rng(20261204);
+    std::vector<std::string> texts;
+    for (int i = 0; i < 100; ++i) texts.push_back(random_text(rng));
+    std::string long_text;
+    while (long_text.size() < 100 * 1024) long_text += "İstanbul Iğdır ß ";
+    texts.insert(texts.begin() + 50, long_text);
+    for (const TextRule& rule : kAllRules) {
+        std::vector<std::string> first;
+        for (const std::string& t : texts) first.push_back(sort_key(t, rule));
+        for (size_t i = texts.size(); i-- > 0;) {
+            ASSERT_EQ(sort_key(texts[i], rule), first[i]) << "text " << i;
+        }
+    }
+}
+
 // Collators are per thread: four threads sorting at once agree with one thread alone.
 TEST(CollationTest, ThreadsAgree) {
     std::mt19937 rng(7);
