@@ -528,28 +528,27 @@ bool fill_node(Field& f, Hnsw& h, const GraphTable& t, const Rows& rows, uint32_
     return level == 0 || set_upper_links(h, node, level, t);
 }
 
-// What the nodes share, once each is filled: hnswlib's label map, deleted marks and entry point
-// here and, beside them on a thread of their own, the live digest and our id map. False when the
-// digest differs from the record's (the graph is then the caller's to drop).
+// What the nodes share, once each is filled: hnswlib's label map, deleted marks and entry point,
+// and our id map, here, while a thread of its own takes the live digest (the longest part: XXH3
+// over every live vector, 8 ms of a 100,000 x 128 graph against 4 ms for each map). False when
+// the digest differs from the record's (the graph is then the caller's to drop).
 bool finish_graph(Field& f, Hnsw& h, const GraphTable& t, size_t retired) {
     uint64_t digest = 0;
-    auto digest_and_ids = [&] {
-        digest = f.live_digest();
-        f.doc_node.reserve(t.n - retired);
-        for (size_t i = 0; i < t.n; ++i) {
-            if (f.node_docs[i] != 0) f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
-        }
-    };
-    std::jthread beside;  // joined on the way out if hnswlib throws meanwhile
+    auto take_digest = [&] { digest = f.live_digest(); };
+    std::jthread beside;  // joined on the way out if an allocation below throws meanwhile
     try {
-        beside = std::jthread(digest_and_ids);
+        beside = std::jthread(take_digest);
     } catch (const std::system_error&) {
-        digest_and_ids();
+        take_digest();
     }
     h.label_lookup_.reserve(t.n);
     for (size_t i = 0; i < t.n; ++i) {
         h.label_lookup_[static_cast<labeltype>(i)] = static_cast<tableint>(i);
         if (f.node_docs[i] == 0) h.markDeletedInternal(static_cast<tableint>(i));
+    }
+    f.doc_node.reserve(t.n - retired);
+    for (size_t i = 0; i < t.n; ++i) {
+        if (f.node_docs[i] != 0) f.doc_node.emplace(f.node_docs[i], static_cast<uint32_t>(i));
     }
     if (beside.joinable()) beside.join();
     if (digest != t.g->live_digest()) return false;
