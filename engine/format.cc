@@ -2,11 +2,10 @@
 // both use the layout constants of format.h.
 #include "engine/format.h"
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstring>
+
+#include "engine/hash.h"
 
 namespace fenec::engine::format {
 

@@ -2,14 +2,12 @@
 // each record checked and applied with the same in-memory mutations the write path makes, minus
 // undo. The verdicts of §6.2 decide between a torn tail (cut) and corruption (refused, naming
 // the offset). What follows a pass is open.cc's; installing an image, install.cc's.
-#define XXH_STATIC_LINKING_ONLY
 #include "engine/replay.h"
-
-#include <xxhash.h>
 
 #include <cstring>
 #include <limits>
 
+#include "engine/hash.h"
 #include "engine/limits.h"
 
 namespace fenec::engine {

@@ -30,8 +30,6 @@
 #endif
 #endif
 #include <hnswlib/hnswlib.h>
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
@@ -49,6 +47,7 @@
 #include <variant>
 
 #include "engine/format_generated.h"
+#include "engine/hash.h"
 #include "engine/limits.h"
 #include "index/field_memory.h"
 #include "index/hnsw_record.h"

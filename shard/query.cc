@@ -18,7 +18,6 @@
 // limit, or one started off a loop, ends elsewhere); a callback that comes after the query
 // ended finds `finished_` and drops its answer.
 #include <simdjson.h>
-#include <xxhash.h>
 
 #include <cassert>
 #include <deque>
@@ -27,6 +26,7 @@
 #include <mutex>
 
 #include "engine/format.h"
+#include "engine/hash.h"
 #include "json/writer.h"
 #include "server/obs/audit.h"
 #include "server/runtime/mark.h"

@@ -10,8 +10,6 @@
 // manifest names whole, and a second run can tell which are (`whole`).
 #pragma once
 
-#include <xxhash.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/hash.h"
 #include "engine/io.h"
 #include "engine/status.h"
 #include "tools/progress.h"

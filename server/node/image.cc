@@ -29,7 +29,6 @@
 // any file; its first query opens it. Either way it is checked against the headers sent with it
 // and renamed into place under Registry::OutOfService, so the tenant is absent (404) until then.
 // Any failure answers 400 naming the offset or the header and installs nothing.
-#include <xxhash.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -42,6 +41,7 @@
 #include <thread>
 
 #include "engine/aligned_bytes.h"
+#include "engine/hash.h"
 #include "engine/huge_pages.h"
 #include "server/node/admin.h"
 #include "server/node/test_hooks.h"

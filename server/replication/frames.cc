@@ -1,16 +1,15 @@
 // server/replication/frames.cc: the feed's frames (frames.h): the encoders both ends' streams
 // use and the decoders their followers read outside bytes with.
-#define XXH_STATIC_LINKING_ONLY
 #include "server/replication/frames.h"
 
 #include <simdjson.h>
-#include <xxhash.h>
 
 #include <cstring>
 #include <limits>
 #include <optional>
 
 #include "engine/format.h"
+#include "engine/hash.h"
 #include "json/writer.h"
 
 namespace fenec::replication {
