@@ -528,9 +528,10 @@ bool fill_node(Field& f, Hnsw& h, const GraphTable& t, const Rows& rows, uint32_
 }
 
 // What the nodes share, once each is filled: hnswlib's label map, deleted marks and entry point,
-// and our id map, here, while a thread of its own takes the live digest (the longest part: XXH3
-// over every live vector, 8 ms of a 100,000 x 128 graph against 4 ms for each map). False when
-// the digest differs from the record's (the graph is then the caller's to drop).
+// and our id map, here, while a thread of its own takes the live digest (XXH3 over every live
+// vector: the longest part, about as long as the two maps together; docs/benchmarks.md, "a
+// restore's live digest"). False when the digest differs from the record's (the graph is then
+// the caller's to drop).
 bool finish_graph(Field& f, Hnsw& h, const GraphTable& t, size_t retired) {
     uint64_t digest = 0;
     auto take_digest = [&] { digest = f.live_digest(); };
