@@ -7,6 +7,7 @@
 // the library (FENEC_XXH_DISPATCH unset) there is nothing to compare and it says so.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -90,6 +91,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   public:
     void ReportRuns(const std::vector<Run>& runs) override {
         for (const Run& r : runs) {
+            if (r.error_occurred) failed_ = true;
             if (r.run_type != Run::RT_Aggregate || r.aggregate_name != "median") continue;
             std::string name = r.benchmark_name();
             name = name.substr(0, name.find("/repeats:"));  // BM_Hash/<path>_<shape>/<bytes>
@@ -112,7 +114,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
         }
     }
 
+    bool failed() const { return failed_; }
+
   private:
+    bool failed_ = false;  // a run skipped with an error: the two hashes differed
     std::vector<std::string> order_;
     std::map<std::string, double> times_;
 };
@@ -130,7 +135,7 @@ int main(int argc, char** argv) {
     RatioReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();
-    return 0;
+    return reporter.failed() ? 1 : 0;
 }
 
 #else

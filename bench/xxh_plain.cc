@@ -22,4 +22,24 @@ XXH_errorcode XXH3_128bits_update_dispatch(XXH3_state_t* state, const void* inpu
     return XXH3_128bits_update(state, input, len);
 }
 
+// The rest of what xxh_x86dispatch.h renames, so a call added later is not measured dispatched
+// on the plain side.
+XXH64_hash_t XXH3_64bits_withSeed_dispatch(const void* input, size_t len, XXH64_hash_t seed) {
+    return XXH3_64bits_withSeed(input, len, seed);
+}
+
+XXH64_hash_t XXH3_64bits_withSecret_dispatch(const void* input, size_t len, const void* secret,
+                                             size_t secret_len) {
+    return XXH3_64bits_withSecret(input, len, secret, secret_len);
+}
+
+XXH128_hash_t XXH3_128bits_withSeed_dispatch(const void* input, size_t len, XXH64_hash_t seed) {
+    return XXH3_128bits_withSeed(input, len, seed);
+}
+
+XXH128_hash_t XXH3_128bits_withSecret_dispatch(const void* input, size_t len, const void* secret,
+                                               size_t secret_len) {
+    return XXH3_128bits_withSecret(input, len, secret, secret_len);
+}
+
 }  // extern "C"
