@@ -94,14 +94,14 @@ int compare_collated(std::string_view a, std::string_view b, Collation c) {
 
 // What a thread reuses from one sort key to the next: the fold and the UTF-16 text, so a key costs
 // no allocation of its own once they have grown to the texts at hand. A buffer past
-// kScratchKeepBytes is given back after its key, so one long text does not pin its size for the
+// kScratchBytesMax is given back after its key, so one long text does not pin its size for the
 // thread's life.
 struct SortKeyScratch {
     std::string folded;
     std::vector<UChar> utf16;
     std::string key;  // sort_key's, copied out at its exact size
 };
-constexpr size_t kScratchKeepBytes = 64 * 1024;
+constexpr size_t kScratchBytesMax = 64 * 1024;
 
 SortKeyScratch& sort_key_scratch() {
     thread_local SortKeyScratch s;
@@ -109,8 +109,8 @@ SortKeyScratch& sort_key_scratch() {
 }
 
 void trim_scratch(SortKeyScratch& s) {
-    if (s.folded.capacity() > kScratchKeepBytes) std::string().swap(s.folded);
-    if (s.utf16.capacity() * sizeof(UChar) > kScratchKeepBytes) std::vector<UChar>().swap(s.utf16);
+    if (s.folded.capacity() > kScratchBytesMax) std::string().swap(s.folded);
+    if (s.utf16.capacity() * sizeof(UChar) > kScratchBytesMax) std::vector<UChar>().swap(s.utf16);
 }
 
 // UTF-16 for ucol_getSortKey. A UTF-8 byte never yields more than one UTF-16 unit (a 4-byte
@@ -238,7 +238,7 @@ std::string sort_key(std::string_view text, const TextRule& rule) {
     key.clear();
     append_text_sort_key(text, rule, key);
     std::string out(key);
-    if (key.capacity() > kScratchKeepBytes) std::string().swap(key);
+    if (key.capacity() > kScratchBytesMax) std::string().swap(key);
     return out;
 }
 

@@ -535,7 +535,7 @@ bool fill_node(Field& f, Hnsw& h, const GraphTable& t, const Rows& rows, uint32_
 bool finish_graph(Field& f, Hnsw& h, const GraphTable& t, size_t retired) {
     uint64_t digest = 0;
     auto take_digest = [&] { digest = f.live_digest(); };
-    std::jthread beside;  // joined on the way out if an allocation below throws meanwhile
+    std::jthread beside;  // joined on the way out if anything below throws meanwhile
     try {
         beside = std::jthread(take_digest);
     } catch (const std::system_error&) {
