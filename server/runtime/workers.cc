@@ -36,6 +36,11 @@ size_t WorkerPool::queued() const {
     return queued_;
 }
 
+uint64_t WorkerPool::started() const {
+    std::lock_guard lock(mutex_);
+    return started_;
+}
+
 void WorkerPool::shutdown() {
     {
         std::lock_guard lock(mutex_);
@@ -65,6 +70,7 @@ std::function<void()> WorkerPool::take(uint64_t& key) {
     std::function<void()> job = std::move(lane.jobs.front());
     lane.jobs.pop_front();
     --queued_;
+    ++started_;
     ++lane.running;
     ring_.erase(best);
     if (!lane.jobs.empty()) ring_.push_back(key);  // its turn is used: to the back

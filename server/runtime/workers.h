@@ -41,7 +41,8 @@ class WorkerPool {
     // worker thread.
     void shutdown();
 
-    size_t queued() const;  // jobs waiting (not running)
+    size_t queued() const;     // jobs waiting (not running)
+    uint64_t started() const;  // jobs taken by a worker to run, since the pool began
     size_t threads() const { return threads_.size(); }
 
   private:
@@ -60,6 +61,7 @@ class WorkerPool {
     std::unordered_map<uint64_t, Lane> lanes_;  // keys with jobs waiting or running
     std::list<uint64_t> ring_;                  // each key with jobs waiting once, in turn order
     size_t queued_ = 0;                         // at most queue_max_
+    uint64_t started_ = 0;
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };
