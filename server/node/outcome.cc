@@ -103,11 +103,21 @@ void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant&
     assert(held);  // the registry makes every tenant through Tenant::make
     auto d = std::make_shared<Deferred>(Deferred{call, std::move(held), std::move(o),
                                                  std::move(response), place, std::move(ticket)});
-    // Called on a Syncer thread, which must go on to the next round: the answer (the followers'
-    // streams, the lease check) runs on a worker, or here when the pool refuses it (full, or
-    // stopping), since a landed, durable write must be answered.
+    // Called on a Syncer thread, which must go on to the next round and so must not wait. With
+    // nothing to wait for (every follower stream has sent the block, or none is live; no test
+    // stall) the answer is given here: a lease check and a hand-off to the call's loop, a few µs,
+    // where a worker woken for it would cost a thread crossing a write (node-bench ARGS=writes,
+    // docs/benchmarks.md). Otherwise it runs on a worker (wait_handed may wait there up to
+    // --replica-wait), or here after all when the pool refuses it (full, or stopping), since a
+    // landed, durable write must be answered. The Deferred's tenant reference may be let go on
+    // this thread either way: never a tenant's last with its database attached, as the registry
+    // detaches and closes every database before it drops the tenant (a close here would wait on
+    // this round).
     tenant.db().when_durable(seq, [&node, d](const engine::Status& synced) {
-        if (node.submit_task(*d->call, [&node, d, synced] { answer_deferred(node, *d, synced); })) {
+        const bool waits = test_hooks::stalls_landed(d->call->request.head) ||
+                           !node.replication().handed(d->tenant->name(), d->outcome.seq.v);
+        if (waits &&
+            node.submit_task(*d->call, [&node, d, synced] { answer_deferred(node, *d, synced); })) {
             return;
         }
         answer_deferred(node, *d, synced);

@@ -379,24 +379,40 @@ bool Replication::send_entry(FeedSender& out, Stream& stream, const engine::Feed
     return true;
 }
 
-void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
+bool Replication::short_of(const Stream& st, std::string_view tenant, uint64_t seq) {
+    return st.live && !st.done && st.tenant == tenant && st.sent < seq;
+}
+
+bool Replication::waits_for_streams() const {
     const NodeOptions& o = node_.options();
-    if (o.sync != NodeOptions::Sync::always || o.replica_wait_ms == 0 || live_streams_ == 0) return;
-    auto short_of = [&](const Stream& st) {
-        return st.live && !st.done && st.tenant == tenant && st.sent < seq;
-    };
+    return o.sync == NodeOptions::Sync::always && o.replica_wait_ms != 0 && live_streams_ != 0;
+}
+
+bool Replication::all_handed_locked(std::string_view tenant, uint64_t seq) const {
+    for (const auto& s : streams_) {
+        if (!s.stream->lagging && short_of(*s.stream, tenant, seq)) return false;
+    }
+    return true;
+}
+
+bool Replication::handed(std::string_view tenant, uint64_t seq) const {
+    if (!waits_for_streams()) return true;
+    std::lock_guard lock(mu_);
+    return all_handed_locked(tenant, seq);
+}
+
+void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
+    if (!waits_for_streams()) return;
+    const NodeOptions& o = node_.options();
     std::unique_lock handed(handed_mu_);
     const bool sent = handed_cv_.wait_for(handed, std::chrono::milliseconds(o.replica_wait_ms), [&] {
         std::lock_guard lock(mu_);
-        for (const auto& s : streams_) {
-            if (!s.stream->lagging && short_of(*s.stream)) return false;
-        }
-        return true;
+        return all_handed_locked(tenant, seq);
     });
     if (sent) return;
     std::lock_guard lock(mu_);
     for (const auto& s : streams_) {
-        if (short_of(*s.stream)) s.stream->lagging = true;
+        if (short_of(*s.stream, tenant, seq)) s.stream->lagging = true;
     }
 }
 

@@ -95,6 +95,10 @@ public:
     // out on is lagging: not waited for again until it has sent all it was given. On a worker
     // only.
     void wait_handed(std::string_view tenant, uint64_t seq);
+    // Whether wait_handed(tenant, seq) would return at once: no stream of `tenant` it waits for
+    // is short of `seq` (none live, or every one has sent it). Never blocks: a Syncer thread
+    // answers a durable write itself when this holds (outcome.cc).
+    bool handed(std::string_view tenant, uint64_t seq) const;
 
     // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
     // `closing`) within one feed wait (200 ms); a stream's thread lets its tenant go as it ends.
@@ -122,6 +126,12 @@ public:
 
 private:
     struct Stream;
+    // What wait_handed and handed share: whether any wait applies (--sync always, a
+    // --replica-wait, a live stream); a stream short of block `seq` of `tenant` (past its image,
+    // not yet sent it); and whether none that is not lagging is (mu_ held).
+    bool waits_for_streams() const;
+    static bool short_of(const Stream& st, std::string_view tenant, uint64_t seq);
+    bool all_handed_locked(std::string_view tenant, uint64_t seq) const;
     struct FeedSender;
     void run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream> stream);
     // run_stream's steps. Each that fails has ended the stream (`E` with its reason, or cut)

@@ -24,6 +24,9 @@ namespace fenec::node::test_hooks {
 
 // Between a write's landing and its answer: sleeps `Fenec-Test-Stall: land=<ms>` of `head`.
 void stall_landed(const http::RequestHead& head);
+// Whether `head` asks for that stall: its answer is then not given on a Syncer thread, which
+// must not sleep (outcome.cc).
+bool stalls_landed(const http::RequestHead& head);
 
 // `Fenec-Test-Stall: apply=<ms>` of a `POST …/follow`, kept in the tenant's Follows; 0 if none.
 int64_t apply_stall_ms(const http::RequestHead& head);

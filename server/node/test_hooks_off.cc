@@ -8,6 +8,8 @@ namespace fenec::node::test_hooks {
 
 void stall_landed(const http::RequestHead&) {}
 
+bool stalls_landed(const http::RequestHead&) { return false; }
+
 int64_t apply_stall_ms(const http::RequestHead&) { return 0; }
 
 void stall_apply(int64_t) {}

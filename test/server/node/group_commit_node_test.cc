@@ -69,6 +69,38 @@ TEST_F(FaultFsNode, WritesFromMoreConnectionsThanWorkersShareFsyncsAndSurviveAPo
     EXPECT_NE(r.body.find(":" + std::to_string(kWrites) + "}"), std::string::npos) << r.body;
 }
 
+// A write answered after its fsync costs the worker pool one job, its landing: with no follower
+// stream to wait for, the fsync's own thread answers it, where waking a worker for the answer
+// cost each write a second job and a thread crossing.
+TEST_F(FaultFsNode, ADurableWriteWithNoFollowerIsAnsweredWithoutASecondWorkerJob) {
+    start();
+    create("acme");
+    auto jobs = [&] {
+        auto m = call("GET", "/_metrics");
+        const std::string key = "\nfenec_worker_jobs_total ";
+        const size_t at = m.body.find(key);
+        EXPECT_NE(at, std::string::npos) << m.body;
+        return at == std::string::npos ? 0.0 : std::stod(m.body.substr(at + key.size()));
+    };
+    const double before = jobs();
+    constexpr int kWrites = 40;
+    for (int i = 0; i < kWrites; ++i) {
+        auto r = put("acme", "t" + std::to_string(i));
+        ASSERT_EQ(r.status, 200) << r.body;
+        ASSERT_TRUE(r.header("Fenec-Seq").has_value());
+    }
+    const double ran = jobs() - before;  // the writes', and at most one for a /_metrics
+    EXPECT_GE(ran, kWrites);
+    EXPECT_LE(ran, kWrites + 1);
+    // Answered after their fsync all the same: a power cut keeps every one.
+    fs_.crash(FaultFs::CrashMode::synced_only);
+    stop();
+    start();
+    auto r = call("POST", "/t/acme/query", count_body());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, ":" + std::to_string(kWrites) + "}")) << r.body;
+}
+
 TEST_F(FaultFsNode, AFailedFsyncAnswersEveryWriteWaitingOnItUnknown) {
     start();
     create("acme");

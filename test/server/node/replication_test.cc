@@ -152,6 +152,30 @@ TEST_F(Replication, AFollowerAWaitRanOutOnIsLaggingUntilItCatchesUp) {
         << n.admin("GET", "/_admin/tenants/acme").body;
 }
 
+// A write is answered once its follower's stream has sent its block on, and a stream sends a
+// block only once it is durable: so as its fsync ends, the stream has mostly not sent it yet, and
+// the answer is not given on the Syncer's thread (which must never wait) but on a worker that
+// waits there. Each such write costs the pool two jobs (its landing and its answer); one whose
+// stream had sent it already, or a tenant with no follower (group_commit_node_test.cc), one.
+TEST_F(Replication, AWriteItsFollowerHasNotBeenSentWaitsOnAWorkerNotTheSyncer) {
+    follow();
+    auto jobs = [&] {
+        const std::string body = n.admin("GET", "/_metrics").body;
+        const std::string key = "\nfenec_worker_jobs_total ";
+        const size_t at = body.find(key);
+        EXPECT_NE(at, std::string::npos) << body;
+        return at == std::string::npos ? 0.0 : std::stod(body.substr(at + key.size()));
+    };
+    const double before = jobs();
+    constexpr int kWrites = 20;
+    for (int i = 0; i < kWrites; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"w" + std::to_string(i) + "\"]").status, 200);
+    }
+    const double ran = jobs() - before;
+    EXPECT_GT(ran, kWrites + 1) << "every answer given on the Syncer's thread";
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":21})"; })) << n2.count();
+}
+
 // §14 case 79: a follower restarted catches up from the feed, no image.
 TEST_F(Replication, RestartedFollowerCatchesUpWithoutAnImage) {
     follow();
