@@ -260,6 +260,7 @@ void Database::finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue
     if (done.empty()) return;
     l.unlock();
     for (DurableWaiter& w : done) w.done(st);
+    done.clear();  // what the callbacks held goes outside sync_mu_ too
     l.lock();
 }
 

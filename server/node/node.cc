@@ -197,7 +197,7 @@ void Node::init_metrics() {
                                        "requests whose statements passed a budget", {"budget"});
     m.gauge_fn("fenec_worker_jobs_waiting", "jobs queued for the worker pool, every tenant's",
                [this] { return workers_ ? static_cast<double>(workers_->queued()) : 0; });
-    m.counter_fn("fenec_worker_jobs_total", "jobs the worker pool has run, every tenant's",
+    m.counter_fn("fenec_worker_jobs_total", "jobs the worker pool has started, every tenant's",
                  [this] { return workers_ ? static_cast<double>(workers_->started()) : 0; });
     m.gauge_fn("fenec_lease_left_seconds", "lease left (-1 without --lease)", [this] {
         return leases() ? static_cast<double>(leases()->left_ms()) / 1000 : -1.0;

@@ -36,10 +36,12 @@ http::Response unknown_outcome(const Node& node, const ql::BlockOutcome& o, std:
                         });
 }
 
-}  // namespace
-
-void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, const Respond& respond,
-                  std::optional<BatchPlace> place) {
+// answer_write, which waits for the followers' streams (§5.8 step 9) only when `wait_streams`:
+// a Syncer thread, which must never wait, answers only once Replication::handed has held, and a
+// stream that went live or caught up since is not waited for, as it would not have been had it
+// come a moment after the wait.
+void answer_checked(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o,
+                    const Respond& respond, std::optional<BatchPlace> place, bool wait_streams) {
     if (o.landed) test_hooks::stall_landed(call.request.head);
     Leases* leases = node.leases();
     if (o.error && leases && o.error->engine_code == engine::Code::not_leased && o.error->engine_detail) {
@@ -53,7 +55,8 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
     // §5.8 step 9, for every write path: up to --replica-wait for the block to reach the
     // followers' streams, so a write answered is on its way to each connected copy, and the
     // answer check below sees any lease that lapsed meanwhile.
-    if (o.landed && !o.error) node.replication().wait_handed(tenant.name(), o.seq.v);
+    if (o.landed && !o.error && wait_streams)
+        node.replication().wait_handed(tenant.name(), o.seq.v);
     if (o.landed && leases) {  // §5.8 step 10: the answer check
         const engine::LeaseVerdict v = leases->check(tenant.name());
         if (v != engine::LeaseVerdict::ok) {
@@ -63,6 +66,13 @@ void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o, co
         }
     }
     node.answer(call, respond(o));
+}
+
+}  // namespace
+
+void answer_write(Node& node, Call& call, Tenant& tenant, ql::BlockOutcome o,
+                  const Respond& respond, std::optional<BatchPlace> place) {
+    answer_checked(node, call, tenant, std::move(o), respond, place, true);
 }
 
 namespace {
@@ -77,14 +87,15 @@ struct Deferred {
     Tenant::WriteTicket ticket;  // until answered (§8.2)
 };
 
-void answer_deferred(Node& node, Deferred& d, const engine::Status& synced) {
+void answer_deferred(Node& node, Deferred& d, const engine::Status& synced, bool wait_streams) {
     if (!synced.is_ok()) {  // landed, then its fsync failed: in the file, the outcome unknown
         d.outcome.error = ql::engine_error(synced, "");
         d.outcome.answers.clear();
     }
     d.outcome.durable = synced.is_ok();
-    answer_write(node, *d.call, *d.tenant, std::move(d.outcome),
-                 [&d](const ql::BlockOutcome&) { return std::move(d.response); }, d.place);
+    answer_checked(
+        node, *d.call, *d.tenant, std::move(d.outcome),
+        [&d](const ql::BlockOutcome&) { return std::move(d.response); }, d.place, wait_streams);
 }
 
 }  // namespace
@@ -103,24 +114,28 @@ void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant&
     assert(held);  // the registry makes every tenant through Tenant::make
     auto d = std::make_shared<Deferred>(Deferred{call, std::move(held), std::move(o),
                                                  std::move(response), place, std::move(ticket)});
-    // Called on a Syncer thread, which must go on to the next round and so must not wait. With
-    // nothing to wait for (every follower stream has sent the block, or none is live; no test
-    // stall) the answer is given here: a lease check and a hand-off to the call's loop, a few µs,
-    // where a worker woken for it would cost a thread crossing a write (node-bench ARGS=writes,
-    // docs/benchmarks.md). Otherwise it runs on a worker (wait_handed may wait there up to
-    // --replica-wait), or here after all when the pool refuses it (full, or stopping), since a
-    // landed, durable write must be answered. The Deferred's tenant reference may be let go on
-    // this thread either way: never a tenant's last with its database attached, as the registry
-    // detaches and closes every database before it drops the tenant (a close here would wait on
-    // this round).
+    // Called on a Syncer thread, which must go on to the next round and so must not wait (or on
+    // a thread that synced the file itself: this one, when the block was durable already; a
+    // close). With nothing to wait for (a failed fsync; or every follower stream has sent the
+    // block, or none is live, and no test stall) the answer is given here: a lease check and a
+    // hand-off to the call's loop, a few µs, where a worker woken for it would cost a thread
+    // crossing a write (node-bench ARGS=writes, docs/benchmarks.md). Otherwise it runs on a
+    // worker, which waits for the streams up to --replica-wait, or here after all, that wait
+    // included, when the pool refuses it (full, or stopping): a landed, durable write must be
+    // answered, and not before its block is on its way to each copy.
+    // The Deferred's tenant reference may be let go on this thread either way: never a tenant's
+    // last with its database attached, as the registry detaches and closes every database before
+    // it drops the tenant (a close here would wait on this round).
     tenant.db().when_durable(seq, [&node, d](const engine::Status& synced) {
-        const bool waits = test_hooks::stalls_landed(d->call->request.head) ||
-                           !node.replication().handed(d->tenant->name(), d->outcome.seq.v);
-        if (waits &&
-            node.submit_task(*d->call, [&node, d, synced] { answer_deferred(node, *d, synced); })) {
+        const bool waits =
+            synced.is_ok() && (test_hooks::stalls_landed(d->call->request.head) ||
+                               !node.replication().handed(d->tenant->name(), d->outcome.seq.v));
+        if (waits && node.submit_task(*d->call, [&node, d, synced] {
+                answer_deferred(node, *d, synced, true);
+            })) {
             return;
         }
-        answer_deferred(node, *d, synced);
+        answer_deferred(node, *d, synced, waits);
     });
 }
 

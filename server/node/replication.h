@@ -92,12 +92,12 @@ public:
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has sent block `seq` into its socket — in the kernel's hands, so
     // a node stopped or cut off right after its answer has still sent it. A stream a wait ran
-    // out on is lagging: not waited for again until it has sent all it was given. On a worker
-    // only.
+    // out on is lagging: not waited for again until it has sent all it was given. Not on a loop;
+    // on a Syncer thread only when the pool refuses the answer's job (outcome.cc).
     void wait_handed(std::string_view tenant, uint64_t seq);
     // Whether wait_handed(tenant, seq) would return at once: no stream of `tenant` it waits for
     // is short of `seq` (none live, or every one has sent it). Never blocks: a Syncer thread
-    // answers a durable write itself when this holds (outcome.cc).
+    // answers a durable write itself, without wait_handed, when this holds (outcome.cc).
     bool handed(std::string_view tenant, uint64_t seq) const;
 
     // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
