@@ -182,6 +182,7 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == counted(1); }));
     Json n1(shard("GET", "/_shard/nodes/n1").body);
     ASSERT_TRUE(n1.has("lease")) << shard("GET", "/_shard/nodes/n1").body;
+    ASSERT_TRUE(rec.await_report("n1", t));  // the write's lease seen before n1 is cut
 
     nodes_->procs[0]->signal(SIGSTOP);
     ASSERT_TRUE(eventually(

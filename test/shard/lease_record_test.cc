@@ -28,6 +28,7 @@ TEST_F(LeaseRecordAcrossARestart, AShorterLeaseAfterARestartIsHonouredThroughThe
     ASSERT_EQ(rec.write_at(router_->port(), t, "n1").status, 201);
     // n2's copy has the row (not only heard n1: a copy still taking its image lacks it).
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0) && count_on(1, t) == R"({"count":1})"; }));
+    ASSERT_TRUE(rec.await_report("n1", t));  // the write's lease seen before n1 is cut
 
     client_.reset();
     router_.reset();                    // R gone; n1's 5 s lease runs on

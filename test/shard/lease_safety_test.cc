@@ -52,8 +52,7 @@ TEST_F(LeaseSafety, NoTwoNodesAcknowledgeWritesInOverlappingLeases) {
     // The writes so far are seen inside n1's lease by a report asked after them before n1 is
     // cut (a poller starved under a sanitizer's load was seen to miss every such report, and the
     // checker then rightly found writes it could not place in any lease).
-    const int64_t written = monotonic_ns();
-    ASSERT_TRUE(eventually([&] { return rec.reported("n1", t, written); }));
+    ASSERT_TRUE(rec.await_report("n1", t));
     nodes_->procs[0]->signal(SIGSTOP);
     ASSERT_TRUE(eventually(
         [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; },

@@ -125,6 +125,15 @@ class RecordedWrites {
     bool reported(const std::string& node, const std::string& tenant, int64_t after_ns) const {
         return ledger_.reported(node, tenant, after_ns);
     }
+    // Waits until `node` has reported a lease naming `tenant`, asked after this call: false if
+    // none within 5 s. A test that cuts a node (SIGSTOP) right after writes to it calls this
+    // first, so the checker has seen the lease those writes were taken under. Without it, a
+    // write acknowledged just after the grant that named its tenant, with the node cut before
+    // the next poll, is rightly found outside any lease the checker saw.
+    bool await_report(const std::string& node, const std::string& tenant) const {
+        const int64_t now = monotonic_ns();
+        return wait_until([&] { return reported(node, tenant, now); }, std::chrono::seconds(5));
+    }
 
     // Ends the polling; `final` is each tenant written and the port of its primary now, whose
     // rows are read. Every violation, a line each; "" when the run was safe. Ends in failure,

@@ -109,6 +109,7 @@ TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
     ASSERT_NO_FATAL_FAILURE(start(t, true, "1", &rec));
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0); }));
+    ASSERT_TRUE(rec.await_report("n1", t));  // the write's lease seen before n1 is cut
     nodes_->procs[0]->signal(SIGSTOP);  // n1 lost: what S sends it waits
     auto read = std::async(std::launch::async,
                            [&] { return on_s("GET", "/t/" + t + "/c/notes?count", {}, kData); });
