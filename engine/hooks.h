@@ -25,6 +25,14 @@ struct WriteEvent {
     std::optional<DocView> after;   // nullopt for a delete
 };
 
+// A document written after a graph record, as the record saw it (engine.md §6.3's change set).
+struct GraphChange {
+    DocId id;
+    // Its body at the graph, in the open's read buffer (valid as GraphRecord::body is); nullopt:
+    // the document did not exist then.
+    std::optional<std::span<const std::byte>> at_graph;
+};
+
 // What a graph record held, handed to index/ as a tenant opens (engine.md §6.3).
 struct GraphRecord {
     CollectionId collection;
@@ -34,8 +42,14 @@ struct GraphRecord {
     // it, until on_opened (a hook may keep the span that long instead of copying the record).
     std::span<const std::byte> body;
     // A write to the collection landed after the graph: its nodes may not match the documents
-    // (index/ then rebuilds, or applies the change set when it can tell it).
+    // (index/ then applies the change set when it is known, else rebuilds).
     bool written_after = false;
+    // With written_after, whether `changes` tells every document written since: false when the
+    // collection's schema changed after the graph.
+    bool changes_known = false;
+    // Every document of the collection written after the graph, ascending by id, each once with
+    // its version at the graph (the first write after it saved that).
+    std::vector<GraphChange> changes;
 };
 struct OpenReport {
     std::vector<GraphRecord> graphs;     // the last one per (collection, slot)

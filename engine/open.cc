@@ -151,7 +151,8 @@ Status Database::finish_replay(ReplayState& replay, uint64_t size) {
             auto w = replay.last_write.find(g.collection.v);
             g.written_after = w != replay.last_write.end() && w->second > g.offset;
             if (!g.written_after) graph_seq_[{g.collection.v, g.slot}] = seq_.load();
-            report.graphs.push_back(g);
+            if (g.written_after) g.changes_known = replay.take_changes(key, g.changes);
+            report.graphs.push_back(std::move(g));
         }
         options_.hook->on_open(report);
     }

@@ -4,6 +4,7 @@
 // the offset). What follows a pass is open.cc's; installing an image, install.cc's.
 #include "engine/replay.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -33,6 +34,35 @@ void ReplayState::note_write(uint64_t p, fb::Op type, const void* op) {
             return;
     }
     last_write[c] = p;
+    if (type == fb::Op::AlterCollection || type == fb::Op::DropCollection) {
+        for (auto it = graph_changes.lower_bound({c, 0});
+             it != graph_changes.end() && it->first.first == c; ++it) {
+            it->second.known = false;
+            it->second.first.clear();
+        }
+    }
+}
+
+void ReplayState::note_change(uint32_t collection, uint64_t id, const std::optional<DocRef>& prev) {
+    // The common file has no graph; an open without an index hook (a survey) reads none.
+    if (graph_changes.empty() || !db.options_.hook) return;
+    for (auto it = graph_changes.lower_bound({collection, 0});
+         it != graph_changes.end() && it->first.first == collection; ++it) {
+        if (it->second.known) it->second.first.try_emplace(id, prev);
+    }
+}
+
+bool ReplayState::take_changes(std::pair<uint32_t, uint16_t> key, std::vector<GraphChange>& out) {
+    auto it = graph_changes.find(key);
+    if (it == graph_changes.end() || !it->second.known) return false;
+    out.reserve(it->second.first.size());
+    for (const auto& [id, prev] : it->second.first) {
+        out.push_back(GraphChange{DocId{id}, prev ? std::optional(prev->bytes()) : std::nullopt});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const GraphChange& a, const GraphChange& b) { return a.id.v < b.id.v; });
+    graph_changes.erase(it);
+    return true;
 }
 
 Status ReplayState::check_header() {
@@ -358,8 +388,13 @@ Status ReplayState::apply_history(uint64_t p, const fb::History* h) {
 // is dead space). It is derived data: nothing here can refuse the open.
 void ReplayState::note_graph(uint64_t p, const fb::Graph* g, std::span<const std::byte> body,
                              uint64_t framed) {
-    graphs[{g->collection(), g->slot()}] =
-        GraphRecord{CollectionId{g->collection()}, g->slot(), p, body};
+    GraphRecord& rec = graphs[{g->collection(), g->slot()}];
+    rec = GraphRecord{};
+    rec.collection = CollectionId{g->collection()};
+    rec.slot = g->slot();
+    rec.offset = p;
+    rec.body = body;
+    graph_changes[{g->collection(), g->slot()}] = ChangeSet{};  // writes are counted from here
     uint64_t& last = db.graph_framed_[{g->collection(), g->slot()}];
     db.graph_dead_bytes_ += last;  // the record this one supersedes
     last = framed;
@@ -479,7 +514,10 @@ Status ReplayState::apply_put(uint64_t p, uint32_t collection,
             if (image) return corrupt(p, "an image holds id " + std::to_string(id) + " twice");
             db.dead_bytes_ += prev->size;
         }
-        if (!image) c->set_next_id(std::max(c->next_id(), id + 1));
+        if (!image) {
+            c->set_next_id(std::max(c->next_id(), id + 1));
+            note_change(collection, id, prev);
+        }
         start = end;
     }
     if (n > 0 && start != bodies->size()) return corrupt(p, "bodies longer than their documents");
@@ -554,6 +592,7 @@ Status ReplayState::apply_ops(uint64_t p, const flatbuffers::Vector<fb::Op>* typ
                         std::optional<DocRef> prev = col->erase(DocId{id});
                         if (!prev) return corrupt(p, "delete of absent id " + std::to_string(id));
                         db.dead_bytes_ += prev->size;
+                        note_change(d->collection(), id, prev);
                         ++writes;
                     }
                 }

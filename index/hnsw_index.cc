@@ -597,6 +597,63 @@ Status restore(Field& f, engine::CollectionId c, uint16_t slot, std::span<const 
     return load_graph(f, fit.table, rows, fit.source, fit.retired);
 }
 
+// The rows as a graph record saw them (engine.md §6.3): the rows `now`, each document written
+// since at its version then (`changes`, ascending by id), in id order; and per change, where the
+// document's vector is now (empty: it holds none).
+struct RowsAtGraph {
+    Rows rows;
+    std::vector<std::span<const std::byte>> now;
+};
+
+RowsAtGraph rows_at_graph(const Rows& now, std::span<const engine::GraphChange> changes,
+                          uint16_t slot, uint32_t dim) {
+    RowsAtGraph a;
+    a.rows.dim = dim;
+    a.rows.ids.reserve(now.ids.size() + changes.size());
+    a.rows.raw.reserve(now.ids.size() + changes.size());
+    a.now.resize(changes.size());
+    size_t i = 0;  // the next row of `now`
+    auto keep_until = [&](uint64_t id) {
+        for (; i < now.ids.size() && now.ids[i] < id; ++i) {
+            a.rows.ids.push_back(now.ids[i]);
+            a.rows.raw.push_back(now.raw[i]);
+        }
+    };
+    for (size_t k = 0; k < changes.size(); ++k) {
+        const uint64_t id = changes[k].id.v;
+        keep_until(id);
+        if (i < now.ids.size() && now.ids[i] == id) a.now[k] = now.raw[i++];
+        if (!changes[k].at_graph) continue;  // written into being after the graph
+        const std::span<const std::byte> then = engine::DocView(*changes[k].at_graph).raw(slot);
+        if (engine::DocView::vector_dim(then) == dim) {
+            a.rows.ids.push_back(id);
+            a.rows.raw.push_back(then);
+        }
+    }
+    keep_until(UINT64_MAX);
+    return a;
+}
+
+// A graph record followed by writes: the graph restored as the record saw the documents, then
+// each document written since brought to its vector now, as on_write would have (a changed or
+// deleted vector retires its node, a new one gets a node, an identical one keeps its node).
+Status restore_then_apply(Field& f, engine::CollectionId c, uint16_t slot,
+                          std::span<const std::byte> body, const Rows& now,
+                          std::span<const engine::GraphChange> changes) {
+    const RowsAtGraph a = rows_at_graph(now, changes, slot, f.dim);
+    FENEC_RETURN_IF_ERROR(restore(f, c, slot, body, a.rows));
+    std::optional<std::vector<float>> target;
+    for (size_t k = 0; k < changes.size(); ++k) {
+        target.reset();
+        if (!a.now[k].empty()) {
+            target.emplace(f.dim);
+            engine::DocView::vector_into(a.now[k], target->data());
+        }
+        f.apply(changes[k].id.v, target);
+    }
+    return Status::ok();
+}
+
 }  // namespace
 
 VectorIndexes::VectorIndexes() = default;
@@ -644,11 +701,22 @@ void VectorIndexes::on_schema(engine::CollectionId c, const engine::Schema* sche
         auto f = std::make_unique<Field>(fd.name, fd.type.dim, fd.index.hnsw);
         bool restored = false;
         if (stash != stashed_.end()) {
-            const Status s = restore(*f, c, slot, stash->second, rows);
+            const Stashed record = std::move(stash->second);
             stashed_.erase(stash);
+            Status s = Status::ok();
+            if (record.changes.empty()) {
+                s = restore(*f, c, slot, record.body, rows);
+            } else if (2 * record.changes.size() > rows.ids.size()) {
+                // Applying them would cost about what a rebuild does, and leave a graph of
+                // retired nodes.
+                s = unfit("more rows written after the graph record than half the field's");
+            } else {
+                s = restore_then_apply(*f, c, slot, record.body, rows, record.changes);
+            }
             if (s.is_ok()) {
                 restored = true;
                 ++stats_.restored;
+                if (!record.changes.empty()) ++stats_.caught_up;
             } else {
                 ++stats_.discarded;
                 stats_.last_discard = std::string(s.message());
@@ -678,12 +746,12 @@ void VectorIndexes::on_open(engine::OpenReport& report) {
     fields_.clear();
     stashed_.clear();
     for (const engine::GraphRecord& g : report.graphs) {
-        if (g.written_after) {
+        if (g.written_after && !g.changes_known) {
             ++stats_.discarded;
-            stats_.last_discard = "a write landed after the graph record";
+            stats_.last_discard = "the collection's schema changed after the graph record";
             continue;
         }
-        stashed_[{g.collection.v, g.slot}] = g.body;
+        stashed_[{g.collection.v, g.slot}] = Stashed{g.body, g.changes};
     }
 }
 

@@ -38,6 +38,7 @@ namespace fenec::index {
 
 struct VectorIndexStats {
     uint64_t restored = 0;     // graphs taken from a graph record at open
+    uint64_t caught_up = 0;    // of them, graphs the writes after their record were applied to
     uint64_t rebuilt = 0;      // graphs built from the documents
     uint64_t kept = 0;         // schema calls that found the graph already matching the documents
     uint64_t discarded = 0;    // graph records found unfit (or written before a write): rebuilt
@@ -66,9 +67,11 @@ class VectorIndexes final : public engine::IndexHook {
     void on_undo(const engine::WriteEvent& ev) override;
     void on_schema(engine::CollectionId c, const engine::Schema* schema,
                    const engine::DocSource* docs) override;
-    // Forgets every graph (a tenant is being opened) and keeps each graph record not followed by
-    // a write, for on_schema to restore: the record's bytes in the open's buffer, not a copy
-    // (valid until on_opened, which forgets those no on_schema took).
+    // Forgets every graph (a tenant is being opened) and keeps each graph record, for on_schema to
+    // restore, with the writes that followed it (engine.md §6.3: applied to the restored graph; a
+    // record followed by writes it cannot tell is discarded and the graph rebuilt): the record's
+    // bytes in the open's buffer, not a copy (valid until on_opened, which forgets those no
+    // on_schema took).
     void on_open(engine::OpenReport& report) override;
     void on_opened() override;
     // The Graph table (format.fbs) of the field's graph at `at`; not_found when this object keeps
@@ -103,7 +106,11 @@ class VectorIndexes final : public engine::IndexHook {
     using Key = std::pair<uint32_t, uint16_t>;
     std::map<Key, std::unique_ptr<Field>> fields_;
     // Graph records from on_open, until on_schema takes them or on_opened forgets them.
-    std::map<Key, std::span<const std::byte>> stashed_;
+    struct Stashed {
+        std::span<const std::byte> body;
+        std::vector<engine::GraphChange> changes;  // written after it, ascending by id
+    };
+    std::map<Key, Stashed> stashed_;
     VectorIndexStats stats_;
 };
 
