@@ -208,6 +208,8 @@ void Node::init_metrics() {
     });
     m.counter_fn("fenec_trace_spans_dropped_total", "spans dropped with the queue full",
                  [this] { return trace_ ? static_cast<double>(trace_->lines_dropped()) : 0; });
+    m.counter_fn("fenec_slow_lines_dropped_total", "--slow-ms lines dropped with the queue full",
+                 [this] { return slow_ ? static_cast<double>(slow_->lines_dropped()) : 0; });
     m.counter_fn("fenec_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
     // NaN, not 0, when the directory cannot be listed (out of descriptors): a count it cannot tell.
@@ -245,6 +247,7 @@ Node::~Node() {
     if (registry_) registry_->close_all();
     if (audit_) audit_->close();
     if (access_) access_->close();
+    if (slow_) slow_->close();
 }
 
 std::string Node::prepare() {
@@ -301,6 +304,14 @@ std::string Node::prepare() {
         auto log = obs::LineLog::open(*options_.trace, lo);
         if (!log.is_ok()) return "--trace " + *options_.trace + ": " + log.status().to_string();
         trace_ = std::move(log.value());
+    }
+    if (options_.slow_ms) {
+        obs::LineLogOptions lo;
+        lo.queue_lines_max =
+            obs::trace_queue_lines_max;  // full: dropped and counted, never waited on
+        auto log = obs::LineLog::open("-", lo);
+        if (!log.is_ok()) return "--slow-ms: stderr: " + log.status().to_string();
+        slow_ = std::move(log.value());
     }
     engine::SyncPolicy sync = engine::SyncPolicy::every_block();
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
@@ -422,6 +433,7 @@ void Node::drain() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (trace_) trace_->close();
+    if (slow_) slow_->close();
 }
 
 http::Response Node::refusal(int status, std::string_view message, std::string_view reason,
@@ -958,9 +970,7 @@ void Node::slow_log(const Call& call, int status, double seconds) {
     s.status = status;
     s.ms = static_cast<int64_t>(seconds * 1000);
     s.statement = call.shape;
-    std::string line = obs::slow_line(s);
-    line += '\n';
-    (void)!::write(2, line.data(), line.size());
+    (void)slow_->write(obs::slow_line(s));  // dropped and counted when the queue is full
 }
 
 }  // namespace fenec::node

@@ -226,6 +226,9 @@ private:
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;
+    // --slow-ms: its lines go to stderr through this queue, so a full stderr pipe drops them
+    // (counted) rather than blocking the thread that answered (a loop, a worker, a Syncer).
+    std::unique_ptr<obs::LineLog> slow_;
     std::unique_ptr<Subscriptions> subscriptions_;
     std::unique_ptr<Replication> replication_;  // streams and followers (replication.h)
     std::unique_ptr<Compactor> compactor_;      // after registry_ and audit_: it uses both

@@ -3,11 +3,13 @@
 #include "server/obs/audit.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 
 #include "engine/format.h"
@@ -175,13 +177,31 @@ void LineLog::run() {
     }
 }
 
+bool LineLog::wait_writable() {
+    for (;;) {
+        pollfd p{fd_, POLLOUT, 0};
+        const int r = ::poll(&p, 1, 0);
+        if (r > 0 || (r < 0 && errno != EINTR)) return true;  // room, or an error write reports
+        {
+            const std::lock_guard lock(mu_);
+            if (closing_) return false;  // every chunk left goes at once, not one wait each
+        }
+        p.revents = 0;
+        (void)::poll(&p, 1, kStderrPollMs);  // room, or the next look at closing_
+    }
+}
+
 bool LineLog::write_lines(std::deque<std::string>& lines) {
     bool ok = true;
     std::string chunk;
     uint64_t in_chunk = 0;
     const auto flush = [&] {
         if (in_chunk == 0) return;
-        if (const int err = write_all(fd_, chunk); err != 0) {
+        if (!owns_fd_ && !wait_writable()) {
+            last_errno_.store(EAGAIN, std::memory_order_relaxed);
+            failed_.fetch_add(in_chunk, std::memory_order_relaxed);
+            ok = false;
+        } else if (const int err = write_all(fd_, chunk); err != 0) {
             last_errno_.store(err, std::memory_order_relaxed);
             failed_.fetch_add(in_chunk, std::memory_order_relaxed);
             ok = false;
@@ -191,11 +211,16 @@ bool LineLog::write_lines(std::deque<std::string>& lines) {
         chunk.clear();
         in_chunk = 0;
     };
+    // stderr is shared (several logs, the process's own messages) and often a pipe: there each
+    // write(2) holds whole lines within PIPE_BUF, which a pipe writes at once, so no other
+    // writer's bytes land inside a line (one longer than PIPE_BUF is written alone).
+    const size_t chunk_max = owns_fd_ ? kWriteChunkBytes : PIPE_BUF;
     for (std::string& line : lines) {
+        if (chunk.size() + line.size() + 1 > chunk_max) flush();
         chunk += line;
         chunk.push_back('\n');
         ++in_chunk;
-        if (chunk.size() >= kWriteChunkBytes) flush();
+        if (chunk.size() >= chunk_max) flush();
     }
     flush();
     lines.clear();

@@ -79,6 +79,7 @@ class LineLog {
     // failed), or when the log is closed.
     [[nodiscard]] engine::Status write_synced(std::string line);
     // Writes what is queued and stops the writer thread; later writes are dropped. Idempotent.
+    // On stderr, lines it will not take (a full pipe) are given up here and counted as failed.
     void close();
 
     uint64_t lines_written() const { return written_.load(std::memory_order_relaxed); }
@@ -94,6 +95,11 @@ class LineLog {
     // Writes `lines` (each followed by '\n') in as few write(2) calls as fit; counts them written
     // or failed. Caller holds io_mu_. False on a failed write.
     bool write_lines(std::deque<std::string>& lines);
+    // stderr is not ours, and may stop taking bytes (a pipe nobody reads): waits until it has
+    // room (a pipe that polls writable takes PIPE_BUF bytes at once), looking every
+    // kStderrPollMs; false once the log is closing, so close() never waits on it for ever.
+    bool wait_writable();
+    static constexpr int kStderrPollMs = 100;
 
     const int fd_;
     const bool owns_fd_;  // false for stderr

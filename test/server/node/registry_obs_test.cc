@@ -2,12 +2,22 @@
 // against the real binary (node-http.md §14 cases 88, 90, 92), and the transport details of
 // §2-§4 the other node tests leave out: HEAD, the tenant's description, 405 with Allow, the 404
 // naming the planes, X-Request-Id on a 401, Fenec-Seq on REST writes, and CORS (§2.3).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "test/server/node/node_fixture.h"
 
@@ -340,6 +350,45 @@ TEST(RegistryObs, SlowLogShowsTheShapeNeverAParameter) {
     EXPECT_FALSE(put_line.empty()) << text;
     EXPECT_EQ(put_line.find("2021"), std::string::npos) << put_line;
     EXPECT_EQ(text.find("secret"), std::string::npos) << text;
+}
+
+// A stderr nobody reads (a pipe whose reader has stopped) fills, and a write(2) to it blocks. The
+// slow lines go through a queue: the node keeps answering, and the lines it could not queue are
+// counted. Each answer here writes a slow line of ~250 bytes: a 64 KiB pipe takes ~260 of them,
+// the writer's batch and the queue up to 4,096 each, and the rest of 12,000 are dropped.
+TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
+    TempDir dir;
+    const std::string fifo = dir.path() + "/stderr.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // never read
+    ASSERT_GE(reader, 0) << std::strerror(errno);
+    auto node = start_node(dir, {"--slow-ms", "0"}, fifo);
+    make_tenant(node->port(), "acme");
+    Client c(node->port(), reply_timeout_ms);
+    for (int i = 0; i < 12000; ++i) {
+        auto r = c.request("POST", "/t/acme/query", R"({"query":"get notes where year >= 2020"})",
+                           bearer(D));
+        ASSERT_TRUE(r) << "request " << i << " was not answered";
+        ASSERT_EQ(r->status, 200) << r->body;
+    }
+    auto m = c.request("GET", "/_metrics", "", bearer(A));
+    ASSERT_TRUE(m);
+    EXPECT_GT(metric_value(m->body, "fenec_slow_lines_dropped_total"), 0u);
+    EXPECT_GE(metric_value(m->body, "fenec_slow_requests_total"), 12000u);
+    // Nor does it hold a stop: the lines stderr will not take are given up once the node closes.
+    const pid_t pid = node->pid();
+    std::atomic<bool> exited{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 200 && !exited.load(); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (!exited.load()) ::kill(pid, SIGKILL);
+    });
+    const int status = node->kill(SIGTERM);
+    exited.store(true);
+    watchdog.join();
+    EXPECT_NE(status, 128 + SIGKILL) << "no exit within 10 s of SIGTERM";
+    ::close(reader);
 }
 
 // ---------------------------------------------------------------------------------------------
