@@ -31,6 +31,9 @@ struct GraphChange {
     // Its body at the graph, in the open's read buffer (valid as GraphRecord::body is); nullopt:
     // the document did not exist then.
     std::optional<std::span<const std::byte>> at_graph;
+    // Where its last write after the graph came among the set's: applied in this order, the
+    // writes build the graph as the node that wrote them did (an HNSW graph depends on it).
+    uint64_t last = 0;
 };
 
 // What a graph record held, handed to index/ as a tenant opens (engine.md §6.3).

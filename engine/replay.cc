@@ -46,9 +46,12 @@ void ReplayState::note_write(uint64_t p, fb::Op type, const void* op) {
 void ReplayState::note_change(uint32_t collection, uint64_t id, const std::optional<DocRef>& prev) {
     // The common file has no graph; an open without an index hook (a survey) reads none.
     if (graph_changes.empty() || !db.options_.hook) return;
+    const uint64_t order = ++changes_noted;
     for (auto it = graph_changes.lower_bound({collection, 0});
          it != graph_changes.end() && it->first.first == collection; ++it) {
-        if (it->second.known) it->second.first.try_emplace(id, prev);
+        if (!it->second.known) continue;
+        auto [change, fresh] = it->second.first.try_emplace(id, Change{prev, order});
+        if (!fresh) change->second.last = order;
     }
 }
 
@@ -56,8 +59,9 @@ bool ReplayState::take_changes(std::pair<uint32_t, uint16_t> key, std::vector<Gr
     auto it = graph_changes.find(key);
     if (it == graph_changes.end() || !it->second.known) return false;
     out.reserve(it->second.first.size());
-    for (const auto& [id, prev] : it->second.first) {
-        out.push_back(GraphChange{DocId{id}, prev ? std::optional(prev->bytes()) : std::nullopt});
+    for (const auto& [id, c] : it->second.first) {
+        out.push_back(GraphChange{
+            DocId{id}, c.at_graph ? std::optional(c.at_graph->bytes()) : std::nullopt, c.last});
     }
     std::sort(out.begin(), out.end(),
               [](const GraphChange& a, const GraphChange& b) { return a.id.v < b.id.v; });

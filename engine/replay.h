@@ -59,11 +59,16 @@ struct ReplayState {
     // Per graph in `graphs`, the documents of its collection written after it, each with its
     // version before the first such write (nullopt: it did not exist), pointing into `buf`; not
     // `known` once the collection's schema changed after the graph (engine.md §6.3).
+    struct Change {
+        std::optional<DocRef> at_graph;
+        uint64_t last = 0;  // the order of its last write (GraphChange::last)
+    };
     struct ChangeSet {
         bool known = true;
-        std::unordered_map<uint64_t, std::optional<DocRef>> first;
+        std::unordered_map<uint64_t, Change> first;
     };
     std::map<std::pair<uint32_t, uint16_t>, ChangeSet> graph_changes;
+    uint64_t changes_noted = 0;               // the writes note_change has seen: their order
     std::map<uint32_t, uint64_t> image_rows;  // collection -> rows its state promised
     std::map<uint32_t, uint64_t> last_write;  // collection -> offset of the last record writing it
     // Landed blocks of the appended region, in order, for the feed's seed (engine.md §6.1 step 5):
@@ -113,7 +118,8 @@ struct ReplayState {
     Status finish_image(uint64_t p);
     void note_write(uint64_t p, fb::Op type, const void* op);
     // Document `id` of `collection` written (not by an image), `prev` its version before: kept in
-    // the change set of each graph of the collection that has none for it yet.
+    // the change set of each graph of the collection that has none for it yet, and the write's
+    // order as the document's last.
     void note_change(uint32_t collection, uint64_t id, const std::optional<DocRef>& prev);
     // The change set of the graph at `key`, sorted by id, for GraphRecord::changes.
     bool take_changes(std::pair<uint32_t, uint16_t> key, std::vector<GraphChange>& out);

@@ -636,14 +636,21 @@ RowsAtGraph rows_at_graph(const Rows& now, std::span<const engine::GraphChange> 
 
 // A graph record followed by writes: the graph restored as the record saw the documents, then
 // each document written since brought to its vector now, as on_write would have (a changed or
-// deleted vector retires its node, a new one gets a node, an identical one keeps its node).
+// deleted vector retires its node, a new one gets a node, an identical one keeps its node), in
+// the order of their last writes: an HNSW graph depends on the order of its inserts, and this is
+// the order the node that wrote them inserted them in (a document written twice skips its
+// intermediate vector).
 Status restore_then_apply(Field& f, engine::CollectionId c, uint16_t slot,
                           std::span<const std::byte> body, const Rows& now,
                           std::span<const engine::GraphChange> changes) {
     const RowsAtGraph a = rows_at_graph(now, changes, slot, f.dim);
     FENEC_RETURN_IF_ERROR(restore(f, c, slot, body, a.rows));
+    std::vector<size_t> in_order(changes.size());
+    for (size_t k = 0; k < in_order.size(); ++k) in_order[k] = k;
+    std::sort(in_order.begin(), in_order.end(),
+              [&](size_t x, size_t y) { return changes[x].last < changes[y].last; });
     std::optional<std::vector<float>> target;
-    for (size_t k = 0; k < changes.size(); ++k) {
+    for (const size_t k : in_order) {
         target.reset();
         if (!a.now[k].empty()) {
             target.emplace(f.dim);
@@ -725,6 +732,7 @@ void VectorIndexes::on_schema(engine::CollectionId c, const engine::Schema* sche
         if (!restored) {
             rebuild(*f, rows);
             ++stats_.rebuilt;
+            if (f->graph) ++stats_.graphs_rebuilt;
         }
         kept[key] = std::move(f);
     }

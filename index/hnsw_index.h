@@ -40,6 +40,7 @@ struct VectorIndexStats {
     uint64_t restored = 0;     // graphs taken from a graph record at open
     uint64_t caught_up = 0;    // of them, graphs the writes after their record were applied to
     uint64_t rebuilt = 0;      // graphs built from the documents
+    uint64_t graphs_rebuilt = 0;  // of them, those that hold a graph (built insert by insert)
     uint64_t kept = 0;         // schema calls that found the graph already matching the documents
     uint64_t discarded = 0;    // graph records found unfit (or written before a write): rebuilt
     std::string last_discard;  // why the last record was discarded, for tests and logs

@@ -188,6 +188,8 @@ void Node::init_metrics() {
                                                "subscriptions ended, by reason", {"reason"});
     counters_.tenant_closes = &m.counter("fenec_tenant_closes_total", "tenants closed, by reason",
                                          {"reason"});
+    counters_.graphs_opened = &m.counter("fenec_vector_graphs_opened_total",
+                                         "vector graphs loaded as tenants opened, by how", {"how"});
     counters_.spans = &m.counter("fenec_trace_spans_total", "spans written").with({});
     counters_.outcome_unknown = &m.counter("fenec_outcome_unknown_total",
                                            "writes landed and answered 500 outcome unknown").with({});
@@ -341,6 +343,9 @@ std::string Node::prepare() {
         return load_quota(*this, t);  // never served without the quota it was given
     };
     ro.on_close = [this](std::string_view reason) { counters_.tenant_closes->with({reason}).inc(); };
+    ro.on_graphs = [this](std::string_view how, uint64_t graphs) {
+        counters_.graphs_opened->with({how}).inc(graphs);
+    };
     ro.feed_bytes = options_.feed_buffer_mib << 20;
     registry_ = std::make_unique<Registry>(std::move(ro));
     // Before anything opens a tenant (replication_->start below resumes the copies that follow):

@@ -189,6 +189,7 @@ public:
         obs::Counter* reseeds = nullptr;
         obs::CounterFamily* subscriptions_ended = nullptr;  // reason
         obs::CounterFamily* tenant_closes = nullptr;        // reason
+        obs::CounterFamily* graphs_opened = nullptr;        // how
         obs::Counter* spans = nullptr;
         obs::Counter* outcome_unknown = nullptr;
         obs::CounterFamily* lease_grants = nullptr;  // outcome

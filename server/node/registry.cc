@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/io.h"
+#include "index/hnsw_index.h"
 
 namespace fenec::node {
 
@@ -265,7 +266,17 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         fill(slot, tenant);
     }
     ++opens_;
+    count_graphs(*tenant);
     return Acquired{tenant, AcquireError::none, {}};
+}
+
+void Registry::count_graphs(Tenant& tenant) const {
+    if (!options_.on_graphs) return;
+    // The index set is the open's own (made fresh for it): its counts are this open's.
+    const index::VectorIndexStats& s = tenant.indexes().vectors().stats();
+    if (s.restored > s.caught_up) options_.on_graphs("restored", s.restored - s.caught_up);
+    if (s.caught_up > 0) options_.on_graphs("caught_up", s.caught_up);
+    if (s.graphs_rebuilt > 0) options_.on_graphs("rebuilt", s.graphs_rebuilt);
 }
 
 engine::Status Registry::run_on_open(Tenant& tenant) {
@@ -589,6 +600,7 @@ engine::Status Registry::OutOfService::install_open(
         r.fill(*slot_, tenant);
     }
     ++r.opens_;
+    r.count_graphs(*tenant);
     return engine::Status::ok();
 }
 
@@ -611,7 +623,14 @@ void Registry::close_tenant(const std::shared_ptr<Tenant>& t, engine::CloseMode 
     // rewrite it (a side file, two fsyncs, a rename) for nothing: a tenant only read paid that
     // on each close, on a cold read's path when the descriptor budget evicted one for it.
     const bool stays = mode == engine::CloseMode::checkpoint;
-    if (stays && db->seq() == t->opened_seq()) mode = engine::CloseMode::plain;
+    if (stays && db->seq() == t->opened_seq()) {
+        // Unless the open left a graph record stale: it applied the writes after the record to
+        // the graph (no checkpoint came since a crash). The current graph is then appended, or
+        // where that would pass the dead-space budget the checkpoint rewrites the file with it,
+        // so the next open need not apply them again.
+        const engine::Result<uint32_t> graphs = db->checkpoint_graphs();
+        if (graphs.is_ok() && !db->usage().graphs_deferred) mode = engine::CloseMode::plain;
+    }
     const bool healthy = !db->failure();
     const bool closed = db->close(mode).is_ok();
     if (!stays || !healthy || !closed || db->failure()) return;

@@ -63,6 +63,9 @@ struct RegistryOptions {
     // open_failed.
     std::function<engine::Status(Tenant&)> on_open;
     std::function<void(std::string_view reason)> on_close;  // close_reason_name's
+    // An open's vector graphs (engine.md §6.3), counted by how each came to be: `restored` from
+    // its record, `caught_up` (restored, the writes since applied), `rebuilt` from the documents.
+    std::function<void(std::string_view how, uint64_t graphs)> on_graphs;
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
@@ -323,6 +326,8 @@ private:
     bool room_for_one_more(int64_t now);
     // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
     engine::Status run_on_open(Tenant& tenant);
+    // Tells on_graphs how the freshly opened `tenant`'s vector graphs came to be.
+    void count_graphs(Tenant& tenant) const;
     // `follows`: whether `<t>.follows` is there, when the caller asked already (else asked
     // here, an error taken as absent).
     engine::OpenOptions open_options(std::string_view name, Tenant& tenant,

@@ -42,6 +42,7 @@ class ChangeWatch final : public IndexHook {
         bool written_after = false;
         bool known = false;
         std::vector<std::pair<uint64_t, Body>> changes;
+        std::vector<uint64_t> by_last;  // their ids in the order of their last writes
     };
     std::map<std::pair<uint32_t, uint16_t>, Seen> seen;
 
@@ -54,8 +55,13 @@ class ChangeWatch final : public IndexHook {
             Seen& s = seen[{g.collection.v, g.slot}];
             s.written_after = g.written_after;
             s.known = g.changes_known;
-            for (const GraphChange& c : g.changes)
+            std::vector<std::pair<uint64_t, uint64_t>> last;
+            for (const GraphChange& c : g.changes) {
                 s.changes.emplace_back(c.id.v, body_of(c.at_graph));
+                last.emplace_back(c.last, c.id.v);
+            }
+            std::sort(last.begin(), last.end());
+            for (const auto& [order, id] : last) s.by_last.push_back(id);
         }
     }
     Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot, Seq at) override {
@@ -171,6 +177,9 @@ TEST_F(GraphChanges, EachDocumentWrittenAfterTheRecordComesOnceWithItsBodyThen) 
             EXPECT_EQ(s.changes[i].first, expected[i].first) << i;
             EXPECT_EQ(s.changes[i].second, expected[i].second) << "id " << expected[i].first;
         }
+        // In the order their last writes came: ids[1] written in both of the first two blocks
+        // after the record comes after `added`, written once in the first.
+        EXPECT_EQ(s.by_last, (std::vector<uint64_t>{ids[2], added, ids[1], brief, ids[4], ids[5]}));
     };
     {  // the big block did reach the file in spills
         ASSERT_TRUE(db->sync().is_ok());
