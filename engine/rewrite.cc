@@ -355,11 +355,17 @@ Result<Image> Database::image() {
     return img;
 }
 
+// already_exists where the field's last record already holds its graph as it stands: a second
+// would be dead bytes (a Flusher's sweep and a tenant's close may both have found it stale).
 Status Database::append_graph(CollectionId collection, uint16_t slot) {
     if (!options_.hook) return Status::error(Code::invalid_argument, "no index hook keeps graphs");
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
     if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
+    if (auto at = graph_seq_.find({collection.v, slot});
+        at != graph_seq_.end() && at->second == seq().v) {
+        return Status::error(Code::already_exists, "the field's graph record is current");
+    }
     FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
                            options_.hook->encode_graph(collection, slot, seq()));
     if (body.size() > limits::record_body_bytes_max) {
@@ -414,7 +420,8 @@ Result<uint32_t> Database::checkpoint_graphs(GraphCheckpoint mode) {
             continue;
         }
         Status st = append_graph(c, slot);
-        if (st.code() == Code::not_found) continue;  // the hook keeps no graph for it (yet)
+        // The hook keeps no graph for it (yet), or another pass wrote it meanwhile.
+        if (st.code() == Code::not_found || st.code() == Code::already_exists) continue;
         FENEC_RETURN_IF_ERROR(st);
         ++written;
     }

@@ -210,8 +210,11 @@ void Node::init_metrics() {
     });
     m.counter_fn("fenec_trace_spans_dropped_total", "spans dropped with the queue full",
                  [this] { return trace_ ? static_cast<double>(trace_->lines_dropped()) : 0; });
-    m.counter_fn("fenec_slow_lines_dropped_total", "--slow-ms lines dropped with the queue full",
-                 [this] { return slow_ ? static_cast<double>(slow_->lines_dropped()) : 0; });
+    m.counter_fn(
+        "fenec_slow_lines_dropped_total",
+        "--slow-ms lines dropped: the queue full, or given up at a stop", [this] {
+            return slow_ ? static_cast<double>(slow_->lines_dropped() + slow_->lines_failed()) : 0;
+        });
     m.counter_fn("fenec_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
     // NaN, not 0, when the directory cannot be listed (out of descriptors): a count it cannot tell.

@@ -624,12 +624,17 @@ void Registry::close_tenant(const std::shared_ptr<Tenant>& t, engine::CloseMode 
     // on each close, on a cold read's path when the descriptor budget evicted one for it.
     const bool stays = mode == engine::CloseMode::checkpoint;
     if (stays && db->seq() == t->opened_seq()) {
+        mode = engine::CloseMode::plain;
         // Unless the open left a graph record stale: it applied the writes after the record to
-        // the graph (no checkpoint came since a crash). The current graph is then appended, or
-        // where that would pass the dead-space budget the checkpoint rewrites the file with it,
-        // so the next open need not apply them again.
-        const engine::Result<uint32_t> graphs = db->checkpoint_graphs();
-        if (graphs.is_ok() && !db->usage().graphs_deferred) mode = engine::CloseMode::plain;
+        // the graph (no checkpoint came since a crash). The current graph is appended, or, where
+        // that would pass the dead-space budget, the checkpoint rewrites the file with it, so the
+        // next open need not apply them again. A graph that cannot be written (failed, over
+        // 1 GiB) stays stale rather than cost a rewrite at every close; a frozen file, which a
+        // move may be reading, is left as it is.
+        if (!db->frozen()) {
+            db->checkpoint_graphs().status().ignore();
+            if (db->usage().graphs_deferred) mode = engine::CloseMode::checkpoint;
+        }
     }
     const bool healthy = !db->failure();
     const bool closed = db->close(mode).is_ok();

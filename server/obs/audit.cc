@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,14 +86,33 @@ engine::Result<std::unique_ptr<LineLog>> LineLog::open(const std::string& path,
         options.flush_interval_ms == 0 || options.flush_interval_ms > 1000) {
         return Status::error(Code::invalid_argument, "line log: options out of range");
     }
-    if (path == "-") return std::unique_ptr<LineLog>(new LineLog(STDERR_FILENO, false, options));
+    if (path == "-") {
+        // stderr is shared. A pipe is written through a description of the log's own,
+        // non-blocking (O_NONBLOCK set on fd 2 would hold for every holder of that description,
+        // the parent's among them); a socket with send(MSG_DONTWAIT); a file or a terminal as it
+        // is, looked at with poll before each write.
+        struct stat st {};
+        const bool known = ::fstat(STDERR_FILENO, &st) == 0;
+        if (known && S_ISFIFO(st.st_mode)) {
+            const int fd = ::open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd >= 0)
+                return std::unique_ptr<LineLog>(new LineLog(fd, true, true, false, options));
+        }
+        const bool socket = known && S_ISSOCK(st.st_mode);
+        return std::unique_ptr<LineLog>(new LineLog(STDERR_FILENO, false, true, socket, options));
+    }
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return io_error("line log: cannot open " + path, errno);
-    return std::unique_ptr<LineLog>(new LineLog(fd, true, options));
+    return std::unique_ptr<LineLog>(new LineLog(fd, true, false, false, options));
 }
 
-LineLog::LineLog(int fd, bool owns_fd, LineLogOptions options)
-    : fd_(fd), owns_fd_(owns_fd), options_(options) {
+LineLog::LineLog(int fd, bool owns_fd, bool on_stderr, bool is_socket, LineLogOptions options)
+    : fd_(fd),
+      owns_fd_(owns_fd),
+      stderr_(on_stderr),
+      socket_(is_socket),
+      nonblocking_(is_socket || (on_stderr && owns_fd)),
+      options_(options) {
     writer_ = std::thread([this] { run(); });
 }
 
@@ -134,7 +155,7 @@ Status LineLog::write_synced(std::string line) {
     own.push_back(std::move(line));
     if (!write_lines(own)) return io_error("line log: write", last_errno());
     // stderr is not ours to sync (a pipe or a terminal would refuse it anyway).
-    if (owns_fd_ && ::fsync(fd_) != 0) {
+    if (!stderr_ && ::fsync(fd_) != 0) {
         const int err = errno;
         last_errno_.store(err, std::memory_order_relaxed);
         return io_error("line log: fsync", err);
@@ -148,6 +169,8 @@ void LineLog::close() {
         if (closed_) return;
         closed_ = true;
         closing_ = true;
+        give_up_at_ =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(kStderrCloseGraceMs);
     }
     wake_.notify_all();
     writer_.join();
@@ -184,11 +207,28 @@ bool LineLog::wait_writable() {
         if (r > 0 || (r < 0 && errno != EINTR)) return true;  // room, or an error write reports
         {
             const std::lock_guard lock(mu_);
-            if (closing_) return false;  // every chunk left goes at once, not one wait each
+            if (closing_ && std::chrono::steady_clock::now() >= give_up_at_) return false;
         }
         p.revents = 0;
-        (void)::poll(&p, 1, kStderrPollMs);  // room, or the next look at closing_
+        (void)::poll(&p, 1, kStderrPollMs);  // room, or the next look at the close
     }
+}
+
+int LineLog::write_stderr(std::string_view bytes) {
+    while (!bytes.empty()) {
+        if (!nonblocking_ && !wait_writable()) return EAGAIN;  // fd 2 itself: looked at first
+        const ssize_t n = socket_
+                              ? ::send(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL)
+                              : ::write(fd_, bytes.data(), bytes.size());
+        if (n >= 0) {
+            bytes.remove_prefix(static_cast<size_t>(n));
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return errno;
+        if (!wait_writable()) return EAGAIN;
+    }
+    return 0;
 }
 
 bool LineLog::write_lines(std::deque<std::string>& lines) {
@@ -197,11 +237,7 @@ bool LineLog::write_lines(std::deque<std::string>& lines) {
     uint64_t in_chunk = 0;
     const auto flush = [&] {
         if (in_chunk == 0) return;
-        if (!owns_fd_ && !wait_writable()) {
-            last_errno_.store(EAGAIN, std::memory_order_relaxed);
-            failed_.fetch_add(in_chunk, std::memory_order_relaxed);
-            ok = false;
-        } else if (const int err = write_all(fd_, chunk); err != 0) {
+        if (const int err = stderr_ ? write_stderr(chunk) : write_all(fd_, chunk); err != 0) {
             last_errno_.store(err, std::memory_order_relaxed);
             failed_.fetch_add(in_chunk, std::memory_order_relaxed);
             ok = false;
@@ -214,7 +250,7 @@ bool LineLog::write_lines(std::deque<std::string>& lines) {
     // stderr is shared (several logs, the process's own messages) and often a pipe: there each
     // write(2) holds whole lines within PIPE_BUF, which a pipe writes at once, so no other
     // writer's bytes land inside a line (one longer than PIPE_BUF is written alone).
-    const size_t chunk_max = owns_fd_ ? kWriteChunkBytes : PIPE_BUF;
+    const size_t chunk_max = stderr_ ? PIPE_BUF : kWriteChunkBytes;
     for (std::string& line : lines) {
         if (chunk.size() + line.size() + 1 > chunk_max) flush();
         chunk += line;

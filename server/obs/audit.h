@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -79,7 +80,8 @@ class LineLog {
     // failed), or when the log is closed.
     [[nodiscard]] engine::Status write_synced(std::string line);
     // Writes what is queued and stops the writer thread; later writes are dropped. Idempotent.
-    // On stderr, lines it will not take (a full pipe) are given up here and counted as failed.
+    // On stderr, lines it has not taken a second after (a pipe nobody reads) are given up and
+    // counted as failed.
     void close();
 
     uint64_t lines_written() const { return written_.load(std::memory_order_relaxed); }
@@ -90,19 +92,27 @@ class LineLog {
     int last_errno() const { return last_errno_.load(std::memory_order_relaxed); }
 
   private:
-    LineLog(int fd, bool owns_fd, LineLogOptions options);
+    LineLog(int fd, bool owns_fd, bool on_stderr, bool is_socket, LineLogOptions options);
     void run();
     // Writes `lines` (each followed by '\n') in as few write(2) calls as fit; counts them written
     // or failed. Caller holds io_mu_. False on a failed write.
     bool write_lines(std::deque<std::string>& lines);
-    // stderr is not ours, and may stop taking bytes (a pipe nobody reads): waits until it has
-    // room (a pipe that polls writable takes PIPE_BUF bytes at once), looking every
-    // kStderrPollMs; false once the log is closing, so close() never waits on it for ever.
+    // stderr is shared and may stop taking bytes (a pipe or a socket nobody reads): `bytes` are
+    // written without blocking where the log can (nonblocking_), waiting for room in slices of
+    // kStderrPollMs, and given up once the log has been closing for kStderrCloseGraceMs, so
+    // close() never waits on it for ever. 0, or the errno that failed them (EAGAIN: given up).
+    int write_stderr(std::string_view bytes);
+    // Whether the fd has room (a pipe that polls writable takes PIPE_BUF bytes), waiting for it;
+    // false once past the close's grace.
     bool wait_writable();
     static constexpr int kStderrPollMs = 100;
+    static constexpr int kStderrCloseGraceMs = 1000;
 
     const int fd_;
-    const bool owns_fd_;  // false for stderr
+    const bool owns_fd_;      // false for the process's own fd 2
+    const bool stderr_;       // fd 2, or a description of its own of the pipe fd 2 is
+    const bool socket_;       // stderr is a socket: written with send(MSG_DONTWAIT)
+    const bool nonblocking_;  // no write of fd_ blocks (its own O_NONBLOCK description, or send)
     const LineLogOptions options_;
 
     std::mutex io_mu_;  // held while writing; taken before mu_, never after it (keeps line order)
@@ -112,6 +122,7 @@ class LineLog {
     size_t queue_bytes_ = 0;
     bool closing_ = false;
     bool closed_ = false;
+    std::chrono::steady_clock::time_point give_up_at_{};  // closing: stderr's grace ends
     std::thread writer_;
 
     std::atomic<uint64_t> written_{0};

@@ -354,8 +354,9 @@ TEST(RegistryObs, SlowLogShowsTheShapeNeverAParameter) {
 
 // A stderr nobody reads (a pipe whose reader has stopped) fills, and a write(2) to it blocks. The
 // slow lines go through a queue: the node keeps answering, and the lines it could not queue are
-// counted. Each answer here writes a slow line of ~250 bytes: a 64 KiB pipe takes ~260 of them,
-// the writer's batch and the queue up to 4,096 each, and the rest of 12,000 are dropped.
+// counted. Nine answers in ten here write a slow line of ~250 bytes and the tenth one of ~6.8 KB,
+// longer than a pipe takes in one write (PIPE_BUF): a 64 KiB pipe takes a few dozen, the writer's
+// batch and the queue up to 4,096 lines or 16 MiB each, and the rest of 12,000 are dropped.
 TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
     TempDir dir;
     const std::string fifo = dir.path() + "/stderr.fifo";
@@ -365,8 +366,12 @@ TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
     auto node = start_node(dir, {"--slow-ms", "0"}, fifo);
     make_tenant(node->port(), "acme");
     Client c(node->port(), reply_timeout_ms);
+    std::string long_where = "year >= 2020";
+    for (int k = 0; k < 500; ++k) long_where += " or year >= 2020";  // its shape: ~6.8 KB
+    const std::string long_query = R"({"query":"get notes where )" + long_where + R"("})";
     for (int i = 0; i < 12000; ++i) {
-        auto r = c.request("POST", "/t/acme/query", R"({"query":"get notes where year >= 2020"})",
+        auto r = c.request("POST", "/t/acme/query",
+                           i % 10 == 0 ? long_query : R"({"query":"get notes where year >= 2020"})",
                            bearer(D));
         ASSERT_TRUE(r) << "request " << i << " was not answered";
         ASSERT_EQ(r->status, 200) << r->body;
