@@ -661,6 +661,13 @@ Status Block::check_quotas(uint64_t record_bytes, bool last_record) const {
 void Block::account_landed(Seq first, Seq last, std::vector<std::byte> rec) {
     Database& db = *db_;
     db.seq_.store(last.v, std::memory_order_release);
+    uint32_t written = 0;  // the collection of the op before: a block's ops run by collection
+    for (const Op& op : ops_) {
+        CollectionId c;
+        std::visit([&](const auto& o) { c = o.collection; }, op.v);
+        if (c.v != written) db.written_seq_[c.v] = last.v;
+        written = c.v;
+    }
     if (db.quota_ && !options_.internal && (db.quota_->rows_bucket || db.quota_->bytes_bucket)) {
         const int64_t now_ns = db.clock_->steady_ns();
         if (db.quota_->rows_bucket) db.quota_->rows_bucket->charge(double(charged_rows_), now_ns);

@@ -280,7 +280,7 @@ public:
     // image() then).
     Result<std::optional<FileImage>> file_image();
     Status append_graph(CollectionId collection, uint16_t slot);
-    // Appends a graph record for every @hnsw field whose tenant has written since that field's
+    // Appends a graph record for every @hnsw field whose collection was written since that field's
     // last graph record (the background checkpoint of engine.md §6.3). Returns how many were
     // written. Each record supersedes the field's last, whose bytes are dead until a rewrite:
     // a bulk load checkpointed once a minute would leave a file mostly old graphs. So the
@@ -376,6 +376,7 @@ private:
     uint64_t memory_bytes_locked() const;
     Snapshot snapshot_locked() const;
     void rebuild_retired_graphs_locked();
+    uint64_t written_seq_locked(CollectionId collection) const;  // written_seq_'s, 0 if none
     Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
     Status rewrite(bool compact);
     // rewrite()'s steps after its snapshot (rewrite.cc).
@@ -427,6 +428,10 @@ private:
     std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
     // Per @hnsw field (collection, slot), the seq its last graph record describes.
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_seq_;
+    // Per collection, the last seq of the last block that wrote it since the open (landed or
+    // applied as a follower): a field's graph is stale once this passes its graph_seq_, and
+    // writes to other collections leave it current.
+    std::map<uint32_t, uint64_t> written_seq_;
     // Per @hnsw field, the framed bytes of its last graph record in the file; the records it
     // superseded are dead space (graph_dead_bytes_) until a rewrite, which file_image weighs.
     std::map<std::pair<uint32_t, uint16_t>, uint64_t> graph_framed_;

@@ -355,15 +355,21 @@ Result<Image> Database::image() {
     return img;
 }
 
-// already_exists where the field's last record already holds its graph as it stands: a second
-// would be dead bytes (a Flusher's sweep and a tenant's close may both have found it stale).
+uint64_t Database::written_seq_locked(CollectionId collection) const {
+    auto it = written_seq_.find(collection.v);
+    return it == written_seq_.end() ? 0 : it->second;
+}
+
+// already_exists where the field's last record already holds its graph as it stands (nothing
+// wrote its collection since): a second would be dead bytes (a Flusher's sweep and a tenant's
+// close may both have found it stale).
 Status Database::append_graph(CollectionId collection, uint16_t slot) {
     if (!options_.hook) return Status::error(Code::invalid_argument, "no index hook keeps graphs");
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
     if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
     if (auto at = graph_seq_.find({collection.v, slot});
-        at != graph_seq_.end() && at->second == seq().v) {
+        at != graph_seq_.end() && at->second >= written_seq_locked(collection)) {
         return Status::error(Code::already_exists, "the field's graph record is current");
     }
     FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
@@ -400,14 +406,14 @@ Result<uint32_t> Database::checkpoint_graphs(GraphCheckpoint mode) {
     std::vector<std::pair<CollectionId, uint16_t>> stale;
     {
         std::shared_lock<std::shared_mutex> lock(mu_);
-        const uint64_t now = seq().v;
         for (const auto& [id, c] : collections_) {
+            const uint64_t written = written_seq_locked(c->id());
             const Schema& schema = c->schema();
             for (size_t slot = 0; slot < schema.fields.size(); ++slot) {
                 const FieldDesc& f = schema.fields[slot];
                 if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
                 auto it = graph_seq_.find({id, static_cast<uint16_t>(slot)});
-                if (it == graph_seq_.end() || it->second < now) {
+                if (it == graph_seq_.end() || it->second < written) {
                     stale.emplace_back(c->id(), static_cast<uint16_t>(slot));
                 }
             }

@@ -400,6 +400,17 @@ TEST(HnswPersistence, BackgroundGraphCheckpointWritesOnlyStaleGraphs) {
     ASSERT_TRUE(written.is_ok());
     EXPECT_EQ(*written, 0u);  // nothing written since
     EXPECT_FALSE(t.db->usage().graphs_deferred);
+    // Writes to another collection leave the field's graph current: neither written nor deferred
+    // (this graph is most of the file, so a stale one would be deferred, as below).
+    const CollectionId other = t.create("w", {plain("n", engine::BaseType::Int)});
+    t.insert(other, {{{0, int64_t(1)}}});
+    for (auto mode :
+         {engine::Database::GraphCheckpoint::sweep, engine::Database::GraphCheckpoint::always}) {
+        written = t.db->checkpoint_graphs(mode);
+        ASSERT_TRUE(written.is_ok());
+        EXPECT_EQ(*written, 0u);
+        EXPECT_FALSE(t.db->usage().graphs_deferred);
+    }
     const std::vector<float> q = random_vec(t.rng, 8);
     t.set_doc(t.c, t.rows[1].first, {{1, v32(q)}});
     written = t.db->checkpoint_graphs();
