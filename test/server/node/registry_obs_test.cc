@@ -9,13 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -382,15 +383,21 @@ TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
     EXPECT_GE(metric_value(m->body, "fenec_slow_requests_total"), 12000u);
     // Nor does it hold a stop: the lines stderr will not take are given up once the node closes.
     const pid_t pid = node->pid();
-    std::atomic<bool> exited{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool exited = false;
     std::thread watchdog([&] {
-        for (int i = 0; i < 200 && !exited.load(); ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::unique_lock lock(mu);
+        if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return exited; })) {
+            ::kill(pid, SIGKILL);
         }
-        if (!exited.load()) ::kill(pid, SIGKILL);
     });
     const int status = node->kill(SIGTERM);
-    exited.store(true);
+    {
+        const std::lock_guard lock(mu);
+        exited = true;
+    }
+    cv.notify_one();
     watchdog.join();
     EXPECT_NE(status, 128 + SIGKILL) << "no exit within 10 s of SIGTERM";
     ::close(reader);
