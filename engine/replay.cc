@@ -392,6 +392,13 @@ Status ReplayState::apply_history(uint64_t p, const fb::History* h) {
 // is dead space). It is derived data: nothing here can refuse the open.
 void ReplayState::note_graph(uint64_t p, const fb::Graph* g, std::span<const std::byte> body,
                              uint64_t framed) {
+    // It describes the documents at its at_seq, which must be the file's seq where it lies
+    // (engine.md §6.3). One that is not cannot be caught up by the change set counted from here:
+    // it is dead space, and the field's earlier record, with its change set, stays in force.
+    if (g->at_seq() != db.seq_.load()) {
+        db.dead_bytes_ += framed;
+        return;
+    }
     GraphRecord& rec = graphs[{g->collection(), g->slot()}];
     rec = GraphRecord{};
     rec.collection = CollectionId{g->collection()};

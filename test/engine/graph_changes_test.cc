@@ -45,6 +45,7 @@ class ChangeWatch final : public IndexHook {
         std::vector<uint64_t> by_last;  // their ids in the order of their last writes
     };
     std::map<std::pair<uint32_t, uint16_t>, Seen> seen;
+    uint64_t at_skew = 0;  // added to the seq a record claims to describe
 
     Status on_write(const WriteEvent&) override { return Status::ok(); }
     void on_undo(const WriteEvent&) override {}
@@ -70,7 +71,7 @@ class ChangeWatch final : public IndexHook {
         g.add_version(1);
         g.add_collection(c.v);
         g.add_slot(slot);
-        g.add_at_seq(at.v);
+        g.add_at_seq(at.v + at_skew);
         fbb.Finish(g.Finish());
         const auto* p = reinterpret_cast<const std::byte*>(fbb.GetBufferPointer());
         return std::vector<std::byte>(p, p + fbb.GetSize());
@@ -243,6 +244,36 @@ TEST_F(GraphChanges, AnAlterAfterTheRecordLeavesItsChangesUnknown) {
     EXPECT_TRUE(sb.written_after);
     EXPECT_TRUE(sb.known);
     EXPECT_EQ(sb.changes.size(), 1u);
+}
+
+// A record whose at_seq is not the file's seq where it lies describes other documents than the
+// ones before it: it is passed over, and the field's earlier record stays in force with every
+// write since it (engine.md §6.3).
+TEST_F(GraphChanges, ARecordNotAtTheSeqWhereItLiesIsPassedOver) {
+    uint64_t first = 0, second = 0;
+    land([&](Block& blk) { first = blk.insert(a, std::nullopt, row("first"))->v; });
+    ASSERT_TRUE(db->append_graph(a, 1).is_ok());
+    const Body first_then = now(a, first);
+    land([&](Block& blk) { ASSERT_TRUE(blk.set(a, DocId{first}, row("changed")).is_ok()); });
+    hook.at_skew = 1;  // the next record claims a seq one past where it is written
+    ASSERT_TRUE(db->append_graph(a, 1).is_ok());
+    land([&](Block& blk) { second = blk.insert(a, std::nullopt, row("second"))->v; });
+    reopen();
+    ASSERT_EQ(hook.seen.size(), 1u);
+    const ChangeWatch::Seen& s = hook.seen.at({a.v, 1});
+    EXPECT_TRUE(s.written_after);
+    EXPECT_TRUE(s.known);
+    // Both writes since the first record, the one before the passed-over record included.
+    const std::vector<std::pair<uint64_t, Body>> expected{{first, first_then},
+                                                          {second, std::nullopt}};
+    EXPECT_EQ(s.changes, expected);
+
+    // The only record of a field, if not where it claims, leaves the field no record at all.
+    ASSERT_TRUE(db->append_graph(b, 1).is_ok());
+    hook.at_skew = 0;
+    reopen();
+    EXPECT_EQ(hook.seen.count({b.v, 1}), 0u);
+    EXPECT_EQ(hook.seen.count({a.v, 1}), 1u);
 }
 
 }  // namespace
