@@ -13,6 +13,7 @@
 #include "server/runtime/client.h"
 #include "server/runtime/mark.h"
 #include "shard/cluster.h"
+#include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/quota.h"
 #include "shard/relay.h"

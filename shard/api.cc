@@ -685,9 +685,8 @@ class Api {
                                               "`: " + st.to_string());
             }
             if (same_zone(*router_.directory().maps(), name, *standby)) {
-                std::cerr << "fenec-shard: the standby `" << *standby << "` of `" << name
-                          << "` is in its zone `" << node.zone
-                          << "`: a zone lost would take both\n";
+                log_line("the standby `" + *standby + "` of `" + name + "` is in its zone `" +
+                         node.zone + "`: a zone lost would take both");
             }
             unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
         } else if (given && !standby && !old_standby.empty()) {

@@ -9,6 +9,7 @@
 
 #include "json/writer.h"
 #include "server/obs/metrics.h"
+#include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
 #include "shard/routes.h"

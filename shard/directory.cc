@@ -15,6 +15,7 @@
 #include "index/index_set.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
+#include "shard/log_line.h"
 
 namespace fenec::shard {
 
@@ -344,8 +345,8 @@ std::string Directory::token_of(const NodeRow& row, const std::string& in_row,
     }
     if (!was || was->token_env != row.token_env || was->token_file != row.token_file ||
         !was->token.empty()) {
-        std::cerr << "fenec-shard: node `" << row.name << "`: " << token.status().message()
-                  << ": this router calls it without its admin token\n";
+        log_line("node `" + row.name + "`: " + std::string(token.status().message()) +
+                 ": this router calls it without its admin token");
     }
     return "";
 }

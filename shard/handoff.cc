@@ -26,6 +26,7 @@
 #include "shard/copies.h"
 #include "shard/global_copy.h"
 #include "shard/leases.h"
+#include "shard/log_line.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
@@ -196,9 +197,9 @@ std::optional<Response> Step::read_to(std::string& to) {
 Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure f) {
     thaw(node);
     if (engine::Status st = router_.directory().put_tenant(before); !st.is_ok()) {
-        std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: the export failed and the "
-                  << "directory could not put it back to active: " << st.to_string()
-                  << "; it is thawed at the next start\n";
+        log_line("handoff of `" + tenant_ +
+                 "`: the export failed and the directory could not put it back to active: " +
+                 st.to_string() + "; it is thawed at the next start");
     }
     router_.release(tenant_);
     return with_fields(Router::error(f.status, f.message), {{"step", f.step}});
@@ -481,16 +482,17 @@ Response Step::drop() {
             NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
             removed = del.gone();
             if (!removed) {
-                std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: the source copy on `"
-                          << node->name << "` was not deleted (" << del.said(*node)
-                          << "); it stays frozen and unrouted\n";
+                log_line("handoff of `" + tenant_ + "`: the source copy on `" + node->name +
+                         "` was not deleted (" + del.said(*node) +
+                         "); it stays frozen and unrouted");
             }
         }
         router_.copies().deleted(*source, *maps, a_.request_id);
     } else {
-        std::cerr << "fenec-shard: handoff of `" << tenant_ << "`: dropped without its source "
-                  << "node (this router restarted since the release), and none of this "
-                  << "region's nodes that answered lists a frozen copy of it\n";
+        log_line("handoff of `" + tenant_ +
+                 "`: dropped without its source node (this router restarted since the "
+                 "release), and none of this region's nodes that answered lists a frozen copy "
+                 "of it");
     }
     if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
         return Router::error(500,
@@ -749,9 +751,9 @@ void Handoffs::lapse(const std::string& tenant, const Entry& e) {
     }
     engine::Status st = router_.directory().put_tenant(e.before);
     router_.release(tenant);
-    std::cerr << "fenec-shard: the export of `" << tenant << "` to `" << e.to
-              << "` heard neither release nor undo-export in time: " << thawed
-              << (st.is_ok() ? "; active again" : "; the directory: " + st.to_string()) << "\n";
+    log_line("the export of `" + tenant + "` to `" + e.to +
+             "` heard neither release nor undo-export in time: " + thawed +
+             (st.is_ok() ? "; active again" : "; the directory: " + st.to_string()));
 }
 
 std::optional<std::string> importing_refusal(const DirectoryMaps& maps, const std::string& tenant) {

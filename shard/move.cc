@@ -25,6 +25,7 @@
 #include "json/writer.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/log_line.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
@@ -345,9 +346,9 @@ bool Move::remove_source() {
     const bool removed = del.gone();
     steps_.remove = steps_.lap();
     if (!removed) {
-        std::cerr << "fenec-shard: move of `" << tenant_ << "` to `" << to_.name
-                  << "`: the source copy on `" << from_.name << "` was not deleted ("
-                  << del.said(from_) << "); it stays frozen and unrouted\n";
+        log_line("move of `" + tenant_ + "` to `" + to_.name + "`: the source copy on `" +
+                 from_.name + "` was not deleted (" + del.said(from_) +
+                 "); it stays frozen and unrouted");
     }
     return removed;
 }
@@ -417,8 +418,9 @@ void Move::roll_back(bool installed) {
     back.state = "active";
     back.moving_to.clear();
     if (engine::Status st = router_.directory().put_tenant(back); !st.is_ok()) {
-        std::cerr << "fenec-shard: move of `" << tenant_ << "` rolled back but the directory "
-                  << "could not put it back to active: " << st.to_string() << "\n";
+        log_line(
+            "move of `" + tenant_ +
+            "` rolled back but the directory could not put it back to active: " + st.to_string());
     }
 }
 
@@ -448,9 +450,9 @@ void settle_moves(Router& router) {
                           ? "its source thawed"
                           : "its source answered the thaw " + std::to_string(w.answer->status);
         }
-        std::cerr << "fenec-shard: tenant `" << name << "` was left moving from `" << t.node
-                  << "` to `" << t.moving_to << "` by a stopped move: still routed to `" << t.node
-                  << "`, " << outcome << "; move it again to finish\n";
+        log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
+                 "` by a stopped move: still routed to `" + t.node + "`, " + outcome +
+                 "; move it again to finish");
     }
 }
 

@@ -11,6 +11,7 @@
 
 #include "json/writer.h"
 #include "shard/copies.h"
+#include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/routes.h"
 

@@ -22,6 +22,7 @@
 #include "shard/cluster.h"
 #include "shard/copies.h"
 #include "shard/handoff.h"
+#include "shard/log_line.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
@@ -172,10 +173,9 @@ RegionAnswer RegionMove::call(const std::string& region, std::string_view method
 void RegionMove::undo(const std::string& region, std::string_view method, const std::string& step) {
     RegionAnswer r = call(region, method, step, method == "DELETE" ? "" : "{}");
     if (!r.answered || r.status >= 300) {
-        std::cerr << "fenec-shard: move of `" << tenant_ << "` from region `" << from_ << "` to `"
-                  << to_ << "`: the " << step << " was not undone ("
-                  << (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why)
-                  << ")\n";
+        log_line("move of `" + tenant_ + "` from region `" + from_ + "` to `" + to_ + "`: the " +
+                 step + " was not undone (" +
+                 (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why) + ")");
     }
 }
 
@@ -343,10 +343,10 @@ std::optional<Response> RegionMove::run() {
         if (!parser.parse(dropped.body).get(d) && !d["source_removed"].get_bool().get(b))
             removed = b;
     } else {
-        std::cerr << "fenec-shard: move of `" << tenant_ << "` to region `" << to_
-                  << "`: the source region did not drop its copy ("
-                  << (dropped.answered ? node_error(dropped.body) : dropped.why)
-                  << "); it stays frozen and unrouted there\n";
+        log_line("move of `" + tenant_ + "` to region `" + to_ +
+                 "`: the source region did not drop its copy (" +
+                 (dropped.answered ? node_error(dropped.body) : dropped.why) +
+                 "); it stays frozen and unrouted there");
     }
     count("done");
     return answer(removed, activated, router_.now_ms() - start);
@@ -359,9 +359,9 @@ bool RegionMove::activate() {
         if (r.answered && r.status == 200) return true;
         why = r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why;
     }
-    std::cerr << "fenec-shard: move of `" << tenant_ << "` to region `" << to_
-              << "`: its home moved, but the activation was not taken (" << why << "); region `"
-              << to_ << "`'s router activates it itself\n";
+    log_line("move of `" + tenant_ + "` to region `" + to_ +
+             "`: its home moved, but the activation was not taken (" + why + "); region `" + to_ +
+             "`'s router activates it itself");
     return false;
 }
 

@@ -19,6 +19,7 @@
 
 #include "json/writer.h"
 #include "shard/copies.h"
+#include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
 #include "shard/routes.h"

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -23,6 +25,7 @@
 #include "shard/global_copy.h"
 #include "shard/handoff.h"
 #include "shard/in_flight.h"
+#include "shard/log_line.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
 #include "shard/relay.h"
@@ -101,7 +104,28 @@ size_t code_class(int status) {
 
 }  // namespace
 
-void log_line(const std::string& line) { std::cerr << "fenec-shard: " << line << "\n"; }
+namespace {
+
+// The running router's own lines go through its LineLog on stderr, so a stderr nobody reads (a
+// log shipper that stalled) holds no thread that logs; before a router starts and after it stops
+// they are written straight to stderr.
+std::mutex lines_mu;
+std::shared_ptr<obs::LineLog> lines;
+
+}  // namespace
+
+void log_line(const std::string& line) {
+    std::shared_ptr<obs::LineLog> log;
+    {
+        std::lock_guard<std::mutex> lock(lines_mu);
+        log = lines;
+    }
+    if (log) {
+        log->write("fenec-shard: " + line);  // refused when full: counted as dropped
+        return;
+    }
+    std::cerr << "fenec-shard: " << line << "\n";
+}
 
 bool Router::failed_over(const std::string& node) {
     Leases* leases = cluster_ ? cluster_->leases() : nullptr;
@@ -167,6 +191,13 @@ Router::~Router() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (trace_) trace_->close();
+    if (lines_) {
+        {
+            std::lock_guard<std::mutex> lock(lines_mu);
+            if (lines == lines_) lines.reset();
+        }
+        lines_->close();
+    }
 }
 
 void Router::init_metrics() {
@@ -230,9 +261,22 @@ void Router::init_metrics() {
                                             "query across tenants: arrival to answer", {"merge"});
     m.counter_fn("fenec_router_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
+    m.counter_fn(
+        "fenec_router_log_lines_dropped_total",
+        "the router's own stderr lines dropped: the queue full, or given up at a stop", [this] {
+            return lines_ ? static_cast<double>(lines_->lines_dropped() + lines_->lines_failed())
+                          : 0;
+        });
 }
 
 std::string Router::prepare() {
+    if (!lines_) {
+        auto log = obs::LineLog::open("-");
+        if (!log.is_ok()) return "stderr: " + log.status().to_string();
+        lines_ = std::shared_ptr<obs::LineLog>(std::move(log.value()));
+        std::lock_guard<std::mutex> lock(lines_mu);
+        lines = lines_;
+    }
     // §2.3 step 2: a standby opens its file to follow (none yet: it waits for the image); one
     // started with --promote opens it as a primary, forking it.
     DirectoryOpening how;
@@ -355,6 +399,13 @@ void Router::drain() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (trace_) trace_->close();
+    if (lines_) {
+        {
+            std::lock_guard<std::mutex> lock(lines_mu);
+            if (lines == lines_) lines.reset();
+        }
+        lines_->close();
+    }
 }
 
 std::string Router::new_request_id(std::optional<std::string_view> sent) {

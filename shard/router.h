@@ -29,6 +29,7 @@
 #include "server/runtime/http_server.h"
 #include "server/runtime/version.h"
 #include "shard/directory.h"
+#include "shard/log_line.h"
 #include "shard/options.h"
 #include "shard/upstream.h"
 
@@ -234,6 +235,7 @@ class Router final : public server::Handler {
     std::unique_ptr<obs::LineLog> audit_;
     std::unique_ptr<obs::LineLog> access_;  // --access-log
     std::unique_ptr<obs::LineLog> trace_;
+    std::shared_ptr<obs::LineLog> lines_;  // log_line's, on stderr (shared with log_line's callers)
     std::unique_ptr<server::RefusalDelay> delay_;
     std::unique_ptr<server::Timers> timers_;
     obs::Registry registry_;
@@ -313,9 +315,6 @@ struct TenantClaim {
     TenantClaim(const TenantClaim&) = delete;
     TenantClaim& operator=(const TenantClaim&) = delete;
 };
-
-// One line on stderr, "fenec-shard: <line>": what the copies', quotas' and repairs' work says.
-void log_line(const std::string& line);
 
 // A node's base URL, "http://<addr>".
 std::string url_of(const NodeRow& node);

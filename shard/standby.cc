@@ -11,6 +11,7 @@
 
 #include "engine/format.h"
 #include "shard/global_copy.h"
+#include "shard/log_line.h"
 #include "shard/move.h"
 #include "shard/routes.h"
 #include "shard/test_hooks.h"
@@ -118,9 +119,7 @@ void DirectoryFollower::run() {
                 next_in_round = at_ != 0;
             }
         }
-        if (!error.empty())
-            std::fprintf(stderr, "fenec-shard: %s %s: %s\n", options_.what.c_str(),
-                         followed.c_str(), error.c_str());
+        if (!error.empty()) log_line(options_.what + " " + followed + ": " + error);
         ++reconnects_;
         if (heard) backoff = standby_backoff_first_ms;
         if (next_in_round) continue;
@@ -350,8 +349,7 @@ void DirectoryFollower::fetch_tokens() {
         why = "the tokens could not be kept: " + st.to_string();
     }
     if (!why.empty()) {
-        std::fprintf(stderr, "fenec-shard: the nodes' tokens from %s: %s\n", primary.c_str(),
-                     why.c_str());
+        log_line("the nodes' tokens from " + primary + ": " + why);
         return;
     }
     tokens_due_ = false;
@@ -662,8 +660,8 @@ http::Response Standby::promote(const server::Request& request, const Router::An
         }
         return refused(500, "the promotion failed: " + p.status().to_string());
     }
-    std::fprintf(stderr, "fenec-shard: promoted: term %lld, history %s (followed %s)\n",
-                 static_cast<long long>(p->term), p->history.c_str(), primary_.c_str());
+    log_line("promoted: term " + std::to_string(p->term) + ", history " + p->history +
+             " (followed " + primary_ + ")");
     settle_moves(router_);  // §7.3: sources of moves left behind thawed, as a primary's start
     if (on_leading_) on_leading_();
     http::Response r;

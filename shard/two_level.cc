@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "json/writer.h"
+#include "shard/log_line.h"
 #include "shard/router.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
