@@ -382,8 +382,9 @@ void Router::drain() {
     // hold its connection open through the whole wait below.
     standby_->stop();
     if (global_) global_->stop();
-    // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it.
-    for (int i = 0; i < 100 && server_->connections() > 0; ++i) {
+    // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it. Idle
+    // keep-alive connections hold nothing up.
+    for (int i = 0; i < 100 && server_->busy_connections() > 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     cluster_->stop();

@@ -126,6 +126,11 @@ class Connection {
     const std::string& peer() const { return peer_; }
     uint64_t accepted_ms() const { return accepted_ms_; }
     bool evictable() const { return unproven && phase_ == Phase::head; }
+    // Nothing under way: between requests (an idle keep-alive), answered and lingering, or cut.
+    bool idle() const {
+        return (phase_ == Phase::head && in_.size() == 0) || phase_ == Phase::lingering ||
+               phase_ == Phase::dead;
+    }
     // From the Exchange's task, or its reply() on the loop thread.
     void on_answer(http::Response response);
     void on_stream_start(http::Response head);

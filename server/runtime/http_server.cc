@@ -107,6 +107,7 @@ class ServerImpl final : public HttpServer {
     uint32_t connections_unproven() const override {
         return unproven_.load(std::memory_order_acquire);
     }
+    uint32_t busy_connections() override;
     void shutdown() override;
 
     // Loop 0.
@@ -570,6 +571,39 @@ void ServerImpl::stop_accepting_on_loop() {
     } else {
         close_listener();
     }
+}
+
+uint32_t ServerImpl::busy_connections() {
+    {
+        std::lock_guard lock(control_);
+        if (!started_ || shut_) return connections();
+    }
+    struct Count {
+        std::mutex mu;
+        std::condition_variable cv;
+        uint32_t busy = 0;
+        size_t left = 0;
+    };
+    auto count = std::make_shared<Count>();  // outlives a wait given up
+    count->left = loops.size();
+    for (auto& state : loops) {
+        LoopState* ls = state.get();
+        const bool posted = ls->loop->post([ls, count] {
+            uint32_t busy = 0;
+            for (Connection* c = ls->first; c != nullptr; c = c->next) {
+                if (c->counted && !c->idle()) ++busy;
+            }
+            std::lock_guard lock(count->mu);
+            count->busy += busy;
+            if (--count->left == 0) count->cv.notify_all();
+        });
+        if (!posted) return connections();
+    }
+    std::unique_lock lock(count->mu);
+    if (!count->cv.wait_for(lock, std::chrono::seconds(1), [&] { return count->left == 0; })) {
+        return connections();
+    }
+    return count->busy;
 }
 
 void ServerImpl::close_listener() {

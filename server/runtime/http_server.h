@@ -217,6 +217,11 @@ class HttpServer {
     virtual uint32_t connections() const = 0;
     // Of those, the ones that have not sent a whole request yet.
     virtual uint32_t connections_unproven() const = 0;
+    // Of those, the ones with something under way: a request begun and not yet answered whole,
+    // or a stream. Idle keep-alives are not counted, so a drain can wait on this alone. Asked of
+    // every loop in turn: never from a loop thread (a Handler callback). connections() when a
+    // loop does not answer within a second, or before start() and after shutdown().
+    virtual uint32_t busy_connections() = 0;
     // Closes every connection and joins the loops' threads. Idempotent.
     // Not from a loop thread (a Handler callback). Connections still open after shutdown_wait_ms
     // (server/runtime/loop.h) are closed regardless.

@@ -2,8 +2,11 @@
 // refusals, tokens, nodes and tenants through /_shard/, placement by the fewest bytes, every kind
 // of data request forwarded (checked against the node asked directly), a subscription streamed
 // through, unknown tenants, a stopped node, a pooled connection the node closed for its silence,
-// the directory kept across a restart, and the resend rules of seed 001 (against a FaultNode).
+// the directory kept across a restart, a SIGTERM's drain, and the resend rules of seed 001
+// (against a FaultNode).
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "test/shard/shard_fixture.h"
 
@@ -422,6 +425,20 @@ TEST_F(Router, DeleteGoesToTheNodeFirst) {
     EXPECT_EQ(shard("DELETE", "/_shard/tenants/nosuch").status, 404);
     client_.reset();
     EXPECT_EQ(router_->kill(SIGTERM), 0);  // §2.3: SIGTERM drains and exits 0
+}
+
+// §2.3: the drain waits for requests in flight, not for a client's idle keep-alive connection
+// (every pooled HTTP client holds one): the router exits at once.
+TEST_F(Router, AnIdleKeepAliveDoesNotHoldTheDrain) {
+    add_node(0);
+    make_tenant("acme", kNotes);
+    ASSERT_EQ(data("GET", "/t/acme/c/notes").status, 200);  // client_ stays open, idle
+    const auto asked = std::chrono::steady_clock::now();
+    EXPECT_EQ(router_->kill(SIGTERM), 0);
+    const auto took = std::chrono::steady_clock::now() - asked;
+    // The bound of a drain is 10 s; an idle connection once held it that long.
+    EXPECT_LT(took, std::chrono::seconds(5))
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
 // Seed 001: sent whole and cut before an answer — a read goes again once, a keyed write goes

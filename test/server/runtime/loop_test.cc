@@ -1243,6 +1243,42 @@ TEST_F(ServerTest, StopAcceptingKeepsOpenConnections) {
     EXPECT_EQ(r->body, "GET /b ");
 }
 
+// A drain waits on busy_connections: a request under way counts until its answer is sent, an
+// idle keep-alive never does.
+TEST_F(ServerTest, BusyConnectionsCountRequestsUnderWayNotIdleKeepAlives) {
+    handler.on_special = [&](Request, std::shared_ptr<Exchange> ex) {
+        std::lock_guard lock(m);
+        held = std::move(ex);
+    };
+    start();
+    Client idle(port());
+    idle.send_all(get("/a"));
+    ASSERT_TRUE(idle.read_reply());
+    EXPECT_EQ(server->busy_connections(), 0u);
+    Client busy(port());
+    busy.send_all(get("/hold"));
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lock(m);
+        return held != nullptr;
+    }));
+    EXPECT_EQ(server->connections(), 2u);
+    EXPECT_EQ(server->busy_connections(), 1u);
+    server->stop_accepting();
+    EXPECT_EQ(server->busy_connections(), 1u);
+    {
+        std::lock_guard lock(m);
+        http::Response r;
+        r.body = "held";
+        held->reply(std::move(r));
+        held.reset();
+    }
+    auto r = busy.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "held");
+    EXPECT_TRUE(eventually([&] { return server->busy_connections() == 0; }));
+    EXPECT_EQ(server->connections(), 2u);  // both still open, both idle
+}
+
 TEST(HttpServerBind, ParsesListenAddresses) {
     EchoHandler handler;
     std::string error;
