@@ -16,7 +16,8 @@
 #
 # Usage: bench/fanout_bench.sh <fenec-node> <fenec-shard> [report, default build/fanout-bench.txt]
 # Environment: FANOUT_BENCH_ROUNDS (300), FANOUT_BENCH_WARMUP (20), FANOUT_BENCH_WORKERS (1:
-#              --workers of nodes and router), CXX (c++).
+#              --workers of nodes and router), CXX (c++), FANOUT_BENCH_NODE_ARGS and
+#              FANOUT_BENCH_ROUTER_ARGS (more flags for the nodes and the router, split on spaces).
 set -euo pipefail
 
 if (($# < 2)); then
@@ -82,13 +83,16 @@ router_token=bench-router-token
 declare -a node_ports
 for n in 1 2 3; do
     mkdir -p "$tmp/node$n"
+    # shellcheck disable=SC2086  # FANOUT_BENCH_NODE_ARGS: extra flags, split on spaces
     start_listening "node$n" "$node_bin" --listen 127.0.0.1:0 \
-        --data-dir "$tmp/node$n" --workers "$workers" --token "$data" --admin-token "admin-$n"
+        --data-dir "$tmp/node$n" --workers "$workers" --token "$data" --admin-token "admin-$n" \
+        ${FANOUT_BENCH_NODE_ARGS:-}
     node_ports[$n]=$port
 done
 mkdir -p "$tmp/router"
+# shellcheck disable=SC2086  # FANOUT_BENCH_ROUTER_ARGS: extra flags, split on spaces
 start_listening router "$shard_bin" --listen 127.0.0.1:0 --workers "$workers" \
-    --directory "$tmp/router/shard.fenec" --token "$router_token"
+    --directory "$tmp/router/shard.fenec" --token "$router_token" ${FANOUT_BENCH_ROUTER_ARGS:-}
 router_port=$port
 log "nodes on ${node_ports[*]}, fenec-shard on $router_port"
 
