@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "shard/copies.h"
+#include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/router.h"
 #include "shard/standby.h"
@@ -115,10 +116,9 @@ void Cluster::restore(const std::string& node, const std::string& tenant) {
 
 void Cluster::repair(std::string_view why) { router_.copies().repair(std::string(why)); }
 
-void Cluster::note(const std::string& log_line, std::string_view event,
+void Cluster::note(const std::string& line, std::string_view event,
                    std::vector<obs::JsonField> fields) {
-    const std::string line = log_line + "\n";
-    (void)!::write(2, line.data(), line.size());
+    shard::log_line(line);
     if (auto e = event_of(event)) {
         obs::AuditLine a;
         a.event = *e;

@@ -67,7 +67,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     void withhold(const std::string& node, const std::string& tenant) override;
     void restore(const std::string& node, const std::string& tenant) override;
     void repair(std::string_view why) override;
-    void note(const std::string& log_line, std::string_view event,
+    void note(const std::string& line, std::string_view event,
               std::vector<obs::JsonField> fields) override;
     void failed_over(const std::string& node, std::string_view trigger,
                      const FailoverResult& result) override;

@@ -101,8 +101,7 @@ void Failover::work() {
 
 void Failover::lapsed(const std::string& node) {
     post([this, node] {
-        host_.note("fenec-shard: node `" + node + "`'s lease has certainly lapsed: failing it over",
-                   "", {});
+        host_.note("node `" + node + "`'s lease has certainly lapsed: failing it over", "", {});
         (void)fail_over(node, false, "lease");
         host_.failover_ended(node);
     });
@@ -200,7 +199,7 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
     r.status = r.failed.empty() ? 200 : 502;
     failovers_->with({std::string(trigger), r.failed.empty() ? "done" : "failed"}).inc();
     host_.failed_over(node, trigger, r);
-    host_.note("fenec-shard: node `" + node + "` failed over (" + std::string(trigger) +
+    host_.note("node `" + node + "` failed over (" + std::string(trigger) +
                    "): " + std::to_string(r.promoted.size()) + " promoted, " +
                    std::to_string(r.failed.size()) + " failed, " +
                    std::to_string(r.waiting.size()) + " waiting",
@@ -223,7 +222,7 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
     }
     // §6.4: the quota before the tenant's lease names the copy.
     if (tenant.quota && !host_.send_quota(copy_node->second, tenant.name, *tenant.quota)) {
-        host_.note("fenec-shard: `" + copy + "` did not take `" + tenant.name +
+        host_.note("`" + copy + "` did not take `" + tenant.name +
                        "`'s quota before its promotion; it is sent again when the node answers",
                    "", {});
     }
@@ -251,8 +250,7 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
         return false;
     }
     if (force) {
-        host_.note("fenec-shard: `" + tenant.name + "` promoted on `" + copy + "` by force",
-                   "force",
+        host_.note("`" + tenant.name + "` promoted on `" + copy + "` by force", "force",
                    {{"tenant", tenant.name},
                     {"node", copy},
                     {"lineage_was", tenant.lineage},
@@ -303,7 +301,7 @@ void Failover::settle_waiting(const std::string& tenant) {
     }
     if (maps->copy_of(row->second) != w.copy) {
         host_.restore(w.node, tenant);
-        host_.note("fenec-shard: `" + tenant + "` waited to be failed over onto `" + w.copy +
+        host_.note("`" + tenant + "` waited to be failed over onto `" + w.copy +
                        "`, which is no longer its copy: not promoted",
                    "", {});
         return;
@@ -319,13 +317,13 @@ void Failover::settle_waiting(const std::string& tenant) {
     host_.restore(w.node, tenant);
     if (done) {
         host_.grant_now(w.copy);
-        host_.note("fenec-shard: `" + tenant +
+        host_.note("`" + tenant +
                        "`, waiting for another operation, failed over "
                        "onto `" +
                        w.copy + "`",
                    "", {});
     } else {
-        host_.note("fenec-shard: `" + tenant +
+        host_.note("`" + tenant +
                        "`, waiting for another operation, could not be "
                        "failed over onto `" +
                        w.copy + "`: " + (w.copy.empty() ? std::string("it has no replica") : why),

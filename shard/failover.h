@@ -71,7 +71,7 @@ class FailoverHost {
     // A repair (§8.3), started on its own worker.
     virtual void repair(std::string_view why) = 0;
     // A log line, and an audit line of `event` (§15: `failover`, `force`) with `fields`.
-    virtual void note(const std::string& log_line, std::string_view event,
+    virtual void note(const std::string& line, std::string_view event,
                       std::vector<obs::JsonField> fields) = 0;
     // A failover of `node` ran (`trigger`: "hand" or "lease") and ended with `result`: the router
     // keeps the last few for GET /_shard/status (shard/status.h). Nothing by default.

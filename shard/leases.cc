@@ -94,15 +94,15 @@ void Leases::raise_record() {
     if (!maps->lease_record || lease > before) {
         const engine::Status st = host_.put_lease_record({lease, clock_.wall_ms(), options_.by});
         if (st.is_ok()) {
-            host_.note("fenec-shard: the longest-lease record raised from " +
-                           std::to_string(before) + " ms to " + std::to_string(lease) + " ms",
+            host_.note("the longest-lease record raised from " + std::to_string(before) +
+                           " ms to " + std::to_string(lease) + " ms",
                        "lease_record", {{"from_ms", before}, {"to_ms", lease}});
             host_.wait_for_standbys(record_standby_wait_ms);
         } else {
             // §9.7: where the record cannot be written, grants run no longer than it.
             granted = maps->lease_record ? std::min(lease, before) : lease;
-            host_.note("fenec-shard: the longest-lease record could not be raised (" +
-                           st.to_string() + "); grants run " + std::to_string(granted) + " ms",
+            host_.note("the longest-lease record could not be raised (" + st.to_string() +
+                           "); grants run " + std::to_string(granted) + " ms",
                        "", {});
         }
     }
@@ -120,8 +120,8 @@ void Leases::lower_record_if_due(std::unique_lock<std::mutex>& lock, int64_t now
     lock.unlock();
     const engine::Status st = host_.put_lease_record({to, clock_.wall_ms(), options_.by});
     if (st.is_ok()) {
-        host_.note("fenec-shard: the longest-lease record lowered from " + std::to_string(from) +
-                       " ms to " + std::to_string(to) + " ms",
+        host_.note("the longest-lease record lowered from " + std::to_string(from) + " ms to " +
+                       std::to_string(to) + " ms",
                    "lease_record", {{"from_ms", from}, {"to_ms", to}});
     }
     lock.lock();
@@ -264,13 +264,13 @@ void Leases::run(Node& n) {
         if (lapsed) host_.lapsed(n.name);
         count(n.name, e.outcome);
         if (e.first_fence) {
-            host_.note("fenec-shard: fenced at `" + n.name + "`: " + reply.holder +
+            host_.note("fenced at `" + n.name + "`: " + reply.holder +
                            "; it is not failed over by this router",
                        "fenced",
                        {{"node", n.name}, {"authority", grant.authority}, {"term", grant.term}});
         }
         if (e.first_takes_none) {
-            host_.note("fenec-shard: node `" + n.name +
+            host_.note("node `" + n.name +
                            "` takes no lease (started without --lease): it is never failed "
                            "over on its own",
                        "", {});

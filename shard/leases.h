@@ -64,7 +64,7 @@ class LeaseHost {
     virtual void answered(const std::string& node, bool returned) = 0;
     // One line for the log (stderr) and, where `event` is not empty, an audit line of that
     // event with `fields` (§15: `lease_record`, `fenced`).
-    virtual void note(const std::string& log_line, std::string_view event,
+    virtual void note(const std::string& line, std::string_view event,
                       std::vector<obs::JsonField> fields) = 0;
 };
 

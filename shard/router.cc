@@ -383,12 +383,18 @@ void Router::drain() {
     standby_->stop();
     if (global_) global_->stop();
     // Requests in flight finish for up to 10 s (§2.3); subscriptions are cut after it. Idle
-    // keep-alive connections hold nothing up.
-    for (int i = 0; i < 100 && server_->busy_connections() > 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    // keep-alive connections hold nothing up, but are served until the shutdown: a request that
+    // comes on one while the cluster's threads stop is waited for as well.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto settle = [&] {
+        while (std::chrono::steady_clock::now() < deadline && server_->busy_connections() > 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    };
+    settle();
     cluster_->stop();
     if (two_level_) two_level_->stop();
+    settle();
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();

@@ -296,7 +296,7 @@ TEST(Leases, AFencedNodeOrOneWithoutLeasesIsNeverFailedOverAndSaidOnce) {
     EXPECT_TRUE(f.host.lapses().empty());
     size_t fenced = 0, none = 0;
     for (const std::string& n : f.host.notes()) {
-        fenced += n.starts_with("fenced: fenec-shard: fenced at `n1`");
+        fenced += n.starts_with("fenced: fenced at `n1`");
         none += n.find("`n2` takes no lease") != std::string::npos;
     }
     EXPECT_EQ(fenced, 1u);
