@@ -191,13 +191,7 @@ Router::~Router() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (trace_) trace_->close();
-    if (lines_) {
-        {
-            std::lock_guard<std::mutex> lock(lines_mu);
-            if (lines == lines_) lines.reset();
-        }
-        lines_->close();
-    }
+    close_lines();
 }
 
 void Router::init_metrics() {
@@ -277,6 +271,21 @@ std::string Router::prepare() {
         std::lock_guard<std::mutex> lock(lines_mu);
         lines = lines_;
     }
+    std::string refused = open_parts();
+    if (!refused.empty()) close_lines();  // what was said before the refusal comes before it
+    return refused;
+}
+
+void Router::close_lines() {
+    if (!lines_) return;
+    {
+        std::lock_guard<std::mutex> lock(lines_mu);
+        if (lines == lines_) lines.reset();
+    }
+    lines_->close();
+}
+
+std::string Router::open_parts() {
     // §2.3 step 2: a standby opens its file to follow (none yet: it waits for the image); one
     // started with --promote opens it as a primary, forking it.
     DirectoryOpening how;
@@ -406,13 +415,7 @@ void Router::drain() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (trace_) trace_->close();
-    if (lines_) {
-        {
-            std::lock_guard<std::mutex> lock(lines_mu);
-            if (lines == lines_) lines.reset();
-        }
-        lines_->close();
-    }
+    close_lines();
 }
 
 std::string Router::new_request_id(std::optional<std::string_view> sent) {

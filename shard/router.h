@@ -207,6 +207,10 @@ class Router final : public server::Handler {
 
   private:
     void init_metrics();
+    // prepare()'s work after lines_ opened: "" or why the router cannot start.
+    std::string open_parts();
+    // lines_ written out and closed; log_line writes straight to stderr after it.
+    void close_lines();
     void forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a);
     std::optional<http::Response> check_token(const server::Request& request);
     std::optional<http::Response> check_host(const server::Request& request, Route route);
