@@ -519,6 +519,37 @@ TEST(HnswPersistence, CheckpointThenReopenRestoresWithoutRebuild) {
     EXPECT_EQ(t.answers(), after);
 }
 
+// A move's file image appends the stale graph (engine/file_image.cc) and does not fsync it: the
+// record is derived data, which the target makes durable in its own copy. A crash of the source
+// before any later block's fsync loses at most that record, cut as a torn tail: every row
+// stays, and the graph is built again.
+TEST(HnswPersistence, AFileImagesGraphRecordIsNotSyncedAndACrashLosesOnlyIt) {
+    Persisted t;
+    ASSERT_TRUE(t.db->freeze().is_ok());
+    const uint64_t synced = t.env.fs.synced_size(kPath);
+    auto fi = t.db->file_image();
+    ASSERT_TRUE(fi.is_ok()) << fi.status().to_string();
+    ASSERT_TRUE(fi->has_value());
+    const uint64_t end = (*fi)->info.bytes;
+    EXPECT_GT(end, synced) << "the graph record was appended";
+    EXPECT_EQ(t.env.fs.synced_size(kPath), synced) << "and not fsynced";
+    const VectorIndexStats s0 = t.vec.stats();
+    t.env.fs.crash(test::FaultFs::CrashMode::synced_only);
+    t.db.reset();
+    engine::OpenOptions o = t.env.options();
+    o.hook = t.hook;
+    auto r = engine::Database::open(kPath, o);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    t.db = std::move(r).value();
+    EXPECT_EQ(t.vec.stats().rebuilt, s0.rebuilt + 1);
+    for (const auto& [id, v] : t.rows) {
+        if (id == t.rows[100].first || id == t.rows[101].first || id == t.rows[102].first) {
+            continue;  // the fixture deleted these
+        }
+        EXPECT_TRUE(t.db->read().get(t.c, engine::DocId{id}).has_value()) << id;
+    }
+}
+
 TEST(HnswPersistence, ALargeGraphIsRestoredInPartsAsOne) {
     // Past 2 x 16,384 nodes a restore fills hnswlib's node memory in parts on threads of their
     // own (index/hnsw_record.cc in_parts), where the machine has the CPUs: the restored graph
