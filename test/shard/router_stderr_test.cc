@@ -9,12 +9,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "test/shard/cluster_fixture.h"
+#include "test/support/child.h"
 
 namespace fenec::test::router_stderr_test {
 namespace {
@@ -61,24 +59,8 @@ TEST_F(RouterStderr, ALogNobodyReadsHoldsNoRequestAndNoStop) {
     EXPECT_EQ(sample(m, "fenec_router_log_lines_dropped_total"), "0") << m;
 
     // Nor does it hold a stop: the lines stderr will not take are given up once the router closes.
-    client_.reset();  // no idle keep-alive for the drain to wait on
-    const pid_t pid = router_->pid();
-    std::mutex mu;
-    std::condition_variable cv;
-    bool exited = false;
-    std::thread watchdog([&] {
-        std::unique_lock lock(mu);
-        if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return exited; })) {
-            ::kill(pid, SIGKILL);
-        }
-    });
-    const int status = router_->kill(SIGTERM);
-    {
-        const std::lock_guard lock(mu);
-        exited = true;
-    }
-    cv.notify_one();
-    watchdog.join();
+    const int status = stop_within(router_->pid(), std::chrono::seconds(10),
+                                   [&] { return router_->kill(SIGTERM); });
     EXPECT_NE(status, 128 + SIGKILL) << "no exit within 10 s of SIGTERM";
 
     // What did reach the pipe came in whole lines, none cut into by another.

@@ -5,9 +5,13 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "test/support/wait.h"
 
@@ -36,6 +40,28 @@ inline bool signal_child(pid_t pid, int sig) {
         const pid_t got = ::waitpid(pid, &status, WUNTRACED | WNOHANG);
         return got == pid && WIFSTOPPED(status);
     });
+}
+
+// Stops the child `pid` with `stop` (its holder's kill(sig), which waits for the exit and returns
+// its status) and SIGKILLs it should it not have exited within `bound`, so a stop that hangs
+// fails the test rather than holding it: `stop`'s status, 128 + SIGKILL when it had to be killed.
+template <class Stop>
+int stop_within(pid_t pid, std::chrono::milliseconds bound, Stop&& stop) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool exited = false;
+    std::thread watchdog([&] {
+        std::unique_lock lock(mu);
+        if (!cv.wait_for(lock, bound, [&] { return exited; })) ::kill(pid, SIGKILL);
+    });
+    const int status = stop();
+    {
+        const std::lock_guard lock(mu);
+        exited = true;
+    }
+    cv.notify_one();
+    watchdog.join();
+    return status;
 }
 
 }  // namespace fenec::test

@@ -12,11 +12,9 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -382,23 +380,8 @@ TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
     EXPECT_GT(metric_value(m->body, "fenec_slow_lines_dropped_total"), 0u);
     EXPECT_GE(metric_value(m->body, "fenec_slow_requests_total"), 12000u);
     // Nor does it hold a stop: the lines stderr will not take are given up once the node closes.
-    const pid_t pid = node->pid();
-    std::mutex mu;
-    std::condition_variable cv;
-    bool exited = false;
-    std::thread watchdog([&] {
-        std::unique_lock lock(mu);
-        if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return exited; })) {
-            ::kill(pid, SIGKILL);
-        }
-    });
-    const int status = node->kill(SIGTERM);
-    {
-        const std::lock_guard lock(mu);
-        exited = true;
-    }
-    cv.notify_one();
-    watchdog.join();
+    const int status =
+        stop_within(node->pid(), std::chrono::seconds(10), [&] { return node->kill(SIGTERM); });
     EXPECT_NE(status, 128 + SIGKILL) << "no exit within 10 s of SIGTERM";
     ::close(reader);
 }
