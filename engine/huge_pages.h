@@ -9,11 +9,22 @@
 // memory fragmented) the advice is ignored and the pages fault one by one as before: nothing
 // here changes what the memory holds, only how it is mapped.
 //
+// Freed huge pages are kept for the next huge_alloc, up to a bound (set_huge_pool_bytes; 0, the
+// default, keeps none; the node keeps --huge-pool MiB). Why: on hosts that take a guest's free
+// memory back (free page reporting, balloons: the VMs we run on), a huge page the process gave
+// back and the kernel handed out again is first touched at ~0.5 GB/s, against ~10 GB/s for one
+// still backed. A tenant reopened after its idle close, or an image installed on a quiet node,
+// then paid five times its open (docs/benchmarks.md, "the huge-page pool, 2026-12-04"). Pages
+// in the pool stay mapped in this process, so the host keeps them backed; huge_alloc moves them
+// into the new block (mremap: no copy, no fault) and zeroes them.
+//
 // Invariant: huge_alloc hands out zeroed memory whose size is a multiple of huge_page_bytes;
-// huge_free takes back exactly what huge_alloc gave, with the same size.
+// huge_free takes back exactly what huge_alloc gave, with the same size. The pool never holds
+// more than its bound, and a page in it belongs to no block. Thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace fenec::engine {
@@ -34,5 +45,17 @@ void huge_free(std::byte* p, size_t bytes);
 // `n` bytes (n > 0) of huge_alloc's zeroed, huge_page_bytes-aligned memory, rounded up to whole
 // huge pages, freed with the last owner. Throws std::bad_alloc.
 std::shared_ptr<std::byte[]> huge_bytes(size_t n);
+
+// The pool's bound in bytes (rounded down to whole huge pages); pages past a lowered bound are
+// given back at once.
+void set_huge_pool_bytes(size_t bytes);
+
+struct HugePoolStats {
+    size_t bytes = 0;     // held in the pool now
+    size_t limit = 0;     // its bound
+    uint64_t reused = 0;  // huge pages huge_alloc took from the pool
+    uint64_t fresh = 0;   // huge pages huge_alloc mapped afresh
+};
+HugePoolStats huge_pool_stats();
 
 }  // namespace fenec::engine
