@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 
+#include "engine/huge_pages.h"
 #include "engine/limits.h"
 #include "json/writer.h"
 #include "server/node/handlers.h"
@@ -237,6 +238,12 @@ void Node::init_metrics() {
                [this] { return registry_ ? static_cast<double>(registry_->memory_bytes()) : 0; });
     m.gauge_fn("fenec_memory_limit_bytes", "--max-memory (0: none)",
                [this] { return static_cast<double>(options_.max_memory_mib << 20); });
+    m.gauge_fn("fenec_huge_pool_bytes", "freed huge pages kept for reuse (--huge-pool)",
+               [] { return static_cast<double>(engine::huge_pool_stats().bytes); });
+    m.counter_fn("fenec_huge_pages_reused_total", "huge pages taken from the pool, already backed",
+                 [] { return static_cast<double>(engine::huge_pool_stats().reused); });
+    m.counter_fn("fenec_huge_pages_fresh_total", "huge pages mapped afresh (the pool had none)",
+                 [] { return static_cast<double>(engine::huge_pool_stats().fresh); });
 }
 
 Node::~Node() {
@@ -318,6 +325,8 @@ std::string Node::prepare() {
         if (!log.is_ok()) return "--slow-ms: stderr: " + log.status().to_string();
         slow_ = std::move(log.value());
     }
+    // The process's one pool (engine/huge_pages.h): the last node prepared sets it.
+    engine::set_huge_pool_bytes(options_.huge_pool_mib << 20);
     engine::SyncPolicy sync = engine::SyncPolicy::every_block();
     if (options_.sync == NodeOptions::Sync::interval) sync = engine::SyncPolicy::interval(options_.sync_ms);
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();

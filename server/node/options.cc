@@ -52,6 +52,10 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
          flags::on(o.lease)},
         {"--max-memory", "<MiB>", "memory for the open tenants together; 0 = off (default 0)",
          flags::number(o.max_memory_mib, 1ull << 30)},
+        {"--huge-pool", "<MiB>",
+         "freed huge pages kept for the next large buffer, so it arrives backed; 0 = none "
+         "(default 256)",
+         flags::number(o.huge_pool_mib, 1ull << 30)},
         {"--idle-timeout", "<s>", "close a connection silent this long; 0 = never (default 60)",
          flags::number(o.idle_timeout_s, UINT32_MAX)},
         {"--close-idle", "<s>", "close a tenant unused this long; 0 = never (default 300)",
@@ -155,7 +159,8 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
              o.compact_dead = d;
              return true;
          }},
-        {"--compact-min", "<MiB>", "files smaller are never compacted in the background (default 1)",
+        {"--compact-min", "<MiB>",
+         "files smaller are never compacted in the background (default 1)",
          flags::number(o.compact_min_mib, 1ull << 30)},
         {"--auth-delay", "<ms>", "delay before a 401, doubled per refusal; 0 = off (default 100)",
          flags::number(o.auth_delay_ms, UINT32_MAX)},

@@ -23,6 +23,7 @@ struct NodeOptions {
     std::optional<std::string> jwt_jwks;
     bool lease = false;
     uint64_t max_memory_mib = 0;  // 0: off
+    uint64_t huge_pool_mib = 256;  // --huge-pool: freed huge pages kept (engine/huge_pages.h)
     uint32_t idle_timeout_s = 60;
     uint32_t close_idle_s = 300;
     // --sync: always (every_block), <ms> (interval), off (at_close)
