@@ -31,13 +31,13 @@
 #include <assert.h>
 #include <benchmark/benchmark.h>
 #include <cpuid.h>
+#include <fcntl.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <fcntl.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -58,12 +58,14 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "engine/database.h"
 #include "engine/format_generated.h"
+#include "engine/huge_pages.h"
 #include "index/hnsw_index.h"
 #include "index/index_set.h"
 
@@ -99,6 +101,21 @@ void advise_huge(void* p, size_t bytes) {
     if (hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE) != 0) {
         std::perror("madvise");
     }
+}
+
+// Freed huge pages kept for reuse in BM_Reopen (engine/huge_pages.h): the node's default
+// (--huge-pool 256) unless FENEC_NEAR_BENCH_HUGE_POOL_MIB says otherwise (0: none).
+size_t huge_pool_bytes() {
+    const char* m = std::getenv("FENEC_NEAR_BENCH_HUGE_POOL_MIB");
+    return (m ? std::strtoull(m, nullptr, 10) : 256) << 20;
+}
+
+// A pause between a tenant's close and its reopen (FENEC_NEAR_BENCH_IDLE_MS, default 0): a node
+// reopens a tenant after it was closed idle (--close-idle, 300 s), by which time a host that
+// takes a guest's free memory back (free page reporting: ~2 s) has taken what the close freed.
+std::chrono::milliseconds idle_before_reopen() {
+    const char* i = std::getenv("FENEC_NEAR_BENCH_IDLE_MS");
+    return std::chrono::milliseconds(i ? std::strtoull(i, nullptr, 10) : 0);
 }
 
 size_t rows_wanted() {
@@ -405,6 +422,7 @@ double read_like_dd_s(const std::string& path, bool cold) {
 double reopen_to_first_answer_s(World& w, bool cold, uint64_t slice) {
     w.tenant.close();
     if (cold) drop_page_cache(w.path);
+    std::this_thread::sleep_for(idle_before_reopen());
     const auto s0 = w.tenant.vec().stats();
     engine::OpenOptions o = w.tenant.options();
     o.open_slice_bytes = slice;
@@ -427,6 +445,7 @@ double reopen_to_first_answer_s(World& w, bool cold, uint64_t slice) {
 // cache and then from a cold page cache.
 void BM_Reopen(benchmark::State& state) {
     World& w = world();
+    engine::set_huge_pool_bytes(huge_pool_bytes());
     for (auto _ : state) {
         if (!w.tenant.db->checkpoint()) std::abort();
         w.file_bytes = std::filesystem::file_size(w.path);
@@ -479,6 +498,10 @@ void BM_Reopen(benchmark::State& state) {
             w.after_writes.push_back({upto, s, s2.restored - s1.restored, s2.rebuilt - s1.rebuilt});
         }
     }
+    const engine::HugePoolStats pool = engine::huge_pool_stats();
+    state.counters["huge_pages_reused"] = double(pool.reused);
+    state.counters["huge_pages_fresh"] = double(pool.fresh);
+    engine::set_huge_pool_bytes(0);
     state.counters["open_restore_ms"] = w.open_restore_s * 1e3;
     for (const World::AfterWrites& a : w.after_writes) {
         state.counters["open_after_" + std::to_string(a.writes) + "_ms"] = a.open_s * 1e3;

@@ -30,6 +30,10 @@
 #   directory) is kept after a load and taken from on the next run instead of loading again (the
 #   load is minutes on a shared machine and is not what is measured); the nodes' addresses are
 #   put again, so only the tenant's bytes are reused. Delete the folder to load afresh.
+#   SHARD_BENCH_MOVE_PAUSE_S (0): seconds to wait before each move, as a tenant moved onto a node
+#   that has been quiet waits: a host that takes a guest's free memory back (free page reporting,
+#   ~2 s) has then taken what the node's last move freed. SHARD_BENCH_MOVE_NODE_ARGS: more flags
+#   for both nodes (e.g. `--huge-pool 0`).
 set -euo pipefail
 
 if (($# < 2)); then
@@ -99,8 +103,9 @@ if [[ -n "$cache" && -s "$cache/bench.fenec" && -s "$cache/shard.fenec" ]]; then
     cached=1
 fi
 for n in n1 n2; do
+    # shellcheck disable=SC2086  # SHARD_BENCH_MOVE_NODE_ARGS: extra flags, split on spaces
     port[$n]=$(start_listening "$n" "$node_bin" --listen 127.0.0.1:0 --data-dir "$tmp/$n" \
-        --workers 1 --admin-token "admin-$n")
+        --workers 1 --admin-token "admin-$n" ${SHARD_BENCH_MOVE_NODE_ARGS:-})
 done
 # The load's batches of 10 000 @hnsw documents may take past the default 60 s on a loaded
 # machine; the moves are bounded by it too, and take well under a second.
@@ -154,7 +159,9 @@ median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
 move_ms=() first_ms=() warm_ms=() lines=()
 from=n1 to=n2
+pause_s=${SHARD_BENCH_MOVE_PAUSE_S:-0}
 for ((r = 1; r <= runs; r++)); do
+    sleep "$pause_s"
     out=$(rcurl -o "$tmp/move.body" -w '%{time_total}' -X POST "$router/_shard/tenants/bench/move" \
         -d "{\"to\":\"$to\"}")
     body=$(cat "$tmp/move.body")
