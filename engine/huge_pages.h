@@ -14,7 +14,7 @@
 // memory back (free page reporting, balloons: the VMs we run on), a huge page the process gave
 // back and the kernel handed out again is first touched at ~0.5 GB/s, against ~10 GB/s for one
 // still backed. A tenant reopened after its idle close, or an image installed on a quiet node,
-// then paid five times its open (docs/benchmarks.md, "the huge-page pool, 2026-12-04"). Pages
+// then paid four times its open (docs/benchmarks.md, "the huge-page pool, 2026-12-04"). Pages
 // in the pool stay mapped in this process, so the host keeps them backed; huge_alloc moves them
 // into the new block (mremap: no copy, no fault) and zeroes them.
 //

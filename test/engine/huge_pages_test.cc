@@ -83,7 +83,9 @@ TEST(HugePagePool, FreedPagesComeBackZeroedAndAlreadyMapped) {
         for (size_t at = 0; at < bytes; at += 4096) c[at] = std::byte{1};
         const long faults = minor_faults() - before;
         huge_free(c, bytes);
-        if (round == 1) EXPECT_EQ(faults, 0);
+        if (round == 1) {
+            EXPECT_EQ(faults, 0);
+        }
     }
 }
 
