@@ -16,7 +16,7 @@ namespace fenec::engine {
 
 namespace {
 
-// Freed huge pages, each huge_page_bytes long and aligned, still mapped and owned by nothing
+// Freed huge pages, each huge_page_bytes long and aligned, mapped and resident, owned by nothing
 // else. `pages` has capacity for `limit` entries, so huge_free never allocates.
 struct Pool {
     std::mutex mu;
@@ -29,6 +29,66 @@ struct Pool {
 Pool& pool() {
     static Pool* p = new Pool;  // never destroyed: blocks may be freed during static destruction
     return *p;
+}
+
+constexpr size_t kSmallPage = 4096;
+constexpr size_t kSmallPerHuge = huge_page_bytes / kSmallPage;
+
+// Whether every 4 KiB page of the huge page at `p` is resident: only such a page is worth
+// keeping, since one never written (a block's unused tail, an image body abandoned part way)
+// would be faulted in afresh by huge_alloc's zeroing, at the cost the pool is there to avoid.
+bool resident(std::byte* p) {
+    unsigned char vec[kSmallPerHuge];
+    if (mincore(p, huge_page_bytes, vec) != 0) return false;
+    return std::all_of(std::begin(vec), std::end(vec), [](unsigned char v) { return v & 1; });
+}
+
+// Maps fresh anonymous memory over [to, to + bytes), as huge_alloc's first mapping was.
+bool map_fresh(std::byte* to, size_t bytes) {
+    void* r =
+        mmap(to, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (r == MAP_FAILED) return false;
+    (void)madvise(to, bytes, MADV_HUGEPAGE);
+    return true;
+}
+
+// Moves `n` pooled pages (ascending addresses) over the first n huge pages at `to`, each run of
+// adjacent pages in one mremap so that a block built of them stays few mappings. Returns how
+// many were moved; those not moved go back to the pool (or are unmapped if it has filled
+// meanwhile), and the fresh pages where they were to go stay. Throws std::bad_alloc, with the
+// pages not moved given back the same way, if a failed move left a hole it cannot map again.
+size_t move_in(std::byte* const* pages, size_t n, std::byte* to) {
+    size_t moved = 0;
+    bool hole = false;
+    while (moved < n) {
+        size_t run = 1;
+        while (moved + run < n && pages[moved + run] == pages[moved] + run * huge_page_bytes) ++run;
+        std::byte* dst = to + moved * huge_page_bytes;
+        const size_t bytes = run * huge_page_bytes;
+        // MREMAP_FIXED unmaps the destination before the move, and a move can still fail after
+        // it (no memory for page tables, the mapping count): the fresh pages are mapped back.
+        void* r = mremap(pages[moved], bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+        if (r == MAP_FAILED) {
+            hole = !map_fresh(dst, bytes);
+            break;
+        }
+        std::memset(dst, 0, bytes);
+        moved += run;
+    }
+    for (size_t i = moved; i < n; ++i) {
+        bool kept = false;
+        {
+            Pool& p = pool();
+            std::lock_guard lock(p.mu);
+            if (p.pages.size() < p.limit) {  // within the reserved capacity: no allocation
+                p.pages.push_back(pages[i]);
+                kept = true;
+            }
+        }
+        if (!kept) munmap(pages[i], huge_page_bytes);
+    }
+    if (hole) throw std::bad_alloc();  // the caller unmaps the block, moved pages and all
+    return moved;
 }
 
 }  // namespace
@@ -49,12 +109,13 @@ std::byte* huge_alloc(size_t bytes) {
     (void)madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
 
     // Pages from the pool replace the fresh mapping's first ones: moved, not copied, so they
-    // arrive backed and fault-free; what they held before is zeroed here, as a fresh page is by
-    // the kernel.
+    // arrive resident and fault-free; what they held before is zeroed here, as a fresh page is
+    // by the kernel.
+    auto* block = reinterpret_cast<std::byte*>(aligned);
     Pool& p = pool();
-    std::byte* taken[64];
     size_t reused = 0;
     while (reused < want) {
+        std::byte* taken[64];
         size_t n = 0;
         {
             std::lock_guard lock(p.mu);
@@ -65,17 +126,13 @@ std::byte* huge_alloc(size_t bytes) {
             }
         }
         if (n == 0) break;
+        std::sort(taken, taken + n);
         size_t moved = 0;
-        for (size_t i = 0; i < n; ++i) {
-            auto* to = reinterpret_cast<std::byte*>(aligned) + (reused + moved) * huge_page_bytes;
-            void* r = mremap(taken[i], huge_page_bytes, huge_page_bytes,
-                             MREMAP_MAYMOVE | MREMAP_FIXED, to);
-            if (r == MAP_FAILED) {  // e.g. out of mappings: the fresh page stays, this one goes
-                munmap(taken[i], huge_page_bytes);
-                continue;
-            }
-            std::memset(to, 0, huge_page_bytes);
-            ++moved;
+        try {
+            moved = move_in(taken, n, block + reused * huge_page_bytes);
+        } catch (const std::bad_alloc&) {
+            munmap(block, bytes);  // the moved pages with it: given back, not kept
+            throw;
         }
         reused += moved;
         if (moved < n) break;
@@ -83,20 +140,34 @@ std::byte* huge_alloc(size_t bytes) {
     std::lock_guard lock(p.mu);
     p.reused += reused;
     p.fresh += want - reused;
-    return reinterpret_cast<std::byte*>(aligned);
+    return block;
 }
 
 void huge_free(std::byte* ptr, size_t bytes) {
     if (!ptr) return;
     const size_t pages = bytes / huge_page_bytes;
-    size_t kept = 0;
-    {
-        Pool& p = pool();
-        std::lock_guard lock(p.mu);
-        kept = std::min(pages, p.limit - std::min(p.limit, p.pages.size()));
-        for (size_t i = 0; i < kept; ++i) p.pages.push_back(ptr + i * huge_page_bytes);
+    // Each page kept while the pool has room and the page is resident; the rest unmapped, each
+    // run of them in one call.
+    Pool& p = pool();
+    size_t unmap_from = 0;  // the first page of the run not yet kept or unmapped
+    for (size_t i = 0; i < pages; ++i) {
+        std::byte* page = ptr + i * huge_page_bytes;
+        bool kept = false;
+        {
+            std::lock_guard lock(p.mu);
+            if (p.pages.size() < p.limit && resident(page)) {
+                p.pages.push_back(page);
+                kept = true;
+            }
+        }
+        if (kept) {
+            if (unmap_from < i)
+                munmap(ptr + unmap_from * huge_page_bytes, (i - unmap_from) * huge_page_bytes);
+            unmap_from = i + 1;
+        }
     }
-    if (kept < pages) munmap(ptr + kept * huge_page_bytes, bytes - kept * huge_page_bytes);
+    if (unmap_from < pages)
+        munmap(ptr + unmap_from * huge_page_bytes, (pages - unmap_from) * huge_page_bytes);
 }
 
 std::shared_ptr<std::byte[]> huge_bytes(size_t n) {

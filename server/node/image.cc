@@ -328,8 +328,10 @@ std::optional<http::Response> receive_in_memory(Node& node, Call& call, const Ex
     // one direct write (engine::File::append_direct). Written as it came, each chunk cost the
     // receive a copy into the page cache and the node 69 MB of cache pages for a 69 MB image,
     // and the network waited for the receive. Reserved whole but not touched: only the pages
-    // the body reaches (and Prefault's window past them) become resident. A large body takes
-    // huge pages (engine::huge_bytes, 2 MiB aligned): a fault maps 512 pages at once.
+    // the body reaches (and Prefault's window past them) become resident, besides any resident
+    // already that a large body takes from the node's pool of freed huge pages (--huge-pool). A
+    // large body takes huge pages (engine::huge_bytes, 2 MiB aligned): a fault maps 512 pages at
+    // once.
     std::shared_ptr<std::byte[]> body;
     try {
         body = length >= engine::huge_buffer_min

@@ -55,7 +55,7 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
         {"--huge-pool", "<MiB>",
          "freed huge pages kept for the next large buffer, so it arrives backed; 0 = none "
          "(default 256)",
-         flags::number(o.huge_pool_mib, 1ull << 30)},
+         flags::number(o.huge_pool_mib, 1ull << 20)},
         {"--idle-timeout", "<s>", "close a connection silent this long; 0 = never (default 60)",
          flags::number(o.idle_timeout_s, UINT32_MAX)},
         {"--close-idle", "<s>", "close a tenant unused this long; 0 = never (default 300)",

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace fenec::test::huge_pages_test {
@@ -83,17 +85,53 @@ TEST(HugePagePool, FreedPagesComeBackZeroedAndAlreadyMapped) {
         for (size_t at = 0; at < bytes; at += 4096) c[at] = std::byte{1};
         const long faults = minor_faults() - before;
         huge_free(c, bytes);
+        // Under ASan every store first reads its shadow, whose pages for a new address range
+        // fault in on their first read: there the count says nothing about the block.
+#if !defined(__SANITIZE_ADDRESS__)
         if (round == 1) {
             EXPECT_EQ(faults, 0);
         }
+#else
+        (void)faults;
+#endif
     }
+}
+
+// Mappings in /proc/self/maps that overlap [p, p + bytes).
+int mappings_over(const std::byte* p, size_t bytes) {
+    std::ifstream maps("/proc/self/maps");
+    const auto lo = reinterpret_cast<uintptr_t>(p);
+    const auto hi = lo + bytes;
+    int n = 0;
+    for (std::string line; std::getline(maps, line);) {
+        const uintptr_t from = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+        const uintptr_t to = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+        if (from < hi && to > lo) ++n;
+    }
+    return n;
+}
+
+TEST(HugePagePool, KeepsOnlyWrittenPagesAndMovesAdjacentOnesInOneMapping) {
+    PoolBound bound(8 * huge_page_bytes);
+    const size_t bytes = 6 * huge_page_bytes;
+    std::byte* a = huge_alloc(bytes);
+    std::memset(a, 0xcd, 4 * huge_page_bytes);  // two pages never written: not worth keeping
+    huge_free(a, bytes);
+    EXPECT_EQ(huge_pool_stats().bytes, 4 * huge_page_bytes);
+    // The four come back in address order, so they make one mapping, not one a page.
+    std::byte* b = huge_alloc(4 * huge_page_bytes);
+    EXPECT_EQ(huge_pool_stats().bytes, 0u);
+    EXPECT_EQ(mappings_over(b, 4 * huge_page_bytes), 1);
+    for (size_t at = 0; at < 4 * huge_page_bytes; at += 1024) ASSERT_EQ(b[at], std::byte{0}) << at;
+    huge_free(b, 4 * huge_page_bytes);
 }
 
 TEST(HugePagePool, HoldsNoMoreThanItsBoundAndGivesBackWhenLowered) {
     PoolBound bound(3 * huge_page_bytes);
     std::byte* a = huge_alloc(2 * huge_page_bytes);
     std::byte* b = huge_alloc(2 * huge_page_bytes);
-    a[0] = b[0] = std::byte{1};
+    std::memset(a, 1, 2 * huge_page_bytes);  // written whole, so worth keeping
+    std::memset(b, 1, 2 * huge_page_bytes);
     huge_free(a, 2 * huge_page_bytes);
     huge_free(b, 2 * huge_page_bytes);  // one page of it kept, the other unmapped
     EXPECT_EQ(huge_pool_stats().bytes, 3 * huge_page_bytes);
