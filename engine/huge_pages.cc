@@ -146,16 +146,25 @@ std::byte* huge_alloc(size_t bytes) {
 void huge_free(std::byte* ptr, size_t bytes) {
     if (!ptr) return;
     const size_t pages = bytes / huge_page_bytes;
-    // Each page kept while the pool has room and the page is resident; the rest unmapped, each
-    // run of them in one call.
     Pool& p = pool();
+    bool full = false;
+    {
+        std::lock_guard lock(p.mu);
+        full = p.pages.size() >= p.limit;
+    }
+    if (full) {  // no pool, or a full one: the block goes whole, as without a pool
+        munmap(ptr, bytes);
+        return;
+    }
+    // Each page kept while the pool has room and the page is resident (asked outside the lock);
+    // the rest unmapped, each run of them in one call.
     size_t unmap_from = 0;  // the first page of the run not yet kept or unmapped
     for (size_t i = 0; i < pages; ++i) {
         std::byte* page = ptr + i * huge_page_bytes;
         bool kept = false;
-        {
+        if (resident(page)) {
             std::lock_guard lock(p.mu);
-            if (p.pages.size() < p.limit && resident(page)) {
+            if (p.pages.size() < p.limit) {
                 p.pages.push_back(page);
                 kept = true;
             }
