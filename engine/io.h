@@ -32,6 +32,12 @@ public:
     virtual Status read_at(uint64_t offset, std::span<std::byte> out) = 0;
     virtual Status append(std::span<const std::byte> data) = 0;
     virtual Status sync() = 0;
+    // After a flush of the whole file system (Fs::sync_fs) covered this file's bytes: a
+    // write-back error of them, which that flush may have reported to another caller, reported
+    // here (POSIX: sync_file_range(SYNC_FILE_RANGE_WAIT_BEFORE), which returns the file's own
+    // write-back errors not yet seen through this handle, and writes nothing). A file without it
+    // syncs, which is right, only dearer.
+    virtual Status check_written() { return sync(); }
     virtual Status truncate(uint64_t size) = 0;
     // As append, for a long run of bytes nobody reads back through the file soon (an image
     // installed from memory): where the file system, the offset and the bytes' alignment allow,

@@ -117,6 +117,13 @@ public:
         return Status::ok();
     }
 
+    Status check_written() override {
+        if (::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE) != 0) {
+            return io_error("sync_file_range", path_, errno);
+        }
+        return Status::ok();
+    }
+
     Status append_direct(std::span<const std::byte> data) override {
         Result<uint64_t> at = size();
         if (!at.is_ok()) return at.status();

@@ -41,6 +41,7 @@ public:
     }
     Status append(std::span<const std::byte> data) override { return fs_.file_append(*this, data); }
     Status sync() override { return fs_.file_sync(*this); }
+    Status check_written() override { return fs_.file_check_written(*this); }
     Status truncate(uint64_t size) override { return fs_.file_truncate(*this, size); }
 
     FaultFs& fs_;
@@ -334,6 +335,16 @@ Status FaultFs::file_sync(FaultFile& f) {
     return Status::ok();
 }
 
+Status FaultFs::file_check_written(FaultFile& f) {
+    std::lock_guard lk(mu_);
+    uint64_t call = ++checks_written_;
+    std::optional<Fault> fault = take_fault(check_written_faults_, call);
+    FENEC_RETURN_IF_ERROR(check_live(f, "sync_file_range"));
+    FENEC_RETURN_IF_ERROR(check_power("sync_file_range", f.path_));
+    if (fault) return io_error("sync_file_range", f.path_, fault->err);
+    return Status::ok();
+}
+
 Status FaultFs::file_truncate(FaultFile& f, uint64_t size) {
     std::lock_guard lk(mu_);
     FENEC_RETURN_IF_ERROR(check_live(f, "ftruncate"));
@@ -377,6 +388,11 @@ void FaultFs::fail_sync_fs(int nth, int err) {
     sync_fs_faults_.push_back({sync_fses_ + static_cast<uint64_t>(nth), err, {}});
 }
 
+void FaultFs::fail_check_written(int nth, int err) {
+    std::lock_guard lk(mu_);
+    check_written_faults_.push_back({checks_written_ + static_cast<uint64_t>(nth), err, {}});
+}
+
 void FaultFs::fail_path(PathOp op, std::string_view path, int err, int nth) {
     std::lock_guard lk(mu_);
     path_faults_.push_back({op, std::string(path), err, nth - 1});
@@ -395,6 +411,7 @@ void FaultFs::clear_faults() {
     rename_faults_.clear();
     sync_dir_faults_.clear();
     sync_fs_faults_.clear();
+    check_written_faults_.clear();
     list_error_.reset();
     path_faults_.clear();
     power_budget_bytes_.reset();
@@ -465,6 +482,11 @@ uint64_t FaultFs::renames() const {
 uint64_t FaultFs::sync_dirs() const {
     std::lock_guard lk(mu_);
     return sync_dirs_;
+}
+
+uint64_t FaultFs::checks_written() const {
+    std::lock_guard lk(mu_);
+    return checks_written_;
 }
 
 uint64_t FaultFs::sync_fses() const {

@@ -21,13 +21,18 @@
 //   the mode and then fully synced; handles opened before it are dead (every call on them fails
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
 //
-// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs count calls of
+// - check_written (after a group round's sync_fs) syncs nothing: it fails as fail_check_written
+//   arms it (a write-back error of that file), on a dead handle and after a power cut.
+//
+// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs /
+// fail_check_written count calls of
 // their kind from the moment they are armed (the next call is 1) and fire once; fail_lists holds
 // until turned off. A failed append leaves `after_bytes` of its data in the file (a torn write); a
-// failed sync covers nothing; a failed rename, sync_dir or sync_fs changes nothing. Counters count every call, failed ones included.
-// fail_path aims at one name: the n-th open, read, stat or unlink of exactly that path from now
-// fails, once, and changes nothing (the steps a tenant's open and a side file's read take, which
-// a count over every file does not reach reliably among the node's other files).
+// failed sync covers nothing; a failed rename, sync_dir or sync_fs changes nothing. Counters count
+// every call, failed ones included. fail_path aims at one name: the n-th open, read, stat or unlink
+// of exactly that path from now fails, once, and changes nothing (the steps a tenant's open and a
+// side file's read take, which a count over every file does not reach reliably among the node's
+// other files).
 //
 // Thread-safe: one mutex guards everything; a stalled sync waits on a condition variable with
 // the mutex released. Files opened from a FaultFs must not outlive it.
@@ -90,6 +95,7 @@ public:
     void fail_rename(int nth, int err = EIO);
     void fail_sync_dir(int nth, int err = EIO);
     void fail_sync_fs(int nth, int err = EIO);
+    void fail_check_written(int nth, int err = EIO);
     // The `nth` call of `op` naming exactly `path` from now fails with `err` (not_found for
     // ENOENT, io_error otherwise). open: any mode; read: read_at on a handle opened by that name;
     // stat: exists(), file_size() and a handle's size(); remove: unlink.
@@ -123,6 +129,7 @@ public:
     uint64_t renames() const;
     uint64_t sync_dirs() const;
     uint64_t sync_fses() const;
+    uint64_t checks_written() const;
 
     // Test helpers on the live namespace. Asking about a missing file is a test bug
     // (ADD_FAILURE) except for has().
@@ -149,6 +156,7 @@ private:
     // Called by FaultFile, with mu_ not held.
     engine::Status file_append(FaultFile& f, std::span<const std::byte> data);
     engine::Status file_sync(FaultFile& f);
+    engine::Status file_check_written(FaultFile& f);
     engine::Status file_truncate(FaultFile& f, uint64_t size);
     engine::Result<uint64_t> handle_size(FaultFile& f);
     engine::Status file_read_at(FaultFile& f, uint64_t offset, std::span<std::byte> out);
@@ -173,6 +181,7 @@ private:
     std::vector<Fault> rename_faults_;
     std::vector<Fault> sync_dir_faults_;
     std::vector<Fault> sync_fs_faults_;
+    std::vector<Fault> check_written_faults_;
     std::optional<int> list_error_;  // fail_lists: the errno every list() fails with
     struct PathFault {
         PathOp op;
@@ -193,6 +202,7 @@ private:
     uint64_t renames_ = 0;
     uint64_t sync_dirs_ = 0;
     uint64_t sync_fses_ = 0;
+    uint64_t checks_written_ = 0;
 };
 
 }  // namespace fenec::test
