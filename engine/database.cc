@@ -198,6 +198,30 @@ void Database::sync_locked(std::unique_lock<std::mutex>& l) {
     l.unlock();
     Status st = file->sync();
     l.lock();
+    end_sync_locked(l, target, st);
+}
+
+// As sync_round up to its fsync, which the Syncer's flush of the whole file system replaces.
+std::optional<Database::GroupRound> Database::begin_group_round() {
+    std::unique_lock<std::mutex> l(sync_mu_);
+    if (syncing_) return std::nullopt;
+    finish_waiters_locked(l, false);
+    if (waiters_.empty() || syncing_) return std::nullopt;
+    syncing_ = true;
+    return GroupRound{this, seq_.load(std::memory_order_acquire), file_};
+}
+
+// The flush covered the file's bytes unless it failed; the file's own write-back errors, which a
+// flush of the file system reports to whoever asks first, are asked of its handle.
+void Database::end_group_round(const GroupRound& round, const Status& flushed) {
+    Status st = flushed.is_ok() ? round.file->check_written() : flushed;
+    std::unique_lock<std::mutex> l(sync_mu_);
+    end_sync_locked(l, round.target, st);
+}
+
+// sync_locked's end: syncing_ cleared, durable_seq_ moved to `target` or the failure latched,
+// the waiters settled.
+void Database::end_sync_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st) {
     syncing_ = false;
     if (!st.is_ok()) {
         if (!failure_) failure_ = st;

@@ -365,6 +365,16 @@ private:
     // the when_durable callbacks a sync settled; the latch as a writer is told of it.
     void sync_locked(std::unique_lock<std::mutex>& l);
     void sync_round(Syncer& syncer);
+    // A Syncer's group round (syncer.h) over this database: begun as sync_round begins (nullopt
+    // when nothing is left to sync or a sync runs elsewhere), ended with the flush's status.
+    struct GroupRound {
+        Database* db;
+        uint64_t target;             // the seq the flush covers
+        std::shared_ptr<File> file;  // the file it covers
+    };
+    std::optional<GroupRound> begin_group_round();
+    void end_group_round(const GroupRound& round, const Status& flushed);
+    void end_sync_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st);
     void finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue_left = true);
     Status latched_locked() const;
     Status apply_block(const FeedEntry& entry);

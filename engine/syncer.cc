@@ -7,7 +7,8 @@
 
 namespace fenec::engine {
 
-Syncer::Syncer(size_t threads) {
+Syncer::Syncer(size_t threads, std::function<Status()> flush_all)
+    : flush_all_(std::move(flush_all)) {
     const size_t n = std::max<size_t>(1, threads);
     threads_.reserve(n);
     for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
@@ -46,6 +47,43 @@ uint64_t Syncer::rounds() const {
     return rounds_;
 }
 
+uint64_t Syncer::group_rounds() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return group_rounds_;
+}
+
+uint64_t Syncer::group_covered() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return group_covered_;
+}
+
+std::vector<Database*> Syncer::take_group() {
+    std::vector<Database*> dbs;
+    for (auto it = queue_.begin(); it != queue_.end() && dbs.size() < group_max;) {
+        if (busy_.contains(*it)) {
+            ++it;
+            continue;
+        }
+        dbs.push_back(*it);
+        busy_.insert(*it);
+        queued_.erase(*it);
+        it = queue_.erase(it);
+    }
+    return dbs;
+}
+
+size_t Syncer::group_round(const std::vector<Database*>& dbs) {
+    std::vector<Database::GroupRound> rounds;
+    rounds.reserve(dbs.size());
+    for (Database* db : dbs) {
+        if (auto r = db->begin_group_round()) rounds.push_back(std::move(*r));
+    }
+    if (rounds.empty()) return 0;
+    const Status flushed = flush_all_();
+    for (Database::GroupRound& r : rounds) r.db->end_group_round(r, flushed);
+    return rounds.size();
+}
+
 bool Syncer::other_waiting(Database* db) const {
     return std::any_of(queue_.begin(), queue_.end(),
                        [&](Database* d) { return d != db && !busy_.contains(d); });
@@ -63,6 +101,27 @@ void Syncer::run() {
             continue;
         }
         Database* db = *next;
+        if (flush_all_ && other_waiting(db)) {
+            const std::vector<Database*> dbs = take_group();
+            l.unlock();
+            const size_t covered = group_round(dbs);
+            l.lock();
+            ++rounds_;
+            if (covered > 0) {  // none: each was settled or in another's sync, and no flush ran
+                ++group_rounds_;
+                group_covered_ += covered;
+            }
+            bool again = false;
+            for (Database* d : dbs) {
+                busy_.erase(d);
+                again = again || queued_.contains(d);
+            }
+            idle_cv_.notify_all();
+            // Waiters that came during the flush queued their databases again: with more than
+            // one thread, another may take them now; this one looks again at once either way.
+            if (again && threads_.size() > 1) work_cv_.notify_one();
+            continue;
+        }
         queue_.erase(next);
         queued_.erase(db);
         busy_.insert(db);

@@ -12,6 +12,15 @@
 // rounds of different databases run at once on up to `threads` threads, so their fsyncs meet in one
 // journal commit of the file system rather than queueing behind each other.
 //
+// A group round (across files): given a flush of the whole file system the databases' files are
+// on (`flush_all`, Fs::sync_fs of the node's data directory), a thread that takes a database
+// while others are queued takes every queued database not in a round (up to group_max) and covers
+// them all with that one flush instead of an fsync each (Database::begin_group_round and
+// end_group_round); each file's own write-back errors are still asked of it (File::check_written).
+// With one thread, every database that gets a waiter while a flush runs goes into the next one:
+// the group commit across the tenants of a node. A round of one database is an fsync of its file
+// as before.
+//
 // Invariant: a database is run by at most one round at a time, and the rounds of one database
 // never overlap with another sync of it (Database keeps its one `syncing_` flag either way).
 // Thread-safe. Databases queue themselves (when_durable, or a round that leaves waiters) and
@@ -22,10 +31,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
+
+#include "engine/status.h"
 
 namespace fenec::engine {
 
@@ -33,25 +45,40 @@ class Database;
 
 class Syncer {
 public:
-    // Starts `threads` threads (at least one; engine::limits::sync_threads is the node's).
-    explicit Syncer(size_t threads);
-    ~Syncer();  // runs the rounds still queued, then joins the threads
-    Syncer(const Syncer&) = delete;
-    Syncer& operator=(const Syncer&) = delete;
+  // The most databases one group round covers: the rest wait for the next.
+  static constexpr size_t group_max = 256;
 
-    // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
-    // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
-    void queue(Database* db);
-    // Drops `db` from the queue and returns once no round runs on it: from its close, after which
-    // it is never queued again.
-    void remove(Database* db);
-    // Rounds run so far (each at most one fsync).
-    uint64_t rounds() const;
+  // Starts `threads` threads (at least one; engine::limits::sync_threads is the node's). With
+  // `flush_all`, rounds over several queued databases are group rounds (above): it must make
+  // durable every byte written to every file of the databases queued on this Syncer.
+  explicit Syncer(size_t threads, std::function<Status()> flush_all = {});
+  ~Syncer();  // runs the rounds still queued, then joins the threads
+  Syncer(const Syncer&) = delete;
+  Syncer& operator=(const Syncer&) = delete;
+
+  // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
+  // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
+  void queue(Database* db);
+  // Drops `db` from the queue and returns once no round runs on it: from its close, after which
+  // it is never queued again.
+  void remove(Database* db);
+  // Rounds run so far (each at most one fsync or one flush_all).
+  uint64_t rounds() const;
+  // Group rounds that ran a flush so far, and the databases they covered (one may cover a
+  // single database, when the others it took were found settled or in another's sync).
+  uint64_t group_rounds() const;
+  uint64_t group_covered() const;
 
 private:
     void run();
     // Whether a database other than `db` is queued and free for a round (mu_ held).
     bool other_waiting(Database* db) const;
+    // Takes every queued database not in a round (up to group_max) off the queue into busy_.
+    std::vector<Database*> take_group();
+    // One flush_all for those of `dbs` with waiters left (mu_ not held); the count covered.
+    size_t group_round(const std::vector<Database*>& dbs);
+
+    const std::function<Status()> flush_all_;
 
     mutable std::mutex mu_;
     std::condition_variable work_cv_;  // a database queued, or stopping
@@ -61,6 +88,8 @@ private:
     std::unordered_set<Database*> busy_;    // databases a round runs on, outside mu_
     bool stop_ = false;
     uint64_t rounds_ = 0;
+    uint64_t group_rounds_ = 0;
+    uint64_t group_covered_ = 0;
     std::vector<std::thread> threads_;
 };
 

@@ -8,6 +8,9 @@
 // - close() tells every waiter left, once;
 // - fsyncs of different databases on one Syncer are in flight at once, and a database queued
 //   during another's round runs before that one's next;
+// - with a flush of the whole file system (a group round, --sync-scope fs), databases queued
+//   together are covered by one flush and no fsync of their own; a failed flush latches every one
+//   it covered, and a file's own write-back error only its database;
 // - without a Syncer, when_durable waits in its caller.
 #include <gtest/gtest.h>
 
@@ -344,6 +347,113 @@ TEST(GroupCommit, FsyncsOfDifferentDatabasesAreInFlightAtOnce) {
         EXPECT_TRUE(told[i].status.is_ok()) << i << ": " << why(told[i].status);
         EXPECT_EQ(told[i].synced, told[i].file) << i;
     }
+}
+
+// A one-thread Syncer with a flush of the whole FaultFs, held on database `x`'s own fsync while
+// `n` other databases each land a row and wait: they are queued together when it is released.
+struct GroupRoundSetup {
+    static constexpr int kDatabases = 4;
+    EngineEnv env;
+    std::atomic<int> flushes{0};
+    Syncer syncer{1, [this] {
+                      flushes.fetch_add(1);
+                      return env.fs.sync_fs("/d");
+                  }};
+    std::unique_ptr<Database> x;
+    std::vector<std::unique_ptr<Database>> dbs;
+    std::vector<std::string> paths;
+    std::vector<Told> told = std::vector<Told>(kDatabases);
+    Told x_told;
+
+    // Creates x and the others (their creation syncs on its caller's thread).
+    bool create_all() {
+        x = create(env, "/d/x.fenec", &syncer);
+        for (int i = 0; i < kDatabases; ++i) {
+            paths.push_back("/d/t" + std::to_string(i) + ".fenec");
+            dbs.push_back(create(env, paths.back(), &syncer));
+            if (!dbs.back()) return false;
+        }
+        return x != nullptr;
+    }
+
+    // Lands the writes with the Syncer held, then lets it go and waits for every waiter to be
+    // told; false (with a failure) if a step failed.
+    bool land_all_while_held() {
+        env.fs.stall_syncs(true);
+        EXPECT_TRUE(land_told(*x, 100, x_told, env, "/d/x.fenec").is_ok());
+        if (!env.fs.wait_for_stalled_syncs(1, wait_default)) {
+            ADD_FAILURE() << "x's round never began";
+            return false;
+        }
+        for (int i = 0; i < kDatabases; ++i) {
+            Status st = land_told(*dbs[i], i, told[i], env, paths[i]);
+            EXPECT_TRUE(st.is_ok()) << why(st);
+            if (!st.is_ok()) return false;
+        }
+        env.fs.release_syncs();
+        return wait_until([&] {
+            for (const Told& t : told) {
+                if (t.calls.load() == 0) return false;
+            }
+            return x_told.calls.load() == 1;
+        });
+    }
+};
+
+TEST(GroupCommit, AGroupRoundCoversEveryQueuedDatabaseWithOneFlushAndNoFsync) {
+    GroupRoundSetup g;
+    ASSERT_TRUE(g.create_all());
+    const uint64_t syncs_before = g.env.fs.syncs();
+    ASSERT_TRUE(g.land_all_while_held());
+    // x's own fsync, then none: the four were covered by the one flush, each file asked only
+    // for its write-back errors.
+    EXPECT_EQ(g.flushes.load(), 1);
+    EXPECT_EQ(g.env.fs.syncs() - syncs_before, 1u) << "only x's own fsync";
+    EXPECT_EQ(g.env.fs.checks_written(), uint64_t{GroupRoundSetup::kDatabases});
+    EXPECT_EQ(g.syncer.group_rounds(), 1u);
+    EXPECT_EQ(g.syncer.group_covered(), uint64_t{GroupRoundSetup::kDatabases});
+    for (int i = 0; i < GroupRoundSetup::kDatabases; ++i) {
+        const Told& t = g.told[i];
+        EXPECT_EQ(t.calls.load(), 1) << i;
+        EXPECT_TRUE(t.status.is_ok()) << i << ": " << why(t.status);
+        EXPECT_TRUE(t.covered) << i;
+        EXPECT_EQ(t.synced, t.file) << i << ": told before its bytes were durable";
+    }
+}
+
+TEST(GroupCommit, AFailedGroupFlushLatchesEveryDatabaseItCovered) {
+    GroupRoundSetup g;
+    ASSERT_TRUE(g.create_all());
+    g.env.fs.fail_sync_fs(1, ENOSPC);
+    ASSERT_TRUE(g.land_all_while_held());
+    EXPECT_TRUE(g.x_told.status.is_ok()) << why(g.x_told.status);
+    for (int i = 0; i < GroupRoundSetup::kDatabases; ++i) {
+        EXPECT_EQ(g.told[i].status.detail().err_no, ENOSPC) << i << ": " << why(g.told[i].status);
+        EXPECT_FALSE(g.told[i].covered) << i;
+        EXPECT_FALSE(g.dbs[i]->begin().is_ok()) << i << ": not latched";
+    }
+    EXPECT_EQ(g.env.fs.checks_written(), 0u);
+}
+
+TEST(GroupCommit, AFilesWriteBackErrorAfterTheFlushLatchesOnlyItsDatabase) {
+    GroupRoundSetup g;
+    ASSERT_TRUE(g.create_all());
+    g.env.fs.fail_check_written(2, EIO);
+    ASSERT_TRUE(g.land_all_while_held());
+    int failed = 0;
+    for (int i = 0; i < GroupRoundSetup::kDatabases; ++i) {
+        const Told& t = g.told[i];
+        if (!t.status.is_ok()) {
+            ++failed;
+            EXPECT_EQ(t.status.detail().err_no, EIO) << i << ": " << why(t.status);
+            EXPECT_FALSE(t.covered) << i;
+            EXPECT_FALSE(g.dbs[i]->begin().is_ok()) << i << ": not latched";
+        } else {
+            EXPECT_TRUE(t.covered) << i;
+            EXPECT_TRUE(g.dbs[i]->begin().is_ok()) << i << ": latched by another's error";
+        }
+    }
+    EXPECT_EQ(failed, 1);
 }
 
 TEST(GroupCommit, WithoutASyncerTheCallerWaits) {
