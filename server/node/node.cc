@@ -238,6 +238,11 @@ void Node::init_metrics() {
                [this] { return registry_ ? static_cast<double>(registry_->memory_bytes()) : 0; });
     m.gauge_fn("fenec_memory_limit_bytes", "--max-memory (0: none)",
                [this] { return static_cast<double>(options_.max_memory_mib << 20); });
+    m.counter_fn("fenec_sync_group_rounds_total",
+                 "syncs of the whole file system for several tenants (--sync-scope fs)",
+                 [this] { return syncer_ ? static_cast<double>(syncer_->group_rounds()) : 0; });
+    m.counter_fn("fenec_sync_group_tenants_total", "tenants those syncs covered",
+                 [this] { return syncer_ ? static_cast<double>(syncer_->group_covered()) : 0; });
     m.gauge_fn("fenec_huge_pool_bytes", "freed huge pages kept for reuse (--huge-pool)",
                [] { return static_cast<double>(engine::huge_pool_stats().bytes); });
     m.counter_fn("fenec_huge_pages_reused_total", "huge pages taken from the pool, already backed",
@@ -332,7 +337,13 @@ std::string Node::prepare() {
     if (options_.sync == NodeOptions::Sync::off) sync = engine::SyncPolicy::at_close();
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
     if (sync.kind == engine::SyncPolicy::Kind::every_block) {
-        syncer_ = std::make_unique<engine::Syncer>(engine::limits::sync_threads);
+        if (options_.sync_scope == NodeOptions::SyncScope::fs) {
+            // One thread, so every tenant that gets a write while a flush runs is in the next.
+            syncer_ = std::make_unique<engine::Syncer>(
+                1, [this] { return env_.fs.sync_fs(options_.data_dir); });
+        } else {
+            syncer_ = std::make_unique<engine::Syncer>(engine::limits::sync_threads);
+        }
     }
     // Terms fence promotions and follows with or without --lease; the guard gates only with it.
     leases_ = std::make_unique<Leases>(options_.node_name, options_.data_dir + "/fenec-node.state",

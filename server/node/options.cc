@@ -78,6 +78,14 @@ std::vector<flags::Flag> flag_table(NodeOptions& o) {
              o.sync_ms = static_cast<uint32_t>(ms);
              return true;
          }},
+        {"--sync-scope", "<file|fs>",
+         "under --sync always, what one sync covers: file: one tenant's file; fs: every tenant "
+         "with writes waiting, one syncfs of the data directory's file system (default file)",
+         [&o](const std::string& v) {
+             if (v != "file" && v != "fs") return false;
+             o.sync_scope = v == "fs" ? NodeOptions::SyncScope::fs : NodeOptions::SyncScope::file;
+             return true;
+         }},
         {"--slow-ms", "<ms>", "log requests at least this slow on stderr; 0 = all (default off)",
          [&o](const std::string& v) {
              uint64_t ms = 0;
@@ -211,6 +219,9 @@ std::string check_options(const NodeOptions& o) {
     if (!flags::is_loopback(o.listen) && !o.token && !o.jwt_secret && !o.jwt_jwks && !o.insecure) {
         return "--listen " + o.listen +
                " is not loopback and neither --token nor a JWT key is set (or pass --insecure)";
+    }
+    if (o.sync_scope == NodeOptions::SyncScope::fs && o.sync != NodeOptions::Sync::always) {
+        return "--sync-scope fs needs --sync always: only its writes wait for a sync";
     }
     if (o.replication_token && o.sync == NodeOptions::Sync::off) {
         return "--replication-token cannot go with --sync off: followers are sent fsynced blocks "

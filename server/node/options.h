@@ -29,6 +29,10 @@ struct NodeOptions {
     // --sync: always (every_block), <ms> (interval), off (at_close)
     enum class Sync : uint8_t { always, interval, off } sync = Sync::always;
     uint32_t sync_ms = 0;
+    // --sync-scope: what one sync round covers under --sync always (engine/syncer.h): file, an
+    // fdatasync of one tenant's file on one of engine::limits::sync_threads threads; fs, every
+    // tenant with writes waiting, one syncfs of the data directory's file system on one thread.
+    enum class SyncScope : uint8_t { file, fs } sync_scope = SyncScope::file;
     std::optional<uint32_t> slow_ms;
     std::optional<std::string> audit;
     std::optional<std::string> access_log;  // a JSON line per request answered (obs/access.h)

@@ -5,7 +5,10 @@
 //   worker no longer waits through an fsync: answer_write_durable), every one is answered 201,
 //   and every one answered is there after a power cut;
 // - a failed fsync answers every write waiting on it 500 "outcome":"unknown", never 201, and
-//   none of them is there after a power cut.
+//   none of them is there after a power cut;
+// - under --sync-scope fs, writes to many tenants at once are made durable by flushes of the
+//   whole file system, each covering several tenants, and every one answered is there after a
+//   power cut.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -129,6 +132,55 @@ TEST_F(FaultFsNode, AFailedFsyncAnswersEveryWriteWaitingOnItUnknown) {
     auto r = call("POST", "/t/acme/query", count_body());
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(has(r.body, ":0}")) << r.body;
+}
+
+TEST_F(FaultFsNode, UnderSyncScopeFsWritesToManyTenantsShareFlushesAndSurviveAPowerCut) {
+    options_ = [](node::NodeOptions& o) { o.sync_scope = node::NodeOptions::SyncScope::fs; };
+    start();
+    constexpr int kTenants = 4;
+    for (int t = 0; t < kTenants; ++t) create("t" + std::to_string(t));
+    // A round of one tenant is its own fsync, slowed so that the others' writes queue meanwhile
+    // and the next round covers them together.
+    fs_.set_sync_delay(std::chrono::milliseconds(5));
+    constexpr int kConnections = 8;
+    constexpr int kPerConnection = 8;
+    const uint64_t flushes0 = fs_.sync_fses();
+    std::vector<std::vector<int>> statuses(kConnections);
+    std::vector<std::thread> threads;
+    for (int c = 0; c < kConnections; ++c) {
+        threads.emplace_back([&, c] {
+            Client client(node_->port());
+            const std::string target = "/t/t" + std::to_string(c % kTenants) + "/c/notes";
+            for (int i = 0; i < kPerConnection; ++i) {
+                auto r = client.request(
+                    "POST", target,
+                    "{\"title\":\"c" + std::to_string(c) + "-" + std::to_string(i) + "\"}");
+                statuses[c].push_back(r ? r->status : 0);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    fs_.set_sync_delay(std::chrono::microseconds(0));
+    for (int c = 0; c < kConnections; ++c) {
+        ASSERT_EQ(statuses[c].size(), size_t(kPerConnection));
+        for (int s : statuses[c]) EXPECT_EQ(s, 201) << "connection " << c;
+    }
+    const std::string metrics = call("GET", "/_metrics").body;
+    const uint64_t rounds = metric_value(metrics, "fenec_sync_group_rounds_total");
+    const uint64_t covered = metric_value(metrics, "fenec_sync_group_tenants_total");
+    EXPECT_GT(rounds, 0u) << metrics;
+    EXPECT_GT(covered, rounds) << "no flush covered more than one tenant";
+    EXPECT_GE(fs_.sync_fses() - flushes0, rounds);
+    // Every write was answered after a flush or an fsync covered it: a power cut keeps them all.
+    fs_.crash(FaultFs::CrashMode::synced_only);
+    stop();
+    start();
+    for (int t = 0; t < kTenants; ++t) {
+        auto r = call("POST", "/t/t" + std::to_string(t) + "/query", count_body());
+        ASSERT_EQ(r.status, 200) << r.body;
+        const int per_tenant = kConnections / kTenants * kPerConnection;
+        EXPECT_TRUE(has(r.body, ":" + std::to_string(per_tenant) + "}")) << t << ": " << r.body;
+    }
 }
 
 }  // namespace

@@ -277,6 +277,8 @@ TEST(Transport, StartupRefusals) {
     EXPECT_EQ(run({"--token", "X", "--admin-token", "X"}), 2);
     EXPECT_EQ(run({"--jwt-secret", "short"}), 2);
     EXPECT_EQ(run({"--replication-token", "R", "--sync", "off"}), 2);
+    EXPECT_EQ(run({"--sync-scope", "fs", "--sync", "100"}), 2);
+    EXPECT_EQ(run({"--sync-scope", "disk"}), 2);
     EXPECT_EQ(run({"--no-such-flag"}), 2);
     EXPECT_EQ(run({"--help"}), 0);
 }
