@@ -21,12 +21,15 @@
 # stopped and the temp dir removed on exit, failure and signals included.
 #
 # NODE_BENCH_BEFORE=<another fenec-node> runs that binary too, as a second node measured in the
-# same rounds ("before" in the report): a change's before and after beside one baseline.
+# same rounds ("before" in the report): a change's before and after beside one baseline. With
+# NODE_BENCH_BEFORE_ARGS set, the before node takes those flags instead of NODE_BENCH_NODE_ARGS
+# (the same binary under two settings: NODE_BENCH_BEFORE=<it> NODE_BENCH_BEFORE_ARGS="--sync-scope
+# file" NODE_BENCH_NODE_ARGS="--sync-scope fs").
 #
 # Usage: bench/node_bench_writes.sh <path/to/fenec-node> [report, default build/node-bench-writes.txt]
 # Environment: NODE_BENCH_SECONDS (8), NODE_BENCH_WARMUP (2), NODE_BENCH_ROUNDS (3),
 #              NODE_BENCH_CONNECTIONS ("8 64"), NODE_BENCH_NODE_ARGS (extra fenec-node flags),
-#              NODE_BENCH_BEFORE (unset).
+#              NODE_BENCH_BEFORE (unset), NODE_BENCH_BEFORE_ARGS (unset).
 set -euo pipefail
 
 if (($# < 1)); then
@@ -41,6 +44,7 @@ warmup=${NODE_BENCH_WARMUP:-2}
 rounds=${NODE_BENCH_ROUNDS:-3}
 read -r -a connections <<<"${NODE_BENCH_CONNECTIONS:-8 64}"
 read -r -a node_args <<<"${NODE_BENCH_NODE_ARGS:-}"
+read -r -a before_args <<<"${NODE_BENCH_BEFORE_ARGS-${NODE_BENCH_NODE_ARGS:-}}"
 here=$(cd "$(dirname "$0")" && pwd)
 lua=$here/node_bench_writes.lua
 pg_bin=/usr/lib/postgresql/15/bin
@@ -132,9 +136,11 @@ pg_version=$("$pg_bin/postgres" --version)
 declare -A url
 start_node() {  # label binary
     local label=$1 bin=$2 dir=$tmp/node-$1 port="" i t name answer
+    local -a args=("${node_args[@]}")
+    [[ "$label" == before ]] && args=("${before_args[@]}")
     mkdir -p "$dir"
     : >"$dir.out"
-    "$bin" --listen 127.0.0.1:0 --data-dir "$dir" --sync always "${node_args[@]}" \
+    "$bin" --listen 127.0.0.1:0 --data-dir "$dir" --sync always "${args[@]}" \
         >"$dir.out" 2>"$tmp/node-$label.err" &
     node_pids+=($!)
     for ((i = 0; i < 100; i++)); do
@@ -245,7 +251,7 @@ span() {  # values...: "min-max"
     echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nproc) CPUs; load average before $load_before," \
         "after $load_after"
     echo "$node_version (--sync always ${node_args[*]}, loopback TCP); $pg_version ($pg_settings)"
-    [[ -n "$before_bin" ]] && echo "fenec: $node_bin; before: $before_bin (same flags)"
+    [[ -n "$before_bin" ]] && echo "fenec: $node_bin; before: $before_bin (flags: ${before_args[*]})"
     echo "$rounds rounds of ${seconds}s per measurement after a ${warmup}s warm-up; wrk -t2," \
         "pgbench -M prepared -j2; $rows_pg rows in PostgreSQL at the end. Latencies in us."
     echo
