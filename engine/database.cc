@@ -198,30 +198,44 @@ void Database::sync_locked(std::unique_lock<std::mutex>& l) {
     l.unlock();
     Status st = file->sync();
     l.lock();
-    end_sync_locked(l, target, st);
+    settle_sync_locked(target, st);
+    tell_durable_locked(l, target, st);
 }
 
-// As sync_round up to its fsync, which the Syncer's flush of the whole file system replaces.
+// sync_round's first step: the waiters a sync already covered are told.
+void Database::settle_covered() {
+    std::unique_lock<std::mutex> l(sync_mu_);
+    if (!syncing_) finish_waiters_locked(l, false);
+}
+
+// sync_round up to its fsync, which the Syncer's flush of the whole file system replaces. Calls
+// nothing: no other database's waiters are told while this one is taken.
 std::optional<Database::GroupRound> Database::begin_group_round() {
-    std::unique_lock<std::mutex> l(sync_mu_);
-    if (syncing_) return std::nullopt;
-    finish_waiters_locked(l, false);
-    if (waiters_.empty() || syncing_) return std::nullopt;
+    std::lock_guard<std::mutex> g(sync_mu_);
+    if (syncing_ || waiters_.empty()) return std::nullopt;
     syncing_ = true;
-    return GroupRound{this, seq_.load(std::memory_order_acquire), file_};
+    return GroupRound{this, seq_.load(std::memory_order_acquire), file_, Status::ok()};
 }
 
-// The flush covered the file's bytes unless it failed; the file's own write-back errors, which a
-// flush of the file system reports to whoever asks first, are asked of its handle.
-void Database::end_group_round(const GroupRound& round, const Status& flushed) {
-    Status st = flushed.is_ok() ? round.file->check_written() : flushed;
+// After the flush covered the file's bytes, the file's own write-back errors, which a flush of
+// the whole file system reports to whoever asks first, are asked of its handle. Without a flush
+// (none ran: the round's one database), or after a failed one, which may have been any file's,
+// the file is fsynced: then only its own errors latch it.
+void Database::end_group_round(GroupRound& round, const Status* flushed) {
+    round.status =
+        flushed != nullptr && flushed->is_ok() ? round.file->check_written() : round.file->sync();
+    std::lock_guard<std::mutex> g(sync_mu_);
+    settle_sync_locked(round.target, round.status);
+}
+
+void Database::tell_group_round(const GroupRound& round) {
     std::unique_lock<std::mutex> l(sync_mu_);
-    end_sync_locked(l, round.target, st);
+    tell_durable_locked(l, round.target, round.status);
 }
 
-// sync_locked's end: syncing_ cleared, durable_seq_ moved to `target` or the failure latched,
-// the waiters settled.
-void Database::end_sync_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st) {
+// A sync's end, sync_mu_ held: syncing_ cleared, durable_seq_ moved to `target` or the failure
+// latched. Calls nothing.
+void Database::settle_sync_locked(uint64_t target, const Status& st) {
     syncing_ = false;
     if (!st.is_ok()) {
         if (!failure_) failure_ = st;
@@ -230,6 +244,11 @@ void Database::end_sync_locked(std::unique_lock<std::mutex>& l, uint64_t target,
         feed_->durable(Seq{durable_seq_});
     }
     sync_cv_.notify_all();
+}
+
+// Then the listener and the waiters it settled are told (sync_mu_ dropped around the calls).
+void Database::tell_durable_locked(std::unique_lock<std::mutex>& l, uint64_t target,
+                                   const Status& st) {
     if (st.is_ok() && options_.listener) {
         l.unlock();
         options_.listener->on_durable(Seq{target});

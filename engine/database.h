@@ -365,16 +365,23 @@ private:
     // the when_durable callbacks a sync settled; the latch as a writer is told of it.
     void sync_locked(std::unique_lock<std::mutex>& l);
     void sync_round(Syncer& syncer);
-    // A Syncer's group round (syncer.h) over this database: begun as sync_round begins (nullopt
-    // when nothing is left to sync or a sync runs elsewhere), ended with the flush's status.
+    // A Syncer's group round (syncer.h) over this database, in passes over all its databases so
+    // that none is left taken (syncing_) while another's waiters are told: settle_covered (the
+    // waiters already covered told), begin_group_round (taken, nullopt when nothing is left to
+    // sync or a sync runs elsewhere), the flush, end_group_round (the file's errors asked, or
+    // the file fsynced when no flush ran or it failed; the sync settled), tell_group_round.
     struct GroupRound {
         Database* db;
         uint64_t target;             // the seq the flush covers
         std::shared_ptr<File> file;  // the file it covers
+        Status status;               // the round's outcome, set by end_group_round
     };
+    void settle_covered();
     std::optional<GroupRound> begin_group_round();
-    void end_group_round(const GroupRound& round, const Status& flushed);
-    void end_sync_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st);
+    void end_group_round(GroupRound& round, const Status* flushed);
+    void tell_group_round(const GroupRound& round);
+    void settle_sync_locked(uint64_t target, const Status& st);
+    void tell_durable_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st);
     void finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue_left = true);
     Status latched_locked() const;
     Status apply_block(const FeedEntry& entry);

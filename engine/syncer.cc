@@ -2,6 +2,7 @@
 #include "engine/syncer.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/database.h"
 
@@ -73,15 +74,18 @@ std::vector<Database*> Syncer::take_group() {
 }
 
 size_t Syncer::group_round(const std::vector<Database*>& dbs) {
+    for (Database* db : dbs) db->settle_covered();
     std::vector<Database::GroupRound> rounds;
     rounds.reserve(dbs.size());
     for (Database* db : dbs) {
         if (auto r = db->begin_group_round()) rounds.push_back(std::move(*r));
     }
-    if (rounds.empty()) return 0;
-    const Status flushed = flush_all_();
-    for (Database::GroupRound& r : rounds) r.db->end_group_round(r, flushed);
-    return rounds.size();
+    // One database left to sync: its own fsync, which no other file's error can fail.
+    std::optional<Status> flushed;
+    if (rounds.size() > 1) flushed = flush_all_();
+    for (Database::GroupRound& r : rounds) r.db->end_group_round(r, flushed ? &*flushed : nullptr);
+    for (const Database::GroupRound& r : rounds) r.db->tell_group_round(r);
+    return flushed ? rounds.size() : 0;
 }
 
 bool Syncer::other_waiting(Database* db) const {
@@ -107,7 +111,7 @@ void Syncer::run() {
             const size_t covered = group_round(dbs);
             l.lock();
             ++rounds_;
-            if (covered > 0) {  // none: each was settled or in another's sync, and no flush ran
+            if (covered > 0) {  // a flush ran (else one database's fsync, or nothing to sync)
                 ++group_rounds_;
                 group_covered_ += covered;
             }

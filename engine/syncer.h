@@ -15,8 +15,11 @@
 // A group round (across files): given a flush of the whole file system the databases' files are
 // on (`flush_all`, Fs::sync_fs of the node's data directory), a thread that takes a database
 // while others are queued takes every queued database not in a round (up to group_max) and covers
-// them all with that one flush instead of an fsync each (Database::begin_group_round and
-// end_group_round); each file's own write-back errors are still asked of it (File::check_written).
+// them all with that one flush instead of an fsync each (Database::begin_group_round and the
+// calls beside it); each file's own write-back errors are then asked of it (File::check_written).
+// A failed flush may have been any file's (another program's included), so each file is then
+// fsynced, and only those whose own fsync fails latch. Where only one of the databases taken is
+// left to sync, it gets its own fsync and no flush.
 // With one thread, every database that gets a waiter while a flush runs goes into the next one:
 // the group commit across the tenants of a node. A round of one database is an fsync of its file
 // as before.
@@ -62,10 +65,10 @@ public:
   // Drops `db` from the queue and returns once no round runs on it: from its close, after which
   // it is never queued again.
   void remove(Database* db);
-  // Rounds run so far (each at most one fsync or one flush_all).
+  // Rounds run so far (each at most one fsync, or one flush_all and, after a failed one, an
+  // fsync a database).
   uint64_t rounds() const;
-  // Group rounds that ran a flush so far, and the databases they covered (one may cover a
-  // single database, when the others it took were found settled or in another's sync).
+  // Group rounds that ran a flush so far, and the databases they covered (two or more each).
   uint64_t group_rounds() const;
   uint64_t group_covered() const;
 
@@ -75,7 +78,8 @@ private:
     bool other_waiting(Database* db) const;
     // Takes every queued database not in a round (up to group_max) off the queue into busy_.
     std::vector<Database*> take_group();
-    // One flush_all for those of `dbs` with waiters left (mu_ not held); the count covered.
+    // One flush_all for those of `dbs` with waiters left (mu_ not held); the count it covered (0
+    // when it did not run).
     size_t group_round(const std::vector<Database*>& dbs);
 
     const std::function<Status()> flush_all_;
