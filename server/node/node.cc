@@ -2,6 +2,7 @@
 // headers (§4.2), metrics and the once-a-second tick. What each route does is in its own file.
 #include "server/node/node.h"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +30,24 @@ namespace fenec::node {
 namespace {
 
 constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
+
+// "" where syncfs(2) reports every error a sync of the file system can meet: write-back errors
+// from Linux 5.8, the file system's own (a failed journal commit or cache flush) from 5.17. On an
+// older kernel a failed flush could answer writes as durable: --sync-scope fs is refused there.
+std::string syncfs_unreliable() {
+    utsname u{};
+    if (::uname(&u) != 0) return "uname(2) failed";
+    int major = 0;
+    int minor = 0;
+    if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+        return std::string("cannot read the kernel's version `") + u.release + "`";
+    }
+    if (major > 5 || (major == 5 && minor >= 17)) return "";
+    return std::string(
+               "needs Linux 5.17 or later, where syncfs(2) reports every error of the "
+               "flush; this kernel is ") +
+           u.release;
+}
 // The descriptor budget (node-http.md "Limits"): what the process holds besides connections and
 // tenants (the listener, each loop's ring and eventfds, logs, the data dir's lock, calls to other
 // nodes, and the opens in flight past the bound), and what one open tenant holds (its file, and
@@ -338,6 +357,9 @@ std::string Node::prepare() {
     flusher_ = std::make_unique<engine::Flusher>(options_.sync_ms ? options_.sync_ms : 250);
     if (sync.kind == engine::SyncPolicy::Kind::every_block) {
         if (options_.sync_scope == NodeOptions::SyncScope::fs) {
+            if (std::string why = syncfs_unreliable(); !why.empty()) {
+                return "--sync-scope fs: " + why;
+            }
             // One thread, so every tenant that gets a write while a flush runs is in the next.
             syncer_ = std::make_unique<engine::Syncer>(
                 1, [this] { return env_.fs.sync_fs(options_.data_dir); });
