@@ -48,29 +48,29 @@ class Database;
 
 class Syncer {
 public:
-  // The most databases one group round covers: the rest wait for the next.
-  static constexpr size_t group_max = 256;
+    // The most databases one group round covers: the rest wait for the next.
+    static constexpr size_t group_max = 256;
 
-  // Starts `threads` threads (at least one; engine::limits::sync_threads is the node's). With
-  // `flush_all`, rounds over several queued databases are group rounds (above): it must make
-  // durable every byte written to every file of the databases queued on this Syncer.
-  explicit Syncer(size_t threads, std::function<Status()> flush_all = {});
-  ~Syncer();  // runs the rounds still queued, then joins the threads
-  Syncer(const Syncer&) = delete;
-  Syncer& operator=(const Syncer&) = delete;
+    // Starts `threads` threads (at least one; engine::limits::sync_threads is the node's). With
+    // `flush_all`, rounds over several queued databases are group rounds (above): it must make
+    // durable every byte written to every file of the databases queued on this Syncer.
+    explicit Syncer(size_t threads, std::function<Status()> flush_all = {});
+    ~Syncer();  // runs the rounds still queued, then joins the threads
+    Syncer(const Syncer&) = delete;
+    Syncer& operator=(const Syncer&) = delete;
 
-  // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
-  // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
-  void queue(Database* db);
-  // Drops `db` from the queue and returns once no round runs on it: from its close, after which
-  // it is never queued again.
-  void remove(Database* db);
-  // Rounds run so far (each at most one fsync, or one flush_all and, after a failed one, an
-  // fsync a database).
-  uint64_t rounds() const;
-  // Group rounds that ran a flush so far, and the databases they covered (two or more each).
-  uint64_t group_rounds() const;
-  uint64_t group_covered() const;
+    // Asks for a round of `db`; a database already queued is not queued twice. Database calls it
+    // under its sync_mu_ (the lock order is the database's sync_mu_, then the Syncer's).
+    void queue(Database* db);
+    // Drops `db` from the queue and returns once no round runs on it: from its close, after which
+    // it is never queued again.
+    void remove(Database* db);
+    // Rounds run so far (each at most one fsync, or one flush_all and, after a failed one, an
+    // fsync a database).
+    uint64_t rounds() const;
+    // Group rounds that ran a flush so far, and the databases they covered (two or more each).
+    uint64_t group_rounds() const;
+    uint64_t group_covered() const;
 
 private:
     void run();

@@ -48,6 +48,7 @@ std::string syncfs_unreliable() {
                "flush; this kernel is ") +
            u.release;
 }
+
 // The descriptor budget (node-http.md "Limits"): what the process holds besides connections and
 // tenants (the listener, each loop's ring and eventfds, logs, the data dir's lock, calls to other
 // nodes, and the opens in flight past the bound), and what one open tenant holds (its file, and

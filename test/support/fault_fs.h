@@ -20,19 +20,17 @@
 // - crash(mode, k) replaces the live namespace by the durable one, each file cut or zeroed per
 //   the mode and then fully synced; handles opened before it are dead (every call on them fails
 //   with EIO), their locks gone. Stalls and armed faults are kept; the power cut is cleared.
-//
 // - check_written (after a group round's sync_fs) syncs nothing: it fails as fail_check_written
 //   arms it (a write-back error of that file), on a dead handle and after a power cut.
 //
-// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs /
-// fail_check_written count calls of
-// their kind from the moment they are armed (the next call is 1) and fire once; fail_lists holds
-// until turned off. A failed append leaves `after_bytes` of its data in the file (a torn write); a
-// failed sync covers nothing; a failed rename, sync_dir or sync_fs changes nothing. Counters count
-// every call, failed ones included. fail_path aims at one name: the n-th open, read, stat or unlink
-// of exactly that path from now fails, once, and changes nothing (the steps a tenant's open and a
-// side file's read take, which a count over every file does not reach reliably among the node's
-// other files).
+// Faults: fail_append / fail_sync / fail_rename / fail_sync_dir / fail_sync_fs / fail_check_written
+// count calls of their kind from the moment they are armed (the next call is 1) and fire once;
+// fail_lists holds until turned off. A failed append leaves `after_bytes` of its data in the file
+// (a torn write); a failed sync covers nothing; a failed rename, sync_dir or sync_fs changes
+// nothing. Counters count every call, failed ones included. fail_path aims at one name: the n-th
+// open, read, stat or unlink of exactly that path from now fails, once, and changes nothing (the
+// steps a tenant's open and a side file's read take, which a count over every file does not reach
+// reliably among the node's other files).
 //
 // Thread-safe: one mutex guards everything; a stalled sync waits on a condition variable with
 // the mutex released. Files opened from a FaultFs must not outlive it.
