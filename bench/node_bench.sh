@@ -24,8 +24,13 @@
 # plane open on loopback), creating tenant "bench" and inserting the same rows (_id = aid). Every
 # measurement follows a warm-up of its own; runs are interleaved per connection count so a change in
 # the machine's load touches both sides alike. wrk uses -t1 -c1 and -t2 -c8, pgbench -j1 -c1 and
-# -j2 -c8: the load generators run on the same cores as the servers and take a share of them, the
-# same share on both sides. pgbench's p50/p99 come from its per-transaction log (-l, microseconds).
+# -j2 -c8: the load generators run on the same cores as the servers and take a share of them.
+# pgbench's p50/p99 come from its per-transaction log (-l, microseconds).
+# The CPU each side spends on a request is counted too (bench/cpu_lib.sh): the server's (the node's
+# process; PostgreSQL's postmaster with its backends) and the load generator's (bash's `time` of
+# wrk or pgbench), over the same timed run. With all of them on the same cores, req/s is bounded
+# by the cores over their sum, so the report also says how much CPU a request may take for the
+# 8-connection goal to be reachable on this machine, and how much the load generator alone took.
 # Everything it started is stopped and its temp dir removed on exit, failure and signals included.
 #
 # Usage: bench/node_bench.sh <path/to/fenec-node> [report file, default build/node-bench.txt]
@@ -50,6 +55,8 @@ warmup=${NODE_BENCH_WARMUP:-3}
 read -r -a workers_list <<<"${NODE_BENCH_WORKERS:-1 2}"
 here=$(cd "$(dirname "$0")" && pwd)
 lua=$here/node_bench.lua
+# shellcheck source=bench/cpu_lib.sh
+source "$here/cpu_lib.sh"
 pg_bin=/usr/lib/postgresql/15/bin
 rows=100000  # pgbench -i -s 1
 load_chunk=1000  # documents per insert statement; 10 statements per /batch request
@@ -129,10 +136,11 @@ log "PostgreSQL: pgbench -i -s 1"
 "$pg_bin/pgbench" "${pg_conn[@]}" -i -s 1 -q postgres >"$tmp/pgbench-init.log" 2>&1 ||
     { cat "$tmp/pgbench-init.log" >&2; exit 1; }
 pg_version=$("$pg_bin/postgres" --version)
+pg_pid=$(head -n 1 "$pg_root/data/postmaster.pid")
 
 # ---- fenec-node, one per worker count ----
 
-declare -A node_port
+declare -A node_port node_pid
 start_node() {  # workers
     local w=$1 dir=$tmp/node-$1 i port=""
     mkdir -p "$dir"
@@ -148,6 +156,7 @@ start_node() {  # workers
     done
     [[ -n "$port" ]] || { log "fenec-node printed no listening= line in 10 s"; exit 1; }
     node_port[$w]=$port
+    node_pid[$w]=${node_pids[-1]}
 }
 
 # The rows pgbench -i writes: bid = (aid - 1) / 100000 + 1, abalance 0, filler char(84) = blanks.
@@ -204,13 +213,22 @@ run_wrk() {  # workers mode connections
     local url="http://127.0.0.1:${node_port[$w]}"
     NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
         wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "$url" >/dev/null
-    line=$(NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
-        wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "$url" | grep '^NODE_BENCH ')
-    log "fenec $mode workers=$w c=$c: ${line#NODE_BENCH }"
+    local k=fenec/$mode/$w/$c server_ticks client user sys TIMEFORMAT='%3U %3S'
+    server_ticks=$(proc_ticks "${node_pid[$w]}")
+    { time NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
+        wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "$url" >"$tmp/wrk.out"; } 2>"$tmp/wrk.time"
+    server_ticks=$(($(proc_ticks "${node_pid[$w]}") - server_ticks))
+    line=$(grep '^NODE_BENCH ' "$tmp/wrk.out")
     local field
-    for field in p50_us p99_us rps non2xx socket_errors; do
-        result[fenec/$mode/$w/$c/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
+    for field in p50_us p99_us rps requests non2xx socket_errors; do
+        result[$k/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
     done
+    read -r user sys <"$tmp/wrk.time"
+    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    result[$k/server_us]=$(us_per "$server_ticks" "${result[$k/requests]}")
+    result[$k/client_us]=$(us_per "$client" "${result[$k/requests]}")
+    log "fenec $mode workers=$w c=$c: ${line#NODE_BENCH } node_cpu_us=${result[$k/server_us]}" \
+        "wrk_cpu_us=${result[$k/client_us]}"
     if [[ "${result[fenec/$mode/$w/$c/non2xx]}" != 0 ||
         "${result[fenec/$mode/$w/$c/socket_errors]}" != 0 ]]; then
         log "fenec $mode workers=$w c=$c had failures: $line"
@@ -222,10 +240,20 @@ run_pgbench() {  # protocol(simple|prepared) connections
     local m=$1 c=$2 j out prefix
     j=$(threads_for "$c")
     prefix=$tmp/pglog-$m-$c
+    local children server_ticks client user sys TIMEFORMAT='%3U %3S'
+    children=$(child_count "$pg_pid")
     "$pg_bin/pgbench" "${pg_conn[@]}" -n -S -M "$m" -c "$c" -j "$j" -T "$warmup" postgres \
         >/dev/null 2>&1
-    out=$("$pg_bin/pgbench" "${pg_conn[@]}" -n -S -M "$m" -c "$c" -j "$j" -T "$seconds" \
-        -l --log-prefix="$prefix" postgres 2>&1) || { echo "$out" >&2; exit 1; }
+    wait_children "$pg_pid" "$children"  # the warm-up's backends reaped before the count starts
+    server_ticks=$(tree_ticks "$pg_pid")
+    { time "$pg_bin/pgbench" "${pg_conn[@]}" -n -S -M "$m" -c "$c" -j "$j" -T "$seconds" \
+        -l --log-prefix="$prefix" postgres >"$tmp/pgbench.out" 2>&1; } 2>"$tmp/pgbench.time" ||
+        { cat "$tmp/pgbench.out" >&2; exit 1; }
+    wait_children "$pg_pid" "$children"
+    server_ticks=$(($(tree_ticks "$pg_pid") - server_ticks))
+    out=$(<"$tmp/pgbench.out")
+    read -r user sys <"$tmp/pgbench.time"
+    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
     result[pg/$m/$c/rps]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' \
         <<<"$out" | awk '{printf "%.0f", $1}')
     result[pg/$m/$c/transactions]=$(sed -n \
@@ -238,8 +266,11 @@ run_pgbench() {  # protocol(simple|prepared) connections
             print v[p50], v[p99]
         }')
     rm -f -- "$prefix".*
+    result[pg/$m/$c/server_us]=$(us_per "$server_ticks" "${result[pg/$m/$c/transactions]}")
+    result[pg/$m/$c/client_us]=$(us_per "$client" "${result[pg/$m/$c/transactions]}")
     log "pg -S $m c=$c: p50_us=${result[pg/$m/$c/p50_us]} p99_us=${result[pg/$m/$c/p99_us]}" \
-        "rps=${result[pg/$m/$c/rps]} transactions=${result[pg/$m/$c/transactions]}"
+        "rps=${result[pg/$m/$c/rps]} transactions=${result[pg/$m/$c/transactions]}" \
+        "postgres_cpu_us=${result[pg/$m/$c/server_us]} pgbench_cpu_us=${result[pg/$m/$c/client_us]}"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -300,6 +331,32 @@ verdict() {  # value op(le|ge) bound
                     "$(ratio "${result[$k/rps]}" "${result[pg/simple/$c/rps]}")"
             done
         done
+    done
+    echo
+    echo "CPU a request, microseconds (user + system over the timed run): the server's, its load" \
+        "generator's, and both; busy = both"
+    echo "at the run's rate as a share of the $(nproc) CPUs (the rest: the kernel's own threads, idle)"
+    printf "%-28s %5s %8s %8s %8s %6s\n" side conns server client both busy
+    cpu_row() {  # label conns server_us client_us rps
+        awk -v l="$1" -v c="$2" -v s="$3" -v k="$4" -v r="$5" -v n="$(nproc)" 'BEGIN {
+            printf "%-28s %5s %8s %8s %8.1f %5.0f%%\n", l, c, s, k, s + k, (s + k) * r / 1e6 / n * 100 }'
+    }
+    for c in "${connections[@]}"; do
+        cpu_row "PostgreSQL prepared" "$c" "${result[pg/prepared/$c/server_us]}" \
+            "${result[pg/prepared/$c/client_us]}" "${result[pg/prepared/$c/rps]}"
+        for w in "${workers_list[@]}"; do
+            k=fenec/id/$w/$c
+            cpu_row "fenec row-by-id, workers $w" "$c" "${result[$k/server_us]}" \
+                "${result[$k/client_us]}" "${result[$k/rps]}"
+        done
+    done
+    awk -v n="$(nproc)" -v r="${result[pg/prepared/8/rps]}" 'BEGIN {
+        printf "At 8 connections, 2x PostgreSQL'"'"'s req/s (%d) on %d CPUs leaves at most %.1f us of CPU a\n", 2 * r, n, n * 1e6 / (2 * r)
+        print "request for the node and wrk together (less what the kernel threads take):" }'
+    for w in "${workers_list[@]}"; do
+        k=fenec/id/$w/8
+        echo "  workers $w: the node took ${result[$k/server_us]}, wrk ${result[$k/client_us]}" \
+            "(PostgreSQL took ${result[pg/prepared/8/server_us]}, pgbench ${result[pg/prepared/8/client_us]})"
     done
     echo
     echo "Goals (issue), against pgbench -M prepared: row-by-id p50 <= 0.5x PostgreSQL's at 1" \
