@@ -17,8 +17,11 @@
 # measurement follows a warm-up of its own; NODE_BENCH_ROUNDS rounds, each running every side at
 # every connection count in turn, so a change in the machine's load touches all sides alike; the
 # report gives each round's ratio and their spread. wrk -t2 and pgbench -j2: the load generators
-# run on the same cores as the servers, the same share on both sides. Everything started is
-# stopped and the temp dir removed on exit, failure and signals included.
+# run on the same cores as the servers. Each side's CPU a write is counted over its timed runs
+# (bench/cpu_lib.sh): the server's (the node's process; PostgreSQL's postmaster with its backends)
+# and the load generator's (bash's `time`), so the report says where a write's CPU goes and how
+# busy the CPUs were. Everything started is stopped and the temp dir removed on exit, failure and
+# signals included.
 #
 # NODE_BENCH_BEFORE=<another fenec-node> runs that binary too, as a second node measured in the
 # same rounds ("before" in the report): a change's before and after beside one baseline. With
@@ -47,6 +50,8 @@ read -r -a node_args <<<"${NODE_BENCH_NODE_ARGS:-}"
 read -r -a before_args <<<"${NODE_BENCH_BEFORE_ARGS-${NODE_BENCH_NODE_ARGS:-}}"
 here=$(cd "$(dirname "$0")" && pwd)
 lua=$here/node_bench_writes.lua
+# shellcheck source=bench/cpu_lib.sh
+source "$here/cpu_lib.sh"
 pg_bin=/usr/lib/postgresql/15/bin
 tenants_many=16
 filler=$(printf '%84s' '')
@@ -130,10 +135,11 @@ printf '\\set aid random(1, 100000)\nINSERT INTO items (aid, filler) VALUES (:ai
     "$filler" >"$tmp/insert.sql"
 chmod 644 "$tmp/insert.sql"
 pg_version=$("$pg_bin/postgres" --version)
+pg_pid=$(head -n 1 "$pg_root/data/postmaster.pid")
 
 # ---- fenec-node: "after" (the binary under test) and, with NODE_BENCH_BEFORE, "before" ----
 
-declare -A url
+declare -A url node_pid
 start_node() {  # label binary
     local label=$1 bin=$2 dir=$tmp/node-$1 port="" i t name answer
     local -a args=("${node_args[@]}")
@@ -151,6 +157,7 @@ start_node() {  # label binary
     done
     [[ -n "$port" ]] || { log "fenec-node ($label) printed no listening= line in 10 s"; exit 1; }
     url[$label]=http://127.0.0.1:$port
+    node_pid[$label]=${node_pids[-1]}
     for ((t = 0; t < tenants_many; t++)); do
         name=$(printf 'w%02d' "$t")
         curl -sS --fail-with-body -X PUT -H 'Content-Type: application/json' \
@@ -182,13 +189,22 @@ run_wrk() {  # label tenants connections round
     local label=$1 n=$2 c=$3 r=$4 t line field k
     t=$(threads_for "$c")
     NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "${url[$label]}" >/dev/null
-    line=$(NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "${url[$label]}" |
-        grep '^NODE_BENCH ')
+    local server_ticks client user sys TIMEFORMAT='%3U %3S'
+    server_ticks=$(proc_ticks "${node_pid[$label]}")
+    { time NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "${url[$label]}" \
+        >"$tmp/wrk.out"; } 2>"$tmp/wrk.time"
+    server_ticks=$(($(proc_ticks "${node_pid[$label]}") - server_ticks))
+    line=$(grep '^NODE_BENCH ' "$tmp/wrk.out")
     k=$label$n/$c/$r
-    log "round $r $label tenants=$n c=$c: ${line#NODE_BENCH }"
-    for field in p50_us p99_us rps non2xx socket_errors; do
+    for field in p50_us p99_us rps requests non2xx socket_errors; do
         result[$k/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
     done
+    read -r user sys <"$tmp/wrk.time"
+    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    result[$k/server_us]=$(us_per "$server_ticks" "${result[$k/requests]}")
+    result[$k/client_us]=$(us_per "$client" "${result[$k/requests]}")
+    log "round $r $label tenants=$n c=$c: ${line#NODE_BENCH } node_cpu_us=${result[$k/server_us]}" \
+        "wrk_cpu_us=${result[$k/client_us]}"
     if [[ "${result[$k/non2xx]}" != 0 || "${result[$k/socket_errors]}" != 0 ]]; then
         log "$label tenants=$n c=$c had failures: $line"
         exit 1
@@ -199,12 +215,26 @@ run_pgbench() {  # connections round
     local c=$1 r=$2 j out prefix k=pg/$1/$2
     j=$(threads_for "$c")
     prefix=$tmp/pglog-$c
+    local children server_ticks client user sys TIMEFORMAT='%3U %3S'
+    children=$(child_count "$pg_pid")
     "$pg_bin/pgbench" "${pg_conn[@]}" -n -f "$tmp/insert.sql" -M prepared -c "$c" -j "$j" \
         -T "$warmup" postgres >/dev/null 2>&1
-    out=$("$pg_bin/pgbench" "${pg_conn[@]}" -n -f "$tmp/insert.sql" -M prepared -c "$c" -j "$j" \
-        -T "$seconds" -l --log-prefix="$prefix" postgres 2>&1) || { echo "$out" >&2; exit 1; }
+    wait_children "$pg_pid" "$children"  # the warm-up's backends reaped before the count starts
+    server_ticks=$(tree_ticks "$pg_pid")
+    { time "$pg_bin/pgbench" "${pg_conn[@]}" -n -f "$tmp/insert.sql" -M prepared -c "$c" -j "$j" \
+        -T "$seconds" -l --log-prefix="$prefix" postgres >"$tmp/pgbench.out" 2>&1; } \
+        2>"$tmp/pgbench.time" || { cat "$tmp/pgbench.out" >&2; exit 1; }
+    wait_children "$pg_pid" "$children"
+    server_ticks=$(($(tree_ticks "$pg_pid") - server_ticks))
+    out=$(<"$tmp/pgbench.out")
+    read -r user sys <"$tmp/pgbench.time"
+    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
     result[$k/rps]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' \
         <<<"$out" | awk '{printf "%.0f", $1}')
+    result[$k/requests]=$(sed -n \
+        's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+    result[$k/server_us]=$(us_per "$server_ticks" "${result[$k/requests]}")
+    result[$k/client_us]=$(us_per "$client" "${result[$k/requests]}")
     read -r "result[$k/p50_us]" "result[$k/p99_us]" < <(
         cat "$prefix".* | awk '{print $3}' | sort -n | awk '{v[NR] = $1} END {
             p50 = int(NR * 0.50); if (p50 < NR * 0.50) p50++
@@ -213,7 +243,8 @@ run_pgbench() {  # connections round
         }')
     rm -f -- "$prefix".*
     log "round $r pg c=$c: p50_us=${result[$k/p50_us]} p99_us=${result[$k/p99_us]}" \
-        "rps=${result[$k/rps]}"
+        "rps=${result[$k/rps]} postgres_cpu_us=${result[$k/server_us]}" \
+        "pgbench_cpu_us=${result[$k/client_us]}"
 }
 
 sides=(pg)
@@ -255,15 +286,23 @@ span() {  # values...: "min-max"
     echo "$rounds rounds of ${seconds}s per measurement after a ${warmup}s warm-up; wrk -t2," \
         "pgbench -M prepared -j2; $rows_pg rows in PostgreSQL at the end. Latencies in us."
     echo
-    printf "%-14s %5s %6s %8s %8s %8s %12s\n" side conns round p50 p99 writes/s "x PostgreSQL"
+    echo "CPU a write in us (user + system over the timed run): the server's (the node; PostgreSQL's"
+    echo "postmaster and backends) and the load generator's (wrk; pgbench); busy = both at the run's"
+    echo "rate as a share of the $(nproc) CPUs"
+    printf "%-14s %5s %6s %8s %8s %8s %12s %7s %7s %5s\n" side conns round p50 p99 writes/s \
+        "x PostgreSQL" server client busy
     for c in "${connections[@]}"; do
         for ((r = 1; r <= rounds; r++)); do
             for s in "${sides[@]}"; do
                 k=$s/$c/$r
-                printf "%-14s %5s %6s %8s %8s %8s %12s\n" \
+                printf "%-14s %5s %6s %8s %8s %8s %12s %7s %7s %4s%%\n" \
                     "$(side_name "$s")" "$c" "$r" \
                     "${result[$k/p50_us]}" "${result[$k/p99_us]}" "${result[$k/rps]}" \
-                    "$([[ $s == pg ]] && echo "" || ratio "${result[$k/rps]}" "${result[pg/$c/$r/rps]}")"
+                    "$([[ $s == pg ]] && echo "" || ratio "${result[$k/rps]}" "${result[pg/$c/$r/rps]}")" \
+                    "${result[$k/server_us]}" "${result[$k/client_us]}" \
+                    "$(awk -v a="${result[$k/server_us]}" -v b="${result[$k/client_us]}" \
+                        -v r="${result[$k/rps]}" -v n="$(nproc)" \
+                        'BEGIN { printf "%.0f", (a + b) * r / 1e6 / n * 100 }')"
             done
         done
     done
