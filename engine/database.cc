@@ -150,12 +150,6 @@ Status Database::append_locked(std::span<const std::byte> record) {
         return st;
     }
     file_bytes_ += record.size();
-    appended_bytes_ += record.size();
-    if (!room_kept_ && appended_bytes_ >= limits::file_room_after_bytes) {
-        room_kept_ = true;
-        // Best effort (io.h): without room the appends go on as before.
-        file_->keep_room(limits::file_room_bytes).ignore();
-    }
     return Status::ok();
 }
 
@@ -531,11 +525,6 @@ Status Database::close(CloseMode mode) {
     if (options_.flusher && !read_only_) options_.flusher->remove(this);
     Status result;
     if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
-    if (room_kept_) {
-        // The file ends at its last record again, before the last sync makes that durable.
-        Status cut = file_->keep_room(0);
-        if (result.is_ok()) result = cut;
-    }
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
     if (options_.syncer) {
         {

@@ -428,10 +428,6 @@ private:
     std::map<std::string, uint32_t, std::less<>> names_;
     uint32_t next_collection_ = 1;
     uint64_t file_bytes_ = 0;
-    // Bytes appended since the open, and whether the file keeps room (File::keep_room,
-    // limits::file_room_after_bytes); under the writer's lock.
-    uint64_t appended_bytes_ = 0;
-    bool room_kept_ = false;
     // The file's first file_memory_bytes_ bytes as the open or install that read them left them
     // in memory, where the collections kept that buffer as their store (finish_replay): the
     // bytes stay valid while anything holds the buffer, and are the file's until a rewrite

@@ -296,7 +296,6 @@ void Database::adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot&
         std::unique_lock<std::mutex> l(sync_mu_);
         while (syncing_) sync_cv_.wait(l);
         file_ = std::shared_ptr<File>(std::move(out));
-        room_kept_ = false;  // the side file keeps room once the next append asks for it
         durable_seq_ = seq_.load();
         sync_cv_.notify_all();
     }
