@@ -8,6 +8,9 @@
 #   name_tr  `get orders order name limit 20`, merged by {"column":"name","collate":"tr",
 #            "nocase":true} (the field is `collate tr nocase`)
 #   fold     `get orders select status, count(*), sum(total) group status`, folded by status
+#   concat   order's statement under {"kind":"concat"}: the rows passed on as they come, merged
+#            by nothing, so its ratio is the floor of the router's own hop (its calls, each
+#            answer read and split into rows, the body written); information, not a goal
 # each beside a client asking the same 100 tenants' nodes the same statement directly
 # (POST /_admin/tenants/<t>/query), 16 at once from one thread's event loop (non-blocking sockets
 # and epoll; the router asks them from one io_uring loop, so not 16 threads, whose wake-ups the
@@ -138,6 +141,8 @@ fold='get orders select status, count(*), sum(total) group status'
         "$name_tr" "$name_tr"
     printf 'fold\t{"statement":"%s","merge":{"kind":"fold","group":["status"],"sum":["count(*)","sum(total)"]}}\t{"query":"%s"}\n' \
         "$fold" "$fold"
+    printf 'concat\t{"statement":"%s","merge":{"kind":"concat"}}\t{"query":"%s"}\n' \
+        "$order" "$order"
 } >"$tmp/queries"
 
 log "$rounds rounds after $warmup of warm-up"
@@ -165,6 +170,11 @@ verdict() { awk -v v="$1" 'BEGIN { print (v != "-" && v <= 1.1) ? "MET" : "NOT M
         printf "%-8s %10s %10s %10s %10s %8s %s\n" "$q" "${r[$q/router/p50_us]}" \
             "${r[$q/client/p50_us]}" "${r[$q/router/p95_us]}" "${r[$q/client/p95_us]}" "$rt" "$(verdict "$rt")"
     done
+    q=concat
+    printf "%-8s %10s %10s %10s %10s %8s %s\n" "$q" "${r[$q/router/p50_us]}" \
+        "${r[$q/client/p50_us]}" "${r[$q/router/p95_us]}" "${r[$q/client/p95_us]}" \
+        "$(ratio "${r[$q/router/p50_us]}" "${r[$q/client/p50_us]}")" \
+        "(no goal: merged by nothing, the floor of the router's hop)"
 } | tee "$tmp/report"
 mkdir -p "$(dirname "$report")"
 cp "$tmp/report" "$report"
