@@ -28,7 +28,7 @@ tree_ticks() {  # pid
     read -r -a f <<<"$stat"
     sum=$((f[11] + f[12] + f[13] + f[14]))
     for p in /proc/[0-9]*/stat; do
-        { stat=$(<"$p"); } 2>/dev/null || continue  # gone meanwhile
+        { read -r stat <"$p"; } 2>/dev/null || continue  # gone meanwhile
         stat=${stat##*) }
         read -r -a f <<<"$stat"
         ((f[1] == root)) && sum=$((sum + f[11] + f[12]))
@@ -41,7 +41,7 @@ child_count() {  # pid
     local n=0 p stat
     local -a f
     for p in /proc/[0-9]*/stat; do
-        { stat=$(<"$p"); } 2>/dev/null || continue  # gone meanwhile
+        { read -r stat <"$p"; } 2>/dev/null || continue  # gone meanwhile
         stat=${stat##*) }
         read -r -a f <<<"$stat"
         ((f[1] == $1)) && n=$((n + 1))

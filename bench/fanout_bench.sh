@@ -3,7 +3,8 @@
 # (`make shard-bench ARGS=fanout`).
 #
 # What it measures: 100 tenants of 200 rows on three fenec-node processes behind fenec-shard;
-# p50 over FANOUT_BENCH_ROUNDS rounds (300) of three POST /_shard/query merges:
+# p50 over FANOUT_BENCH_ROUNDS rounds (300) of four POST /_shard/query asks, three merges and a
+# concat:
 #   order    `get orders order at desc limit 20`, merged by `at desc` (a timestamp)
 #   name_tr  `get orders order name limit 20`, merged by {"column":"name","collate":"tr",
 #            "nocase":true} (the field is `collate tr nocase`)

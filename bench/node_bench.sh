@@ -215,8 +215,10 @@ run_wrk() {  # workers mode connections
         wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "$url" >/dev/null
     local k=fenec/$mode/$w/$c server_ticks client user sys TIMEFORMAT='%3U %3S'
     server_ticks=$(proc_ticks "${node_pid[$w]}")
+    # wrk's own stderr apart from time's line, and shown should wrk fail.
     { time NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
-        wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "$url" >"$tmp/wrk.out"; } 2>"$tmp/wrk.time"
+        wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "$url" >"$tmp/wrk.out" 2>"$tmp/wrk.err"; } \
+        2>"$tmp/wrk.time" || { cat "$tmp/wrk.err" >&2; exit 1; }
     server_ticks=$(($(proc_ticks "${node_pid[$w]}") - server_ticks))
     line=$(grep '^NODE_BENCH ' "$tmp/wrk.out")
     local field
@@ -339,6 +341,8 @@ verdict() {  # value op(le|ge) bound
     printf "%-28s %5s %8s %8s %8s %6s\n" side conns server client both busy
     cpu_row() {  # label conns server_us client_us rps
         awk -v l="$1" -v c="$2" -v s="$3" -v k="$4" -v r="$5" -v n="$(nproc)" 'BEGIN {
+            if (s == "-" || k == "-" || s == "" || k == "") {  # a side not counted: no sum
+                printf "%-28s %5s %8s %8s %8s %6s\n", l, c, s, k, "-", "-"; exit }
             printf "%-28s %5s %8s %8s %8.1f %5.0f%%\n", l, c, s, k, s + k, (s + k) * r / 1e6 / n * 100 }'
     }
     for c in "${connections[@]}"; do
@@ -350,7 +354,8 @@ verdict() {  # value op(le|ge) bound
                 "${result[$k/client_us]}" "${result[$k/rps]}"
         done
     done
-    awk -v n="$(nproc)" -v r="${result[pg/prepared/8/rps]}" 'BEGIN {
+    awk -v n="$(nproc)" -v r="${result[pg/prepared/8/rps]:-0}" 'BEGIN {
+        if (r <= 0) { print "At 8 connections: no PostgreSQL rate, no budget"; exit }
         printf "At 8 connections, 2x PostgreSQL'"'"'s req/s (%d) on %d CPUs leaves at most %.1f us of CPU a\n", 2 * r, n, n * 1e6 / (2 * r)
         print "request for the node and wrk together (less what the kernel threads take):" }'
     for w in "${workers_list[@]}"; do

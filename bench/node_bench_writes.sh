@@ -191,8 +191,9 @@ run_wrk() {  # label tenants connections round
     NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "${url[$label]}" >/dev/null
     local server_ticks client user sys TIMEFORMAT='%3U %3S'
     server_ticks=$(proc_ticks "${node_pid[$label]}")
+    # wrk's own stderr apart from time's line, and shown should wrk fail.
     { time NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "${url[$label]}" \
-        >"$tmp/wrk.out"; } 2>"$tmp/wrk.time"
+        >"$tmp/wrk.out" 2>"$tmp/wrk.err"; } 2>"$tmp/wrk.time" || { cat "$tmp/wrk.err" >&2; exit 1; }
     server_ticks=$(($(proc_ticks "${node_pid[$label]}") - server_ticks))
     line=$(grep '^NODE_BENCH ' "$tmp/wrk.out")
     k=$label$n/$c/$r
@@ -288,7 +289,8 @@ span() {  # values...: "min-max"
     echo
     echo "CPU a write in us (user + system over the timed run): the server's (the node; PostgreSQL's"
     echo "postmaster and backends) and the load generator's (wrk; pgbench); busy = both at the run's"
-    echo "rate as a share of the $(nproc) CPUs"
+    echo "rate as a share of the $(nproc) CPUs (a lower bound: the kernel threads that carry an"
+    echo "fsync's work, and interrupts, are counted to no process here)"
     printf "%-14s %5s %6s %8s %8s %8s %12s %7s %7s %5s\n" side conns round p50 p99 writes/s \
         "x PostgreSQL" server client busy
     for c in "${connections[@]}"; do
@@ -302,7 +304,7 @@ span() {  # values...: "min-max"
                     "${result[$k/server_us]}" "${result[$k/client_us]}" \
                     "$(awk -v a="${result[$k/server_us]}" -v b="${result[$k/client_us]}" \
                         -v r="${result[$k/rps]}" -v n="$(nproc)" \
-                        'BEGIN { printf "%.0f", (a + b) * r / 1e6 / n * 100 }')"
+                        'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.0f", (a + b) * r / 1e6 / n * 100 }')"
             done
         done
     done
