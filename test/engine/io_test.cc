@@ -170,6 +170,29 @@ TEST_F(PosixFsIoTest, AppendDirectWritesPastTheCacheAndReadsBackAsAppend) {
     EXPECT_TRUE(read_all(*g) == "head" + expect + shifted);
 }
 
+// Descriptors this process has open.
+size_t open_descriptors() {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+}
+
+// sync_fs keeps one descriptor of a directory from its first sync on: later syncs of it open
+// nothing, and a second directory gets its own.
+TEST_F(PosixFsIoTest, SyncFsKeepsOneDescriptorADirectory) {
+    ASSERT_TRUE(fs_.make_dirs(path("one")).is_ok());
+    ASSERT_TRUE(fs_.make_dirs(path("two")).is_ok());
+    const size_t before = open_descriptors();
+    ASSERT_TRUE(fs_.sync_fs(path("one")).is_ok());
+    EXPECT_EQ(open_descriptors(), before + 1) << "the directory's descriptor kept";
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(fs_.sync_fs(path("one")).is_ok());
+    EXPECT_EQ(open_descriptors(), before + 1);
+    ASSERT_TRUE(fs_.sync_fs(path("two")).is_ok());
+    EXPECT_EQ(open_descriptors(), before + 2);
+    EXPECT_EQ(fs_.sync_fs(path("none")).code(), Code::not_found);
+    EXPECT_EQ(open_descriptors(), before + 2);
+}
+
 TEST_F(PosixFsIoTest, ReadPastTheEndIsAShortRead) {
     auto f = must_open(fs_, path("a"), OpenMode::create_new);
     ASSERT_TRUE(append_text(*f, "abc").is_ok());
