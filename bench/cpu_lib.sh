@@ -60,6 +60,13 @@ wait_children() {  # pid n
     return 0
 }
 
+# The ticks in a file bash's `time` wrote with TIMEFORMAT='%3U %3S' (user and system seconds).
+time_ticks() {  # file
+    local user sys
+    read -r user sys <"$1"
+    awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }'
+}
+
 # Microseconds a request from ticks over requests: "12.3".
 us_per() {  # ticks requests
     awk -v t="$1" -v n="$2" -v hz="$cpu_clk_tck" 'BEGIN {

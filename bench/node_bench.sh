@@ -213,7 +213,7 @@ run_wrk() {  # workers mode connections
     local url="http://127.0.0.1:${node_port[$w]}"
     NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
         wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "$url" >/dev/null
-    local k=fenec/$mode/$w/$c server_ticks client user sys TIMEFORMAT='%3U %3S'
+    local k=fenec/$mode/$w/$c server_ticks client TIMEFORMAT='%3U %3S'
     server_ticks=$(proc_ticks "${node_pid[$w]}")
     # wrk's own stderr apart from time's line, and shown should wrk fail.
     { time NODE_BENCH_MODE=$mode NODE_BENCH_ROWS=$rows \
@@ -225,8 +225,7 @@ run_wrk() {  # workers mode connections
     for field in p50_us p99_us rps requests non2xx socket_errors; do
         result[$k/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
     done
-    read -r user sys <"$tmp/wrk.time"
-    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    client=$(time_ticks "$tmp/wrk.time")
     result[$k/server_us]=$(us_per "$server_ticks" "${result[$k/requests]}")
     result[$k/client_us]=$(us_per "$client" "${result[$k/requests]}")
     log "fenec $mode workers=$w c=$c: ${line#NODE_BENCH } node_cpu_us=${result[$k/server_us]}" \
@@ -242,7 +241,7 @@ run_pgbench() {  # protocol(simple|prepared) connections
     local m=$1 c=$2 j out prefix
     j=$(threads_for "$c")
     prefix=$tmp/pglog-$m-$c
-    local children server_ticks client user sys TIMEFORMAT='%3U %3S'
+    local children server_ticks client TIMEFORMAT='%3U %3S'
     children=$(child_count "$pg_pid")
     "$pg_bin/pgbench" "${pg_conn[@]}" -n -S -M "$m" -c "$c" -j "$j" -T "$warmup" postgres \
         >/dev/null 2>&1
@@ -254,8 +253,7 @@ run_pgbench() {  # protocol(simple|prepared) connections
     wait_children "$pg_pid" "$children"
     server_ticks=$(($(tree_ticks "$pg_pid") - server_ticks))
     out=$(<"$tmp/pgbench.out")
-    read -r user sys <"$tmp/pgbench.time"
-    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    client=$(time_ticks "$tmp/pgbench.time")
     result[pg/$m/$c/rps]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' \
         <<<"$out" | awk '{printf "%.0f", $1}')
     result[pg/$m/$c/transactions]=$(sed -n \

@@ -189,7 +189,7 @@ run_wrk() {  # label tenants connections round
     local label=$1 n=$2 c=$3 r=$4 t line field k
     t=$(threads_for "$c")
     NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${warmup}s" -s "$lua" "${url[$label]}" >/dev/null
-    local server_ticks client user sys TIMEFORMAT='%3U %3S'
+    local server_ticks client TIMEFORMAT='%3U %3S'
     server_ticks=$(proc_ticks "${node_pid[$label]}")
     # wrk's own stderr apart from time's line, and shown should wrk fail.
     { time NODE_BENCH_TENANTS=$n wrk -t"$t" -c"$c" -d"${seconds}s" -s "$lua" "${url[$label]}" \
@@ -200,8 +200,7 @@ run_wrk() {  # label tenants connections round
     for field in p50_us p99_us rps requests non2xx socket_errors; do
         result[$k/$field]=$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")
     done
-    read -r user sys <"$tmp/wrk.time"
-    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    client=$(time_ticks "$tmp/wrk.time")
     result[$k/server_us]=$(us_per "$server_ticks" "${result[$k/requests]}")
     result[$k/client_us]=$(us_per "$client" "${result[$k/requests]}")
     log "round $r $label tenants=$n c=$c: ${line#NODE_BENCH } node_cpu_us=${result[$k/server_us]}" \
@@ -216,7 +215,7 @@ run_pgbench() {  # connections round
     local c=$1 r=$2 j out prefix k=pg/$1/$2
     j=$(threads_for "$c")
     prefix=$tmp/pglog-$c
-    local children server_ticks client user sys TIMEFORMAT='%3U %3S'
+    local children server_ticks client TIMEFORMAT='%3U %3S'
     children=$(child_count "$pg_pid")
     "$pg_bin/pgbench" "${pg_conn[@]}" -n -f "$tmp/insert.sql" -M prepared -c "$c" -j "$j" \
         -T "$warmup" postgres >/dev/null 2>&1
@@ -228,8 +227,7 @@ run_pgbench() {  # connections round
     wait_children "$pg_pid" "$children"
     server_ticks=$(($(tree_ticks "$pg_pid") - server_ticks))
     out=$(<"$tmp/pgbench.out")
-    read -r user sys <"$tmp/pgbench.time"
-    client=$(awk -v u="$user" -v s="$sys" -v hz="$cpu_clk_tck" 'BEGIN { printf "%d", (u + s) * hz }')
+    client=$(time_ticks "$tmp/pgbench.time")
     result[$k/rps]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' \
         <<<"$out" | awk '{printf "%.0f", $1}')
     result[$k/requests]=$(sed -n \

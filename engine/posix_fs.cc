@@ -191,6 +191,16 @@ Code code_of_errno(int err) {
     }
 }
 
+// A descriptor of directory `d`, for its sync.
+Result<int> open_directory(const std::string& d) {
+    int fd;
+    do {
+        fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return os_error(code_of_errno(errno), "open directory", d, errno);
+    return fd;
+}
+
 // rename(2) without replacing, for kernels or file systems without RENAME_NOREPLACE: link()
 // refuses an existing target atomically, then the old name goes.
 Status rename_by_link(const std::string& from, const std::string& to) {
@@ -253,11 +263,7 @@ public:
 
     Status sync_dir(std::string_view dir) override {
         std::string d(dir);
-        int fd;
-        do {
-            fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        } while (fd < 0 && errno == EINTR);
-        if (fd < 0) return os_error(code_of_errno(errno), "open directory", d, errno);
+        FENEC_ASSIGN_OR_RETURN(int fd, open_directory(d));
         int rc = ::fsync(fd);
         int err = errno;
         ::close(fd);
@@ -277,11 +283,7 @@ public:
         auto it = held_.find(dir);
         if (it == held_.end()) {
             std::string d(dir);
-            int fd;
-            do {
-                fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            } while (fd < 0 && errno == EINTR);
-            if (fd < 0) return os_error(code_of_errno(errno), "open directory", d, errno);
+            FENEC_ASSIGN_OR_RETURN(int fd, open_directory(d));
             it = held_.emplace(std::move(d), fd).first;
         }
         if (::syncfs(it->second) != 0) return io_error("syncfs", dir, errno);
