@@ -92,6 +92,25 @@ std::vector<std::byte> crash_image(const std::vector<std::byte>& data, uint64_t 
             std::fill(out.end() - static_cast<ptrdiff_t>(zeroed), out.end(), std::byte{0});
             break;
         }
+        case FaultFs::CrashMode::scattered: {
+            // splitmix64 from the seed: one draw a page.
+            uint64_t state = k;
+            auto next = [&state] {
+                uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+                z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+                z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+                return z ^ (z >> 31);
+            };
+            constexpr uint64_t page = FaultFs::kCrashPageBytes;
+            for (uint64_t at = synced / page * page; at < out.size(); at += page) {
+                if (next() & 1) continue;  // this page reached the disk
+                const uint64_t from = std::max(at, synced);
+                const uint64_t to = std::min<uint64_t>(at + page, out.size());
+                std::fill(out.begin() + static_cast<ptrdiff_t>(from),
+                          out.begin() + static_cast<ptrdiff_t>(to), std::byte{0});
+            }
+            break;
+        }
     }
     return out;
 }

@@ -61,7 +61,13 @@ public:
         prefix,       // synced bytes plus the first k unsynced bytes
         all,          // every written byte
         zero_tail,    // every byte, but the last k unsynced bytes read zero
+        // Every byte, the file's size kept, but each page (kCrashPageBytes, at file offsets) past
+        // the synced length read zero where it never reached the disk, at random from the seed
+        // k: a power cut during a flush of bytes written over room (File::keep_room), where the
+        // size was durable already and pages go out in any order.
+        scattered,
     };
+    static constexpr uint64_t kCrashPageBytes = 4096;
 
     FaultFs();
     ~FaultFs() override;
