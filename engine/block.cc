@@ -524,7 +524,7 @@ Status Block::spill() {
     auto values = codec::op_values(b, ops_, spilled_ops_, ops_.size());
     const uint64_t count = codec::count_writes(ops_, spilled_ops_, ops_.size());
     const uint32_t part = static_cast<uint32_t>(spills_.size());
-    b.Finish(fb::CreateSpill(b, spill_token_, part, count, types, values));
+    b.Finish(fb::CreateSpill(b, spill_token_, part, count, types, values, db_->durable_stamp_locked()));
     std::vector<std::byte> rec;
     format::append_record(rec, format::Kind::spill, codec::body_of(b));
     FENEC_RETURN_IF_ERROR(db_->refusal_locked());
@@ -595,7 +595,8 @@ std::vector<std::byte> Block::encode_record(Seq first) const {
     auto values = codec::op_values(b, ops_, spilled_ops_, ops_.size());
     std::vector<std::byte> rec;
     if (spills_.empty()) {
-        b.Finish(fb::CreateBlock(b, first.v, count_, now_ms_, options_.internal, types, values));
+        b.Finish(fb::CreateBlock(b, first.v, count_, now_ms_, options_.internal, types, values,
+                                 db_->durable_stamp_locked()));
         rec.reserve(format::framed_size(b.GetSize()));
         format::append_record(rec, format::Kind::block, codec::body_of(b));
     } else {
@@ -603,7 +604,7 @@ std::vector<std::byte> Block::encode_record(Seq first) const {
         for (const SpillDone& s : spills_) refs.emplace_back(s.part, s.count, s.checksum);
         auto rv = b.CreateVectorOfStructs(refs);
         b.Finish(fb::CreateLanding(b, spill_token_, first.v, count_, now_ms_, options_.internal, rv,
-                                   types, values));
+                                   types, values, db_->durable_stamp_locked()));
         format::append_record(rec, format::Kind::landing, codec::body_of(b));
     }
     return rec;

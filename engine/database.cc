@@ -150,6 +150,14 @@ Status Database::append_locked(std::span<const std::byte> record) {
         return st;
     }
     file_bytes_ += record.size();
+    appended_end_.store(file_bytes_, std::memory_order_release);
+    appended_bytes_ += record.size();
+    if (!room_kept_ && options_.sync.kind == SyncPolicy::Kind::every_block && !following_ &&
+        !history_.replica && appended_bytes_ >= limits::file_room_after_bytes) {
+        room_kept_ = true;
+        // Best effort (io.h): without room the appends go on as before.
+        file_->keep_room(limits::file_room_bytes).ignore();
+    }
     return Status::ok();
 }
 
@@ -157,10 +165,14 @@ Status Database::append_history_locked(const History& h) {
     flatbuffers::FlatBufferBuilder b;
     std::vector<fb::Fork> forks;
     for (const Fork& f : h.forks) forks.emplace_back(f.history.v, f.seq.v);
-    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), h.replica));
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), h.replica, durable_stamp_locked()));
     std::vector<std::byte> rec;
     format::append_record(rec, format::Kind::history, codec::body_of(b));
     return append_locked(rec);
+}
+
+uint64_t Database::durable_stamp_locked() const {
+    return room_kept_ ? durable_end_.load(std::memory_order_acquire) : format::kNoDurableStamp;
 }
 
 Seq Database::durable_seq() const {
@@ -194,11 +206,12 @@ Status Database::latched_locked() const {
 void Database::sync_locked(std::unique_lock<std::mutex>& l) {
     syncing_ = true;
     const uint64_t target = seq_.load(std::memory_order_acquire);
+    const uint64_t target_end = appended_end_.load(std::memory_order_acquire);
     std::shared_ptr<File> file = file_;
     l.unlock();
     Status st = file->sync();
     l.lock();
-    settle_sync_locked(target, st);
+    settle_sync_locked(target, target_end, st);
     tell_durable_locked(l, target, st);
 }
 
@@ -214,7 +227,8 @@ std::optional<Database::GroupRound> Database::begin_group_round() {
     std::lock_guard<std::mutex> g(sync_mu_);
     if (syncing_ || waiters_.empty()) return std::nullopt;
     syncing_ = true;
-    return GroupRound{this, seq_.load(std::memory_order_acquire), file_, Status::ok()};
+    return GroupRound{this, seq_.load(std::memory_order_acquire),
+                      appended_end_.load(std::memory_order_acquire), file_, Status::ok()};
 }
 
 // After the flush covered the file's bytes, the file's own write-back errors, which a flush of
@@ -225,7 +239,7 @@ void Database::end_group_round(GroupRound& round, const Status* flushed) {
     round.status =
         flushed != nullptr && flushed->is_ok() ? round.file->check_written() : round.file->sync();
     std::lock_guard<std::mutex> g(sync_mu_);
-    settle_sync_locked(round.target, round.status);
+    settle_sync_locked(round.target, round.target_end, round.status);
 }
 
 void Database::tell_group_round(const GroupRound& round) {
@@ -235,12 +249,14 @@ void Database::tell_group_round(const GroupRound& round) {
 
 // A sync's end, sync_mu_ held: syncing_ cleared, durable_seq_ moved to `target` or the failure
 // latched. Calls nothing.
-void Database::settle_sync_locked(uint64_t target, const Status& st) {
+void Database::settle_sync_locked(uint64_t target, uint64_t target_end, const Status& st) {
     syncing_ = false;
     if (!st.is_ok()) {
         if (!failure_) failure_ = st;
     } else {
         durable_seq_ = std::max(durable_seq_, target);
+        if (target_end > durable_end_.load(std::memory_order_relaxed))
+            durable_end_.store(target_end, std::memory_order_release);
         feed_->durable(Seq{durable_seq_});
     }
     sync_cv_.notify_all();
@@ -452,12 +468,15 @@ Status Database::sync_now() {
     std::unique_lock<std::mutex> l(sync_mu_);
     while (syncing_) sync_cv_.wait(l);
     syncing_ = true;
+    const uint64_t target_end = appended_end_.load(std::memory_order_acquire);
     std::shared_ptr<File> file = file_;
     l.unlock();
     Status st = file->sync();
     l.lock();
     syncing_ = false;
     if (!st.is_ok() && !failure_) failure_ = st;
+    if (st.is_ok() && target_end > durable_end_.load(std::memory_order_relaxed))
+        durable_end_.store(target_end, std::memory_order_release);
     sync_cv_.notify_all();
     finish_waiters_locked(l);  // the failure's, or a Syncer round skipped while this ran
     return st;
@@ -525,6 +544,15 @@ Status Database::close(CloseMode mode) {
     if (options_.flusher && !read_only_) options_.flusher->remove(this);
     Status result;
     if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
+    if (room_kept_) {
+        // The file ends at its last record again, under the writer's lock, and an fsync of its
+        // own makes that durable: the sync below returns at once when one already covered every
+        // block.
+        std::unique_lock<std::shared_mutex> lock(mu_);
+        Status cut = file_->keep_room(0);
+        if (cut.is_ok() && !read_only_ && !failure()) cut = file_->sync();
+        if (result.is_ok()) result = cut;
+    }
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
     if (options_.syncer) {
         {

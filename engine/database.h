@@ -360,6 +360,10 @@ private:
     Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
     Status append_locked(std::span<const std::byte> record);
     Status append_history_locked(const History& h);
+    // The durable_end a record appended now carries (format.fbs): durable_end_ once the file
+    // keeps room, since an append into room can reach the disk before one earlier in the file;
+    // format::kNoDurableStamp (the field left out) before. Under the writer's lock.
+    uint64_t durable_stamp_locked() const;
     Status sync_now();  // an fsync outside the writer lock, for a history record
     // The group commit's parts (database.cc): one fsync and what follows it; a Syncer's round;
     // the when_durable callbacks a sync settled; the latch as a writer is told of it.
@@ -373,6 +377,7 @@ private:
     struct GroupRound {
         Database* db;
         uint64_t target;             // the seq the flush covers
+        uint64_t target_end;         // and the file's bytes
         std::shared_ptr<File> file;  // the file it covers
         Status status;               // the round's outcome, set by end_group_round
     };
@@ -380,7 +385,7 @@ private:
     std::optional<GroupRound> begin_group_round();
     void end_group_round(GroupRound& round, const Status* flushed);
     void tell_group_round(const GroupRound& round);
-    void settle_sync_locked(uint64_t target, const Status& st);
+    void settle_sync_locked(uint64_t target, uint64_t target_end, const Status& st);
     void tell_durable_locked(std::unique_lock<std::mutex>& l, uint64_t target, const Status& st);
     void finish_waiters_locked(std::unique_lock<std::mutex>& l, bool queue_left = true);
     Status latched_locked() const;
@@ -428,6 +433,11 @@ private:
     std::map<std::string, uint32_t, std::less<>> names_;
     uint32_t next_collection_ = 1;
     uint64_t file_bytes_ = 0;
+    // Bytes appended since the open, and whether the file keeps room (File::keep_room,
+    // limits::file_room_after_bytes; never while it holds a replica's history, whose records are
+    // its primary's bytes); under the writer's lock.
+    uint64_t appended_bytes_ = 0;
+    bool room_kept_ = false;
     // The file's first file_memory_bytes_ bytes as the open or install that read them left them
     // in memory, where the collections kept that buffer as their store (finish_replay): the
     // bytes stay valid while anything holds the buffer, and are the file's until a rewrite
@@ -466,6 +476,11 @@ private:
     std::condition_variable sync_cv_;
     bool syncing_ = false;
     uint64_t durable_seq_ = 0;
+    // The file's bytes appended (appended_end_, stored after each append, so a sync that loads it
+    // as it begins covers them) and the bytes the last finished sync covered (durable_end_,
+    // written under sync_mu_): the stamp of records appended into room (durable_stamp_locked).
+    std::atomic<uint64_t> appended_end_{0};
+    std::atomic<uint64_t> durable_end_{0};
     std::optional<Status> failure_;
     struct DurableWaiter {
         uint64_t seq = 0;

@@ -29,6 +29,9 @@ inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kRecordHeadBytes = 16;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint16_t kGraphVersion = 1;
+// A Block's, Spill's, Landing's or History's durable_end when it has none (format.fbs' default):
+// appended past the file's end, or by a version before room.
+inline constexpr uint64_t kNoDurableStamp = UINT64_MAX;
 
 // Header field offsets.
 inline constexpr size_t kOffVersion = 8;

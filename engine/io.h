@@ -45,6 +45,21 @@ public:
     // no CPU copies them and no cache page is allocated for them. Durable only after sync, as
     // append is. A file without it appends.
     virtual Status append_direct(std::span<const std::byte> data) { return append(data); }
+    // Room: `ahead` bytes of zeros kept written past the last append, so that appends land in
+    // blocks the file already has and, once the zeros' own sync is past, an fdatasync writes the
+    // data alone: no size to record, no block to allocate, so no inode write (and, on a journaled
+    // file system, no journal commit). The zeros are written half the room at a time as appends
+    // use it up, on the appending thread, and made durable by the next sync; size() and append()
+    // keep to the end of the appends. keep_room(0) cuts the room off: the file ends at its last
+    // append again. A crash leaves the room as a zero-filled tail, which an open cuts as a torn
+    // tail (engine.md §6.2); a power cut mid-flush may leave holes before later appends, which
+    // an open tells from damage by the records' durable stamps (file-format.md §6). Best effort: room that cannot be written (a full disk) is given up,
+    // and appends go on as they would without it; only a failed cut is an error. A file without
+    // it keeps none.
+    virtual Status keep_room(uint64_t ahead) {
+        (void)ahead;
+        return Status::ok();
+    }
 };
 
 class Fs {

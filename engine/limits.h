@@ -53,6 +53,15 @@ inline constexpr int64_t flush_interval_ms_default = 250;
 // the file system commits them in one journal transaction; past a few they only queue in the
 // device, and each holds a thread while it waits.
 inline constexpr size_t sync_threads = 4;
+// A database's file keeps room of zeros ahead of its appends (File::keep_room), so that a sync
+// writes the appended blocks alone, once it has taken file_room_after_bytes since it opened: a
+// file written on, not every file written once (100,000 tenants each written once would hold a
+// room each). The room's zeros are written half at a time: one extra 512 KiB write-back each
+// 512 KiB appended, and a file holds at most 1 MiB it does not need while open. Only under
+// SyncPolicy::every_block, where a sync follows every block: what an open may cut as a hole
+// (file-format.md §6) is then what was appended while one sync ran.
+inline constexpr uint64_t file_room_after_bytes = 256ull << 10;
+inline constexpr uint64_t file_room_bytes = 1ull << 20;
 // A block's undo log kept, emptied, for the next block: a 1,000-write block's log (1,024
 // entries of 64 bytes), so blocks of that size write the same memory again instead of faulting
 // fresh pages in; larger logs are freed, so a tenant that once wrote a large block does not hold

@@ -1,11 +1,13 @@
 // engine/posix_fs.cc: the default Fs, straight POSIX (Linux) calls behind the seam of io.h.
 // Owns: PosixFile (one fd, closed when the File dies, which also drops its flock), posix_fs()
 // and dir_of(). Invariants: every fd is O_CLOEXEC; read_at and append either move every byte or
-// return an error; a failed fdatasync is reported once and never retried (the kernel may have
-// dropped the dirty pages, so a second success would lie); every error names the path and the
-// strerror text, and carries errno in Detail::err_no; a file is created 0600 and a directory
-// 0700 (file_create_mode, dir_create_mode), whatever the umask lets through, so no other local
-// user reads a tenant's data or a token beside it. No exception leaves this file.
+// return an error; a file keeping room (keep_room) has O_APPEND off and writes each append at
+// the end of the appends, never past zeros it has not filled; a failed fdatasync is reported
+// once and never retried (the kernel may have dropped the dirty pages, so a second success would
+// lie); every error names the path and the strerror text, and carries errno in Detail::err_no; a
+// file is created 0600 and a directory 0700 (file_create_mode, dir_create_mode), whatever the
+// umask lets through, so no other local user reads a tenant's data or a token beside it. No
+// exception leaves this file.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -52,6 +54,8 @@ Status io_error(std::string_view what, std::string_view path, int err) {
 constexpr uint64_t direct_align_bytes = 4096;
 // Each direct write moves at most this much, so one call never pins a whole large image.
 constexpr uint64_t direct_chunk_bytes = 8 << 20;
+// A file's room (File::keep_room) is written in these steps, from one buffer of zeros.
+constexpr uint64_t room_step_bytes = 64 << 10;
 
 // Owner read and write only: tenant files, sidecars and the router's directory hold data and
 // tokens no other local user may read (issue 17 item 8). The umask can only take bits away.
@@ -70,6 +74,7 @@ public:
     const std::string& path() const { return path_; }
 
     Result<uint64_t> size() override {
+        if (positioned_) return end_;
         struct stat st{};
         if (::fstat(fd_, &st) != 0) return io_error("fstat", path_, errno);
         return static_cast<uint64_t>(st.st_size);
@@ -96,8 +101,14 @@ public:
         return Status::ok();
     }
 
-    // O_APPEND puts every write at the end; a short write is followed by the rest.
+    // O_APPEND puts every write at the end; a short write is followed by the rest. A file
+    // keeping room writes at the end of its appends instead (keep_room), and tops the room up.
     Status append(std::span<const std::byte> data) override {
+        if (positioned_) {
+            FENEC_RETURN_IF_ERROR(write_at_end(data));
+            if (ahead_ > 0) top_up_room();
+            return Status::ok();
+        }
         size_t done = 0;
         while (done < data.size()) {
             ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
@@ -158,6 +169,10 @@ public:
             if (done % direct_align_bytes != 0) break;
         }
         ::close(direct);
+        if (positioned_) {
+            end_ += done;
+            room_end_ = std::max(room_end_, end_);
+        }
         return append(data.subspan(static_cast<size_t>(done)));
     }
 
@@ -165,12 +180,88 @@ public:
         while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
             if (errno != EINTR) return io_error("ftruncate", path_, errno);
         }
+        if (positioned_) end_ = room_end_ = size;  // the room goes too; appends top it up again
+        return Status::ok();
+    }
+
+    Status keep_room(uint64_t ahead) override {
+        if (ahead == 0) {
+            ahead_ = 0;
+            if (!positioned_ || room_end_ == end_) return Status::ok();
+            while (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+                if (errno != EINTR) return io_error("ftruncate", path_, errno);
+            }
+            room_end_ = end_;
+            return Status::ok();
+        }
+        if (!positioned_) {
+            // Appends go where end_ says from here: pwrite at an offset needs O_APPEND off.
+            struct stat st{};
+            if (::fstat(fd_, &st) != 0) return io_error("fstat", path_, errno);
+            const int flags = ::fcntl(fd_, F_GETFL);
+            if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_APPEND) != 0) {
+                return io_error("fcntl", path_, errno);
+            }
+            end_ = room_end_ = static_cast<uint64_t>(st.st_size);
+            positioned_ = true;
+        }
+        ahead_ = ahead;
+        top_up_room();
         return Status::ok();
     }
 
 private:
+    Status write_at_end(std::span<const std::byte> data) {
+        size_t done = 0;
+        while (done < data.size()) {
+            ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
+                                 static_cast<off_t>(end_ + done));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                const int err = errno;
+                end_ += done;
+                room_end_ = std::max(room_end_, end_);
+                return io_error("write", path_, err);
+            }
+            if (n == 0) {
+                end_ += done;
+                room_end_ = std::max(room_end_, end_);
+                return io_error("write", path_, EIO);
+            }
+            done += static_cast<size_t>(n);
+        }
+        end_ += done;
+        room_end_ = std::max(room_end_, end_);
+        return Status::ok();
+    }
+
+    // Writes zeros from the room's end up to ahead_ past the appends' once less than half of it
+    // is left. A write that fails gives the room up (ahead_ 0): the file keeps what was written,
+    // which a later cut or an open removes, and appends go on past it.
+    void top_up_room() {
+        if (room_end_ - end_ >= ahead_ / 2) return;
+        static const std::vector<std::byte> zeros(room_step_bytes);
+        const uint64_t target = end_ + ahead_;
+        while (room_end_ < target) {
+            const size_t n = static_cast<size_t>(std::min(room_step_bytes, target - room_end_));
+            const ssize_t w = ::pwrite(fd_, zeros.data(), n, static_cast<off_t>(room_end_));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                ahead_ = 0;
+                return;
+            }
+            room_end_ += static_cast<uint64_t>(w);
+        }
+    }
+
     int fd_;
     std::string path_;
+    // Room (keep_room): once kept, appends pwrite at end_ (O_APPEND is off) and the file's
+    // size is room_end_, end_ plus the zeros written ahead.
+    bool positioned_ = false;
+    uint64_t end_ = 0;
+    uint64_t room_end_ = 0;
+    uint64_t ahead_ = 0;
 };
 
 int open_flags(OpenMode mode) {

@@ -112,6 +112,82 @@ bool ReplayState::zero_from(uint64_t p) const {
 
 namespace {
 
+uint64_t body_max(format::Kind k);
+bool verify_body(format::Kind k, std::span<const std::byte> body);
+uint64_t durable_stamp(format::Kind k, std::span<const std::byte> body);
+template <class T>
+const T* root(std::span<const std::byte> body) {
+    return flatbuffers::GetRoot<T>(body.data());
+}
+
+}  // namespace
+
+bool ReplayState::unsynced_from(uint64_t p) const {
+    if (received < size) {  // not all there: never read past what is
+        deferred = true;
+        return false;
+    }
+    if (db.history_.replica || db.options_.role == Role::follower) return false;
+    // The record at p with its head whole (its length checked) ends where it says; otherwise the
+    // next record can start at any 8-byte step after p.
+    const std::byte* head = buf + p;
+    const bool head_whole =
+        size - p >= format::kRecordHeadBytes &&
+        (std::to_integer<uint32_t>(head[13]) | (std::to_integer<uint32_t>(head[14]) << 8) |
+         (std::to_integer<uint32_t>(head[15]) << 16)) ==
+            format::head_check(format::load_u32(head), std::to_integer<uint8_t>(head[12]));
+    uint64_t q = head_whole ? p + format::framed_size(format::load_u32(head)) : p + format::kRecordAlign;
+    if (q > size) return false;  // a tear, which the caller has already told
+    // A sector the flush never wrote reads as it was at the last sync: the bytes before p that
+    // the sync covered, then the room's zeros. So the gap from p to the next whole record holds
+    // a sector that is zero from p (or from its start) to its end. A flipped bit in a record that
+    // was on disk leaves none, unless the record held such zeros itself.
+    constexpr uint64_t sector = 512;
+    bool zeros_seen = false;
+    auto note_gap = [&](uint64_t from, uint64_t to) {
+        for (uint64_t at = from / sector * sector; !zeros_seen && at + sector <= to; at += sector) {
+            zeros_seen = std::all_of(buf + std::max(at, from), buf + at + sector,
+                                     [](std::byte b) { return b == std::byte{0}; });
+        }
+    };
+    bool first_gap = true;
+    uint64_t gap_from = p;
+    while (q + format::kRecordHeadBytes <= size) {
+        const std::byte* h = buf + q;
+        const uint32_t length = format::load_u32(h);
+        const uint8_t kind_byte = std::to_integer<uint8_t>(h[12]);
+        const uint32_t hc = std::to_integer<uint32_t>(h[13]) |
+                            (std::to_integer<uint32_t>(h[14]) << 8) |
+                            (std::to_integer<uint32_t>(h[15]) << 16);
+        const uint64_t framed = format::framed_size(length);
+        bool whole = kind_byte >= 1 && kind_byte <= format::kKindMax &&
+                     length <= limits::record_body_bytes_max && framed <= size - q &&
+                     hc == format::head_check(length, kind_byte);
+        const auto kind = static_cast<format::Kind>(kind_byte);
+        const std::span<const std::byte> body(h + format::kRecordHeadBytes, whole ? length : 0);
+        whole = whole && length <= body_max(kind) &&
+                format::checksum(kind_byte, body) == format::load_u64(h + 4) &&
+                verify_body(kind, body);
+        if (!whole) {
+            q += format::kRecordAlign;
+            continue;
+        }
+        if (first_gap) {
+            note_gap(gap_from, q);
+            first_gap = false;
+        }
+        // A record appended once p was on disk says so: p's fault is damage. A Graph carries no
+        // stamp (derived data, never acknowledged); a replica's History means a follower's file.
+        if (kind == format::Kind::history && root<fb::History>(body)->replica()) return false;
+        if (kind != format::Kind::graph && durable_stamp(kind, body) > p) return false;
+        q += framed;
+    }
+    if (first_gap) note_gap(gap_from, size);
+    return zeros_seen;
+}
+
+namespace {
+
 uint64_t body_max(format::Kind k) {
     switch (k) {
         case format::Kind::block:
@@ -151,9 +227,20 @@ bool verify_body(format::Kind k, std::span<const std::byte> body) {
     return false;
 }
 
-template <class T>
-const T* root(std::span<const std::byte> body) {
-    return flatbuffers::GetRoot<T>(body.data());
+// A verified record's durable_end (format.fbs); kNoDurableStamp for kinds that carry none.
+uint64_t durable_stamp(format::Kind k, std::span<const std::byte> body) {
+    switch (k) {
+        case format::Kind::block:
+            return root<fb::Block>(body)->durable_end();
+        case format::Kind::spill:
+            return root<fb::Spill>(body)->durable_end();
+        case format::Kind::landing:
+            return root<fb::Landing>(body)->durable_end();
+        case format::Kind::history:
+            return root<fb::History>(body)->durable_end();
+        default:
+            return format::kNoDurableStamp;
+    }
 }
 
 }  // namespace
@@ -172,7 +259,7 @@ Status ReplayState::record_at(uint64_t p, bool in_image) {
             }
             return corrupt(p, what);
         }
-        if (torn_if_appended || zero_from(p)) {
+        if (torn_if_appended || zero_from(p) || unsynced_from(p)) {
             cut_at = p;
             return Status::ok();
         }

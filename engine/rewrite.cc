@@ -296,7 +296,10 @@ void Database::adopt_rewritten_locked(std::unique_ptr<File> out, const Snapshot&
         std::unique_lock<std::mutex> l(sync_mu_);
         while (syncing_) sync_cv_.wait(l);
         file_ = std::shared_ptr<File>(std::move(out));
+        room_kept_ = false;  // the side file keeps room once the next append asks for it
         durable_seq_ = seq_.load();
+        appended_end_.store(file_bytes, std::memory_order_release);
+        durable_end_.store(file_bytes, std::memory_order_release);  // the side file was synced
         sync_cv_.notify_all();
     }
     file_bytes_ = file_bytes;

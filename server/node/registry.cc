@@ -381,6 +381,8 @@ engine::Result<std::vector<TenantInfo>> Registry::list() const {
         // take_out close a tenant only when the registry's is the last one).
         info.open = open != nullptr;
         info.frozen = open ? open->db().frozen() : has_sidecar(name, sidecar_frozen);
+        // An open file may hold room past its records (File::keep_room): its records' bytes.
+        if (open) info.bytes = open->db().usage().file_bytes;
         open.reset();
         out.push_back(std::move(info));
     }

@@ -193,6 +193,72 @@ TEST_F(PosixFsIoTest, SyncFsKeepsOneDescriptorADirectory) {
     EXPECT_EQ(open_descriptors(), before + 2);
 }
 
+// The bytes of `path` on disk, as another process would read them.
+std::string on_disk(const std::string& path) {
+    std::string out(std::filesystem::file_size(path), '\0');
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::pread(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+    ::close(fd);
+    return out;
+}
+
+// keep_room: zeros written ahead of the appends, a half of the room at a time, appends landing
+// in them at the appends' end (not at the file's), size() the appends' end; a truncate takes the
+// room too and the next append lands at the cut; keep_room(0) leaves the file ending at its last
+// append; append_direct lands where append would.
+TEST_F(PosixFsIoTest, KeepRoomWritesZerosAheadAndAppendsLandInThem) {
+    constexpr uint64_t room = 256 << 10;
+    auto f = must_open(fs_, path("r"), OpenMode::create_new);
+    ASSERT_TRUE(append_text(*f, "hello").is_ok());
+    ASSERT_TRUE(f->keep_room(room).is_ok());
+    EXPECT_EQ(*f->size(), 5u);
+    EXPECT_EQ(std::filesystem::file_size(path("r")), 5 + room);
+    ASSERT_TRUE(append_text(*f, " world").is_ok());
+    EXPECT_EQ(*f->size(), 11u);
+    EXPECT_EQ(read_all(*f), "hello world");
+    std::string disk = on_disk(path("r"));
+    ASSERT_EQ(disk.size(), 5 + room) << "more than half the room was left: nothing written";
+    EXPECT_EQ(disk.substr(0, 11), "hello world");
+    EXPECT_EQ(disk.find_first_not_of('\0', 11), std::string::npos) << "the room is zeros";
+
+    // Past half the room, the zeros are topped up to `room` past the appends again.
+    const std::string big(room / 2 + 100, 'x');
+    ASSERT_TRUE(append_text(*f, big).is_ok());
+    EXPECT_EQ(*f->size(), 11 + big.size());
+    EXPECT_EQ(std::filesystem::file_size(path("r")), 11 + big.size() + room);
+    EXPECT_EQ(read_all(*f), "hello world" + big);
+
+    // A truncate cuts the room too; the next append goes at the cut, and the room comes back.
+    ASSERT_TRUE(f->truncate(5).is_ok());
+    EXPECT_EQ(*f->size(), 5u);
+    ASSERT_TRUE(append_text(*f, "!").is_ok());
+    EXPECT_EQ(read_all(*f), "hello!");
+    EXPECT_EQ(std::filesystem::file_size(path("r")), 6 + room);
+
+    // Direct appends land at the appends' end as well.
+    constexpr size_t page = engine::aligned_bytes_alignment;
+    std::shared_ptr<std::byte[]> buf = engine::aligned_bytes(2 * page);
+    for (size_t i = 0; i < 2 * page; ++i) buf[i] = static_cast<std::byte>('a' + i % 26);
+    ASSERT_TRUE(f->truncate(page).is_ok());
+    ASSERT_TRUE(f->append_direct({buf.get(), 2 * page}).is_ok());
+    ASSERT_TRUE(append_text(*f, "?").is_ok());
+    EXPECT_EQ(*f->size(), 3 * page + 1);
+    disk = on_disk(path("r"));
+    for (size_t i = 0; i < 2 * page; ++i) {
+        ASSERT_EQ(disk[page + i], static_cast<char>('a' + i % 26)) << "byte " << page + i;
+    }
+    EXPECT_EQ(disk[3 * page], '?');
+
+    // Room given back: the file ends at its last append, and appends go on there.
+    ASSERT_TRUE(f->keep_room(0).is_ok());
+    EXPECT_EQ(std::filesystem::file_size(path("r")), 3 * page + 1);
+    ASSERT_TRUE(append_text(*f, "end").is_ok());
+    ASSERT_TRUE(f->sync().is_ok());
+    EXPECT_EQ(std::filesystem::file_size(path("r")), 3 * page + 4);
+    EXPECT_EQ(on_disk(path("r")).substr(3 * page, 4), "?end");
+}
+
 TEST_F(PosixFsIoTest, ReadPastTheEndIsAShortRead) {
     auto f = must_open(fs_, path("a"), OpenMode::create_new);
     ASSERT_TRUE(append_text(*f, "abc").is_ok());
