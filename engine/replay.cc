@@ -127,7 +127,7 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         deferred = true;
         return false;
     }
-    if (db.history_.replica || db.options_.role == Role::follower) return false;
+    if (db.history_.replica) return false;
     // The record at p with its head whole (its length checked) ends where it says; otherwise the
     // next record can start at any 8-byte step after p.
     const std::byte* head = buf + p;
@@ -151,6 +151,7 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         }
     };
     bool first_gap = true;
+    bool stamped_after = false;
     uint64_t gap_from = p;
     while (q + format::kRecordHeadBytes <= size) {
         const std::byte* h = buf + q;
@@ -179,11 +180,14 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         // A record appended once p was on disk says so: p's fault is damage. A Graph carries no
         // stamp (derived data, never acknowledged); a replica's History means a follower's file.
         if (kind == format::Kind::history && root<fb::History>(body)->replica()) return false;
-        if (kind != format::Kind::graph && durable_stamp(kind, body) > p) return false;
+        const uint64_t stamp = durable_stamp(kind, body);
+        if (kind != format::Kind::graph && stamp > p) return false;
+        stamped_after = stamped_after || stamp != format::kNoDurableStamp;
         q += framed;
     }
     if (first_gap) note_gap(gap_from, size);
-    return zeros_seen;
+    // Only a file that kept room can hold a hole: one of its records says so, before p or after.
+    return zeros_seen && (room_seen || stamped_after);
 }
 
 namespace {
@@ -395,6 +399,7 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
         return corrupt(p, std::string(format::kind_name(kind)) + " record inside an image");
     }
     if (kind != K::spill) trailing_spill.reset();
+    if (!room_seen && durable_stamp(kind, body) != format::kNoDurableStamp) room_seen = true;
     switch (kind) {
         case K::checkpoint:
             return apply_checkpoint(p, root<fb::Checkpoint>(body), framed);

@@ -138,6 +138,23 @@ bool hole_before_data(const test::FaultFs& fs, const std::string& path, uint64_t
     return false;
 }
 
+// Where the first page past `from` that the crash lost begins (its bytes from `from` on all
+// zero); the file's size when none was.
+uint64_t first_lost_page(const test::FaultFs& fs, const std::string& path, uint64_t from) {
+    const std::vector<std::byte> bytes = fs.contents(path);
+    constexpr uint64_t page = test::FaultFs::kCrashPageBytes;
+    for (uint64_t at = from / page * page; at < bytes.size(); at += page) {
+        const uint64_t start = std::max(at, from);
+        const uint64_t end = std::min<uint64_t>(at + page, bytes.size());
+        if (start < end && std::all_of(bytes.begin() + static_cast<ptrdiff_t>(start),
+                                       bytes.begin() + static_cast<ptrdiff_t>(end),
+                                       [](std::byte b) { return b == std::byte{0}; })) {
+            return start;
+        }
+    }
+    return bytes.size();
+}
+
 // A power cut in the middle of a flush of appends that went into room: the file's size was
 // durable, and the pages written since the last sync reached the disk or not, each at random
 // (FaultFs::CrashMode::scattered). Every crash reopens, with every row a finished sync covered,
@@ -170,6 +187,7 @@ TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
         env.fs.release_syncs();
         syncer.join();
         if (hole_before_data(env.fs, kPath, synced)) ++holes;
+        const uint64_t first_hole = first_lost_page(env.fs, kPath, synced);
         db->reset();
 
         // Odd seeds read the file in slices beside the replay, whose verdicts wait for the bytes.
@@ -182,6 +200,8 @@ TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
         EXPECT_LE(rows, all_rows);
         EXPECT_EQ((*reopened)->usage().file_bytes, env.fs.contents(kPath).size())
             << "the file is cut at the last whole record";
+        EXPECT_GE((*reopened)->usage().file_bytes, synced);
+        EXPECT_LE((*reopened)->usage().file_bytes, first_hole) << "cut at or before the first hole";
         land(**reopened, 1000, 1, 10);
         EXPECT_EQ(rows_of(**reopened), rows + 1);
     }
@@ -227,6 +247,32 @@ TEST(FileRoom, ADamagedDurableRecordIsRefused) {
             << why(reopened);
         EXPECT_TRUE(env.fs.contents(kPath) == before) << "the damaged file was left as it was";
     }
+}
+
+// A file that never kept room holds no stamps, so no fault in it reads as a hole: a zeroed
+// sector in a record, with only bytes that are no record after it, is refused as before.
+TEST(FileRoom, AFileThatNeverKeptRoomHasNoHoles) {
+    test::EngineEnv env;
+    auto db = Database::create(kPath, env.options());
+    ASSERT_TRUE(db.is_ok()) << why(db);
+    land(**db, 0, 4, 100);
+    const uint64_t damaged_at = (*db)->usage().file_bytes;
+    land(**db, 10, 1, 2000);
+    const uint64_t last_at = (*db)->usage().file_bytes;
+    land(**db, 11, 1, 900);
+    ASSERT_TRUE((*db)->close().is_ok());
+    std::vector<std::byte> bytes = env.fs.contents(kPath);
+    const uint64_t sector = (damaged_at + 511) / 512 * 512;
+    ASSERT_LE(sector + 512, last_at);
+    std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+    bytes[last_at + 13] ^= std::byte{0xff};  // the last record's head check fails
+    env.fs.set_contents(kPath, bytes);
+
+    auto reopened = Database::open(kPath, env.options());
+    ASSERT_FALSE(reopened.is_ok());
+    EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
+    EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)
+        << why(reopened);
 }
 
 TEST(FileRoom, AFileWrittenOnceKeepsNone) {
