@@ -14,6 +14,11 @@
 //   image.fenec        Database::image() of that database: an image region and nothing after it
 //   torn.fenec         types.fenec plus the first half of one more block record (a torn tail)
 //   zero_tail.fenec    types.fenec plus 4 KiB of zeros (a zero-filled tail)
+//   room_hole.fenec    a file that keeps room (every_block, past file_room_after_bytes since its
+//                      open, then compacted small), write_types' blocks, then six blocks of one
+//                      round with a zeroed sector in the first: a hole the open cuts (records
+//                      stamped with durable_end, file-format.md §6)
+//   room_damage.fenec  the same with the six blocks each synced: the zeroed sector is damage
 // The regress_*.fenec files beside them are not generated: they are inputs that once broke an
 // invariant (fuzz/README.md), kept so the bug stays fixed.
 //
@@ -27,7 +32,9 @@
 //   gap.feed        types.feed with its first block left out (a gap, refused)
 //   count_zero.feed the first block's frame with count 0 (refused as such: its last seq would
 //                   fall before its first)
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -39,6 +46,7 @@
 #include "engine/clock.h"
 #include "engine/database.h"
 #include "engine/format.h"
+#include "engine/limits.h"
 #include "fuzz/mem_fs.h"
 #include "server/node/replication.h"
 
@@ -182,8 +190,8 @@ void write_types(Database& db) {
 }
 
 // One more block of a few rows, appended after whatever the database holds.
-void write_more(Database& db, int from) {
-    Block b = must(db.begin(), "begin");
+void write_more(Database& db, int from, bool defer_durable = false) {
+    Block b = must(db.begin(BlockOptions{.defer_durable = defer_durable}), "begin");
     CollectionId all = must(b.find("everything"), "find");
     const Schema* schema = b.schema(all);
     for (int i = from; i < from + 3; ++i) {
@@ -192,6 +200,30 @@ void write_more(Database& db, int from) {
         must(b.put(all, std::nullopt, d), "put");
     }
     must(b.commit(), "commit more");
+}
+
+// Takes the database past limits::file_room_after_bytes of appends since its open, in a
+// collection dropped again, then compacts it: a small file whose next appends are made into room
+// (MemFs keeps none, but the database stamps them as it would on disk).
+void write_room(Database& db) {
+    Schema s;
+    s.fields.push_back(field("blob", make_type(BaseType::Bytes)));
+    {
+        Block b = must(db.begin(), "begin");
+        CollectionId big = must(b.create_collection("big", s), "create big");
+        for (uint64_t n = 0; n * 4096 < limits::file_room_after_bytes + 8192; ++n) {
+            must(b.insert(big, std::nullopt, Doc{{0, Value(Bytes{std::string(4096, 'r')})}}),
+                 "insert big");
+        }
+        must(b.commit(), "commit big");
+    }
+    {
+        Block b = must(db.begin(), "begin");
+        CollectionId big = must(b.find("big"), "find big");
+        must(b.drop_collection(big), "drop big");
+        must(b.commit(), "commit drop");
+    }
+    must(db.compact(), "compact");
 }
 
 struct Env {
@@ -354,6 +386,21 @@ int main(int argc, char** argv) {
         FileBytes zeros = types;
         zeros.resize(types.size() + 4096);
         write_out(dir, "zero_tail.fenec", zeros);
+    }
+    for (const bool one_round : {true, false}) {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_room(*db);
+        write_types(*db);
+        const uint64_t hole = db->usage().file_bytes;
+        for (int i = 0; i < 6; ++i) write_more(*db, 100 + 3 * i, one_round);
+        must(db->sync(), "sync");
+        FileBytes bytes = close_and_read(env, std::move(db));
+        // Zeros from the first of the six to the end of the next whole sector after it.
+        const uint64_t to = (hole + 511) / 512 * 512 + 512;
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(hole),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(to), std::byte{0});
+        write_out(dir, one_round ? "room_hole.fenec" : "room_damage.fenec", bytes);
     }
     {
         Env env;
