@@ -544,14 +544,16 @@ Status Database::close(CloseMode mode) {
     if (options_.flusher && !read_only_) options_.flusher->remove(this);
     Status result;
     if (mode == CloseMode::checkpoint && !read_only_ && !failure()) result = checkpoint();
-    if (room_kept_) {
+    {
         // The file ends at its last record again, under the writer's lock, and an fsync of its
         // own makes that durable: the sync below returns at once when one already covered every
         // block.
         std::unique_lock<std::shared_mutex> lock(mu_);
-        Status cut = file_->keep_room(0);
-        if (cut.is_ok() && !read_only_ && !failure()) cut = file_->sync();
-        if (result.is_ok()) result = cut;
+        if (room_kept_) {
+            Status cut = file_->keep_room(0);
+            if (cut.is_ok() && !read_only_ && !failure()) cut = file_->sync();
+            if (result.is_ok()) result = cut;
+        }
     }
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
     if (options_.syncer) {
