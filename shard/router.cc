@@ -124,7 +124,7 @@ void log_line(const std::string& line) {
         log->write("fenec-shard: " + line);  // refused when full: counted as dropped
         return;
     }
-    std::cerr << "fenec-shard: " << line << "\n";
+    std::cerr << ("fenec-shard: " + line + "\n");  // one write: lines from threads stay whole
 }
 
 bool Router::failed_over(const std::string& node) {

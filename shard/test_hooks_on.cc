@@ -3,10 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <iostream>
 #include <string>
 #include <thread>
 
+#include "shard/log_line.h"
 #include "shard/test_hooks.h"
 
 namespace fenec::shard::test_hooks {
@@ -64,7 +64,10 @@ void stall_first_settle(std::string_view tenant) {
     if (!env || stalled.exchange(true)) return;
     const long ms = std::strtol(env, nullptr, 10);
     if (ms <= 0) return;
-    std::cerr << "fenec-shard: test hook: settling `" << tenant << "` held " << ms << " ms\n";
+    // One line through the router's log, which writes whole lines: pieces written straight to
+    // stderr interleaved with a lease thread's line, and the test reading it missed it.
+    log_line("test hook: settling `" + std::string(tenant) + "` held " + std::to_string(ms) +
+             " ms");
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
