@@ -32,10 +32,7 @@ Result<std::vector<Rec>> split_records(std::span<const std::byte> bytes) {
         const std::byte* h = bytes.data() + p;
         const uint32_t length = format::load_u32(h);
         const uint8_t kind = std::to_integer<uint8_t>(h[12]);
-        const uint32_t hc = std::to_integer<uint32_t>(h[13]) |
-                            (std::to_integer<uint32_t>(h[14]) << 8) |
-                            (std::to_integer<uint32_t>(h[15]) << 16);
-        if (hc != format::head_check(length, kind)) return bad("a record head check fails");
+        if (!format::head_holds(h)) return bad("a record head check fails");
         if (length > limits::block_body_bytes_max) return bad("a record is too large");
         const uint64_t framed = format::framed_size(length);
         if (framed > bytes.size() - p) return bad("a record runs past the entry");

@@ -84,6 +84,15 @@ inline uint64_t load_u64(const std::byte* p) {
     for (int i = 7; i >= 0; --i) v = (v << 8) | std::to_integer<uint64_t>(p[i]);
     return v;
 }
+
+// Whether the record head at `head` (kRecordHeadBytes there) holds: the head_check it stores in
+// bytes 13..15 is its length's and kind's.
+inline bool head_holds(const std::byte* head) {
+    const uint32_t stored = std::to_integer<uint32_t>(head[13]) |
+                            (std::to_integer<uint32_t>(head[14]) << 8) |
+                            (std::to_integer<uint32_t>(head[15]) << 16);
+    return stored == head_check(load_u32(head), std::to_integer<uint8_t>(head[12]));
+}
 inline void store_u32(std::byte* p, uint32_t v) {
     for (int i = 0; i < 4; ++i) p[i] = std::byte(v >> (8 * i));
 }

@@ -131,11 +131,7 @@ bool ReplayState::unsynced_from(uint64_t p) const {
     // The record at p with its head whole (its length checked) ends where it says; otherwise the
     // next record can start at any 8-byte step after p.
     const std::byte* head = buf + p;
-    const bool head_whole =
-        size - p >= format::kRecordHeadBytes &&
-        (std::to_integer<uint32_t>(head[13]) | (std::to_integer<uint32_t>(head[14]) << 8) |
-         (std::to_integer<uint32_t>(head[15]) << 16)) ==
-            format::head_check(format::load_u32(head), std::to_integer<uint8_t>(head[12]));
+    const bool head_whole = size - p >= format::kRecordHeadBytes && format::head_holds(head);
     uint64_t q = head_whole ? p + format::framed_size(format::load_u32(head)) : p + format::kRecordAlign;
     if (q > size) return false;  // a tear, which the caller has already told
     // A sector the flush never wrote reads as it was at the last sync: the bytes before p that
@@ -157,13 +153,10 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         const std::byte* h = buf + q;
         const uint32_t length = format::load_u32(h);
         const uint8_t kind_byte = std::to_integer<uint8_t>(h[12]);
-        const uint32_t hc = std::to_integer<uint32_t>(h[13]) |
-                            (std::to_integer<uint32_t>(h[14]) << 8) |
-                            (std::to_integer<uint32_t>(h[15]) << 16);
         const uint64_t framed = format::framed_size(length);
         bool whole = kind_byte >= 1 && kind_byte <= format::kKindMax &&
                      length <= limits::record_body_bytes_max && framed <= size - q &&
-                     hc == format::head_check(length, kind_byte);
+                     format::head_holds(h);
         const auto kind = static_cast<format::Kind>(kind_byte);
         const std::span<const std::byte> body(h + format::kRecordHeadBytes, whole ? length : 0);
         whole = whole && length <= body_max(kind) &&
@@ -273,11 +266,9 @@ Status ReplayState::record_at(uint64_t p, bool in_image) {
     const std::byte* h = buf + p;
     const uint32_t length = format::load_u32(h);
     const uint8_t kind_byte = std::to_integer<uint8_t>(h[12]);
-    const uint32_t hc = std::to_integer<uint32_t>(h[13]) | (std::to_integer<uint32_t>(h[14]) << 8) |
-                        (std::to_integer<uint32_t>(h[15]) << 16);
     // A head that fails its check with only zeros after it was never followed by its body: a
     // zero-filled tail that began inside the head (torn), not a damaged record (engine.md §6.2).
-    if (hc != format::head_check(length, kind_byte)) {
+    if (!format::head_holds(h)) {
         return fault(zero_from(p + format::kRecordHeadBytes), "record head check fails");
     }
     if (length > limits::record_body_bytes_max) return fault(false, "record length too large");
