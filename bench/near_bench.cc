@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format.h"
 #include "engine/format_generated.h"
 #include "engine/huge_pages.h"
 #include "index/hnsw_index.h"
@@ -287,7 +288,8 @@ struct World {
     // the raw one. Both number nodes in insertion order, draw levels from the same seed and link
     // the same float vectors, so 0 says the parameters are the same.
     size_t compare_graphs() {
-        auto bytes = tenant.set->encode_graph(c, 0, engine::Seq{1});
+        auto bytes =
+            tenant.set->encode_graph(c, 0, engine::Seq{1}, engine::format::kNoDurableStamp);
         if (!bytes) std::abort();
         const auto* g = flatbuffers::GetRoot<format::Graph>(bytes->data());
         if (g->node_docs()->size() != n) return n;

@@ -76,7 +76,13 @@ public:
     virtual void on_open(OpenReport&) = 0;
     // The open's on_schema calls are done: the OpenReport's bodies are no longer valid.
     virtual void on_opened() {}
-    virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at) = 0;
+    // The field's Graph record (format.fbs) as of `at`, carrying `durable_end` as its own: the
+    // engine's stamp, by which the open tells a hole from damage (file-format.md §6), or
+    // format::kNoDurableStamp (not stored) for a graph an image holds. A record appended to the
+    // file must carry the field: the engine sets it again as the record lands, and refuses a
+    // body without it.
+    virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at,
+                                                        uint64_t durable_end) = 0;
     // compact() first rebuilds every graph holding retired nodes, so the image it writes holds
     // none (engine.md §7). Called under the writer lock. Hooks keeping no graph keep the default.
     virtual bool has_retired(CollectionId, uint16_t /*slot*/) const { return false; }

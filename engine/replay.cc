@@ -170,16 +170,20 @@ bool ReplayState::unsynced_from(uint64_t p) const {
             note_gap(gap_from, q);
             first_gap = false;
         }
-        // A record appended once p was on disk says so: p's fault is damage. A Graph carries no
-        // stamp (derived data, never acknowledged); a replica's History means a follower's file.
+        // A record appended once p was on disk says so: p's fault is damage. A Graph without a
+        // stamp is let by: derived data, never acknowledged, and what a build before graphs
+        // carried stamps wrote into room (a record of any other kind without one was appended
+        // past the end, after p was on disk). A replica's History means a follower's file.
         if (kind == format::Kind::history && root<fb::History>(body)->replica()) return false;
         const uint64_t stamp = durable_stamp(kind, body);
-        if (kind != format::Kind::graph && stamp > p) return false;
-        stamped_after = stamped_after || stamp != format::kNoDurableStamp;
+        const bool graph = kind == format::Kind::graph;
+        if (!(graph && stamp == format::kNoDurableStamp) && stamp > p) return false;
+        stamped_after = stamped_after || (!graph && stamp != format::kNoDurableStamp);
         q += framed;
     }
     if (first_gap) note_gap(gap_from, size);
-    // Only a file that kept room can hold a hole: one of its records says so, before p or after.
+    // Only a file that kept room can hold a hole: one of its records says so, before p or after
+    // (a block, spill, landing or history: a Graph appended past the end is stamped as well).
     return zeros_seen && (room_seen || stamped_after);
 }
 
@@ -235,6 +239,8 @@ uint64_t durable_stamp(format::Kind k, std::span<const std::byte> body) {
             return root<fb::Landing>(body)->durable_end();
         case format::Kind::history:
             return root<fb::History>(body)->durable_end();
+        case format::Kind::graph:
+            return root<fb::Graph>(body)->durable_end();
         default:
             return format::kNoDurableStamp;
     }
@@ -390,7 +396,10 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
         return corrupt(p, std::string(format::kind_name(kind)) + " record inside an image");
     }
     if (kind != K::spill) trailing_spill.reset();
-    if (!room_seen && durable_stamp(kind, body) != format::kNoDurableStamp) room_seen = true;
+    // A Graph is stamped past the end too (its own offset), so only the other kinds say room.
+    if (!room_seen && kind != K::graph && durable_stamp(kind, body) != format::kNoDurableStamp) {
+        room_seen = true;
+    }
     switch (kind) {
         case K::checkpoint:
             return apply_checkpoint(p, root<fb::Checkpoint>(body), framed);

@@ -43,7 +43,7 @@ struct ReplayState {
     std::optional<uint64_t> deferred_at;  // ... reading the record here, read again at the end
     uint64_t image_end = 0;               // 0: no image region
     bool have_history = false;
-    bool room_seen = false;  // a record read carries a durable_end: the file kept room
+    bool room_seen = false;  // a record read (not a Graph) carries a durable_end: room was kept
     std::optional<uint64_t> cut_at;  // a torn tail starts here
     std::optional<uint64_t> trailing_spill;
     struct SpillSeen {
@@ -99,12 +99,13 @@ struct ReplayState {
     Status record_at(uint64_t p, bool in_image);
     bool zero_from(uint64_t p) const;
     // Whether a fault at p is a hole that a flush into room left unwritten (file-format.md §6,
-    // "A hole before later records"): the file kept room (a record before p or after it carries
-    // a durable_end), the gap from p to the next whole record holds a sector that reads zero from
-    // p on, and every whole record after p carries a durable_end at or below p, or is a Graph
-    // (derived data), so nothing after p was appended once p was on disk. False for a replica's
-    // file (its records are its primary's), and when a record after p has no stamp or a later
-    // one: p was durable, so the fault is damage.
+    // "A hole before later records"): the file kept room (a record before p or after it, not a
+    // Graph, carries a durable_end); the gap from p to the next whole record holds a sector that
+    // reads zero from p on; and every whole record after p carries a durable_end at or below p,
+    // or is a Graph without one (derived data, or written before graphs carried stamps), so
+    // nothing after p was appended once p was on disk. False for a replica's file (its records
+    // are its primary's), and when a record after p has no stamp or a later one: p was durable,
+    // so the fault is damage.
     bool unsynced_from(uint64_t p) const;
     // The record at p, of `kind`, checked against the records before it and applied.
     Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);

@@ -54,8 +54,9 @@ Database::Snapshot Database::snapshot_locked() const {
             for (size_t slot = 0; slot < sc.schema.fields.size(); ++slot) {
                 const FieldDesc& f = sc.schema.fields[slot];
                 if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
-                Result<std::vector<std::byte>> g =
-                    options_.hook->encode_graph(c->id(), static_cast<uint16_t>(slot), s.seq);
+                // An image's records are written whole, never into room: no stamp.
+                Result<std::vector<std::byte>> g = options_.hook->encode_graph(
+                    c->id(), static_cast<uint16_t>(slot), s.seq, format::kNoDurableStamp);
                 // A graph that cannot be encoded is rebuilt on open: derived data, never a refusal.
                 if (g.is_ok() && !g->empty() && g->size() <= limits::record_body_bytes_max) {
                     sc.graphs.emplace_back(static_cast<uint16_t>(slot), std::move(*g));
@@ -375,10 +376,21 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
         at != graph_seq_.end() && at->second >= written_seq_locked(collection)) {
         return Status::error(Code::already_exists, "the field's graph record is current");
     }
+    // Its stamp (file-format.md §6): appended into room, what a finished sync covered, as a
+    // block's; appended past the end, its own offset, since a hole cannot lie before such an
+    // append and a fault there is damage. A sync may finish while the graph is encoded (the
+    // writer's lock does not hold syncs back), so the stamp is set again as the record lands; a
+    // body without the field is the hook's fault, refused rather than let pass unstamped.
+    const auto stamp = [&] { return room_kept_ ? durable_stamp_locked() : file_bytes_; };
     FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
-                           options_.hook->encode_graph(collection, slot, seq()));
+                           options_.hook->encode_graph(collection, slot, seq(), stamp()));
     if (body.size() > limits::record_body_bytes_max) {
         return Status::error(Code::limit_exceeded, "the graph is over 1 GiB; not written");
+    }
+    // The Graph's root as a plain table: the generated Graph hides the setter.
+    if (!flatbuffers::GetMutableRoot<flatbuffers::Table>(body.data())
+             ->SetField<uint64_t>(fb::Graph::VT_DURABLE_END, stamp(), format::kNoDurableStamp)) {
+        return Status::error(Code::invalid_argument, "the hook's graph record carries no stamp");
     }
     std::vector<std::byte> rec;
     format::append_record(rec, format::Kind::graph, body);

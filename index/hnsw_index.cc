@@ -770,7 +770,8 @@ void VectorIndexes::on_opened() {
 }
 
 engine::Result<std::vector<std::byte>> VectorIndexes::encode_graph(engine::CollectionId c,
-                                                                   uint16_t slot, engine::Seq at) {
+                                                                   uint16_t slot, engine::Seq at,
+                                                                   uint64_t durable_end) {
     auto it = fields_.find({c.v, slot});
     if (it == fields_.end()) return Status::error(Code::not_found, "no vector index on that field");
     const Field& f = *it->second;
@@ -830,7 +831,7 @@ engine::Result<std::vector<std::byte>> VectorIndexes::encode_graph(engine::Colle
     const auto max_level = static_cast<uint8_t>(n > 0 ? h.maxlevel_ : 0);
     b.Finish(fb::CreateGraph(b, kGraphVersion, c.v, slot, at.v, f.dim, params, entry, max_level,
                              node_docs_v, levels_v, level0_v, upper_ends_v, upper_v, retired_v,
-                             f.live_digest()));
+                             f.live_digest(), durable_end));
     const auto* p = reinterpret_cast<const std::byte*>(b.GetBufferPointer());
     return std::vector<std::byte>(p, p + b.GetSize());
 }

@@ -83,7 +83,8 @@ class VectorIndexes final : public engine::IndexHook {
     bool has_retired(engine::CollectionId c, uint16_t slot) const override;
     engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
-                                                        engine::Seq at) override;
+                                                        engine::Seq at,
+                                                        uint64_t durable_end) override;
     uint64_t memory_bytes() const override;
 
     // The k best rows for `query` under the field's metric (fenecql.md §9 rules 1-4). `ef` 0

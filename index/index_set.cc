@@ -212,9 +212,10 @@ Status IndexSet::rebuild_graph(engine::CollectionId c, uint16_t slot) {
 }
 
 engine::Result<std::vector<std::byte>> IndexSet::encode_graph(engine::CollectionId c,
-                                                              uint16_t slot, engine::Seq at) {
+                                                              uint16_t slot, engine::Seq at,
+                                                              uint64_t durable_end) {
     for (engine::IndexHook* x : extensions_) {
-        engine::Result<std::vector<std::byte>> g = x->encode_graph(c, slot, at);
+        engine::Result<std::vector<std::byte>> g = x->encode_graph(c, slot, at, durable_end);
         if (g.is_ok() || g.status().code() != Code::not_found) return g;
     }
     return Status::error(Code::not_found, "no graph is kept for that field");

@@ -76,7 +76,8 @@ public:
     bool has_retired(engine::CollectionId c, uint16_t slot) const override;
     engine::Status rebuild_graph(engine::CollectionId c, uint16_t slot) override;
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
-                                                        engine::Seq at) override;
+                                                        engine::Seq at,
+                                                        uint64_t durable_end) override;
     // Every index's entries, text postings and vector graphs included.
     uint64_t memory_bytes() const override;
 

@@ -306,7 +306,7 @@ void TextIndexes::on_schema(engine::CollectionId c, const engine::Schema* schema
 void TextIndexes::on_open(engine::OpenReport&) {}
 
 engine::Result<std::vector<std::byte>> TextIndexes::encode_graph(engine::CollectionId, uint16_t,
-                                                                 engine::Seq) {
+                                                                 engine::Seq, uint64_t) {
     return Status::error(engine::Code::not_found, "no graph is kept for a text index");
 }
 

@@ -101,7 +101,8 @@ public:
     void on_open(engine::OpenReport& report) override;
     // No graph is kept for text: always not_found.
     engine::Result<std::vector<std::byte>> encode_graph(engine::CollectionId c, uint16_t slot,
-                                                        engine::Seq at) override;
+                                                        engine::Seq at,
+                                                        uint64_t durable_end) override;
     uint64_t memory_bytes() const override;
 
     // Whether (c, slot) is a live @text field.

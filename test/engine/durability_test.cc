@@ -898,7 +898,7 @@ class RefusingHook final : public IndexHook {
     void on_undo(const WriteEvent&) override { ++undos; }
     void on_schema(CollectionId, const Schema*, const DocSource*) override {}
     void on_open(OpenReport&) override {}
-    Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t, Seq) override {
+    Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t, Seq, uint64_t) override {
         return Status::error(Code::invalid_argument, "no graphs here");
     }
 };

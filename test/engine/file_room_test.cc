@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format.h"
+#include "engine/format_generated.h"
 #include "engine/limits.h"
 #include "test/support/engine_fixture.h"
 #include "test/support/temp_dir.h"
@@ -75,6 +77,42 @@ uint64_t rows_of(const Database& db) {
     }
     return 0;
 }
+
+CollectionId items_of(const Database& db) {
+    ReadView view = db.read();
+    for (const CollectionInfo& c : view.collections()) {
+        if (c.name == "items") return c.id;
+    }
+    ADD_FAILURE() << "no collection items";
+    return CollectionId{0};
+}
+
+// Writes a Graph table naming the field and carrying the stamp the engine hands it, as the index
+// hook does (index/hnsw_index.cc): enough for the replay, which verifies it and reads its
+// collection, slot, seq and stamp. Its bytes are derived data the open passes to no index.
+class GraphHook final : public IndexHook {
+  public:
+    Status on_write(const WriteEvent&) override { return Status::ok(); }
+    void on_undo(const WriteEvent&) override {}
+    void on_schema(CollectionId, const Schema*, const DocSource*) override {}
+    void on_open(OpenReport&) override {}
+    Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot, Seq at,
+                                                uint64_t durable_end) override {
+        flatbuffers::FlatBufferBuilder fbb;
+        std::vector<uint64_t> node_docs(200, 1);  // a few sectors of body
+        auto docs = fbb.CreateVector(node_docs);
+        fenec::format::GraphBuilder g(fbb);
+        g.add_version(format::kGraphVersion);
+        g.add_collection(c.v);
+        g.add_slot(slot);
+        g.add_at_seq(at.v);
+        g.add_node_docs(docs);
+        g.add_durable_end(durable_end);
+        fbb.Finish(g.Finish());
+        const auto* p = reinterpret_cast<const std::byte*>(fbb.GetBufferPointer());
+        return std::vector<std::byte>(p, p + fbb.GetSize());
+    }
+};
 
 TEST(FileRoom, AFileWrittenOnKeepsRoomThatACrashLeavesAsAZeroTailAndACloseCuts) {
     TempDir dir;
@@ -160,15 +198,20 @@ uint64_t first_lost_page(const test::FaultFs& fs, const std::string& path, uint6
 // (FaultFs::CrashMode::scattered). Every crash reopens, with every row a finished sync covered,
 // the file cut at its first hole; and the database is written on after it. The rows no sync
 // covered are a run of deferred blocks and a run appended while a sync of the first waits, as
-// a group commit's next round is. Without the records' durable stamps, or the sector of zeros
-// the hole must hold, the seeds that leave a hole before later bytes are refused.
+// a group commit's next round is, with a graph record among the second run (as a close or a
+// sweep appends one). Without the records' durable stamps, or the sector of zeros the hole must
+// hold, the seeds that leave a hole before later bytes are refused; so are they with the graph
+// stamped by the appended end rather than the durable one.
 TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
     constexpr int kSeeds = 48;
     int holes = 0;
     for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         test::EngineEnv env;
-        auto db = Database::create(kPath, env.options());
+        GraphHook hook;
+        OpenOptions options = env.options();
+        options.hook = &hook;
+        auto db = Database::create(kPath, options);
         ASSERT_TRUE(db.is_ok()) << why(db);
         const int before_room = static_cast<int>(limits::file_room_after_bytes / 4096) + 4;
         land(**db, 0, before_room, 4096);
@@ -181,7 +224,9 @@ TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
         env.fs.stall_syncs(true);
         std::thread syncer([&] { (*db)->sync().ignore(); });
         ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, std::chrono::seconds(10)));
-        land(**db, before_room + 35, 15, 700, true);
+        land(**db, before_room + 35, 8, 700, true);
+        ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
+        land(**db, before_room + 43, 7, 700, true);
         const uint64_t all_rows = rows_of(**db);
         env.fs.crash(test::FaultFs::CrashMode::scattered, seed);
         env.fs.release_syncs();
@@ -191,7 +236,7 @@ TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
         db->reset();
 
         // Odd seeds read the file in slices beside the replay, whose verdicts wait for the bytes.
-        OpenOptions o = env.options();
+        OpenOptions o = options;
         if (seed % 2 == 1) o.open_slice_bytes = 64 << 10;
         auto reopened = Database::open(kPath, o);
         ASSERT_TRUE(reopened.is_ok()) << why(reopened);
@@ -249,13 +294,57 @@ TEST(FileRoom, ADamagedDurableRecordIsRefused) {
     }
 }
 
-// A file that never kept room holds no stamps, so no fault in it reads as a hole: a zeroed
-// sector in a record, with only bytes that are no record after it, is refused as before.
+// A graph record after a durable record says it was appended once that record was durable, as a
+// block would: a tenant closed after its last write ends with its graphs, and a sector of zeros
+// in that write, with only the graph after it, is refused, not cut with the graph. So when the
+// graph was appended into room, and when a reopen appended it past the end (the room not kept
+// again yet), its stamp then its own offset.
+TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
+    for (const bool reopened_first : {false, true}) {
+        SCOPED_TRACE(reopened_first ? "graph appended past the end" : "graph appended into room");
+        test::EngineEnv env;
+        GraphHook hook;
+        OpenOptions options = env.options();
+        options.hook = &hook;
+        auto db = Database::create(kPath, options);
+        ASSERT_TRUE(db.is_ok()) << why(db);
+        land(**db, 0, static_cast<int>(limits::file_room_after_bytes / 4096) + 4, 4096);
+        const uint64_t damaged_at = (*db)->usage().file_bytes;
+        land(**db, 500, 1, 2000);  // synced before its commit returns
+        if (reopened_first) {
+            ASSERT_TRUE((*db)->close().is_ok());
+            db = Database::open(kPath, options);
+            ASSERT_TRUE(db.is_ok()) << why(db);
+        }
+        ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
+        ASSERT_TRUE((*db)->close().is_ok());
+        std::vector<std::byte> bytes = env.fs.contents(kPath);
+        const uint64_t sector = (damaged_at + 511) / 512 * 512;
+        ASSERT_LE(sector + 512, damaged_at + 2000);
+        std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+        env.fs.set_contents(kPath, bytes);
+
+        auto reopened = Database::open(kPath, options);
+        ASSERT_FALSE(reopened.is_ok()) << "the durable row was cut as a hole";
+        EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
+        EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)
+            << why(reopened);
+        EXPECT_TRUE(env.fs.contents(kPath) == bytes) << "the damaged file was left as it was";
+    }
+}
+
+// A file that never kept room holds no stamps but its graphs' (their own offsets), so no fault in
+// it reads as a hole: a zeroed sector in a record, with only bytes that are no record after it,
+// is refused as before, a graph before it notwithstanding.
 TEST(FileRoom, AFileThatNeverKeptRoomHasNoHoles) {
     test::EngineEnv env;
-    auto db = Database::create(kPath, env.options());
+    GraphHook hook;
+    OpenOptions options = env.options();
+    options.hook = &hook;
+    auto db = Database::create(kPath, options);
     ASSERT_TRUE(db.is_ok()) << why(db);
     land(**db, 0, 4, 100);
+    ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
     const uint64_t damaged_at = (*db)->usage().file_bytes;
     land(**db, 10, 1, 2000);
     const uint64_t last_at = (*db)->usage().file_bytes;
@@ -268,7 +357,7 @@ TEST(FileRoom, AFileThatNeverKeptRoomHasNoHoles) {
     bytes[last_at + 13] ^= std::byte{0xff};  // the last record's head check fails
     env.fs.set_contents(kPath, bytes);
 
-    auto reopened = Database::open(kPath, env.options());
+    auto reopened = Database::open(kPath, options);
     ASSERT_FALSE(reopened.is_ok());
     EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
     EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)

@@ -65,13 +65,15 @@ class ChangeWatch final : public IndexHook {
             for (const auto& [order, id] : last) s.by_last.push_back(id);
         }
     }
-    Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot, Seq at) override {
+    Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot, Seq at,
+                                                uint64_t durable_end) override {
         flatbuffers::FlatBufferBuilder fbb;
         fenec::format::GraphBuilder g(fbb);
         g.add_version(1);
         g.add_collection(c.v);
         g.add_slot(slot);
         g.add_at_seq(at.v + at_skew);
+        g.add_durable_end(durable_end);
         fbb.Finish(g.Finish());
         const auto* p = reinterpret_cast<const std::byte*>(fbb.GetBufferPointer());
         return std::vector<std::byte>(p, p + fbb.GetSize());

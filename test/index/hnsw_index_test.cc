@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format.h"
 #include "engine/format_generated.h"
 #include "engine/limits.h"
 #include "index/index_set.h"
@@ -49,8 +50,9 @@ class TamperHook final : public engine::IndexHook {
     }
     void on_open(engine::OpenReport& r) override { inner_->on_open(r); }
     engine::Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot,
-                                                        engine::Seq at) override {
-        auto r = inner_->encode_graph(c, slot, at);
+                                                        engine::Seq at,
+                                                        uint64_t durable_end) override {
+        auto r = inner_->encode_graph(c, slot, at, durable_end);
         if (r.is_ok()) tamper_(*r);
         return r;
     }
@@ -519,6 +521,20 @@ TEST(HnswPersistence, CheckpointThenReopenRestoresWithoutRebuild) {
     EXPECT_EQ(t.answers(), after);
 }
 
+// The Graph record carries the stamp the engine hands it (engine/hooks.h: what a finished sync
+// had covered when a record is appended into room), and none when handed none.
+TEST(HnswPersistence, TheGraphRecordCarriesTheStampItIsGiven) {
+    Persisted t;
+    auto stamped = t.vec.encode_graph(t.c, 1, engine::Seq{7}, 123456);
+    ASSERT_TRUE(stamped.is_ok()) << stamped.status().to_string();
+    EXPECT_EQ(flatbuffers::GetRoot<format::Graph>(stamped->data())->durable_end(), 123456u);
+    auto plain = t.vec.encode_graph(t.c, 1, engine::Seq{7}, engine::format::kNoDurableStamp);
+    ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+    EXPECT_EQ(flatbuffers::GetRoot<format::Graph>(plain->data())->durable_end(),
+              engine::format::kNoDurableStamp);
+    EXPECT_LT(plain->size(), stamped->size()) << "a stamp at its default is not stored";
+}
+
 // A move's file image appends the stale graph (engine/file_image.cc) and does not fsync it: the
 // record is derived data, which the target makes durable in its own copy. A crash of the source
 // before any later block's fsync loses at most that record, cut as a torn tail: every row
@@ -977,7 +993,7 @@ TEST(HnswGrowth, AGraphGrownIntoHugePagesIsTheGraphBuiltAtOnce) {
         t, c, n, [&] { return gen.draw(rng); }, rng, 100);
     ASSERT_TRUE(t.vec.field_stats(c, 1).graph);
     EXPECT_GE(t.vec.memory_bytes(), n * (dim * sizeof(float) + 332));
-    auto grown = t.vec.encode_graph(c, 1, engine::Seq{7});
+    auto grown = t.vec.encode_graph(c, 1, engine::Seq{7}, engine::format::kNoDurableStamp);
     ASSERT_TRUE(grown.is_ok()) << grown.status().to_string();
     std::vector<std::vector<float>> queries;
     for (int i = 0; i < 20; ++i) queries.push_back(gen.draw(rng));
@@ -986,7 +1002,7 @@ TEST(HnswGrowth, AGraphGrownIntoHugePagesIsTheGraphBuiltAtOnce) {
     for (const auto& q : queries) before.push_back(t.near(c, 1, q, 10, nullptr, 100));
 
     ASSERT_TRUE(t.vec.rebuild_graph(c, 1).is_ok());  // one graph for all n nodes at once
-    auto at_once = t.vec.encode_graph(c, 1, engine::Seq{7});
+    auto at_once = t.vec.encode_graph(c, 1, engine::Seq{7}, engine::format::kNoDurableStamp);
     ASSERT_TRUE(at_once.is_ok()) << at_once.status().to_string();
     EXPECT_TRUE(*grown == *at_once) << "the grown graph differs from the one built at once";
     for (size_t i = 0; i < queries.size(); ++i) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/database.h"
+#include "engine/format.h"
 #include "index/index_set.h"
 #include "index/limits.h"
 #include "index/stemmer.h"
@@ -373,7 +374,10 @@ TEST_F(TextFixtureM, RollbackUpdateReopenAlterAndDrop) {
     EXPECT_FALSE(t.text.has(t.c, 0));
     EXPECT_FALSE(t.text.has(t.c, 1));
     EXPECT_TRUE(t.match("tea").empty());
-    EXPECT_EQ(t.text.encode_graph(t.c, 0, engine::Seq{1}).status().code(), engine::Code::not_found);
+    EXPECT_EQ(t.text.encode_graph(t.c, 0, engine::Seq{1}, engine::format::kNoDurableStamp)
+                  .status()
+                  .code(),
+              engine::Code::not_found);
 }
 
 // ------------------------------------------------------------------ the reference scorer
