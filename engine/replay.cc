@@ -176,14 +176,17 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         // past the end, after p was on disk). A replica's History means a follower's file.
         if (kind == format::Kind::history && root<fb::History>(body)->replica()) return false;
         const uint64_t stamp = durable_stamp(kind, body);
-        const bool graph = kind == format::Kind::graph;
-        if (!(graph && stamp == format::kNoDurableStamp) && stamp > p) return false;
-        stamped_after = stamped_after || (!graph && stamp != format::kNoDurableStamp);
+        // A Graph past the check is stamped at or below p, so it was appended into room (one
+        // appended past the end carries its own offset, above p).
+        if (!(kind == format::Kind::graph && stamp == format::kNoDurableStamp) && stamp > p) {
+            return false;
+        }
+        stamped_after = stamped_after || stamp != format::kNoDurableStamp;
         q += framed;
     }
     if (first_gap) note_gap(gap_from, size);
-    // Only a file that kept room can hold a hole: one of its records says so, before p or after
-    // (a block, spill, landing or history: a Graph appended past the end is stamped as well).
+    // Only a file that kept room can hold a hole: one of its records says so, before p (not a
+    // Graph, stamped past the end too) or after it.
     return zeros_seen && (room_seen || stamped_after);
 }
 

@@ -380,12 +380,17 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
     // block's; appended past the end, its own offset, since a hole cannot lie before such an
     // append and a fault there is damage. A sync may finish while the graph is encoded (the
     // writer's lock does not hold syncs back), so the stamp is set again as the record lands; a
-    // body without the field is the hook's fault, refused rather than let pass unstamped.
-    const auto stamp = [&] { return room_kept_ ? durable_stamp_locked() : file_bytes_; };
+    // body that is no Graph, or has no such field, is the hook's fault: refused, not appended.
+    const auto stamp = [&] {
+        return room_kept_ ? durable_end_.load(std::memory_order_acquire) : file_bytes_;
+    };
     FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
                            options_.hook->encode_graph(collection, slot, seq(), stamp()));
     if (body.size() > limits::record_body_bytes_max) {
         return Status::error(Code::limit_exceeded, "the graph is over 1 GiB; not written");
+    }
+    if (!codec::verify_as<fb::Graph>(body)) {
+        return Status::error(Code::invalid_argument, "the hook's graph record is no Graph table");
     }
     // The Graph's root as a plain table: the generated Graph hides the setter.
     if (!flatbuffers::GetMutableRoot<flatbuffers::Table>(body.data())

@@ -89,15 +89,20 @@ CollectionId items_of(const Database& db) {
 
 // Writes a Graph table naming the field and carrying the stamp the engine hands it, as the index
 // hook does (index/hnsw_index.cc): enough for the replay, which verifies it and reads its
-// collection, slot, seq and stamp. Its bytes are derived data the open passes to no index.
+// collection, slot, seq and stamp. Its bytes are derived data the open passes to no index. As
+// a faulty hook would, it can write a stamp of 0 instead, no stamp, or bytes that are no Graph.
 class GraphHook final : public IndexHook {
   public:
+    enum class Writes { given_stamp, zero_stamp, no_stamp, no_graph };
+    Writes writes = Writes::given_stamp;
+
     Status on_write(const WriteEvent&) override { return Status::ok(); }
     void on_undo(const WriteEvent&) override {}
     void on_schema(CollectionId, const Schema*, const DocSource*) override {}
     void on_open(OpenReport&) override {}
     Result<std::vector<std::byte>> encode_graph(CollectionId c, uint16_t slot, Seq at,
                                                 uint64_t durable_end) override {
+        if (writes == Writes::no_graph) return std::vector<std::byte>(3, std::byte{0x7f});
         flatbuffers::FlatBufferBuilder fbb;
         std::vector<uint64_t> node_docs(200, 1);  // a few sectors of body
         auto docs = fbb.CreateVector(node_docs);
@@ -107,7 +112,8 @@ class GraphHook final : public IndexHook {
         g.add_slot(slot);
         g.add_at_seq(at.v);
         g.add_node_docs(docs);
-        g.add_durable_end(durable_end);
+        if (writes == Writes::given_stamp) g.add_durable_end(durable_end);
+        if (writes == Writes::zero_stamp) g.add_durable_end(0);
         fbb.Finish(g.Finish());
         const auto* p = reinterpret_cast<const std::byte*>(fbb.GetBufferPointer());
         return std::vector<std::byte>(p, p + fbb.GetSize());
@@ -297,13 +303,17 @@ TEST(FileRoom, ADamagedDurableRecordIsRefused) {
 // A graph record after a durable record says it was appended once that record was durable, as a
 // block would: a tenant closed after its last write ends with its graphs, and a sector of zeros
 // in that write, with only the graph after it, is refused, not cut with the graph. So when the
-// graph was appended into room, and when a reopen appended it past the end (the room not kept
-// again yet), its stamp then its own offset.
+// graph was appended into room, when a reopen appended it past the end (the room not kept again
+// yet), its stamp then its own offset, and when the hook wrote a stamp of its own (the engine's
+// is set as the record lands).
 TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
-    for (const bool reopened_first : {false, true}) {
-        SCOPED_TRACE(reopened_first ? "graph appended past the end" : "graph appended into room");
+    enum class Case { into_room, past_the_end, hook_stamps_zero };
+    for (const Case kase : {Case::into_room, Case::past_the_end, Case::hook_stamps_zero}) {
+        SCOPED_TRACE("case " + std::to_string(static_cast<int>(kase)));
+        const bool reopened_first = kase == Case::past_the_end;
         test::EngineEnv env;
         GraphHook hook;
+        if (kase == Case::hook_stamps_zero) hook.writes = GraphHook::Writes::zero_stamp;
         OpenOptions options = env.options();
         options.hook = &hook;
         auto db = Database::create(kPath, options);
@@ -331,6 +341,35 @@ TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
             << why(reopened);
         EXPECT_TRUE(env.fs.contents(kPath) == bytes) << "the damaged file was left as it was";
     }
+}
+
+// A hook's graph record that is no Graph table, or has no stamp, is refused as it would land:
+// nothing is appended, and the database takes writes and a good graph after it.
+TEST(FileRoom, AGraphRecordWithoutItsStampIsNotAppended) {
+    test::EngineEnv env;
+    GraphHook hook;
+    OpenOptions options = env.options();
+    options.hook = &hook;
+    auto db = Database::create(kPath, options);
+    ASSERT_TRUE(db.is_ok()) << why(db);
+    land(**db, 0, 4, 100);
+    for (const auto writes : {GraphHook::Writes::no_stamp, GraphHook::Writes::no_graph}) {
+        hook.writes = writes;
+        const uint64_t end = (*db)->usage().file_bytes;
+        const Status st = (*db)->append_graph(items_of(**db), 1);
+        EXPECT_EQ(st.code(), Code::invalid_argument) << st.to_string();
+        EXPECT_EQ((*db)->usage().file_bytes, end);
+        EXPECT_EQ(env.fs.contents(kPath).size(), end);
+    }
+    hook.writes = GraphHook::Writes::given_stamp;
+    land(**db, 10, 1, 100);
+    const uint64_t end = (*db)->usage().file_bytes;
+    ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
+    EXPECT_GT((*db)->usage().file_bytes, end);
+    ASSERT_TRUE((*db)->close().is_ok());
+    auto reopened = Database::open(kPath, options);
+    ASSERT_TRUE(reopened.is_ok()) << why(reopened);
+    EXPECT_EQ(rows_of(**reopened), 5u);
 }
 
 // A file that never kept room holds no stamps but its graphs' (their own offsets), so no fault in
