@@ -100,12 +100,12 @@ struct ReplayState {
     bool zero_from(uint64_t p) const;
     // Whether a fault at p is a hole that a flush into room left unwritten (file-format.md §6,
     // "A hole before later records"): the file kept room (a record before p other than a Graph,
-    // or a whole one after p, carries a durable_end); the gap from p to the next whole record holds a sector that
-    // reads zero from p on; and every whole record after p carries a durable_end at or below p,
-    // or is a Graph without one (derived data, or written before graphs carried stamps), so
-    // nothing after p was appended once p was on disk. False for a replica's file (its records
-    // are its primary's), and when a record after p has no stamp or a later one: p was durable,
-    // so the fault is damage.
+    // or a whole one after p, carries a durable_end); the gap from p to the next whole record
+    // holds a sector that reads zero from p on; and every whole record after p carries a
+    // durable_end at or below p, or is a Graph without one (derived data, or written before
+    // graphs carried stamps), so nothing after p was appended once p was on disk. False for a
+    // replica's file (its records are its primary's), and when a record after p has no stamp or
+    // a later one: p was durable, so the fault is damage.
     bool unsynced_from(uint64_t p) const;
     // The record at p, of `kind`, checked against the records before it and applied.
     Status apply(format::Kind kind, uint64_t p, std::span<const std::byte> body, uint64_t framed);

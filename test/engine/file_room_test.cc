@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,6 +121,28 @@ class GraphHook final : public IndexHook {
     }
 };
 
+OpenOptions with_hook(test::EngineEnv& env, GraphHook& hook) {
+    OpenOptions o = env.options();
+    o.hook = &hook;
+    return o;
+}
+
+// Zeroes the first whole 512-byte sector at or after `from`, which must end before `before`:
+// damage that reads as a page a flush never wrote.
+void zero_sector(std::vector<std::byte>& bytes, uint64_t from, uint64_t before) {
+    const uint64_t sector = (from + 511) / 512 * 512;
+    ASSERT_LE(sector + 512, before);
+    std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+}
+
+// The open refused the file as damaged, naming the damaged record's offset.
+void expect_refused_at(const Result<std::unique_ptr<Database>>& opened, uint64_t offset) {
+    ASSERT_FALSE(opened.is_ok()) << "the damage was cut as a hole";
+    EXPECT_EQ(opened.status().code(), Code::corruption) << why(opened);
+    EXPECT_NE(why(opened).find("offset " + std::to_string(offset)), std::string::npos)
+        << why(opened);
+}
+
 TEST(FileRoom, AFileWrittenOnKeepsRoomThatACrashLeavesAsAZeroTailAndACloseCuts) {
     TempDir dir;
     const std::string path = dir.file("t.fenec");
@@ -215,8 +238,7 @@ TEST(FileRoom, APowerCutAcrossRoomKeepsEveryDurableRowAndCutsAtTheFirstHole) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         test::EngineEnv env;
         GraphHook hook;
-        OpenOptions options = env.options();
-        options.hook = &hook;
+        const OpenOptions options = with_hook(env, hook);
         auto db = Database::create(kPath, options);
         ASSERT_TRUE(db.is_ok()) << why(db);
         const int before_room = static_cast<int>(limits::file_room_after_bytes / 4096) + 4;
@@ -282,20 +304,14 @@ TEST(FileRoom, ADamagedDurableRecordIsRefused) {
         ASSERT_TRUE((*db)->close().is_ok());
         if (damage == Damage::zeroed_sector) {
             std::vector<std::byte> bytes = env.fs.contents(kPath);
-            const uint64_t sector = (damaged_at + 511) / 512 * 512;
-            ASSERT_LE(sector + 512, damaged_at + 2000);
-            std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+            zero_sector(bytes, damaged_at, damaged_at + 2000);
             env.fs.set_contents(kPath, bytes);
         } else {
             env.fs.flip_byte(kPath, damaged_at + 40);
         }
         const std::vector<std::byte> before = env.fs.contents(kPath);
 
-        auto reopened = Database::open(kPath, env.options());
-        ASSERT_FALSE(reopened.is_ok());
-        EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
-        EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)
-            << why(reopened);
+        expect_refused_at(Database::open(kPath, env.options()), damaged_at);
         EXPECT_TRUE(env.fs.contents(kPath) == before) << "the damaged file was left as it was";
     }
 }
@@ -314,8 +330,7 @@ TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
         test::EngineEnv env;
         GraphHook hook;
         if (kase == Case::hook_stamps_zero) hook.writes = GraphHook::Writes::zero_stamp;
-        OpenOptions options = env.options();
-        options.hook = &hook;
+        const OpenOptions options = with_hook(env, hook);
         auto db = Database::create(kPath, options);
         ASSERT_TRUE(db.is_ok()) << why(db);
         land(**db, 0, static_cast<int>(limits::file_room_after_bytes / 4096) + 4, 4096);
@@ -329,16 +344,10 @@ TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
         ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
         ASSERT_TRUE((*db)->close().is_ok());
         std::vector<std::byte> bytes = env.fs.contents(kPath);
-        const uint64_t sector = (damaged_at + 511) / 512 * 512;
-        ASSERT_LE(sector + 512, damaged_at + 2000);
-        std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+        zero_sector(bytes, damaged_at, damaged_at + 2000);
         env.fs.set_contents(kPath, bytes);
 
-        auto reopened = Database::open(kPath, options);
-        ASSERT_FALSE(reopened.is_ok()) << "the durable row was cut as a hole";
-        EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
-        EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)
-            << why(reopened);
+        expect_refused_at(Database::open(kPath, options), damaged_at);
         EXPECT_TRUE(env.fs.contents(kPath) == bytes) << "the damaged file was left as it was";
     }
 }
@@ -348,8 +357,7 @@ TEST(FileRoom, ADamagedDurableRecordBeforeAGraphRecordIsRefused) {
 TEST(FileRoom, AGraphRecordWithoutItsStampIsNotAppended) {
     test::EngineEnv env;
     GraphHook hook;
-    OpenOptions options = env.options();
-    options.hook = &hook;
+    const OpenOptions options = with_hook(env, hook);
     auto db = Database::create(kPath, options);
     ASSERT_TRUE(db.is_ok()) << why(db);
     land(**db, 0, 4, 100);
@@ -378,8 +386,7 @@ TEST(FileRoom, AGraphRecordWithoutItsStampIsNotAppended) {
 TEST(FileRoom, AFileThatNeverKeptRoomHasNoHoles) {
     test::EngineEnv env;
     GraphHook hook;
-    OpenOptions options = env.options();
-    options.hook = &hook;
+    const OpenOptions options = with_hook(env, hook);
     auto db = Database::create(kPath, options);
     ASSERT_TRUE(db.is_ok()) << why(db);
     land(**db, 0, 4, 100);
@@ -390,17 +397,11 @@ TEST(FileRoom, AFileThatNeverKeptRoomHasNoHoles) {
     land(**db, 11, 1, 900);
     ASSERT_TRUE((*db)->close().is_ok());
     std::vector<std::byte> bytes = env.fs.contents(kPath);
-    const uint64_t sector = (damaged_at + 511) / 512 * 512;
-    ASSERT_LE(sector + 512, last_at);
-    std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(sector), 512, std::byte{0});
+    zero_sector(bytes, damaged_at, last_at);
     bytes[last_at + 13] ^= std::byte{0xff};  // the last record's head check fails
     env.fs.set_contents(kPath, bytes);
 
-    auto reopened = Database::open(kPath, options);
-    ASSERT_FALSE(reopened.is_ok());
-    EXPECT_EQ(reopened.status().code(), Code::corruption) << why(reopened);
-    EXPECT_NE(why(reopened).find("offset " + std::to_string(damaged_at)), std::string::npos)
-        << why(reopened);
+    expect_refused_at(Database::open(kPath, options), damaged_at);
 }
 
 TEST(FileRoom, AFileWrittenOnceKeepsNone) {
