@@ -92,6 +92,16 @@ std::vector<std::byte> crash_image(const std::vector<std::byte>& data, uint64_t 
             std::fill(out.end() - static_cast<ptrdiff_t>(zeroed), out.end(), std::byte{0});
             break;
         }
+        case FaultFs::CrashMode::stale_tail_page: {
+            constexpr uint64_t page = FaultFs::kCrashPageBytes;
+            const uint64_t page_end =
+                std::min<uint64_t>((synced + page - 1) / page * page, out.size());
+            if (synced < page_end) {
+                std::fill(out.begin() + static_cast<ptrdiff_t>(synced),
+                          out.begin() + static_cast<ptrdiff_t>(page_end), std::byte{0});
+            }
+            break;
+        }
         case FaultFs::CrashMode::scattered: {
             // splitmix64 from the seed: one draw a page.
             uint64_t state = k;

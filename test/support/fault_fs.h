@@ -66,6 +66,14 @@ public:
         // k: a power cut during a flush of bytes written over room (File::keep_room), where the
         // size was durable already and pages go out in any order.
         scattered,
+        // Every byte, the file's size kept, but the page (kCrashPageBytes) that held the synced
+        // length, partly filled, reads as the last sync left it: zeros from the synced length to
+        // the page's end. A power cut during a flush of appends past the end, as ext4 in
+        // data=ordered mode can leave it: blocks newly allocated to the appends reach the disk
+        // before the size that covers them (the journal's ordered-data list), but the block the
+        // last sync left partly filled is rewritten in place, outside that list, so a commit of
+        // the size (another file's fsync, the journal's timer) can come before it.
+        stale_tail_page,
     };
     static constexpr uint64_t kCrashPageBytes = 4096;
 
