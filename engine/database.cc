@@ -171,8 +171,31 @@ Status Database::append_history_locked(const History& h) {
     return append_locked(rec);
 }
 
-uint64_t Database::durable_stamp_locked() const {
-    return room_kept_ ? durable_end_.load(std::memory_order_acquire) : format::kNoDurableStamp;
+uint64_t Database::durable_stamp_locked() {
+    const uint64_t stamp = durable_end_.load(std::memory_order_acquire);
+    if (stamp < file_bytes_) unsealed_ = true;
+    return stamp;
+}
+
+Status Database::seal() {
+    const auto needed = [this] {
+        return unsealed_ && !frozen_ && !following_ && !history_.replica;
+    };
+    {
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        if (!needed()) return Status::ok();
+    }
+    // The seal's stamp must cover every record before it. A graph record moves no seq, so the
+    // close's sync() returns at once with one appended since the last sync still uncovered.
+    const uint64_t covered = durable_end_.load(std::memory_order_acquire);
+    if (covered < appended_end_.load(std::memory_order_acquire)) FENEC_RETURN_IF_ERROR(sync_now());
+    {
+        std::unique_lock<std::shared_mutex> lock(mu_);
+        if (!needed()) return Status::ok();
+        unsealed_ = false;  // stamped again below if a record landed since the sync
+        FENEC_RETURN_IF_ERROR(append_history_locked(history_));
+    }
+    return sync_now();  // a History moves no seq either
 }
 
 Seq Database::durable_seq() const {
@@ -556,6 +579,7 @@ Status Database::close(CloseMode mode) {
         }
     }
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
+    if (result.is_ok() && !read_only_ && !failure()) result = seal();
     if (options_.syncer) {
         {
             std::lock_guard<std::mutex> g(sync_mu_);

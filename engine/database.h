@@ -360,11 +360,16 @@ private:
     Status refusal_locked() const;  // latched, frozen, read-only: the reason a write is refused
     Status append_locked(std::span<const std::byte> record);
     Status append_history_locked(const History& h);
-    // The durable_end a record appended now carries (format.fbs): durable_end_ once the file
-    // keeps room, since an append into room can reach the disk before one earlier in the file;
-    // format::kNoDurableStamp (the field left out) before. Under the writer's lock.
-    uint64_t durable_stamp_locked() const;
+    // The durable_end a record appended now, at file_bytes_, carries (format.fbs): durable_end_,
+    // into room or past the end alike, since either append can reach the disk before bytes
+    // earlier in the file that no finished sync covered (file-format.md §6). A stamp below
+    // file_bytes_ leaves the file to be sealed at close (unsealed_). Under the writer's lock.
+    uint64_t durable_stamp_locked();
     Status sync_now();  // an fsync outside the writer lock, for a history record
+    // A clean close's last record (file-format.md §6, "A sealed file"): a History restating the
+    // file's history, stamped with its whole length and synced, once the close's sync covered
+    // every record, when one appended since the last seal was stamped below its own offset.
+    Status seal();
     // The group commit's parts (database.cc): one fsync and what follows it; a Syncer's round;
     // the when_durable callbacks a sync settled; the latch as a writer is told of it.
     void sync_locked(std::unique_lock<std::mutex>& l);
@@ -438,6 +443,9 @@ private:
     // its primary's bytes); under the writer's lock.
     uint64_t appended_bytes_ = 0;
     bool room_kept_ = false;
+    // A record was appended stamped below its own offset since the open or the last seal: a
+    // power cut's hole, or damage, before a later record could be read as such (seal()).
+    bool unsealed_ = false;
     // The file's first file_memory_bytes_ bytes as the open or install that read them left them
     // in memory, where the collections kept that buffer as their store (finish_replay): the
     // bytes stay valid while anything holds the buffer, and are the file's until a rewrite
@@ -478,7 +486,7 @@ private:
     uint64_t durable_seq_ = 0;
     // The file's bytes appended (appended_end_, stored after each append, so a sync that loads it
     // as it begins covers them) and the bytes the last finished sync covered (durable_end_,
-    // written under sync_mu_): the stamp of records appended into room (durable_stamp_locked).
+    // written under sync_mu_): the stamp of every record appended (durable_stamp_locked).
     std::atomic<uint64_t> appended_end_{0};
     std::atomic<uint64_t> durable_end_{0};
     std::optional<Status> failure_;

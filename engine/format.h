@@ -29,9 +29,8 @@ inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kRecordHeadBytes = 16;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint16_t kGraphVersion = 1;
-// A record's durable_end when it has none (format.fbs' default): appended past the file's end,
-// written whole into an image, or by a build before the field (for a Graph, before its own
-// stamp: a Graph appended past the end carries its offset).
+// A record's durable_end when it has none (format.fbs' default): written whole into an image or
+// a fresh file, or by a build before the field (or one that stamped only appends into room).
 inline constexpr uint64_t kNoDurableStamp = UINT64_MAX;
 
 // Header field offsets.

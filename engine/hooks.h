@@ -77,10 +77,11 @@ public:
     // The open's on_schema calls are done: the OpenReport's bodies are no longer valid.
     virtual void on_opened() {}
     // The field's Graph record (format.fbs) as of `at`, carrying `durable_end` as its own: the
-    // engine's stamp, by which the open tells a hole from damage (file-format.md §6), or
-    // format::kNoDurableStamp (not stored) for a graph an image holds. The body is a finished Graph
-    // buffer, its root offset at byte 0; one appended to the file must carry the field, which the
-    // engine verifies and sets again as the record lands, refusing a body without it.
+    // engine's stamp (what a finished sync covered), by which the open tells a hole from damage
+    // (file-format.md §6), or format::kNoDurableStamp (not stored) for a graph an image holds.
+    // The body is a finished Graph buffer, its root offset at byte 0; one appended to the file
+    // must carry the field, which the engine verifies and sets again as the record lands,
+    // refusing a body without it.
     virtual Result<std::vector<std::byte>> encode_graph(CollectionId, uint16_t slot, Seq at,
                                                         uint64_t durable_end) = 0;
     // compact() first rebuilds every graph holding retired nodes, so the image it writes holds

@@ -58,8 +58,9 @@ inline constexpr size_t sync_threads = 4;
 // file written on, not every file written once (100,000 tenants each written once would hold a
 // room each). The room's zeros are written half at a time: one extra 512 KiB write-back each
 // 512 KiB appended, and a file holds at most 1 MiB it does not need while open. Only under
-// SyncPolicy::every_block, where a sync follows every block: what an open may cut as a hole
-// (file-format.md §6) is then what was appended while one sync ran.
+// SyncPolicy::every_block, where a sync follows every block: the room's pages a power cut can
+// leave unwritten (a hole the open cuts, file-format.md §6) are then those appended while one
+// sync ran.
 inline constexpr uint64_t file_room_after_bytes = 256ull << 10;
 inline constexpr uint64_t file_room_bytes = 1ull << 20;
 // A block's undo log kept, emptied, for the next block: a 1,000-write block's log (1,024

@@ -172,12 +172,11 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         }
         // A record appended once p was on disk says so: p's fault is damage. A Graph without a
         // stamp is let by: derived data, never acknowledged, and what a build before graphs
-        // carried stamps wrote into room (a record of any other kind without one was appended
-        // past the end, after p was on disk). A replica's History means a follower's file.
+        // carried stamps wrote into room (a record of any other kind without one was written by
+        // a build that stamped only appends into room, past the end, after p was on disk). A
+        // replica's History means a follower's file.
         if (kind == format::Kind::history && root<fb::History>(body)->replica()) return false;
         const uint64_t stamp = durable_stamp(kind, body);
-        // A Graph past the check is stamped at or below p, so it was appended into room (one
-        // appended past the end carries its own offset, above p).
         if (!(kind == format::Kind::graph && stamp == format::kNoDurableStamp) && stamp > p) {
             return false;
         }
@@ -185,9 +184,9 @@ bool ReplayState::unsynced_from(uint64_t p) const {
         q += framed;
     }
     if (first_gap) note_gap(gap_from, size);
-    // Only a file that kept room can hold a hole: one of its records says so, before p (not a
-    // Graph, stamped past the end too) or after it.
-    return zeros_seen && (room_seen || stamped_after);
+    // Only a file whose writer stamped its records can hold a hole: one of them says so, before
+    // p or after it. A file written before the stamps is taken to have none.
+    return zeros_seen && (stamps_seen || stamped_after);
 }
 
 namespace {
@@ -399,10 +398,7 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
         return corrupt(p, std::string(format::kind_name(kind)) + " record inside an image");
     }
     if (kind != K::spill) trailing_spill.reset();
-    // A Graph is stamped past the end too (its own offset), so only the other kinds say room.
-    if (!room_seen && kind != K::graph && durable_stamp(kind, body) != format::kNoDurableStamp) {
-        room_seen = true;
-    }
+    if (!stamps_seen && durable_stamp(kind, body) != format::kNoDurableStamp) stamps_seen = true;
     switch (kind) {
         case K::checkpoint:
             return apply_checkpoint(p, root<fb::Checkpoint>(body), framed);

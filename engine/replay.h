@@ -43,7 +43,7 @@ struct ReplayState {
     std::optional<uint64_t> deferred_at;  // ... reading the record here, read again at the end
     uint64_t image_end = 0;               // 0: no image region
     bool have_history = false;
-    bool room_seen = false;  // a record read (not a Graph) carries a durable_end: room was kept
+    bool stamps_seen = false;  // a record read carries a durable_end: its writer stamped them
     std::optional<uint64_t> cut_at;  // a torn tail starts here
     std::optional<uint64_t> trailing_spill;
     struct SpillSeen {
@@ -98,8 +98,8 @@ struct ReplayState {
     Status advance(uint64_t available);
     Status record_at(uint64_t p, bool in_image);
     bool zero_from(uint64_t p) const;
-    // Whether a fault at p is a hole that a flush into room left unwritten (file-format.md §6,
-    // "A hole before later records"): the file kept room (a record before p other than a Graph,
+    // Whether a fault at p is a hole that an unfinished flush left unwritten (file-format.md §6,
+    // "A hole before later records"): the file's writer stamped its records (a record before p,
     // or a whole one after p, carries a durable_end); the gap from p to the next whole record
     // holds a sector that reads zero from p on; and every whole record after p carries a
     // durable_end at or below p, or is a Graph without one (derived data, or written before

@@ -54,7 +54,7 @@ Database::Snapshot Database::snapshot_locked() const {
             for (size_t slot = 0; slot < sc.schema.fields.size(); ++slot) {
                 const FieldDesc& f = sc.schema.fields[slot];
                 if (f.dropped || f.index.kind != IndexKind::hnsw) continue;
-                // An image's records are written whole, never into room: no stamp.
+                // An image is written whole and synced before it is a file: no stamp.
                 Result<std::vector<std::byte>> g = options_.hook->encode_graph(
                     c->id(), static_cast<uint16_t>(slot), s.seq, format::kNoDurableStamp);
                 // A graph that cannot be encoded is rebuilt on open: derived data, never a refusal.
@@ -376,16 +376,13 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
         at != graph_seq_.end() && at->second >= written_seq_locked(collection)) {
         return Status::error(Code::already_exists, "the field's graph record is current");
     }
-    // Its stamp (file-format.md §6): appended into room, what a finished sync covered, as a
-    // block's; appended past the end, its own offset, since a hole cannot lie before such an
-    // append and a fault there is damage. A sync may finish while the graph is encoded (the
-    // writer's lock does not hold syncs back), so the stamp is set again as the record lands; a
-    // body that is no Graph, or has no such field, is the hook's fault: refused, not appended.
-    const auto stamp = [&] {
-        return room_kept_ ? durable_end_.load(std::memory_order_acquire) : file_bytes_;
-    };
-    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> body,
-                           options_.hook->encode_graph(collection, slot, seq(), stamp()));
+    // Its stamp is a block's (file-format.md §6): what a finished sync covered. A sync may finish
+    // while the graph is encoded (the writer's lock does not hold syncs back), so the stamp is
+    // set again as the record lands; a body that is no Graph, or has no such field, is the
+    // hook's fault: refused, not appended.
+    FENEC_ASSIGN_OR_RETURN(
+        std::vector<std::byte> body,
+        options_.hook->encode_graph(collection, slot, seq(), durable_stamp_locked()));
     if (body.size() > limits::record_body_bytes_max) {
         return Status::error(Code::limit_exceeded, "the graph is over 1 GiB; not written");
     }
@@ -394,7 +391,8 @@ Status Database::append_graph(CollectionId collection, uint16_t slot) {
     }
     // The Graph's root as a plain table: the generated Graph hides the setter.
     if (!flatbuffers::GetMutableRoot<flatbuffers::Table>(body.data())
-             ->SetField<uint64_t>(fb::Graph::VT_DURABLE_END, stamp(), format::kNoDurableStamp)) {
+             ->SetField<uint64_t>(fb::Graph::VT_DURABLE_END, durable_stamp_locked(),
+                                  format::kNoDurableStamp)) {
         return Status::error(Code::invalid_argument, "the hook's graph record carries no stamp");
     }
     std::vector<std::byte> rec;

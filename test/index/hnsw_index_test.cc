@@ -522,7 +522,7 @@ TEST(HnswPersistence, CheckpointThenReopenRestoresWithoutRebuild) {
 }
 
 // The Graph record carries the stamp the engine hands it (engine/hooks.h: what a finished sync
-// had covered when a record is appended into room), and none when handed none.
+// had covered when the record is appended), and none when handed none.
 TEST(HnswPersistence, TheGraphRecordCarriesTheStampItIsGiven) {
     Persisted t;
     auto stamped = t.vec.encode_graph(t.c, 1, engine::Seq{7}, 123456);
