@@ -16,9 +16,13 @@
 //   zero_tail.fenec    types.fenec plus 4 KiB of zeros (a zero-filled tail)
 //   room_hole.fenec    a file that keeps room (every_block, past file_room_after_bytes since its
 //                      open, then compacted small), write_types' blocks, then six blocks of one
-//                      round with a zeroed sector in the first: a hole the open cuts (records
-//                      stamped with durable_end, file-format.md §6)
+//                      round with a zeroed sector in the first, read as a crash leaves it (no
+//                      seal): a hole the open cuts (records stamped with durable_end,
+//                      file-format.md §6)
 //   room_damage.fenec  the same with the six blocks each synced: the zeroed sector is damage
+//   tail_page_hole.fenec write_types' blocks, each synced, then six blocks of one round, with
+//                      the 4 KiB page that held the synced end zero from there to its end, as
+//                      a power cut on ext4 can leave appends past the end: a hole the open cuts
 // The regress_*.fenec files beside them are not generated: they are inputs that once broke an
 // invariant (fuzz/README.md), kept so the bug stays fixed.
 //
@@ -262,6 +266,10 @@ FileBytes close_and_read(Env& env, std::unique_ptr<Database> db) {
     return env.fs.get(kPath);
 }
 
+// The file's bytes as a crash would leave them, everything written kept: without the seal a
+// clean close appends (file-format.md §6), after which any fault before it is damage.
+FileBytes crash_and_read(Env& env) { return env.fs.get(kPath); }
+
 // The lineage of the feed seeds' primary; fuzz/feed_fuzz.cc creates its follower with it.
 constexpr uint64_t kFeedLineage = 0x00f33d5eed000001;
 
@@ -395,12 +403,30 @@ int main(int argc, char** argv) {
         const uint64_t hole = db->usage().file_bytes;
         for (int i = 0; i < 6; ++i) write_more(*db, 100 + 3 * i, one_round);
         must(db->sync(), "sync");
-        FileBytes bytes = close_and_read(env, std::move(db));
+        FileBytes bytes = crash_and_read(env);
         // Zeros from the first of the six to the end of the next whole sector after it.
         const uint64_t to = (hole + 511) / 512 * 512 + 512;
         std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(hole),
                   bytes.begin() + static_cast<std::ptrdiff_t>(to), std::byte{0});
         write_out(dir, one_round ? "room_hole.fenec" : "room_damage.fenec", bytes);
+    }
+    {
+        Env env;
+        auto db = must(Database::create(kPath, env.options()), "create");
+        write_types(*db);
+        const uint64_t hole = db->usage().file_bytes;
+        for (int i = 0; i < 6; ++i) write_more(*db, 100 + 3 * i, true);
+        must(db->sync(), "sync");
+        FileBytes bytes = crash_and_read(env);
+        const uint64_t to = (hole + 4095) / 4096 * 4096;
+        if (to == hole || to >= bytes.size()) {
+            std::fprintf(stderr, "fenec_make_corpus: the synced end %llu leaves no page to zero\n",
+                         static_cast<unsigned long long>(hole));
+            std::exit(1);
+        }
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(hole),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(to), std::byte{0});
+        write_out(dir, "tail_page_hole.fenec", bytes);
     }
     {
         Env env;
