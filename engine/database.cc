@@ -152,8 +152,8 @@ Status Database::append_locked(std::span<const std::byte> record) {
     file_bytes_ += record.size();
     appended_end_.store(file_bytes_, std::memory_order_release);
     appended_bytes_ += record.size();
-    if (!room_kept_ && options_.sync.kind == SyncPolicy::Kind::every_block && !following_ &&
-        !history_.replica && appended_bytes_ >= limits::file_room_after_bytes) {
+    if (!room_kept_ && !sealing_ && options_.sync.kind == SyncPolicy::Kind::every_block &&
+        !following_ && !history_.replica && appended_bytes_ >= limits::file_room_after_bytes) {
         room_kept_ = true;
         // Best effort (io.h): without room the appends go on as before.
         file_->keep_room(limits::file_room_bytes).ignore();
@@ -177,25 +177,21 @@ uint64_t Database::durable_stamp_locked() {
     return stamp;
 }
 
+// close() calls it once a sync covered every record appended, the room already cut.
 Status Database::seal() {
-    const auto needed = [this] {
-        return unsealed_ && !frozen_ && !following_ && !history_.replica;
-    };
-    {
-        std::shared_lock<std::shared_mutex> lock(mu_);
-        if (!needed()) return Status::ok();
-    }
-    // The seal's stamp must cover every record before it. A graph record moves no seq, so the
-    // close's sync() returns at once with one appended since the last sync still uncovered.
-    const uint64_t covered = durable_end_.load(std::memory_order_acquire);
-    if (covered < appended_end_.load(std::memory_order_acquire)) FENEC_RETURN_IF_ERROR(sync_now());
     {
         std::unique_lock<std::shared_mutex> lock(mu_);
-        if (!needed()) return Status::ok();
-        unsealed_ = false;  // stamped again below if a record landed since the sync
-        FENEC_RETURN_IF_ERROR(append_history_locked(history_));
+        if (!unsealed_ || frozen_ || following_ || history_.replica) return Status::ok();
+        // A seal stamped below its own offset would cover nothing: a record landed since the
+        // close's sync (nothing appends to a closing tenant), so the file stays as it is.
+        if (durable_end_.load(std::memory_order_acquire) < file_bytes_) return Status::ok();
+        sealing_ = true;  // the seal keeps no room
+        unsealed_ = false;
+        Status st = append_history_locked(history_);
+        sealing_ = false;
+        FENEC_RETURN_IF_ERROR(st);
     }
-    return sync_now();  // a History moves no seq either
+    return sync_now();  // a History moves no seq, so sync() would not write it
 }
 
 Seq Database::durable_seq() const {
@@ -579,6 +575,12 @@ Status Database::close(CloseMode mode) {
         }
     }
     if (result.is_ok() && !read_only_ && !failure()) result = sync();
+    // A graph record moves no seq, so sync() returns at once with one appended since the last
+    // sync still unwritten; a closed file is durable to its end (the registry opens it next
+    // without a sync), and the seal's stamp must cover it.
+    const bool uncovered = durable_end_.load(std::memory_order_acquire) <
+                           appended_end_.load(std::memory_order_acquire);
+    if (result.is_ok() && !read_only_ && !failure() && uncovered) result = sync_now();
     if (result.is_ok() && !read_only_ && !failure()) result = seal();
     if (options_.syncer) {
         {

@@ -443,9 +443,12 @@ private:
     // its primary's bytes); under the writer's lock.
     uint64_t appended_bytes_ = 0;
     bool room_kept_ = false;
-    // A record was appended stamped below its own offset since the open or the last seal: a
-    // power cut's hole, or damage, before a later record could be read as such (seal()).
+    // A record was appended stamped below its own offset since the open or the last seal (or
+    // the open's replay, or a compaction's copied tail, left such records last): a power cut's
+    // hole, or damage, before a later record could be read as such (seal()). sealing_: the
+    // seal's append, which keeps no room (the close has cut it).
     bool unsealed_ = false;
+    bool sealing_ = false;
     // The file's first file_memory_bytes_ bytes as the open or install that read them left them
     // in memory, where the collections kept that buffer as their store (finish_replay): the
     // bytes stay valid while anything holds the buffer, and are the file's until a rewrite

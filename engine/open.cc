@@ -200,6 +200,7 @@ Status Database::adopt_file(ReplayState& replay, std::unique_ptr<File> file, uin
     durable_seq_ = seq_.load();
     appended_end_.store(file_bytes_, std::memory_order_release);
     durable_end_.store(file_bytes_, std::memory_order_release);
+    unsealed_ = replay.tail_uncovered;
     seed_feed(replay);
     if (history_.replica && options_.promote) {
         FENEC_RETURN_IF_ERROR(promote().status());

@@ -398,7 +398,10 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
         return corrupt(p, std::string(format::kind_name(kind)) + " record inside an image");
     }
     if (kind != K::spill) trailing_spill.reset();
-    if (!stamps_seen && durable_stamp(kind, body) != format::kNoDurableStamp) stamps_seen = true;
+    if (const uint64_t stamp = durable_stamp(kind, body); stamp != format::kNoDurableStamp) {
+        stamps_seen = true;
+        tail_uncovered = stamp < p;  // the last stamped record speaks for every one before it
+    }
     switch (kind) {
         case K::checkpoint:
             return apply_checkpoint(p, root<fb::Checkpoint>(body), framed);

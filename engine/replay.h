@@ -44,6 +44,10 @@ struct ReplayState {
     uint64_t image_end = 0;               // 0: no image region
     bool have_history = false;
     bool stamps_seen = false;  // a record read carries a durable_end: its writer stamped them
+    // The last stamped record read was stamped below its offset: records before it were not
+    // all durable when it was appended (a crash's file, or an image of a file not sealed), so a
+    // clean close seals the file (Database::seal).
+    bool tail_uncovered = false;
     std::optional<uint64_t> cut_at;  // a torn tail starts here
     std::optional<uint64_t> trailing_spill;
     struct SpillSeen {

@@ -231,8 +231,10 @@ Status Database::rewrite(bool compact) {
     const uint64_t end = file_bytes_;
     FENEC_RETURN_IF_ERROR(replace_with_side_file_locked(snap, side, *out, end));
 
-    // 4. Still under it: the database moves onto the new file.
+    // 4. Still under it: the database moves onto the new file. The image needs no seal; a tail
+    // copied after it keeps the old file's stamps, which say nothing of the new offsets.
     adopt_rewritten_locked(std::move(out), snap, image_bytes + (end - snap.file_end));
+    unsealed_ = end > snap.file_end;
     return Status::ok();
 }
 

@@ -602,6 +602,86 @@ TEST(FileRoom, TheSealCoversAGraphAppendedAfterTheLastSync) {
     expect_refused_at(Database::open(kPath, options), graph_at);
 }
 
+// A graph record appended after a lone writer's last block (each synced: no seal) is synced by
+// the close too: a closed file is durable to its end, as the node's next open takes it to be.
+TEST(FileRoom, ACloseSyncsAGraphAppendedAfterTheLastSync) {
+    test::EngineEnv env;
+    GraphHook hook;
+    const OpenOptions options = with_hook(env, hook);
+    auto db = Database::create(kPath, options);
+    ASSERT_TRUE(db.is_ok()) << why(db);
+    land(**db, 0, 3, 500);
+    const uint64_t rows_end = (*db)->usage().file_bytes;
+    ASSERT_TRUE((*db)->append_graph(items_of(**db), 1).is_ok());
+    const uint64_t graph_end = (*db)->usage().file_bytes;
+    ASSERT_EQ(env.fs.synced_size(kPath), rows_end);
+    ASSERT_TRUE((*db)->close().is_ok());
+    EXPECT_EQ(env.fs.contents(kPath).size(), graph_end) << "a seal where none was needed";
+    EXPECT_EQ(env.fs.synced_size(kPath), graph_end) << "the graph left unsynced";
+}
+
+// A file a crash left with its last records uncovered (stamped below their offsets) is sealed at
+// the next clean close, though nothing is written in between: the open's replay says so. A sector
+// of zeros in the first of those records is then refused.
+TEST(FileRoom, AFileACrashLeftIsSealedAtItsNextCleanClose) {
+    test::EngineEnv env;
+    auto db = Database::create(kPath, env.options());
+    ASSERT_TRUE(db.is_ok()) << why(db);
+    land(**db, 0, 3, 500);
+    const uint64_t damaged_at = (*db)->usage().file_bytes;
+    land(**db, 10, 4, 1500, true);  // one round, then a sync of it
+    ASSERT_TRUE((*db)->sync().is_ok());
+    const uint64_t rows_end = (*db)->usage().file_bytes;
+    env.fs.crash(test::FaultFs::CrashMode::all);
+    db->reset();
+    ASSERT_EQ(env.fs.contents(kPath).size(), rows_end) << "no seal before the crash";
+
+    auto reopened = Database::open(kPath, env.options());
+    ASSERT_TRUE(reopened.is_ok()) << why(reopened);
+    EXPECT_EQ(rows_of(**reopened), 7u);
+    ASSERT_TRUE((*reopened)->close().is_ok());
+    std::vector<std::byte> bytes = env.fs.contents(kPath);
+    ASSERT_GT(bytes.size(), rows_end) << "not sealed";
+    zero_sector(bytes, damaged_at, damaged_at + 1500);
+    env.fs.set_contents(kPath, bytes);
+    expect_refused_at(Database::open(kPath, env.options()), damaged_at);
+}
+
+// The seal keeps no room: a close whose seal takes the file past file_room_after_bytes of
+// appends since its open leaves it ending at the seal, with no zeros after it.
+TEST(FileRoom, TheSealKeepsNoRoom) {
+    TempDir dir;
+    const std::string path = dir.file("t.fenec");
+    FakeClock clock;
+    auto db = Database::create(path, posix_options(clock));
+    ASSERT_TRUE(db.is_ok()) << why(db);
+    const uint64_t opened_at = (*db)->usage().file_bytes;
+    const auto appended = [&] { return (*db)->usage().file_bytes - opened_at; };
+    // Deferred rows (the file needs a seal) up to a row short of the threshold.
+    int n = 0;
+    while (appended() + 2 * 4500 < limits::file_room_after_bytes) land(**db, n++, 1, 4000, true);
+    const uint64_t before = appended();
+    land(**db, n++, 1, 4000, true);
+    const uint64_t overhead = appended() - before - 4000;  // a row's record beyond its text
+    // One row that leaves the appends 40 bytes (give or take its padding) short of it.
+    const uint64_t left = limits::file_room_after_bytes - appended();
+    ASSERT_GT(left, overhead + 48);
+    land(**db, n++, 1, left - overhead - 40, true);
+    ASSERT_LT(appended(), limits::file_room_after_bytes);
+    ASSERT_GT(appended() + 72, limits::file_room_after_bytes) << "the seal would not cross it";
+    const uint64_t rows_end = (*db)->usage().file_bytes;
+    ASSERT_EQ(std::filesystem::file_size(path), rows_end) << "room kept before the close";
+    ASSERT_TRUE((*db)->close().is_ok());
+
+    const uint64_t closed = std::filesystem::file_size(path);
+    EXPECT_GT(closed, rows_end) << "not sealed";
+    EXPECT_LT(closed, rows_end + 128) << "zeros after the seal";
+    auto reopened = Database::open(path, posix_options(clock));
+    ASSERT_TRUE(reopened.is_ok()) << why(reopened);
+    EXPECT_EQ((*reopened)->usage().file_bytes, closed);
+    EXPECT_EQ(rows_of(**reopened), static_cast<uint64_t>(n));
+}
+
 TEST(FileRoom, AFileWrittenOnceKeepsNone) {
     TempDir dir;
     const std::string path = dir.file("t.fenec");
