@@ -64,7 +64,9 @@ Status Database::write_fresh(Fs& fs, bool& placed) {
     std::vector<std::byte> bytes(header.begin(), header.end());
     flatbuffers::FlatBufferBuilder b;
     std::vector<fb::Fork> forks{fb::Fork(lineage, 0)};
-    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), false));
+    // Stamped with its own offset: the file is written whole and synced before it is one, and
+    // the stamp tells the open that this file's writer stamps its records (file-format.md §6).
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), false, bytes.size()));
     format::append_record(bytes, format::Kind::history, codec::body_of(b));
     const std::string tmp = path_ + ".new";
     FENEC_ASSIGN_OR_RETURN(auto file, fs.open(tmp, OpenMode::create_truncate));

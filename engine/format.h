@@ -29,8 +29,8 @@ inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kRecordHeadBytes = 16;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint16_t kGraphVersion = 1;
-// A record's durable_end when it has none (format.fbs' default): written whole into an image or
-// a fresh file, or by a build before the field (or one that stamped only appends into room).
+// A record's durable_end when it has none (format.fbs' default): an image's records but its
+// History, or a record by a build before the field (or one that stamped only appends into room).
 inline constexpr uint64_t kNoDurableStamp = UINT64_MAX;
 
 // Header field offsets.

@@ -400,7 +400,9 @@ Status ReplayState::apply(format::Kind kind, uint64_t p, std::span<const std::by
     if (kind != K::spill) trailing_spill.reset();
     if (const uint64_t stamp = durable_stamp(kind, body); stamp != format::kNoDurableStamp) {
         stamps_seen = true;
-        tail_uncovered = stamp < p;  // the last stamped record speaks for every one before it
+        // The last stamped record speaks for every one before it; but a spill may be cut at the
+        // end as dead (no landing names it), so it only ever adds to what is uncovered.
+        tail_uncovered = stamp < p || (kind == K::spill && tail_uncovered);
     }
     switch (kind) {
         case K::checkpoint:

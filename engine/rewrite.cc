@@ -89,11 +89,13 @@ std::vector<uint16_t> dropped_slots(const Schema& schema) {
     return dropped;
 }
 
+// Stamped with its own offset in the image (`out` holds it from its first byte), as a fresh
+// file's History is: an image is written whole and synced before it is a file.
 void append_history(std::vector<std::byte>& out, const History& history) {
     flatbuffers::FlatBufferBuilder b;
     std::vector<fb::Fork> forks;
     for (const Fork& f : history.forks) forks.emplace_back(f.history.v, f.seq.v);
-    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), history.replica));
+    b.Finish(fb::CreateHistory(b, b.CreateVectorOfStructs(forks), history.replica, out.size()));
     format::append_record(out, format::Kind::history, codec::body_of(b));
 }
 
