@@ -190,6 +190,36 @@ TEST_F(Replication, RestartedFollowerCatchesUpWithoutAnImage) {
     EXPECT_EQ(member(d.body, "seq"), member(n.admin("GET", "/_admin/tenants/acme").body, "seq"));
 }
 
+// A copy whose file its open refuses (a byte of a durable record changed while its node was
+// down, as a power cut or a bad sector can leave a follower's file) is seeded again from its
+// primary with an image, and follows on: a copy is never left refused for an operator to mend.
+TEST_F(Replication, ACopyItsOpenRefusesIsSeededAgain) {
+    follow();
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"x\"]").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":11})"; })) << n2.count();
+    n2.proc->kill(SIGTERM);
+    const std::string path = n2.dir.path() + "/acme.fenec";
+    const auto size = std::filesystem::file_size(path);
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(size / 2));
+        char c = 0;
+        f.seekg(static_cast<std::streamoff>(size / 2));
+        f.read(&c, 1);
+        c = static_cast<char>(c ^ 0x5a);
+        f.seekp(static_cast<std::streamoff>(size / 2));
+        f.write(&c, 1);
+    }
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"y\"]").status, 200);
+    n2.start();
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":12})"; }, 10000)) << n2.count();
+    EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "images"), "1");
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"z\"]").status, 200);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":13})"; })) << n2.count();
+}
+
 // §14 case 80: past the feed's buffer the follower takes an image.
 TEST_F(Replication, FollowerPastTheFeedTakesAnImage) {
     n.extra = {"--feed-buffer", "1"};
