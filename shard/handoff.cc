@@ -249,8 +249,10 @@ Response Step::export_image() {
 Response Step::undo_export() {
     std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
     if (e && e->state == Handoffs::Entry::State::released) {
-        return Router::error(409, "tenant `" + tenant_ + "` was released to `" + e->to +
-                                      "`: undo that with undo-release");
+        // `released_to` tells a global router that lost the release's answer that it ran.
+        return with_fields(Router::error(409, "tenant `" + tenant_ + "` was released to `" +
+                                                  e->to + "`: undo that with undo-release"),
+                           {{"released_to", e->to}});
     }
     Response ok;
     auto answer = [&](std::string_view how) {
@@ -418,6 +420,7 @@ Response Step::release() {
     }
     router_.cluster().changed(e->before.node);
     router_.release(tenant_);
+    test_hooks::stall_after_move_step("released");  // released, not yet answered
     Response r;
     json::Writer w(r.body);
     w.begin_object();

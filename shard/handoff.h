@@ -5,7 +5,9 @@
 // The steps, as the global router calls them, and what each undoes:
 //   POST   …/export {"to":"@us"}   claim; row `moving` to `@us` (synced); frozen on its node; the
 //                                  image answered with the node's Fenec-* headers
-//   POST   …/undo-export            thawed; row `active`; the claim released
+//   POST   …/undo-export            thawed; row `active`; the claim released; after a release,
+//                                  refused 409 with `released_to` (how a global router that lost
+//                                  the release's answer learns that it ran)
 //   PUT    …/import[?node=<n>]      the image installed frozen on the node named or with the fewest
 //                                  bytes; row `importing` there (synced), which no lease names;
 //                                  its replica

@@ -52,6 +52,16 @@ struct RegionAnswer {
     std::string why;  // not answered
 };
 
+// The `released_to` of an undo-export refused because the release ran (shard/handoff.h), or "".
+std::string released_to(std::string_view body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view to;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc["released_to"].get_string().get(to))
+        return "";
+    return std::string(to);
+}
+
 // Whether a 409 is a standby's (§6.1: it names the primary it follows).
 bool standby_refusal(int status, std::string_view body) {
     if (status != 409) return false;
@@ -100,6 +110,9 @@ class RegionMove {
     void undo(const std::string& region, std::string_view method, const std::string& step);
     Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
     Response out_of_reach(const std::string& region, std::string_view step, const std::string& why);
+    // A release sent and not answered, and the undo-export that would have told whether it ran
+    // not answered either: 503, the outcome left to the regions' routers (shard/handoff.h).
+    Response unsettled(const std::string& why);
     // Step 5: the target's activate, asked up to activate_attempts_max times; whether one took.
     bool activate();
     Response answer(bool removed, bool activated, uint64_t ms);
@@ -186,6 +199,18 @@ Response RegionMove::out_of_reach(const std::string& region, std::string_view st
     r.header("Retry-After", std::string(region_retry_after_s));
     r.body.pop_back();
     r.body += ",\"region\":\"" + region + "\",\"step\":\"" + std::string(step) + "\"}";
+    return r;
+}
+
+Response RegionMove::unsettled(const std::string& why) {
+    Response r = Router::error(
+        503, "region `" + from_ + "` did not answer the release of `" + tenant_ + "` (" + why +
+                 "), nor say whether it ran: its router thaws the tenant in place if it did not, "
+                 "and region `" + to_ + "`'s router takes it within 2 x --upstream-timeout if "
+                 "it did");
+    r.header("Retry-After", std::string(region_retry_after_s));
+    r.body.pop_back();
+    r.body += ",\"region\":\"" + from_ + "\",\"step\":\"release\"}";
     return r;
 }
 
@@ -282,14 +307,31 @@ std::optional<Response> RegionMove::run() {
     // Step 3: the source lets it go.
     const std::string release = "{\"to\":\"@" + to_ + "\"}";
     RegionAnswer released = call(from_, "POST", "release", release);
-    if (!released.answered || released.status != 200) {
+    if (!released.answered) {
+        // Sent, and no answer: it may have run, and a release is past an undo of the import
+        // (the target's router activates an import its source released). The undo-export asks
+        // which: it refuses with `released_to` once the release ran, and otherwise undoes the
+        // export, after which a late release is refused.
+        RegionAnswer undone = call(from_, "POST", "undo-export", "{}");
+        if (undone.answered && undone.status == 409 && released_to(undone.body) == "@" + to_) {
+            released = RegionAnswer{true, 200, std::move(undone.body), ""};
+        } else if (undone.answered && undone.status == 200) {
+            undo(to_, "DELETE", "import");
+            count("failed");
+            return out_of_reach(from_, "release", released.why);
+        } else {
+            // Neither heard: the regions settle it between them (shard/handoff.h): an export
+            // that was not released lapses and thaws, and the target's router then deletes its
+            // import; one that was is activated by the target's router.
+            count("failed");
+            return unsettled(released.why);
+        }
+    }
+    if (released.status != 200) {
         undo(to_, "DELETE", "import");
         undo(from_, "POST", "undo-export");
         count("failed");
-        if (!released.answered || released.status == 409) {
-            return out_of_reach(from_, "release",
-                                released.answered ? node_error(released.body) : released.why);
-        }
+        if (released.status == 409) return out_of_reach(from_, "release", node_error(released.body));
         return refused_by(from_, "release", released);
     }
     // Step 4: the home moved, one statement, synced. From a region kept here, the release was

@@ -71,9 +71,12 @@ class HandoffOn : public Base {
     // by its region's router where the nodes take leases), the regions recorded on G, and `t`
     // created through G on n1 (its home `@eu` in G's directory).
     void two_regions(const std::string& t, const std::string& fail = "",
-                     std::vector<std::string> eu_more = {}, std::vector<std::string> us_more = {}) {
+                     std::vector<std::string> eu_more = {}, std::vector<std::string> us_more = {},
+                     std::vector<std::string> g_more = {}) {
         FailEnv env(fail);
-        start_router({"--replication-token", kReplication});
+        std::vector<std::string> g_flags = {"--replication-token", kReplication};
+        g_flags.insert(g_flags.end(), g_more.begin(), g_more.end());
+        start_router(g_flags);
         const uint16_t g_port = router_->port();
         eu_ = region_router("eu", g_port, eu_more);
         us_ = region_router("us", g_port, us_more);
@@ -393,6 +396,24 @@ TEST_P(HandoffStepFails, AndIsUndone) {
 
 INSTANTIATE_TEST_SUITE_P(Each, HandoffStepFails,
                          ::testing::Values("export", "import", "release", "home", "drop"));
+
+// §11.7: a release that ran on the source but whose answer G lost (here: E holds it past G's
+// --upstream-timeout) is past an undo of the import. G asks the undo-export, which E refuses
+// naming where it released the tenant, and G goes on with the move: the tenant ends in us,
+// taking writes, not released by E and deleted from U, served nowhere.
+TEST_F(Handoff, AReleaseWhoseAnswerWasLostGoesOn) {
+    const std::string t = tenant("acme");
+    {
+        StallEnv stall("released:2500");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {}, {}, {"--upstream-timeout", "1"}));
+    }
+    Reply moved = move(t, R"({"region":"us"})");
+    EXPECT_EQ(moved.status, 200) << moved.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
+    EXPECT_EQ(row_on(us_->port(), t), std::make_pair(std::string("n2"), std::string("active")));
+    EXPECT_TRUE(eventually([&] { return write(t, 8).status == 201; }, 5000)) << write(t, 8).body;
+    EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+}
 
 // §11.7, §11.10: a target region none of whose routers answers leaves the tenant where it was,
 // thawed, and the move is 503 with Retry-After: 5 naming the region; asked again once the
