@@ -52,9 +52,11 @@ struct Replication::Stream {
 };
 
 // How a stream's frames go out: each waits while more than `wait_below` bytes are unsent (the
-// exchange's bound is the peer's pace), and none goes once the node stops or the stream is told
-// to end. end() and cut() finish the stream; both answer "nothing more" (false, nullopt) so a
-// step can return either.
+// exchange's bound is the peer's pace), and a frame larger than `wait_below` until nothing is:
+// the exchange refuses a write that would take what waits past its bound (twice
+// keep_unsent_below), and takes one past it only alone. None goes once the node stops or the
+// stream is told to end. end() and cut() finish the stream; both answer "nothing more" (false,
+// nullopt) so a step can return either.
 struct Replication::FeedSender {
     server::Exchange& ex;
     const std::atomic<bool>& stopping;
@@ -62,7 +64,8 @@ struct Replication::FeedSender {
     uint64_t written = 0;  // the stream's bytes written to the exchange (its head not counted)
 
     bool send_frame(std::string frame, size_t wait_below) {
-        while (!ex.closed() && ex.pending_bytes() > wait_below && !stopping && !ending) {
+        const size_t waits_below = frame.size() > wait_below ? 0 : wait_below;
+        while (!ex.closed() && ex.pending_bytes() > waits_below && !stopping && !ending) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         const size_t n = frame.size();

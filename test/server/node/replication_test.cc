@@ -152,6 +152,22 @@ TEST_F(Replication, AFollowerAWaitRanOutOnIsLaggingUntilItCatchesUp) {
         << n.admin("GET", "/_admin/tenants/acme").body;
 }
 
+// A block whose frame is larger than half the stream's bound (here 700 KiB of a row, against 1 MiB)
+// goes once what is unsent has gone, never beside it: the exchange refuses a write that would take
+// what waits past its bound, and the stream was cut and asked again each time one did.
+TEST_F(Replication, ABlockPastHalfTheStreamsBoundWaitsForTheWireNotACut) {
+    follow();
+    n2.proc->signal(SIGSTOP);
+    const std::string big(700 * 1024, 'x');
+    for (int i = 0; i < 24; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + big + "\"]").status, 200);
+    }
+    n2.proc->signal(SIGCONT);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":25})"; }, 20000)) << n2.count();
+    EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "reconnects"), "0")
+        << n2.admin("GET", "/_admin/tenants/acme").body;
+}
+
 // A write is answered once its follower's stream has sent its block on, and a stream sends a
 // block only once it is durable: so as its fsync ends, the stream has mostly not sent it yet, and
 // the answer is not given on the Syncer's thread (which must never wait) but on a worker that
