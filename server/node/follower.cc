@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "engine/format.h"
 #include "server/node/handlers.h"
@@ -22,8 +23,9 @@ namespace {
 
 constexpr int64_t backoff_first_ms = 100;   // §10.4
 constexpr int64_t backoff_max_ms = 5000;
-// A promotion's drain of what the primary already sent (Follower::stop): bytes in this node's
-// socket apply in well under this; it bounds only a primary that keeps sending.
+// A promotion's drain of what the primary already sent (Follower::stop): what had reached this
+// node's socket as it began is applied whatever it takes; this bounds only what comes after it,
+// from a primary that keeps sending.
 constexpr int64_t keep_received_ms_max = 1000;
 // How long an image's install waits for the copy's holders (requests, subscribers and streams
 // told to end) to let it go, as a delete does (§8.1); past it the image is dropped and asked
@@ -296,6 +298,11 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
     bool heard = false;
     FrameJoiner joiner;  // `C` pieces of the next `B` payload (a block past the frame bound)
     const uint32_t bound = feed_frame_bound();
+    uint64_t taken = 0;  // the stream's bytes decoded so far
+    // Stopped for a promotion: the stream's byte count that ends what had reached this node's
+    // socket when the drain began. All of it is applied however long that takes (INVARIANTS
+    // R22); what comes after it only within keep_received_ms_max.
+    std::optional<uint64_t> owed_to;
     for (;;) {
         Frame f;
         size_t used = 0;
@@ -317,6 +324,7 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
             return heard;
         }
         buf.erase(0, used);
+        taken += used;
         const FrameJoiner::Step step = joiner.take(f, ferr);
         if (step == FrameJoiner::Step::bad) {
             error = follows_.from + ": " + ferr;
@@ -328,7 +336,11 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
         if (!handle(f, error)) return heard;
         {
             std::lock_guard lock(mu_);
-            if (stop_ && (!keep_received_ || repl_.node().now_ms() > keep_until_ms_)) return heard;
+            if (stop_) {
+                if (!keep_received_) return heard;
+                if (!owed_to) owed_to = taken + buf.size() + feed.received_unread();
+                if (taken >= *owed_to && repl_.node().now_ms() > keep_until_ms_) return heard;
+            }
             last_contact_ms_ = repl_.node().now_ms();
             if (heard) error_.clear();
         }

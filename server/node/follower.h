@@ -32,7 +32,9 @@ public:
     // With `keep_received` (a promotion, node-http.md §8.6), what the primary's stream already
     // delivered to this node's socket is applied first, never waiting for more: a block the
     // primary sent before it answered the write is kept even if it stopped or was cut off
-    // right after. Bounded by drain_ms_max, so a primary still sending cannot hold it.
+    // right after. All that had reached the socket when the drain began is applied, however
+    // slow the apply; what arrives after it only within keep_received_ms_max (1 s), so a
+    // primary still sending cannot hold the promotion.
     void stop(bool keep_received = false);
     // Waits up to `ms` for a hello: true when heard; false with `error` when the primary refused
     // or was not reached (or the wait ran out: error empty).

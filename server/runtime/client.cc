@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -235,6 +236,12 @@ Connection::Read Connection::read_now(std::string& out) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Read::timed_out;
         if (errno != EINTR) return Read::failed;
     }
+}
+
+size_t Connection::received_unread() const {
+    int queued = 0;
+    if (::ioctl(fd_, FIONREAD, &queued) != 0 || queued < 0) queued = 0;
+    return in_.size() + static_cast<size_t>(queued);
 }
 
 // ---- the relay

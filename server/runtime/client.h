@@ -71,6 +71,9 @@ class Connection {
     // says: data, or timed_out when nothing waits, or end, or failed. A follower being promoted
     // keeps what its primary put on the wire before it stopped (node-http.md §8.6).
     Read read_now(std::string& out);
+    // Bytes this end has received and not yet handed out: what read_now would give without the
+    // far end sending more (FIONREAD on the socket, and what was read past the last answer).
+    size_t received_unread() const;
 
     // Passes `bytes` body bytes from this connection on to `target` (a move: the image of its
     // source's GET into its target's PUT): what was read past the head first, then through a pipe

@@ -267,6 +267,20 @@ TEST_F(Replication, FenecAfterWaitsForTheReplicasApply) {
     EXPECT_GE(ms, 150);
 }
 
+// INVARIANTS R22: a promotion applies every block that had reached its node's socket, however
+// long their apply takes. Here each apply takes 300 ms, so the five blocks the primary answered
+// (each once in the socket) take 1.5 s to apply, past the drain's bound for a primary that keeps
+// sending (1 s): before, the promotion dropped the last of them.
+TEST_F(Replication, APromotionAppliesEveryBlockInItsSocketHoweverSlowTheApply) {
+    follow({{"Fenec-Test-Stall", "apply=300"}});
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"x\"]").status, 200);
+    }
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    EXPECT_EQ(n2.count(), R"({"count":6})");
+}
+
 // §14 cases 85 and 82.
 TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     follow();
