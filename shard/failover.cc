@@ -107,6 +107,15 @@ void Failover::lapsed(const std::string& node) {
     });
 }
 
+void Failover::wait_for_claim(const std::string& tenant, Waiting w) {
+    {
+        std::lock_guard lock(mu_);
+        waiting_[tenant] = std::move(w);
+    }
+    // Settled once: whichever settle_waiting takes the entry out first runs it.
+    if (host_.held_by(tenant).empty()) post([this, tenant] { settle_waiting(tenant); });
+}
+
 void Failover::released(const std::string& tenant) {
     {
         std::lock_guard lock(mu_);
@@ -156,11 +165,8 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
             if (row == fresh->tenants.end() || row->second.node != node)
                 continue;  // gone meanwhile
             r.waiting.emplace_back(name, held);
-            {
-                std::lock_guard lock(mu_);
-                waiting_[name] = Waiting{node, fresh->copy_of(row->second), force};
-            }
             host_.withhold(node, name);
+            wait_for_claim(name, Waiting{node, fresh->copy_of(row->second), force});
             continue;
         }
         const auto fresh = host_.maps();
@@ -307,8 +313,7 @@ void Failover::settle_waiting(const std::string& tenant) {
         return;
     }
     if (!host_.claim(tenant, "failover")) {  // another operation came first: wait for it too
-        std::lock_guard lock(mu_);
-        waiting_[tenant] = w;
+        wait_for_claim(tenant, std::move(w));
         return;
     }
     std::string why, history;

@@ -125,6 +125,10 @@ class Failover {
     void after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
                           FailoverResult& r);
     void settle_waiting(const std::string& tenant);
+    // `tenant`, whose claim another operation held, put to wait for it (released() settles it).
+    // The holder may have let go before the entry was in, when released() found none: a claim
+    // no one holds by then is settled at once, so no wake-up is lost.
+    void wait_for_claim(const std::string& tenant, Waiting w);
     // each(0) … each(n - 1) on up to promotions_at_once threads, this one among them; returns
     // when all have.
     static void at_once(size_t n, const std::function<void(size_t)>& each);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <set>
 #include <thread>
 
 #include "server/obs/metrics.h"
@@ -25,7 +26,11 @@ class FakeHost final : public FailoverHost {
     Directory& directory() override { return d_; }
     bool claim(const std::string& tenant, std::string_view what) override {
         std::lock_guard lock(mu_);
-        return claims_.emplace(tenant, std::string(what)).second;
+        const bool took = claims_.emplace(tenant, std::string(what)).second;
+        // The holder lets go just after refusing this claim, before the failover has put the
+        // tenant to wait: its release finds no waiting entry (Failover::released) then.
+        if (!took && let_go_on_refusal.erase(tenant)) claims_.erase(tenant);
+        return took;
     }
     void release(const std::string& tenant) override {
         {
@@ -145,6 +150,7 @@ class FakeHost final : public FailoverHost {
     }
 
     int together = 1;  // promotion waits for this many in flight (up to a second)
+    std::set<std::string> let_go_on_refusal;  // under mu_ once a test has begun
 
     Failover* failover = nullptr;
 
@@ -345,6 +351,21 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
     EXPECT_NE(std::find(log.begin(), log.end(), "withhold acme from n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore acme to n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore beta to n1"), log.end());
+}
+
+// A claim let go between the failover's refused claim and its waiting entry: the release found
+// no entry, so nothing but the failover itself can settle the tenant. It is promoted all the
+// same, not withheld from its node for good.
+TEST(Failover, AClaimLetGoBeforeTheTenantWaitsIsNotLost) {
+    Fixture f;
+    for (const char* n : {"n1", "n2"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.host->claim("acme", "repair"));
+    f.host->let_go_on_refusal.insert("acme");
+    const FailoverResult r = f.failover->fail_over("n1", false, "lease");
+    ASSERT_EQ(r.waiting.size(), 1u);
+    EXPECT_TRUE(eventually([&] { return f.d->maps()->tenants.at("acme").node == "n2"; }));
 }
 
 }  // namespace
