@@ -44,6 +44,7 @@
 #include "engine/hash.h"
 #include "engine/huge_pages.h"
 #include "server/node/admin.h"
+#include "server/node/replication.h"
 #include "server/node/test_hooks.h"
 #include "server/runtime/body_reader.h"
 
@@ -607,7 +608,14 @@ void put_image(Node& node, Call& call) {
     // The body is streamed (Node::check_head): its bytes reach the file in install().
     if (call.request.body.empty() && call.request.head.content_length.value_or(0) == 0)
         return answer_audited(node, call, node.refusal(400, "the body holds no image"));
-    answer_audited(node, call, install(node, call, expected));
+    // An image installs a primary following nothing (§8.3). A followed copy's follower may run
+    // here: a delete of its file keeps `<t>.follows` and starts it again, and left running it
+    // would write `<t>.follows` back at its next hello and install its primary's image over
+    // this one. It stops first; a refused install leaves the copy following as it was.
+    const bool followed = node.replication().stop_following(call.tenant);
+    http::Response r = install(node, call, expected);
+    if (followed && r.status != 201) node.replication().resume_following(call.tenant);
+    answer_audited(node, call, std::move(r));
 }
 
 }  // namespace fenec::node

@@ -236,6 +236,35 @@ TEST_F(Replication, ACopyItsOpenRefusesIsSeededAgain) {
     EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":13})"; })) << n2.count();
 }
 
+// §8.3: a followed copy restored in place (DELETE …/file, which keeps `<t>.follows` and so starts
+// its follower again, then PUT …/file) is a primary following nothing: its follower stops, and
+// neither installs the primary's image over the restored one nor writes `<t>.follows` again.
+TEST_F(Replication, ACopyRestoredInPlaceFollowsNothing) {
+    follow();
+    auto img = n2.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(img.status, 200) << img.body;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"x\"]").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":4})"; })) << n2.count();
+    // The primary held still meanwhile, so the restarted follower's ask waits in its queue and
+    // cannot install its image before the restore does.
+    n.proc->signal(SIGSTOP);
+    ASSERT_EQ(n2.admin("DELETE", "/_admin/tenants/acme/file").status, 204);
+    auto put = n2.admin("PUT", "/_admin/tenants/acme/file", img.body,
+                        {{"Content-Type", "application/octet-stream"}});
+    n.proc->signal(SIGCONT);
+    ASSERT_EQ(put.status, 201) << put.body;
+    EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"y\"]").status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(n2.count(), R"({"count":1})");
+    auto d = n2.admin("GET", "/_admin/tenants/acme");
+    EXPECT_EQ(member(d.body, "role"), "primary") << d.body;
+    EXPECT_EQ(member(d.body, "following"), "null") << d.body;
+    EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
+}
+
 // §14 case 80: past the feed's buffer the follower takes an image.
 TEST_F(Replication, FollowerPastTheFeedTakesAnImage) {
     n.extra = {"--feed-buffer", "1"};
