@@ -15,6 +15,9 @@ constexpr int64_t ns_per_ms = 1'000'000;
 constexpr int64_t judge_every_max_ms = 50;
 // Raising the record waits at most this long for the standbys to be sent it (§9.7).
 constexpr int64_t record_standby_wait_ms = 1000;
+// A failover that left tenants on a node still silent is tried again after a lease, the wait
+// doubling up to this on each one that ends so.
+constexpr int64_t retry_max_ms = 60'000;
 
 GrantReply silent() { return GrantReply{}; }
 
@@ -35,6 +38,12 @@ struct Leases::Node {
     // a node heard again just as its tenants are being promoted elsewhere takes no lease for
     // them (its lease would overlap the promoted copies').
     bool failing_over = false;
+    // A failover ended with the node still silent and tenants left on it (a promotion that
+    // failed: its copy's node did not answer, the directory's write failed): judged again from
+    // then, so they are not left refusing writes until the node comes back. Backs off from a
+    // lease, doubling to retry_max_ms; 0 when none is due. Cleared when the node answers.
+    int64_t retry_at_ns = 0;
+    int64_t retry_after_ms = 0;
     obs::Gauge* age = nullptr;
     obs::Gauge* failed_over = nullptr;
 };
@@ -256,7 +265,11 @@ void Leases::run(Node& n) {
         const bool counted = reply.kind == GrantReply::Kind::taken;
         if (counted) ++n.answers;
         n.cv.notify_all();  // grant_and_wait
-        if (e.returned) n.failed_over->set(0);
+        if (e.returned) {
+            n.failed_over->set(0);
+            n.retry_at_ns = 0;
+            n.retry_after_ms = 0;
+        }
         // No grant is out now: judged here too, before the next one goes, or a node whose every
         // call runs to its bound would always have one out when the judge looks.
         const bool lapsed = judge_locked(n, back);
@@ -301,7 +314,19 @@ void Leases::judge() {
 }
 
 bool Leases::judge_locked(Node& n, int64_t now_ns) {
-    if (n.book.failed_over()) return false;
+    if (n.book.failed_over()) {
+        // Judged again only for a failover that left tenants there, once its retry is due, and
+        // under the same test as the first time: the node has certainly lapsed.
+        if (n.failing_over || n.retry_at_ns == 0 || now_ns < n.retry_at_ns) return false;
+        if (!n.book.lapsed(now_ns, lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms)) return false;
+        n.retry_at_ns = 0;
+        const auto maps = host_.maps();
+        const bool left = std::any_of(maps->tenants.begin(), maps->tenants.end(),
+                                      [&](const auto& t) { return t.second.node == n.name; });
+        if (!left) return false;
+        n.failing_over = true;
+        return true;
+    }
     if (!n.book.lapsed(now_ns, lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms)) return false;
     n.book.mark_failed_over();
     n.failed_over->set(1);
@@ -313,8 +338,14 @@ void Leases::failover_ended(const std::string& node) {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(node);
     if (it == nodes_.end() || !it->second->failing_over) return;
-    it->second->failing_over = false;
-    it->second->poke = true;  // its list now: the tenants the failover left there
+    Node& n = *it->second;
+    n.failing_over = false;
+    n.poke = true;  // its list now: the tenants the failover left there
+    if (n.book.failed_over()) {  // not heard since: what the failover left is tried again
+        n.retry_after_ms =
+            n.retry_after_ms == 0 ? lease_ms_ : std::min(n.retry_after_ms * 2, retry_max_ms);
+        n.retry_at_ns = clock_.steady_ns() + n.retry_after_ms * ns_per_ms;
+    }
     it->second->cv.notify_all();
 }
 

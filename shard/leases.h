@@ -103,7 +103,9 @@ class Leases {
 
     // The failover of `node` that its lapse started (LeaseHost::lapsed) has ended, whatever its
     // outcome: from the time of the lapse until now its grants named no tenant; now they name
-    // those still placed there, and one goes at once.
+    // those still placed there, and one goes at once. A node not heard since is judged again
+    // after a lease (doubling to a minute on each failover that ends so): where tenants are left
+    // there (a promotion that failed) and it has certainly lapsed, its failover runs again.
     void failover_ended(const std::string& node);
     // §9.3: a tenant waiting for another operation while its node is failed over is named by
     // none of that node's grants meanwhile.

@@ -398,5 +398,39 @@ TEST(Leases, ANodeJudgedLapsedIsGrantedNoTenantUntilItsFailoverEnds) {
     f.leases->stop();
 }
 
+// A failover that left a tenant on a node still silent (its promotion failed: the copy's node
+// did not answer, say) runs again once the node is judged lapsed again, a lease after it ended,
+// rather than leave the tenant refusing writes until the node comes back. The second judgment is
+// the first's: no sooner than 1.1 leases after the node's last counted answer. A failover that
+// left nothing there is not run again.
+TEST(Leases, AFailoverThatLeftTenantsOnASilentNodeRunsAgain) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_node("n2", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.answers("n1") >= 2 && f.host.answers("n2") >= 2; }));
+    f.host.set_mode("n1", Mode::silent);
+    f.host.set_mode("n2", Mode::silent);
+    auto lapses_of = [&](const std::string& node) {
+        std::vector<FakeHost::Lapse> out;
+        for (const auto& l : f.host.lapses()) {
+            if (l.node == node) out.push_back(l);
+        }
+        return out;
+    };
+    ASSERT_TRUE(eventually([&] { return !lapses_of("n1").empty() && !lapses_of("n2").empty(); }));
+    const int64_t ended_ns = f.clock.steady_ns();
+    f.leases->failover_ended("n1");  // acme left there
+    f.leases->failover_ended("n2");  // nothing there
+    ASSERT_TRUE(eventually([&] { return lapses_of("n1").size() >= 2; })) << "not run again";
+    const auto again = lapses_of("n1")[1];
+    EXPECT_GE(again.at_ns, ended_ns + lease_ms * 1'000'000);
+    EXPECT_GE(again.at_ns, again.last_answer_ns + lease_ms * 1'100'000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * lease_ms));
+    f.leases->stop();
+    EXPECT_EQ(lapses_of("n2").size(), 1u);
+}
+
 }  // namespace
 }  // namespace fenec::shard::leases_test
