@@ -210,6 +210,24 @@ void Follower::run() {
     for (;;) {
         std::string error;
         const bool heard = session(error);
+        // A copy latched read-only by a failed write (ENOSPC, EIO) refuses every block until it
+        // is opened again, and this follower's hold would keep it open for good: it is closed
+        // here, so the next session opens it from its file (the open cuts what the failed write
+        // left). Its hello resets no backoff, so a disk still full is asked at the backoff's pace.
+        bool stopping = false;
+        {
+            std::lock_guard lock(mu_);
+            stopping = stop_;  // a promotion or delete waits on this thread: not held up here
+        }
+        const bool latched = !stopping && held_ && held_->db().failure().has_value();
+        if (latched) {
+            {
+                std::lock_guard lock(mu_);
+                held_.reset();
+            }
+            Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", image_wait_ms);
+            taken.out.reset();  // back in service: the next acquire opens the file again
+        }
         {
             std::lock_guard lock(mu_);
             connected_ = false;
@@ -220,7 +238,7 @@ void Follower::run() {
         }
         cv_.notify_all();
         ++reconnects_;
-        if (heard) backoff = backoff_first_ms;
+        if (heard && !latched) backoff = backoff_first_ms;
         if (!sleep_ms(backoff)) break;
         backoff = std::min(backoff * 2, backoff_max_ms);
     }

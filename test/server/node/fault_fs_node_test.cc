@@ -177,6 +177,46 @@ TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {
     EXPECT_TRUE(fs_.has(dir_ + "/zeta.follows"));
 }
 
+// A followed copy whose write failed once (ENOSPC on an apply) is latched read-only, and its
+// follower's hold kept it open: every block after was refused and the copy never caught up until
+// the node restarted. The follower now closes it, and the next session opens it from its file.
+TEST_F(FaultFsNode, AFollowedCopyWhoseWriteFailedCatchesUpOnceTheDiskTakesWritesAgain) {
+    TempDir primary_dir;
+    NodeProcess primary(primary_dir.path(), {"--admin-token", "a", "--token", "d", "--auth-delay",
+                                             "0"});
+    ASSERT_NE(primary.port(), 0) << primary.first_line();
+    auto on_primary = [&](std::string_view method, std::string_view target, std::string_view body,
+                          const std::string& token) {
+        Client c(primary.port());
+        return c.request(method, target, body, {{"Authorization", "Bearer " + token}})
+            .value_or(Reply{});
+    };
+    ASSERT_EQ(on_primary("PUT", "/_admin/tenants/acme",
+                         R"J({"schema":["create collection notes (title text)"]})J", "a")
+                  .status,
+              201);
+    auto put_on_primary = [&](const std::string& title) {
+        return on_primary("POST", "/t/acme/query",
+                          "{\"query\":\"put notes {title: $1}\",\"params\":[\"" + title + "\"]}",
+                          "d")
+            .status;
+    };
+    ASSERT_EQ(put_on_primary("a"), 200);
+    start();
+    const std::string from = "http://127.0.0.1:" + std::to_string(primary.port());
+    auto f = call("POST", "/_admin/tenants/acme/follow",
+                  "{\"from\":\"" + from + "\",\"wait_ms\":3000}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    auto count = [&] { return call("GET", "/t/acme/c/notes?count").body; };
+    ASSERT_TRUE(wait_until([&] { return count() == R"({"count":1})"; }, std::chrono::seconds(5)))
+        << count();
+    fs_.fail_append(1, ENOSPC);  // the next block's apply
+    ASSERT_EQ(put_on_primary("b"), 200);
+    ASSERT_EQ(put_on_primary("c"), 200);
+    EXPECT_TRUE(wait_until([&] { return count() == R"({"count":3})"; }, std::chrono::seconds(10)))
+        << count() << " " << describe("acme").body;
+}
+
 // A background compaction whose side file cannot take the tenant's place leaves the file as it
 // was and the tenant served, is counted as failed, and is not tried again at once (compactor.h).
 TEST_F(FaultFsNode, ABackgroundCompactionThatFailsLeavesTheTenantServed) {
