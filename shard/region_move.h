@@ -23,7 +23,10 @@
 // undo would discard, and no two leases name the tenant at once.
 //
 // A step 1 that fails leaves nothing to undo (the source undid itself); from step 2 on a failure
-// undoes the export (`undo-export`), and from step 3 on the import. A region whose routers none
+// undoes the export (`undo-export`), and from step 3 on the import. A release sent and not
+// answered may have run, which no undo of the import may follow: the undo-export asks (it undoes
+// the export, or refuses naming `released_to`, and the move goes on); neither heard, the move is
+// 503 and the regions settle it (the export lapses, or the target activates its import). A region whose routers none
 // took a step (unreachable, or each a standby naming its primary) is 503 `Retry-After: 5`, the
 // tenant left where it was, taking writes again; a source that hears nothing after its export
 // thaws the tenant itself (shard/handoff.h).
