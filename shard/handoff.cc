@@ -247,13 +247,22 @@ Response Step::export_image() {
 }
 
 Response Step::undo_export() {
+    using State = Handoffs::Entry::State;
+    // `released_to` tells a global router that lost the release's answer that it ran.
+    auto released = [&](const std::string& to) {
+        return with_fields(Router::error(409, "tenant `" + tenant_ + "` was released to `" + to +
+                                                  "`: undo that with undo-release"),
+                           {{"released_to", to}});
+    };
+    auto releasing = [&] {
+        Response r = Router::error(503, "the release of `" + tenant_ +
+                                            "` is being written: it is neither undone nor done");
+        r.header("Retry-After", "1");
+        return r;
+    };
     std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
-    if (e && e->state == Handoffs::Entry::State::released) {
-        // `released_to` tells a global router that lost the release's answer that it ran.
-        return with_fields(Router::error(409, "tenant `" + tenant_ + "` was released to `" +
-                                                  e->to + "`: undo that with undo-release"),
-                           {{"released_to", e->to}});
-    }
+    if (e && e->state == State::released) return released(e->to);
+    if (e && e->state == State::releasing) return releasing();
     Response ok;
     auto answer = [&](std::string_view how) {
         json::Writer w(ok.body);
@@ -271,9 +280,13 @@ Response Step::undo_export() {
     }
     if (!e) {
         // Nothing exported here that this process knows of (a restart thawed it, or it never
-        // was): a row left `moving` to another region is put back all the same.
+        // was): a row left `moving` to another region is put back all the same. A row placing
+        // the tenant in another region was released there before the restart.
         auto maps = router_.directory().maps();
         auto t = maps->tenants.find(tenant_);
+        if (t != maps->tenants.end() && home_region(t->second.node)) {
+            return released(t->second.node);
+        }
         if (t == maps->tenants.end() || t->second.state != "moving" ||
             !home_region(t->second.moving_to)) {
             return answer("nothing");
@@ -288,7 +301,13 @@ Response Step::undo_export() {
         if (!st.is_ok()) return Router::error(500, "the directory: " + st.to_string());
         return answer("thawed");
     }
-    if (!handoffs().set(tenant_, Handoffs::Entry::State::lapsed)) return answer("lapsed");
+    if (!handoffs().set(tenant_, State::exported, State::lapsed)) {
+        // Moved on since it was read: a release began or ended, or the timer's lapse came.
+        e = handoffs().find(tenant_);
+        if (e && e->state == State::released) return released(e->to);
+        if (e && e->state == State::releasing) return releasing();
+        return answer("lapsed");
+    }
     if (auto node = node_of(e->before)) thaw(*node);
     engine::Status st = router_.directory().put_tenant(e->before);
     handoffs().forget(tenant_);
@@ -400,26 +419,34 @@ Response Step::release() {
     std::string to;
     if (auto refused = read_to(to)) return *refused;
     if (test_hooks::fail_handoff_step("release")) return hooked("release");
+    using State = Handoffs::Entry::State;
     std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
     if (!e || e->to != to) {
         return Router::error(409, "tenant `" + tenant_ + "` was not exported to `" + to + "`");
     }
-    if (!handoffs().set(tenant_, Handoffs::Entry::State::released)) {
+    // `releasing` while its row is written: an undo-export meanwhile neither undoes the export
+    // nor says it was released (503), since the write may yet fail.
+    const bool again = e->state == State::released;  // a release asked again: its answer again
+    if (!again && !handoffs().set(tenant_, State::exported, State::releasing)) {
         return Router::error(409, "the export of `" + tenant_ +
                                       "` lapsed: it was thawed where "
                                       "it is, and the copy its target took is stale");
     }
-    TenantRow gone = e->before;
-    gone.node = to;
-    gone.state = "active";
-    gone.moving_to.clear();
-    if (engine::Status st = router_.directory().put_tenant(gone); !st.is_ok()) {
-        (void)handoffs().set(tenant_, Handoffs::Entry::State::exported);
-        return Router::error(500,
-                             "the directory could not let `" + tenant_ + "` go: " + st.to_string());
+    if (!again) {
+        test_hooks::stall_after_move_step("releasing");  // releasing, its row not yet written
+        TenantRow gone = e->before;
+        gone.node = to;
+        gone.state = "active";
+        gone.moving_to.clear();
+        if (engine::Status st = router_.directory().put_tenant(gone); !st.is_ok()) {
+            (void)handoffs().set(tenant_, State::releasing, State::exported);
+            return Router::error(500, "the directory could not let `" + tenant_ +
+                                          "` go: " + st.to_string());
+        }
+        (void)handoffs().set(tenant_, State::releasing, State::released);
+        router_.cluster().changed(e->before.node);
+        router_.release(tenant_);
     }
-    router_.cluster().changed(e->before.node);
-    router_.release(tenant_);
     test_hooks::stall_after_move_step("released");  // released, not yet answered
     Response r;
     json::Writer w(r.body);
@@ -585,11 +612,11 @@ std::optional<Handoffs::Entry> Handoffs::find(const std::string& tenant) const {
     return it->second;
 }
 
-bool Handoffs::set(const std::string& tenant, Entry::State state) {
+bool Handoffs::set(const std::string& tenant, Entry::State from, Entry::State to) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(tenant);
-    if (it == entries_.end() || it->second.state == Entry::State::lapsed) return false;
-    it->second.state = state;
+    if (it == entries_.end() || it->second.state != from) return false;
+    it->second.state = to;
     return true;
 }
 

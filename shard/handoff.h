@@ -150,15 +150,17 @@ class Handoffs {
         TenantRow before;      // on its node, active
         std::string to;        // `@<region>` the export named
         uint64_t deadline_ms;  // the export lapses at this router's now_ms
-        enum class State : uint8_t { exported, released, lapsed } state = State::exported;
+        // `releasing`: a release writing its row; it ends `released`, or `exported` again when
+        // the write failed. Every change of state is from the state its caller found.
+        enum class State : uint8_t { exported, releasing, released, lapsed } state = State::exported;
     };
 
     // The export of `before.name` answered: its claim is held until release or undo-export.
     void exported(const TenantRow& before, const std::string& to, uint64_t deadline_ms);
     // The entry of `tenant`, if any.
     std::optional<Entry> find(const std::string& tenant) const;
-    // `tenant`'s entry set to `state`; false when it has none or it lapsed meanwhile.
-    bool set(const std::string& tenant, Entry::State state);
+    // `tenant`'s entry set from `from` to `to`; false when it has none or is not in `from`.
+    bool set(const std::string& tenant, Entry::State from, Entry::State to);
     // `tenant`'s entry forgotten (an undo-export, undo-release or drop done).
     void forget(const std::string& tenant);
 

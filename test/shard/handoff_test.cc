@@ -288,6 +288,57 @@ TEST_F(Handoff, ADropAfterTheSourcesRouterRestartedDeletesTheFrozenCopy) {
     EXPECT_EQ(copy_on(kN2, t).status, 200) << copy_on(kN2, t).body;
 }
 
+// A global router that lost a release's answer asks undo-export whether it ran: after the release
+// it is refused 409 naming `released_to`, also from a source router restarted since (which kept
+// no note of its export: its row placing the tenant in us says so), and the tenant stays released
+// rather than thawed back beside the import. A release asked again answers as the first did.
+TEST_F(Handoff, AnUndoExportAfterTheReleaseSaysWhereItWentAcrossARestart) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    ASSERT_NO_FATAL_FAILURE(released_to_us(t));
+    const std::string base = "/_shard/handoff/" + t + "/";
+    Reply again = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
+    EXPECT_EQ(again.status, 200) << again.body;
+    Reply undo = relayed(eu_->port(), "POST", base + "undo-export", "{}");
+    EXPECT_EQ(undo.status, 409) << undo.body;
+    EXPECT_EQ(Json(undo.body).text("released_to"), "@us") << undo.body;
+    eu_->kill(SIGKILL);
+    eu_ = region_router("eu", router_->port(), {});
+    ASSERT_TRUE(eu_ && eu_->port() != 0);
+    undo = relayed(eu_->port(), "POST", base + "undo-export", "{}");
+    EXPECT_EQ(undo.status, 409) << undo.body;
+    EXPECT_EQ(Json(undo.body).text("released_to"), "@us") << undo.body;
+    EXPECT_NE(copy_on(kN1, t).body.find("\"frozen\":true"), std::string::npos)
+        << copy_on(kN1, t).body;
+}
+
+// While a release writes its row an undo-export can neither undo the export (the write may land)
+// nor say it was released (the write may fail): 503, asked again. Once the release is written,
+// 409 naming `released_to`.
+TEST_F(Handoff, AnUndoExportWhileTheReleaseIsWrittenIsAskedAgain) {
+    const std::string t = tenant("acme");
+    {
+        StallEnv stall("releasing:1500");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    }
+    Reply imported = export_and_import(t);
+    ASSERT_EQ(imported.status, 201) << imported.body;
+    const std::string base = "/_shard/handoff/" + t + "/";
+    Reply released;
+    std::thread release([&] {
+        released = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    Reply during = relayed(eu_->port(), "POST", base + "undo-export", "{}");
+    release.join();
+    EXPECT_EQ(during.status, 503) << during.body;
+    EXPECT_EQ(during.header("Retry-After").value_or(""), "1");
+    ASSERT_EQ(released.status, 200) << released.body;
+    Reply after = relayed(eu_->port(), "POST", base + "undo-export", "{}");
+    EXPECT_EQ(after.status, 409) << after.body;
+    EXPECT_EQ(Json(after.body).text("released_to"), "@us") << after.body;
+}
+
 // §11.7 end to end under load: a writer sends each write through G with its own Idempotency-Key
 // (again after a 503 or a cut) while t moves eu → us; every write answered 201 is on n2 once,
 // no copy is left on n1, E forgets t, U places it on n2, and G's home is `@us`.
