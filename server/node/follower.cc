@@ -31,6 +31,9 @@ constexpr int64_t keep_received_ms_max = 1000;
 // told to end) to let it go, as a delete does (§8.1); past it the image is dropped and asked
 // again on the next connection.
 constexpr int64_t image_wait_ms = 5'000;
+// How long a copy latched by a failed write waits for its holders to let it go before it is
+// opened again (Follower::run); not had, it is tried again after the next session.
+constexpr int64_t reopen_wait_ms = 500;
 
 // `http://host:port` with no path: host and port, or false.
 bool split_from(std::string_view from, std::string& host, uint16_t& port) {
@@ -225,7 +228,9 @@ void Follower::run() {
                 std::lock_guard lock(mu_);
                 held_.reset();
             }
-            Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", image_wait_ms);
+            // Briefly: a promotion holding the tenant while it joins this thread is not held up
+            // (a copy still held is tried again after the next session).
+            Registry::TakenOut taken = repl_.take_copy_out(tenant_, "closing", reopen_wait_ms);
             taken.out.reset();  // back in service: the next acquire opens the file again
         }
         {

@@ -611,10 +611,17 @@ void put_image(Node& node, Call& call) {
     // An image installs a primary following nothing (§8.3). A followed copy's follower may run
     // here: a delete of its file keeps `<t>.follows` and starts it again, and left running it
     // would write `<t>.follows` back at its next hello and install its primary's image over
-    // this one. It stops first; a refused install leaves the copy following as it was.
-    const bool followed = node.replication().stop_following(call.tenant);
+    // this one. It stops first; a refused install leaves the copy following as it was, its
+    // `<t>.follows` written back where the install had settled the marks before it was refused.
+    Replication& repl = node.replication();
+    const bool followed = repl.stop_following(call.tenant);
+    const std::optional<Follows> follows =
+        followed ? repl.read_follows(call.tenant) : std::nullopt;
     http::Response r = install(node, call, expected);
-    if (followed && r.status != 201) node.replication().resume_following(call.tenant);
+    if (followed && r.status != 201) {
+        if (follows && !repl.read_follows(call.tenant)) (void)repl.write_follows(call.tenant, *follows);
+        repl.resume_following(call.tenant);
+    }
     answer_audited(node, call, std::move(r));
 }
 

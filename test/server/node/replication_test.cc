@@ -265,6 +265,25 @@ TEST_F(Replication, ACopyRestoredInPlaceFollowsNothing) {
     EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
 }
 
+// A restore in place whose install is refused (here its Fenec-Seq is not the image's, found after
+// the marks were settled) leaves the copy following as it was: `<t>.follows` written back, and
+// the follower started again, so the copy is seeded again from its primary.
+TEST_F(Replication, ARefusedRestoreOfAFollowedCopyFollowsOn) {
+    follow();
+    auto img = n2.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(img.status, 200) << img.body;
+    n.proc->signal(SIGSTOP);
+    ASSERT_EQ(n2.admin("DELETE", "/_admin/tenants/acme/file").status, 204);
+    auto put = n2.admin("PUT", "/_admin/tenants/acme/file", img.body,
+                        {{"Content-Type", "application/octet-stream"}, {"Fenec-Seq", "999"}});
+    n.proc->signal(SIGCONT);
+    EXPECT_EQ(put.status, 400) << put.body;
+    EXPECT_TRUE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"y\"]").status, 200);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
+    EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "role"), "replica");
+}
+
 // §14 case 80: past the feed's buffer the follower takes an image.
 TEST_F(Replication, FollowerPastTheFeedTakesAnImage) {
     n.extra = {"--feed-buffer", "1"};
