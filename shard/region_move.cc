@@ -331,7 +331,9 @@ std::optional<Response> RegionMove::run() {
         undo(to_, "DELETE", "import");
         undo(from_, "POST", "undo-export");
         count("failed");
-        if (released.status == 409) return out_of_reach(from_, "release", node_error(released.body));
+        if (released.status == 409) {
+            return out_of_reach(from_, "release", node_error(released.body));
+        }
         return refused_by(from_, "release", released);
     }
     // Step 4: the home moved, one statement, synced. From a region kept here, the release was

@@ -619,7 +619,9 @@ void put_image(Node& node, Call& call) {
         followed ? repl.read_follows(call.tenant) : std::nullopt;
     http::Response r = install(node, call, expected);
     if (followed && r.status != 201) {
-        if (follows && !repl.read_follows(call.tenant)) (void)repl.write_follows(call.tenant, *follows);
+        if (follows && !repl.read_follows(call.tenant)) {
+            (void)repl.write_follows(call.tenant, *follows);
+        }
         repl.resume_following(call.tenant);
     }
     answer_audited(node, call, std::move(r));
