@@ -76,8 +76,8 @@ Status Database::follow(const History& primary) {
 }
 
 // A primary's forks may name a fork past this file's seq (the follower is behind it): a history
-// naming a seq the file has not reached would not replay, so they wait until the seq reaches
-// the last fork, and are written then. Takes the writer lock held; releases nothing.
+// naming a seq the file has not reached would not replay, so each such fork waits until the seq
+// reaches it, and is written then. Takes the writer lock held; releases nothing.
 Status Database::write_forks_locked(std::vector<Fork> forks) {
     if (!following_ && !history_.replica) {
         return Status::error(Code::invalid_argument, "only a follower applies a feed");
@@ -95,16 +95,22 @@ Status Database::write_forks_locked(std::vector<Fork> forks) {
         }
     }
     History h{std::move(forks), true};
-    if (h.forks.back().seq.v > seq().v) {
+    // The forks this file has reached are written now, those past it wait (pending_forks_) and
+    // are written as its seq reaches each: every block it applies is then labelled with the
+    // history its primary wrote it on, which a promotion forks from and a Fenec-History reads.
+    const uint64_t at = seq().v;
+    History reached = h;
+    if (h.forks.back().seq.v > at) {
+        std::erase_if(reached.forks, [&](const Fork& f) { return f.seq.v > at; });
         pending_forks_ = std::move(h);
-        return Status::ok();
+    } else {
+        pending_forks_.reset();
     }
-    pending_forks_.reset();
-    if (h == history_) return Status::ok();
-    FENEC_RETURN_IF_ERROR(append_history_locked(h));
-    history_ = h;
+    if (reached == history_) return Status::ok();
+    FENEC_RETURN_IF_ERROR(append_history_locked(reached));
+    history_ = reached;
     FENEC_RETURN_IF_ERROR(sync_now());  // sync_mu_ only: never waits on the writer lock
-    feed_->set_forks(h.forks);
+    feed_->set_forks(reached.forks);
     return Status::ok();
 }
 
@@ -163,9 +169,7 @@ Status Database::apply_block(const FeedEntry& entry) {
     feed_->push(entry.first, entry.last, at_ms,
                 std::vector<std::byte>(entry.records->begin(), entry.records->end()));
     Status forks_written;
-    if (pending_forks_ && pending_forks_->forks.back().seq.v <= entry.last.v) {
-        forks_written = write_forks_locked(pending_forks_->forks);
-    }
+    if (pending_forks_) forks_written = write_forks_locked(pending_forks_->forks);
     const SyncPolicy policy = options_.sync;
     block.finish();
     FENEC_RETURN_IF_ERROR(forks_written);

@@ -247,6 +247,59 @@ TEST(Feed, PromoteThenFollowBack) {
     EXPECT_EQ(std::get<NeedImage>(s).why, NeedImage::Why::forked);
 }
 
+// A follower behind two of its primary's forks writes each as its seq reaches it, not both once
+// it has passed the last: the blocks between are labelled with the history they were written
+// on. Promoted between the two, it forks from that history, so an old primary that wrote on the
+// first history past the fork it missed is told it forked, not followed on as if it matched.
+TEST(Feed, AFollowerBehindTwoForksTakesEachAsItReachesIt) {
+    EngineEnv env;
+    auto p = must(Database::create("/d/p.fenec", env.options()));
+    write_rows(*p, 1);  // seq 2 (its collection, then a row)
+    // Three copies at (A, 2); each one's feed holds the blocks it applies from there.
+    auto g = copy_of(env, *p, "/d/g.fenec");
+    auto f = copy_of(env, *p, "/d/f.fenec");
+    auto h = copy_of(env, *p, "/d/h.fenec");
+    write_rows(*p, 1);
+    write_rows(*p, 1);  // p at seq 4, all on A
+    ASSERT_EQ(catch_up(*p, *f), 2);
+    ASSERT_EQ(catch_up(*p, *h), 2);
+    ASSERT_TRUE(f->promote().is_ok());  // [A@0, B@4]
+    write_rows(*f, 1);
+    write_rows(*f, 1);  // f at 6
+    ASSERT_GE(catch_up(*f, *h), 2);     // h follows f from (A, 4): the forks, then 5 and 6
+    ASSERT_TRUE(h->promote().is_ok());  // [A@0, B@4, C@6]
+    write_rows(*h, 1);  // h at 7
+    ASSERT_EQ(h->history().forks.size(), 3u);
+    const Fork b = h->history().forks[1];
+    // g follows h from (A, 2): the forks first, then the blocks; it stops at seq 5, past B@4 and
+    // short of C@6.
+    auto s = h->feed().since(position_of(*g));
+    ASSERT_TRUE(std::holds_alternative<FeedCursor>(s));
+    FeedCursor cursor = std::get<FeedCursor>(std::move(s));
+    while (g->seq().v < 5) {
+        FeedNext n = cursor.next(0ms);
+        ASSERT_EQ(n.kind, FeedNext::Kind::entry);
+        ASSERT_TRUE(g->apply(n.entry).is_ok());
+    }
+    ASSERT_EQ(g->history().forks.size(), 2u);
+    EXPECT_EQ(g->history().forks[1], b);
+    auto promoted = g->promote();
+    ASSERT_TRUE(promoted.is_ok()) << promoted.status().to_string();
+    ASSERT_EQ(promoted->forks.size(), 3u);
+    EXPECT_EQ(promoted->forks[1], b);
+    EXPECT_EQ(promoted->forks[2].seq.v, 5u);
+    // p, the old primary, never left A and wrote past B's fork at 4: forked from g.
+    write_rows(*p, 1);
+    auto back = g->feed().since(position_of(*p));
+    ASSERT_TRUE(std::holds_alternative<NeedImage>(back));
+    EXPECT_EQ(std::get<NeedImage>(back).why, NeedImage::Why::forked);
+    // And g reopens with the history it wrote.
+    const History kept = g->history();
+    ASSERT_TRUE(g->close().is_ok());
+    g = must(Database::open("/d/g.fenec", env.options()));
+    EXPECT_EQ(g->history().forks, kept.forks);
+}
+
 TEST(Feed, EntriesReadableOnlyOnceDurable) {
     EngineEnv env;
     auto p = must(Database::create("/d/p.fenec", env.options(SyncPolicy::at_close())));
