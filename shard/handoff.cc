@@ -687,40 +687,56 @@ void Handoffs::settle_import(const std::string& tenant) {
     if (now - since < 2 * router_.options().upstream_timeout_ms) return;  // a move may be on it
     std::string why = "the global directory has it no more";
     if (g != global->tenants.end()) {
+        // The source is the region its home names, or, for a home on a node of the global
+        // directory's own (a move out of a region the global router keeps itself), the global
+        // router. Asked, not read from the copy of the global directory, which may lag a home
+        // statement.
         const std::optional<std::string_view> home = home_region(g->second.node);
-        auto routers = home ? global->regions.find(*home) : global->regions.end();
-        if (routers == global->regions.end()) {
+        std::optional<RelayTo> source;
+        if (home) {
+            if (auto routers = global->regions.find(*home); routers != global->regions.end()) {
+                source = RelayTo{std::string(*home), routers->second};
+            }
+        } else if (!g->second.node.empty()) {
+            source = RelayTo{"global", global_urls(router_.options().global.value_or(""))};
+        }
+        if (!source || source->routers.empty()) {
             log_line("the import of `" + tenant + "` is left importing: its home `" +
                      g->second.node + "` is no region keeping its own directory");
             return;
         }
-        const std::string source(*home);
+        const std::string named =
+            home ? "region `" + source->scope + "`" : std::string("the global router");
         const Relayed r = router_.relays().relay(
-            RelayTo{source, routers->second}, {.method = "GET",
-                                               .target = "/_shard/tenants/" + tenant,
-                                               .client = peer_host(router_.options().listen),
-                                               .request_id = router_.new_request_id(std::nullopt)});
+            *source, {.method = "GET",
+                      .target = "/_shard/tenants/" + tenant,
+                      .client = peer_host(router_.options().listen),
+                      .request_id = router_.new_request_id(std::nullopt)});
         simdjson::dom::parser parser;
         simdjson::dom::element doc;
-        std::string_view node;
+        std::string_view node, state;
         if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
             doc["node"].get_string().get(node)) {
-            log_line("the import of `" + tenant + "` is left importing: region `" + source +
-                     "` did not say where it is (" +
+            log_line("the import of `" + tenant + "` is left importing: " + named +
+                     " did not say where it is (" +
                      (r.answered ? std::to_string(r.status) : r.why) + ")");
             return;
         }
         if (node == here) {
             // Released here and the home never moved (the global router stopped between): no
             // lease names it anywhere, and the relays already send its requests here.
-            return activate("region `" + source + "` released it here");
+            return activate(named + " released it here");
         }
-        if (node.empty() || node.starts_with('@')) {
-            log_line("the import of `" + tenant + "` is left importing: region `" + source +
-                     "` has it at `" + std::string(node) + "`");
+        // Where the global router keeps it, only a row `active` says the move is over: `moving`
+        // is a move of its own still running.
+        const bool settled =
+            home || (!doc["state"].get_string().get(state) && state == "active");
+        if (node.empty() || node.starts_with('@') || !settled) {
+            log_line("the import of `" + tenant + "` is left importing: " + named + " has it at `" +
+                     std::string(node) + "`" + (settled ? "" : " (" + std::string(state) + ")"));
             return;
         }
-        why = "region `" + source + "` still places it on `" + std::string(node) + "`";
+        why = named + " still places it on `" + std::string(node) + "`";
     }
     const Response d = remove_import(router_, tenant, router_.new_request_id(std::nullopt));
     log_line("the import of `" + tenant + "` was never activated and " + why +

@@ -76,13 +76,15 @@ class RegionsLeased : public LeasedClusterTest<2> {
         // another case's router runs out first).
         ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
     }
-    std::unique_ptr<RouterProcess> region_router(const std::string& region, uint16_t g_port) {
-        auto r = std::make_unique<RouterProcess>(
-            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file(region + ".fenec"),
-                                     "--region", region, "--global", url_of(g_port),
-                                     "--replication-token", kReplication, "--auto-failover", kLease,
-                                     "--auth-delay", "0"},
-            dir_.file(region + ".err"));
+    std::unique_ptr<RouterProcess> region_router(const std::string& region, uint16_t g_port,
+                                                 std::vector<std::string> more = {}) {
+        std::vector<std::string> flags = {
+            "--token",    kRoot,          "--directory",         dir_.file(region + ".fenec"),
+            "--region",   region,         "--global",            url_of(g_port),
+            "--replication-token", kReplication, "--auto-failover", kLease,
+            "--auth-delay", "0"};
+        flags.insert(flags.end(), more.begin(), more.end());
+        auto r = std::make_unique<RouterProcess>(flags, dir_.file(region + ".err"));
         EXPECT_NE(r->port(), 0) << read_file(dir_.file(region + ".err"));
         return r;
     }
@@ -380,6 +382,44 @@ TEST_P(RegionsLeasedHereStepFails, AndTheRunIsLeaseSafe) {
 
 INSTANTIATE_TEST_SUITE_P(Each, RegionsLeasedHereStepFails,
                          ::testing::Values("export", "import", "release", "drop"));
+
+// A move out of the region G keeps whose import U answered too late (U holds it past G's
+// --upstream-timeout): G undoes its side (t thawed on n1, active in G's directory) and cannot
+// delete an import still running, which U then records `importing`. Its home in G's directory is
+// G's own node n1, not a region: U's settling asks G, hears n1 active, and deletes the import,
+// rather than keep a frozen copy on n2 answering us's clients stale reads for good.
+TEST_F(RegionsLeasedHere, AnImportLeftByAMoveOutOfTheGlobalRoutersRegionIsDeleted) {
+    const std::string t = tenant("acme");
+    ::setenv("FENEC_TEST_MOVE_STALL", "imported:2500", 1);
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    start_router({"--replication-token", kReplication, "--auto-failover", kLease,
+                  "--upstream-timeout", "1"});
+    us_ = region_router("us", router_->port(), {"--upstream-timeout", "1"});
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    ASSERT_TRUE(us_);
+    ASSERT_EQ(register_node(router_->port(), kN1, "n1", "eu").status, 201);
+    ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}")
+            .status,
+        201);
+    Reply made = shard("PUT", "/_shard/tenants/" + t,
+                       R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+    Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})");
+    EXPECT_GE(moved.status, 500) << moved.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+    // U recorded its import after G gave up on it; settled within 2 × its timeout and a period.
+    EXPECT_TRUE(eventually([&] { return copy_on(kN2, t).status == 404; }, 10000))
+        << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
+    Client c(us_->port());
+    Reply row = c.request("GET", "/_shard/tenants/" + t, {}, {{"Authorization", "Bearer " + kRoot}})
+                    .value_or(Reply{});
+    EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;  // from its copy of G's directory
+}
 
 }  // namespace
 }  // namespace fenec::test::regions_lease_test
