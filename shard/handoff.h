@@ -35,7 +35,9 @@
 // global directory is this region is activated; one whose home is elsewhere, that no claim holds,
 // and that is older than 2 × --upstream-timeout is activated where the source region says it
 // released the tenant to this region, and its import deleted (as `DELETE …/import`) where the
-// source still places it on a node of its own; anything else is left and logged.
+// source still places it on a node of its own (a home on a node of the global directory's own:
+// the global router is the source asked, and only a row `active` there deletes the import);
+// anything else is left and logged.
 //
 // Invariants: every step is refused 403 unless the request bears a valid `Fenec-Relay` mark
 // (§11.5: only a router holding the shared --token makes one), so no client moves a tenant out
