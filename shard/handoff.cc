@@ -428,6 +428,11 @@ Response Step::release() {
     // nor says it was released (503), since the write may yet fail.
     const bool again = e->state == State::released;  // a release asked again: its answer again
     if (!again && !handoffs().set(tenant_, State::exported, State::releasing)) {
+        if (auto now = handoffs().find(tenant_); now && now->state == State::releasing) {
+            Response r = Router::error(503, "a release of `" + tenant_ + "` is writing its row");
+            r.header("Retry-After", "1");
+            return r;
+        }
         return Router::error(409, "the export of `" + tenant_ +
                                       "` lapsed: it was thawed where "
                                       "it is, and the copy its target took is stale");
@@ -613,10 +618,15 @@ std::optional<Handoffs::Entry> Handoffs::find(const std::string& tenant) const {
 }
 
 bool Handoffs::set(const std::string& tenant, Entry::State from, Entry::State to) {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(tenant);
-    if (it == entries_.end() || it->second.state != from) return false;
-    it->second.state = to;
+    {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(tenant);
+        if (it == entries_.end() || it->second.state != from) return false;
+        it->second.state = to;
+    }
+    // An entry back to `exported` (a release whose write failed) may be past its deadline: the
+    // timer, which passes over the other states, looks again.
+    if (to == Entry::State::exported) wake_.notify_all();
     return true;
 }
 

@@ -611,16 +611,26 @@ void put_image(Node& node, Call& call) {
     // An image installs a primary following nothing (§8.3). A followed copy's follower may run
     // here: a delete of its file keeps `<t>.follows` and starts it again, and left running it
     // would write `<t>.follows` back at its next hello and install its primary's image over
-    // this one. It stops first; a refused install leaves the copy following as it was, its
-    // `<t>.follows` written back where the install had settled the marks before it was refused.
+    // this one. It stops first; a refused install leaves the copy following as it was: the
+    // marks the install settled before it was refused (`<t>.follows` removed, `<t>.frozen` as
+    // Fenec-Frozen said) are put back as they were, so the copy's next image opens as before.
     Replication& repl = node.replication();
     const bool followed = repl.stop_following(call.tenant);
     const std::optional<Follows> follows =
         followed ? repl.read_follows(call.tenant) : std::nullopt;
+    const std::string frozen_mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
+    const engine::Result<bool> was_frozen = node.fs().exists(frozen_mark);
     http::Response r = install(node, call, expected);
     if (followed && r.status != 201) {
         if (follows && !repl.read_follows(call.tenant)) {
             (void)repl.write_follows(call.tenant, *follows);
+        }
+        if (was_frozen.is_ok()) {
+            const engine::Result<bool> now = node.fs().exists(frozen_mark);
+            if (now.is_ok() && *now != *was_frozen) {
+                (void)(*was_frozen ? write_frozen_mark(node, frozen_mark)
+                                   : engine::remove_durably(node.fs(), frozen_mark));
+            }
         }
         repl.resume_following(call.tenant);
     }

@@ -313,8 +313,8 @@ TEST_F(Handoff, AnUndoExportAfterTheReleaseSaysWhereItWentAcrossARestart) {
 }
 
 // While a release writes its row an undo-export can neither undo the export (the write may land)
-// nor say it was released (the write may fail): 503, asked again. Once the release is written,
-// 409 naming `released_to`.
+// nor say it was released (the write may fail): 503, asked again, and so is a second release.
+// Once the release is written, 409 naming `released_to`.
 TEST_F(Handoff, AnUndoExportWhileTheReleaseIsWrittenIsAskedAgain) {
     const std::string t = tenant("acme");
     {
@@ -330,9 +330,13 @@ TEST_F(Handoff, AnUndoExportWhileTheReleaseIsWrittenIsAskedAgain) {
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     Reply during = relayed(eu_->port(), "POST", base + "undo-export", "{}");
+    Reply second = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
     release.join();
     EXPECT_EQ(during.status, 503) << during.body;
     EXPECT_EQ(during.header("Retry-After").value_or(""), "1");
+    // A second release meanwhile is not told the export lapsed (its caller would undo the
+    // import the first one is releasing to): 503 too.
+    EXPECT_EQ(second.status, 503) << second.body;
     ASSERT_EQ(released.status, 200) << released.body;
     Reply after = relayed(eu_->port(), "POST", base + "undo-export", "{}");
     EXPECT_EQ(after.status, 409) << after.body;

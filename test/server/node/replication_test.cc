@@ -269,8 +269,9 @@ TEST_F(Replication, ACopyRestoredInPlaceFollowsNothing) {
 }
 
 // A restore in place whose install is refused (here its Fenec-Seq is not the image's, found after
-// the marks were settled) leaves the copy following as it was: `<t>.follows` written back, and
-// the follower started again, so the copy is seeded again from its primary.
+// the marks were settled) leaves the copy following as it was: `<t>.follows` written back, no
+// `<t>.frozen` left by its Fenec-Frozen, and the follower started again, so the copy is seeded
+// again from its primary, thawed.
 TEST_F(Replication, ARefusedRestoreOfAFollowedCopyFollowsOn) {
     follow();
     auto img = n2.admin("GET", "/_admin/tenants/acme/file");
@@ -278,13 +279,17 @@ TEST_F(Replication, ARefusedRestoreOfAFollowedCopyFollowsOn) {
     n.proc->signal(SIGSTOP);
     ASSERT_EQ(n2.admin("DELETE", "/_admin/tenants/acme/file").status, 204);
     auto put = n2.admin("PUT", "/_admin/tenants/acme/file", img.body,
-                        {{"Content-Type", "application/octet-stream"}, {"Fenec-Seq", "999"}});
+                        {{"Content-Type", "application/octet-stream"},
+                         {"Fenec-Seq", "999"},
+                         {"Fenec-Frozen", "true"}});
     n.proc->signal(SIGCONT);
     EXPECT_EQ(put.status, 400) << put.body;
     EXPECT_TRUE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
+    EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.frozen"));
     ASSERT_EQ(n.query("put notes {title: $1}", "[\"y\"]").status, 200);
     EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
     EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "role"), "replica");
+    EXPECT_EQ(member(n2.admin("GET", "/_admin/tenants/acme").body, "frozen"), "false");
 }
 
 // §14 case 80: past the feed's buffer the follower takes an image.
