@@ -502,6 +502,11 @@ class Api {
         }
         const FailoverResult r = router_.cluster().failover().fail_over(node, force, "hand");
         if (r.status == 404 || r.status == 409) return Router::error(r.status, r.error);
+        if (r.status == 503) {
+            Response refused = Router::error(503, r.error);
+            refused.header("Retry-After", "5");
+            return refused;
+        }
         return json(r.status, failover_body(node, r));
     }
 

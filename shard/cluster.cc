@@ -110,6 +110,15 @@ void Cluster::withhold(const std::string& node, const std::string& tenant) {
     if (leases_) leases_->withhold(node, tenant);
 }
 
+bool Cluster::fence(const std::string& node, const std::vector<std::string>& tenants) {
+    return !leases_ || leases_->fence(node, tenants);
+}
+
+void Cluster::unfence(const std::string& node, const std::vector<std::string>& tenants) {
+    if (!leases_) return;
+    for (const std::string& t : tenants) leases_->restore(node, t);
+}
+
 void Cluster::restore(const std::string& node, const std::string& tenant) {
     if (leases_) leases_->restore(node, tenant);
 }

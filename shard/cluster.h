@@ -65,6 +65,8 @@ class Cluster final : public LeaseHost, public FailoverHost {
     void grant_now(const std::string& node) override;
     void failover_ended(const std::string& node) override;
     void withhold(const std::string& node, const std::string& tenant) override;
+    bool fence(const std::string& node, const std::vector<std::string>& tenants) override;
+    void unfence(const std::string& node, const std::vector<std::string>& tenants) override;
     void restore(const std::string& node, const std::string& tenant) override;
     void repair(std::string_view why) override;
     void note(const std::string& line, std::string_view event,

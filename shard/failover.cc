@@ -179,6 +179,23 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         c.row = row->second;
         c.copy = fresh->copy_of(row->second);
     }
+    // By hand, the node may be running (behind a cut, or simply up) with a lease that names
+    // these tenants: none is promoted until it has let them go or its lease has certainly
+    // lapsed, as a lapse's failover waits for (§9.4). Not in time: nothing is done, 503.
+    std::vector<std::string> fenced;
+    if (trigger == "hand") {
+        for (const Claimed& c : claimed) fenced.push_back(c.row.name);
+        if (!fenced.empty() && !host_.fence(node, fenced)) {
+            host_.unfence(node, fenced);
+            for (const std::string& name : fenced) host_.release(name);
+            host_.grant_now(node);
+            r.status = 503;
+            r.error = "node `" + node +
+                      "` may still hold a lease for its tenants: it neither let them go nor "
+                      "lapsed in time; nothing was failed over";
+            return r;
+        }
+    }
     // Each tenant's quota, promotion, directory row and cut, all tenants at once: a tenant's
     // writes wait for the slowest of its node's promotions, not for their sum (§9.1; seed 001's
     // figure is the node's last tenant writable again). Claimed, none is touched by another
@@ -191,6 +208,8 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         }
         c.done = promote_one(c.row, c.copy, force, c.why, c.history);
     });
+    // Those not promoted go back in the node's lists (the promoted ones are placed elsewhere).
+    if (!fenced.empty()) host_.unfence(node, fenced);
     std::set<std::string> to_nodes;
     for (Claimed& c : claimed) {  // the answer in name order
         if (c.done) {

@@ -65,6 +65,13 @@ class FailoverHost {
     // Leasing, where it runs: grant `node` its list now; keep `tenant` out of `node`'s lists.
     virtual void grant_now(const std::string& node) = 0;
     virtual void withhold(const std::string& node, const std::string& tenant) = 0;
+    // A failover by hand (§9.1), before any promotion: `tenants` kept out of `node`'s lists, and
+    // a wait until the node has taken a list without them, or has certainly lapsed, or takes no
+    // lease of this router's (nothing to wait for), bounded by a lease and a half (at most a
+    // minute). False when the bound passed first: the node may still write them.
+    virtual bool fence(const std::string& node, const std::vector<std::string>& tenants) = 0;
+    // The fence ended: `tenants` back in `node`'s lists where the directory still places them.
+    virtual void unfence(const std::string& node, const std::vector<std::string>& tenants) = 0;
     // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it.
     virtual void failover_ended(const std::string& node) = 0;
     virtual void restore(const std::string& node, const std::string& tenant) = 0;

@@ -106,6 +106,8 @@ class LeaseBook {
     bool failed_over() const { return failed_over_; }
 
     bool out() const { return out_.has_value(); }
+    // The node holds tenants() (an answer took the grant that carried it).
+    bool holds_list() const { return list_ != 0 && !send_list_; }
     bool ran() const { return ran_; }
     LeaseStanding standing() const { return standing_; }
     int64_t last_answer_ns() const { return last_answer_ns_; }

@@ -18,6 +18,10 @@ constexpr int64_t record_standby_wait_ms = 1000;
 // A failover that left tenants on a node still silent is tried again after a lease, the wait
 // doubling up to this on each one that ends so.
 constexpr int64_t retry_max_ms = 60'000;
+// A failover by hand waits at most this long for the node to let its tenants go (Leases::fence),
+// looking again for its lapse this often.
+constexpr int64_t fence_max_ms = 60'000;
+constexpr int64_t fence_poll_ms = 10;
 
 GrantReply silent() { return GrantReply{}; }
 
@@ -203,6 +207,35 @@ bool Leases::grant_and_wait(const std::string& node, int64_t bound_ms) {
 void Leases::withhold(const std::string& node, const std::string& tenant) {
     std::lock_guard lock(mu_);
     withheld_[node].insert(tenant);
+}
+
+bool Leases::fence(const std::string& node, const std::vector<std::string>& tenants) {
+    std::unique_lock lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || stopping_) return true;  // no lease of this router's to wait for
+    Node& n = *it->second;
+    for (const std::string& t : tenants) withheld_[node].insert(t);
+    n.poke = true;
+    n.cv.notify_all();
+    const int64_t bound_ms = std::min<int64_t>(fence_max_ms, lease_ms_ * 3 / 2 + 1000);
+    const int64_t until = clock_.steady_ns() + bound_ms * ns_per_ms;
+    auto fenced = [&] {
+        if (stopping_ || n.removed || n.book.standing() != LeaseStanding::leasing) return true;
+        const std::vector<std::string>& held = n.book.tenants();
+        const bool none = std::none_of(tenants.begin(), tenants.end(), [&](const std::string& t) {
+            return std::binary_search(held.begin(), held.end(), t);
+        });
+        if (none && n.book.holds_list()) return true;
+        return n.book.lapsed(clock_.steady_ns(), lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms);
+    };
+    // Woken by each answer (the lease thread notifies), and looking again for the lapse.
+    while (!fenced()) {
+        const int64_t now = clock_.steady_ns();
+        if (now >= until) return false;
+        n.cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(until - now,
+                                                                       fence_poll_ms * ns_per_ms)));
+    }
+    return true;
 }
 
 void Leases::restore(const std::string& node, const std::string& tenant) {

@@ -110,6 +110,11 @@ class Leases {
     // §9.3: a tenant waiting for another operation while its node is failed over is named by
     // none of that node's grants meanwhile.
     void withhold(const std::string& node, const std::string& tenant);
+    // A failover by hand (FailoverHost::fence): `tenants` withheld from `node`, its grant sent
+    // now, and a wait until it holds a list without them or has certainly lapsed (LeaseBook's
+    // test), or leases from no grant of this router's; at most 1.5 × the lease and a second,
+    // and a minute. False when that passed first.
+    bool fence(const std::string& node, const std::vector<std::string>& tenants);
     void restore(const std::string& node, const std::string& tenant);
 
     std::optional<LeaseView> view(const std::string& node) const;

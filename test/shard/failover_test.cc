@@ -88,6 +88,20 @@ class FakeHost final : public FailoverHost {
         std::lock_guard lock(mu_);
         log_.push_back("ended " + node);
     }
+    bool fence(const std::string& node, const std::vector<std::string>& tenants) override {
+        std::lock_guard lock(mu_);
+        for (const std::string& t : tenants) fences_.push_back("fence " + t + " on " + node);
+        return fence_answer;
+    }
+    void unfence(const std::string& node, const std::vector<std::string>& tenants) override {
+        std::lock_guard lock(mu_);
+        for (const std::string& t : tenants) fences_.push_back("unfence " + t + " on " + node);
+    }
+    std::vector<std::string> fences() const {
+        std::lock_guard lock(mu_);
+        return fences_;
+    }
+    bool fence_answer = true;  // what fence() answers: false, its bound passed
     void withhold(const std::string& node, const std::string& tenant) override {
         std::lock_guard lock(mu_);
         log_.push_back("withhold " + tenant + " from " + node);
@@ -159,7 +173,7 @@ class FakeHost final : public FailoverHost {
     mutable std::mutex mu_;
     std::map<std::string, std::string> claims_;
     std::map<std::string, std::string> refuse_;
-    std::vector<std::string> log_, grants_, events_, notes_;
+    std::vector<std::string> log_, grants_, events_, notes_, fences_;
     std::map<std::string, int> histories_;
     int repairs_ = 0;
     std::condition_variable cv_;
@@ -351,6 +365,38 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
     EXPECT_NE(std::find(log.begin(), log.end(), "withhold acme from n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore acme to n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore beta to n1"), log.end());
+}
+
+// §9.1 under leases: a failover by hand fences the node's tenants before any promotion, and
+// when the node neither lets them go nor lapses in time nothing is promoted (503), the claims
+// are released and the tenants are back in its lists. A failover on a lapse fences nothing:
+// the node has certainly lapsed and its grants have named no tenant since.
+TEST(Failover, ByHandNothingIsPromotedUntilTheNodeIsFenced) {
+    Fixture f;
+    for (const char* n : {"n1", "n2"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    f.host->fence_answer = false;
+    FailoverResult r = f.failover->fail_over("n1", false, "hand");
+    EXPECT_EQ(r.status, 503) << r.error;
+    EXPECT_TRUE(r.promoted.empty());
+    EXPECT_TRUE(f.host->log_of("acme").empty());  // no quota sent, no promote, no cut
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
+    EXPECT_EQ(f.host->fences(),
+              (std::vector<std::string>{"fence acme on n1", "unfence acme on n1"}));
+    EXPECT_TRUE(f.host->claim("acme", "move"));  // released
+    f.host->release("acme");
+
+    f.host->fence_answer = true;
+    r = f.failover->fail_over("n1", false, "hand");
+    EXPECT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n2");
+    EXPECT_EQ(f.host->fences().size(), 4u);
+
+    ASSERT_TRUE(f.d->put_replica("acme", "n1").is_ok());
+    r = f.failover->fail_over("n2", false, "lease");
+    EXPECT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(f.host->fences().size(), 4u);  // none for a lapse
 }
 
 // A claim let go between the failover's refused claim and its waiting entry: the release found
