@@ -21,7 +21,10 @@ void stall_at(const char* name, std::string_view step) {
     const size_t colon = v.find(':');
     if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
     const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
-    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (ms <= 0) return;
+    // Said first, in one line, so a test can wait for the stall to have begun.
+    log_line("test hook: held after `" + std::string(step) + "` " + std::to_string(ms) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace

@@ -328,7 +328,8 @@ TEST_F(Handoff, AnUndoExportWhileTheReleaseIsWrittenIsAskedAgain) {
     std::thread release([&] {
         released = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // The release has marked its entry and is held before its row is written.
+    ASSERT_TRUE(logged(dir_.file("eu.err"), "test hook: held after `releasing`"));
     Reply during = relayed(eu_->port(), "POST", base + "undo-export", "{}");
     Reply second = relayed(eu_->port(), "POST", base + "release", R"({"to":"@us"})");
     release.join();
