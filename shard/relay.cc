@@ -61,6 +61,7 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
         http::OutRequest r{.method = call.method, .target = call.target, .host = c.addr};
         if (token_) r.headers.push_back({"Authorization", bearer});
         r.headers.push_back({"X-Request-Id", call.request_id});
+        if (call.from_primary) r.headers.push_back({read_header, read_from_primary});
         if (token_) {
             r.headers.push_back({"Fenec-Relay", mark});
         } else {

@@ -6,7 +6,8 @@
 // - the routers are tried in their order (a `regions` row's, or --global's), the one that answered
 //   last first; one that cannot be reached, or a standby answering that it follows another (§6.1's
 //   409 naming its primary), passes the relay to the next; none taking it is the caller's 503
-//   `Retry-After: 5` naming the scope (none_took);
+//   `Retry-After: 5` naming the scope (none_took); a read a settling decides on goes with
+//   `Fenec-Read: primary`, which a standby refuses the same way, so only a primary answers it;
 // - each relay carries `Authorization: Bearer <--token>`, the request id, and `Fenec-Relay:
 //   <client address> <mark>` (server/runtime/mark.h), the mark over that id, the method and the
 //   target, so the router it reaches relays it no further; among routers without --token, `Via`
@@ -55,6 +56,10 @@ struct RelayCall {
     std::string_view body{};        // JSON, or empty
     std::string_view client{};      // the address the first router saw
     std::string_view request_id{};  // X-Request-Id, which the mark covers
+    // A read a decision rests on (a settling's): sent with `Fenec-Read: primary`, so a standby,
+    // whose copy may lag its primary's by a feed it has not been sent, refuses it naming its
+    // primary and the next router is asked, as for a change.
+    bool from_primary = false;
 };
 
 struct Relayed {
@@ -118,5 +123,8 @@ std::string relayed_for(const server::Request& request, std::string_view request
 // R25: what a router relaying without a token says it is in `Via` (RFC 9110 §7.6.3, there for
 // finding loops), which a client can only set to keep its own request from being relayed.
 inline constexpr std::string_view relay_via = "1.1 fenec-shard";
+// A `/_shard/` read only a primary answers (router.md §6.1 [ours]): `Fenec-Read: primary`.
+inline constexpr std::string_view read_header = "Fenec-Read";
+inline constexpr std::string_view read_from_primary = "primary";
 
 }  // namespace fenec::shard

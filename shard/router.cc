@@ -707,8 +707,16 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             return serve_query(request, std::move(exchange), a);
         case Route::shard: {
             const http::Method m = request.head.method;
-            if (m != http::Method::get && m != http::Method::head && standby_->following()) {
-                return answer(*exchange, a, refused_on_standby());
+            const bool read = m == http::Method::get || m == http::Method::head;
+            const std::optional<std::string_view> wanted = request.head.header(read_header);
+            if (wanted && *wanted != read_from_primary) {
+                return answer(*exchange, a,
+                              error(400, std::string(read_header) + ": `" + std::string(*wanted) +
+                                             "` is no read this router knows: `" +
+                                             std::string(read_from_primary) + "` is"));
+            }
+            if (standby_->following() && (!read || wanted)) {
+                return answer(*exchange, a, refused_on_standby(read));
             }
             auto req = std::make_shared<server::Request>(std::move(request));
             server::WorkerPool& pool =
@@ -768,7 +776,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     }
 }
 
-http::Response Router::refused_on_standby() {
+http::Response Router::refused_on_standby(bool read) {
     const std::string& primary = standby_->primary();
     http::Response r;
     r.status = 409;
@@ -776,7 +784,9 @@ http::Response Router::refused_on_standby() {
     w.begin_object();
     w.key("error");
     w.string("this router follows " + primary +
-             ": send changes there, or promote this one with POST /_replication/promote");
+             (read ? ": a read asked of the primary (" + std::string(read_header) + ": " +
+                         std::string(read_from_primary) + ") goes there, not to a copy that may lag it"
+                   : ": send changes there, or promote this one with POST /_replication/promote"));
     w.key("primary");
     w.string(primary);
     w.end_object();

@@ -290,9 +290,9 @@ class Router final : public server::Handler {
     TwoLevel* two_level() { return two_level_.get(); }
 
   private:
-    // §6.1: a change on a standby, refused 409 naming the primary; §5.1: `/t/` on a standby
-    // whose directory has not come, 503.
-    http::Response refused_on_standby();
+    // §6.1: a change on a standby, or a read asked of the primary (`Fenec-Read: primary`),
+    // refused 409 naming the primary; §5.1: `/t/` on a standby whose directory has not come, 503.
+    http::Response refused_on_standby(bool read);
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
     std::unique_ptr<GlobalCopy> global_;

@@ -123,10 +123,13 @@ http::Response TwoLevel::remove(const TenantRow& row, const RelayTo& region, con
 std::optional<bool> TwoLevel::ask(const RelayTo& region, const std::string& tenant,
                                   const Asker& asker) {
     const std::string target = tenant_target(tenant);
+    // A standby's copy may lag its primary by the very create or delete settled: only a primary
+    // says.
     const Relayed r = router_.relays().relay(region, {.method = "GET",
                                                       .target = target,
                                                       .client = asker.client,
-                                                      .request_id = asker.request_id});
+                                                      .request_id = asker.request_id,
+                                                      .from_primary = true});
     if (!r.answered || (r.status != 200 && r.status != 404)) {
         log_line("settling `" + tenant + "`: region `" + region.scope + "` did not say (" +
                  (r.answered ? std::to_string(r.status) : r.why) + ")");

@@ -9,7 +9,8 @@
 // one not relayed again; a relayed change that reaches a router it is not the owner of refused
 // 409 naming the owner; rows left `creating` or `deleting` (G killed between its two writes by
 // the FENEC_TEST_TWO_LEVEL_STALL hook, or written so in G's file) settled as G starts by asking
-// the region, or on a later round (FENEC_TEST_SETTLE_MS) where the region did not answer then; a
+// the region, or on a later round (FENEC_TEST_SETTLE_MS) where the region did not answer then, and
+// by the region's primary alone, never on a standby's copy that lags it (FENEC_TEST_FEED_STALL); a
 // node naming a region registered by that region's router, asked of either other; a region's
 // routers tried the one that answered last first; a region's router reading a tenant it does not
 // place from its global copy; a --global URL of another scope passed over and said at
@@ -344,6 +345,76 @@ TEST_F(RegionsChanges, RowsLeftCreatingOrDeletingAreSettledAtStart) {
     })) << shard("GET", "/_shard/tenants").body;
     EXPECT_FALSE(held_by(0, dropped));
     EXPECT_EQ(on_g(made), 200);
+}
+
+// A region's standby router, held behind its primary U by the FENEC_TEST_FEED_STALL hook, decides
+// no settling: with U stopped, a create left `creating` (G killed between its two writes) is not
+// removed on the standby's word, whose copy has not been sent the create; G's settling asks with
+// `Fenec-Read: primary`, the standby refuses, and the row waits for U, which, back, says the
+// tenant is there.
+TEST_F(RegionsChanges, ASettlingAsksTheRegionsPrimaryNotAStandbyBehindIt) {
+    const std::string made = tenant("made");
+    const uint16_t u_port = us_->port();
+    const std::vector<std::string> u_listen{"--listen", "127.0.0.1:" + std::to_string(u_port)};
+    us_.reset();
+    {
+        HookEnv stall("FENEC_TEST_FEED_STALL", "60000");
+        us_ = region_router("us", "us.fenec", u_listen);
+    }
+    ASSERT_EQ(us_->port(), u_port);
+    auto standby = region_router("us", "us-standby.fenec", {"--replica-of", url_of(u_port)});
+    ASSERT_TRUE(eventually([&] {
+        return on(standby->port(), "GET", "/_health").body.find(R"("directory":"ready")") !=
+               std::string::npos;
+    })) << read_file(dir_.file("us-standby.fenec.err"));
+    Reply put = shard("PUT", "/_shard/regions/us",
+                      "{\"routers\":[\"" + url_of(u_port) + "\",\"" + url_of(standby->port()) +
+                          "\"]}");
+    ASSERT_EQ(put.status / 100, 2) << put.body;
+    {
+        HookEnv stall("FENEC_TEST_TWO_LEVEL_STALL", "relayed:60000");
+        restart_g();
+    }
+    std::thread create([&] {
+        Client cl(g_port_);
+        (void)cl.request("PUT", "/_shard/tenants/" + made, R"({"region":"us"})", bearer(kRoot));
+    });
+    EXPECT_TRUE(eventually([&] { return node_of(u_port, made) == "n1"; }));
+    router_->kill(SIGKILL);
+    create.join();
+    us_.reset();
+    EXPECT_EQ(g_row(made), "@us creating");
+    EXPECT_EQ(node_of(standby->port(), made), "404") << "the standby has not been sent the create";
+
+    // G again, U stopped: the standby refuses the settling's read, so the row is left as it is,
+    // round after round.
+    {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        start_router({"--replication-token", kReplication, "--listen",
+                      "127.0.0.1:" + std::to_string(g_port_)});
+    }
+    const std::string unsaid = "settling `" + made + "`: region `us` did not say";
+    EXPECT_TRUE(eventually([&] {
+        const std::string err = read_file(dir_.file("router.err"));
+        size_t n = 0;
+        for (size_t at = err.find(unsaid); at != std::string::npos; at = err.find(unsaid, at + 1)) {
+            ++n;
+        }
+        return n >= 3;
+    })) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "is a standby")) << read_file(dir_.file("router.err"));
+    Reply row = shard("GET", "/_shard/tenants/" + made);
+    EXPECT_EQ(row.status, 200) << row.body;
+    EXPECT_EQ(Json(row.body).text("state"), "creating") << row.body;
+
+    // U back: it has the tenant, so the row is active.
+    us_ = region_router("us", "us.fenec", u_listen);
+    ASSERT_EQ(us_->port(), u_port);
+    EXPECT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + made).body).text("state") == "active";
+    })) << shard("GET", "/_shard/tenants/" + made).body << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(held_by(0, made));
+    EXPECT_EQ(node_of(u_port, made), "n1");
 }
 
 // §11.4: a node whose body names a region keeping its own directory is that region's router's,

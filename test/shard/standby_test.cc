@@ -3,7 +3,7 @@
 // directory's feed behind --replication-token, a standby S following it into a file of its own
 // and applying each change as it arrives (a create, a move, a delete, a node changed), answering
 // reads and the query from its copy, forwarding from the same placements, refusing changes 409
-// naming R, 503 before its directory arrives.
+// naming R (and a read asked with `Fenec-Read: primary`), 503 before its directory arrives.
 #include <gtest/gtest.h>
 
 #include "test/shard/standby_fixture.h"
@@ -111,6 +111,36 @@ TEST_F(Standby, AnswersReadsFromItsCopyAndRefusesChanges) {
     EXPECT_EQ(copy_on(0, acme).status, 200) << "nothing was deleted through S";
     EXPECT_EQ(sample(on_s("GET", "/_metrics").body, "fenec_router_following"), "1");
     EXPECT_EQ(sample(metrics(), "fenec_router_following"), "0");
+}
+
+// §6.1 [ours]: a read a decision rests on, asked with `Fenec-Read: primary`, is refused by S
+// naming R, as a change is (a relay passes it to the next router); R answers it; a value other
+// than `primary` is 400 on either.
+TEST_F(Standby, AReadAskedOfThePrimaryIsRefusedNamingIt) {
+    const std::string acme = tenant("acme");
+    ASSERT_EQ(create(acme, "n1").status, 201);
+    start_standby();
+    ASSERT_TRUE(eventually([&] { return same("/_shard/tenants/" + acme); }));
+    const std::string target = "/_shard/tenants/" + acme;
+    auto asked = [&](uint16_t port, const std::string& value) {
+        Client c(port);
+        auto headers = bearer(kRoot);
+        headers.emplace_back("Fenec-Read", value);
+        return c.request("GET", target, {}, headers).value_or(Reply{});
+    };
+    Reply s = asked(standby_->port(), "primary");
+    EXPECT_EQ(s.status, 409) << s.body;
+    EXPECT_EQ(Json(s.body).text("primary"), url_of(router_->port())) << s.body;
+    EXPECT_NE(s.body.find("a read asked of the primary"), std::string::npos) << s.body;
+    Reply r = asked(router_->port(), "primary");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(Json(r.body).text("node"), "n1") << r.body;
+    EXPECT_EQ(on_s("GET", target).status, 200) << "without it S answers from its copy";
+    for (uint16_t port : {standby_->port(), router_->port()}) {
+        Reply bad = asked(port, "any");
+        EXPECT_EQ(bad.status, 400) << bad.body;
+        EXPECT_NE(bad.body.find("Fenec-Read"), std::string::npos) << bad.body;
+    }
 }
 
 // Case 79: S following nothing answers `/t/` 503 with Retry-After: 1 (unknown is not absent),
