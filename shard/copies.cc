@@ -198,6 +198,15 @@ void Copies::deleted(const TenantRow& tenant, const DirectoryMaps& before,
     quotas_.forget(tenant.name);
 }
 
+void Copies::left(const TenantRow& tenant, const DirectoryMaps& before,
+                  std::string_view request_id) {
+    deleted(tenant, before, request_id);
+    if (!before.replicas.contains(tenant.name)) return;
+    if (engine::Status st = router_.directory().remove_replica(tenant.name); !st.is_ok()) {
+        log_line("the replica record of `" + tenant.name + "` was not cleared: " + st.to_string());
+    }
+}
+
 void Copies::before_move(const std::string& tenant, const std::string& to,
                          std::string_view request_id) {
     auto maps = router_.directory().maps();

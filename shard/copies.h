@@ -139,6 +139,10 @@ class Copies {
     CopyOutcome created(const std::string& tenant, std::string_view request_id);
     // §6.4 Delete: the copies of `tenant` as `before` had them deleted, best effort.
     void deleted(const TenantRow& tenant, const DirectoryMaps& before, std::string_view request_id);
+    // §11.7: the same for a tenant whose row stays in this directory placed on none of its nodes
+    // (a home `@<r>` after a move out, or again after an import undone), and its own replica's
+    // record cleared with it, which no row removal clears here.
+    void left(const TenantRow& tenant, const DirectoryMaps& before, std::string_view request_id);
     // §7.2 step 1: a replica of its own on the move's target `to` is detached.
     void before_move(const std::string& tenant, const std::string& to, std::string_view request_id);
     // §7.2 steps 8 and 9, after the flip: the copy on the source's standby deleted and one made

@@ -688,7 +688,7 @@ RegionAnswer RegionMove::here(std::string_view method, const std::string& step) 
             removed = del.gone();
             if (!removed) return said(Router::error(502, del.said(*node)));
         }
-        router_.copies().deleted(row_, *maps, a_.request_id);
+        router_.copies().left(row_, *maps, a_.request_id);
         return {true, 200, removed ? "{\"source_removed\":true}" : "{\"source_removed\":false}",
                 ""};
     }
@@ -700,7 +700,7 @@ RegionAnswer RegionMove::here(std::string_view method, const std::string& step) 
             if (!del.gone()) return said(Router::error(502, del.said(*node)));
         }
         if (t != maps->tenants.end() && t->second.node == imported_on_) {
-            router_.copies().deleted(t->second, *maps, a_.request_id);
+            router_.copies().left(t->second, *maps, a_.request_id);
         }
         engine::Status st = router_.directory().put_tenant(row_);
         if (!imported_on_.empty()) router_.cluster().changed(imported_on_);
