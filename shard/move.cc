@@ -449,6 +449,24 @@ void settle_moves(Router& router) {
                       : w.answer->status == 200
                           ? "its source thawed"
                           : "its source answered the thaw " + std::to_string(w.answer->status);
+            // Across regions (`@<r>`): the release never ran here, so the move is over, undone.
+            // The row goes back `active`, which is what the target region's router waits to read
+            // before it deletes the import this move left there (shard/handoff.h's settling).
+            if (w.answer && w.answer->status == 200 && home_region(t.moving_to)) {
+                TenantRow back = t;
+                back.state = "active";
+                back.moving_to.clear();
+                engine::Status st = router.directory().put_tenant(back);
+                outcome += st.is_ok() ? ", its row active again"
+                                      : ", its row not put back: " + st.to_string();
+                if (st.is_ok()) {
+                    log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
+                             t.moving_to + "` by a stopped move: " + outcome +
+                             "; region `" + t.moving_to.substr(1) +
+                             "` deletes what it imported; move it again to finish");
+                    continue;
+                }
+            }
         }
         log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
                  "` by a stopped move: still routed to `" + t.node + "`, " + outcome +

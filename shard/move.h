@@ -32,8 +32,10 @@ http::Response serve_move(Router& router, const server::Request& request,
                           const Router::Answering& a, const std::string& tenant);
 
 // §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed, so it
-// takes writes where it is; it stays `moving` (and routed to the source) until moved again. One
-// stderr line each. Never fails the start: a source that does not answer is logged.
+// takes writes where it is; it stays `moving` (and routed to the source) until moved again, but
+// for a move to another region's directory (`@<r>`), whose release never ran: its row goes back
+// `active`, which the target region's router reads to delete its import. One stderr line each.
+// Never fails the start: a source that does not answer is logged.
 void settle_moves(Router& router);
 
 }  // namespace fenec::shard

@@ -428,5 +428,60 @@ TEST_F(RegionsLeasedHere, AnImportLeftByAMoveOutOfTheGlobalRoutersRegionIsDelete
         << on_us() << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
 }
 
+// A move out of the region G keeps, G killed once U recorded its import (U holds it 1.5 s,
+// FENEC_TEST_MOVE_STALL): G, started again, thaws t on n1 and puts its row back `active` (the
+// release never ran), so t takes writes through G, and U's settling, reading that row, deletes
+// the import rather than keep it `importing` for good.
+TEST_F(RegionsLeasedHere, AMoveOutStoppedWithTheGlobalRouterIsUndoneOnBothSides) {
+    const std::string t = tenant("acme");
+    const std::vector<std::string> g_flags = {"--replication-token", kReplication,
+                                              "--auto-failover", kLease};
+    start_router(g_flags);
+    const uint16_t g_port = router_->port();
+    ::setenv("FENEC_TEST_MOVE_STALL", "imported:1500", 1);
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    us_ = region_router("us", g_port, {"--upstream-timeout", "1"});
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    ASSERT_TRUE(us_);
+    ASSERT_EQ(register_node(g_port, kN1, "n1", "eu").status, 201);
+    ASSERT_EQ(register_node(us_->port(), kN2, "n2", "us").status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}")
+                  .status,
+              201);
+    Reply made = shard("PUT", "/_shard/tenants/" + t,
+                       R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+
+    std::thread mover([&] {
+        Client c(g_port);
+        (void)c.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})",
+                        bearer(kRoot));
+    });
+    auto us_row = [&] {
+        Client c(us_->port());
+        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
+        return j.text("node") + " " + j.text("state");
+    };
+    EXPECT_TRUE(eventually([&] { return us_row() == "n2 importing"; }, 5000)) << us_row();
+    client_.reset();
+    router_->kill(SIGKILL);
+    mover.join();
+    start_router({"--replication-token", kReplication, "--auto-failover", kLease, "--listen",
+                  "127.0.0.1:" + std::to_string(g_port)});
+    ASSERT_EQ(router_->port(), g_port);
+    Reply row = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;
+    EXPECT_EQ(Json(row.body).text("state"), "active") << row.body;
+    EXPECT_TRUE(logged(dir_.file("router.err"), "its row active again"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
+    // U's settling: G's row active on its node, so the import goes, copy and row.
+    EXPECT_TRUE(eventually([&] { return us_row() == "n1 active" && copy_on(kN2, t).status == 404; },
+                           10000))
+        << us_row() << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
+}
+
 }  // namespace
 }  // namespace fenec::test::regions_lease_test
