@@ -2,10 +2,17 @@
 // router.md §11.4), on the global router.
 #include "shard/two_level.h"
 
+#include <simdjson.h>
+
 #include <chrono>
 
 #include "json/writer.h"
+#include "shard/cluster.h"
+#include "shard/copies.h"
+#include "shard/handoff.h"
 #include "shard/log_line.h"
+#include "shard/move_image.h"
+#include "shard/node_calls.h"
 #include "shard/router.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
@@ -187,15 +194,95 @@ void TwoLevel::settle_one(const std::string& tenant) {
         (st.is_ok() ? "" : "; the directory refused: " + st.to_string()));
 }
 
+void TwoLevel::settle_import(const std::string& tenant) {
+    TenantClaim claim(router_, tenant, "settle");
+    if (!claim.held) return;  // the move that imported it runs still, and settles it itself
+    auto maps = router_.directory().maps();
+    auto it = maps->tenants.find(tenant);
+    if (it == maps->tenants.end() || it->second.state != "importing") return;
+    const TenantRow row = it->second;
+    auto node = maps->nodes.find(row.node);
+    if (node == maps->nodes.end()) {
+        log_line("settling the import of `" + tenant + "`: its node `" + row.node +
+                 "` is not in the directory");
+        return;
+    }
+    const std::string here = "@" + node->second.region;
+    const Asker asker{peer_host(router_.options().listen), router_.new_request_id(std::nullopt)};
+    std::string released_by, held_by, unsure;
+    for (const auto& [region, routers] : maps->regions) {
+        const RelayTo to{region, routers};
+        const Relayed r = router_.relays().relay(to, {.method = "GET",
+                                                      .target = tenant_target(tenant),
+                                                      .client = asker.client,
+                                                      .request_id = asker.request_id,
+                                                      .from_primary = true});
+        if (r.answered && r.status == 404) continue;
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        std::string_view at, state;
+        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
+            doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
+            unsure += " region `" + region + "` did not say (" +
+                      (r.answered ? std::to_string(r.status) : r.why) + ");";
+            continue;
+        }
+        if (at == here) {
+            released_by = region;
+        } else if (!at.starts_with('@') && state == "active") {
+            held_by = region;
+        } else {
+            unsure += " region `" + region + "` has it at `" + std::string(at) + "` (" +
+                      std::string(state) + ");";
+        }
+    }
+    if (!released_by.empty()) {
+        const http::Response a = activate_import(router_, tenant);
+        log_line("the import of `" + tenant + "` settled: region `" + released_by +
+                 "` released it here" +
+                 (a.status == 200 ? "; activated"
+                                  : "; not activated (" + std::to_string(a.status) + " " +
+                                        node_error(a.body) + ")"));
+        return;
+    }
+    if (held_by.empty() || !unsure.empty()) {
+        log_line("the import of `" + tenant + "` is left importing:" +
+                 (unsure.empty() ? std::string(" no region released or holds it") : unsure));
+        return;
+    }
+    // The export lapsed there, the release never ran: the import is stale.
+    NodeAnswer del = router_.node_calls().remove(node->second, tenant, asker.request_id);
+    if (!del.gone()) {
+        log_line("the import of `" + tenant + "` is left importing: region `" + held_by +
+                 "` holds it, but its copy on `" + row.node +
+                 "` was not deleted (" + del.said(node->second) + ")");
+        return;
+    }
+    router_.copies().left(row, *maps, asker.request_id);
+    TenantRow home = row;
+    home.node = "@" + held_by;
+    home.state = "active";
+    home.moving_to.clear();
+    engine::Status st = router_.directory().put_tenant(home);
+    router_.cluster().changed(row.node);
+    log_line("the import of `" + tenant + "` settled: region `" + held_by +
+             "` holds it on a node of its own; the import deleted" +
+             (st.is_ok() ? ", its home `" + home.node + "` again"
+                         : ", but its home not put back: " + st.to_string()));
+}
+
 void TwoLevel::settle() {
     if (router_.standby().following()) return;  // a standby's rows are its primary's to settle
-    std::vector<std::string> left;
+    std::vector<std::string> left, imports;
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if ((t.state == "creating" || t.state == "deleting") && home_region(t.node)) {
             left.push_back(name);
+        } else if (t.state == "importing") {
+            imports.push_back(name);
         }
     }
     for (const std::string& tenant : left) settle_one(tenant);
+    for (const std::string& tenant : imports) settle_import(tenant);
 }
 
 void TwoLevel::start() {

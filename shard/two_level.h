@@ -12,6 +12,12 @@
 // settle() asks the region (`GET /_shard/tenants/<t>`) for each such row, at start and every
 // settle_period_ms: there, a creating row becomes active and a deleting one is deleted again;
 // not there, the row is removed.
+// A row `importing` here is a move into a region this directory keeps itself, stopped between
+// its import and its home statement (this router stopped): each region keeping its own directory
+// is asked the same question, of its primary; the one that says it released the tenant to this
+// region (its row `@<here>`) has the import activated; the one that holds it on a node of its own
+// again, `active` (its export lapsed), has the import deleted and the home `@<that region>` put
+// back; otherwise the row is left for the next round.
 //
 // Invariant: a row is written `creating`/`deleting` before its region hears of the change and
 // settled only under the tenant's claim, so a create or delete in progress is never settled
@@ -68,6 +74,7 @@ class TwoLevel {
     // What the region says of `tenant`: true there, false not there, nullopt no answer.
     std::optional<bool> ask(const RelayTo& region, const std::string& tenant, const Asker& asker);
     void settle_one(const std::string& tenant);
+    void settle_import(const std::string& tenant);
 
     Router& router_;
     std::mutex mu_;

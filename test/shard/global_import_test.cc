@@ -1,0 +1,136 @@
+// test/shard/global_import_test.cc: a move into a region the global directory keeps itself
+// (router.md §11.7), its global router stopped between its import and its home statement, settled
+// as that router starts again (shard/two_level.h), through real processes: the global router G
+// keeping n1 (node 0, region eu), us's router U keeping n2 (node 1) with --upstream-timeout 1.
+// It proves: with G killed once its import was recorded (FENEC_TEST_MOVE_STALL on G), U's export
+// lapses, and G, started again, deletes its import and puts the home `@us` back, so the tenant
+// takes writes through G on n2 and n1 keeps no copy; with G killed once U released the tenant to
+// eu (the stall on U), G activates its import: the tenant on n1, written through G. The oracles:
+// G's and U's answers about the tenant, and the nodes asked directly.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "test/shard/standby_fixture.h"
+
+namespace fenec::test::global_import_test {
+namespace {
+
+constexpr int kN1 = 0, kN2 = 1;
+
+// A hook's variable set while a router forks, then cleared.
+struct HookEnv {
+    std::string name;
+    HookEnv(std::string n, const std::string& v) : name(std::move(n)) {
+        ::setenv(name.c_str(), v.c_str(), 1);
+    }
+    ~HookEnv() { ::unsetenv(name.c_str()); }
+};
+
+class GlobalImport : public ClusterTest<2> {
+  protected:
+    // G (its hook `g_stall` set), U (`us_stall`), n1 kept by G in eu and n2 by U, and `t` made
+    // in us, on n2, written once through G.
+    void start(const std::string& t, const std::string& g_stall, const std::string& us_stall) {
+        {
+            HookEnv stall("FENEC_TEST_MOVE_STALL", g_stall);
+            HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+            start_router(g_flags());
+        }
+        g_port_ = router_->port();
+        {
+            HookEnv stall("FENEC_TEST_MOVE_STALL", us_stall);
+            us_ = std::make_unique<RouterProcess>(
+                std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us.fenec"),
+                                         "--region", "us", "--global", url_of(g_port_),
+                                         "--replication-token", kReplication, "--auth-delay", "0",
+                                         "--upstream-timeout", "1"},
+                dir_.file("us.err"));
+        }
+        ASSERT_NE(us_->port(), 0) << read_file(dir_.file("us.err"));
+        ASSERT_EQ(add(kN1, "n1", "eu").status, 201);
+        Reply r = shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
+        ASSERT_EQ(r.status, 201) << r.body;
+        Client c(us_->port());
+        Reply n2 = c.request("PUT", "/_shard/nodes/n2",
+                             "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(kN2)) +
+                                 "\",\"token\":\"" + node_admin_token(kN2) +
+                                 "\",\"region\":\"us\"}",
+                             bearer(kRoot))
+                         .value_or(Reply{});
+        ASSERT_EQ(n2.status, 201) << n2.body;
+        Reply made = shard("PUT", "/_shard/tenants/" + t,
+                           R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+        ASSERT_EQ(made.status, 201) << made.body;
+        ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    }
+    std::vector<std::string> g_flags() const {
+        std::vector<std::string> f = {"--replication-token", kReplication};
+        if (g_port_) f.insert(f.end(), {"--listen", "127.0.0.1:" + std::to_string(g_port_)});
+        return f;
+    }
+    // The move to eu asked of G in a thread, G killed once `reached` holds, then G started again.
+    void move_and_kill_g(const std::string& t, const std::function<bool()>& reached) {
+        std::thread mover([&] {
+            Client c(g_port_);
+            (void)c.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})",
+                            bearer(kRoot));
+        });
+        EXPECT_TRUE(eventually(reached, 8000));
+        client_.reset();
+        router_->kill(SIGKILL);
+        mover.join();
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        start_router(g_flags());
+        ASSERT_EQ(router_->port(), g_port_);
+    }
+    Reply write(const std::string& t) {
+        return data("POST", "/t/" + t + "/c/notes", R"({"title":"w"})");
+    }
+    std::string g_row(const std::string& t) {
+        Json j(shard("GET", "/_shard/tenants/" + t).body);
+        return j.text("node") + " " + j.text("state");
+    }
+    // U's own row of `t` (a relayed read is answered from its own directory alone: asked
+    // straight, it answers a tenant it does not place from its copy of G's).
+    std::string us_row(const std::string& t) {
+        Client c(us_->port());
+        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
+        return j.text("node") + " " + j.text("state");
+    }
+
+    uint16_t g_port_ = 0;
+    std::unique_ptr<RouterProcess> us_;
+};
+
+TEST_F(GlobalImport, StoppedBeforeTheReleaseTheImportIsDeletedAndTheHomePutBack) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(start(t, "imported:60000", ""));
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(t, [&] { return copy_on(kN1, t).status == 200; }));
+    // Once U's export lapses (2 × its 1 s timeout), U holds t on n2 again, and G's settling
+    // deletes its import.
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "@us active"; }, 15000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "the import of `" + t + "` settled: region `us`"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    EXPECT_EQ(us_row(t), "n2 active");
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
+}
+
+TEST_F(GlobalImport, StoppedAfterTheReleaseTheImportIsActivated) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(start(t, "", "released:60000"));
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(t, [&] { return us_row(t) == "@eu active"; }));
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "n1 active"; }, 15000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "region `us` released it here; activated"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    EXPECT_EQ(count_on(kN1, t), R"({"count":2})");
+}
+
+}  // namespace
+}  // namespace fenec::test::global_import_test
