@@ -509,7 +509,10 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
     // The header's bytes outlive write_request below.
     std::string relay;
     if (const std::optional<std::string>& token = options_.token) {
-        const std::string client = peer_host(f.request->peer);
+        // Passed on once more (a relayed request for a tenant this region let go of): the client
+        // is the one the incoming mark names, not the router that relayed it here.
+        const std::string client =
+            f.relayed_for.empty() ? peer_host(f.request->peer) : f.relayed_for;
         relay = client + " " +
                 server::relay_mark(*token, client, a.request_id, h.method_text, h.target);
         out.headers.push_back({"Fenec-Relay", relay});
