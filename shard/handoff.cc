@@ -936,7 +936,7 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
         return MoveFailure{507, "image",
                            "the image of `" + tenant + "` is " +
                                std::to_string(image.answer->body.size()) +
-                               " bytes, past --max-body-mib: a router holds an export "
+                               " bytes, past --max-body: a router holds an export "
                                "whole, and a target could not take it"};
     }
     if (header_of(*image.answer, "Fenec-Seq") != std::to_string(seq)) {

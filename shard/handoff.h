@@ -48,7 +48,7 @@
 //
 // Limit: the router's `/_shard/` API answers and reads whole bodies, so an export's answer and an
 // import's request hold the image in the region router's memory, once; an image larger than
-// --max-body-mib is refused (413 on the import, 507 on the export) rather than truncated.
+// --max-body (MiB) is refused (413 on the import, 507 on the export) rather than truncated.
 //
 // What is remembered between steps (the source's node, between release and drop) is in this
 // process's memory: a region router restarted mid-move loses it; the row `moving` to `@<r>` is
@@ -79,7 +79,7 @@ namespace fenec::shard {
 // The node's part of an export (step 1), shared by a region's router and by the global router
 // moving a tenant out of a region it keeps itself (shard/region_move.h); the tenant's row is the
 // caller's. `tenant` frozen on `node` and its image taken whole, checked against the freeze's seq
-// and --max-body-mib: the answer holds the image and its Fenec-Seq, -History, -Lineage,
+// and --max-body: the answer holds the image and its Fenec-Seq, -History, -Lineage,
 // -Image-Digest and Fenec-Node headers. A failure names its step ("freeze", "image") and leaves
 // the tenant frozen: the caller thaws it.
 std::variant<http::Response, MoveFailure> freeze_and_take_image(Router& router, const NodeRow& node,

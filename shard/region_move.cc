@@ -453,7 +453,7 @@ std::optional<Response> RegionMove::transfer() {
     }
     bytes_ = *head.content_length;
     if (to_here_) {
-        // The image read whole (the region bounds it by its --max-body-mib), then installed here.
+        // The image read whole (the region bounds it by its --max-body), then installed here.
         std::string image;
         server::CallError error;
         if (!source->read_body(bytes_, image, error)) {
