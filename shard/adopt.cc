@@ -90,6 +90,7 @@ std::string adopt_body(const RegionRows& rows) {
         w.key("state");
         w.string(t.state);
         write_text(w, "moving_to", t.moving_to);
+        write_text(w, "moving_from", t.moving_from);
         write_text(w, "lineage", t.lineage);
         write_text(w, "forked", t.forked);
         write_text(w, "failed_from", t.failed_from);
@@ -238,13 +239,15 @@ ParsedRegionRows parse_adopt_body(std::string_view body) {
     std::set<std::string, std::less<>> tenants;
     why = read_objects(
         o, "tenants",
-        {"name", "node", "state", "moving_to", "lineage", "forked", "failed_from", "quota"},
+        {"name", "node", "state", "moving_to", "moving_from", "lineage", "forked", "failed_from",
+         "quota"},
         {"name", "node"}, [&](Members& m) -> std::string {
             TenantRow t;
             t.name = member(m, "name");
             t.node = member(m, "node");
             t.state = m.contains("state") ? member(m, "state") : "active";
             t.moving_to = member(m, "moving_to");
+            t.moving_from = member(m, "moving_from");
             t.lineage = member(m, "lineage");
             t.forked = member(m, "forked");
             t.failed_from = member(m, "failed_from");

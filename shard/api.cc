@@ -265,6 +265,10 @@ void write_tenant(json::Writer& w, const TenantRow& t, const DirectoryMaps& maps
             w.key("moving_to");
             w.string(t.moving_to);
         }
+        if (!t.moving_from.empty()) {
+            w.key("moving_from");
+            w.string(t.moving_from);
+        }
         w.key("lineage");
         if (t.lineage.empty()) w.null();
         else w.string(t.lineage);

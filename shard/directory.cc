@@ -33,7 +33,7 @@ constexpr std::string_view kSchema[] = {
     "lease text, token_env text, token_file text)",
     "create collection pairs (node text @unique, standby text)",
     "create collection tenants (name text @unique, node text @hash, state text, moving_to text, "
-    "lineage text, forked text, failed_from text, quota json)",
+    "lineage text, forked text, failed_from text, quota json, moving_from text)",
     "create collection replicas (tenant text @unique, node text)",
     "create collection regions (name text @unique, routers [text])",
     "create collection leases (name text @unique, ms int, at timestamp, `by` text)",
@@ -191,10 +191,10 @@ engine::Result<std::unique_ptr<Directory>> Directory::open(const std::string& pa
     if (how.role == Role::promote) {
         auto p = d->promote_locked(how.by, d->db_->created_ms());
         if (!p.is_ok()) return p.status();
-        if (Status st = d->upgrade_tokens_locked(); !st.is_ok()) return st;
+        if (Status st = d->upgrade_locked(); !st.is_ok()) return st;
         return d;
     }
-    if (Status st = d->upgrade_tokens_locked(); !st.is_ok()) {
+    if (Status st = d->upgrade_locked(); !st.is_ok()) {
         return Status::error(st.code(), "directory " + path + ": " + std::string(st.message()));
     }
     // §2.3 step 4: a leading start is counted before the router serves.
@@ -294,26 +294,32 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
         return st;
     }
     if (Status st = load(); !st.is_ok()) return st;
-    if (Status st = upgrade_tokens_locked(); !st.is_ok()) return st;
+    if (Status st = upgrade_locked(); !st.is_ok()) return st;
     // It leads now: the tokens it holds are the ones there are (the operator adds any missing).
     settle_tokens();
     return p;
 }
 
-Status Directory::upgrade_tokens_locked() {
-    bool lacks_fields = false;
+Status Directory::upgrade_locked() {
+    bool lacks_fields = false, lacks_moving_from = false;
     {
         const engine::ReadView view = db_->read();  // released before the write below
         auto nodes = view.find("nodes");
         if (!nodes.is_ok()) return nodes.status();
         const engine::Schema* schema = view.schema(*nodes);
         lacks_fields = schema == nullptr || !schema->slot_of("token_file");
+        auto tenants = view.find("tenants");
+        if (!tenants.is_ok()) return tenants.status();
+        const engine::Schema* t = view.schema(*tenants);
+        lacks_moving_from = t == nullptr || !t->slot_of("moving_from");
     }
     std::vector<Statement> change;
     if (lacks_fields) {
         change.push_back({"alter collection nodes add field token_env text", {}});
         change.push_back({"alter collection nodes add field token_file text", {}});
     }
+    // A file written before an import recorded where it came from (the global router's settling).
+    if (lacks_moving_from) change.push_back({"alter collection tenants add field moving_from text", {}});
     // Each secret reaches the sidecar, durably, before its row lets go of it.
     auto maps = this->maps();
     for (const std::string& name : tokens_in_rows_) {
@@ -439,6 +445,7 @@ Status Directory::load() {
         r.node = text_of(t.at(i, "node"));
         r.state = text_of(t.at(i, "state"));
         r.moving_to = text_of(t.at(i, "moving_to"));
+        r.moving_from = text_of(t.at(i, "moving_from"));  // null in rows (and files) before it
         r.lineage = text_of(t.at(i, "lineage"));
         r.forked = text_of(t.at(i, "forked"));
         r.failed_from = text_of(t.at(i, "failed_from"));
@@ -560,9 +567,9 @@ Status Directory::put_tenant(const TenantRow& t) {
     Status st = write_locked(
         {{"del tenants where name = $1", {t.name}},
          {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
-          "failed_from: $7, quota: $8}",
+          "failed_from: $7, quota: $8, moving_from: $9}",
           {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
-           or_null(t.failed_from), quota_value(t.quota)}}});
+           or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from)}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     next->tenants[t.name] = t;
@@ -574,7 +581,7 @@ Status Directory::flip_tenant(std::string_view name, const std::string& to) {
     std::lock_guard lock(write_mu_);
     Status st =
         write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
-                       "failed_from: null} where name = $1 require 1",
+                       "moving_from: null, failed_from: null} where name = $1 require 1",
                        {std::string(name), to}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
@@ -582,6 +589,7 @@ Status Directory::flip_tenant(std::string_view name, const std::string& to) {
         it->second.node = to;
         it->second.state = "active";
         it->second.moving_to.clear();
+        it->second.moving_from.clear();
         it->second.failed_from.clear();
     }
     publish(std::move(next));
@@ -716,9 +724,10 @@ Status Directory::adopt_rows(const RegionRows& rows) {
     for (const TenantRow& t : rows.tenants) {
         block.push_back({"del tenants where name = $1", {t.name}});
         block.push_back({"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
-                         "$5, forked: $6, failed_from: $7, quota: $8}",
+                         "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9}",
                          {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage),
-                          or_null(t.forked), or_null(t.failed_from), quota_value(t.quota)}});
+                          or_null(t.forked), or_null(t.failed_from), quota_value(t.quota),
+                          or_null(t.moving_from)}});
     }
     if (Status st = write_locked(block); !st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {

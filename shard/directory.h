@@ -63,6 +63,10 @@ struct TenantRow {
     std::string node;
     std::string state = "active";  // active, moving, creating, deleting, importing
     std::string moving_to;         // "" when not moving
+    // `importing` on the global router (a move into a region it keeps itself): the home the
+    // tenant came from, `@<r>`, which its settling asks; "" otherwise, or for a row written before
+    // the field was.
+    std::string moving_from;
     std::string lineage;           // 16 hex, as the node answered it; "" when it did not say
     // The history its primary forked at its last failover (16 hex), "" before any (§9.2).
     std::string forked;
@@ -253,9 +257,10 @@ class Directory {
     // directory written before the sidecar). "" when it cannot be read, said once on stderr.
     std::string token_of(const NodeRow& row, const std::string& in_row,
                          const DirectoryMaps* before) const;
-    // A primary's, as it opens: the `nodes` fields of item 8 added to a file that lacks them, and
-    // tokens still in rows moved into the sidecar and cleared from the rows.
-    engine::Status upgrade_tokens_locked();
+    // A primary's, as it opens: fields a file written by an earlier version lacks added (the
+    // `nodes` fields of item 8, `tenants.moving_from`), and tokens still in rows moved into the
+    // sidecar and cleared from the rows.
+    engine::Status upgrade_locked();
     engine::Result<Promoted> promote_locked(const std::string& by, int64_t at_ms);
     void publish(std::shared_ptr<const DirectoryMaps> maps);
     // After a synced write: the maps copied, edited and published; caller holds write_mu_.

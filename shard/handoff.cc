@@ -134,6 +134,8 @@ class Step {
     Response activate();
 
   private:
+    std::optional<Response> drop_released(const DirectoryMaps& maps, const TenantRow& released,
+                                          bool& removed);
     Handoffs& handoffs() { return router_.handoffs(); }
     // `{"to":"@<region>"}`: the region named, another than this router's; or the refusal.
     std::optional<Response> read_to(std::string& to);
@@ -340,8 +342,21 @@ Response Step::import_image() {
     if (!claim.held) return busy();
     auto maps = router_.directory().maps();
     if (auto t = maps->tenants.find(tenant_); t != maps->tenants.end()) {
-        return Router::error(409, "tenant `" + tenant_ + "` is in region `" + maps->scope +
-                                      "`'s directory already, on `" + t->second.node + "`");
+        // A row `@<r>` is a move out of this region whose drop never came (its global router
+        // stopped, or a settling activated the import there): no move of it runs (the global
+        // router's claim would hold this one off), so what it left goes first.
+        if (!home_region(t->second.node)) {
+            return Router::error(409, "tenant `" + tenant_ + "` is in region `" + maps->scope +
+                                          "`'s directory already, on `" + t->second.node + "`");
+        }
+        bool removed = false;
+        if (std::optional<Response> refused = drop_released(*maps, t->second, removed)) {
+            return *refused;
+        }
+        log_line("handoff of `" + tenant_ + "`: the row `" + t->second.node +
+                 "` a move out left here dropped before its import" +
+                 (removed ? ", its frozen copy deleted" : ""));
+        maps = router_.directory().maps();
     }
     const NodeRow* node = nullptr;
     if (const std::string* named = h.query_value("node")) {
@@ -502,6 +517,26 @@ Response Step::drop() {
     if (t == maps->tenants.end() || !home_region(t->second.node)) {
         return Router::error(409, "tenant `" + tenant_ + "` was not released here");
     }
+    bool removed = false;
+    if (std::optional<Response> refused = drop_released(*maps, t->second, removed)) {
+        return *refused;
+    }
+    Response r;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("tenant");
+    w.string(tenant_);
+    w.key("source_removed");
+    w.boolean(removed);
+    w.end_object();
+    return r;
+}
+
+// The released row `released` (`@<r>`) and its frozen source copy, with that copy's copies,
+// gone, the caller holding the claim: the drop's work, and an import's where a drop never came.
+// `removed`: the source copy was deleted. A 500 where the row could not be removed.
+std::optional<Response> Step::drop_released(const DirectoryMaps& maps, const TenantRow& released,
+                                            bool& removed) {
     // The row as it was on the source node: noted at the release, or, where this router restarted
     // since and kept no note, found as the region's nodes list the copy the export froze.
     std::optional<TenantRow> source;
@@ -509,9 +544,9 @@ Response Step::drop() {
         e && e->state == Handoffs::Entry::State::released) {
         source = e->before;
     } else {
-        source = frozen_source(*maps, t->second);
+        source = frozen_source(maps, released);
     }
-    bool removed = false;
+    removed = false;
     if (source) {
         if (auto node = node_of(*source)) {
             NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
@@ -522,7 +557,7 @@ Response Step::drop() {
                          "); it stays frozen and unrouted");
             }
         }
-        router_.copies().deleted(*source, *maps, a_.request_id);
+        router_.copies().deleted(*source, maps, a_.request_id);
     } else {
         log_line("handoff of `" + tenant_ +
                  "`: dropped without its source node (this router restarted since the "
@@ -534,15 +569,7 @@ Response Step::drop() {
                              "the directory could not forget `" + tenant_ + "`: " + st.to_string());
     }
     handoffs().forget(tenant_);
-    Response r;
-    json::Writer w(r.body);
-    w.begin_object();
-    w.key("tenant");
-    w.string(tenant_);
-    w.key("source_removed");
-    w.boolean(removed);
-    w.end_object();
-    return r;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -864,6 +891,7 @@ Response activate_import(Router& router, const std::string& tenant) {
                                  refusal_text(node->second, thawed, "thaw"));
     }
     row.state = "active";
+    row.moving_from.clear();
     if (engine::Status st = router.directory().put_tenant(row); !st.is_ok()) {
         return Router::error(
             500, "the directory could not mark `" + tenant + "` active: " + st.to_string());

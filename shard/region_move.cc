@@ -614,6 +614,7 @@ std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::
     row.node = node->name;
     row.state = "importing";  // no grant names it until the home statement (step 4)
     row.moving_to.clear();
+    row.moving_from = "@" + from_;  // what a settling asks, should this router stop meanwhile
     row.lineage = std::string(image.lineage);
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
         (void)router_.node_calls().remove(*node, tenant_, a_.request_id);

@@ -202,70 +202,68 @@ void TwoLevel::settle_import(const std::string& tenant) {
     if (it == maps->tenants.end() || it->second.state != "importing") return;
     const TenantRow row = it->second;
     auto node = maps->nodes.find(row.node);
-    if (node == maps->nodes.end()) {
-        log_line("settling the import of `" + tenant + "`: its node `" + row.node +
-                 "` is not in the directory");
+    const std::optional<std::string_view> from = home_region(row.moving_from);
+    auto routers = from ? maps->regions.find(*from) : maps->regions.end();
+    if (node == maps->nodes.end() || routers == maps->regions.end()) {
+        log_line("the import of `" + tenant + "` is left importing: " +
+                 (node == maps->nodes.end()
+                      ? "its node `" + row.node + "` is not in the directory"
+                      : "the region it came from (`" + row.moving_from +
+                            "`) is not recorded as keeping its own directory") +
+                 "; move or delete it by hand");
         return;
     }
     const std::string here = "@" + node->second.region;
+    const RelayTo source{std::string(*from), routers->second};
     const Asker asker{peer_host(router_.options().listen), router_.new_request_id(std::nullopt)};
-    std::string released_by, held_by, unsure;
-    for (const auto& [region, routers] : maps->regions) {
-        const RelayTo to{region, routers};
-        const Relayed r = router_.relays().relay(to, {.method = "GET",
+    const Relayed r = router_.relays().relay(source, {.method = "GET",
                                                       .target = tenant_target(tenant),
                                                       .client = asker.client,
                                                       .request_id = asker.request_id,
                                                       .from_primary = true});
-        if (r.answered && r.status == 404) continue;
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view at, state;
-        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
-            doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
-            unsure += " region `" + region + "` did not say (" +
-                      (r.answered ? std::to_string(r.status) : r.why) + ");";
-            continue;
-        }
-        if (at == here) {
-            released_by = region;
-        } else if (!at.starts_with('@') && state == "active") {
-            held_by = region;
-        } else {
-            unsure += " region `" + region + "` has it at `" + std::string(at) + "` (" +
-                      std::string(state) + ");";
-        }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view at, state;
+    if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
+        doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
+        log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
+                 "` did not say where it is (" +
+                 (r.answered ? std::to_string(r.status) : r.why) + ")");
+        return;
     }
-    if (!released_by.empty()) {
+    if (at == here) {
         const http::Response a = activate_import(router_, tenant);
-        log_line("the import of `" + tenant + "` settled: region `" + released_by +
+        log_line("the import of `" + tenant + "` settled: region `" + source.scope +
                  "` released it here" +
                  (a.status == 200 ? "; activated"
                                   : "; not activated (" + std::to_string(a.status) + " " +
                                         node_error(a.body) + ")"));
         return;
     }
-    if (held_by.empty() || !unsure.empty()) {
-        log_line("the import of `" + tenant + "` is left importing:" +
-                 (unsure.empty() ? std::string(" no region released or holds it") : unsure));
+    if (at.starts_with('@') || state != "active") {
+        // Its export still running (`moving`), or a home elsewhere: asked again next round.
+        log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
+                 "` has it at `" + std::string(at) + "` (" + std::string(state) + ")");
         return;
     }
-    // The export lapsed there, the release never ran: the import is stale.
+    // Active on a node of its own there: the export lapsed, the release never ran, so the
+    // import is stale.
     NodeAnswer del = router_.node_calls().remove(node->second, tenant, asker.request_id);
     if (!del.gone()) {
-        log_line("the import of `" + tenant + "` is left importing: region `" + held_by +
-                 "` holds it, but its copy on `" + row.node +
-                 "` was not deleted (" + del.said(node->second) + ")");
+        log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
+                 "` holds it, but its copy on `" + row.node + "` was not deleted (" +
+                 del.said(node->second) + ")");
         return;
     }
     router_.copies().left(row, *maps, asker.request_id);
     TenantRow home = row;
-    home.node = "@" + held_by;
+    home.node = row.moving_from;
     home.state = "active";
     home.moving_to.clear();
+    home.moving_from.clear();
     engine::Status st = router_.directory().put_tenant(home);
     router_.cluster().changed(row.node);
-    log_line("the import of `" + tenant + "` settled: region `" + held_by +
+    log_line("the import of `" + tenant + "` settled: region `" + source.scope +
              "` holds it on a node of its own; the import deleted" +
              (st.is_ok() ? ", its home `" + home.node + "` again"
                          : ", but its home not put back: " + st.to_string()));

@@ -13,11 +13,11 @@
 // settle_period_ms: there, a creating row becomes active and a deleting one is deleted again;
 // not there, the row is removed.
 // A row `importing` here is a move into a region this directory keeps itself, stopped between
-// its import and its home statement (this router stopped): each region keeping its own directory
-// is asked the same question, of its primary; the one that says it released the tenant to this
-// region (its row `@<here>`) has the import activated; the one that holds it on a node of its own
-// again, `active` (its export lapsed), has the import deleted and the home `@<that region>` put
-// back; otherwise the row is left for the next round.
+// its import and its home statement (this router stopped): the region it came from (the row's
+// `moving_from`) is asked the same question, of its primary; released to this region (its row
+// `@<here>`), the import is activated; held on a node of its own again, `active` (its export
+// lapsed), the import is deleted and the home `moving_from` put back; otherwise the row is left
+// for the next round (a row without `moving_from`, written before the field, for good: logged).
 //
 // Invariant: a row is written `creating`/`deleting` before its region hears of the change and
 // settled only under the tenant's claim, so a create or delete in progress is never settled

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "shard/directory.h"
 #include "test/shard/standby_fixture.h"
 
 namespace fenec::test::global_import_test {
@@ -130,6 +131,41 @@ TEST_F(GlobalImport, StoppedAfterTheReleaseTheImportIsActivated) {
         << read_file(dir_.file("router.err"));
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     EXPECT_EQ(count_on(kN1, t), R"({"count":2})");
+}
+
+// A third region, ap, keeps its own directory with a row `@eu` for t left from some earlier move
+// (its router started on a file written so): G's settling asks the region the import came from,
+// us, alone, so ap's stale word activates nothing while us still exports t; once us's export
+// lapses the import is deleted as in the first case.
+TEST_F(GlobalImport, AStaleReleaseInAnotherRegionIsNotTakenForThisImports) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(start(t, "imported:60000", ""));
+    {
+        shard::DirectoryOpening how;
+        how.scope = "ap";
+        auto d = shard::Directory::open(dir_.file("ap.fenec"), how);
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        shard::TenantRow stale;
+        stale.name = t;
+        stale.node = "@eu";
+        ASSERT_TRUE((*d)->put_tenant(stale).is_ok());
+    }
+    RouterProcess ap({"--token", kRoot, "--directory", dir_.file("ap.fenec"), "--region", "ap",
+                      "--global", url_of(g_port_), "--replication-token", kReplication,
+                      "--auth-delay", "0"},
+                     dir_.file("ap.err"));
+    ASSERT_NE(ap.port(), 0) << read_file(dir_.file("ap.err"));
+    Reply r = shard("PUT", "/_shard/regions/ap", "{\"routers\":[\"" + url_of(ap.port()) + "\"]}");
+    ASSERT_EQ(r.status / 100, 2) << r.body;
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(t, [&] { return copy_on(kN1, t).status == 200; }));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("moving_from"), "@us");
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "@us active"; }, 15000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_FALSE(logged(dir_.file("router.err"), "released it here", 0))
+        << read_file(dir_.file("router.err"));
+    EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    EXPECT_EQ(us_row(t), "n2 active");
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
 }
 
 }  // namespace

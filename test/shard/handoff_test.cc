@@ -443,6 +443,18 @@ TEST_P(HandoffStepFails, AndIsUndone) {
         EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
         EXPECT_EQ(write(t, 5).status, 201);
         EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+        // Back into eu, whose directory still has the row `@us` and n1 the frozen copy the drop
+        // left: E's import drops them first, and the move goes through (its own drop on U fails
+        // as well, on purpose).
+        Reply back = move(t, R"({"region":"eu"})");
+        ASSERT_EQ(back.status, 200) << back.body << read_file(dir_.file("eu.err"));
+        EXPECT_TRUE(logged(dir_.file("eu.err"), "a move out left here dropped before its import"))
+            << read_file(dir_.file("eu.err"));
+        EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+        EXPECT_EQ(row_on(eu_->port(), t).second, "active");
+        EXPECT_EQ(write(t, 6).status, 201);
+        EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body,
+                  R"({"count":3})");
         return;
     }
     EXPECT_EQ(moved.status, step == "home" ? 500 : 502) << moved.body;

@@ -218,5 +218,50 @@ TEST(Directory, TokensInRowsMoveToTheSidecar) {
     EXPECT_EQ((*d)->maps()->nodes.at("n2").token_file, dir.path() + "/n2.token");
 }
 
+// A directory written before `tenants.moving_from` (an import's source, shard/two_level.h) has the
+// field added as it opens as a primary: a row that names it keeps it across a reopen, and rows
+// already there read it as "".
+TEST(Directory, AFileWrittenBeforeMovingFromTakesIt) {
+    TempDir dir;
+    const std::string path = dir.path() + "/shard.fenec";
+    write_as_before(
+        path, true,
+        {{"create collection directory (name text @unique, id text, scope text, format int, "
+          "starts int)",
+          {}},
+         {"create collection terms (term int @unique, history text, at timestamp, `by` text)", {}},
+         {"create collection nodes (name text @unique, addr text, token text, region text, "
+          "zone text, lease text, token_env text, token_file text)",
+          {}},
+         {"create collection pairs (node text @unique, standby text)", {}},
+         {"create collection tenants (name text @unique, node text @hash, state text, moving_to "
+          "text, lineage text, forked text, failed_from text, quota json)",
+          {}},
+         {"create collection replicas (tenant text @unique, node text)", {}},
+         {"create collection regions (name text @unique, routers [text])", {}},
+         {"create collection leases (name text @unique, ms int, at timestamp, `by` text)", {}},
+         {"insert directory {name: \"self\", id: \"00000000000000aa\", scope: \"global\", "
+          "format: 1, starts: 0}",
+          {}},
+         {"insert terms {term: 0, history: \"00000000000000bb\", at: $1, `by`: \"\"}",
+          {engine::Timestamp{0}}},
+         {"insert tenants {name: \"old\", node: \"@us\", state: \"active\"}", {}}});
+    {
+        auto d = shard::Directory::open(path);
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        EXPECT_EQ((*d)->maps()->tenants.at("old").moving_from, "");
+        shard::TenantRow row;
+        row.name = "acme";
+        row.node = "@ap";
+        row.state = "importing";
+        row.moving_from = "@us";
+        ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+    }
+    auto d = shard::Directory::open(path);
+    ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+    EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_from, "@us");
+    EXPECT_EQ((*d)->maps()->tenants.at("old").node, "@us");
+}
+
 }  // namespace
 }  // namespace fenec::test::node_tokens_test
