@@ -432,45 +432,49 @@ Response serve_move(Router& router, const server::Request& request, const Router
     return Move(router, a, tenant).run(request);
 }
 
+void settle_move(Router& router, const std::string& name, const TenantRow& t) {
+    auto maps = router.directory().maps();
+    auto n = maps->nodes.find(t.node);
+    std::string outcome = "its node is not in the directory";
+    if (n != maps->nodes.end()) {
+        const std::string request_id = router.new_request_id(std::nullopt);
+        server::CallResult w =
+            router.upstream().admin(n->second, {.method = "POST",
+                                                .target = "/_admin/tenants/" + name + "/thaw",
+                                                .request_id = request_id,
+                                                .resendable = true});
+        outcome = !w.answer ? "its source did not answer the thaw: " + w.error.message
+                  : w.answer->status == 200
+                      ? "its source thawed"
+                      : "its source answered the thaw " + std::to_string(w.answer->status);
+        // Across regions (`@<r>`): the release never ran here, so the move is over, undone.
+        // The row goes back `active`, which is what the target region's router waits to read
+        // before it deletes the import this move left there (shard/handoff.h's settling).
+        if (w.answer && w.answer->status == 200 && home_region(t.moving_to)) {
+            TenantRow back = t;
+            back.state = "active";
+            back.moving_to.clear();
+            engine::Status st = router.directory().put_tenant(back);
+            outcome += st.is_ok() ? ", its row active again"
+                                  : ", its row not put back: " + st.to_string();
+            if (st.is_ok()) {
+                log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
+                         t.moving_to + "` by a stopped move: " + outcome + "; region `" +
+                         t.moving_to.substr(1) +
+                         "` deletes what it imported; move it again to finish");
+                return;
+            }
+        }
+    }
+    log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
+             "` by a stopped move: still routed to `" + t.node + "`, " + outcome +
+             "; move it again to finish");
+}
+
 void settle_moves(Router& router) {
     auto maps = router.directory().maps();
     for (const auto& [name, t] : maps->tenants) {
-        if (t.state != "moving") continue;
-        auto n = maps->nodes.find(t.node);
-        std::string outcome = "its node is not in the directory";
-        if (n != maps->nodes.end()) {
-            const std::string request_id = router.new_request_id(std::nullopt);
-            server::CallResult w =
-                router.upstream().admin(n->second, {.method = "POST",
-                                                    .target = "/_admin/tenants/" + name + "/thaw",
-                                                    .request_id = request_id,
-                                                    .resendable = true});
-            outcome = !w.answer ? "its source did not answer the thaw: " + w.error.message
-                      : w.answer->status == 200
-                          ? "its source thawed"
-                          : "its source answered the thaw " + std::to_string(w.answer->status);
-            // Across regions (`@<r>`): the release never ran here, so the move is over, undone.
-            // The row goes back `active`, which is what the target region's router waits to read
-            // before it deletes the import this move left there (shard/handoff.h's settling).
-            if (w.answer && w.answer->status == 200 && home_region(t.moving_to)) {
-                TenantRow back = t;
-                back.state = "active";
-                back.moving_to.clear();
-                engine::Status st = router.directory().put_tenant(back);
-                outcome += st.is_ok() ? ", its row active again"
-                                      : ", its row not put back: " + st.to_string();
-                if (st.is_ok()) {
-                    log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
-                             t.moving_to + "` by a stopped move: " + outcome +
-                             "; region `" + t.moving_to.substr(1) +
-                             "` deletes what it imported; move it again to finish");
-                    continue;
-                }
-            }
-        }
-        log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
-                 "` by a stopped move: still routed to `" + t.node + "`, " + outcome +
-                 "; move it again to finish");
+        if (t.state == "moving") settle_move(router, name, t);
     }
 }
 

@@ -37,5 +37,8 @@ http::Response serve_move(Router& router, const server::Request& request,
 // `active`, which the target region's router reads to delete its import. One stderr line each.
 // Never fails the start: a source that does not answer is logged.
 void settle_moves(Router& router);
+// One such tenant, `t` its row: also the global router's settling, every period, of a row still
+// `moving` to `@<r>` with no move holding it (its source did not answer the thaw at start).
+void settle_move(Router& router, const std::string& name, const TenantRow& t);
 
 }  // namespace fenec::shard

@@ -11,6 +11,7 @@
 #include "shard/copies.h"
 #include "shard/handoff.h"
 #include "shard/log_line.h"
+#include "shard/move.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/router.h"
@@ -271,16 +272,31 @@ void TwoLevel::settle_import(const std::string& tenant) {
 
 void TwoLevel::settle() {
     if (router_.standby().following()) return;  // a standby's rows are its primary's to settle
-    std::vector<std::string> left, imports;
+    std::vector<std::string> left, imports, moves;
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if ((t.state == "creating" || t.state == "deleting") && home_region(t.node)) {
             left.push_back(name);
         } else if (t.state == "importing") {
             imports.push_back(name);
+        } else if (t.state == "moving" && home_region(t.moving_to)) {
+            moves.push_back(name);
         }
     }
     for (const std::string& tenant : left) settle_one(tenant);
     for (const std::string& tenant : imports) settle_import(tenant);
+    // A move out of a region kept here that a stop left `moving` and whose thaw at start was not
+    // answered (settle_moves): tried again; a move running holds the claim.
+    for (const std::string& tenant : moves) {
+        TenantClaim claim(router_, tenant, "settle");
+        if (!claim.held) continue;
+        auto maps = router_.directory().maps();
+        auto it = maps->tenants.find(tenant);
+        if (it == maps->tenants.end() || it->second.state != "moving" ||
+            !home_region(it->second.moving_to)) {
+            continue;
+        }
+        settle_move(router_, tenant, it->second);
+    }
 }
 
 void TwoLevel::start() {

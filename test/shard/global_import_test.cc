@@ -42,6 +42,7 @@ class GlobalImport : public ClusterTest<2> {
         g_port_ = router_->port();
         {
             HookEnv stall("FENEC_TEST_MOVE_STALL", us_stall);
+            HookEnv period("FENEC_TEST_SETTLE_MS", "200");
             us_ = std::make_unique<RouterProcess>(
                 std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us.fenec"),
                                          "--region", "us", "--global", url_of(g_port_),
@@ -66,24 +67,29 @@ class GlobalImport : public ClusterTest<2> {
         ASSERT_EQ(made.status, 201) << made.body;
         ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     }
-    std::vector<std::string> g_flags() const {
+    std::vector<std::string> g_flags(std::vector<std::string> more = {}) const {
         std::vector<std::string> f = {"--replication-token", kReplication};
+        f.insert(f.end(), more.begin(), more.end());
         if (g_port_) f.insert(f.end(), {"--listen", "127.0.0.1:" + std::to_string(g_port_)});
         return f;
     }
     // The move to eu asked of G in a thread, G killed once `reached` holds, then G started again.
-    void move_and_kill_g(const std::string& t, const std::function<bool()>& reached) {
+    void move_and_kill_g(const std::string& t, const std::function<bool()>& reached,
+                         const std::string& to = "eu",
+                         const std::function<void()>& between = [] {},
+                         std::vector<std::string> g_more = {}) {
         std::thread mover([&] {
             Client c(g_port_);
-            (void)c.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})",
-                            bearer(kRoot));
+            (void)c.request("POST", "/_shard/tenants/" + t + "/move",
+                            "{\"region\":\"" + to + "\"}", bearer(kRoot));
         });
         EXPECT_TRUE(eventually(reached, 8000));
         client_.reset();
         router_->kill(SIGKILL);
         mover.join();
+        between();
         HookEnv period("FENEC_TEST_SETTLE_MS", "200");
-        start_router(g_flags());
+        start_router(g_flags(std::move(g_more)));
         ASSERT_EQ(router_->port(), g_port_);
     }
     Reply write(const std::string& t) {
@@ -166,6 +172,33 @@ TEST_F(GlobalImport, AStaleReleaseInAnotherRegionIsNotTakenForThisImports) {
     EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
     EXPECT_EQ(us_row(t), "n2 active");
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+}
+
+// A move out of eu (kept by G) to us, G killed once U recorded its import (U holds it 1.5 s), and
+// n1 stopped (SIGSTOP) while G starts again, so G's thaw at start is not answered and the row
+// stays `moving`: G's settling tries again each round, and once n1 answers, thaws t there and
+// puts its row back `active`, and U deletes its import.
+TEST_F(GlobalImport, AMoveOutWhoseThawWasNotAnsweredAtStartIsSettledOnceItIs) {
+    const std::string t = tenant("acme"), other = tenant("other");
+    ASSERT_NO_FATAL_FAILURE(start(other, "", "imported:1500"));
+    Reply made = shard("PUT", "/_shard/tenants/" + t,
+                       R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(
+        t, [&] { return us_row(t) == "n2 importing"; }, "us",
+        [&] { nodes_->procs[kN1]->signal(SIGSTOP); }, {"--upstream-timeout", "1"}));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "its source did not answer the thaw"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_EQ(g_row(t), "n1 moving");
+    nodes_->procs[kN1]->signal(SIGCONT);
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "n1 active"; }, 10000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    // U's settling: G's row active on its node, so the import goes, copy and row.
+    EXPECT_TRUE(eventually(
+        [&] { return copy_on(kN2, t).status == 404 && us_row(t) == "n1 active"; }, 10000))
+        << us_row(t) << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
 }
 
 }  // namespace
