@@ -319,7 +319,9 @@ Status Directory::upgrade_locked() {
         change.push_back({"alter collection nodes add field token_file text", {}});
     }
     // A file written before an import recorded where it came from (the global router's settling).
-    if (lacks_moving_from) change.push_back({"alter collection tenants add field moving_from text", {}});
+    if (lacks_moving_from) {
+        change.push_back({"alter collection tenants add field moving_from text", {}});
+    }
     // Each secret reaches the sidecar, durably, before its row lets go of it.
     auto maps = this->maps();
     for (const std::string& name : tokens_in_rows_) {
@@ -723,11 +725,11 @@ Status Directory::adopt_rows(const RegionRows& rows) {
     }
     for (const TenantRow& t : rows.tenants) {
         block.push_back({"del tenants where name = $1", {t.name}});
-        block.push_back({"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
-                         "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9}",
-                         {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage),
-                          or_null(t.forked), or_null(t.failed_from), quota_value(t.quota),
-                          or_null(t.moving_from)}});
+        block.push_back(
+            {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
+             "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9}",
+             {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
+              or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from)}});
     }
     if (Status st = write_locked(block); !st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {

@@ -745,12 +745,12 @@ void Handoffs::settle_import(const std::string& tenant) {
         const std::string named =
             home ? "region `" + source->scope + "`" : std::string("the global router");
         // A standby's copy may lag its primary's by the release itself: only a primary says.
-        const Relayed r = router_.relays().relay(
-            *source, {.method = "GET",
-                      .target = "/_shard/tenants/" + tenant,
-                      .client = peer_host(router_.options().listen),
-                      .request_id = router_.new_request_id(std::nullopt),
-                      .from_primary = true});
+        const Relayed r =
+            router_.relays().relay(*source, {.method = "GET",
+                                             .target = "/_shard/tenants/" + tenant,
+                                             .client = peer_host(router_.options().listen),
+                                             .request_id = router_.new_request_id(std::nullopt),
+                                             .from_primary = true});
         simdjson::dom::parser parser;
         simdjson::dom::element doc;
         std::string_view node, state;

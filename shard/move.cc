@@ -455,8 +455,8 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t) {
             back.state = "active";
             back.moving_to.clear();
             engine::Status st = router.directory().put_tenant(back);
-            outcome += st.is_ok() ? ", its row active again"
-                                  : ", its row not put back: " + st.to_string();
+            outcome +=
+                st.is_ok() ? ", its row active again" : ", its row not put back: " + st.to_string();
             if (st.is_ok()) {
                 log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
                          t.moving_to + "` by a stopped move: " + outcome + "; region `" +

@@ -785,7 +785,8 @@ http::Response Router::refused_on_standby(bool read) {
     w.key("error");
     w.string("this router follows " + primary +
              (read ? ": a read asked of the primary (" + std::string(read_header) + ": " +
-                         std::string(read_from_primary) + ") goes there, not to a copy that may lag it"
+                         std::string(read_from_primary) +
+                         ") goes there, not to a copy that may lag it"
                    : ": send changes there, or promote this one with POST /_replication/promote"));
     w.key("primary");
     w.string(primary);

@@ -228,8 +228,8 @@ void TwoLevel::settle_import(const std::string& tenant) {
     if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
         doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
-                 "` did not say where it is (" +
-                 (r.answered ? std::to_string(r.status) : r.why) + ")");
+                 "` did not say where it is (" + (r.answered ? std::to_string(r.status) : r.why) +
+                 ")");
         return;
     }
     if (at == here) {

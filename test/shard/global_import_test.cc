@@ -52,18 +52,20 @@ class GlobalImport : public ClusterTest<2> {
         }
         ASSERT_NE(us_->port(), 0) << read_file(dir_.file("us.err"));
         ASSERT_EQ(add(kN1, "n1", "eu").status, 201);
-        Reply r = shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
+        Reply r =
+            shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us_->port()) + "\"]}");
         ASSERT_EQ(r.status, 201) << r.body;
         Client c(us_->port());
-        Reply n2 = c.request("PUT", "/_shard/nodes/n2",
-                             "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(kN2)) +
-                                 "\",\"token\":\"" + node_admin_token(kN2) +
-                                 "\",\"region\":\"us\"}",
-                             bearer(kRoot))
-                         .value_or(Reply{});
+        Reply n2 =
+            c.request("PUT", "/_shard/nodes/n2",
+                      "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(kN2)) +
+                          "\",\"token\":\"" + node_admin_token(kN2) + "\",\"region\":\"us\"}",
+                      bearer(kRoot))
+                .value_or(Reply{});
         ASSERT_EQ(n2.status, 201) << n2.body;
-        Reply made = shard("PUT", "/_shard/tenants/" + t,
-                           R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+        Reply made =
+            shard("PUT", "/_shard/tenants/" + t,
+                  R"J({"region":"us","schema":["create collection notes (title text)"]})J");
         ASSERT_EQ(made.status, 201) << made.body;
         ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     }
@@ -74,14 +76,13 @@ class GlobalImport : public ClusterTest<2> {
         return f;
     }
     // The move to eu asked of G in a thread, G killed once `reached` holds, then G started again.
-    void move_and_kill_g(const std::string& t, const std::function<bool()>& reached,
-                         const std::string& to = "eu",
-                         const std::function<void()>& between = [] {},
-                         std::vector<std::string> g_more = {}) {
+    void move_and_kill_g(
+        const std::string& t, const std::function<bool()>& reached, const std::string& to = "eu",
+        const std::function<void()>& between = [] {}, std::vector<std::string> g_more = {}) {
         std::thread mover([&] {
             Client c(g_port_);
-            (void)c.request("POST", "/_shard/tenants/" + t + "/move",
-                            "{\"region\":\"" + to + "\"}", bearer(kRoot));
+            (void)c.request("POST", "/_shard/tenants/" + t + "/move", "{\"region\":\"" + to + "\"}",
+                            bearer(kRoot));
         });
         EXPECT_TRUE(eventually(reached, 8000));
         client_.reset();
@@ -156,10 +157,10 @@ TEST_F(GlobalImport, AStaleReleaseInAnotherRegionIsNotTakenForThisImports) {
         stale.node = "@eu";
         ASSERT_TRUE((*d)->put_tenant(stale).is_ok());
     }
-    RouterProcess ap({"--token", kRoot, "--directory", dir_.file("ap.fenec"), "--region", "ap",
-                      "--global", url_of(g_port_), "--replication-token", kReplication,
-                      "--auth-delay", "0"},
-                     dir_.file("ap.err"));
+    RouterProcess ap(
+        {"--token", kRoot, "--directory", dir_.file("ap.fenec"), "--region", "ap", "--global",
+         url_of(g_port_), "--replication-token", kReplication, "--auth-delay", "0"},
+        dir_.file("ap.err"));
     ASSERT_NE(ap.port(), 0) << read_file(dir_.file("ap.err"));
     Reply r = shard("PUT", "/_shard/regions/ap", "{\"routers\":[\"" + url_of(ap.port()) + "\"]}");
     ASSERT_EQ(r.status / 100, 2) << r.body;

@@ -453,8 +453,7 @@ TEST_P(HandoffStepFails, AndIsUndone) {
         EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
         EXPECT_EQ(row_on(eu_->port(), t).second, "active");
         EXPECT_EQ(write(t, 6).status, 201);
-        EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body,
-                  R"({"count":3})");
+        EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":3})");
         return;
     }
     EXPECT_EQ(moved.status, step == "home" ? 500 : 502) << moved.body;

@@ -59,7 +59,9 @@ class MoveOutReplica : public ClusterTest<3> {
         us_ = std::make_unique<RouterProcess>(flags, dir_.file("us.err"));
         ::unsetenv("FENEC_TEST_HANDOFF_FAIL");
         ASSERT_NE(us_->port(), 0) << read_file(dir_.file("us.err"));
-        if (us_port_) ASSERT_EQ(us_->port(), us_port_);
+        if (us_port_) {
+            ASSERT_EQ(us_->port(), us_port_);
+        }
         us_port_ = us_->port();
     }
     // G's count of the copies `node` keeps of other nodes' tenants.

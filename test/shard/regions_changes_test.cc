@@ -367,9 +367,9 @@ TEST_F(RegionsChanges, ASettlingAsksTheRegionsPrimaryNotAStandbyBehindIt) {
         return on(standby->port(), "GET", "/_health").body.find(R"("directory":"ready")") !=
                std::string::npos;
     })) << read_file(dir_.file("us-standby.fenec.err"));
-    Reply put = shard("PUT", "/_shard/regions/us",
-                      "{\"routers\":[\"" + url_of(u_port) + "\",\"" + url_of(standby->port()) +
-                          "\"]}");
+    Reply put =
+        shard("PUT", "/_shard/regions/us",
+              "{\"routers\":[\"" + url_of(u_port) + "\",\"" + url_of(standby->port()) + "\"]}");
     ASSERT_EQ(put.status / 100, 2) << put.body;
     {
         HookEnv stall("FENEC_TEST_TWO_LEVEL_STALL", "relayed:60000");
@@ -402,7 +402,8 @@ TEST_F(RegionsChanges, ASettlingAsksTheRegionsPrimaryNotAStandbyBehindIt) {
         }
         return n >= 3;
     })) << read_file(dir_.file("router.err"));
-    EXPECT_TRUE(logged(dir_.file("router.err"), "is a standby")) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "is a standby"))
+        << read_file(dir_.file("router.err"));
     Reply row = shard("GET", "/_shard/tenants/" + made);
     EXPECT_EQ(row.status, 200) << row.body;
     EXPECT_EQ(Json(row.body).text("state"), "creating") << row.body;
@@ -412,7 +413,8 @@ TEST_F(RegionsChanges, ASettlingAsksTheRegionsPrimaryNotAStandbyBehindIt) {
     ASSERT_EQ(us_->port(), u_port);
     EXPECT_TRUE(eventually([&] {
         return Json(shard("GET", "/_shard/tenants/" + made).body).text("state") == "active";
-    })) << shard("GET", "/_shard/tenants/" + made).body << read_file(dir_.file("router.err"));
+    })) << shard("GET", "/_shard/tenants/" + made).body
+        << read_file(dir_.file("router.err"));
     EXPECT_TRUE(held_by(0, made));
     EXPECT_EQ(node_of(u_port, made), "n1");
 }

@@ -478,8 +478,8 @@ TEST_F(RegionsLeasedHere, AMoveOutStoppedWithTheGlobalRouterIsUndoneOnBothSides)
         << read_file(dir_.file("router.err"));
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; }, 8000)) << write(t).body;
     // U's settling: G's row active on its node, so the import goes, copy and row.
-    EXPECT_TRUE(eventually([&] { return us_row() == "n1 active" && copy_on(kN2, t).status == 404; },
-                           10000))
+    EXPECT_TRUE(
+        eventually([&] { return us_row() == "n1 active" && copy_on(kN2, t).status == 404; }, 10000))
         << us_row() << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
 }
 
