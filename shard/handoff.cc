@@ -341,22 +341,16 @@ Response Step::import_image() {
     TenantClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     auto maps = router_.directory().maps();
+    // A row `@<r>` is a move out of this region whose drop never came (its global router
+    // stopped, or a settling activated the import there): no move of it runs (the global
+    // router's claim would hold this one off), so what it left goes, once the import is placed.
+    std::optional<TenantRow> leftover;
     if (auto t = maps->tenants.find(tenant_); t != maps->tenants.end()) {
-        // A row `@<r>` is a move out of this region whose drop never came (its global router
-        // stopped, or a settling activated the import there): no move of it runs (the global
-        // router's claim would hold this one off), so what it left goes first.
         if (!home_region(t->second.node)) {
             return Router::error(409, "tenant `" + tenant_ + "` is in region `" + maps->scope +
                                           "`'s directory already, on `" + t->second.node + "`");
         }
-        bool removed = false;
-        if (std::optional<Response> refused = drop_released(*maps, t->second, removed)) {
-            return *refused;
-        }
-        log_line("handoff of `" + tenant_ + "`: the row `" + t->second.node +
-                 "` a move out left here dropped before its import" +
-                 (removed ? ", its frozen copy deleted" : ""));
-        maps = router_.directory().maps();
+        leftover = t->second;
     }
     const NodeRow* node = nullptr;
     if (const std::string* named = h.query_value("node")) {
@@ -382,6 +376,15 @@ Response Step::import_image() {
             if (none) r.header("Retry-After", "1");
             return r;
         }
+    }
+    if (leftover) {
+        bool removed = false;
+        if (std::optional<Response> refused = drop_released(*maps, *leftover, removed)) {
+            return *refused;
+        }
+        log_line("handoff of `" + tenant_ + "`: the row `" + leftover->node +
+                 "` a move out left here dropped before its import" +
+                 (removed ? ", its frozen copy deleted" : ""));
     }
     if (auto refused = install_image(
             router_, *node, tenant_, a_.request_id,

@@ -203,25 +203,56 @@ void TwoLevel::settle_import(const std::string& tenant) {
     if (it == maps->tenants.end() || it->second.state != "importing") return;
     const TenantRow row = it->second;
     auto node = maps->nodes.find(row.node);
-    const std::optional<std::string_view> from = home_region(row.moving_from);
-    auto routers = from ? maps->regions.find(*from) : maps->regions.end();
-    if (node == maps->nodes.end() || routers == maps->regions.end()) {
-        log_line("the import of `" + tenant + "` is left importing: " +
-                 (node == maps->nodes.end()
-                      ? "its node `" + row.node + "` is not in the directory"
-                      : "the region it came from (`" + row.moving_from +
-                            "`) is not recorded as keeping its own directory") +
-                 "; move or delete it by hand");
+    if (node == maps->nodes.end()) {
+        log_line("the import of `" + tenant + "` is left importing: its node `" + row.node +
+                 "` is not in the directory; move or delete it by hand");
         return;
     }
     const std::string here = "@" + node->second.region;
-    const RelayTo source{std::string(*from), routers->second};
     const Asker asker{peer_host(router_.options().listen), router_.new_request_id(std::nullopt)};
-    const Relayed r = router_.relays().relay(source, {.method = "GET",
-                                                      .target = tenant_target(tenant),
-                                                      .client = asker.client,
-                                                      .request_id = asker.request_id,
-                                                      .from_primary = true});
+    auto ask_region = [&](const RelayTo& to) {
+        return router_.relays().relay(to, {.method = "GET",
+                                           .target = tenant_target(tenant),
+                                           .client = asker.client,
+                                           .request_id = asker.request_id,
+                                           .from_primary = true});
+    };
+    std::optional<RelayTo> found;
+    Relayed r;
+    if (const std::optional<std::string_view> from = home_region(row.moving_from)) {
+        auto routers = maps->regions.find(*from);
+        if (routers == maps->regions.end()) {
+            log_line("the import of `" + tenant + "` is left importing: the region it came from (`" +
+                     row.moving_from + "`) is not recorded as keeping its own directory");
+            return;
+        }
+        found = RelayTo{std::string(*from), routers->second};
+        r = ask_region(*found);
+    } else {
+        // A row written before `moving_from`: the source is the one region that knows the
+        // tenant, every other answering that it does not; anything less is left to a person.
+        std::string unsure;
+        for (const auto& [region, routers] : maps->regions) {
+            RelayTo to{region, routers};
+            Relayed got = ask_region(to);
+            if (got.answered && got.status == 404) continue;
+            if (!got.answered || got.status != 200 || found) {
+                unsure = found ? "more than one region knows it" : "region `" + region +
+                                                                       "` did not say";
+                break;
+            }
+            found = std::move(to);
+            r = std::move(got);
+        }
+        if (!found || !unsure.empty()) {
+            log_line("the import of `" + tenant + "` is left importing: it names no region it "
+                     "came from (written before it did), and " +
+                     (found ? unsure : std::string("no region knows it")) +
+                     "; move or delete it by hand");
+            return;
+        }
+    }
+    const RelayTo& source = *found;
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     std::string_view at, state;
@@ -258,7 +289,7 @@ void TwoLevel::settle_import(const std::string& tenant) {
     }
     router_.copies().left(row, *maps, asker.request_id);
     TenantRow home = row;
-    home.node = row.moving_from;
+    home.node = "@" + source.scope;
     home.state = "active";
     home.moving_to.clear();
     home.moving_from.clear();

@@ -17,7 +17,8 @@
 // `moving_from`) is asked the same question, of its primary; released to this region (its row
 // `@<here>`), the import is activated; held on a node of its own again, `active` (its export
 // lapsed), the import is deleted and the home `moving_from` put back; otherwise the row is left
-// for the next round (a row without `moving_from`, written before the field, for good: logged).
+// for the next round. A row without `moving_from` (written before the field) takes for its
+// source the one region that knows the tenant, every other answering 404; else it is left.
 //
 // Invariant: a row is written `creating`/`deleting` before its region hears of the change and
 // settled only under the tenant's claim, so a create or delete in progress is never settled

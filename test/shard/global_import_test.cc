@@ -202,5 +202,29 @@ TEST_F(GlobalImport, AMoveOutWhoseThawWasNotAnsweredAtStartIsSettledOnceItIs) {
         << us_row(t) << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
 }
 
+// As the first case, the import's row written as a router before `moving_from` wrote it (the
+// field cleared in G's file while G is stopped): us, the one region that knows the tenant, is
+// taken for its source, and the import is deleted once us's export lapses.
+TEST_F(GlobalImport, AnImportNamingNoSourceIsSettledByTheOneRegionThatKnowsIt) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(start(t, "imported:60000", ""));
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(
+        t, [&] { return copy_on(kN1, t).status == 200; }, "eu",
+        [&] {
+            auto d = shard::Directory::open(dir_.file("shard.fenec"));
+            ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+            shard::TenantRow row = (*d)->maps()->tenants.at(t);
+            ASSERT_EQ(row.state, "importing");
+            ASSERT_EQ(row.moving_from, "@us");
+            row.moving_from.clear();
+            ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+        }));
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "@us active"; }, 15000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
+}
+
 }  // namespace
 }  // namespace fenec::test::global_import_test
