@@ -466,9 +466,12 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t) {
             }
         }
     }
+    // Across regions the global router's settling asks the thaw again each round; within one
+    // directory a second move finishes it.
     log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
              "` by a stopped move: still routed to `" + t.node + "`, " + outcome +
-             "; move it again to finish");
+             (home_region(t.moving_to) ? "; the thaw is asked again each settling round"
+                                       : "; move it again to finish"));
 }
 
 void settle_moves(Router& router) {

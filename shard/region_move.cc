@@ -652,15 +652,27 @@ RegionAnswer RegionMove::here(std::string_view method, const std::string& step) 
         return n->second;
     };
     auto thaw = [&](const NodeRow& node) {
-        (void)router_.upstream().admin(node, {.method = "POST",
-                                              .target = "/_admin/tenants/" + tenant_ + "/thaw",
-                                              .request_id = a_.request_id,
-                                              .resendable = true});
+        const server::CallResult w =
+            router_.upstream().admin(node, {.method = "POST",
+                                            .target = "/_admin/tenants/" + tenant_ + "/thaw",
+                                            .request_id = a_.request_id,
+                                            .resendable = true});
+        return w.answer && w.answer->status == 200;
     };
     if (step == "undo-export" || step == "undo-release") {
-        // The row as it was, on its node, thawed; its node granted with it again.
-        engine::Status st = router_.directory().put_tenant(row_);
-        if (auto node = node_of(row_.node)) thaw(*node);
+        // The row as it was, on its node, thawed; its node granted with it again. A thaw not
+        // answered 200 leaves the row `moving` to `@<to>` rather than `active` over a frozen
+        // copy: the settling thread asks the thaw again each round (TwoLevel::settle).
+        const std::optional<NodeRow> node = node_of(row_.node);
+        TenantRow back = row_;
+        if (!node || !thaw(*node)) {
+            back.state = "moving";
+            back.moving_to = "@" + to_;
+            log_line("move of `" + tenant_ + "` to region `" + to_ + "` undone, but `" +
+                     row_.node + "` did not thaw it: left moving, the thaw asked again each "
+                     "settling round");
+        }
+        engine::Status st = router_.directory().put_tenant(back);
         router_.cluster().changed(row_.node);
         return st.is_ok() ? ok() : failed(st.to_string());
     }

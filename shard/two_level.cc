@@ -237,8 +237,10 @@ void TwoLevel::settle_import(const std::string& tenant) {
             Relayed got = ask_region(to);
             if (got.answered && got.status == 404) continue;
             if (!got.answered || got.status != 200 || found) {
-                unsure = found ? "more than one region knows it" : "region `" + region +
-                                                                       "` did not say";
+                unsure = got.answered && got.status == 200
+                             ? "more than one region knows it"
+                             : "region `" + region + "` did not say (" +
+                                   (got.answered ? std::to_string(got.status) : got.why) + ")";
                 break;
             }
             found = std::move(to);

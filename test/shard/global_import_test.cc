@@ -71,6 +71,7 @@ class GlobalImport : public ClusterTest<2> {
     }
     std::vector<std::string> g_flags(std::vector<std::string> more = {}) const {
         std::vector<std::string> f = {"--replication-token", kReplication};
+        f.insert(f.end(), g_more_.begin(), g_more_.end());
         f.insert(f.end(), more.begin(), more.end());
         if (g_port_) f.insert(f.end(), {"--listen", "127.0.0.1:" + std::to_string(g_port_)});
         return f;
@@ -108,6 +109,7 @@ class GlobalImport : public ClusterTest<2> {
         return j.text("node") + " " + j.text("state");
     }
 
+    std::vector<std::string> g_more_;  // flags G always starts with
     uint16_t g_port_ = 0;
     std::unique_ptr<RouterProcess> us_;
 };
@@ -224,6 +226,46 @@ TEST_F(GlobalImport, AnImportNamingNoSourceIsSettledByTheOneRegionThatKnowsIt) {
     EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
+}
+
+// A move out of eu (kept by G) that G undoes (U holds its import 1.5 s, past G's 1 s
+// --upstream-timeout), n1 stopped (SIGSTOP) once U recorded the import, so G's thaw in the
+// undo-export is not answered: the row is left `moving`, not `active` over a frozen copy, and once
+// n1 is back (killed, its thaw lost, and started again) G's settling thaws t and puts the row back
+// `active`, and t takes writes again.
+TEST_F(GlobalImport, AnUndoneMoveOutWhoseThawWasNotAnsweredIsThawedLater) {
+    const std::string t = tenant("acme"), other = tenant("other");
+    g_more_ = {"--upstream-timeout", "1"};
+    ASSERT_NO_FATAL_FAILURE(start(other, "", "imported:1500"));
+    Reply made = shard("PUT", "/_shard/tenants/" + t,
+                       R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    Reply moved;
+    std::thread mover([&] {
+        Client c(g_port_);
+        moved = c.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})",
+                          bearer(kRoot))
+                    .value_or(Reply{});
+    });
+    EXPECT_TRUE(eventually([&] { return us_row(t) == "n2 importing"; }, 8000)) << us_row(t);
+    nodes_->procs[kN1]->signal(SIGSTOP);
+    mover.join();
+    EXPECT_GE(moved.status, 500) << moved.body;
+    EXPECT_EQ(g_row(t), "n1 moving");
+    EXPECT_TRUE(logged(dir_.file("router.err"), "did not thaw it: left moving"))
+        << read_file(dir_.file("router.err"));
+    // n1 killed, its unanswered thaw with it, and started again on its port: t is frozen there
+    // (the mark is on disk) until G's settling thaws it.
+    const uint16_t n1_port = nodes_->port(kN1);
+    nodes_->procs[kN1]->signal(SIGKILL);
+    ASSERT_NO_FATAL_FAILURE(nodes_->start(kN1, n1_port));
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "n1 active"; }, 10000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    EXPECT_TRUE(eventually(
+        [&] { return copy_on(kN2, t).status == 404 && us_row(t) == "n1 active"; }, 10000))
+        << us_row(t) << " " << copy_on(kN2, t).body << read_file(dir_.file("us.err"));
 }
 
 }  // namespace
