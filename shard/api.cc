@@ -319,8 +319,8 @@ class Api {
         }
         if (!row || row->plane != ShardPlane::shard) {
             return Router::error(404, "no route " + request_.head.path +
-                                          ": /_shard/ serves nodes, pairs, replicas and tenants "
-                                          "in this version");
+                                          ": /_shard/ serves nodes, pairs, tenants, replicas, "
+                                          "regions, query and status");
         }
         // A named node or tenant is judged before the method (seg[2] is its name).
         const bool node_named = row->id == ShardRouteId::node || row->id == ShardRouteId::failover;
