@@ -29,6 +29,8 @@
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
+#include "shard/relay.h"
+#include "shard/router.h"
 #include "shard/routes.h"
 #include "shard/standby.h"
 #include "shard/test_hooks.h"
@@ -432,8 +434,57 @@ Response serve_move(Router& router, const server::Request& request, const Router
     return Move(router, a, tenant).run(request);
 }
 
+namespace {
+
+// A move across regions left `moving` to `@<r>`: where region `r` says the tenant is active on a
+// node of its own, the move went through under a router before this one (a standby promoted that
+// had not been sent the release), and `@<r>` is its home; where it says nothing, nothing is
+// decided. nullopt: go on and thaw the source.
+std::optional<std::string> finished_there(Router& router, const std::string& name,
+                                          const TenantRow& t, const DirectoryMaps& maps) {
+    const std::optional<std::string_view> region = home_region(t.moving_to);
+    if (!region) return std::nullopt;
+    auto routers = maps.regions.find(*region);
+    if (routers == maps.regions.end()) return std::nullopt;  // no directory of its own to ask
+    const Relayed r = router.relays().relay(
+        RelayTo{std::string(*region), routers->second},
+        {.method = "GET",
+         .target = "/_shard/tenants/" + name,
+         .client = peer_host(router.options().listen),
+         .request_id = router.new_request_id(std::nullopt),
+         .from_primary = true});
+    if (r.answered && r.status == 404) return std::nullopt;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view at, state;
+    if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
+        doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
+        return "region `" + std::string(*region) + "` did not say where it is (" +
+               (r.answered ? std::to_string(r.status) : r.why) + "): left moving";
+    }
+    if (at.starts_with('@') || state != "active") return std::nullopt;
+    TenantRow home = t;
+    home.node = t.moving_to;
+    home.state = "active";
+    home.moving_to.clear();
+    // No grant is changed here: at start leasing has not begun (the grants are made from the
+    // directory as it does), and a later round's row reaches the node with its next renewal.
+    engine::Status st = router.directory().put_tenant(home);
+    return "region `" + std::string(*region) + "` has it active on `" + std::string(at) +
+           "`: the move went through, its home is `" + t.moving_to + "`" +
+           (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
+           "; the frozen copy on `" + t.node + "` is left frozen and unrouted";
+}
+
+}  // namespace
+
 void settle_move(Router& router, const std::string& name, const TenantRow& t) {
     auto maps = router.directory().maps();
+    if (std::optional<std::string> decided = finished_there(router, name, t, *maps)) {
+        log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
+                 "` by a stopped move: " + *decided);
+        return;
+    }
     auto n = maps->nodes.find(t.node);
     std::string outcome = "its node is not in the directory";
     if (n != maps->nodes.end()) {
