@@ -37,6 +37,27 @@ bool made(const Relayed& r) {
 }
 bool gone(const Relayed& r) { return r.status == 204 || r.status == 200 || r.status == 404; }
 
+// After the settling activated `tenant`'s import on a node of this directory's (the home
+// statement: its row is the home): the source region, which released it, asked to drop its
+// frozen copy and its row `@<here>`, as the move's own step 6 would have (shard/handoff.h); never
+// before the home moved, since until then that row passes the tenant's requests on. A drop not
+// taken is left for the next import into that region, which drops them first.
+void drop_source(Router& router, const RelayTo& source, const std::string& tenant,
+                 const Asker& asker) {
+    const Relayed r = router.relays().relay(source, {.method = "POST",
+                                                     .target = "/_shard/handoff/" + tenant + "/drop",
+                                                     .body = "{}",
+                                                     .client = asker.client,
+                                                     .request_id = asker.request_id});
+    log_line("the import of `" + tenant + "` activated by a settling: region `" + source.scope +
+             "` " +
+             (r.answered && r.status == 200
+                  ? "dropped its frozen copy and row"
+                  : "did not drop its frozen copy (" +
+                        (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why) +
+                        "): its next import of the tenant drops them"));
+}
+
 }  // namespace
 
 TwoLevel::TwoLevel(Router& router) : router_(router) {}
@@ -272,6 +293,7 @@ void TwoLevel::settle_import(const std::string& tenant) {
                  (a.status == 200 ? "; activated"
                                   : "; not activated (" + std::to_string(a.status) + " " +
                                         node_error(a.body) + ")"));
+        if (a.status == 200) drop_source(router_, source, tenant, asker);
         return;
     }
     if (at.starts_with('@') || state != "active") {

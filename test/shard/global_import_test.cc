@@ -145,6 +145,13 @@ TEST_F(GlobalImport, StoppedAfterTheReleaseTheImportIsActivated) {
         << read_file(dir_.file("router.err"));
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     EXPECT_EQ(count_on(kN1, t), R"({"count":2})");
+    // The home moved (G's row is it), so us is asked to drop what the move left there, as the
+    // move's last step would have: its row `@eu` and n2's frozen copy.
+    EXPECT_TRUE(eventually(
+        [&] { return us_row(t) == "n1 active" && copy_on(kN2, t).status == 404; }, 10000))
+        << us_row(t) << " " << copy_on(kN2, t).body << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "region `us` dropped its frozen copy and row"))
+        << read_file(dir_.file("router.err"));
 }
 
 // A third region, ap, keeps its own directory with a row `@eu` for t left from some earlier move
