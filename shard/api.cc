@@ -339,7 +339,7 @@ class Api {
             const std::optional<HandoffStep> step = handoff_step(seg[3]);
             if (!step) {
                 return Router::error(404, "no handoff step `" + seg[3] + "`: export, undo-export, "
-                                          "import, release, undo-release, drop, activate");
+                                          "import, release, undo-release, drop, activate, home");
             }
             return changed(serve_handoff(router_, request_, a_, seg[2], *step));
         }

@@ -132,6 +132,7 @@ class Step {
     Response undo_release();
     Response drop();
     Response activate();
+    Response home();
 
   private:
     std::optional<Response> drop_released(const DirectoryMaps& maps, const TenantRow& released,
@@ -510,6 +511,85 @@ Response Step::undo_release() {
     return r;
 }
 
+// On the global router, asked by a target region's router whose settling activated an import
+// released to it while the global router had stopped before its home statement (step 4): the
+// home `@<to>` written once both regions say so, each asked of its primary (the source that it
+// released the tenant to `<to>`, the target that it holds it active on a node of its own), then
+// the source asked to drop what it kept (step 6). The tenant claimed throughout.
+Response Step::home() {
+    std::string to;
+    if (auto refused = read_to(to)) return *refused;
+    TenantClaim claim(router_, tenant_, "handoff");
+    if (!claim.held) return busy();
+    auto maps = router_.directory().maps();
+    auto t = maps->tenants.find(tenant_);
+    if (t == maps->tenants.end()) {
+        return Router::error(404, "tenant `" + tenant_ + "` is not in the global directory");
+    }
+    const TenantRow row = t->second;
+    auto answer = [&](const std::string& node) {
+        Response r;
+        json::Writer w(r.body);
+        w.begin_object();
+        w.key("tenant");
+        w.string(tenant_);
+        w.key("node");
+        w.string(node);
+        w.end_object();
+        return r;
+    };
+    if (row.node == to) return answer(to);  // stated already
+    const std::optional<std::string_view> from = home_region(row.node);
+    auto from_routers = from ? maps->regions.find(*from) : maps->regions.end();
+    auto to_routers = maps->regions.find(to.substr(1));
+    if (from_routers == maps->regions.end() || to_routers == maps->regions.end() ||
+        row.state != "active") {
+        return Router::error(409, "tenant `" + tenant_ + "` is " + row.state + " at `" + row.node +
+                                      "`, not at home in a region keeping its own directory "
+                                      "that could have released it to `" + to + "`");
+    }
+    const std::string client = peer_host(router_.options().listen);
+    auto where = [&](const RelayTo& region) -> std::optional<std::pair<std::string, std::string>> {
+        const Relayed r = router_.relays().relay(region, {.method = "GET",
+                                                          .target = "/_shard/tenants/" + tenant_,
+                                                          .client = client,
+                                                          .request_id = a_.request_id,
+                                                          .from_primary = true});
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        std::string_view node, state;
+        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
+            doc["node"].get_string().get(node) || doc["state"].get_string().get(state)) {
+            return std::nullopt;
+        }
+        return std::pair{std::string(node), std::string(state)};
+    };
+    const RelayTo source{std::string(*from), from_routers->second};
+    const RelayTo target{to.substr(1), to_routers->second};
+    const auto released = where(source);
+    const auto held = where(target);
+    if (!released || released->first != to || !held || held->first.starts_with('@') ||
+        held->second != "active") {
+        Response r = Router::error(409, "the home of `" + tenant_ + "` stays `" + row.node +
+                                            "`: region `" + source.scope + "` says " +
+                                            (released ? "`" + released->first + "`" : "nothing") +
+                                            ", region `" + target.scope + "` says " +
+                                            (held ? "`" + held->first + "` (" + held->second + ")"
+                                                  : "nothing"));
+        return r;
+    }
+    TenantRow home = row;
+    home.node = to;
+    if (engine::Status st = router_.directory().put_tenant(home); !st.is_ok()) {
+        return Router::error(500, "the directory could not move the home of `" + tenant_ +
+                                      "`: " + st.to_string());
+    }
+    log_line("the home of `" + tenant_ + "` is `" + to + "`, as regions `" + source.scope +
+             "` and `" + target.scope + "` say (a settling's home statement)");
+    drop_source(router_, source, tenant_, {client, a_.request_id});
+    return answer(to);
+}
+
 // Step 5: the frozen source copy and its copies deleted, the row removed.
 Response Step::drop() {
     if (test_hooks::fail_handoff_step("drop")) return hooked("drop");
@@ -616,6 +696,7 @@ std::optional<HandoffStep> handoff_step(std::string_view name) {
     if (name == "undo-release") return HandoffStep::undo_release;
     if (name == "drop") return HandoffStep::drop;
     if (name == "activate") return HandoffStep::activate;
+    if (name == "home") return HandoffStep::home;
     return std::nullopt;
 }
 
@@ -767,7 +848,27 @@ void Handoffs::settle_import(const std::string& tenant) {
         if (node == here) {
             // Released here and the home never moved (the global router stopped between): no
             // lease names it anywhere, and the relays already send its requests here.
-            return activate(named + " released it here");
+            activate(named + " released it here");
+            // The home is still `@<source>` (its global router stopped before stating it): it is
+            // asked to state it now, which it does once both regions say so.
+            if (home && router_.directory().maps()->tenants.count(tenant) &&
+                router_.directory().maps()->tenants.at(tenant).state == "active") {
+                const Relayed h = router_.relays().relay(
+                    RelayTo{"global", global_urls(router_.options().global.value_or(""))},
+                    {.method = "POST",
+                     .target = "/_shard/handoff/" + tenant + "/home",
+                     .body = "{\"to\":\"" + here + "\"}",
+                     .client = peer_host(router_.options().listen),
+                     .request_id = router_.new_request_id(std::nullopt)});
+                log_line("the import of `" + tenant + "`: the global router " +
+                         (h.answered && h.status == 200
+                              ? "stated its home `" + here + "`"
+                              : "did not state its home (" +
+                                    (h.answered ? std::to_string(h.status) + " " + node_error(h.body)
+                                                : h.why) +
+                                    "); its home stays `@" + std::string(*home) + "` there"));
+            }
+            return;
         }
         // Where the global router keeps it, only a row `active` says the move is over: `moving`
         // is a move of its own still running.
@@ -1046,6 +1147,18 @@ http::Response serve_handoff(Router& router, const server::Request& request,
                              "(a valid Fenec-Relay mark): a move across regions is asked "
                              "of POST /_shard/tenants/<t>/move");
     }
+    if (step == HandoffStep::home) {
+        if (router.global_copy()) {
+            return Router::error(409, "the home statement is the global router's: this router "
+                                      "keeps a region's directory");
+        }
+        if (request.head.method != http::Method::post) {
+            Response r = Router::error(405, request.head.path + " takes POST");
+            r.header("Allow", "POST");
+            return r;
+        }
+        return Step(router, request, a, tenant).home();
+    }
     if (!router.global_copy()) {
         return Router::error(409,
                              "this router keeps no region's directory (no --region): a "
@@ -1077,6 +1190,8 @@ http::Response serve_handoff(Router& router, const server::Request& request,
         case HandoffStep::activate:
             if (m == http::Method::post) return s.activate();
             break;
+        case HandoffStep::home:
+            break;  // served above
     }
     Response r = Router::error(405, request.head.path + " takes " + std::string(want));
     r.header("Allow", step == HandoffStep::import_image ? "PUT, DELETE" : "POST");

@@ -122,6 +122,7 @@ enum class HandoffStep : uint8_t {
     undo_release,
     drop,
     activate,
+    home,  // the global router's: the home statement a settling asks for (shard/handoff.cc)
 };
 std::optional<HandoffStep> handoff_step(std::string_view name);
 

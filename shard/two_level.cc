@@ -37,6 +37,8 @@ bool made(const Relayed& r) {
 }
 bool gone(const Relayed& r) { return r.status == 204 || r.status == 200 || r.status == 404; }
 
+}  // namespace
+
 // After the settling activated `tenant`'s import on a node of this directory's (the home
 // statement: its row is the home): the source region, which released it, asked to drop its
 // frozen copy and its row `@<here>`, as the move's own step 6 would have (shard/handoff.h); never
@@ -57,8 +59,6 @@ void drop_source(Router& router, const RelayTo& source, const std::string& tenan
                         (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why) +
                         "): its next import of the tenant drops them"));
 }
-
-}  // namespace
 
 TwoLevel::TwoLevel(Router& router) : router_(router) {}
 

@@ -50,6 +50,13 @@ struct Asker {
     std::string request_id;
 };
 
+// Once the home of `tenant` moved to a region that took it from `source` (a settling's
+// activation or home statement): `source` asked to drop its frozen copy and its row, the move's
+// last step (shard/handoff.h); never before, since that row passes the tenant's requests on until
+// the home moves. Logged; a drop not taken is left for the next import there. Blocks.
+void drop_source(Router& router, const RelayTo& source, const std::string& tenant,
+                 const Asker& asker);
+
 class TwoLevel {
   public:
     explicit TwoLevel(Router& router);

@@ -427,6 +427,23 @@ TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@us");
 }
 
+// The home step is the global router's, relay-only, and taken only where both regions say so:
+// with t active in eu and nothing in us, G refuses `home` 409 and keeps `@eu`; a region's router
+// refuses it 409; without a relay mark it is 403.
+TEST_F(Handoff, AHomeStatementIsTakenOnlyWhereBothRegionsSaySo) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    const std::string target = "/_shard/handoff/" + t + "/home";
+    Reply g = relayed(router_->port(), "POST", target, R"({"to":"@us"})");
+    EXPECT_EQ(g.status, 409) << g.body;
+    EXPECT_NE(g.body.find("stays `@eu`"), std::string::npos) << g.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+    Reply e = relayed(eu_->port(), "POST", target, R"({"to":"@us"})");
+    EXPECT_EQ(e.status, 409) << e.body;
+    EXPECT_EQ(on(router_->port(), "POST", target, R"({"to":"@us"})").status, 403);
+    EXPECT_EQ(write(t, 1).status, 201);
+}
+
 // §11.7: each step failed on purpose is undone by the global router (the import deleted, the
 // export or the release undone), the move answered with the step, and the tenant left where it
 // was, taking writes. A failed drop fails nothing: the move is done, its source copy left.
@@ -661,6 +678,18 @@ TEST_F(HandoffReleasedImport, IsActivatedThoughTheHomeDidNotMove) {
         << read_file(dir_.file("us.err"));
     EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
     EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+    // U asked G for the home statement its stop left out: G, once eu says it released t to us
+    // and us that it holds it, writes `@us` and has eu drop its frozen copy and row.
+    EXPECT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "@us"; },
+        10000))
+        << shard("GET", "/_shard/tenants/" + t).body << read_file(dir_.file("us.err"));
+    EXPECT_TRUE(logged(dir_.file("us.err"), "the global router stated its home `@us`"))
+        << read_file(dir_.file("us.err"));
+    EXPECT_TRUE(eventually([&] { return copy_on(kN1, t).status == 404; }, 10000))
+        << copy_on(kN1, t).body << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t, 2).status == 201; }, 5000));
+    EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":3})");
 }
 
 }  // namespace
