@@ -527,18 +527,7 @@ Response Step::home() {
         return Router::error(404, "tenant `" + tenant_ + "` is not in the global directory");
     }
     const TenantRow row = t->second;
-    auto answer = [&](const std::string& node) {
-        Response r;
-        json::Writer w(r.body);
-        w.begin_object();
-        w.key("tenant");
-        w.string(tenant_);
-        w.key("node");
-        w.string(node);
-        w.end_object();
-        return r;
-    };
-    if (row.node == to) return answer(to);  // stated already
+    if (row.node == to) return ok_json({{"tenant", tenant_}, {"node", to}});  // stated already
     const std::optional<std::string_view> from = home_region(row.node);
     auto from_routers = from ? maps->regions.find(*from) : maps->regions.end();
     auto to_routers = maps->regions.find(to.substr(1));
@@ -549,34 +538,18 @@ Response Step::home() {
                                       "that could have released it to `" + to + "`");
     }
     const std::string client = peer_host(router_.options().listen);
-    auto where = [&](const RelayTo& region) -> std::optional<std::pair<std::string, std::string>> {
-        const Relayed r = router_.relays().relay(region, {.method = "GET",
-                                                          .target = "/_shard/tenants/" + tenant_,
-                                                          .client = client,
-                                                          .request_id = a_.request_id,
-                                                          .from_primary = true});
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view node, state;
-        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
-            doc["node"].get_string().get(node) || doc["state"].get_string().get(state)) {
-            return std::nullopt;
-        }
-        return std::pair{std::string(node), std::string(state)};
-    };
     const RelayTo source{std::string(*from), from_routers->second};
     const RelayTo target{to.substr(1), to_routers->second};
-    const auto released = where(source);
-    const auto held = where(target);
-    if (!released || released->first != to || !held || held->first.starts_with('@') ||
-        held->second != "active") {
-        Response r = Router::error(409, "the home of `" + tenant_ + "` stays `" + row.node +
-                                            "`: region `" + source.scope + "` says " +
-                                            (released ? "`" + released->first + "`" : "nothing") +
-                                            ", region `" + target.scope + "` says " +
-                                            (held ? "`" + held->first + "` (" + held->second + ")"
-                                                  : "nothing"));
-        return r;
+    const TenantWord released = ask_tenant(router_.relays(), source, tenant_, client, a_.request_id);
+    const TenantWord held = ask_tenant(router_.relays(), target, tenant_, client, a_.request_id);
+    if (!released.said || released.node != to || !held.said || held.node.starts_with('@') ||
+        held.state != "active") {
+        auto said = [](const TenantWord& w) {
+            return w.said ? "`" + w.node + "` (" + w.state + ")" : std::string("nothing");
+        };
+        return Router::error(409, "the home of `" + tenant_ + "` stays `" + row.node +
+                                      "`: region `" + source.scope + "` says " + said(released) +
+                                      ", region `" + target.scope + "` says " + said(held));
     }
     TenantRow home = row;
     home.node = to;
@@ -587,7 +560,7 @@ Response Step::home() {
     log_line("the home of `" + tenant_ + "` is `" + to + "`, as regions `" + source.scope +
              "` and `" + target.scope + "` say (a settling's home statement)");
     drop_source(router_, source, tenant_, {client, a_.request_id});
-    return answer(to);
+    return ok_json({{"tenant", tenant_}, {"node", to}});
 }
 
 // Step 5: the frozen source copy and its copies deleted, the row removed.
@@ -829,36 +802,32 @@ void Handoffs::settle_import(const std::string& tenant) {
         const std::string named =
             home ? "region `" + source->scope + "`" : std::string("the global router");
         // A standby's copy may lag its primary's by the release itself: only a primary says.
-        const Relayed r =
-            router_.relays().relay(*source, {.method = "GET",
-                                             .target = "/_shard/tenants/" + tenant,
-                                             .client = peer_host(router_.options().listen),
-                                             .request_id = router_.new_request_id(std::nullopt),
-                                             .from_primary = true});
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view node, state;
-        if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
-            doc["node"].get_string().get(node)) {
+        const std::string client = peer_host(router_.options().listen);
+        const TenantWord word = ask_tenant(router_.relays(), *source, tenant, client,
+                                           router_.new_request_id(std::nullopt));
+        const Relayed& r = word.relayed;
+        if (!word.said) {
             log_line("the import of `" + tenant + "` is left importing: " + named +
                      " did not say where it is (" +
                      (r.answered ? std::to_string(r.status) : r.why) + ")");
             return;
         }
+        const std::string& node = word.node;
         if (node == here) {
             // Released here and the home never moved (the global router stopped between): no
             // lease names it anywhere, and the relays already send its requests here.
             activate(named + " released it here");
             // The home is still `@<source>` (its global router stopped before stating it): it is
             // asked to state it now, which it does once both regions say so.
-            if (home && router_.directory().maps()->tenants.count(tenant) &&
-                router_.directory().maps()->tenants.at(tenant).state == "active") {
+            const auto after = router_.directory().maps();
+            const auto row = after->tenants.find(tenant);
+            if (home && row != after->tenants.end() && row->second.state == "active") {
                 const Relayed h = router_.relays().relay(
                     RelayTo{"global", global_urls(router_.options().global.value_or(""))},
                     {.method = "POST",
                      .target = "/_shard/handoff/" + tenant + "/home",
                      .body = "{\"to\":\"" + here + "\"}",
-                     .client = peer_host(router_.options().listen),
+                     .client = client,
                      .request_id = router_.new_request_id(std::nullopt)});
                 log_line("the import of `" + tenant + "`: the global router " +
                          (h.answered && h.status == 200
@@ -872,14 +841,13 @@ void Handoffs::settle_import(const std::string& tenant) {
         }
         // Where the global router keeps it, only a row `active` says the move is over: `moving`
         // is a move of its own still running.
-        const bool settled =
-            home || (!doc["state"].get_string().get(state) && state == "active");
+        const bool settled = home || word.state == "active";
         if (node.empty() || node.starts_with('@') || !settled) {
             log_line("the import of `" + tenant + "` is left importing: " + named + " has it at `" +
-                     std::string(node) + "`" + (settled ? "" : " (" + std::string(state) + ")"));
+                     node + "`" + (settled ? "" : " (" + word.state + ")"));
             return;
         }
-        why = named + " still places it on `" + std::string(node) + "`";
+        why = named + " still places it on `" + node + "`";
     }
     const Response d = remove_import(router_, tenant, router_.new_request_id(std::nullopt));
     log_line("the import of `" + tenant + "` was never activated and " + why +

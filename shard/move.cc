@@ -446,23 +446,16 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
     if (!region) return std::nullopt;
     auto routers = maps.regions.find(*region);
     if (routers == maps.regions.end()) return std::nullopt;  // no directory of its own to ask
-    const Relayed r = router.relays().relay(
-        RelayTo{std::string(*region), routers->second},
-        {.method = "GET",
-         .target = "/_shard/tenants/" + name,
-         .client = peer_host(router.options().listen),
-         .request_id = router.new_request_id(std::nullopt),
-         .from_primary = true});
+    const TenantWord word =
+        ask_tenant(router.relays(), RelayTo{std::string(*region), routers->second}, name,
+                   peer_host(router.options().listen), router.new_request_id(std::nullopt));
+    const Relayed& r = word.relayed;
     if (r.answered && r.status == 404) return std::nullopt;
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view at, state;
-    if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
-        doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
+    if (!word.said) {
         return "region `" + std::string(*region) + "` did not say where it is (" +
                (r.answered ? std::to_string(r.status) : r.why) + "): left moving";
     }
-    if (at.starts_with('@') || state != "active") return std::nullopt;
+    if (word.node.starts_with('@') || word.state != "active") return std::nullopt;
     TenantRow home = t;
     home.node = t.moving_to;
     home.state = "active";
@@ -470,7 +463,7 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
     // No grant is changed here: at start leasing has not begun (the grants are made from the
     // directory as it does), and a later round's row reaches the node with its next renewal.
     engine::Status st = router.directory().put_tenant(home);
-    return "region `" + std::string(*region) + "` has it active on `" + std::string(at) +
+    return "region `" + std::string(*region) + "` has it active on `" + word.node +
            "`: the move went through, its home is `" + t.moving_to + "`" +
            (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
            "; the frozen copy on `" + t.node + "` is left frozen and unrouted";

@@ -134,6 +134,29 @@ RelayAnswer parse_relay_answer(std::string_view body) {
     return out;
 }
 
+TenantWord ask_tenant(Relays& relays, const RelayTo& to, std::string_view tenant,
+                      std::string_view client, std::string_view request_id) {
+    TenantWord out;
+    const std::string target = "/_shard/tenants/" + std::string(tenant);
+    out.relayed = relays.relay(to, {.method = "GET",
+                                    .target = target,
+                                    .client = client,
+                                    .request_id = request_id,
+                                    .from_primary = true});
+    if (!out.relayed.answered || out.relayed.status != 200) return out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view node, state;
+    if (parser.parse(out.relayed.body).get(doc) || doc["node"].get_string().get(node) ||
+        doc["state"].get_string().get(state)) {
+        return out;
+    }
+    out.said = true;
+    out.node = std::string(node);
+    out.state = std::string(state);
+    return out;
+}
+
 std::string relayed_for(const server::Request& request, std::string_view request_id,
                         const std::optional<std::string>& token) {
     const http::RequestHead& h = request.head;

@@ -113,6 +113,17 @@ struct RelayAnswer {
 };
 RelayAnswer parse_relay_answer(std::string_view body);
 
+// Another router's word on one tenant (`GET /_shard/tenants/<t>`), asked of a primary alone
+// (`Fenec-Read: primary`): what the settlings decide on. `said`: answered 200 naming its node and
+// state; otherwise `relayed` tells what came back (a 404, another status, no answer).
+struct TenantWord {
+    Relayed relayed;
+    bool said = false;
+    std::string node, state;
+};
+TenantWord ask_tenant(Relays& relays, const RelayTo& to, std::string_view tenant,
+                      std::string_view client, std::string_view request_id);
+
 // R25, §11.5: the client a `/_shard/` or `/t/` request was relayed for, or "" for a request from a
 // client: the client named by a valid `Fenec-Relay` mark under `token` (over `request_id`, the
 // method and the target); among routers without a token, the relaying router's address when

@@ -2,8 +2,6 @@
 // router.md §11.4), on the global router.
 #include "shard/two_level.h"
 
-#include <simdjson.h>
-
 #include <chrono>
 
 #include "json/writer.h"
@@ -232,14 +230,10 @@ void TwoLevel::settle_import(const std::string& tenant) {
     const std::string here = "@" + node->second.region;
     const Asker asker{peer_host(router_.options().listen), router_.new_request_id(std::nullopt)};
     auto ask_region = [&](const RelayTo& to) {
-        return router_.relays().relay(to, {.method = "GET",
-                                           .target = tenant_target(tenant),
-                                           .client = asker.client,
-                                           .request_id = asker.request_id,
-                                           .from_primary = true});
+        return ask_tenant(router_.relays(), to, tenant, asker.client, asker.request_id);
     };
     std::optional<RelayTo> found;
-    Relayed r;
+    TenantWord word;
     if (const std::optional<std::string_view> from = home_region(row.moving_from)) {
         auto routers = maps->regions.find(*from);
         if (routers == maps->regions.end()) {
@@ -248,14 +242,15 @@ void TwoLevel::settle_import(const std::string& tenant) {
             return;
         }
         found = RelayTo{std::string(*from), routers->second};
-        r = ask_region(*found);
+        word = ask_region(*found);
     } else {
         // A row written before `moving_from`: the source is the one region that knows the
         // tenant, every other answering that it does not; anything less is left to a person.
         std::string unsure;
         for (const auto& [region, routers] : maps->regions) {
             RelayTo to{region, routers};
-            Relayed got = ask_region(to);
+            TenantWord asked = ask_region(to);
+            const Relayed& got = asked.relayed;
             if (got.answered && got.status == 404) continue;
             if (!got.answered || got.status != 200 || found) {
                 unsure = got.answered && got.status == 200
@@ -265,7 +260,7 @@ void TwoLevel::settle_import(const std::string& tenant) {
                 break;
             }
             found = std::move(to);
-            r = std::move(got);
+            word = std::move(asked);
         }
         if (!found || !unsure.empty()) {
             log_line("the import of `" + tenant + "` is left importing: it names no region it "
@@ -276,11 +271,10 @@ void TwoLevel::settle_import(const std::string& tenant) {
         }
     }
     const RelayTo& source = *found;
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view at, state;
-    if (!r.answered || r.status != 200 || parser.parse(r.body).get(doc) ||
-        doc["node"].get_string().get(at) || doc["state"].get_string().get(state)) {
+    const Relayed& r = word.relayed;
+    const std::string& at = word.node;
+    const std::string& state = word.state;
+    if (!word.said) {
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
                  "` did not say where it is (" + (r.answered ? std::to_string(r.status) : r.why) +
                  ")");
@@ -299,7 +293,7 @@ void TwoLevel::settle_import(const std::string& tenant) {
     if (at.starts_with('@') || state != "active") {
         // Its export still running (`moving`), or a home elsewhere: asked again next round.
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
-                 "` has it at `" + std::string(at) + "` (" + std::string(state) + ")");
+                 "` has it at `" + at + "` (" + state + ")");
         return;
     }
     // Active on a node of its own there: the export lapsed, the release never ran, so the
