@@ -517,6 +517,7 @@ Response Step::undo_release() {
 // released the tenant to `<to>`, the target that it holds it active on a node of its own), then
 // the source asked to drop what it kept (step 6). The tenant claimed throughout.
 Response Step::home() {
+    if (test_hooks::fail_handoff_step("home-statement")) return hooked("home-statement");
     std::string to;
     if (auto refused = read_to(to)) return *refused;
     TenantClaim claim(router_, tenant_, "handoff");
@@ -747,6 +748,52 @@ void Handoffs::settle_imports() {
         if (t.state == importing_state) left.push_back(name);
     }
     for (const std::string& tenant : left) settle_import(tenant);
+    // A tenant active here whose home in the global directory is still another region: a
+    // settling activated its import while the global router had stopped before its home
+    // statement, and the statement asked for then was not made (the global router out of reach
+    // or busy). Asked again each pass: the row and the global directory are the memory of what
+    // is owed, so a restart of either router loses none of it. A copy of the global directory
+    // lagging a statement made asks once for nothing (200, stated already).
+    const std::string here = "@" + router_.directory().maps()->scope;
+    std::vector<std::pair<std::string, std::string>> owed;  // tenant, the home's region
+    {
+        const auto maps = router_.directory().maps();
+        const auto global = copy->maps();
+        for (const auto& [name, t] : maps->tenants) {
+            if (t.state != "active" || t.node.empty() || t.node.starts_with('@')) continue;
+            const auto g = global->tenants.find(name);
+            if (g == global->tenants.end() || g->second.state != "active") continue;
+            const std::optional<std::string_view> home = home_region(g->second.node);
+            if (home && g->second.node != here) owed.emplace_back(name, std::string(*home));
+        }
+    }
+    for (const auto& [tenant, home] : owed) {
+        TenantClaim claim(router_, tenant, settle_claim);
+        // The global router out of reach: the rest wait for the next pass, not a timeout each.
+        if (claim.held && !ask_home(tenant, home)) break;
+    }
+}
+
+// The global router asked to state `tenant`'s home as this region, where it still names `from`
+// (shard/handoff.cc's Step::home, which states it only once both regions say so); logged. False
+// when no router of the global directory answered.
+bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
+    const std::string here = "@" + router_.directory().maps()->scope;
+    const Relayed h = router_.relays().relay(
+        RelayTo{"global", global_urls(router_.options().global.value_or(""))},
+        {.method = "POST",
+         .target = "/_shard/handoff/" + tenant + "/home",
+         .body = "{\"to\":\"" + here + "\"}",
+         .client = peer_host(router_.options().listen),
+         .request_id = router_.new_request_id(std::nullopt)});
+    log_line("the import of `" + tenant + "`: the global router " +
+             (h.answered && h.status == 200
+                  ? "stated its home `" + here + "`"
+                  : "did not state its home (" +
+                        (h.answered ? std::to_string(h.status) + " " + node_error(h.body) : h.why) +
+                        "); its home stays `@" + std::string(from) +
+                        "` there, asked again at the next settling"));
+    return h.answered;
 }
 
 // One row `importing` (shard/handoff.h's settling): activated where its home is here, or where
@@ -817,26 +864,8 @@ void Handoffs::settle_import(const std::string& tenant) {
             // Released here and the home never moved (the global router stopped between): no
             // lease names it anywhere, and the relays already send its requests here.
             activate(named + " released it here");
-            // The home is still `@<source>` (its global router stopped before stating it): it is
-            // asked to state it now, which it does once both regions say so.
-            const auto after = router_.directory().maps();
-            const auto row = after->tenants.find(tenant);
-            if (home && row != after->tenants.end() && row->second.state == "active") {
-                const Relayed h = router_.relays().relay(
-                    RelayTo{"global", global_urls(router_.options().global.value_or(""))},
-                    {.method = "POST",
-                     .target = "/_shard/handoff/" + tenant + "/home",
-                     .body = "{\"to\":\"" + here + "\"}",
-                     .client = client,
-                     .request_id = router_.new_request_id(std::nullopt)});
-                log_line("the import of `" + tenant + "`: the global router " +
-                         (h.answered && h.status == 200
-                              ? "stated its home `" + here + "`"
-                              : "did not state its home (" +
-                                    (h.answered ? std::to_string(h.status) + " " + node_error(h.body)
-                                                : h.why) +
-                                    "); its home stays `@" + std::string(*home) + "` there"));
-            }
+            // The home is still `@<source>` (its global router stopped before stating it): the
+            // pass's sweep below asks the global router to state it (settle_imports).
             return;
         }
         // Where the global router keeps it, only a row `active` says the move is over: `moving`

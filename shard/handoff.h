@@ -37,7 +37,11 @@
 // released the tenant to this region, and its import deleted (as `DELETE …/import`) where the
 // source still places it on a node of its own (a home on a node of the global directory's own:
 // the global router is the source asked, and only a row `active` there deletes the import);
-// anything else is left and logged.
+// anything else is left and logged. Each pass then asks the global router to state the home of
+// every tenant `active` here whose home in the copy of the global directory is still another
+// region (an activation of a release whose home statement was never made): the global router
+// states it once both regions say so (`POST …/home`), and one out of reach is asked again at the
+// next pass.
 //
 // Invariants: every step is refused 403 unless the request bears a valid `Fenec-Relay` mark
 // (§11.5: only a router holding the shared --token makes one), so no client moves a tenant out
@@ -184,6 +188,7 @@ class Handoffs {
     void run();
     void lapse(const std::string& tenant, const Entry& e);
     void settle_import(const std::string& tenant);
+    bool ask_home(const std::string& tenant, std::string_view from);
 
     Router& router_;
     mutable std::mutex mu_;

@@ -37,7 +37,8 @@ bool skip_failover_cut();
 void stall_first_tokens();
 // True when FENEC_TEST_HANDOFF_FAIL names `step` (export, import, release, drop, activate): a
 // region's router refuses that step of a move across regions 500 before it changes anything (an
-// export: once it froze the tenant, undoing that itself); `home` fails the global router's step.
+// export: once it froze the tenant, undoing that itself); `home` fails the global router's step,
+// `home-statement` its answer to a settling's `POST …/home`.
 bool fail_handoff_step(std::string_view step);
 // After a two-level create's or delete's step `step`: sleeps what FENEC_TEST_TWO_LEVEL_STALL asks.
 void stall_after_two_level_step(std::string_view step);

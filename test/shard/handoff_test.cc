@@ -692,5 +692,38 @@ TEST_F(HandoffReleasedImport, IsActivatedThoughTheHomeDidNotMove) {
     EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":3})");
 }
 
+// The same stop, and the global router refusing the home statement U asks for after its
+// activation (FENEC_TEST_HANDOFF_FAIL=home-statement, 500): the home stays `@eu` only until G,
+// started again on its port without the hook, is asked once more by a later pass of U's settling;
+// eu then drops its frozen copy. Before, U asked once and the global row kept `@eu` for good.
+TEST_F(HandoffReleasedImport, AHomeStatementNotMadeIsAskedForAgain) {
+    const std::string t = tenant("acme");
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    two_regions(t, "home-statement", {}, {"--upstream-timeout", "1"});
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(released_to_us(t));
+    EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).second == "active"; }, 10000))
+        << row_on(us_->port(), t).second;
+    EXPECT_TRUE(logged(dir_.file("us.err"), "did not state its home (500", 10000))
+        << read_file(dir_.file("us.err"));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+    const uint16_t g_port = router_->port();
+    router_->kill(SIGKILL);
+    start_router(
+        {"--replication-token", kReplication, "--listen", "127.0.0.1:" + std::to_string(g_port)});
+    ASSERT_EQ(router_->port(), g_port);
+    EXPECT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == "@us"; },
+        10000))
+        << shard("GET", "/_shard/tenants/" + t).body << read_file(dir_.file("us.err"));
+    EXPECT_TRUE(logged(dir_.file("router.err"), "(a settling's home statement)"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return copy_on(kN1, t).status == 404; }, 10000))
+        << copy_on(kN1, t).body << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+    EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+}
+
 }  // namespace
 }  // namespace fenec::test::handoff_test
