@@ -226,6 +226,10 @@ bool Leases::fence(const std::string& node, const std::vector<std::string>& tena
             return std::binary_search(held.begin(), held.end(), t);
         });
         if (none && n.book.holds_list()) return true;
+        // Judged lapsed and not heard since: certainly lapsed still, though a grant sent since
+        // is out (which lapsed() waits for; grants go out again and again to a node failed over,
+        // so a wait for none out could last past the bound).
+        if (n.book.failed_over()) return true;
         return n.book.lapsed(clock_.steady_ns(), lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms);
     };
     // Woken by each answer (the lease thread notifies), and looking again for the lapse.

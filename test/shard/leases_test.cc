@@ -101,10 +101,9 @@ class FakeHost final : public LeaseHost {
                     std::chrono::nanoseconds(deadline_ns - clock_.steady_ns()));
                 break;
         }
-        if (r.kind == GrantReply::Kind::taken) {
-            std::lock_guard lock(mu_);
-            last_answer_ns_[node.name] = clock_.steady_ns();
-        }
+        std::lock_guard lock(mu_);
+        if (r.kind == GrantReply::Kind::taken) last_answer_ns_[node.name] = clock_.steady_ns();
+        ++back_[node.name];
         return r;
     }
     engine::Status put_lease_record(const LeaseRecord& record) override {
@@ -165,6 +164,12 @@ class FakeHost final : public LeaseHost {
         std::lock_guard lock(mu_);
         return returned_;
     }
+    // The grant calls to `node` that have returned (answered or not).
+    size_t back(const std::string& node) const {
+        std::lock_guard lock(mu_);
+        auto it = back_.find(node);
+        return it == back_.end() ? 0 : it->second;
+    }
     // The counted answers the lease thread has finished with (LeaseHost::answered).
     size_t answers(const std::string& node) const {
         std::lock_guard lock(mu_);
@@ -185,6 +190,7 @@ class FakeHost final : public LeaseHost {
     std::vector<std::string> notes_;
     std::vector<std::string> returned_;
     std::map<std::string, size_t> answers_;
+    std::map<std::string, size_t> back_;
 };
 
 template <class F>
@@ -431,6 +437,31 @@ TEST(Leases, AFailoverThatLeftTenantsOnASilentNodeRunsAgain) {
     EXPECT_GE(again.at_ns, again.last_answer_ns + lease_ms * 1'100'000);
     f.leases->stop();
     EXPECT_EQ(lapses_of("n2").size(), 1u);
+}
+
+// A failover by hand of a node already judged lapsed, and not heard since, needs no wait: it has
+// certainly lapsed. Its grants now run each to its whole bound (a node that holds every call),
+// so at almost no instant is none out, which lapsed() asks; the fence answered false at its
+// bound (a lease and a half, and a second) and the failover by hand was refused 503.
+TEST(Leases, AFenceOfANodeJudgedLapsedEndsAtOnce) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.answers("n1") >= 2; }));
+    f.host.set_mode("n1", Mode::hold);
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    // A grant out to it again (failed over, it has its whole third): the fence ends before that
+    // grant's call returns.
+    ASSERT_TRUE(eventually([&] { return f.leases->view("n1")->failed_over; }));
+    size_t back = 0;
+    ASSERT_TRUE(eventually([&] {
+        back = f.host.back("n1");
+        return f.host.sent("n1").size() > back;
+    }));
+    EXPECT_TRUE(f.leases->fence("n1", {"acme"}));
+    EXPECT_EQ(f.host.back("n1"), back) << "the fence waited for a grant's call to return";
+    f.leases->stop();
 }
 
 }  // namespace
