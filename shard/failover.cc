@@ -125,7 +125,7 @@ void Failover::released(const std::string& tenant) {
 }
 
 FailoverResult Failover::fail_over(const std::string& node, bool force, std::string_view trigger) {
-    std::lock_guard run(run_mu_);
+    std::unique_lock run(run_mu_);
     FailoverResult r;
     auto maps = host_.maps();
     if (!maps->nodes.contains(node)) {
@@ -185,7 +185,14 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
     std::vector<std::string> fenced;
     if (trigger == "hand") {
         for (const Claimed& c : claimed) fenced.push_back(c.row.name);
-        if (!fenced.empty() && !host_.fence(node, fenced)) {
+        // The wait (up to a lease and a half) holds the claims, not the failover lock: another
+        // node's lapse is failed over meanwhile, not after it. The claims keep every other
+        // operation off these tenants; their copies are read again below, since a failover of
+        // the node a copy lives on may have run meanwhile.
+        run.unlock();
+        const bool let_go = fenced.empty() || host_.fence(node, fenced);
+        run.lock();
+        if (!let_go) {
             host_.unfence(node, fenced);
             for (const std::string& name : fenced) host_.release(name);
             host_.grant_now(node);
@@ -194,6 +201,11 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
                       "` may still hold a lease for its tenants: it neither let them go nor "
                       "lapsed in time; nothing was failed over";
             return r;
+        }
+        const auto fresh = host_.maps();
+        for (Claimed& c : claimed) {
+            const auto row = fresh->tenants.find(c.row.name);
+            c.copy = row != fresh->tenants.end() ? fresh->copy_of(row->second) : std::string();
         }
     }
     // Each tenant's quota, promotion, directory row and cut, all tenants at once: a tenant's

@@ -4,9 +4,9 @@
 // its quota was sent there; the directory pointed at the copy in one synced statement; what is
 // out to the old node for it cut (§9.10). The promotions run at once (up to promotions_at_once
 // threads), so the node's last tenant is writable again after the slowest promotion rather than
-// after all of them in turn; the answer still lists the tenants in name order. A tenant another operation holds waits, named by none of
-// the node's grants meanwhile, and is failed over when that operation ends, onto the copy it had
-// when the failover came and no other.
+// after all of them in turn; the answer still lists the tenants in name order. A tenant another
+// operation holds waits, named by none of the node's grants meanwhile, and is failed over when that
+// operation ends, onto the copy it had when the failover came and no other.
 //
 // A copy that is not its tenant as its primary has it is never promoted (§9.2): the node refuses
 // it given the tenant's lineage and the history its primary forked at its last failover, and the
@@ -14,7 +14,9 @@
 //
 // Threads: `fail_over` runs on the caller's thread (an API worker, for a failover by hand);
 // `lapsed` and `released` queue their work on a worker of its own, so neither the lease threads
-// nor the operation releasing a claim wait on a promotion. One failover at a time.
+// nor the operation releasing a claim wait on a promotion. One failover at a time, but for a
+// failover by hand's wait for its node to let its tenants go (FailoverHost::fence), which holds
+// only those tenants' claims: another node's lapse is failed over meanwhile, not a lease later.
 #pragma once
 
 #include <condition_variable>
@@ -144,7 +146,7 @@ class Failover {
 
     FailoverHost& host_;
     obs::CounterFamily* failovers_ = nullptr;
-    std::mutex run_mu_;  // one failover at a time
+    std::mutex run_mu_;  // one failover at a time (a hand failover's fence waits without it)
     std::mutex mu_;      // the queue and the waiting map
     std::condition_variable cv_;
     std::deque<std::function<void()>> queue_;

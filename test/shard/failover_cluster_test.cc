@@ -276,5 +276,63 @@ TEST_F(FailoverByHandOfACutNode, WaitsForItsLeaseToLapse) {
     EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
+// A failover by hand waiting for its cut node's lease to lapse holds up no other failover: n2
+// (b's node, n4 its standby) is cut first and n1 (a's, n3 its standby) 1.4 s later, and n1 is
+// then failed over by hand, which waits until n1's lease has certainly lapsed (at least 2.9 s
+// after n2 was cut). n2's own lease lapses first (by 2.2 s), and b is failed over onto n4 while
+// the hand failover still waits. Before, the hand failover held the failover lock through its
+// wait, and b's failover came only after it.
+class FailoverByHandBesideALapse : public LeasedClusterTest<4> {};
+
+TEST_F(FailoverByHandBesideALapse, DoesNotHoldUpAnotherNodesFailover) {
+    RecordedWrites rec(first_nodes(*nodes_, 4), true);
+    const std::string a = tenant("a"), b = tenant("b");
+    start_router({"--auto-failover", "2"});
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":"n3"})").status, 200);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n2", R"({"standby":"n4"})").status, 200);
+    ASSERT_EQ(create(a, "n1").status, 201);
+    ASSERT_EQ(create(b, "n2").status, 201);
+    ASSERT_EQ(rec.write_at(router_->port(), a, "n1").status, 201);
+    ASSERT_EQ(rec.write_at(router_->port(), b, "n2").status, 201);
+    ASSERT_TRUE(eventually([&] { return follows(2, a, 0) && follows(3, b, 1); }))
+        << copy_on(2, a).body << copy_on(3, b).body;
+    ASSERT_TRUE(rec.await_report("n1", a));
+    ASSERT_TRUE(rec.await_report("n2", b));
+
+    auto node_of = [&](const std::string& t) {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("node");
+    };
+    nodes_->procs[1]->signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1400));
+    nodes_->procs[0]->signal(SIGSTOP);
+    auto hand = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c.request("POST", "/_shard/nodes/n1/failover", "{}", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    // b moved while the hand failover is still waiting, polled from this thread (the router's
+    // client_ is this thread's alone).
+    bool b_first = false;
+    EXPECT_TRUE(eventually(
+        [&] {
+            if (node_of(b) != "n4") return false;
+            b_first = hand.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+            return true;
+        },
+        10000))
+        << shard("GET", "/_shard/tenants/" + b).body;
+    const Reply r = hand.get();
+    EXPECT_TRUE(b_first) << "b was failed over only after the hand failover of n1 answered: "
+                         << r.body;
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(node_of(a), "n3");
+    EXPECT_EQ(rec.write_at(router_->port(), a, "n3").status, 201);
+    EXPECT_EQ(rec.write_at(router_->port(), b, "n4").status, 201);
+    nodes_->procs[0]->signal(SIGCONT);
+    nodes_->procs[1]->signal(SIGCONT);
+    EXPECT_EQ(rec.check({{a, nodes_->port(2)}, {b, nodes_->port(3)}}), "");
+}
+
 }  // namespace
 }  // namespace fenec::test::failover_cluster_test
