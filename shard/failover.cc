@@ -133,6 +133,15 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         r.error = "no node `" + node + "`";
         return r;
     }
+    // A failover by hand of this node waits for it to let its tenants go: it does what this one
+    // would, and a second run meanwhile would park its claimed tenants unfenced (and a lease's
+    // run, on the worker, would hold up other nodes' lapses behind it).
+    if (fencing_.contains(node)) {
+        r.status = 409;
+        r.error = "a failover by hand of node `" + node +
+                  "` is waiting for it to let its tenants go; it fails them over once it has";
+        return r;
+    }
     std::vector<std::string> tenants;  // the node's, in name order (the map's)
     bool any_copy = maps->standby_of(node) != nullptr;
     for (const auto& [name, t] : maps->tenants) {
@@ -189,9 +198,15 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         // node's lapse is failed over meanwhile, not after it. The claims keep every other
         // operation off these tenants; their copies are read again below, since a failover of
         // the node a copy lives on may have run meanwhile.
+        // Meanwhile no other failover of this node runs (above) and no tenant parked by an
+        // earlier one is settled (settle_waiting): each would change the node's withheld list
+        // under the fence, or promote beside it.
+        fencing_.insert(node);
         run.unlock();
         const bool let_go = fenced.empty() || host_.fence(node, fenced);
         run.lock();
+        fencing_.erase(node);
+        settle_deferred(node);
         if (!let_go) {
             host_.unfence(node, fenced);
             for (const std::string& name : fenced) host_.release(name);
@@ -320,6 +335,19 @@ void Failover::after_promotions(const std::string& node, const std::vector<std::
     host_.repair("the failover of node `" + node + "`");
 }
 
+void Failover::settle_deferred(const std::string& node) {
+    std::vector<std::string> parked;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& [tenant, w] : waiting_) {
+            if (w.node == node) parked.push_back(tenant);
+        }
+    }
+    // Queued: each settles under run_mu_, once this run has let it go. One whose holder has not
+    // let go yet finds its claim held and waits again.
+    for (const std::string& tenant : parked) post([this, tenant] { settle_waiting(tenant); });
+}
+
 void Failover::settle_waiting(const std::string& tenant) {
     std::lock_guard run(run_mu_);
     Waiting w;
@@ -327,6 +355,8 @@ void Failover::settle_waiting(const std::string& tenant) {
         std::lock_guard lock(mu_);
         auto it = waiting_.find(tenant);
         if (it == waiting_.end()) return;
+        // Its node's failover by hand is waiting in its fence: settled once that ends.
+        if (fencing_.contains(it->second.node)) return;
         w = it->second;
         waiting_.erase(it);
     }

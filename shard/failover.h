@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +135,9 @@ class Failover {
     void after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
                           FailoverResult& r);
     void settle_waiting(const std::string& tenant);
+    // The tenants an earlier failover of `node` parked, whose settling its failover by hand's
+    // fence deferred, queued to settle now. Caller holds run_mu_.
+    void settle_deferred(const std::string& node);
     // `tenant`, whose claim another operation held, put to wait for it (released() settles it).
     // The holder may have let go before the entry was in, when released() found none: a claim
     // no one holds by then is settled at once, so no wake-up is lost.
@@ -147,6 +151,10 @@ class Failover {
     FailoverHost& host_;
     obs::CounterFamily* failovers_ = nullptr;
     std::mutex run_mu_;  // one failover at a time (a hand failover's fence waits without it)
+    // Nodes whose failover by hand waits in its fence, without run_mu_: no other failover of
+    // such a node runs (409) and none of its parked tenants is settled until it ends. Under
+    // run_mu_ (read in settle_waiting with run_mu_ held too).
+    std::set<std::string, std::less<>> fencing_;
     std::mutex mu_;      // the queue and the waiting map
     std::condition_variable cv_;
     std::deque<std::function<void()>> queue_;

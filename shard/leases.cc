@@ -212,7 +212,8 @@ void Leases::withhold(const std::string& node, const std::string& tenant) {
 bool Leases::fence(const std::string& node, const std::vector<std::string>& tenants) {
     std::unique_lock lock(mu_);
     auto it = nodes_.find(node);
-    if (it == nodes_.end() || stopping_) return true;  // no lease of this router's to wait for
+    if (it == nodes_.end()) return true;  // no lease of this router's to wait for
+    if (stopping_) return false;          // the router stops: nothing is known of the node
     Node& n = *it->second;
     for (const std::string& t : tenants) withheld_[node].insert(t);
     n.poke = true;
@@ -239,7 +240,7 @@ bool Leases::fence(const std::string& node, const std::vector<std::string>& tena
         n.cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(until - now,
                                                                        fence_poll_ms * ns_per_ms)));
     }
-    return true;
+    return !stopping_;  // a router stopping promotes nothing on a fence it did not see end
 }
 
 void Leases::restore(const std::string& node, const std::string& tenant) {

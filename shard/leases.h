@@ -112,8 +112,9 @@ class Leases {
     void withhold(const std::string& node, const std::string& tenant);
     // A failover by hand (FailoverHost::fence): `tenants` withheld from `node`, its grant sent
     // now, and a wait until it holds a list without them or has certainly lapsed (LeaseBook's
-    // test), or leases from no grant of this router's; at most 1.5 × the lease and a second,
-    // and a minute. False when that passed first.
+    // test, or judged lapsed and not heard since), or leases from no grant of this router's; at
+    // most 1.5 × the lease and a second, and a minute. False when that passed first, or when
+    // the leases stop meanwhile.
     bool fence(const std::string& node, const std::vector<std::string>& tenants);
     void restore(const std::string& node, const std::string& tenant);
 

@@ -276,6 +276,38 @@ TEST_F(FailoverByHandOfACutNode, WaitsForItsLeaseToLapse) {
     EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
+// A second failover of a node whose failover by hand waits in its fence is refused 409, not run
+// beside it: the second would find the tenants claimed and park them, and once the first ended
+// (503, or a promotion failed) settle them unfenced, beside a node that may still hold a lease
+// naming them. The first then fails n1 over alone.
+class FailoverByHandTwice : public FailoverByHandOnLease {};
+
+TEST_F(FailoverByHandTwice, ASecondIsRefusedWhileTheFirstWaits) {
+    RecordedWrites rec(first_nodes(*nodes_, 2), true);
+    const std::string t = tenant("twice");
+    ASSERT_NO_FATAL_FAILURE(leased_pair(rec, t));
+    nodes_->procs[0]->signal(SIGSTOP);
+    auto first = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c.request("POST", "/_shard/nodes/n1/failover", "{}", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    // The first in its fence by then: n1 answered its last grant at most a third of the 2 s
+    // lease before it was stopped, so its lease lapses no sooner than 1.5 s after.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const Reply second = shard("POST", "/_shard/nodes/n1/failover", "{}");
+    EXPECT_EQ(second.status, 409) << second.body;
+    EXPECT_NE(second.body.find("is waiting for it to let its tenants go"), std::string::npos)
+        << second.body;
+    const Reply r = first.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("promoted":[{"tenant":")" + t + R"(","to":"n2"}])"), std::string::npos)
+        << r.body;
+    EXPECT_EQ(rec.write_at(router_->port(), t, "n2").status, 201);
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
+}
+
 // A failover by hand waiting for its cut node's lease to lapse holds up no other failover: n2
 // (b's node, n4 its standby) is cut first and n1 (a's, n3 its standby) 1.4 s later, and n1 is
 // then failed over by hand, which waits until n1's lease has certainly lapsed (at least 2.9 s
