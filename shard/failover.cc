@@ -102,7 +102,10 @@ void Failover::work() {
 void Failover::lapsed(const std::string& node) {
     post([this, node] {
         host_.note("node `" + node + "`'s lease has certainly lapsed: failing it over", "", {});
-        (void)fail_over(node, false, "lease");
+        const FailoverResult r = fail_over(node, false, "lease");
+        if (r.status == 404 || r.status == 409) {
+            host_.note("node `" + node + "` was not failed over on its lapse: " + r.error, "", {});
+        }
         host_.failover_ended(node);
     });
 }
