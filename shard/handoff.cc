@@ -753,7 +753,10 @@ void Handoffs::settle_imports() {
     // statement, and the statement asked for then was not made (the global router out of reach
     // or busy). Asked again each pass: the row and the global directory are the memory of what
     // is owed, so a restart of either router loses none of it. A copy of the global directory
-    // lagging a statement made asks once for nothing (200, stated already).
+    // lagging a statement made asks once for nothing (200, stated already). No claim is taken
+    // here: the global router decides from both regions' primaries, not from this row, so no
+    // operation on the tenant here waits on the ask.
+    if (!copy->refused().empty()) return;  // a copy of another directory: nothing to compare
     const std::string here = "@" + router_.directory().maps()->scope;
     std::vector<std::pair<std::string, std::string>> owed;  // tenant, the home's region
     {
@@ -767,10 +770,14 @@ void Handoffs::settle_imports() {
             if (home && g->second.node != here) owed.emplace_back(name, std::string(*home));
         }
     }
-    for (const auto& [tenant, home] : owed) {
-        TenantClaim claim(router_, tenant, settle_claim);
-        // The global router out of reach: the rest wait for the next pass, not a timeout each.
-        if (claim.held && !ask_home(tenant, home)) break;
+    // One ask not answered (the global router out of reach, or slow on a source it cannot
+    // reach) ends the pass rather than cost a timeout a tenant; each pass starts one further
+    // along, so a tenant the global router cannot settle holds up no other for good.
+    const size_t n = owed.size();
+    const size_t from = n ? sweep_from_++ % n : 0;
+    for (size_t i = 0; i < n; ++i) {
+        const auto& [tenant, home] = owed[(from + i) % n];
+        if (!ask_home(tenant, home)) break;
     }
 }
 
@@ -786,13 +793,13 @@ bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
          .body = "{\"to\":\"" + here + "\"}",
          .client = peer_host(router_.options().listen),
          .request_id = router_.new_request_id(std::nullopt)});
-    log_line("the import of `" + tenant + "`: the global router " +
+    log_line("`" + tenant + "`, active here, is at home `@" + std::string(from) +
+             "` in the global directory: the global router " +
              (h.answered && h.status == 200
                   ? "stated its home `" + here + "`"
                   : "did not state its home (" +
                         (h.answered ? std::to_string(h.status) + " " + node_error(h.body) : h.why) +
-                        "); its home stays `@" + std::string(from) +
-                        "` there, asked again at the next settling"));
+                        "); asked again at the next settling"));
     return h.answered;
 }
 

@@ -197,6 +197,7 @@ class Handoffs {
     std::map<std::string, uint64_t> imports_;  // tenant → when imported (or first seen), now_ms
     std::optional<int64_t> settle_period_ms_;  // set by start_settling
     uint64_t settle_next_ms_ = 0;              // the next settling pass, now_ms
+    size_t sweep_from_ = 0;  // where the next pass's asks for home statements start (its thread's)
     bool stopping_ = false;
     std::thread thread_;
 };
