@@ -187,6 +187,11 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
             host_.release(name);
             continue;
         }
+        // Parked by an earlier failover and not settled yet (its holder let go just now): this
+        // run fails it over, and the entry goes, so that it is not promoted again later, and
+        // unfenced, should this run leave it on the node. Its withholding goes with it, as its
+        // settling's would; a fence below withholds it again.
+        if (std::optional<Waiting> stale = take_waiting(name)) host_.restore(stale->node, name);
         Claimed& c = claimed.emplace_back();
         c.row = row->second;
         c.copy = fresh->copy_of(row->second);
@@ -209,8 +214,10 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         const bool let_go = fenced.empty() || host_.fence(node, fenced);
         run.lock();
         fencing_.erase(node);
-        settle_deferred(node);
         if (!let_go) {
+            // Nothing is failed over, the parked tenants neither: promoted once their holders
+            // let go, they would be promoted beside a lease the node may still hold.
+            for (const auto& [name, w] : take_parked(node)) host_.restore(node, name);
             host_.unfence(node, fenced);
             for (const std::string& name : fenced) host_.release(name);
             host_.grant_now(node);
@@ -220,6 +227,7 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
                       "lapsed in time; nothing was failed over";
             return r;
         }
+        settle_deferred(node);
         const auto fresh = host_.maps();
         for (Claimed& c : claimed) {
             const auto row = fresh->tenants.find(c.row.name);
@@ -336,6 +344,30 @@ void Failover::after_promotions(const std::string& node, const std::vector<std::
         if (!left) (void)host_.directory().remove_pair(node);
     }
     host_.repair("the failover of node `" + node + "`");
+}
+
+std::optional<Failover::Waiting> Failover::take_waiting(const std::string& tenant) {
+    std::lock_guard lock(mu_);
+    auto it = waiting_.find(tenant);
+    if (it == waiting_.end()) return std::nullopt;
+    Waiting w = std::move(it->second);
+    waiting_.erase(it);
+    return w;
+}
+
+std::vector<std::pair<std::string, Failover::Waiting>> Failover::take_parked(
+    const std::string& node) {
+    std::vector<std::pair<std::string, Waiting>> out;
+    std::lock_guard lock(mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (it->second.node == node) {
+            out.emplace_back(it->first, std::move(it->second));
+            it = waiting_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return out;
 }
 
 void Failover::settle_deferred(const std::string& node) {

@@ -135,6 +135,9 @@ class Failover {
     void after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
                           FailoverResult& r);
     void settle_waiting(const std::string& tenant);
+    // `tenant`'s parked entry taken out, if any; every entry parked for `node` taken out.
+    std::optional<Waiting> take_waiting(const std::string& tenant);
+    std::vector<std::pair<std::string, Waiting>> take_parked(const std::string& node);
     // The tenants an earlier failover of `node` parked, whose settling its failover by hand's
     // fence deferred, queued to settle now. Caller holds run_mu_.
     void settle_deferred(const std::string& node);

@@ -39,6 +39,12 @@ class FakeHost final : public FailoverHost {
         }
         if (failover) failover->released(tenant);
     }
+    // The claim on `tenant` let go without telling the failover (its released() comes later,
+    // when the test calls it): the window between a holder's release and its settling.
+    void drop_claim(const std::string& tenant) {
+        std::lock_guard lock(mu_);
+        claims_.erase(tenant);
+    }
     std::string held_by(const std::string& tenant) override {
         std::lock_guard lock(mu_);
         auto it = claims_.find(tenant);
@@ -124,6 +130,10 @@ class FakeHost final : public FailoverHost {
     void refuse(const std::string& tenant, std::string why) {
         std::lock_guard lock(mu_);
         refuse_[tenant] = std::move(why);
+    }
+    void accept(const std::string& tenant) {
+        std::lock_guard lock(mu_);
+        refuse_.erase(tenant);
     }
     std::vector<std::string> log() const {
         std::lock_guard lock(mu_);
@@ -412,6 +422,59 @@ TEST(Failover, AClaimLetGoBeforeTheTenantWaitsIsNotLost) {
     const FailoverResult r = f.failover->fail_over("n1", false, "lease");
     ASSERT_EQ(r.waiting.size(), 1u);
     EXPECT_TRUE(eventually([&] { return f.d->maps()->tenants.at("acme").node == "n2"; }));
+}
+
+// The worker has run everything queued before this: a lapse of an unknown node queued after it,
+// which logs `ended n9` once run.
+void drain(Fixture& f) {
+    f.failover->lapsed("n9");
+    ASSERT_TRUE(eventually([&] {
+        const auto log = f.host->log();
+        return std::find(log.begin(), log.end(), "ended n9") != log.end();
+    }));
+}
+
+// A failover by hand that ends 503 (the node neither let its tenants go nor lapsed) fails nothing
+// over, the tenants it parked neither: beta, held by a move, was promoted unfenced once the move
+// let go, beside a lease the node may still hold. Its withholding is given back instead.
+TEST(Failover, ByHandA503LeavesTheParkedTenantsWhereTheyAre) {
+    Fixture f;
+    for (const char* n : {"n1", "n2"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    f.tenant("beta", "n1", "00000000000000b1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.d->put_replica("beta", "n2").is_ok());
+    ASSERT_TRUE(f.host->claim("beta", "move"));
+    f.host->fence_answer = false;
+    const FailoverResult r = f.failover->fail_over("n1", false, "hand");
+    ASSERT_EQ(r.status, 503) << r.error;
+    f.host->release("beta");
+    ASSERT_NO_FATAL_FAILURE(drain(f));
+    EXPECT_EQ(f.d->maps()->tenants.at("beta").node, "n1");
+    EXPECT_EQ(f.host->log_of("beta"),
+              (std::vector<std::string>{"withhold beta from n1", "restore beta to n1"}));
+}
+
+// A tenant parked by a lapse's failover, whose holder let go just before a failover by hand
+// claimed it (its settling not yet run), belongs to that failover: when its promotion there
+// fails (502) and the tenant goes back in the node's lists, the old entry is gone, and the late
+// settling promotes nothing beside the lease the node may take again.
+TEST(Failover, ByHandAClaimedTenantsOldEntryIsNotSettledAfterIt) {
+    Fixture f;
+    for (const char* n : {"n1", "n2"}) f.node(n);
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_TRUE(f.host->claim("acme", "move"));
+    ASSERT_EQ(f.failover->fail_over("n1", false, "lease").waiting.size(), 1u);
+    f.host->drop_claim("acme");  // the move let go; its settling not queued yet
+    f.host->refuse("acme", "not caught up");
+    ASSERT_EQ(f.failover->fail_over("n1", false, "hand").status, 502);
+    EXPECT_EQ(f.host->fences(),
+              (std::vector<std::string>{"fence acme on n1", "unfence acme on n1"}));
+    f.host->accept("acme");
+    f.failover->released("acme");  // the late settling
+    ASSERT_NO_FATAL_FAILURE(drain(f));
+    EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
 }
 
 }  // namespace
