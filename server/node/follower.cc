@@ -7,7 +7,6 @@
 
 #include <charconv>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 
 #include "engine/format.h"
@@ -541,15 +540,16 @@ bool Follower::on_entry(const Frame& f, std::string& error) {
 
 // ---- Replication: the followers it runs
 
-void Replication::start() {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(node_.options().data_dir, ec)) {
-        const std::string file = entry.path().filename().string();
+engine::Status Replication::start() {
+    auto files = node_.fs().list(node_.options().data_dir);
+    if (!files.is_ok()) return files.status();
+    for (const std::string& file : *files) {
         if (!file.ends_with(".follows")) continue;
         const std::string name = file.substr(0, file.size() - 8);
         if (!valid_tenant_name(name)) continue;
         if (auto f = read_follows(name)) start_follower(name, *f);
     }
+    return engine::Status::ok();
 }
 
 std::shared_ptr<Follower> Replication::start_follower(const std::string& tenant, const Follows& f) {

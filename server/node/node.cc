@@ -410,7 +410,10 @@ std::string Node::prepare() {
     workers_ = std::make_unique<server::WorkerPool>(threads, worker_queue_max);
     subscriptions_ = std::make_unique<Subscriptions>(*this);
     replication_ = std::make_unique<Replication>(*this);
-    replication_->start();
+    if (engine::Status st = replication_->start(); !st.is_ok()) {
+        return "--data-dir " + options_.data_dir +
+               ": the copies to follow could not be listed: " + st.to_string();
+    }
     return "";
 }
 

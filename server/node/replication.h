@@ -74,8 +74,9 @@ public:
     explicit Replication(Node& node);
     ~Replication();
 
-    // Resumes every copy with a `<t>.follows` (§10.4).
-    void start();
+    // Resumes every copy with a `<t>.follows` (§10.4), the data directory listed through the
+    // node's file system; the listing's error where it could not be read.
+    engine::Status start();
     // Ends the streams (`E closing`) and the followers; joins their threads.
     void stop();
 

@@ -61,6 +61,12 @@ TEST_F(FaultFsNode, EveryFileTheNodeKeepsIsOnTheFileSystemItWasGiven) {
     EXPECT_TRUE(has(r.body, "\"frozen\":true")) << r.body;
     EXPECT_TRUE(has(call("GET", "/_admin/tenants/acme/quota").body, "\"quota\":{\"rows\":5}"));
     EXPECT_EQ(call("POST", "/_admin/lease", grant_body(1, 0, 2)).status, 409);  // term 3 kept
+    // The copy to follow is found again by listing the same file system: zeta's follower runs.
+    const std::string listed = call("GET", "/_admin/tenants").body;
+    const size_t zeta = listed.find("\"name\":\"zeta\"");
+    ASSERT_NE(zeta, std::string::npos) << listed;
+    EXPECT_TRUE(has(listed.substr(zeta, listed.find('}', zeta) - zeta), "\"role\":\"replica\""))
+        << listed;
     for (const std::string& f : fs_.paths()) EXPECT_FALSE(f.ends_with(".new")) << f;
 }
 
