@@ -144,6 +144,33 @@ TEST_F(LeasesTest, ALateGrantIsNotTaken) {  // case 70
     EXPECT_EQ(leases_->check("globex"), LeaseVerdict::ok);
 }
 
+// §9.6–§9.7 across a router's restart: grants number `starts × 2^32 + n`. The router restarted
+// with a 1 s lease (the one before granted 5 s): its first grant acknowledges nothing and is not
+// newer than the running lease's; the second, acknowledging it, is, and cuts the lease to 1 s.
+// A grant of the router before, read late, is not newer than that and is not taken. Once no
+// lease runs, though, such a grant is taken and runs its longer lease again from the answer it
+// acknowledges: why the router counts a node by the longest-lease record until it says `ran`.
+TEST_F(LeasesTest, AGrantOfTheRouterBeforeARestartIsNotTakenOverTheNewOnesLease) {
+    const uint64_t before = 1ull << 32, after = 2ull << 32;
+    post(grant(before + 1, 0, 5000));
+    ASSERT_TRUE(post(grant(before + 2, before + 1, 5000)).ran);
+    GrantAnswer a = post(grant(after + 1, 0, 1000));
+    EXPECT_FALSE(a.took);
+    a = post(grant(after + 2, after + 1, 1000));
+    EXPECT_TRUE(a.ran);
+    EXPECT_EQ(a.left_ms, 1000);
+    a = post(grant(before + 3, before + 2, 5000, 2, std::vector<std::string>{"acme", "globex"}));
+    EXPECT_FALSE(a.took);
+    EXPECT_EQ(leases_->view().lease->grant, after + 2);
+    EXPECT_EQ(leases_->check("globex"), LeaseVerdict::not_named);
+    clock_.advance_ms(1000);
+    EXPECT_EQ(leases_->check("acme"), LeaseVerdict::lapsed);  // 1 s, not the 5 s before
+    a = post(grant(before + 4, before + 2, 5000));
+    EXPECT_TRUE(a.took);
+    EXPECT_TRUE(a.ran);
+    EXPECT_EQ(a.left_ms, 4000);
+}
+
 TEST_F(LeasesTest, AShorterLeaseShortensTheOneHeld) {  // case 71
     for (uint64_t n = 1; n <= 5; ++n) post(grant(n, n - 1, 5000));
     clock_.advance_ms(10);
