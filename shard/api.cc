@@ -821,6 +821,11 @@ class Api {
             }
         }
         if (it == maps->tenants.end()) {
+            // A relayed read is another router's settling, which takes 404 for "not here": a
+            // create (or an import) still running here has claimed the name and not yet written
+            // its row, and the router asking may have stopped waiting for it. Busy, so that it
+            // asks again rather than remove its own row of a tenant about to exist here.
+            if (!relayed_.empty() && !router_.held_by(name).empty()) return busy(name, "create");
             return Router::error(404, "tenant `" + name + "` is not in the directory");
         }
         Response r;

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "server/runtime/mark.h"
@@ -94,6 +95,18 @@ class RegionsChanges : public ClusterTest<2> {
         router_->kill(SIGKILL);
         start_router({"--replication-token", kReplication, "--listen",
                       "127.0.0.1:" + std::to_string(g_port_)});
+        ASSERT_EQ(router_->port(), g_port_);
+    }
+    // G started again on its port with `more` flags, settling every `settle_ms` ("": a minute).
+    void restart_g_with(std::vector<std::string> more, const std::string& settle_ms) {
+        client_.reset();
+        router_->kill(SIGKILL);
+        std::optional<HookEnv> period;
+        if (!settle_ms.empty()) period.emplace("FENEC_TEST_SETTLE_MS", settle_ms);
+        std::vector<std::string> flags{"--replication-token", kReplication, "--listen",
+                                       "127.0.0.1:" + std::to_string(g_port_)};
+        flags.insert(flags.end(), more.begin(), more.end());
+        start_router(flags);
         ASSERT_EQ(router_->port(), g_port_);
     }
     // What G's file says of `tenant`, read with G stopped: its node and state, or "".
@@ -553,6 +566,33 @@ TEST_F(RegionsChanges, RowsTheRegionDidNotAnswerForAreSettledOnALaterRound) {
     ASSERT_EQ(us_->port(), us_port);
     EXPECT_TRUE(eventually([&] { return on_g(ghost) == 404; }))
         << shard("GET", "/_shard/tenants/" + ghost).body;
+}
+
+// §11.4: a create G stopped waiting for (its relay timed out: 503, the row left `creating`) while
+// the region's create still ran, held by its node (n1 stopped). G's settling asks the region,
+// which has claimed the name and not yet written its row: it answers 409 (busy), not 404, so G
+// keeps its row rather than remove it, and makes it `active` once the region's create lands.
+// Before, G's row was removed and the tenant lived in us with no row in the global directory.
+TEST_F(RegionsChanges, ACreateStillRunningInTheRegionIsNotSettledAsAbsent) {
+    const std::string t = tenant("slow");
+    restart_g_with({"--upstream-timeout", "1"}, "200");
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(nodes_->procs[0]->signal(SIGSTOP));
+    Reply made =
+        shard("PUT", "/_shard/tenants/" + t, R"({"region":"us","schema":)" + kSchema + "}");
+    EXPECT_EQ(made.status, 503) << made.body;
+    EXPECT_TRUE(
+        logged(dir_.file("router.err"), "settling `" + t + "`: region `us` did not say (409"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("state"), "creating");
+    ASSERT_NO_FATAL_FAILURE(nodes_->procs[0]->signal(SIGCONT));
+    EXPECT_TRUE(eventually([&] { return node_of(us_->port(), t) == "n1"; }, 10000))
+        << on(us_->port(), "GET", "/_shard/tenants/" + t).body;
+    EXPECT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("state") == "active";
+    })) << shard("GET", "/_shard/tenants/" + t).body
+        << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(held_by(0, t));
 }
 
 // §11.4: more creates asked of a region's router at once than it has API workers: each waits on
