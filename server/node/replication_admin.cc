@@ -267,12 +267,17 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
 std::optional<http::Response> Replication::keep_follows(const std::string& tenant,
                                                         const Follows& f) {
     end_follower(tenant);
-    // An open primary copy reopens as a replica: taken out of service while `<t>.follows` is
-    // written (writes in flight finish; its streams end `demoted`, its subscribers `closing`),
-    // so it opens again as a follower. Still held past demote_wait_ms → 409, nothing changed.
+    // The copy is taken out of service while `<t>.follows` is written, so that whatever opens it
+    // next opens a follower: an open primary copy is closed (writes in flight finish; its streams
+    // end `demoted`, its subscribers `closing`), and an open in progress, which read no
+    // `.follows` and would serve a primary taking writes, is waited for and closed the same
+    // way. Only a copy open as a replica already stays as it is. Still held past demote_wait_ms
+    // → 409, nothing changed.
     std::unique_ptr<Registry::OutOfService> out;
-    if (auto open = node_.registry().try_get(tenant); open && !open->db().history().replica) {
-        open.reset();
+    auto open = node_.registry().try_get(tenant);
+    const bool replica_open = open && open->db().history().replica;
+    open.reset();
+    if (!replica_open) {
         Registry::TakenOut taken = take_copy_out(tenant, "demoted", demote_wait_ms);
         if (!taken.out) return node_.refusal(409, taken.message);
         out = std::move(taken.out);

@@ -13,9 +13,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/server/node/fault_node_fixture.h"
@@ -166,6 +169,101 @@ TEST_F(FaultFsNode, AFollowWhoseFileIsNotKeptIsRefusedAndStartsNothing) {
         EXPECT_FALSE(fs_.has(dir_ + "/zeta.fenec"));  // no empty copy made
         EXPECT_EQ(describe("zeta").status, 404);
     }
+}
+
+// fs_ with one exists() held: the first one asking about `held` after arm() waits until
+// release(), so a case can hold a tenant's open between its look at `.follows` and its file.
+class HeldExistsFs final : public engine::Fs {
+  public:
+    explicit HeldExistsFs(engine::Fs& fs) : fs_(fs) {}
+    void arm(std::string path) {
+        std::lock_guard lock(mu_);
+        held_ = std::move(path);
+    }
+    bool wait_reached() {
+        std::unique_lock lock(mu_);
+        return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return reached_; });
+    }
+    void release() {
+        std::lock_guard lock(mu_);
+        released_ = true;
+        cv_.notify_all();
+    }
+    engine::Result<bool> exists(std::string_view path) override {
+        {
+            std::unique_lock lock(mu_);
+            if (!held_.empty() && path == held_) {
+                held_.clear();
+                reached_ = true;
+                cv_.notify_all();
+                cv_.wait(lock, [&] { return released_; });
+            }
+        }
+        return fs_.exists(path);
+    }
+    engine::Result<std::unique_ptr<engine::File>> open(std::string_view path,
+                                                       engine::OpenMode mode) override {
+        return fs_.open(path, mode);
+    }
+    engine::Status lock(engine::File& file) override { return fs_.lock(file); }
+    engine::Status rename(std::string_view from, std::string_view to, bool replace) override {
+        return fs_.rename(from, to, replace);
+    }
+    engine::Status sync_dir(std::string_view dir) override { return fs_.sync_dir(dir); }
+    engine::Status sync_fs(std::string_view dir) override { return fs_.sync_fs(dir); }
+    engine::Status remove(std::string_view path) override { return fs_.remove(path); }
+    engine::Result<uint64_t> file_size(std::string_view path) override {
+        return fs_.file_size(path);
+    }
+    engine::Result<std::vector<std::string>> list(std::string_view dir) override {
+        return fs_.list(dir);
+    }
+    engine::Status make_dirs(std::string_view dir) override { return fs_.make_dirs(dir); }
+
+  private:
+    engine::Fs& fs_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::string held_;
+    bool reached_ = false, released_ = false;
+};
+
+// A follow that arrives while a request opens the tenant (the open past its look at `.follows`,
+// which it found absent): the follow waits for that open and closes it, so the copy opens again
+// as a follower and a write is refused (503). Before, the follow saw nothing open and only wrote
+// `.follows`; the open went on as a primary, which took writes the follower's image or feed
+// would then lose.
+TEST_F(FaultFsNode, AFollowRacingAnOpenLeavesNoPrimaryTakingWrites) {
+    HeldExistsFs held(fs_);
+    env_fs_ = &held;
+    start();
+    create("acme");
+    ASSERT_EQ(put("acme", "a").status, 200);
+    stop();
+    start();  // acme closed
+    held.arm(dir_ + "/acme.frozen");
+    std::thread reader([&] {
+        Client c(node_->port());
+        (void)c.request("GET", "/t/acme/c/notes?count");
+    });
+    ASSERT_TRUE(held.wait_reached());
+    Reply followed;
+    std::thread follow([&] {
+        Client c(node_->port());
+        followed =
+            c.request("POST", "/_admin/tenants/acme/follow", R"J({"from":"http://127.0.0.1:9"})J")
+                .value_or(Reply{});
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the follow has run or waits
+    held.release();
+    reader.join();
+    follow.join();
+    EXPECT_EQ(followed.status, 200) << followed.body;
+    const Reply w = put("acme", "b");
+    EXPECT_EQ(w.status, 503) << w.body;
+    EXPECT_TRUE(has(w.body, "replica")) << w.body;
+    stop();
+    env_fs_ = nullptr;
 }
 
 TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {

@@ -61,7 +61,8 @@ class FaultFsNode : public ::testing::Test {
         o.auth_delay_ms = 0;
         o.lease = lease;
         if (options_) options_(o);
-        node_ = std::make_unique<node::Node>(o, node::NodeEnv{fs_, clock_, boot_clock_, boot_id_});
+        node_ = std::make_unique<node::Node>(
+            o, node::NodeEnv{env_fs_ ? *env_fs_ : fs_, clock_, boot_clock_, boot_id_});
         ASSERT_EQ(node_->prepare(), "");
         ASSERT_EQ(node_->serve(), "");
         client_ = std::make_unique<Client>(node_->port());
@@ -108,6 +109,7 @@ class FaultFsNode : public ::testing::Test {
     }
 
     std::function<void(node::NodeOptions&)> options_;  // run on the options of each start
+    engine::Fs* env_fs_ = nullptr;  // the node's file system where a case wraps fs_ (else fs_)
     const std::string dir_ = "/n1";
     const std::string boot_id_ = "0b00710d-f00d-4e5e-9a1b-000000000001";  // as main() reads it
     FaultFs fs_;
