@@ -462,6 +462,11 @@ History Database::history() const {
     return history_;
 }
 
+bool Database::following() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return following_;
+}
+
 Result<History> Database::fork_history() {
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());

@@ -331,6 +331,8 @@ public:
     Seq durable_seq() const;
     const SyncPolicy& sync_policy() const { return options_.sync; }
     History history() const;
+    // Opened as a follower (Role::follower) and not promoted since: promote() forks it.
+    bool following() const;
     std::optional<Status> failure() const;
     const std::string& path() const { return path_; }
     // A read-only open's tear (engine.md §6.2): where the records read stopped, the bytes from

@@ -322,26 +322,35 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     // sent into its socket before the answer (wait_handed), so what has reached this node's
     // socket is kept rather than cut off with the connection.
     end_follower(c.tenant, /*keep_received=*/true);
-    auto h = db.promote();
-    if (!h.is_ok()) {
-        return answer(
-            node_.refusal(500, "`" + c.tenant + "` cannot be promoted: " + h.status().to_string()));
+    // A copy promoted already, whose `.follows` a call before this one could not remove, is not
+    // forked again (its file is a primary's: promote() would refuse it, and every retry with
+    // it); only the file is removed, which that call left to do.
+    const bool forks = db.history().replica || db.following();
+    engine::History h = db.history();
+    if (forks) {
+        auto forked = db.promote();
+        if (!forked.is_ok()) {
+            return answer(node_.refusal(
+                500, "`" + c.tenant + "` cannot be promoted: " + forked.status().to_string()));
+        }
+        h = *forked;
     }
-    // Gone for good before the answer: a copy that found it after a crash would follow again.
+    // Gone for good before the answer: a copy that found it after a crash (or a restart) would
+    // follow again, and an image from its old primary would take every write since.
     if (engine::Status st = engine::remove_durably(node_.fs(), follows_path(c.tenant));
         !st.is_ok()) {
         return answer(node_.refusal(500, "`" + c.tenant +
                                              "` was promoted, but its follows file could "
-                                             "not be removed: " +
+                                             "not be removed (asking again removes it): " +
                                              st.to_string()));
     }
-    if (body.force) {
-        if (engine::Status st = audit_forced(node_, c, db, *h); !st.is_ok()) {
+    if (body.force && forks) {
+        if (engine::Status st = audit_forced(node_, c, db, h); !st.is_ok()) {
             return answer(node_.refusal(
                 500, "promoted, but the audit line was not written: " + st.to_string()));
         }
     }
-    answer(promoted(c, db, *h, true));
+    answer(promoted(c, db, h, forks));
 }
 
 }  // namespace fenec::node

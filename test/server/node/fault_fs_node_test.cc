@@ -266,6 +266,27 @@ TEST_F(FaultFsNode, AFollowRacingAnOpenLeavesNoPrimaryTakingWrites) {
     env_fs_ = nullptr;
 }
 
+// A promotion whose `.follows` could not be unlinked (500, the copy promoted): asked again, it
+// removes the file and answers 200 without forking a second time, so neither a restart nor an
+// idle reopen makes the promoted copy follow its old primary again. Before, every retry was 500
+// ("not a replica"), force or not, and the file stayed.
+TEST_F(FaultFsNode, APromotionAskedAgainRemovesTheFollowsFileItLeft) {
+    start();
+    auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
+    ASSERT_EQ(r.status, 200) << r.body;
+    fs_.fail_path(FaultFs::PathOp::remove, dir_ + "/zeta.follows");
+    r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
+    EXPECT_EQ(r.status, 500) << r.body;
+    ASSERT_TRUE(fs_.has(dir_ + "/zeta.follows"));
+    r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, "\"forked\":false")) << r.body;
+    EXPECT_FALSE(fs_.has(dir_ + "/zeta.follows"));
+    stop();
+    start();
+    EXPECT_TRUE(has(describe("zeta").body, "\"role\":\"primary\"")) << describe("zeta").body;
+}
+
 TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {
     start();
     auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
