@@ -76,6 +76,7 @@ std::optional<Follows> Replication::read_follows(std::string_view tenant) const 
     if (!doc["told"].get(told)) out.told = told;
     int64_t stall = 0;
     if (!doc["apply_stall_ms"].get(stall)) out.apply_stall_ms = stall;
+    if (!doc["install_stall_ms"].get(stall)) out.install_stall_ms = stall;
     simdjson::dom::object heard;
     if (!doc["heard"].get(heard)) {
         Follows::Heard h;
@@ -113,6 +114,8 @@ bool Replication::write_follows(std::string_view tenant, const Follows& f) const
     }
     w.key("apply_stall_ms");
     w.int64(f.apply_stall_ms);
+    w.key("install_stall_ms");
+    w.int64(f.install_stall_ms);
     w.end_object();
     // Through the node's file system, the one durable replace: kept whole across a crash, and a
     // failure at any step (the directory's fsync included) is reported, never taken as kept.
@@ -484,6 +487,7 @@ bool Follower::on_image_end(const Frame& f, std::string& error) {
         error = "the image does not install: " + taken.message;
         return false;
     }
+    test_hooks::stall_install(follows_.install_stall_ms);
     engine::ImageInfo info;
     engine::Status st = taken.out->install(
         incoming, engine::InstallMode::replace,

@@ -71,19 +71,25 @@ std::shared_ptr<Registry::Slot> Registry::slot_of(std::string_view name) {
     return it->second;
 }
 
-Acquired Registry::acquire(std::string_view name) {
+Acquired Registry::acquire(std::string_view name, bool wait_while_out) {
     for (;;) {
         std::shared_ptr<Slot> slot;
+        bool out = false;
         {
             std::lock_guard lock(mu_);
             slot = slot_of(name);
-            if (slot->out) {  // being deleted or installed: absent until it is back (§8.1, §8.3)
-                return Acquired{nullptr, AcquireError::not_found,
+            out = slot->out;
+            if (out && !wait_while_out) {  // being deleted or installed: absent until it is back
+                return Acquired{nullptr, AcquireError::not_found,  // (§8.1, §8.3)
                                 "tenant `" + std::string(name) + "` not found"};
             }
             // The use, taken now: one found open is returned below unless it closes meanwhile,
             // and then this slot is dead and a new one opens, at the newest end as it fills.
-            if (slot->tenant) touch_locked(*slot);
+            if (!out && slot->tenant) touch_locked(*slot);
+        }
+        if (out) {  // the OutOfService holds the slot's mutex until it is back in service
+            { std::lock_guard wait(slot->mu); }
+            continue;
         }
         std::lock_guard slot_lock(slot->mu);
         if (slot->dead) continue;  // closed while we waited: take the new slot

@@ -247,6 +247,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     f.from = *body.from;
     f.told += 1;
     f.apply_stall_ms = test_hooks::apply_stall_ms(c.request.head);
+    f.install_stall_ms = test_hooks::install_stall_ms(c.request.head);
     if (auto r = keep_follows(c.tenant, f)) return answer(std::move(*r));
     if (auto r = empty_copy(node_, c, body)) return answer(std::move(*r));
     std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
@@ -301,8 +302,9 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     }
     // 1. Fenced (§9.5): a lower term from `authority` → 409 naming the holder.
     if (auto r = fence_of(node_, body)) return answer(std::move(*r));
-    // 2. No copy.
-    Acquired a = node_.registry().acquire(c.tenant);
+    // 2. No copy. One out of service for an image's install is waited for, and promoted as
+    // installed: the image is the primary's newer state, and the copy is there (not a 404).
+    Acquired a = node_.registry().acquire(c.tenant, /*wait_while_out=*/true);
     if (!a.tenant) {
         if (a.error == AcquireError::not_found) {
             return answer(node_.refusal(404, "no copy of `" + c.tenant + "` here"));

@@ -1,6 +1,7 @@
 // server/node/test_hooks.h: the node's test hooks (node-http.md §14), the only ways a test reaches
 // into fenec-node's timing and bounds: `Fenec-Test-Stall: land=<ms>` (a landed write's answer
-// held), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Now:
+// held), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Stall:
+// install=<ms>` (a received image's install held, its copy out of service), `Fenec-Test-Now:
 // <ISO-8601>` (the statements' `now`), and two bounds lowered from the environment
 // (FENEC_TEST_FEED_FRAME_BYTES, FENEC_TEST_IMAGE_IN_MEMORY_BYTES).
 //
@@ -32,6 +33,10 @@ bool stalls_landed(const http::RequestHead& head);
 int64_t apply_stall_ms(const http::RequestHead& head);
 // Before a follower applies a block: sleeps the `apply_stall_ms` its Follows kept.
 void stall_apply(int64_t apply_stall_ms);
+// `Fenec-Test-Stall: install=<ms>` of a `POST …/follow`, kept the same way; 0 if none.
+int64_t install_stall_ms(const http::RequestHead& head);
+// With a received image's copy out of service, before its install: sleeps that many ms.
+void stall_install(int64_t install_stall_ms);
 
 // The statements' `now` pinned by `Fenec-Test-Now: <ISO-8601>`; nullopt: the clock's.
 std::optional<int64_t> now_ms(const http::RequestHead& head);

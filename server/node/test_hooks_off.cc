@@ -14,6 +14,10 @@ int64_t apply_stall_ms(const http::RequestHead&) { return 0; }
 
 void stall_apply(int64_t) {}
 
+int64_t install_stall_ms(const http::RequestHead&) { return 0; }
+
+void stall_install(int64_t) {}
+
 std::optional<int64_t> now_ms(const http::RequestHead&) { return std::nullopt; }
 
 uint32_t feed_frame_bytes(uint32_t bytes_max) { return bytes_max; }

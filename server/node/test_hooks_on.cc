@@ -52,6 +52,10 @@ int64_t apply_stall_ms(const http::RequestHead& head) { return stall_ms(head, "a
 
 void stall_apply(int64_t ms) { sleep_ms(std::min(ms, test_stall_ms_max)); }
 
+int64_t install_stall_ms(const http::RequestHead& head) { return stall_ms(head, "install"); }
+
+void stall_install(int64_t ms) { sleep_ms(std::min(ms, test_stall_ms_max)); }
+
 std::optional<int64_t> now_ms(const http::RequestHead& head) {
     auto now = head.header("Fenec-Test-Now");
     if (!now) return std::nullopt;

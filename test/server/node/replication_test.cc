@@ -338,6 +338,24 @@ TEST_F(Replication, APromotionAppliesEveryBlockInItsSocketHoweverSlowTheApply) {
 }
 
 // §14 cases 85 and 82.
+// A promotion that arrives while the follower installs its image (the copy out of service, held
+// there by `Fenec-Test-Stall: install=1500`) waits for the install and promotes the installed
+// copy, the primary's one note in it. Before, it answered 404 "no copy here": a router failing
+// the primary over would have taken the copy for lost.
+TEST_F(Replication, APromotionDuringAnImagesInstallWaitsForIt) {
+    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}",
+                      {{"Fenec-Test-Stall", "install=1500"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
+    ASSERT_TRUE(eventually([&] { return std::ifstream(incoming).good(); })) << incoming;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the image received, held
+    ASSERT_TRUE(std::ifstream(incoming).good()) << "the install was not held";
+    r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(n2.count(), R"({"count":1})");
+    EXPECT_EQ(n2.query("put notes {title: $1}", "[\"b\"]").status, 200);
+}
+
 TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     follow();
     auto other = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"lineage":"0123456789abcdef"})");
