@@ -71,7 +71,9 @@ std::shared_ptr<Registry::Slot> Registry::slot_of(std::string_view name) {
     return it->second;
 }
 
-Acquired Registry::acquire(std::string_view name, bool wait_while_out) {
+Acquired Registry::acquire(std::string_view name, int64_t wait_out_ms) {
+    const auto wait_until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_out_ms);
     for (;;) {
         std::shared_ptr<Slot> slot;
         bool out = false;
@@ -79,16 +81,17 @@ Acquired Registry::acquire(std::string_view name, bool wait_while_out) {
             std::lock_guard lock(mu_);
             slot = slot_of(name);
             out = slot->out;
-            if (out && !wait_while_out) {  // being deleted or installed: absent until it is back
-                return Acquired{nullptr, AcquireError::not_found,  // (§8.1, §8.3)
+            // Being deleted or installed: absent until it is back (§8.1, §8.3).
+            if (out && std::chrono::steady_clock::now() >= wait_until) {
+                return Acquired{nullptr, AcquireError::not_found,
                                 "tenant `" + std::string(name) + "` not found"};
             }
             // The use, taken now: one found open is returned below unless it closes meanwhile,
             // and then this slot is dead and a new one opens, at the newest end as it fills.
             if (!out && slot->tenant) touch_locked(*slot);
         }
-        if (out) {  // the OutOfService holds the slot's mutex until it is back in service
-            { std::lock_guard wait(slot->mu); }
+        if (out) {  // looked at again shortly: an install ends in a few seconds at most
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
             continue;
         }
         std::lock_guard slot_lock(slot->mu);

@@ -220,9 +220,10 @@ public:
     ~Registry();
 
     // The open tenant, opening it if needed. Blocks while it opens: call from a worker. One
-    // out of service (being deleted or installed) is not_found, or, with `wait_while_out`, waited
-    // for and then acquired as it is after (an install's file, or not_found after a delete).
-    Acquired acquire(std::string_view name, bool wait_while_out = false);
+    // out of service (being deleted or installed) is not_found, or, given `wait_out_ms`, waited
+    // for up to that long and then acquired as it is after (an install's file, or not_found
+    // after a delete); still out then, not_found.
+    Acquired acquire(std::string_view name, int64_t wait_out_ms = 0);
     // The tenant if it is open now, else null; never waits on an open or a close (the event
     // loop's point reads).
     std::shared_ptr<Tenant> try_get(std::string_view name);

@@ -22,6 +22,9 @@ constexpr uint64_t follow_wait_ms_max = 60'000;  // an admin call is not held lo
 // A primary copy told to follow waits this long for its holders to let it go, as a delete does
 // (§8.1): requests in flight finish, held requests and streams are told to end.
 constexpr int64_t demote_wait_ms = 5'000;
+// A promotion that finds its copy out of service (a follower installing an image: up to 5 s for
+// its holders, then its fsync, check and rename) waits this long for it before answering 404.
+constexpr int64_t promote_wait_out_ms = 10'000;
 
 struct ReplicationBody {
     std::optional<std::string> from;
@@ -272,13 +275,15 @@ std::optional<http::Response> Replication::keep_follows(const std::string& tenan
     // next opens a follower: an open primary copy is closed (writes in flight finish; its streams
     // end `demoted`, its subscribers `closing`), and an open in progress, which read no
     // `.follows` and would serve a primary taking writes, is waited for and closed the same
-    // way. Only a copy open as a replica already stays as it is. Still held past demote_wait_ms
-    // → 409, nothing changed.
+    // way. A copy that is a replica already stays as it is: open as one, or with its `.follows`
+    // in place (closed, or opening: an open reads it there). Still held past demote_wait_ms →
+    // 409, nothing changed.
     std::unique_ptr<Registry::OutOfService> out;
     auto open = node_.registry().try_get(tenant);
-    const bool replica_open = open && open->db().history().replica;
+    const bool replica_already = open ? open->db().history().replica || open->db().following()
+                                      : node_.registry().has_sidecar(tenant, sidecar_follows);
     open.reset();
-    if (!replica_open) {
+    if (!replica_already) {
         Registry::TakenOut taken = take_copy_out(tenant, "demoted", demote_wait_ms);
         if (!taken.out) return node_.refusal(409, taken.message);
         out = std::move(taken.out);
@@ -304,7 +309,7 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     if (auto r = fence_of(node_, body)) return answer(std::move(*r));
     // 2. No copy. One out of service for an image's install is waited for, and promoted as
     // installed: the image is the primary's newer state, and the copy is there (not a 404).
-    Acquired a = node_.registry().acquire(c.tenant, /*wait_while_out=*/true);
+    Acquired a = node_.registry().acquire(c.tenant, promote_wait_out_ms);
     if (!a.tenant) {
         if (a.error == AcquireError::not_found) {
             return answer(node_.refusal(404, "no copy of `" + c.tenant + "` here"));
@@ -337,6 +342,14 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
         }
         h = *forked;
     }
+    // A forced promotion is audited before anything after its fork can fail, and again on a
+    // retry that finds it forked: a second line for one promotion, never none.
+    if (body.force) {
+        if (engine::Status st = audit_forced(node_, c, db, h); !st.is_ok()) {
+            return answer(node_.refusal(
+                500, "promoted, but the audit line was not written: " + st.to_string()));
+        }
+    }
     // Gone for good before the answer: a copy that found it after a crash (or a restart) would
     // follow again, and an image from its old primary would take every write since.
     if (engine::Status st = engine::remove_durably(node_.fs(), follows_path(c.tenant));
@@ -345,12 +358,6 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
                                              "` was promoted, but its follows file could "
                                              "not be removed (asking again removes it): " +
                                              st.to_string()));
-    }
-    if (body.force && forks) {
-        if (engine::Status st = audit_forced(node_, c, db, h); !st.is_ok()) {
-            return answer(node_.refusal(
-                500, "promoted, but the audit line was not written: " + st.to_string()));
-        }
     }
     answer(promoted(c, db, h, forks));
 }

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "test/server/node/fault_node_fixture.h"
+#include "test/support/temp_dir.h"
 #include "test/support/wait.h"
 
 namespace fenec::test::fault_fs_node_test {
@@ -271,6 +273,9 @@ TEST_F(FaultFsNode, AFollowRacingAnOpenLeavesNoPrimaryTakingWrites) {
 // idle reopen makes the promoted copy follow its old primary again. Before, every retry was 500
 // ("not a replica"), force or not, and the file stayed.
 TEST_F(FaultFsNode, APromotionAskedAgainRemovesTheFollowsFileItLeft) {
+    TempDir logs;
+    const std::string audit = logs.path() + "/audit.log";
+    options_ = [&](node::NodeOptions& o) { o.audit = audit; };
     start();
     auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -278,10 +283,20 @@ TEST_F(FaultFsNode, APromotionAskedAgainRemovesTheFollowsFileItLeft) {
     r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
     EXPECT_EQ(r.status, 500) << r.body;
     ASSERT_TRUE(fs_.has(dir_ + "/zeta.follows"));
+    // The forced fork is audited though the call failed after it (§8.6: before the answer).
+    auto forced_lines = [&] {
+        std::ifstream in(audit);
+        std::string line;
+        int n = 0;
+        while (std::getline(in, line)) n += has(line, "\"forced\":true") ? 1 : 0;
+        return n;
+    };
+    EXPECT_EQ(forced_lines(), 1);
     r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(has(r.body, "\"forked\":false")) << r.body;
     EXPECT_FALSE(fs_.has(dir_ + "/zeta.follows"));
+    EXPECT_EQ(forced_lines(), 2);  // a line for each forced call that went through, never none
     stop();
     start();
     EXPECT_TRUE(has(describe("zeta").body, "\"role\":\"primary\"")) << describe("zeta").body;
