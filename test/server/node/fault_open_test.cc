@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "test/server/node/fault_node_fixture.h"
+#include "test/support/wait.h"
 
 namespace fenec::test::fault_open_test {
 namespace {
@@ -110,6 +111,17 @@ TEST_F(FaultOpen, EveryStepOfAnOpenFailsCleanlyAndTheTenantOpensOnceItClears) {
     stop();
     fs_.fail_sync_fs(1);
     start();
+    // zeta's follower, resumed at the start, opens its copy with the same first fsync: armed
+    // once that open is done, the fault meets acme's.
+    ASSERT_TRUE(wait_until(
+        [&] {
+            const std::string listed = call("GET", "/_admin/tenants").body;
+            const size_t zeta = listed.find("\"name\":\"zeta\"");
+            return zeta != std::string::npos &&
+                   has(listed.substr(zeta, listed.find('}', zeta) - zeta), "\"open\":true");
+        },
+        std::chrono::milliseconds(5000)))
+        << call("GET", "/_admin/tenants").body;
     fs_.fail_sync(1);
     expect_refused("acme", fs_.contents(path("acme.fenec")));
     fs_.clear_faults();
