@@ -77,6 +77,7 @@ std::optional<Follows> Replication::read_follows(std::string_view tenant) const 
     int64_t stall = 0;
     if (!doc["apply_stall_ms"].get(stall)) out.apply_stall_ms = stall;
     if (!doc["install_stall_ms"].get(stall)) out.install_stall_ms = stall;
+    if (!doc["received_stall_ms"].get(stall)) out.received_stall_ms = stall;
     simdjson::dom::object heard;
     if (!doc["heard"].get(heard)) {
         Follows::Heard h;
@@ -116,6 +117,8 @@ bool Replication::write_follows(std::string_view tenant, const Follows& f) const
     w.int64(f.apply_stall_ms);
     w.key("install_stall_ms");
     w.int64(f.install_stall_ms);
+    w.key("received_stall_ms");
+    w.int64(f.received_stall_ms);
     w.end_object();
     // Through the node's file system, the one durable replace: kept whole across a crash, and a
     // failure at any step (the directory's fsync included) is reported, never taken as kept.
@@ -457,6 +460,7 @@ bool Follower::on_hello(const Frame& f, std::string& error) {
 
 // The image's end: installed in the copy's place, and followed from its history on.
 bool Follower::on_image_end(const Frame& f, std::string& error) {
+    test_hooks::stall_install(follows_.received_stall_ms);  // received whole, not yet installed
     Registry& registry = repl_.node().registry();
     const std::string incoming = registry.path_of(tenant_) + ".incoming";
     if (!image_) {

@@ -65,7 +65,8 @@ struct Follows {
     };
     std::optional<Heard> heard;  // heard since it was last told
     int64_t apply_stall_ms = 0;  // Fenec-Test-Stall: apply=<ms> (server/node/test_hooks.h)
-    int64_t install_stall_ms = 0;  // Fenec-Test-Stall: install=<ms>
+    int64_t install_stall_ms = 0;   // Fenec-Test-Stall: install=<ms>
+    int64_t received_stall_ms = 0;  // Fenec-Test-Stall: received=<ms>
 };
 
 class Follower;

@@ -251,6 +251,7 @@ void Replication::serve_follow(const std::shared_ptr<Call>& call) {
     f.told += 1;
     f.apply_stall_ms = test_hooks::apply_stall_ms(c.request.head);
     f.install_stall_ms = test_hooks::install_stall_ms(c.request.head);
+    f.received_stall_ms = test_hooks::received_stall_ms(c.request.head);
     if (auto r = keep_follows(c.tenant, f)) return answer(std::move(*r));
     if (auto r = empty_copy(node_, c, body)) return answer(std::move(*r));
     std::shared_ptr<Follower> follower = start_follower(c.tenant, f);
@@ -309,26 +310,43 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     if (auto r = fence_of(node_, body)) return answer(std::move(*r));
     // 2. No copy. One out of service for an image's install is waited for, and promoted as
     // installed: the image is the primary's newer state, and the copy is there (not a 404).
-    Acquired a = node_.registry().acquire(c.tenant, promote_wait_out_ms);
-    if (!a.tenant) {
+    Acquired a;
+    auto acquire_copy = [&]() -> std::optional<http::Response> {
+        a = node_.registry().acquire(c.tenant, promote_wait_out_ms);
+        if (a.tenant) return std::nullopt;
         if (a.error == AcquireError::not_found) {
-            return answer(node_.refusal(404, "no copy of `" + c.tenant + "` here"));
+            return node_.refusal(404, "no copy of `" + c.tenant + "` here");
         }
-        return answer(acquire_refusal(node_, a));
-    }
-    engine::Database& db = a.tenant->db();
-    const std::optional<Follows> follows = read_follows(c.tenant);
-    const bool replica = follows || db.history().replica;
+        return acquire_refusal(node_, a);
+    };
+    if (auto r = acquire_copy()) return answer(std::move(*r));
+    std::optional<Follows> follows = read_follows(c.tenant);
+    const bool replica = follows || a.tenant->db().history().replica;
     // 3 to 5, unless forced.
     if (!body.force) {
-        if (auto r = promote_refusal(node_, c, db, follows, body)) return answer(std::move(*r));
+        if (auto r = promote_refusal(node_, c, a.tenant->db(), follows, body)) {
+            return answer(std::move(*r));
+        }
     }
-    if (!replica) return answer(promoted(c, db, db.history(), false));
+    if (!replica) return answer(promoted(c, a.tenant->db(), a.tenant->db().history(), false));
     // Stops following at once, a pending connect included; the block being applied finishes,
     // and so does every block the primary already put on the wire: a write it answered was
     // sent into its socket before the answer (wait_handed), so what has reached this node's
-    // socket is kept rather than cut off with the connection.
+    // socket is kept rather than cut off with the connection. Nothing of this call holds the
+    // copy meanwhile: an image received whole installs (its copy taken out of service, which
+    // waits for every holder) rather than wait on this call's reference, give up and be
+    // dropped, leaving the copy from before it to be promoted. The copy is then acquired again,
+    // as the follower left it, and checked again.
+    a.tenant.reset();
     end_follower(c.tenant, /*keep_received=*/true);
+    if (auto r = acquire_copy()) return answer(std::move(*r));
+    follows = read_follows(c.tenant);
+    if (!body.force) {
+        if (auto r = promote_refusal(node_, c, a.tenant->db(), follows, body)) {
+            return answer(std::move(*r));
+        }
+    }
+    engine::Database& db = a.tenant->db();
     // A copy promoted already, whose `.follows` a call before this one could not remove, is not
     // forked again (its file is a primary's: promote() would refuse it, and every retry with
     // it); only the file is removed, which that call left to do.

@@ -1,7 +1,8 @@
 // server/node/test_hooks.h: the node's test hooks (node-http.md §14), the only ways a test reaches
 // into fenec-node's timing and bounds: `Fenec-Test-Stall: land=<ms>` (a landed write's answer
 // held), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Stall:
-// install=<ms>` (a received image's install held, its copy out of service), `Fenec-Test-Now:
+// install=<ms>` (a received image's install held, its copy out of service), `Fenec-Test-Stall:
+// received=<ms>` (an image received whole held before its copy is taken out), `Fenec-Test-Now:
 // <ISO-8601>` (the statements' `now`), and two bounds lowered from the environment
 // (FENEC_TEST_FEED_FRAME_BYTES, FENEC_TEST_IMAGE_IN_MEMORY_BYTES).
 //
@@ -37,6 +38,9 @@ void stall_apply(int64_t apply_stall_ms);
 int64_t install_stall_ms(const http::RequestHead& head);
 // With a received image's copy out of service, before its install: sleeps that many ms.
 void stall_install(int64_t install_stall_ms);
+// `Fenec-Test-Stall: received=<ms>` of a `POST …/follow`: an image received whole waits that
+// long before its copy is taken out of service for the install (slept by stall_install).
+int64_t received_stall_ms(const http::RequestHead& head);
 
 // The statements' `now` pinned by `Fenec-Test-Now: <ISO-8601>`; nullopt: the clock's.
 std::optional<int64_t> now_ms(const http::RequestHead& head);

@@ -16,6 +16,8 @@ void stall_apply(int64_t) {}
 
 int64_t install_stall_ms(const http::RequestHead&) { return 0; }
 
+int64_t received_stall_ms(const http::RequestHead&) { return 0; }
+
 void stall_install(int64_t) {}
 
 std::optional<int64_t> now_ms(const http::RequestHead&) { return std::nullopt; }

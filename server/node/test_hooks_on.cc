@@ -54,6 +54,8 @@ void stall_apply(int64_t ms) { sleep_ms(std::min(ms, test_stall_ms_max)); }
 
 int64_t install_stall_ms(const http::RequestHead& head) { return stall_ms(head, "install"); }
 
+int64_t received_stall_ms(const http::RequestHead& head) { return stall_ms(head, "received"); }
+
 void stall_install(int64_t ms) { sleep_ms(std::min(ms, test_stall_ms_max)); }
 
 std::optional<int64_t> now_ms(const http::RequestHead& head) {

@@ -356,6 +356,24 @@ TEST_F(Replication, APromotionDuringAnImagesInstallWaitsForIt) {
     EXPECT_EQ(n2.query("put notes {title: $1}", "[\"b\"]").status, 200);
 }
 
+// The other order: the promotion takes the copy while the follower holds an image it received
+// whole and has not installed yet (`Fenec-Test-Stall: received=1500`). The promotion lets go of
+// the copy while the follower ends, so the image installs and is what is promoted. Before, the
+// install waited 5 s on the promotion's hold, gave up and dropped the image, and the copy from
+// before it (empty here) was promoted.
+TEST_F(Replication, APromotionBeforeAReceivedImagesInstallPromotesTheImage) {
+    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}",
+                      {{"Fenec-Test-Stall", "received=1500"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
+    ASSERT_TRUE(eventually([&] { return std::ifstream(incoming).good(); })) << incoming;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // received, held before install
+    ASSERT_TRUE(std::ifstream(incoming).good()) << "the install was not held";
+    r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(n2.count(), R"({"count":1})");
+}
+
 TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     follow();
     auto other = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"lineage":"0123456789abcdef"})");
