@@ -339,10 +339,20 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     // as the follower left it, and checked again.
     a.tenant.reset();
     end_follower(c.tenant, /*keep_received=*/true);
-    if (auto r = acquire_copy()) return answer(std::move(*r));
+    // Refused from here on, the copy follows again as it did before this call.
+    if (auto r = acquire_copy()) {
+        if (r->status != 404) resume_following(c.tenant);
+        return answer(std::move(*r));
+    }
+    if (following(c.tenant)) {  // a follow arrived meanwhile and started a follower of its own
+        return answer(node_.refusal(
+            409, "`" + c.tenant + "` was told to follow during its promotion: not promoted"));
+    }
     follows = read_follows(c.tenant);
     if (!body.force) {
         if (auto r = promote_refusal(node_, c, a.tenant->db(), follows, body)) {
+            a.tenant.reset();
+            resume_following(c.tenant);
             return answer(std::move(*r));
         }
     }
