@@ -337,20 +337,28 @@ TEST_F(Replication, APromotionAppliesEveryBlockInItsSocketHoweverSlowTheApply) {
     EXPECT_EQ(n2.count(), R"({"count":6})");
 }
 
-// §14 cases 85 and 82.
+// n2 told to follow n with the follower stall `stall` (`install=<ms>`, `received=<ms>`), until its
+// image has begun to arrive.
+void follow_stalled(Node& n, Node& n2, const std::string& stall) {
+    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}",
+                      {{"Fenec-Test-Stall", stall}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
+    ASSERT_TRUE(eventually([&] { return std::ifstream(incoming).good(); })) << incoming;
+}
+
 // A promotion that arrives while the follower installs its image (the copy out of service, held
 // there by `Fenec-Test-Stall: install=1500`) waits for the install and promotes the installed
 // copy, the primary's one note in it. Before, it answered 404 "no copy here": a router failing
 // the primary over would have taken the copy for lost.
 TEST_F(Replication, APromotionDuringAnImagesInstallWaitsForIt) {
-    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}",
-                      {{"Fenec-Test-Stall", "install=1500"}});
-    ASSERT_EQ(r.status, 200) << r.body;
-    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
-    ASSERT_TRUE(eventually([&] { return std::ifstream(incoming).good(); })) << incoming;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the image received, held
-    ASSERT_TRUE(std::ifstream(incoming).good()) << "the install was not held";
-    r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
+    ASSERT_NO_FATAL_FAILURE(follow_stalled(n, n2, "install=1500"));
+    // Out of service for the install: the copy is not served (its empty copy was, before).
+    ASSERT_TRUE(eventually([&] { return n2.admin("GET", "/_admin/tenants/acme").status == 404; }))
+        << "the install was not held";
+    ASSERT_TRUE(std::ifstream(n2.dir.path() + "/acme.fenec.incoming").good())
+        << "the install was not held";
+    auto r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(n2.count(), R"({"count":1})");
     EXPECT_EQ(n2.query("put notes {title: $1}", "[\"b\"]").status, 200);
@@ -362,18 +370,18 @@ TEST_F(Replication, APromotionDuringAnImagesInstallWaitsForIt) {
 // install waited 5 s on the promotion's hold, gave up and dropped the image, and the copy from
 // before it (empty here) was promoted.
 TEST_F(Replication, APromotionBeforeAReceivedImagesInstallPromotesTheImage) {
-    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}",
-                      {{"Fenec-Test-Stall", "received=1500"}});
-    ASSERT_EQ(r.status, 200) << r.body;
-    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
-    ASSERT_TRUE(eventually([&] { return std::ifstream(incoming).good(); })) << incoming;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // received, held before install
-    ASSERT_TRUE(std::ifstream(incoming).good()) << "the install was not held";
-    r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
+    ASSERT_NO_FATAL_FAILURE(follow_stalled(n, n2, "received=1500"));
+    // Nothing outside says "received whole" while the copy stays in service: a one-note image
+    // arrives in well under this, and the stall holds it 1.5 s.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(std::ifstream(n2.dir.path() + "/acme.fenec.incoming").good())
+        << "the install was not held";
+    auto r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(n2.count(), R"({"count":1})");
 }
 
+// §14 cases 85 and 82.
 TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     follow();
     auto other = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"lineage":"0123456789abcdef"})");
