@@ -509,6 +509,9 @@ Status Database::sync_now() {
 }
 
 Result<History> Database::promote() {
+    // Held through the fork and its sync: a call meanwhile finds a primary once the fork is
+    // durable, rather than both passing the check and forking twice.
+    std::lock_guard<std::mutex> one(promote_mu_);
     {
         std::shared_lock<std::shared_mutex> lock(mu_);
         if (!history_.replica && !following_) {

@@ -306,6 +306,9 @@ public:
     // Deletes every expired row of every collection in batches of limits::ttl_sweep_batch.
     Result<uint64_t> sweep_expired();
 
+    // Forks a replica's history (a follower's included): this copy becomes a primary. Refused
+    // (invalid_argument) for a copy that is not a replica; two calls at once fork once, the second
+    // refused after the first's fork is durable.
     Result<History> promote();
     Result<History> fork_history();
 
@@ -464,6 +467,7 @@ private:
     std::optional<uint64_t> torn_at_;  // a read-only open's tear, left in the file
     bool rewriting_ = false;
     bool following_ = false;           // opened as Role::follower and not promoted since
+    std::mutex promote_mu_;            // promote()'s check and its fork, one call at a time
     std::optional<History> pending_forks_;  // a primary's forks past this file's seq (apply.cc)
     std::unique_ptr<Quota> quota_;  // null: no limits, and landing touches none of it
     // Per @hnsw field (collection, slot), the seq its last graph record describes.

@@ -4,6 +4,9 @@
 // answers forked / ahead / behind; a promoted follower is followed back by its old primary.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "engine/database.h"
 #include "engine/format.h"
 #include "test/support/engine_fixture.h"
@@ -245,6 +248,37 @@ TEST(Feed, PromoteThenFollowBack) {
     auto s = g->feed().since(position_of(*q));
     ASSERT_TRUE(std::holds_alternative<NeedImage>(s));
     EXPECT_EQ(std::get<NeedImage>(s).why, NeedImage::Why::forked);
+}
+
+// Two promotions of one copy at once (a router's call and its retry, say) fork it once: the
+// second finds a primary and is refused, after the first's fork is durable. Checked and forked in
+// two steps, both could pass the check and fork twice, each answered with a history the other's
+// fork then replaced. Raced many times, since the window is narrow.
+TEST(Feed, TwoPromotionsAtOnceForkOnce) {
+    for (int round = 0; round < 300; ++round) {
+        EngineEnv env;
+        auto p = must(Database::create("/d/p.fenec", env.options()));
+        auto f = copy_of(env, *p, "/d/f.fenec");
+        std::atomic<int> ready{0};
+        Result<History> results[2] = {Status::error(Code::busy, "not run"),
+                                      Status::error(Code::busy, "not run")};
+        std::thread threads[2];
+        for (int i = 0; i < 2; ++i) {
+            threads[i] = std::thread([&, i] {
+                ready.fetch_add(1);
+                while (ready.load() < 2) {
+                }
+                results[i] = f->promote();
+            });
+        }
+        for (std::thread& t : threads) t.join();
+        const int ok = int(results[0].is_ok()) + int(results[1].is_ok());
+        ASSERT_EQ(ok, 1) << "round " << round;
+        const Result<History>& refused = results[0].is_ok() ? results[1] : results[0];
+        EXPECT_EQ(refused.status().code(), Code::invalid_argument) << refused.status().to_string();
+        ASSERT_EQ(f->history().forks.size(), 2u) << "round " << round;
+        EXPECT_EQ((results[0].is_ok() ? *results[0] : *results[1]).forks, f->history().forks);
+    }
 }
 
 // A follower behind two of its primary's forks writes each as its seq reaches it, not both once
