@@ -360,15 +360,28 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     // A copy promoted already, whose `.follows` a call before this one could not remove, is not
     // forked again (its file is a primary's: promote() would refuse it, and every retry with
     // it); only the file is removed, which that call left to do.
-    const bool forks = db.history().replica || db.following();
+    bool forks = db.history().replica || db.following();
     engine::History h = db.history();
     if (forks) {
         auto forked = db.promote();
-        if (!forked.is_ok()) {
+        if (forked.is_ok()) {
+            h = *forked;
+        } else if (forked.status().code() == engine::Code::invalid_argument) {
+            // Not a replica any more: a promotion beside this one forked it first (the engine
+            // lets one through and refuses the other once that fork is durable). Answered as a
+            // retry would be. (A fork whose sync failed is an io_error: answered 500 below.)
+            forks = false;
+            h = db.history();
+        } else {
             return answer(node_.refusal(
                 500, "`" + c.tenant + "` cannot be promoted: " + forked.status().to_string()));
         }
-        h = *forked;
+    }
+    // A fork is answered only once durable: a copy whose file failed (a fork's sync among what
+    // may have failed) is not taken for promoted by a retry.
+    if (std::optional<engine::Status> failed = db.failure()) {
+        return answer(node_.refusal(
+            500, "`" + c.tenant + "` cannot be promoted: its file failed: " + failed->to_string()));
     }
     // A forced promotion is audited before anything after its fork can fail, and again on a
     // retry that finds it forked: a second line for one promotion, never none.

@@ -302,6 +302,23 @@ TEST_F(FaultFsNode, APromotionAskedAgainRemovesTheFollowsFileItLeft) {
     EXPECT_TRUE(has(describe("zeta").body, "\"role\":\"primary\"")) << describe("zeta").body;
 }
 
+// A promotion whose fork could not be made durable (its fsync failed) is answered 500, and so is
+// the same promotion asked again: the copy in memory reads as a primary by then, and a retry
+// took it for one a call before had promoted, answered 200 and removed `.follows`, though the
+// fork on disk may be gone after a power cut.
+TEST_F(FaultFsNode, APromotionWhoseForkWasNotSyncedIsNotAnsweredDoneWhenAskedAgain) {
+    start();
+    auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
+    ASSERT_EQ(r.status, 200) << r.body;
+    fs_.fail_sync(1);
+    r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
+    EXPECT_EQ(r.status, 500) << r.body;
+    r = call("POST", "/_admin/tenants/zeta/promote", R"J({"force":true})J");
+    EXPECT_EQ(r.status, 500) << r.body;
+    EXPECT_TRUE(has(r.body, "failed")) << r.body;
+    EXPECT_TRUE(fs_.has(dir_ + "/zeta.follows"));
+}
+
 TEST_F(FaultFsNode, APromotionWhoseFollowsFileStaysSaysSo) {
     start();
     auto r = call("POST", "/_admin/tenants/zeta/follow", R"J({"from":"http://127.0.0.1:9"})J");
