@@ -363,6 +363,11 @@ void Replication::serve_promote(const std::shared_ptr<Call>& call) {
     bool forks = db.history().replica || db.following();
     engine::History h = db.history();
     if (forks) {
+        // The keys of the writes this copy applied as a follower, whose rows came in their
+        // blocks: the table is built as a copy opens and grows with its own writes only. Read
+        // again while nothing writes here (the follower ended; a replica takes no writes), so a
+        // keyed write its old primary answered is answered as made when sent again (§5.7).
+        load_idempotency_keys(*a.tenant);
         auto forked = db.promote();
         if (forked.is_ok()) {
             h = *forked;

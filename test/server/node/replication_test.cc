@@ -399,6 +399,27 @@ TEST_F(Replication, PromoteForksOnceAndChecksTheLineage) {
     EXPECT_EQ(member(again.body, "history"), member(p.body, "history"));
 }
 
+// A keyed write the old primary answered, sent again to the copy promoted in its place (a
+// router resends a write whose answer it lost, §5.7), is answered as made, not run a second time.
+// Its key's row reached the copy in the write's block; before, the copy's table of keys was
+// built only as it opened and grew only with its own writes, so the retry ran again (a third
+// row here).
+TEST_F(Replication, AKeyedWriteSentAgainToThePromotedCopyIsAnsweredAsMade) {
+    follow();
+    const std::vector<std::pair<std::string, std::string>> key = {{"Idempotency-Key", "k1"}};
+    auto first = n.query("put notes {title: $1}", "[\"keyed\"]", key);
+    ASSERT_EQ(first.status, 200) << first.body;
+    ASSERT_TRUE(eventually([&] { return n2.count() == R"({"count":2})"; })) << n2.count();
+    n.proc.reset();  // the primary is lost
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    auto again = n2.query("put notes {title: $1}", "[\"keyed\"]", key);
+    EXPECT_EQ(again.status, 200) << again.body;
+    EXPECT_EQ(again.header("Idempotent-Replayed").value_or(""), "true") << again.body;
+    EXPECT_EQ(again.body, first.body);
+    EXPECT_EQ(n2.count(), R"({"count":2})");
+}
+
 // §14 case 84: the hello is remembered across a restart.
 TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
     follow();
