@@ -287,9 +287,12 @@ void Leases::run(Node& n) {
         // a third of a lease late. Giving up on it there is safe: an answer to it would run the
         // node's lease from the answer it acknowledges, an earlier one, so that lease ends
         // before the lapse point anyway. Once failed over, a grant has its whole third again,
-        // so a node that comes back is heard (§9.11).
+        // so a node that comes back is heard (§9.11). Nor is a node that fences us or takes no
+        // lease ever failed over by us: its grants have their third too. Cut at a lapse point
+        // long past, every answer it gave once it took our grants again (another authority's
+        // lease over) was counted as none, and it was never leased again.
         const int64_t due =
-            n.book.failed_over()
+            n.book.failed_over() || n.book.standing() != LeaseStanding::leasing
                 ? sent + bound_ns
                 : std::min(sent + bound_ns,
                            n.book.lapse_point_ns(lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms));

@@ -310,6 +310,27 @@ TEST(Leases, AFencedNodeOrOneWithoutLeasesIsNeverFailedOverAndSaidOnce) {
     EXPECT_GE(f.host.sent("n1").size(), 3u);  // still granted: it may take ours again later
 }
 
+// A node held by another authority's lease (fenced) for longer than a lease, which then takes
+// our grants (that lease over), is leased again. Its grants were cut at its lapse point, long
+// past, so every answer came back after its bound and was counted as none: never leased again
+// and never failed over either, until the router restarted.
+TEST(Leases, ANodeFencedPastItsLapsePointIsLeasedOnceItTakesOurGrants) {
+    Fixture f;
+    f.host.add_node("n1", Mode::fenced);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    // Fenced past the lapse point (1.1 × the lease after the start, which counts as an answer).
+    ASSERT_TRUE(eventually([&] { return f.host.back("n1") >= 3; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(lease_ms * 2));
+    f.host.set_mode("n1", Mode::ran);
+    EXPECT_TRUE(eventually([&] {
+        auto v = f.leases->view("n1");
+        return v && v->takes;
+    }, 2000ms));
+    f.leases->stop();
+    EXPECT_TRUE(f.host.lapses().empty());
+}
+
 TEST(Leases, AChangedListIsGrantedAtOnce) {
     Fixture f;
     f.host.add_node("n1", Mode::ran);
