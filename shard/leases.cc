@@ -71,6 +71,11 @@ int64_t Leases::record_ms() const {
     return record_ms_;
 }
 
+bool Leases::started() const {
+    std::lock_guard lock(mu_);
+    return started_;
+}
+
 void Leases::start() {
     raise_record();
     std::lock_guard lock(mu_);

@@ -91,6 +91,9 @@ class Leases {
     // Raises the record where needed, counts every node as answered now (§9.4) and starts the
     // threads. Call once, after the directory is open and before serving.
     void start();
+    // Whether start() ran: this router leads and grants (a standby's Leases, made for the
+    // --auto-failover it will use once promoted, has not).
+    bool started() const;
     // Stops granting; joins every thread. Idempotent.
     void stop();
 

@@ -529,7 +529,9 @@ bool Router::ask_again_for_lease(const std::string& node, Forwarding& f,
         ++f.lease_retries;
         forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
     };
-    if (Leases* leases = cluster_ ? cluster_->leases() : nullptr) {  // leading
+    // Leading: this router's own grant is asked for. A standby's Leases (made for the
+    // --auto-failover it uses once promoted) grants nothing: it asks again by its copy (§9.12).
+    if (Leases* leases = cluster_ ? cluster_->leases() : nullptr; leases && leases->started()) {
         if (f.lease_retries >= lease_retries_max) return false;
         const auto bound = static_cast<int64_t>(
             std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
@@ -717,6 +719,14 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             }
             if (standby_->following() && (!read || wanted)) {
                 return answer(*exchange, a, refused_on_standby(read));
+            }
+            if (standby_->promoting() && !read) {
+                http::Response r = error(503,
+                                         "this router is being promoted: it takes changes once "
+                                         "it leads (the moves left behind settled, its leases "
+                                         "begun)");
+                r.header("Retry-After", "1");
+                return answer(*exchange, a, std::move(r));
             }
             auto req = std::make_shared<server::Request>(std::move(request));
             server::WorkerPool& pool =

@@ -648,6 +648,12 @@ http::Response Standby::promote(const server::Request& request, const Router::An
                                 ": there is nothing to promote yet");
     }
     if (follower_) follower_->stop();
+    // Set before the fork ends following(), cleared once this router leads or goes on following.
+    promoting_.store(true, std::memory_order_release);
+    struct Clear {
+        std::atomic<bool>& flag;
+        ~Clear() { flag.store(false, std::memory_order_release); }
+    } clear{promoting_};
     const std::string self =
         router_.options().listen.substr(0, router_.options().listen.rfind(':')) + ":" +
         std::to_string(router_.port());

@@ -193,6 +193,10 @@ class Standby {
 
     // A standby not promoted: every change is refused 409 naming `primary()` (§6.1).
     bool following() const;
+    // From a promotion's fork until it leads (moves left behind settled, leasing started): its
+    // changes are refused 503 meanwhile, since a failover or a move in that gap would not wait
+    // for the leases the old primary granted (§9.4) nor for the settling of its moves (§7.3).
+    bool promoting() const { return promoting_.load(std::memory_order_acquire); }
     const std::string& primary() const { return primary_; }
 
     // `/_replication`, `/_replication/status`, `/_replication/tokens` (shard/node_tokens.h),
@@ -230,6 +234,7 @@ class Standby {
     std::unique_ptr<DirectoryFeed> feed_;
     std::unique_ptr<DirectoryFollower> follower_;
     std::mutex promote_mu_;  // one promotion at a time
+    std::atomic<bool> promoting_{false};
     std::function<void()> on_leading_;
     std::function<void(const std::vector<FailedOver>&)> on_failover_;
 };

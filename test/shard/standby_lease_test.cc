@@ -25,8 +25,11 @@ class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
     // R leasing at `lease` s with n1 and n2, `t` on n1, and S caught up with R, the lease record
     // included. The first write goes through `rec` when given.
     void start(const std::string& t, bool paired, const std::string& lease,
-               RecordedWrites* rec = nullptr) {
+               RecordedWrites* rec = nullptr, std::vector<std::string> standby_flags = {},
+               const std::string& move_stall = "") {
+        if (!move_stall.empty()) ::setenv("FENEC_TEST_MOVE_STALL", move_stall.c_str(), 1);
         start_router({"--auto-failover", lease, "--replication-token", kReplication});
+        ::unsetenv("FENEC_TEST_MOVE_STALL");
         ASSERT_EQ(add(0, "n1").status, 201);
         ASSERT_EQ(add(1, "n2").status, 201);
         if (paired) {
@@ -42,7 +45,7 @@ class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
                            .status == 201;
             },
             8000));
-        start_standby();
+        start_standby(std::move(standby_flags));
         // Its directory as R's (the lease record, written before the first grant, included).
         // Not caught_up(): GET /_shard/nodes shows R's leases, which a standby has none of.
         ASSERT_TRUE(eventually(
@@ -102,6 +105,66 @@ TEST_F(StandbyUnderLeases, ARefusalIsPassedOnOnceTwoThirdsOfTheLeaseHavePassed) 
     EXPECT_NE(
         sample(on_s("GET", "/_metrics").body, "fenec_router_retries_total{reason=\"lease\"}"), "")
         << on_s("GET", "/_metrics").body;
+}
+
+// The same with S started as the deploy kit starts a standby, with the --auto-failover it uses
+// once promoted: its leases are made but not started, and it asks again as any standby. Before,
+// it took itself for leading, asked its own (absent) grant twice and passed the refusal on at once.
+TEST_F(StandbyUnderLeases, AStandbyReadyToFailOverAsksAgainAsAnyStandby) {
+    const std::string t = tenant("ready");
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
+    router_->signal(SIGSTOP);
+    ASSERT_TRUE(eventually([&] { return n1_refuses(t); }, 5000));
+    const auto began = std::chrono::steady_clock::now();
+    const Reply r = write_on_s(t, "refused");
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_GE(took, 1250ms);
+}
+
+// A promotion settles the moves its old primary left behind (a thaw of each source, up to the
+// upstream timeout where the source does not answer) and only then starts leasing (§9.4: every
+// node counted as answered at that instant). Between its fork and that, it refuses changes 503:
+// a failover by hand there would not have waited for the leases the old primary granted, and a
+// move of a tenant left `moving` would race its thaw. Before, the fork ended following() and
+// changes went through at once (a create here answered 201 while the thaw still waited).
+TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
+    const std::string t = tenant("gap");
+    ASSERT_NO_FATAL_FAILURE(
+        start(t, false, "2", nullptr, {"--auto-failover", "2", "--upstream-timeout", "3"},
+              "frozen:60000"));
+    // R's move of t holds once its source is frozen; S sees t `moving`, and R is lost.
+    auto move = std::async(std::launch::async, [&] {
+        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving"; },
+        8000))
+        << on_s("GET", "/_shard/tenants/" + t).body;
+    router_->signal(SIGKILL);
+    (void)move.get();
+    nodes_->procs[0]->signal(SIGSTOP);  // the source: the promotion's thaw waits for it
+    auto promoted = std::async(std::launch::async, [&] {
+        return on_s("POST", "/_replication/promote", {}, kReplication);
+    });
+    const std::string other = tenant("gap-other");
+    const std::string made = R"J({"node":"n2","schema":["create collection notes (title text)"]})J";
+    Reply during;
+    ASSERT_TRUE(eventually(
+        [&] {
+            during = on_s("PUT", "/_shard/tenants/" + other, made);
+            return during.status != 409;  // 409 while S still follows
+        },
+        5000))
+        << during.status << " " << during.body;
+    EXPECT_EQ(during.status, 503) << during.body;
+    EXPECT_EQ(during.header("Retry-After").value_or(""), "1");
+    EXPECT_EQ(promoted.wait_for(0s), std::future_status::timeout) << "the promotion still settles";
+    nodes_->procs[0]->signal(SIGCONT);
+    const Reply p = promoted.get();
+    ASSERT_EQ(p.status, 200) << p.body;
+    const Reply after = on_s("PUT", "/_shard/tenants/" + other, made);
+    EXPECT_EQ(after.status, 201) << after.body;
 }
 
 TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
