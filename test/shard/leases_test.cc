@@ -323,10 +323,12 @@ TEST(Leases, ANodeFencedPastItsLapsePointIsLeasedOnceItTakesOurGrants) {
     ASSERT_TRUE(eventually([&] { return f.host.back("n1") >= 3; }));
     std::this_thread::sleep_for(std::chrono::milliseconds(lease_ms * 2));
     f.host.set_mode("n1", Mode::ran);
-    EXPECT_TRUE(eventually([&] {
-        auto v = f.leases->view("n1");
-        return v && v->takes;
-    }, 2000ms));
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto v = f.leases->view("n1");
+            return v && v->takes;
+        },
+        2000ms));
     f.leases->stop();
     EXPECT_TRUE(f.host.lapses().empty());
 }

@@ -130,9 +130,9 @@ TEST_F(StandbyUnderLeases, AStandbyReadyToFailOverAsksAgainAsAnyStandby) {
 // changes went through at once (a create here answered 201 while the thaw still waited).
 TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
     const std::string t = tenant("gap");
-    ASSERT_NO_FATAL_FAILURE(
-        start(t, false, "2", nullptr, {"--auto-failover", "2", "--upstream-timeout", "3"},
-              "frozen:60000"));
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr,
+                                  {"--auto-failover", "2", "--upstream-timeout", "3"},
+                                  "frozen:60000"));
     // R's move of t holds once its source is frozen; S sees t `moving`, and R is lost.
     auto move = std::async(std::launch::async, [&] {
         return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
