@@ -22,11 +22,46 @@ namespace fenec::node {
 
 namespace {
 
-std::string event(std::string_view name, std::optional<uint64_t> id, std::string_view data) {
+// An event's id is its seq and the history it was sent on, `<seq>-<16 hex>`: what a browser's
+// EventSource sends back as Last-Event-ID when it reconnects. With the seq alone, a cursor from a
+// primary lost after it wrote past what its replica held was resumed on the promoted copy, whose
+// own writes took those seqs: the client kept rows that were never written there and missed
+// the ones that were.
+// Whether this copy's `h` holds seq `cursor` of history `of`: `of` is its current history, or
+// one it forked from at or after `cursor` (node-http.md §5.4: "a history whose fork does not hold
+// it" reseeds).
+bool holds(const engine::History& h, uint64_t of, uint64_t cursor) {
+    for (size_t k = 0; k < h.forks.size(); ++k) {
+        if (h.forks[k].history.v != of) continue;
+        return k + 1 == h.forks.size() || cursor <= h.forks[k + 1].seq.v;
+    }
+    return false;
+}
+
+// A cursor: `<seq>` or an event's id, `<seq>-<16 hex>`.
+struct Cursor {
+    uint64_t seq = 0;
+    std::optional<uint64_t> history;
+};
+std::optional<Cursor> parse_cursor(std::string_view text) {
+    Cursor c;
+    const size_t dash = text.find('-');
+    std::optional<uint64_t> seq = parse_decimal(text.substr(0, dash));
+    if (!seq) return std::nullopt;
+    c.seq = *seq;
+    if (dash != std::string_view::npos) {
+        c.history = engine::format::parse_hex16(text.substr(dash + 1));
+        if (!c.history) return std::nullopt;
+    }
+    return c;
+}
+
+std::string event(std::string_view name, std::optional<uint64_t> id, uint64_t history,
+                  std::string_view data) {
     std::string out = "event: ";
     out += name;
     out += '\n';
-    if (id) out += "id: " + std::to_string(*id) + "\n";
+    if (id) out += "id: " + std::to_string(*id) + "-" + engine::format::hex16(history) + "\n";
     out += "data: ";
     out += data;
     out += "\n\n";
@@ -52,9 +87,9 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         last_write_ms_ = node_.now_ms();
         if (!resolve_locked()) return;
         const uint64_t seq = tenant_->db().seq().v;
-        const uint64_t current = tenant_->db().history().current().v;
         std::vector<ChangeEntry> entries;
-        const bool resumable = cursor && *cursor <= seq && (!history || *history == current) &&
+        const bool resumable = cursor && *cursor <= seq &&
+                               (!history || holds(tenant_->db().history(), *history, *cursor)) &&
                                tenant_->changes_after(engine::Seq{*cursor}, entries);
         if (!resumable) {
             if (cursor) node_.counters().reseeds->inc();
@@ -222,7 +257,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
         std::string data = "{\"seq\":" + std::to_string(seq) + ",\"history\":\"" +
                            engine::format::hex16(tenant_->db().history().current().v) +
                            "\",\"rows\":" + rows + "}";
-        send_locked(event("seed", seq, data));
+        send_locked(event("seed", seq, tenant_->db().history().current().v, data));
     }
 
     void pump_locked() {
@@ -258,7 +293,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
             }
             sent_.insert(in.begin(), in.end());
             if (in.empty() && dels.empty()) continue;
-            send_locked(event("change", e.last.v,
+            send_locked(event("change", e.last.v, tenant_->db().history().current().v,
                               "{\"seq\":" + std::to_string(e.last.v) + ",\"puts\":" + rows +
                                   ",\"dels\":[" + dels + "]}"));
         }
@@ -292,7 +327,7 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
             w.int64(status);
         }
         w.end_object();
-        send_locked(event("error", std::nullopt, data));
+        send_locked(event("error", std::nullopt, 0, data));
         if (ended_) return;
         ended_ = true;
         node_.counters().subscriptions_ended->with({reason}).inc();
@@ -346,18 +381,35 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
     if (!shape)
         return node_.answer(*call, node_.refusal(shape.error().status, shape.error().message));
     std::optional<uint64_t> cursor;
-    if (since) {
-        cursor = parse_decimal(*since);
-        if (!cursor) return node_.answer(*call, node_.refusal(400, "since must be a decimal seq"));
-    } else if (auto last = h.header("Last-Event-ID")) {
-        cursor = parse_decimal(*last);
-        if (!cursor)
-            return node_.answer(*call, node_.refusal(400, "Last-Event-ID must be a decimal seq"));
-    }
     std::optional<uint64_t> hist;
-    if (history) {
-        hist = engine::format::parse_hex16(*history);
-        if (!hist) return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
+    if (since) {
+        std::optional<Cursor> c = parse_cursor(*since);
+        if (!c) {
+            return node_.answer(*call, node_.refusal(400,
+                                                     "since must be a decimal seq or an "
+                                                     "event's id (<seq>-<16 hex>)"));
+        }
+        cursor = c->seq;
+        hist = c->history;
+    } else if (auto last = h.header("Last-Event-ID")) {
+        std::optional<Cursor> c = parse_cursor(*last);
+        if (!c) {
+            return node_.answer(*call, node_.refusal(400,
+                                                     "Last-Event-ID must be an event's id "
+                                                     "(<seq>-<16 hex>) or a decimal seq"));
+        }
+        cursor = c->seq;
+        hist = c->history;
+    }
+    if (history) {  // history= goes with the cursor; one the cursor names too must be the same
+        std::optional<uint64_t> given = engine::format::parse_hex16(*history);
+        if (!given) return node_.answer(*call, node_.refusal(400, "history must be 16 hex digits"));
+        if (hist && *hist != *given) {
+            return node_.answer(*call, node_.refusal(400,
+                                                     "history= names another history than "
+                                                     "the cursor's id"));
+        }
+        hist = given;
     }
     const std::string& coll = call->rest[1];
     {

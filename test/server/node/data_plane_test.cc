@@ -561,16 +561,36 @@ TEST_F(DataPlane, SubscriptionSeedsThenChanges) {
 TEST_F(DataPlane, SubscriptionResumesFromItsCursorOrIsReseeded) {
     start({"--changes", "8"});
     make_acme();
-    const std::string seq = *data("GET", "/t/acme/").header("Fenec-Seq");
+    const Reply at = data("GET", "/t/acme/");
+    const std::string seq = *at.header("Fenec-Seq");
+    const std::string history = *at.header("Fenec-History");
     {
-        // The cursor is the tenant's seq: no seed, only later changes.
+        // The cursor is the tenant's seq: no seed, only later changes. An event's id is its seq
+        // and the history it was sent on.
         auto s = subscribe(node_->port(), "/t/acme/c/notes/changes", {{"Last-Event-ID", seq}});
         EXPECT_EQ(query("put notes {title: $1}", "[\"new\"]").status, 200);
         s->read_until("\n\n", 5000);
         auto ev = take_events(*s);
         ASSERT_EQ(ev.size(), 1u);
         EXPECT_EQ(ev[0].name, "change");
-        EXPECT_EQ(ev[0].id, std::to_string(std::stoull(seq) + 1));
+        EXPECT_EQ(ev[0].id, std::to_string(std::stoull(seq) + 1) + "-" + history);
+    }
+    {
+        // An id of another history (a copy this one did not fork from) is seeded again, as a
+        // `history=` of it would be; a malformed one is refused.
+        auto s = subscribe(node_->port(), "/t/acme/c/notes/changes",
+                           {{"Last-Event-ID", seq + "-0123456789abcdef"}});
+        s->read_until("\n\n", 5000);
+        auto ev = take_events(*s);
+        ASSERT_GE(ev.size(), 1u);
+        EXPECT_EQ(ev[0].name, "seed");
+        auto bad = bearer(D);
+        bad.emplace_back("Last-Event-ID", seq + "-xyz");
+        EXPECT_EQ(data("GET", "/t/acme/c/notes/changes", {}, bad).status, 400);
+        EXPECT_EQ(data("GET", "/t/acme/c/notes/changes?since=" + seq + "-" + history +
+                                  "&history=0123456789abcdef")
+                      .status,
+                  400);
     }
     {
         // A cursor the ring covers: the changes after it, then live.

@@ -434,6 +434,38 @@ TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
     EXPECT_EQ(member(p.body, "forked"), "true") << p.body;
 }
 
+// A subscriber's last event came from a write the primary made after its replica stopped; the
+// primary is lost and the replica promoted, whose own next write takes the same seq. Reconnecting
+// there with that event's id (as a browser's EventSource does) is seeded again, since the
+// promoted copy's history does not hold that write. With the seq alone for an id, the stream
+// resumed past the promoted copy's write: the client kept the lost row and never got the new one.
+TEST_F(Replication, AnEventIdOfALostPrimarysWriteIsSeededOnThePromotedCopy) {
+    follow();
+    n2.proc->kill(SIGTERM);  // the replica stops: the next write reaches the primary alone
+    ASSERT_EQ(n.query("put notes {title: $1}", "[\"lost\"]").status, 200);
+    Client on_n(n.port(), 500);  // read until 500 ms pass without a byte
+    auto seen = on_n.request("GET", "/t/acme/c/notes/changes", {}, bearer(D));
+    ASSERT_TRUE(seen);
+    const size_t at = seen->body.rfind("id: ");
+    ASSERT_NE(at, std::string::npos) << seen->body;
+    const std::string id = seen->body.substr(at + 4, seen->body.find('\n', at) - at - 4);
+    n.proc->kill(SIGKILL);  // the primary is lost
+    n2.start();
+    auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
+    ASSERT_EQ(p.status, 200) << p.body;
+    ASSERT_EQ(n2.query("put notes {title: $1}", "[\"kept\"]").status, 200);
+    EXPECT_EQ(std::stoull(id), std::stoull(*n2.call("GET", "/t/acme/", {}, D).header("Fenec-Seq")))
+        << "the promoted copy's write took the lost one's seq";
+    Client on_n2(n2.port(), 500);
+    auto headers = bearer(D);
+    headers.emplace_back("Last-Event-ID", id);
+    auto resumed = on_n2.request("GET", "/t/acme/c/notes/changes", {}, headers);
+    ASSERT_TRUE(resumed);
+    EXPECT_NE(resumed->body.find("event: seed"), std::string::npos) << resumed->body;
+    EXPECT_NE(resumed->body.find("kept"), std::string::npos) << resumed->body;
+    EXPECT_EQ(resumed->body.find("lost"), std::string::npos) << resumed->body;
+}
+
 // §14 case 81: an old primary that wrote past the fork takes an image when it follows.
 TEST_F(Replication, OldPrimaryPastTheForkTakesAnImage) {
     follow();
