@@ -469,11 +469,78 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
            "; the frozen copy on `" + t.node + "` is left frozen and unrouted";
 }
 
+// What a node says of its copy of a tenant (GET /_admin/tenants/<t>): nullopt when it did not
+// answer or answered what is not a tenant's description; `found` false for a 404.
+struct CopyWord {
+    bool found = false;
+    std::string lineage;
+    uint64_t seq = 0;
+    bool frozen = false;
+};
+std::optional<CopyWord> ask_copy(Router& router, const NodeRow& node, const std::string& name) {
+    server::CallResult w =
+        router.upstream().admin(node, {.method = "GET",
+                                       .target = "/_admin/tenants/" + name,
+                                       .request_id = router.new_request_id(std::nullopt),
+                                       .resendable = true});
+    if (!w.answer) return std::nullopt;
+    if (w.answer->status == 404) return CopyWord{};
+    if (w.answer->status != 200) return std::nullopt;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view lineage;
+    CopyWord c;
+    if (parser.parse(w.answer->body).get(doc) || doc["lineage"].get_string().get(lineage) ||
+        doc["seq"].get_uint64().get(c.seq) || doc["frozen"].get_bool().get(c.frozen)) {
+        return std::nullopt;
+    }
+    c.found = true;
+    c.lineage = std::string(lineage);
+    return c;
+}
+
+// A move within this directory left `moving`: where its target holds the tenant unfrozen and
+// further on than the source (or alone), the flip went through under a router before this one
+// (a standby promoted that had not been sent it) and writes were acknowledged there; thawing the
+// source would lose them. The row is then pointed at the target. nullopt: nothing shows it, go
+// on and thaw the source (a target at the source's seq took no write: either copy will do).
+std::optional<std::string> went_through_here(Router& router, const std::string& name,
+                                             const TenantRow& t, const DirectoryMaps& maps) {
+    if (home_region(t.moving_to)) return std::nullopt;
+    const auto from = maps.nodes.find(t.node);
+    const auto to = maps.nodes.find(t.moving_to);
+    if (to == maps.nodes.end()) return std::nullopt;
+    const std::optional<CopyWord> there = ask_copy(router, to->second, name);
+    if (!there || !there->found || there->frozen) return std::nullopt;
+    std::optional<CopyWord> source;
+    if (from != maps.nodes.end()) source = ask_copy(router, from->second, name);
+    if (!source) return std::nullopt;  // not said: the source's thaw below, as before
+    const bool ahead =
+        !source->found || (source->lineage == there->lineage && there->seq > source->seq);
+    if (!ahead) return std::nullopt;
+    TenantRow moved = t;
+    moved.node = t.moving_to;
+    moved.state = "active";
+    moved.moving_to.clear();
+    // As finished_there: no grant is changed here; leasing, begun after, grants from this row.
+    engine::Status st = router.directory().put_tenant(moved);
+    return "`" + t.moving_to + "` has it at seq " + std::to_string(there->seq) + ", " +
+           (source->found ? "past the source's " + std::to_string(source->seq)
+                          : std::string("the source none")) +
+           ": the flip went through, writes landed there" +
+           (st.is_ok() ? "; routed to `" + t.moving_to + "`"
+                       : ", but the row was not written: " + st.to_string()) +
+           (source->found ? "; the frozen copy on `" + t.node + "` is left frozen and unrouted"
+                          : "");
+}
+
 }  // namespace
 
 void settle_move(Router& router, const std::string& name, const TenantRow& t) {
     auto maps = router.directory().maps();
-    if (std::optional<std::string> decided = finished_there(router, name, t, *maps)) {
+    std::optional<std::string> decided = finished_there(router, name, t, *maps);
+    if (!decided) decided = went_through_here(router, name, t, *maps);
+    if (decided) {
         log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
                  "` by a stopped move: " + *decided);
         return;

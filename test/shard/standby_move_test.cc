@@ -3,6 +3,8 @@
 // most one second.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "test/shard/standby_fixture.h"
 
 namespace fenec::test::standby_move_test {
@@ -52,6 +54,46 @@ TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
     const double bounded = standbys_ms(acme, "n2");
     EXPECT_GE(bounded, 950) << "S was keeping up: it was waited for";
     EXPECT_LT(bounded, 1500) << "but at most a second";
+}
+
+// A move whose flip never reached S (R's feed holds each change 2 s; R killed once it flipped
+// and a write landed on the target through it): promoted, S finds the target holding the
+// tenant unfrozen past the source's seq, so the flip went through, and routes to the target.
+// Before, it thawed the source and routed there: the write acknowledged on the target was gone.
+TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipRoutesToTheTargetThatTookWrites) {
+    const std::string t = tenant("missed");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"before"})").status, 201);
+    ::setenv("FENEC_TEST_FEED_STALL", "2000", 1);
+    ::setenv("FENEC_TEST_MOVE_STALL", "flipped:60000", 1);
+    start_router({"--replication-token", kReplication});
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    start_standby();
+    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
+    auto move = std::async(std::launch::async, [&] {
+        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    // R flipped (and holds there); S has the mark, not the flip.
+    ASSERT_TRUE(eventually(
+        [&] { return Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000));
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+    ASSERT_EQ(count_on(1, t), R"({"count":2})");
+    ASSERT_TRUE(eventually(
+        [&] { return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving"; },
+        8000));
+    ASSERT_EQ(Json(on_s("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+    router_->signal(SIGKILL);
+    (void)move.get();
+    const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
+    ASSERT_EQ(p.status, 200) << p.body;
+    const Reply row = on_s("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), "n2") << row.body;
+    EXPECT_EQ(Json(row.body).text("state"), "active") << row.body;
+    Client c(standby_->port());
+    const Reply read =
+        c.request("GET", "/t/" + t + "/c/notes?count", {}, bearer(kData)).value_or(Reply{});
+    EXPECT_EQ(read.body, R"({"count":2})") << read.status;
 }
 
 }  // namespace
