@@ -342,7 +342,10 @@ std::string Router::open_parts() {
     copies_->start();
     // §2.3 step 4, as a primary: sources of moves a stop left behind thawed. A standby thaws
     // nothing until it is promoted.
-    if (!standby_->following()) settle_moves(*this);
+    if (!standby_->following()) {
+        if (std::string over = standby_->superseded_at_nodes(); !over.empty()) return over;
+        settle_moves(*this);
+    }
     // Leasing and failover (shard/cluster.h): a primary leases once bound (§2.3 step 5, below), a
     // standby once promoted, every node counted as answered then (§9.4); a standby cuts what it
     // has out to a node as soon as its copy of the directory shows the failover (§9.12).

@@ -211,6 +211,13 @@ class Standby {
     // row of the term plus one, tenants left `moving` thawed (§7.3), `on_leading` run.
     http::Response promote(const server::Request& request, const Router::Answering& a);
 
+    // §10: a primary comes back only as a follower of the router promoted over it. At a
+    // primary's start, before it settles or grants anything: "" when no node says otherwise,
+    // else why this router may not lead. A node held by this directory's authority at a higher
+    // term than this file's (the lease of a standby promoted since) says so; a node that does
+    // not answer within a second says nothing.
+    std::string superseded_at_nodes() const;
+
     // §7.2 step 10 and §9.7: waits until every standby keeping up was sent everything written so
     // far, at most `bound_ms`; at once where there is none or this router is a standby.
     void wait_for_standbys(int64_t bound_ms);

@@ -167,6 +167,38 @@ TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
     EXPECT_EQ(after.status, 201) << after.body;
 }
 
+// §10: a primary comes back only as a follower of the router promoted over it. R, lost, is
+// restarted as a primary on its own file after S was promoted and leased the nodes at the term
+// above R's: it refuses to start, naming the node that says so, before it settles or grants
+// anything (its settling thaws sources S may have frozen for its own moves). Before, it started
+// and went on changing the nodes' copies beside S.
+TEST_F(StandbyUnderLeases, AnOldPrimaryRestartedAfterAPromotionRefusesToLead) {
+    const std::string t = tenant("back");
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
+    router_->signal(SIGKILL);
+    ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
+    // S leases the nodes at term 1: n1 names it as its holder.
+    ASSERT_TRUE(eventually(
+        [&] {
+            Json j(node(0, "GET", "/_admin/lease").body);
+            int64_t term = -1;
+            return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
+        },
+        5000))
+        << node(0, "GET", "/_admin/lease").body;
+    client_.reset();
+    router_ = std::make_unique<RouterProcess>(
+        std::vector<std::string>{"--token", kRoot, "--directory", dir_.path() + "/shard.fenec",
+                                 "--auto-failover", "2", "--replication-token", kReplication,
+                                 "--auth-delay", "0"},
+        dir_.path() + "/router.err");
+    EXPECT_EQ(router_->port(), 0) << "R started as a primary";
+    const std::string err = read_file(dir_.path() + "/router.err");
+    EXPECT_NE(err.find("at term 1, above this file's term 0"), std::string::npos) << err;
+    EXPECT_NE(err.find("--replica-of"), std::string::npos) << err;
+    standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
     const std::string t = tenant("cut");
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
