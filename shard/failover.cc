@@ -8,6 +8,7 @@
 
 #include "json/writer.h"
 #include "server/obs/metrics.h"
+#include "shard/standby.h"
 
 namespace fenec::shard {
 
@@ -303,9 +304,14 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
         return false;
     }
     history = reply.history;
+    // Named by none of the copy's grants until every standby router keeping up was sent the
+    // row (after_promotions): a write acknowledged there before would be lost to a standby
+    // promoted without the row, which routes the tenant to its old node.
+    host_.withhold(copy, tenant.name);
     const engine::Status st =
         host_.directory().fail_over_tenant(tenant.name, copy, tenant.node, history);
     if (!st.is_ok()) {
+        host_.restore(copy, tenant.name);
         // Promoted on the node, not in the directory: still routed to the old node, and under
         // leases named by no grant of the copy's, so the copy takes no write.
         why = "promoted on `" + copy +
@@ -329,7 +335,11 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
 void Failover::after_promotions(const std::string& node, const std::vector<std::string>& to_nodes,
                                 FailoverResult& r) {
     // §9.1 step 3: each node that took tenants is granted its new list at once, and the old
-    // node its list without them.
+    // node its list without them; the new list once the standby routers were sent the rows.
+    if (!r.promoted.empty()) {
+        host_.wait_for_standbys(standby_wait_ms_max);
+        for (const auto& [tenant, copy] : r.promoted) host_.restore(copy, tenant);
+    }
     for (const std::string& n : to_nodes) host_.grant_now(n);
     host_.grant_now(node);
     const auto maps = host_.maps();
@@ -417,6 +427,8 @@ void Failover::settle_waiting(const std::string& tenant) {
     host_.release(tenant);
     host_.restore(w.node, tenant);
     if (done) {
+        host_.wait_for_standbys(standby_wait_ms_max);  // as after_promotions
+        host_.restore(w.copy, tenant);
         host_.grant_now(w.copy);
         host_.note("`" + tenant +
                        "`, waiting for another operation, failed over "

@@ -78,6 +78,10 @@ class FailoverHost {
     // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it.
     virtual void failover_ended(const std::string& node) = 0;
     virtual void restore(const std::string& node, const std::string& tenant) = 0;
+    // §7.2 step 10's wait: every standby router keeping up sent all the directory holds so far,
+    // at most `bound_ms`. A promoted copy's node is granted its tenant only after it, so no
+    // write lands there that a standby promoted next would route elsewhere.
+    virtual void wait_for_standbys(int64_t bound_ms) = 0;
     // A repair (§8.3), started on its own worker.
     virtual void repair(std::string_view why) = 0;
     // A log line, and an audit line of `event` (§15: `failover`, `force`) with `fields`.

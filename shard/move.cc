@@ -311,15 +311,26 @@ Response Move::steps(const DirectoryMaps& maps) {
     }
     stall_after("installed");
 
-    // Step 6: the flip, one statement, synced.
+    // Step 6: the flip, one statement, synced. Under leases the target's grants name the tenant
+    // only once every standby router keeping up was sent the flip (step 7): a write it
+    // acknowledged before would be lost to a standby promoted without the flip, which thaws the
+    // source (§7.3).
+    router_.cluster().withhold(to_.name, tenant_);
     if (engine::Status st = router_.directory().flip_tenant(tenant_, to_.name); !st.is_ok()) {
+        router_.cluster().restore(to_.name, tenant_);
         roll_back(true);
         return fail({500, "flip", "the directory could not point `" + tenant_ + "` at node `" +
                                       to_.name + "`: " + st.to_string()});
     }
     steps_.flip = steps_.lap();
-    // Step 7: under leases, the target granted its new list and the source its list without
-    // the tenant, both at once.
+    // Step 10, before step 7: every standby router keeping up was sent the flip (at most a
+    // second), so none forwards to a deleted copy for longer than its network trip, nor thaws
+    // the source of a target that took writes. Then step 7: under leases, the target granted
+    // its new list and the source its list without the tenant, both at once.
+    const uint64_t waited_from = router_.now_ms();
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
+    standbys_ms_ = router_.now_ms() - waited_from;
+    router_.cluster().restore(to_.name, tenant_);
     router_.cluster().changed(to_.name);
     router_.cluster().changed(from_.name);
     stall_after("flipped");
@@ -327,12 +338,6 @@ Response Move::steps(const DirectoryMaps& maps) {
     // Steps 8 and 9: the copies follow the tenant to its new node; a failure here is logged and
     // answered as `unreplicated`, never the move's.
     const CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
-
-    // Step 10: every standby router keeping up was sent the flip before the source goes (at
-    // most a second), so none forwards to a deleted copy for longer than its network trip.
-    const uint64_t waited_from = router_.now_ms();
-    router_.standby().wait_for_standbys(standby_wait_ms_max);
-    standbys_ms_ = router_.now_ms() - waited_from;
 
     const bool removed = remove_source();
     const uint64_t ms = router_.now_ms() - start;

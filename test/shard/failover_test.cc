@@ -116,6 +116,10 @@ class FakeHost final : public FailoverHost {
         std::lock_guard lock(mu_);
         log_.push_back("restore " + tenant + " to " + node);
     }
+    void wait_for_standbys(int64_t) override {
+        std::lock_guard lock(mu_);
+        log_.push_back("standbys");
+    }
     void repair(std::string_view) override {
         std::lock_guard lock(mu_);
         ++repairs_;
@@ -264,15 +268,27 @@ TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cas
     EXPECT_EQ(r.failed[0], (std::pair<std::string, std::string>{"gamma", "it has no replica"}));
     EXPECT_EQ(r.unreplicated, std::vector<std::string>{"delta"});
     // Each tenant's steps in order; the tenants' promotions run at once, so not one after the
-    // other (APromotionDoesNotWaitForAnother).
-    EXPECT_EQ(f.host->log().size(), 5u);
+    // other (APromotionDoesNotWaitForAnother). Each is withheld from its copy's grants from
+    // before its row until the standby routers were sent the rows, once for all.
+    EXPECT_EQ(f.host->log().size(), 10u);
     EXPECT_EQ(f.host->log_of("acme"),
-              (std::vector<std::string>{"quota acme to n2",
-                                        "promote acme on n2 lineage=00000000000000a1 forked= term=0",
-                                        "cut acme from n1"}));
+              (std::vector<std::string>{
+                  "quota acme to n2", "promote acme on n2 lineage=00000000000000a1 forked= term=0",
+                  "withhold acme from n2", "cut acme from n1", "restore acme to n2"}));
     EXPECT_EQ(f.host->log_of("beta"),
-              (std::vector<std::string>{"promote beta on n3 lineage=00000000000000b1 forked= term=0",
-                                        "cut beta from n1"}));
+              (std::vector<std::string>{
+                  "promote beta on n3 lineage=00000000000000b1 forked= term=0",
+                  "withhold beta from n3", "cut beta from n1", "restore beta to n3"}));
+    const auto all = f.host->log();
+    const auto standbys = std::find(all.begin(), all.end(), "standbys");
+    ASSERT_NE(standbys, all.end());
+    EXPECT_EQ(std::count(all.begin(), all.end(), "standbys"), 1);
+    for (const char* line : {"cut acme from n1", "cut beta from n1"}) {
+        EXPECT_LT(std::find(all.begin(), all.end(), line), standbys) << line;
+    }
+    for (const char* line : {"restore acme to n2", "restore beta to n3"}) {
+        EXPECT_GT(std::find(all.begin(), all.end(), line), standbys) << line;
+    }
     const auto m = f.d->maps();
     EXPECT_EQ(m->tenants.at("acme").node, "n2");
     EXPECT_EQ(m->tenants.at("acme").failed_from, "n1");
@@ -293,9 +309,12 @@ TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cas
     // A second failover of a tenant promoted before names the history it forked then.
     ASSERT_TRUE(f.d->put_replica("acme", "n1").is_ok());
     f.failover->fail_over("n2", false, "hand");
-    EXPECT_EQ(f.host->log().back(), "cut acme from n2");
-    EXPECT_EQ(f.host->log()[f.host->log().size() - 2],
-              "promote acme on n1 lineage=00000000000000a1 forked=00000000006100f1 term=0");
+    const auto second = f.host->log();
+    ASSERT_GE(second.size(), 5u);
+    EXPECT_EQ(std::vector<std::string>(second.end() - 5, second.end()),
+              (std::vector<std::string>{
+                  "promote acme on n1 lineage=00000000000000a1 forked=00000000006100f1 term=0",
+                  "withhold acme from n1", "cut acme from n2", "standbys", "restore acme to n1"}));
 }
 
 // A node's tenants are promoted at once (§9.1): its last tenant writes again after the slowest

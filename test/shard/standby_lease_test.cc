@@ -199,6 +199,45 @@ TEST_F(StandbyUnderLeases, AnOldPrimaryRestartedAfterAPromotionRefusesToLead) {
     standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
 }
 
+// Under leases a move's target is granted its tenant only once every standby keeping up was
+// sent the flip (R's feed holds each change 300 ms here). The first write through R that the
+// target acknowledges is followed by R's loss and S's promotion: S has the flip, routes to the
+// target, and the write is there. Before, the target was granted at the flip and the write
+// acknowledged at once; S, not yet sent the mark, routed to the frozen source without it.
+TEST_F(StandbyUnderLeases, AMovesTargetTakesNoWriteBeforeTheStandbysWereSentTheFlip) {
+    const std::string t = tenant("flip");
+    ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    auto move = std::async(std::launch::async, [&] {
+        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    // Writes through R until one is acknowledged on the target (frozen, then withheld: 503).
+    std::string acked;
+    const auto until = std::chrono::steady_clock::now() + 8s;
+    for (int i = 0; acked.empty() && std::chrono::steady_clock::now() < until; ++i) {
+        const std::string title = "w" + std::to_string(i);
+        const Reply w = data("POST", "/t/" + t + "/c/notes", R"({"title":")" + title + R"("})");
+        if (w.status == 201 &&
+            Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2") {
+            acked = title;
+        }
+    }
+    ASSERT_FALSE(acked.empty());
+    router_->signal(SIGKILL);
+    (void)move.get();
+    const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
+    ASSERT_EQ(p.status, 200) << p.body;
+    const Reply row = on_s("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), "n2") << row.body;
+    Client c(standby_->port());
+    const Reply found =
+        c.request("GET", "/t/" + t + "/c/notes?title=eq." + acked, {}, bearer(kData))
+            .value_or(Reply{});
+    EXPECT_NE(found.body.find(acked), std::string::npos) << found.status << " " << found.body;
+    standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
     const std::string t = tenant("cut");
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
