@@ -151,8 +151,16 @@ class ForwardSink final : public server::CallSink,
     void on_failure(server::CallError failure) override {
         done();
         const int status = failure.failure == server::CallFailure::timeout ? 504 : 502;
-        answer_failed(status, failure.message,
-                      failure.failure == server::CallFailure::may_have_run);
+        // §5.5: a write the node may have run says so. Cut before its answer (may_have_run), and
+        // also once sent whole, when the answer began and was cut short (the node ran it, then
+        // died answering) or did not come within the bound: a 502 or 504 saying no more reads as
+        // "not run", and a client sending it again would run it twice. A resendable request
+        // (a read, a keyed write) runs harmlessly again.
+        using F = server::CallFailure;
+        const bool may_have_run = failure.failure == F::may_have_run ||
+                                  (!resendable_ && failure.sent_whole &&
+                                   (failure.failure == F::cut || failure.failure == F::timeout));
+        answer_failed(status, failure.message, may_have_run);
     }
 
     bool on_data(std::string bytes) override { return exchange_->write(std::move(bytes)); }

@@ -111,21 +111,23 @@ inline std::string read_file(const std::string& path) {
 // held open, with `hang`).
 class FaultNode {
 public:
-    // `hang`: hold each data request read whole, answering nothing and closing nothing, until
-    // the router gives up on it (its --upstream-timeout) or the FaultNode is destroyed.
-    explicit FaultNode(bool hang = false) : hang_(hang) {
-
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, 16);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-        thread_ = std::thread([this] { run(); });
-    }
+  // `hang`: hold each data request read whole, answering nothing and closing nothing, until
+  // the router gives up on it (its --upstream-timeout) or the FaultNode is destroyed.
+  // `half_answer`: begin each data request's answer (its head and a byte of a longer body),
+  // then close: an answer begun and cut short.
+  explicit FaultNode(bool hang = false, bool half_answer = false)
+      : hang_(hang), half_answer_(half_answer) {
+      fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      ::listen(fd_, 16);
+      socklen_t len = sizeof a;
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+      port_ = ntohs(a.sin_port);
+      thread_ = std::thread([this] { run(); });
+  }
     ~FaultNode() {
         stop_ = true;
         ::shutdown(fd_, SHUT_RDWR);
@@ -170,6 +172,13 @@ private:
                     continue;
                 }
                 ++cut_;
+                if (half_answer_) {
+                    const std::string half =
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                        "\r\nContent-Length: 50\r\n\r\n{";
+                    ::send(c, half.data(), half.size(), MSG_NOSIGNAL);
+                    return;
+                }
                 while (hang_ && !stop_) {
                     pollfd p{c, POLLIN, 0};
                     if (::poll(&p, 1, 50) > 0) {
@@ -193,6 +202,7 @@ private:
     }
 
     const bool hang_;
+    const bool half_answer_;
     int fd_ = -1;
     uint16_t port_ = 0;
     std::atomic<bool> stop_{false};
