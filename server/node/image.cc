@@ -578,8 +578,13 @@ void get_image(Node& node, const std::shared_ptr<Call>& call) {
                                                         file.status().to_string()));
     }
     if (*file) {
-        a.tenant.reset();  // the image holds the file; the tenant may close meanwhile
-        return send_file_image(node, call, **file);
+        // The tenant is held until its file is read out: the image reads through the database's
+        // own descriptor, which holds the file's lock, so a close meanwhile (idle, or for
+        // memory) left the next open refused for that lock until the stream ended, its requests
+        // 500 and a move's rollback unable to thaw it. A delete waits for the stream as for any
+        // request in flight.
+        send_file_image(node, call, **file);
+        return;
     }
     engine::Result<engine::Image> image = a.tenant->db().image();
     a.tenant.reset();  // the image holds its bytes; the tenant may close meanwhile

@@ -338,6 +338,35 @@ TEST(Admin, ImageMovesBetweenNodes) {
 // Case 50, seed 000's move: freeze, copy the image, install, delete. The source's stream ends
 // `gone`; a client that had seen everything resumes on the target from its cursor with no seed,
 // and the target's next write is its next change.
+// A frozen tenant whose file is being read out as its image (a move's source, behind a slow
+// reader) stays readable and can be thawed. The image held the file, and its lock, while the
+// tenant closed when idle: the next open found the file locked and every request was 500 for
+// ten seconds (and a move's rollback could not thaw it). The tenant is now held while its file
+// is read out.
+TEST(Admin, AFrozenTenantBeingReadOutStaysServed) {
+    Node n;
+    n.make_acme();
+    const std::string mb(1 << 20, 'x');
+    for (int i = 0; i < 24; ++i) {  // 24 MiB: more than the sockets hold, so the stream waits
+        ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + mb + "\"]").status, 200);
+    }
+    ASSERT_EQ(n.process->kill(SIGTERM), 0);
+    n.start({"--close-idle", "1"});  // opened afresh: nothing lands before its close
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
+    Client reader(n.process->port());
+    ASSERT_TRUE(
+        reader.send_raw("GET /_admin/tenants/acme/file HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        "Authorization: Bearer " +
+                        A + "\r\n\r\n"));
+    ASSERT_NE(reader.read_until("\r\n\r\n", 5000).find("200 OK"), std::string::npos);
+    // The reader reads no more. Past the idle time and a sweep or two:
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    const Reply read = n.call("GET", "/t/acme/c/notes?count", D);
+    EXPECT_EQ(read.status, 200) << read.body;
+    const Reply thaw = n.admin("POST", "/_admin/tenants/acme/thaw");
+    EXPECT_EQ(thaw.status, 200) << thaw.body;
+}
+
 TEST(Admin, MovedTenantResumesOnTheTargetWithoutASeed) {
     Node n;
     n.make_acme();
