@@ -621,8 +621,13 @@ std::unique_ptr<BegunInstall> Registry::OutOfService::begin_install(
     auto begun = std::make_unique<BegunInstall>();
     begun->tenant = Tenant::make(name_, r.options_.changes_max);
     begun->indexes = std::make_unique<index::IndexSet>();
+    // Only a PUT of an image begins an install as its body arrives, and it installs a primary
+    // following nothing (§8.3): opened as one, though `<t>.follows` is still there (a replica
+    // restored in place keeps it until the body is whole and the marks are settled). Read from
+    // the file system here, it opened a follower that nothing followed, refusing every write.
     begun->install = std::make_unique<engine::ImageInstall>(
-        image, r.path_of(name_), r.open_options(name_, *begun->tenant, *begun->indexes),
+        image, r.path_of(name_),
+        r.open_options(name_, *begun->tenant, *begun->indexes, true, /*follows=*/false),
         std::move(owner));
     return begun;
 }

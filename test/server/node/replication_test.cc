@@ -266,6 +266,10 @@ TEST_F(Replication, ACopyRestoredInPlaceFollowsNothing) {
     EXPECT_EQ(member(d.body, "role"), "primary") << d.body;
     EXPECT_EQ(member(d.body, "following"), "null") << d.body;
     EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.follows"));
+    // And it takes writes: the install begun as the body arrived opened a primary, though
+    // `.follows` was still there then (before, a follower nothing followed: 503 `replica`).
+    const Reply w = n2.query("put notes {title: $1}", "[\"mine\"]");
+    EXPECT_EQ(w.status, 200) << w.body;
 }
 
 // A restore in place whose install is refused (here its Fenec-Seq is not the image's, found after
