@@ -584,13 +584,20 @@ Status Database::close(CloseMode mode) {
             if (result.is_ok()) result = cut;
         }
     }
-    if (result.is_ok() && !read_only_ && !failure()) result = sync();
-    // A graph record moves no seq, so sync() returns at once with one appended since the last
-    // sync still unwritten; a closed file is durable to its end (the registry opens it next
-    // without a sync), and the seal's stamp must cover it.
-    const bool uncovered = durable_end_.load(std::memory_order_acquire) <
-                           appended_end_.load(std::memory_order_acquire);
-    if (result.is_ok() && !read_only_ && !failure() && uncovered) result = sync_now();
+    // Synced whatever came of the checkpoint: a checkpoint that failed without latching (no
+    // room for its side file) left the file as it was, and under a policy that syncs only at
+    // close this is the writes' one sync (engine.md §5.4: the final sync first). The seal, which
+    // says the file closed clean, only after all went well.
+    if (!read_only_ && !failure()) {
+        Status synced = sync();
+        // A graph record moves no seq, so sync() returns at once with one appended since the
+        // last sync still unwritten; a closed file is durable to its end (the registry opens it
+        // next without a sync), and the seal's stamp must cover it.
+        const bool uncovered = durable_end_.load(std::memory_order_acquire) <
+                               appended_end_.load(std::memory_order_acquire);
+        if (synced.is_ok() && !failure() && uncovered) synced = sync_now();
+        if (result.is_ok()) result = synced;
+    }
     if (result.is_ok() && !read_only_ && !failure()) result = seal();
     if (options_.syncer) {
         {
@@ -602,9 +609,8 @@ Status Database::close(CloseMode mode) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     std::unique_lock<std::mutex> l(sync_mu_);
     while (syncing_) sync_cv_.wait(l);
-    // The sync above covered every waiter, or the latch settles them. A close whose checkpoint
-    // failed without latching skipped that sync: its waiters are told the writes' durability is
-    // not known, never left uncalled.
+    // The sync above covered every waiter, or the latch settles them. Any left (a sync that
+    // failed) are told the writes' durability is not known, never left uncalled.
     finish_waiters_locked(l);
     if (!waiters_.empty()) {
         std::vector<DurableWaiter> left = std::move(waiters_);

@@ -673,6 +673,32 @@ TEST(DurabilityLatch, FailedSyncLatchesUntilReopen) {
     EXPECT_TRUE((*re)->sync().is_ok());
 }
 
+// A close whose checkpoint fails without latching (no room for the rewrite's side file) still
+// syncs what landed: under a policy that syncs only at close (--sync off) that close is the
+// writes' one sync. It was skipped with the seal, and a power cut before the next open took
+// writes that had been answered.
+TEST(DurabilityLatch, ACloseWhoseCheckpointFailsStillSyncsWhatLanded) {
+    EngineEnv env;
+    std::unique_ptr<Database> db = one_row(env, SyncPolicy::at_close());
+    ASSERT_TRUE(db);
+    {
+        auto b = db->begin();
+        ASSERT_TRUE(b.is_ok());
+        ASSERT_TRUE(b->insert(CollectionId{1}, std::nullopt, row("second", 2, 40)).is_ok());
+        ASSERT_TRUE(b->commit().is_ok());
+    }
+    const std::string landed = dump(*db);
+    env.fs.fail_append(1, ENOSPC);  // the checkpoint's first write, into its side file
+    const Status closed = db->close(CloseMode::checkpoint);
+    EXPECT_FALSE(closed.is_ok());
+    EXPECT_FALSE(db->failure().has_value()) << "the checkpoint's failure does not latch";
+    db.reset();
+    env.fs.crash(FaultFs::CrashMode::synced_only);
+    auto re = Database::open(kPath, env.options());
+    ASSERT_TRUE(re.is_ok()) << re.status().to_string();
+    EXPECT_EQ(dump(**re), landed);
+}
+
 TEST(DurabilityLatch, BlockWhoseSyncFailedSurvivesACrashOnlyIfItsRecordDid) {
     // The commit got io_error, so the block is not acknowledged; a crash may keep its record
     // whole (it was appended) or drop it: the reopen shows one of the two, never a mix.
