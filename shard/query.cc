@@ -277,6 +277,22 @@ class Fanout : public std::enable_shared_from_this<Fanout> {
             ++out_;
             go.push_back(std::move(job));
         }
+        if (stop_) {
+            // Stopped at a failure: a tenant found moved and queued to be asked again (asked
+            // once, so counted asked) is a failure too, or it would be in no count at all.
+            for (auto it = queue.begin(); it != queue.end();) {
+                if (it->asks == 0) {
+                    ++it;
+                    continue;
+                }
+                fail(*it, 503,
+                     "moved to node `" + it->node +
+                         "` while the query ran, and not asked there: the query stopped at a "
+                         "failure",
+                     "refused");
+                it = queue.erase(it);
+            }
+        }
         if (go.empty() && out_ == 0) {
             finished_ = true;
             lock.unlock();
