@@ -94,8 +94,13 @@ PromoteReply Cluster::promote(const NodeRow& node, const std::string& tenant,
     return router_.node_calls().promote(node, tenant, ask, failover_request_id);
 }
 
-bool Cluster::send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) {
-    return router_.node_calls().put_quota(node, tenant, quota, failover_request_id).ok();
+bool Cluster::send_quota(const NodeRow& node, const TenantRow& tenant) {
+    // Through the copies' QuotaSync, as every other send: a node that misses it owes it, and is
+    // sent it again when it next answers.
+    return router_.copies()
+        .quotas()
+        .send_to(node, tenant, "copy about to be promoted", failover_request_id)
+        .taken;
 }
 
 void Cluster::cut(const std::string& tenant, const std::string& from) { router_.cut(tenant, from); }

@@ -60,7 +60,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     std::string held_by(const std::string& tenant) override;
     PromoteReply promote(const NodeRow& node, const std::string& tenant,
                          const PromoteWire& ask) override;
-    bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) override;
+    bool send_quota(const NodeRow& node, const TenantRow& tenant) override;
     void cut(const std::string& tenant, const std::string& from) override;
     void grant_now(const std::string& node) override;
     void failover_ended(const std::string& node) override;

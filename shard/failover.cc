@@ -285,7 +285,7 @@ bool Failover::promote_one(const TenantRow& tenant, const std::string& copy, boo
         return false;
     }
     // §6.4: the quota before the tenant's lease names the copy.
-    if (tenant.quota && !host_.send_quota(copy_node->second, tenant.name, *tenant.quota)) {
+    if (!host_.send_quota(copy_node->second, tenant)) {
         host_.note("`" + copy + "` did not take `" + tenant.name +
                        "`'s quota before its promotion; it is sent again when the node answers",
                    "", {});

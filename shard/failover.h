@@ -59,9 +59,10 @@ class FailoverHost {
     // `POST /_admin/tenants/<t>/promote` (node-http's §8.6), as NodeCalls::promote makes it.
     virtual PromoteReply promote(const NodeRow& node, const std::string& tenant,
                                  const PromoteWire& ask) = 0;
-    // The tenant's recorded quota to `node` (§6.4: before a promoted copy's lease names it);
-    // false when the node did not take it (logged by the caller).
-    virtual bool send_quota(const NodeRow& node, const std::string& tenant, const Quota& quota) = 0;
+    // The tenant's recorded quota to `node` (§6.4: before a promoted copy's lease names it), or
+    // the removal of one the node still holds; false when the node did not take it (logged by
+    // the caller), which is then owed and sent again when the node answers (QuotaSync).
+    virtual bool send_quota(const NodeRow& node, const TenantRow& tenant) = 0;
     // What is out to `from` for `tenant` is cut by §9.10's table; the directory points at the
     // new primary already.
     virtual void cut(const std::string& tenant, const std::string& from) = 0;

@@ -77,10 +77,16 @@ class FakeHost final : public FailoverHost {
         r.lineage = ask.force ? "00000000000000ee" : ask.lineage;
         return r;
     }
-    bool send_quota(const NodeRow& node, const std::string& tenant, const Quota&) override {
+    bool send_quota(const NodeRow& node, const TenantRow& tenant) override {
         std::lock_guard lock(mu_);
-        log_.push_back("quota " + tenant + " to " + node.name);
+        quota_asks_.push_back(tenant.name + " to " + node.name);
+        if (tenant.quota) log_.push_back("quota " + tenant.name + " to " + node.name);
         return true;
+    }
+    // Every tenant whose quota went to its copy before the promotion, a quota or none.
+    std::vector<std::string> quota_asks() const {
+        std::lock_guard lock(mu_);
+        return quota_asks_;
     }
     void cut(const std::string& tenant, const std::string& from) override {
         std::lock_guard lock(mu_);
@@ -187,7 +193,7 @@ class FakeHost final : public FailoverHost {
     mutable std::mutex mu_;
     std::map<std::string, std::string> claims_;
     std::map<std::string, std::string> refuse_;
-    std::vector<std::string> log_, grants_, events_, notes_, fences_;
+    std::vector<std::string> log_, grants_, events_, notes_, fences_, quota_asks_;
     std::map<std::string, int> histories_;
     int repairs_ = 0;
     std::condition_variable cv_;
@@ -267,6 +273,11 @@ TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cas
     ASSERT_EQ(r.failed.size(), 1u);
     EXPECT_EQ(r.failed[0], (std::pair<std::string, std::string>{"gamma", "it has no replica"}));
     EXPECT_EQ(r.unreplicated, std::vector<std::string>{"delta"});
+    // The quota goes to each copy before its promotion, beta's too, which has none: a copy that
+    // held a quota since removed is sent the removal (QuotaSync sends nothing when none is owed).
+    auto asks = f.host->quota_asks();
+    std::sort(asks.begin(), asks.end());
+    EXPECT_EQ(asks, (std::vector<std::string>{"acme to n2", "beta to n3"}));
     // Each tenant's steps in order; the tenants' promotions run at once, so not one after the
     // other (APromotionDoesNotWaitForAnother). Each is withheld from its copy's grants from
     // before its row until the standby routers were sent the rows, once for all.
