@@ -30,6 +30,8 @@ namespace fenec::node {
 namespace {
 
 constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
+// How long a latched tenant's reopen waits for its requests in flight to finish (Node::tick).
+constexpr int64_t latched_reopen_wait_ms = 100;
 
 // "" where syncfs(2) reports every error a sync of the file system can meet: write-back errors
 // from Linux 5.8, the file system's own (a failed journal commit or cache flush) from 5.17. On an
@@ -450,6 +452,21 @@ uint16_t Node::port() const { return server_ ? server_->port() : 0; }
 void Node::tick() {
     registry_->sweep();
     subscriptions_->tick();
+    reopen_latched();
+}
+
+// node-http.md §5.8: a tenant latched by a failed write refuses writes until it is closed and
+// opened again from its file (the open cuts what the failed write left). A follower's stream or a
+// subscriber holding it kept it so for good (an idle close waits for no holder), so each is ended
+// `closing`, the copy taken out briefly and put back: the next request opens the file again. A
+// disk still failing latches it again, and it is reopened at the next tick. A followed copy's
+// follower does this for its own (Follower::run).
+void Node::reopen_latched() {
+    for (const std::string& name : registry_->latched()) {
+        if (stopping_ || replication_->following(name)) continue;
+        // Back in service as `taken` goes; held past the wait: tried again at the next tick.
+        (void)replication_->take_copy_out(name, "closing", latched_reopen_wait_ms);
+    }
 }
 
 void Node::track(const std::shared_ptr<Parked>& p) {

@@ -210,6 +210,7 @@ private:
     void init_metrics();
     uint64_t next_random();
     void tick();
+    void reopen_latched();  // once a tick: node-http.md §5.8's reopen of a latched tenant
 
     NodeOptions options_;
     NodeEnv env_;

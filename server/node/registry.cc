@@ -791,6 +791,16 @@ void Registry::sweep() {
     }
 }
 
+std::vector<std::string> Registry::latched() const {
+    std::vector<std::string> out;
+    for (const std::shared_ptr<Slot>& slot : open_slots()) {
+        if (std::shared_ptr<Tenant> t = in_service(*slot); t && t->db().failure()) {
+            out.push_back(t->name());
+        }
+    }
+    return out;
+}
+
 void Registry::close_all() {
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots;
     {

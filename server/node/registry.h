@@ -273,6 +273,10 @@ public:
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
     void sweep();
+    // The open tenants whose database latched read-only on a failed write (INVARIANTS I5): only a
+    // reopen clears that, which the node makes (Node::tick) rather than leave them refusing
+    // writes while a follower's stream or a subscriber holds them.
+    std::vector<std::string> latched() const;
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
 

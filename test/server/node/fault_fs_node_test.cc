@@ -268,6 +268,31 @@ TEST_F(FaultFsNode, AFollowRacingAnOpenLeavesNoPrimaryTakingWrites) {
     env_fs_ = nullptr;
 }
 
+// node-http.md §5.8: a primary latched read-only by a failed fsync refuses writes only until the
+// node has opened it again from its file, which it does within a tick even while a subscriber
+// (or a follower's stream) holds it: the holder is ended `closing`. Before, only an idle close
+// reopened it, and a holder kept it refusing every write for good.
+TEST_F(FaultFsNode, APrimaryLatchedByAFailedFsyncIsOpenedAgainThoughItIsHeld) {
+    start();
+    create("acme");
+    auto sub = subscribe("");
+    ASSERT_NE(sub->read_until("event: seed", 5000).find("event: seed"), std::string::npos);
+    fs_.fail_sync(1);
+    const Reply failed = put("acme", "unsure");
+    EXPECT_EQ(failed.status, 500) << failed.body;
+    Reply w;
+    EXPECT_TRUE(wait_until(
+        [&] {
+            w = put("acme", "after");
+            return w.status == 200;
+        },
+        std::chrono::milliseconds(5000)))
+        << w.status << " " << w.body;
+    EXPECT_NE(sub->read_until("\"closing\"", 5000).find("\"reason\":\"closing\""),
+              std::string::npos)
+        << sub->buffer();
+}
+
 // A promotion whose `.follows` could not be unlinked (500, the copy promoted): asked again, it
 // removes the file and answers 200 without forking a second time, so neither a restart nor an
 // idle reopen makes the promoted copy follow its old primary again. Before, every retry was 500
