@@ -375,6 +375,12 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
     }
 }
 
+void Follower::drop_image() {
+    image_.reset();
+    // The side file is nobody's: a failed removal leaves it to be emptied by the next image.
+    (void)repl_.node().fs().remove(repl_.node().registry().path_of(tenant_) + ".incoming");
+}
+
 // One frame. False drops the connection (the follower asks again from its seq).
 bool Follower::handle(const Frame& f, std::string& error) {
     switch (f.kind) {
@@ -385,11 +391,21 @@ bool Follower::handle(const Frame& f, std::string& error) {
                 error = "an image chunk out of place";
                 return false;
             }
+            // Bounded as an image put by hand is (--max-image): the side file is on the disk
+            // every tenant shares, and the install reads it whole.
+            image_bytes_ += f.payload.size();
+            if (image_bytes_ > repl_.node().options().max_image_mib << 20) {
+                drop_image();
+                error = "an image past --max-image (" +
+                        std::to_string(repl_.node().options().max_image_mib) + " MiB)";
+                return false;
+            }
             const auto* bytes = reinterpret_cast<const std::byte*>(f.payload.data());
             if (engine::Status st = image_->append({bytes, f.payload.size()}); !st.is_ok()) {
                 error = "an image chunk not written: " + st.to_string();
                 return false;
             }
+            XXH3_64bits_update(image_hash_.get(), f.payload.data(), f.payload.size());
             return true;
         }
         case 'i':
@@ -454,6 +470,9 @@ bool Follower::on_hello(const Frame& f, std::string& error) {
             return false;
         }
         image_ = std::move(opened).value();
+        image_bytes_ = 0;
+        image_hash_.reset(XXH3_createState(), XXH3_freeState);
+        XXH3_64bits_reset(image_hash_.get());
     }
     return true;
 }
@@ -468,13 +487,30 @@ bool Follower::on_image_end(const Frame& f, std::string& error) {
         return false;
     }
     image_.reset();
+    // The end frame says the image's seq, bytes and digest (§10.2): an image that arrived other
+    // than it says is not installed.
     std::optional<uint64_t> told_seq;
     {
         simdjson::dom::parser parser;
         simdjson::padded_string padded(f.payload);
         simdjson::dom::element doc;
-        uint64_t seq = 0;
-        if (!parser.parse(padded).get(doc) && !doc["seq"].get(seq)) told_seq = seq;
+        uint64_t seq = 0, bytes = 0;
+        std::string_view digest;
+        if (parser.parse(padded).get(doc) || doc["seq"].get(seq) || doc["bytes"].get(bytes) ||
+            doc["digest"].get(digest)) {
+            drop_image();
+            error = "an image end without seq, bytes or digest";
+            return false;
+        }
+        const std::string got = engine::format::hex16(XXH3_64bits_digest(image_hash_.get()));
+        if (bytes != image_bytes_ || digest != got) {
+            drop_image();
+            error = "an image that arrived as " + std::to_string(image_bytes_) +
+                    " bytes of digest " + got + ", its end frame said " + std::to_string(bytes) +
+                    " bytes of digest " + std::string(digest);
+            return false;
+        }
+        told_seq = seq;
     }
     {
         std::lock_guard lock(mu_);

@@ -6,6 +6,8 @@
 // apply and the image install block on disk anyway; the io_uring loops never see them.
 #pragma once
 
+#include <xxhash.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -50,6 +52,7 @@ private:
     bool handle(const Frame& f, std::string& error);
     bool on_hello(const Frame& f, std::string& error);
     bool on_image_end(const Frame& f, std::string& error);
+    void drop_image();  // the image being received given up, its side file removed
     bool on_entry(const Frame& f, std::string& error);  // a block or forks, applied
     bool sleep_ms(int64_t ms);  // false when stopped meanwhile
 
@@ -72,6 +75,10 @@ private:
     std::atomic<uint64_t> reconnects_{0};
     std::shared_ptr<Tenant> held_;         // a following copy holds its tenant open (§10.4)
     std::unique_ptr<engine::File> image_;  // the image being received, <t>.fenec.incoming
+    // Of the image being received: its bytes so far (bounded by --max-image) and their XXH3-64,
+    // held against what its end frame says.
+    uint64_t image_bytes_ = 0;
+    std::shared_ptr<XXH3_state_t> image_hash_;
     std::thread thread_;
 };
 

@@ -3,10 +3,16 @@
 // credentials and first frame, a follower catching up live and after a restart, writes refused
 // on a replica, Fenec-After on a stalled replica, promotion's checks and its audit line.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <xxhash.h>
 
+#include <atomic>
 #include <fstream>
 #include <thread>
 
+#include "engine/format.h"
+#include "server/replication/frames.h"
 #include "test/server/node/node_fixture.h"
 
 namespace fenec::test::replication_test {
@@ -422,6 +428,129 @@ TEST_F(Replication, AKeyedWriteSentAgainToThePromotedCopyIsAnsweredAsMade) {
     EXPECT_EQ(again.header("Idempotent-Replayed").value_or(""), "true") << again.body;
     EXPECT_EQ(again.body, first.body);
     EXPECT_EQ(n2.count(), R"({"count":2})");
+}
+
+// A primary that is not one: each feed request on 127.0.0.1 is answered with `frames`, then the
+// connection is held until the follower lets go or the FakePrimary goes.
+class FakePrimary {
+  public:
+    explicit FakePrimary(std::string frames) : frames_(std::move(frames)) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ::listen(fd_, 8);
+        socklen_t len = sizeof a;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~FakePrimary() {
+        stop_ = true;
+        ::shutdown(fd_, SHUT_RDWR);
+        thread_.join();
+        ::close(fd_);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  private:
+    void run() {
+        while (!stop_) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c < 0) continue;
+            std::string in;
+            char buf[4096];
+            while (in.find("\r\n\r\n") == std::string::npos) {
+                pollfd q{c, POLLIN, 0};
+                if (::poll(&q, 1, 2000) <= 0) break;
+                const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+                if (n <= 0) break;
+                in.append(buf, static_cast<size_t>(n));
+            }
+            const std::string out =
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-fenec-feed\r\nConnection: "
+                "close\r\n\r\n" +
+                frames_;
+            ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+            for (int i = 0; i < 20 && !stop_; ++i) {  // held: the follower ends it
+                pollfd q{c, POLLIN, 0};
+                if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
+            }
+            ::close(c);
+        }
+    }
+    const std::string frames_;
+    int fd_ = -1;
+    uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+// An image is installed only as its end frame says it is: the bytes and the XXH3-64 digest that
+// arrived are held against it. A primary whose end frame names one byte more than it sent (as a
+// stream cut inside a chunk and a bad primary would) is refused and the side file removed; the
+// same image with the right end installs. Before, the end's bytes and digest went unread, and any
+// bytes that installed as an image were taken.
+TEST_F(Replication, AnImageIsInstalledOnlyAsItsEndFrameSaysItArrived) {
+    const Reply img = n.admin("GET", "/_admin/tenants/acme/file");
+    ASSERT_EQ(img.status, 200) << img.body;
+    const std::string seq = img.header("Fenec-Seq").value_or("");
+    const std::string history = img.header("Fenec-History").value_or("");
+    ASSERT_LE(img.body.size(), replication::feed_image_chunk_bytes_max);
+    auto frames = [&](uint64_t bytes_said) {
+        const std::string hello = "{\"node\":\"fake\",\"lineage\":\"" + lineage +
+                                  "\",\"history\":\"" + history + "\",\"forks\":[],\"seq\":" + seq +
+                                  ",\"durable\":" + seq + ",\"image\":true}";
+        const std::string end =
+            "{\"seq\":" + seq + ",\"history\":\"" + history +
+            "\",\"bytes\":" + std::to_string(bytes_said) + ",\"digest\":\"" +
+            engine::format::hex16(XXH3_64bits(img.body.data(), img.body.size())) + "\"}";
+        return replication::encode_frame('H', hello) + replication::encode_frame('I', img.body) +
+               replication::encode_frame('i', end);
+    };
+    auto follow_fake = [&](FakePrimary& fake) {
+        return n2.admin("POST", "/_admin/tenants/acme/follow",
+                        "{\"from\":\"" + fake.url() + "\",\"wait_ms\":3000}");
+    };
+    {
+        FakePrimary lying(frames(img.body.size() + 1));
+        ASSERT_EQ(follow_fake(lying).status, 200);
+        // Asked, refused and asked again (the follower's backoff) for a second: never installed.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        EXPECT_NE(n2.count(), R"({"count":1})");
+        EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.fenec.incoming"));
+    }
+    FakePrimary honest(frames(img.body.size()));
+    ASSERT_EQ(follow_fake(honest).status, 200);
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; })) << n2.count();
+}
+
+// An image arriving past the follower's --max-image is given up as soon as it passes it, its side
+// file removed: it is on the disk every tenant shares, and its install reads it whole. Before, the
+// chunks were written on without bound (the install then refused these, which are no image).
+TEST_F(Replication, AnImagePastMaxImageIsGivenUpAsItArrives) {
+    n2.extra = {"--max-image", "1"};
+    n2.start();
+    const std::string hello = "{\"node\":\"fake\",\"lineage\":\"" + lineage +
+                              "\",\"history\":\"00000000000000aa\",\"forks\":[],\"seq\":9,"
+                              "\"durable\":9,\"image\":true}";
+    const std::string mib(replication::feed_image_chunk_bytes_max, 'x');
+    FakePrimary big(replication::encode_frame('H', hello) + replication::encode_frame('I', mib) +
+                    replication::encode_frame('I', mib) +
+                    replication::encode_frame('i', R"({"seq":9,"bytes":2097152,"digest":"0"})"));
+    ASSERT_EQ(n2.admin("POST", "/_admin/tenants/acme/follow",
+                       "{\"from\":\"" + big.url() + "\",\"wait_ms\":3000}")
+                  .status,
+              200);
+    std::string d;
+    EXPECT_TRUE(eventually([&] {
+        d = n2.admin("GET", "/_admin/tenants/acme").body;
+        return d.find("an image past --max-image (1 MiB)") != std::string::npos;
+    })) << d;
+    EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.fenec.incoming"));
 }
 
 // §14 case 84: the hello is remembered across a restart.
