@@ -13,6 +13,7 @@
 #include "shard/node_calls.h"
 #include "shard/placement.h"
 #include "shard/routes.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -272,8 +273,16 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
     auto maps = router_.directory().maps();
     auto s = maps->nodes.find(standby);
     auto old = maps->nodes.find(old_standby);
-    for (const TenantRow& t : tenants_on(*maps, node)) {
-        TenantClaim held(router_, t.name, "pair");
+    for (const TenantRow& listed : tenants_on(*maps, node)) {
+        test_hooks::stall_pair_tenant(listed.name);
+        TenantClaim held(router_, listed.name, "pair");
+        // Read again once claimed: an operation before the claim may have moved or deleted it,
+        // and its old row would have the standby follow a copy that is gone and the tenant's
+        // replica, re-pointed by the move, detached.
+        const auto now = router_.directory().maps();
+        const auto row = now->tenants.find(listed.name);
+        if (held.held && (row == now->tenants.end() || row->second.node != node)) continue;
+        const TenantRow& t = held.held ? row->second : listed;
         Attached a =
             !held.held
                 ? Attached{false, "another operation holds it (" + router_.held_by(t.name) + ")"}
@@ -287,7 +296,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             continue;
         }
         // Its own replica is not its copy any more: the standby is (DirectoryMaps::copy_of).
-        if (auto r = maps->replicas.find(t.name); r != maps->replicas.end()) {
+        if (auto r = now->replicas.find(t.name); r != now->replicas.end()) {
             if (r->second == standby) {
                 (void)router_.directory().remove_replica(t.name);  // the same copy, kept
             } else {
@@ -308,6 +317,11 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
     auto old = maps->nodes.find(old_standby);
     for (const TenantRow& t : tenants_on(*maps, node)) {
         TenantClaim held(router_, t.name, "pair");
+        if (held.held) {  // moved off or deleted before the claim: its copies went with it
+            const auto now = router_.directory().maps();
+            const auto row = now->tenants.find(t.name);
+            if (row == now->tenants.end() || row->second.node != node) continue;
+        }
         if (old != maps->nodes.end()) {
             NodeAnswer a = calls().remove(old->second, t.name, request_id);
             if (!a.gone()) {

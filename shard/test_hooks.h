@@ -13,7 +13,9 @@
 // settles rows left `creating` or `deleting` (§11.4), and a region's router rows left
 // `importing` (shard/handoff.h), every `ms` rather than every minute; FENEC_TEST_SETTLE_STALL=<ms>
 // holds a region's router's first settling of an `importing` row `ms` with its claim taken, having
-// said so on stderr, so a test can meet that claim.
+// said so on stderr, so a test can meet that claim; FENEC_TEST_PAIR_STALL=<ms> holds a pair's
+// recording before it claims each tenant of its node, having said so, so a test can move one
+// meanwhile.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -47,5 +49,8 @@ int64_t settle_period_ms(int64_t ms);
 // Once a process, with the claim of an `importing` row `tenant` taken to settle it: says so on
 // stderr and sleeps FENEC_TEST_SETTLE_STALL ms.
 void stall_first_settle(std::string_view tenant);
+// Before a pair claims `tenant` to give it its copy on the standby: says so on stderr and sleeps
+// FENEC_TEST_PAIR_STALL ms.
+void stall_pair_tenant(std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

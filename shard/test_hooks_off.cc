@@ -12,5 +12,6 @@ bool fail_handoff_step(std::string_view) { return false; }
 void stall_after_two_level_step(std::string_view) {}
 int64_t settle_period_ms(int64_t ms) { return ms; }
 void stall_first_settle(std::string_view) {}
+void stall_pair_tenant(std::string_view) {}
 
 }  // namespace fenec::shard::test_hooks

@@ -79,4 +79,13 @@ bool skip_failover_cut() {
     return env && std::string_view(env) == "1";
 }
 
+void stall_pair_tenant(std::string_view tenant) {
+    const char* env = std::getenv("FENEC_TEST_PAIR_STALL");
+    if (!env) return;
+    const long ms = std::strtol(env, nullptr, 10);
+    if (ms <= 0) return;
+    log_line("test hook: pairing `" + std::string(tenant) + "` held " + std::to_string(ms) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 }  // namespace fenec::shard::test_hooks

@@ -7,6 +7,8 @@
 // tenant's delete taking its replica with it.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "test/shard/cluster_fixture.h"
 
 namespace fenec::test::copies_test {
@@ -103,6 +105,53 @@ TEST_F(Copies, UnrecordedZoneRanksBetween) {
 
 // §6.3: a node removed lists the tenants whose replica it kept, which then say why they have
 // none; a tenant's delete takes its replica with it (§6.4).
+// A pair gives each tenant of its node its copy on the standby, one tenant at a time, each
+// claimed. A tenant moved off the node before its claim is left alone: it is not the node's any
+// more, and its replica (re-pointed by the move) stays. Before, the pair used the row it listed
+// first: the standby was told to follow the node the tenant had left, and the tenant's live
+// replica was detached, leaving it no copy and none said.
+TEST_F(Copies, APairLeavesATenantMovedOffTheNodeBeforeItsClaim) {
+    ::setenv("FENEC_TEST_PAIR_STALL", "1500", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_PAIR_STALL");
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("x");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string replica = Json(made.body).text("replica_on");
+    ASSERT_FALSE(replica.empty()) << made.body;
+    std::vector<std::string> free;
+    for (const char* n : {"n2", "n3", "n4"}) {
+        if (n != replica) free.push_back(n);
+    }
+    const std::string standby = free[0], target = free[1];
+    auto pair = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c
+            .request("PUT", "/_shard/nodes/n1", R"({"standby":")" + standby + R"("})",
+                     bearer(kRoot))
+            .value_or(Reply{});
+    });
+    ASSERT_TRUE(eventually([&] {
+        return read_file(dir_.path() + "/router.err").find("test hook: pairing") !=
+               std::string::npos;
+    }));
+    Client mover(router_->port());
+    const Reply moved = mover
+                            .request("POST", "/_shard/tenants/" + t + "/move",
+                                     R"({"to":")" + target + R"("})", bearer(kRoot))
+                            .value_or(Reply{});
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    const Reply paired = pair.get();
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    const Reply row = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), target) << row.body;
+    EXPECT_FALSE(Json(row.body).text("replica").empty())
+        << "the moved tenant kept a copy: " << row.body;
+    const int on_standby = standby == "n2" ? 1 : standby == "n3" ? 2 : 3;
+    EXPECT_EQ(copy_on(on_standby, t).status, 404) << "no copy of it made on the standby";
+}
+
 TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
     ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
     ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
