@@ -22,6 +22,7 @@
 #include "shard/node_calls.h"
 #include "shard/relay.h"
 #include "shard/router.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -89,10 +90,17 @@ class ForwardSink final : public server::CallSink,
 
     // Before the call starts: its place in the in-flight record.
     void registered(uint64_t id) { id_ = id; }
-    // Once it started (maybe on another thread than the one its callbacks run on).
+    // Once it started (maybe on another thread than the one its callbacks run on). A cut that
+    // came before it (cut_pending_) is made now.
     void started(std::weak_ptr<server::RingCall> call) {
-        std::lock_guard lock(call_mu_);
-        call_ = std::move(call);
+        bool pending = false;
+        {
+            std::lock_guard lock(call_mu_);
+            call_ = call;
+            started_ = true;
+            pending = cut_pending_;
+        }
+        if (pending) cut_call(call.lock());
     }
 
     void on_answer(server::Answer answer) override {
@@ -169,20 +177,30 @@ class ForwardSink final : public server::CallSink,
         exchange_->end();
     }
 
-    // §9.10, from the failover's thread: the call cut on its loop, then decided there.
+    // §9.10, from the failover's thread: the call cut on its loop, then decided there. One not
+    // started yet (registered, its call being made) is cut as it starts: a cut then found no
+    // call and the request went on to the old node, to wait out --upstream-timeout.
     void cut() override {
         std::shared_ptr<server::RingCall> call;
         {
             std::lock_guard lock(call_mu_);
+            if (!started_) {
+                cut_pending_ = true;
+                return;
+            }
             call = call_.lock();
         }
+        cut_call(std::move(call));
+    }
+
+  private:
+    void cut_call(std::shared_ptr<server::RingCall> call) {
         if (!call) return;
         call->cut([self = shared_from_this()](server::CallPhase phase, bool sent_whole) {
             self->cut_decided(phase, sent_whole);
         });
     }
 
-  private:
     void cut_decided(server::CallPhase phase, bool sent_whole) {
         if (phase == server::CallPhase::answer) return;  // an answer begun is left to the node
         done();
@@ -229,6 +247,8 @@ class ForwardSink final : public server::CallSink,
     bool resendable_;
     std::mutex call_mu_;
     std::weak_ptr<server::RingCall> call_;  // under call_mu_
+    bool started_ = false;                  // under call_mu_: started() ran
+    bool cut_pending_ = false;              // under call_mu_: cut before it started
     uint64_t id_ = 0;                       // the call's loop once it started
 };
 
@@ -465,9 +485,14 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
 
     const bool head_only = up.head_only;
     const bool resendable = up.resend_after_sent;
+    test_hooks::stall_forward(tenant);  // between the lookup and the record, for a test
     auto sink = std::make_shared<ForwardSink>(*this, exchange, a, std::move(f), tenant, node.name,
                                               head_only, resendable);
     sink->registered(in_flight_->add(node.name, tenant, sink));
+    // §9.10: a failover that pointed the tenant elsewhere after the lookup above took what was
+    // out to the node before this request was in the record, so it cut nothing of it: cut here,
+    // as it starts (not sent whole: it goes to the new primary).
+    if (placed_elsewhere(tenant, node.name)) sink->cut();
     std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
     std::weak_ptr<server::RingCall> weak = call;
     sink->started(weak);

@@ -15,7 +15,9 @@
 // holds a region's router's first settling of an `importing` row `ms` with its claim taken, having
 // said so on stderr, so a test can meet that claim; FENEC_TEST_PAIR_STALL=<ms> holds a pair's
 // recording before it claims each tenant of its node, having said so, so a test can move one
-// meanwhile.
+// meanwhile; FENEC_TEST_FORWARD_STALL=<tenant>:<ms> holds each forward of that tenant between its
+// lookup in the directory and its record among the requests out, having said so, so a test can
+// fail its node over meanwhile.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -52,5 +54,8 @@ void stall_first_settle(std::string_view tenant);
 // Before a pair claims `tenant` to give it its copy on the standby: says so on stderr and sleeps
 // FENEC_TEST_PAIR_STALL ms.
 void stall_pair_tenant(std::string_view tenant);
+// Between a forward's lookup and its record (Router::forward_to_node): sleeps what
+// FENEC_TEST_FORWARD_STALL asks for `tenant`, once a process.
+void stall_forward(std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

@@ -217,6 +217,37 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
+// §9.10: a request looked up on the old node just before a failover, and put among the requests
+// out to it just after the failover took them (FENEC_TEST_FORWARD_STALL holds it between the two),
+// is cut as it starts and answered by the new primary. Before, the failover's cut had found
+// nothing of it, and it went on to the stopped node to wait out --upstream-timeout: a 504.
+class FailoverRacingAForward : public LeasedClusterTest<2> {};
+
+TEST_F(FailoverRacingAForward, ARequestLookedUpBeforeTheFailoverIsCutAsItStarts) {
+    const std::string t = tenant("race");
+    ::setenv("FENEC_TEST_FORWARD_STALL", (t + ":2500").c_str(), 1);
+    start_router({"--auto-failover", "1", "--upstream-timeout", "8"});
+    ::unsetenv("FENEC_TEST_FORWARD_STALL");
+    ASSERT_NO_FATAL_FAILURE(pair_n1_n2_with(t));
+    // Written straight to n1 once its lease names the tenant (the router's first forward of it is
+    // the one held below).
+    ASSERT_TRUE(eventually(
+        [&] {
+            return node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"a"})", kData).status == 201;
+        },
+        8000));
+    ASSERT_TRUE(eventually([&] { return count_on(1, t) == counted(1); }));
+    nodes_->procs[0]->signal(SIGSTOP);
+    const auto began = std::chrono::steady_clock::now();
+    const Reply r = data("GET", "/t/" + t + "/c/notes?count");  // held 2.5 s; n1 lapses in ~1.1
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body, counted(1));
+    EXPECT_LT(took, std::chrono::seconds(6))
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    EXPECT_NE(read_file(dir_.path() + "/router.err").find("test hook: forward"), std::string::npos);
+}
+
 // §9.1 under leases: a failover by hand promotes nothing while the node may still hold a lease
 // naming its tenants, as a failover on a lapse does not. Each case a suite of its own, so its
 // nodes hold no lease of another case's router.
