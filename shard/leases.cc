@@ -211,7 +211,7 @@ bool Leases::grant_and_wait(const std::string& node, int64_t bound_ms) {
 
 void Leases::withhold(const std::string& node, const std::string& tenant) {
     std::lock_guard lock(mu_);
-    withheld_[node].insert(tenant);
+    ++withheld_[node][tenant];
 }
 
 bool Leases::fence(const std::string& node, const std::vector<std::string>& tenants) {
@@ -220,7 +220,7 @@ bool Leases::fence(const std::string& node, const std::vector<std::string>& tena
     if (it == nodes_.end()) return true;  // no lease of this router's to wait for
     if (stopping_) return false;          // the router stops: nothing is known of the node
     Node& n = *it->second;
-    for (const std::string& t : tenants) withheld_[node].insert(t);
+    for (const std::string& t : tenants) ++withheld_[node][t];
     n.poke = true;
     n.cv.notify_all();
     const int64_t bound_ms = std::min<int64_t>(fence_max_ms, lease_ms_ * 3 / 2 + 1000);
@@ -252,7 +252,9 @@ void Leases::restore(const std::string& node, const std::string& tenant) {
     std::lock_guard lock(mu_);
     auto it = withheld_.find(node);
     if (it == withheld_.end()) return;
-    it->second.erase(tenant);
+    auto t = it->second.find(tenant);
+    if (t == it->second.end()) return;
+    if (--t->second <= 0) it->second.erase(t);
     if (it->second.empty()) withheld_.erase(it);
 }
 

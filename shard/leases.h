@@ -156,7 +156,11 @@ class Leases {
     // Nodes removed from the directory: their threads end on their own and are joined by stop().
     std::vector<std::unique_ptr<Node>> graveyard_;
     std::vector<std::thread> retired_;
-    std::map<std::string, std::set<std::string>, std::less<>> withheld_;  // node → tenants
+    // node → tenant → how many hold it out of the node's grants. Counted: a failover parking a
+    // tenant and a move or promotion withholding it from the same node each give back only their
+    // own, so one's restore never names the tenant again under the other's (a parked tenant
+    // granted back to a node being failed over, beside its promoted copy).
+    std::map<std::string, std::map<std::string, int, std::less<>>, std::less<>> withheld_;
     std::thread judge_;
 
     obs::CounterFamily* grants_ = nullptr;

@@ -333,6 +333,45 @@ TEST(Leases, ANodeFencedPastItsLapsePointIsLeasedOnceItTakesOurGrants) {
     EXPECT_TRUE(f.host.lapses().empty());
 }
 
+// Two that withhold one tenant from one node (a failover parking it, a move withholding it from
+// its target until the standbys have the flip) each give back only their own: the tenant is named
+// again only once both have. A set let the first restore name it under the other's hold.
+TEST(Leases, AWithholdingIsGivenBackByEachHolderApart) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start(3000);
+    // The list a grant last sent, once one has gone since `from` grants were sent.
+    auto list_after = [&](size_t from) -> std::optional<std::vector<std::string>> {
+        std::optional<std::vector<std::string>> last;
+        const auto sent = f.host.sent("n1");
+        for (size_t i = from; i < sent.size(); ++i) {
+            if (sent[i].grant.tenants) last = sent[i].grant.tenants;
+        }
+        return last;
+    };
+    ASSERT_TRUE(eventually([&] { return f.host.answers("n1") >= 2; }));
+    f.leases->withhold("n1", "acme");
+    f.leases->withhold("n1", "acme");
+    size_t from = f.host.sent("n1").size();
+    f.leases->changed("n1");
+    ASSERT_TRUE(eventually([&] { return list_after(from).has_value(); }));
+    EXPECT_EQ(*list_after(from), std::vector<std::string>{});
+    f.leases->restore("n1", "acme");  // one holder gives it back: still withheld
+    from = f.host.sent("n1").size();
+    f.leases->changed("n1");
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n1").size() > from; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the grant's answer handled
+    const auto still = list_after(from);
+    EXPECT_TRUE(!still || still->empty()) << "named again under the other's hold";
+    f.leases->restore("n1", "acme");
+    from = f.host.sent("n1").size();
+    f.leases->changed("n1");
+    ASSERT_TRUE(eventually([&] { return list_after(from).has_value(); }));
+    EXPECT_EQ(*list_after(from), std::vector<std::string>{"acme"});
+    f.leases->stop();
+}
+
 TEST(Leases, AChangedListIsGrantedAtOnce) {
     Fixture f;
     f.host.add_node("n1", Mode::ran);
