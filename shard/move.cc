@@ -478,7 +478,7 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
 // answer or answered what is not a tenant's description; `found` false for a 404.
 struct CopyWord {
     bool found = false;
-    std::string lineage;
+    std::string lineage, history;
     uint64_t seq = 0;
     bool frozen = false;
 };
@@ -493,22 +493,25 @@ std::optional<CopyWord> ask_copy(Router& router, const NodeRow& node, const std:
     if (w.answer->status != 200) return std::nullopt;
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    std::string_view lineage;
+    std::string_view lineage, history;
     CopyWord c;
     if (parser.parse(w.answer->body).get(doc) || doc["lineage"].get_string().get(lineage) ||
-        doc["seq"].get_uint64().get(c.seq) || doc["frozen"].get_bool().get(c.frozen)) {
+        doc["history"].get_string().get(history) || doc["seq"].get_uint64().get(c.seq) ||
+        doc["frozen"].get_bool().get(c.frozen)) {
         return std::nullopt;
     }
     c.found = true;
     c.lineage = std::string(lineage);
+    c.history = std::string(history);
     return c;
 }
 
-// A move within this directory left `moving`: where its target holds the tenant unfrozen and
-// further on than the source (or alone), the flip went through under a router before this one
-// (a standby promoted that had not been sent it) and writes were acknowledged there; thawing the
-// source would lose them. The row is then pointed at the target. nullopt: nothing shows it, go
-// on and thaw the source (a target at the source's seq took no write: either copy will do).
+// A move within this directory left `moving`: where its target holds the tenant unfrozen, on the
+// source's history and further on than the source (or alone), the flip went through under a router
+// before this one (a standby promoted that had not been sent it) and writes were acknowledged
+// there; thawing the source would lose them. The row is then pointed at the target. nullopt:
+// nothing shows it, go on and thaw the source (a target at the source's seq took no write: either
+// copy will do).
 std::optional<std::string> went_through_here(Router& router, const std::string& name,
                                              const TenantRow& t, const DirectoryMaps& maps) {
     if (home_region(t.moving_to)) return std::nullopt;
@@ -520,8 +523,11 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
     std::optional<CopyWord> source;
     if (from != maps.nodes.end()) source = ask_copy(router, from->second, name);
     if (!source) return std::nullopt;  // not said: the source's thaw below, as before
+    // The move's image carries the source's history: a target of another (a stale copy a
+    // failover left there, with writes of its own the source never got) is no sign of a flip.
     const bool ahead =
-        !source->found || (source->lineage == there->lineage && there->seq > source->seq);
+        !source->found || (source->lineage == there->lineage && source->history == there->history &&
+                           there->seq > source->seq);
     if (!ahead) return std::nullopt;
     TenantRow moved = t;
     moved.node = t.moving_to;
