@@ -30,8 +30,6 @@ namespace fenec::node {
 namespace {
 
 constexpr size_t worker_queue_max = 16384;  // requests waiting for a worker; past it, 503
-// How long a latched tenant's reopen waits for its requests in flight to finish (Node::tick).
-constexpr int64_t latched_reopen_wait_ms = 100;
 
 // "" where syncfs(2) reports every error a sync of the file system can meet: write-back errors
 // from Linux 5.8, the file system's own (a failed journal commit or cache flush) from 5.17. On an
@@ -456,16 +454,15 @@ void Node::tick() {
 }
 
 // node-http.md §5.8: a tenant latched by a failed write refuses writes until it is closed and
-// opened again from its file (the open cuts what the failed write left). A follower's stream or a
-// subscriber holding it kept it so for good (an idle close waits for no holder), so each is ended
-// `closing`, the copy taken out briefly and put back: the next request opens the file again. A
-// disk still failing latches it again, and it is reopened at the next tick. A followed copy's
-// follower does this for its own (Follower::run).
+// opened again from its file (the open cuts what the failed write left). The sweep closes one
+// that nothing holds; a follower's stream or a subscriber would hold it for good, so each is ended
+// `closing` here (new ones are refused while it stays latched), and the next sweep closes it.
+// Reads go on meanwhile. A followed copy's follower does the same for its own (Follower::run).
 void Node::reopen_latched() {
     for (const std::string& name : registry_->latched()) {
         if (stopping_ || replication_->following(name)) continue;
-        // Back in service as `taken` goes; held past the wait: tried again at the next tick.
-        (void)replication_->take_copy_out(name, "closing", latched_reopen_wait_ms);
+        subscriptions_->end_tenant(name, "closing");
+        replication_->end_streams(name, "closing");
     }
 }
 

@@ -47,6 +47,8 @@ std::string_view close_reason_name(CloseReason r) {
         case CloseReason::memory: return "memory";
         case CloseReason::shutdown: return "shutdown";
         case CloseReason::descriptors: return "descriptors";
+        case CloseReason::latched:
+            return "latched";
     }
     return "idle";
 }
@@ -750,6 +752,10 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
         }
     }
     if (!victim) return false;
+    return close_slot(victim, reason);
+}
+
+bool Registry::close_slot(const std::shared_ptr<Slot>& victim, CloseReason reason) {
     const std::string& victim_name = victim->name;
     std::lock_guard slot_lock(victim->mu);
     std::shared_ptr<Tenant> closing;
@@ -779,8 +785,20 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
 
 void Registry::sweep() {
     const int64_t now = now_ms();
+    std::vector<std::shared_ptr<Slot>> latched;
     for (const std::shared_ptr<Slot>& slot : open_slots()) {
-        if (std::shared_ptr<Tenant> t = in_service(*slot)) t->refresh_memory();
+        if (std::shared_ptr<Tenant> t = in_service(*slot)) {
+            t->refresh_memory();
+            if (t->db().failure()) latched.push_back(slot);
+        }
+    }
+    for (const std::shared_ptr<Slot>& slot : latched) {
+        bool idle = false;
+        {
+            std::lock_guard lock(mu_);
+            idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
+        }
+        if (idle) (void)close_slot(slot, CloseReason::latched);  // held meanwhile: looked at again
     }
     while (evict_one(CloseReason::idle, now, true)) {
     }

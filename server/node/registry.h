@@ -101,8 +101,9 @@ enum class TakeOutError : uint8_t { none, busy, in_use };
 inline constexpr size_t close_threads = 4;
 
 // Why a tenant closed, as fenec_tenant_closes_total labels it.
-enum class CloseReason : uint8_t { idle, memory, shutdown, descriptors };
-std::string_view close_reason_name(CloseReason r);  // "idle", "memory", "shutdown", "descriptors"
+enum class CloseReason : uint8_t { idle, memory, shutdown, descriptors, latched };
+// "idle", "memory", "shutdown", "descriptors", "latched"
+std::string_view close_reason_name(CloseReason r);
 
 // An image's install begun as it arrives (Registry::OutOfService::begin_install): the tenant and
 // indexes the database will be opened with, and the engine's install, fed as bytes arrive.
@@ -272,10 +273,12 @@ public:
     std::string sidecar_of(std::string_view name, std::string_view suffix) const;
     // Closes idle tenants (and, past the memory bound, the least recently used idle ones). The
     // node calls it once a second.
+    // A tenant latched read-only by a failed write (INVARIANTS I5) and held by nothing is closed
+    // here too, whatever its idle time: only a reopen clears the latch, and the next request
+    // makes it (node-http.md §5.8).
     void sweep();
-    // The open tenants whose database latched read-only on a failed write (INVARIANTS I5): only a
-    // reopen clears that, which the node makes (Node::tick) rather than leave them refusing
-    // writes while a follower's stream or a subscriber holds them.
+    // The open tenants latched so: the node ends what holds them for good (Node::tick), a
+    // follower's stream or a subscriber, so the next sweep closes them.
     std::vector<std::string> latched() const;
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
@@ -353,6 +356,8 @@ private:
     void drop_durable_marks(std::string_view name);
     void back_in_service(Slot& slot, const std::string& name);
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
+    // Closes `victim`'s tenant if nothing holds it (false when none was open); under its lock.
+    bool close_slot(const std::shared_ptr<Slot>& victim, CloseReason reason);
     int64_t now_ms() const { return options_.clock->wall_ms(); }
 
     RegistryOptions options_;
@@ -365,7 +370,7 @@ private:
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)
     std::atomic<uint64_t> arriving_bytes_{0};  // images received into memory so far (ArrivingCharge)
-    std::atomic<uint64_t> closes_[4] = {};
+    std::atomic<uint64_t> closes_[5] = {};
     // Tenants this process closed after a sync, by name: the file's size then. Every byte of such
     // a file is durable while its size is unchanged (only this node writes its data directory,
     // and a file replaced goes through take_out or create, which drop the mark), so its next open

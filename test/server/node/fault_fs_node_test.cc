@@ -269,9 +269,10 @@ TEST_F(FaultFsNode, AFollowRacingAnOpenLeavesNoPrimaryTakingWrites) {
 }
 
 // node-http.md §5.8: a primary latched read-only by a failed fsync refuses writes only until the
-// node has opened it again from its file, which it does within a tick even while a subscriber
-// (or a follower's stream) holds it: the holder is ended `closing`. Before, only an idle close
-// reopened it, and a holder kept it refusing every write for good.
+// node has opened it again from its file, which it does within two ticks even while a subscriber
+// (or a follower's stream) holds it: the holder is ended `closing`, the tenant closed once nothing
+// holds it. Before, only an idle close reopened it, and a holder kept it refusing every write for
+// good.
 TEST_F(FaultFsNode, APrimaryLatchedByAFailedFsyncIsOpenedAgainThoughItIsHeld) {
     start();
     create("acme");
@@ -280,6 +281,9 @@ TEST_F(FaultFsNode, APrimaryLatchedByAFailedFsyncIsOpenedAgainThoughItIsHeld) {
     fs_.fail_sync(1);
     const Reply failed = put("acme", "unsure");
     EXPECT_EQ(failed.status, 500) << failed.body;
+    // Reads go on meanwhile (I5), and are never told the tenant is not there.
+    const Reply read = call("GET", "/t/acme/c/notes?count");
+    EXPECT_EQ(read.status, 200) << read.body;
     Reply w;
     EXPECT_TRUE(wait_until(
         [&] {
