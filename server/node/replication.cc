@@ -4,13 +4,14 @@
 // they change, keep-alives, and an end.
 #include "server/node/replication.h"
 
+#include <simdjson.h>
+
 #include <chrono>
-#include <deque>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <limits>
-
-#include <simdjson.h>
 
 #include "engine/format.h"
 #include "server/node/follower.h"
@@ -273,7 +274,22 @@ bool Replication::send_hello(FeedSender& out, engine::Database& db, bool image) 
 }
 
 std::optional<engine::FeedCursor> Replication::send_image(FeedSender& out, engine::Database& db) {
-    auto img = db.image();
+    // Built on a thread of its own while this one keeps the stream alive (§10.2: `K` after 2 s
+    // without a frame). Without them a follower gave up on a build longer than its
+    // --upstream-timeout (a tenant past a gigabyte or so), asked again, and had another built
+    // beside the first: it never got an image.
+    auto building = std::async(std::launch::async, [&db] {
+        test_hooks::stall_image_build();
+        return db.image();
+    });
+    while (building.wait_for(std::chrono::milliseconds(feed_keepalive_ms)) !=
+           std::future_status::ready) {
+        if (stopping_ || node_.stopping() || out.ex.closed() || !send_keepalive(out, db)) {
+            building.wait();  // the build reads `db`, which this stream's caller holds
+            return out.cut();
+        }
+    }
+    auto img = building.get();
     if (!img.is_ok()) return out.end("closing");
     const std::vector<std::byte>& bytes = *img->bytes;
     for (size_t at = 0; at < bytes.size(); at += feed_image_chunk_bytes_max) {

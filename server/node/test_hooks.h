@@ -4,7 +4,8 @@
 // install=<ms>` (a received image's install held, its copy out of service), `Fenec-Test-Stall:
 // received=<ms>` (an image received whole held before its copy is taken out), `Fenec-Test-Now:
 // <ISO-8601>` (the statements' `now`), and two bounds lowered from the environment
-// (FENEC_TEST_FEED_FRAME_BYTES, FENEC_TEST_IMAGE_IN_MEMORY_BYTES).
+// (FENEC_TEST_FEED_FRAME_BYTES, FENEC_TEST_IMAGE_IN_MEMORY_BYTES), and an image's build for a
+// follower held (FENEC_TEST_IMAGE_BUILD_STALL).
 //
 // Two implementations, chosen at link time (server/CMakeLists.txt):
 //   test_hooks_off.cc  every hook does nothing and answers the release value; it names no header
@@ -49,5 +50,8 @@ std::optional<int64_t> now_ms(const http::RequestHead& head);
 uint32_t feed_frame_bytes(uint32_t bytes_max);
 // The largest image installed from memory: `bytes_max`, or FENEC_TEST_IMAGE_IN_MEMORY_BYTES.
 uint64_t image_in_memory_bytes(uint64_t bytes_max);
+// Before a primary builds an image for a follower's stream: sleeps FENEC_TEST_IMAGE_BUILD_STALL ms
+// (a large tenant's build, as long as a test needs).
+void stall_image_build();
 
 }  // namespace fenec::node::test_hooks

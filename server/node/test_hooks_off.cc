@@ -25,5 +25,6 @@ std::optional<int64_t> now_ms(const http::RequestHead&) { return std::nullopt; }
 uint32_t feed_frame_bytes(uint32_t bytes_max) { return bytes_max; }
 
 uint64_t image_in_memory_bytes(uint64_t bytes_max) { return bytes_max; }
+void stall_image_build() {}
 
 }  // namespace fenec::node::test_hooks

@@ -81,4 +81,10 @@ uint64_t image_in_memory_bytes(uint64_t bytes_max) {
     return bytes_max;
 }
 
+void stall_image_build() {
+    if (const char* v = std::getenv("FENEC_TEST_IMAGE_BUILD_STALL")) {
+        if (auto n = parse_decimal(v)) sleep_ms(std::min<int64_t>(int64_t(*n), test_stall_ms_max));
+    }
+}
+
 }  // namespace fenec::node::test_hooks

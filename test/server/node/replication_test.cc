@@ -553,6 +553,24 @@ TEST_F(Replication, AnImagePastMaxImageIsGivenUpAsItArrives) {
     EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.fenec.incoming"));
 }
 
+// A primary keeps a follower's stream alive (`K` every 2 s) while it builds the image the follower
+// needs, however long the build: here 5 s (FENEC_TEST_IMAGE_BUILD_STALL) against the follower's
+// 3 s --upstream-timeout. Before, it sent nothing until the image was built: the follower gave up
+// at 3 s, asked again, and a new build began: no image ever arrived.
+TEST_F(Replication, AnImageLongerToBuildThanTheFollowersPatienceArrives) {
+    n.proc.reset();
+    ::setenv("FENEC_TEST_IMAGE_BUILD_STALL", "5000", 1);
+    n.start();
+    ::unsetenv("FENEC_TEST_IMAGE_BUILD_STALL");
+    n2.extra = {"--upstream-timeout", "3"};
+    n2.start();
+    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; }, 15000)) << n2.count();
+    const std::string d = n2.admin("GET", "/_admin/tenants/acme").body;
+    EXPECT_EQ(member(d, "images"), "1") << d;
+}
+
 // §14 case 84: the hello is remembered across a restart.
 TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
     follow();
