@@ -28,6 +28,10 @@ engine::Result<std::unique_ptr<GlobalCopy>> GlobalCopy::open(const RouterOptions
 
 GlobalCopy::~GlobalCopy() { stop(); }
 
+void GlobalCopy::on_failover(std::function<void(const std::vector<FailedOver>&)> fn) {
+    follower_->on_failover(std::move(fn));
+}
+
 void GlobalCopy::start() { follower_->start(); }
 
 void GlobalCopy::stop() {

@@ -12,8 +12,10 @@
 // waiting on it. stop() before the router closes its own directory.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/clock.h"
 #include "engine/status.h"
@@ -24,6 +26,7 @@
 namespace fenec::shard {
 
 class DirectoryFollower;
+struct FailedOver;
 
 // The copy's file: `<directory>.global` (§11.3 [ours]).
 inline constexpr std::string_view global_copy_suffix = ".global";
@@ -39,6 +42,9 @@ class GlobalCopy {
     GlobalCopy(const GlobalCopy&) = delete;
     GlobalCopy& operator=(const GlobalCopy&) = delete;
 
+    // Set before start(): run with the failovers each change of the copy shows (§9.12), so a
+    // region's router cuts what it has out to a node the global router failed over.
+    void on_failover(std::function<void(const std::vector<FailedOver>&)> fn);
     // Starts following; stops (the follower joined) and closes the file. stop() is idempotent.
     void start();
     void stop();

@@ -305,6 +305,11 @@ std::string Router::open_parts() {
         auto copy = GlobalCopy::open(options_, clock_);
         if (!copy.is_ok()) return copy.status().to_string();
         global_ = std::move(copy.value());
+        // §9.12: what is out to a node the global router failed over, for a tenant forwarded by
+        // this copy, is cut as the copy shows it, as a standby's is.
+        global_->on_failover([this](const std::vector<FailedOver>& failovers) {
+            for (const FailedOver& f : failovers) cut(f.tenant, f.failed_from);
+        });
         global_->start();
     }
     if (options_.audit) {

@@ -10,8 +10,10 @@
 #include <simdjson.h>
 
 #include <array>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,26 @@ namespace fenec::test {
 inline const std::string kRoot = "root";
 inline const std::string kData = "data-token";
 inline const std::string kReplication = "replication-token";
+// Connections to 127.0.0.1:`port` whose bytes wait unread in the receive queue: requests sent
+// whole to a stopped node, awaiting its answer (/proc/net/tcp: local port, state 01, rx_queue).
+inline int requests_waiting_at(uint16_t port) {
+    std::ifstream in("/proc/net/tcp");
+    std::string line;
+    std::getline(in, line);  // the header
+    int n = 0;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string sl, local, remote, st, queues;
+        f >> sl >> local >> remote >> st >> queues;
+        const size_t colon = local.find(':');
+        if (colon == std::string::npos || st != "01") continue;
+        if (std::stoul(local.substr(colon + 1), nullptr, 16) != port) continue;
+        const size_t q = queues.find(':');
+        if (q != std::string::npos && std::stoul(queues.substr(q + 1), nullptr, 16) > 0) ++n;
+    }
+    return n;
+}
+
 inline std::string node_admin_token(int i) {
     return "admin-token-of-node-" + std::to_string(i + 1);
 }

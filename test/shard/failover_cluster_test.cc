@@ -23,26 +23,6 @@ namespace {
 // A count's answer: `{"count":n}`.
 std::string counted(int n) { return "{\"count\":" + std::to_string(n) + "}"; }
 
-// Connections to 127.0.0.1:`port` whose bytes wait unread in the receive queue: requests sent
-// whole to a stopped node, awaiting its answer (/proc/net/tcp: local port, state 01, rx_queue).
-int requests_waiting_at(uint16_t port) {
-    std::ifstream in("/proc/net/tcp");
-    std::string line;
-    std::getline(in, line);  // the header
-    int n = 0;
-    while (std::getline(in, line)) {
-        std::istringstream f(line);
-        std::string sl, local, remote, st, queues;
-        f >> sl >> local >> remote >> st >> queues;
-        const size_t colon = local.find(':');
-        if (colon == std::string::npos || st != "01") continue;
-        if (std::stoul(local.substr(colon + 1), nullptr, 16) != port) continue;
-        const size_t q = queues.find(':');
-        if (q != std::string::npos && std::stoul(queues.substr(q + 1), nullptr, 16) > 0) ++n;
-    }
-    return n;
-}
-
 class FailoverByHand : public ClusterTest<3> {
   protected:
     // What the case wrote, for the lease-safety checker: n1 and n2 take no lease, so it asks

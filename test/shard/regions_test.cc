@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 
 #include "server/runtime/mark.h"
 #include "shard/directory.h"
@@ -256,6 +257,52 @@ class RegionsForwarding : public ClusterTest<2> {
         return c.request(method, target, body, bearer(token)).value_or(Reply{});
     }
 };
+
+// §9.12 on a region's router: a tenant it forwards by its copy of the global directory (placed on
+// one of the global router's nodes) is failed over by the global router; what the region's router
+// has out to the old node for it is cut as soon as its copy shows the failover, and goes to the new
+// primary. Before, only a standby's copy cut: the region's router waited for the stopped node
+// until its --upstream-timeout.
+class RegionsGlobalFailover : public ClusterTest<3> {};
+
+TEST_F(RegionsGlobalFailover, ARegionsRouterCutsWhatIsOutToANodeTheGlobalRouterFailedOver) {
+    start_router({"--replication-token", kReplication});
+    const uint16_t g_port = router_->port();
+    RouterProcess us({"--token", kRoot, "--directory", dir_.file("us.fenec"), "--region", "us",
+                      "--global", url_of(g_port), "--replication-token", kReplication,
+                      "--auth-delay", "0", "--upstream-timeout", "10"},
+                     dir_.file("us.err"));
+    ASSERT_NE(us.port(), 0) << read_file(dir_.file("us.err"));
+    auto on_us = [&](std::string_view method, const std::string& target) {
+        Client c(us.port());
+        return c.request(method, target, {}, bearer(kData)).value_or(Reply{});
+    };
+    const std::string beta = tenant("beta");
+    ASSERT_EQ(add(1, "n2").status, 201);
+    ASSERT_EQ(add(2, "n3").status, 201);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n2", R"({"standby":"n3"})").status, 200);
+    ASSERT_EQ(create(beta, "n2").status, 201);
+    ASSERT_TRUE(eventually([&] {
+        return on_us("GET", "/t/" + beta + "/c/notes?count").status == 200;
+    })) << read_file(dir_.file("us.err"));
+    // The standby's copy has the collection (the failover promotes what it holds).
+    ASSERT_TRUE(eventually([&] { return count_on(2, beta) == R"({"count":0})"; }))
+        << count_on(2, beta);
+    nodes_->procs[1]->signal(SIGSTOP);
+    auto read = std::async(std::launch::async, [&] {
+        const auto began = std::chrono::steady_clock::now();
+        Reply r = on_us("GET", "/t/" + beta + "/c/notes?count");
+        return std::make_pair(r, std::chrono::steady_clock::now() - began);
+    });
+    ASSERT_TRUE(eventually([&] { return requests_waiting_at(nodes_->port(1)) >= 1; }))
+        << requests_waiting_at(nodes_->port(1));
+    const Reply f = shard("POST", "/_shard/nodes/n2/failover", "{}");
+    ASSERT_EQ(f.status, 200) << f.body;
+    const auto [got, took] = read.get();
+    EXPECT_EQ(got.status, 200) << got.body;
+    EXPECT_LT(took, std::chrono::seconds(5))
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
 
 // §11.6, §11.10: G relays a `@us` tenant's request to us's router, which sends it to its node;
 // us's router sends a tenant of the global directory's nodes there by its copy; a tenant at home
