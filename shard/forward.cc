@@ -90,6 +90,11 @@ class ForwardSink final : public server::CallSink,
 
     // Before the call starts: its place in the in-flight record.
     void registered(uint64_t id) { id_ = id; }
+    // Never started: out of the record, and forwarded again where the directory points now.
+    void not_started(std::string_view reason) {
+        done();
+        router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), reason);
+    }
     // Once it started (maybe on another thread than the one its callbacks run on). A cut that
     // came before it (cut_pending_) is made now.
     void started(std::weak_ptr<server::RingCall> call) {
@@ -490,9 +495,10 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
                                               head_only, resendable);
     sink->registered(in_flight_->add(node.name, tenant, sink));
     // §9.10: a failover that pointed the tenant elsewhere after the lookup above took what was
-    // out to the node before this request was in the record, so it cut nothing of it: cut here,
-    // as it starts (not sent whole: it goes to the new primary).
-    if (placed_elsewhere(tenant, node.name)) sink->cut();
+    // out to the node before this request was in the record, so it cut nothing of it. Not sent
+    // at all, it goes where the directory points now (a cut once started could find it sent
+    // whole on a pooled connection, and an unkeyed write would be answered "may have run").
+    if (placed_elsewhere(tenant, node.name)) return sink->not_started("moved");
     std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
     std::weak_ptr<server::RingCall> weak = call;
     sink->started(weak);
