@@ -178,6 +178,11 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
             if (row == fresh->tenants.end() || row->second.node != node)
                 continue;  // gone meanwhile
             r.waiting.emplace_back(name, held);
+            // Parked once more (a lapse judged again, a failover by hand asked again): the entry
+            // it replaces gives its withholding back, so one settling leaves none behind.
+            if (std::optional<Waiting> before = take_waiting(name)) {
+                host_.restore(before->node, name);
+            }
             host_.withhold(node, name);
             wait_for_claim(name, Waiting{node, fresh->copy_of(row->second), force});
             continue;

@@ -464,6 +464,26 @@ void drain(Fixture& f) {
     }));
 }
 
+// A tenant parked twice (its node's lapse judged again while another operation still holds it)
+// is withheld once when both are settled: the second park gives the first's withholding back.
+// Counted, two withholdings and one restore left it out of the node's grants for good.
+TEST(Failover, ATenantParkedTwiceIsWithheldAsManyTimesAsItIsGivenBack) {
+    Fixture f;
+    for (const char* n : {"n1", "n2"}) f.node(n);
+    f.tenant("beta", "n1", "00000000000000b1");
+    ASSERT_TRUE(f.d->put_replica("beta", "n2").is_ok());
+    ASSERT_TRUE(f.host->claim("beta", "move"));
+    f.failover->fail_over("n1", false, "lease");
+    f.failover->fail_over("n1", false, "lease");
+    f.host->release("beta");
+    ASSERT_NO_FATAL_FAILURE(drain(f));
+    const auto log = f.host->log_of("beta");
+    const auto withheld = std::count(log.begin(), log.end(), "withhold beta from n1");
+    const auto restored = std::count(log.begin(), log.end(), "restore beta to n1");
+    EXPECT_EQ(withheld, 2) << ::testing::PrintToString(log);
+    EXPECT_EQ(restored, withheld) << ::testing::PrintToString(log);
+}
+
 // A failover by hand that ends 503 (the node neither let its tenants go nor lapsed) fails nothing
 // over, the tenants it parked neither: beta, held by a move, was promoted unfenced once the move
 // let go, beside a lease the node may still hold. Its withholding is given back instead.
