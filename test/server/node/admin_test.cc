@@ -350,6 +350,12 @@ TEST(Admin, AFrozenTenantBeingReadOutStaysServed) {
     for (int i = 0; i < 24; ++i) {  // 24 MiB: more than the sockets hold, so the stream waits
         ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + mb + "\"]").status, 200);
     }
+    // `other`: a tenant used after acme's stream began, whose idle close shows the sweeps have
+    // passed acme's idle time too.
+    ASSERT_EQ(n.admin("PUT", "/_admin/tenants/other",
+                      R"J({"schema":["create collection notes (title text)"]})J")
+                  .status,
+              201);
     ASSERT_EQ(n.process->kill(SIGTERM), 0);
     n.start({"--close-idle", "1"});  // opened afresh: nothing lands before its close
     ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze").status, 200);
@@ -359,8 +365,17 @@ TEST(Admin, AFrozenTenantBeingReadOutStaysServed) {
                         "Authorization: Bearer " +
                         A + "\r\n\r\n"));
     ASSERT_NE(reader.read_until("\r\n\r\n", 5000).find("200 OK"), std::string::npos);
-    // The reader reads no more. Past the idle time and a sweep or two:
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    // The reader reads no more. `other`, opened now, is closed once idle past the bound.
+    ASSERT_EQ(n.call("GET", "/t/other/c/notes?count", D).status, 200);
+    auto other_closed = [&] {
+        const std::string listed = n.admin("GET", "/_admin/tenants").body;
+        const size_t at = listed.find(R"("name":"other")");
+        return at != std::string::npos &&
+               listed.substr(at, listed.find('}', at) - at).find(R"("open":false)") !=
+                   std::string::npos;
+    };
+    ASSERT_TRUE(wait_until(other_closed, std::chrono::seconds(10)))
+        << n.admin("GET", "/_admin/tenants").body;
     const Reply read = n.call("GET", "/t/acme/c/notes?count", D);
     EXPECT_EQ(read.status, 200) << read.body;
     const Reply thaw = n.admin("POST", "/_admin/tenants/acme/thaw");

@@ -380,12 +380,17 @@ TEST_F(Replication, APromotionDuringAnImagesInstallWaitsForIt) {
 // install waited 5 s on the promotion's hold, gave up and dropped the image, and the copy from
 // before it (empty here) was promoted.
 TEST_F(Replication, APromotionBeforeAReceivedImagesInstallPromotesTheImage) {
+    // The image's size, as the primary builds it for a stream (GET …/file of a tenant not
+    // frozen builds the same).
+    const size_t image_bytes = n.admin("GET", "/_admin/tenants/acme/file").body.size();
+    ASSERT_GT(image_bytes, 0u);
     ASSERT_NO_FATAL_FAILURE(follow_stalled(n, n2, "received=1500"));
-    // Nothing outside says "received whole" while the copy stays in service: a one-note image
-    // arrives in well under this, and the stall holds it 1.5 s.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    ASSERT_TRUE(std::ifstream(n2.dir.path() + "/acme.fenec.incoming").good())
-        << "the install was not held";
+    // Received whole: its side file as long as the image, the install held (1.5 s).
+    const std::string incoming = n2.dir.path() + "/acme.fenec.incoming";
+    ASSERT_TRUE(eventually([&] {
+        std::error_code ec;
+        return std::filesystem::file_size(incoming, ec) == image_bytes && !ec;
+    })) << "the image was not received, or not held";
     auto r = n2.admin("POST", "/_admin/tenants/acme/promote", R"({"force":true})");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(n2.count(), R"({"count":1})");
@@ -518,8 +523,12 @@ TEST_F(Replication, AnImageIsInstalledOnlyAsItsEndFrameSaysItArrived) {
     {
         FakePrimary lying(frames(img.body.size() + 1));
         ASSERT_EQ(follow_fake(lying).status, 200);
-        // Asked, refused and asked again (the follower's backoff) for a second: never installed.
-        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        // Refused as it ends (the follower says why), and never installed.
+        std::string d;
+        EXPECT_TRUE(eventually([&] {
+            d = n2.admin("GET", "/_admin/tenants/acme").body;
+            return d.find("its end frame said") != std::string::npos;
+        })) << d;
         EXPECT_NE(n2.count(), R"({"count":1})");
         EXPECT_FALSE(std::filesystem::exists(n2.dir.path() + "/acme.fenec.incoming"));
     }
