@@ -448,9 +448,9 @@ std::string Node::serve() {
 uint16_t Node::port() const { return server_ ? server_->port() : 0; }
 
 void Node::tick() {
-    registry_->sweep();
+    const std::vector<std::string> latched = registry_->sweep();
     subscriptions_->tick();
-    reopen_latched();
+    reopen_latched(latched);
 }
 
 // node-http.md §5.8: a tenant latched by a failed write refuses writes until it is closed and
@@ -458,8 +458,8 @@ void Node::tick() {
 // that nothing holds; a follower's stream or a subscriber would hold it for good, so each is ended
 // `closing` here (new ones are refused while it stays latched), and the next sweep closes it.
 // Reads go on meanwhile. A followed copy's follower does the same for its own (Follower::run).
-void Node::reopen_latched() {
-    for (const std::string& name : registry_->latched()) {
+void Node::reopen_latched(const std::vector<std::string>& latched) {
+    for (const std::string& name : latched) {
         if (stopping_ || replication_->following(name)) continue;
         subscriptions_->end_tenant(name, "closing");
         replication_->end_streams(name, "closing");

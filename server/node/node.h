@@ -210,7 +210,8 @@ private:
     void init_metrics();
     uint64_t next_random();
     void tick();
-    void reopen_latched();  // once a tick: node-http.md §5.8's reopen of a latched tenant
+    // Once a tick, with the latched tenants the sweep left open: node-http.md §5.8's reopen.
+    void reopen_latched(const std::vector<std::string>& latched);
 
     NodeOptions options_;
     NodeEnv env_;

@@ -783,9 +783,10 @@ bool Registry::close_slot(const std::shared_ptr<Slot>& victim, CloseReason reaso
     return true;
 }
 
-void Registry::sweep() {
+std::vector<std::string> Registry::sweep() {
     const int64_t now = now_ms();
     std::vector<std::shared_ptr<Slot>> latched;
+    std::vector<std::string> held;
     for (const std::shared_ptr<Slot>& slot : open_slots()) {
         if (std::shared_ptr<Tenant> t = in_service(*slot)) {
             t->refresh_memory();
@@ -798,7 +799,8 @@ void Registry::sweep() {
             std::lock_guard lock(mu_);
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
         }
-        if (idle) (void)close_slot(slot, CloseReason::latched);  // held meanwhile: looked at again
+        if (idle && close_slot(slot, CloseReason::latched)) continue;
+        held.push_back(slot->name);  // held: its holders are ended, and it is looked at again
     }
     while (evict_one(CloseReason::idle, now, true)) {
     }
@@ -807,16 +809,7 @@ void Registry::sweep() {
                evict_one(CloseReason::memory, now, false)) {
         }
     }
-}
-
-std::vector<std::string> Registry::latched() const {
-    std::vector<std::string> out;
-    for (const std::shared_ptr<Slot>& slot : open_slots()) {
-        if (std::shared_ptr<Tenant> t = in_service(*slot); t && t->db().failure()) {
-            out.push_back(t->name());
-        }
-    }
-    return out;
+    return held;
 }
 
 void Registry::close_all() {

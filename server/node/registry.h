@@ -275,11 +275,10 @@ public:
     // node calls it once a second.
     // A tenant latched read-only by a failed write (INVARIANTS I5) and held by nothing is closed
     // here too, whatever its idle time: only a reopen clears the latch, and the next request
-    // makes it (node-http.md §5.8).
-    void sweep();
-    // The open tenants latched so: the node ends what holds them for good (Node::tick), a
-    // follower's stream or a subscriber, so the next sweep closes them.
-    std::vector<std::string> latched() const;
+    // makes it (node-http.md §5.8). Answers the latched ones left open, held: the node ends what
+    // holds them for good (Node::tick), a follower's stream or a subscriber, so the next sweep
+    // closes them.
+    std::vector<std::string> sweep();
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
 
