@@ -474,38 +474,6 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
            "; the frozen copy on `" + t.node + "` is left frozen and unrouted";
 }
 
-// What a node says of its copy of a tenant (GET /_admin/tenants/<t>): nullopt when it did not
-// answer or answered what is not a tenant's description; `found` false for a 404.
-struct CopyWord {
-    bool found = false;
-    std::string lineage, history;
-    uint64_t seq = 0;
-    bool frozen = false;
-};
-std::optional<CopyWord> ask_copy(Router& router, const NodeRow& node, const std::string& name) {
-    server::CallResult w =
-        router.upstream().admin(node, {.method = "GET",
-                                       .target = "/_admin/tenants/" + name,
-                                       .request_id = router.new_request_id(std::nullopt),
-                                       .resendable = true});
-    if (!w.answer) return std::nullopt;
-    if (w.answer->status == 404) return CopyWord{};
-    if (w.answer->status != 200) return std::nullopt;
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view lineage, history;
-    CopyWord c;
-    if (parser.parse(w.answer->body).get(doc) || doc["lineage"].get_string().get(lineage) ||
-        doc["history"].get_string().get(history) || doc["seq"].get_uint64().get(c.seq) ||
-        doc["frozen"].get_bool().get(c.frozen)) {
-        return std::nullopt;
-    }
-    c.found = true;
-    c.lineage = std::string(lineage);
-    c.history = std::string(history);
-    return c;
-}
-
 // A move within this directory left `moving`: where its target holds the tenant unfrozen, on the
 // source's history and further on than the source (or alone), the flip went through under a router
 // before this one (a standby promoted that had not been sent it) and writes were acknowledged
@@ -518,10 +486,17 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
     const auto from = maps.nodes.find(t.node);
     const auto to = maps.nodes.find(t.moving_to);
     if (to == maps.nodes.end()) return std::nullopt;
-    const std::optional<CopyWord> there = ask_copy(router, to->second, name);
+    // What a node says of its copy, or nullopt where it did not say.
+    auto ask = [&](const NodeRow& node) -> std::optional<DescribeReply> {
+        DescribeReply r =
+            router.node_calls().describe(node, name, router.new_request_id(std::nullopt));
+        if (!r.read) return std::nullopt;
+        return r;
+    };
+    const std::optional<DescribeReply> there = ask(to->second);
     if (!there || !there->found || there->frozen) return std::nullopt;
-    std::optional<CopyWord> source;
-    if (from != maps.nodes.end()) source = ask_copy(router, from->second, name);
+    std::optional<DescribeReply> source;
+    if (from != maps.nodes.end()) source = ask(from->second);
     if (!source) return std::nullopt;  // not said: the source's thaw below, as before
     // The move's image carries the source's history: a target of another (a stale copy a
     // failover left there, with writes of its own the source never got) is no sign of a flip.

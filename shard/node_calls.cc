@@ -221,6 +221,38 @@ GrantReply read_grant(int status, std::string_view body) {
     return g;
 }
 
+void read_describe(DescribeReply& r) {
+    if (r.answered && r.status == 404) {
+        r.read = true;
+        return;
+    }
+    if (r.status != 200) return;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view lineage, history;
+    if (parser.parse(r.body).get(doc) || doc["lineage"].get_string().get(lineage) ||
+        doc["history"].get_string().get(history) || doc["seq"].get_uint64().get(r.seq) ||
+        doc["frozen"].get_bool().get(r.frozen)) {
+        return;
+    }
+    r.read = r.found = true;
+    r.lineage = std::string(lineage);
+    r.history = std::string(history);
+}
+
+void read_lease_holder(LeaseHolderReply& r) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view authority;
+    int64_t term = 0;
+    if (parser.parse(r.body).get(doc) || doc["holder"]["authority"].get_string().get(authority) ||
+        doc["holder"]["term"].get_int64().get(term)) {
+        return;  // held by nobody, or not said
+    }
+    r.authority = std::string(authority);
+    r.term = term;
+}
+
 }  // namespace node_answers
 
 NodeAnswer NodeCalls::exchange(const NodeRow& node, std::string_view method,
@@ -350,6 +382,23 @@ NodeAnswer NodeCalls::put_quota(const NodeRow& node, std::string_view tenant,
 NodeAnswer NodeCalls::get_quota(const NodeRow& node, std::string_view tenant,
                                 std::string_view request_id) {
     return exchange(node, "GET", tenant_path(tenant) + "/quota", "", true, request_id);
+}
+
+DescribeReply NodeCalls::describe(const NodeRow& node, std::string_view tenant,
+                                  std::string_view request_id) {
+    DescribeReply r;
+    static_cast<NodeAnswer&>(r) = exchange(node, "GET", tenant_path(tenant), "", true, request_id);
+    node_answers::read_describe(r);
+    return r;
+}
+
+LeaseHolderReply NodeCalls::lease_holder(const NodeRow& node, std::string_view request_id,
+                                         std::chrono::steady_clock::time_point deadline) {
+    LeaseHolderReply r;
+    static_cast<NodeAnswer&>(r) =
+        exchange(node, "GET", "/_admin/lease", "", true, request_id, deadline);
+    if (r.status == 200) node_answers::read_lease_holder(r);
+    return r;
 }
 
 NodeAnswer NodeCalls::release_lease(const NodeRow& node, std::string_view authority, int64_t term,

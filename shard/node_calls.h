@@ -65,6 +65,21 @@ struct CopyInfo {
     std::optional<Following> following;  // none: it follows nobody
 };
 
+// GET /_admin/tenants/<t> (node-http.md §8): what the node says of its copy of one tenant.
+struct DescribeReply : NodeAnswer {
+    bool read = false;  // a 200 with the members below, or a 404 (found false)
+    bool found = false;
+    std::string lineage, history;
+    uint64_t seq = 0;
+    bool frozen = false;
+};
+
+// GET /_admin/lease (node-http.md §9): who holds the node's lease, if anyone.
+struct LeaseHolderReply : NodeAnswer {
+    std::optional<std::string> authority;  // none: no holder, or not said
+    int64_t term = 0;
+};
+
 // GET /_admin/tenants, with ?detail the repair's survey (§8.3 step 1).
 struct SurveyReply : NodeAnswer {
     std::vector<CopyInfo> copies;  // by name
@@ -135,6 +150,12 @@ class NodeCalls {
                          const std::optional<Quota>& quota, std::string_view request_id);
     // `GET /_admin/tenants/<t>/quota`: limits and usage, in `body`.
     NodeAnswer get_quota(const NodeRow& node, std::string_view tenant, std::string_view request_id);
+    // `GET /_admin/tenants/<t>`.
+    DescribeReply describe(const NodeRow& node, std::string_view tenant,
+                           std::string_view request_id);
+    // `GET /_admin/lease`, the whole call within `deadline`.
+    LeaseHolderReply lease_holder(const NodeRow& node, std::string_view request_id,
+                                  std::chrono::steady_clock::time_point deadline);
     // `POST /_admin/lease` (§9.5) within `deadline`: an answer not back by then is `silent`, as
     // is a deadline already past, so a late answer is never counted. The deadline bounds the
     // whole call, name lookup, connect, send and answer (server/runtime/client.h's Until).
@@ -169,6 +190,8 @@ void read_create(CreateReply& r);
 void read_follow(FollowReply& r);
 void read_promote(PromoteReply& r);
 GrantReply read_grant(int status, std::string_view body);
+void read_describe(DescribeReply& r);
+void read_lease_holder(LeaseHolderReply& r);
 }  // namespace node_answers
 
 }  // namespace fenec::shard

@@ -15,6 +15,7 @@
 #include "shard/global_copy.h"
 #include "shard/log_line.h"
 #include "shard/move.h"
+#include "shard/node_calls.h"
 #include "shard/routes.h"
 #include "shard/test_hooks.h"
 
@@ -636,44 +637,28 @@ http::Response Standby::status() const {
 std::string Standby::superseded_at_nodes() const {
     const auto maps = router_.directory().maps();
     const std::string authority = maps->authority();
-    struct Said {
-        std::string node;
-        std::optional<server::CallResult> got;
-    };
-    std::vector<Said> said;
-    for (const auto& [name, row] : maps->nodes) said.push_back({name, std::nullopt});
+    std::vector<const NodeRow*> nodes;
+    for (const auto& [name, row] : maps->nodes) nodes.push_back(&row);
+    std::vector<LeaseHolderReply> said(nodes.size());
     // A node at a time would make a start wait a second for each node down: all at once, in
-    // batches (each call blocks a thread).
+    // batches (each call blocks a thread), each within a second.
     constexpr size_t batch = 32;
-    for (size_t from = 0; from < said.size(); from += batch) {
+    for (size_t from = 0; from < nodes.size(); from += batch) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         std::vector<std::thread> asks;
-        for (size_t i = from; i < std::min(said.size(), from + batch); ++i) {
+        for (size_t i = from; i < std::min(nodes.size(), from + batch); ++i) {
             asks.emplace_back([&, i] {
-                const NodeRow& row = maps->nodes.at(said[i].node);
-                const std::string request_id = router_.new_request_id(std::nullopt);
-                said[i].got = router_.upstream().admin(row, {.method = "GET",
-                                                             .target = "/_admin/lease",
-                                                             .request_id = request_id,
-                                                             .resendable = true,
-                                                             .timeout_ms = 1000});
+                said[i] = router_.node_calls().lease_holder(
+                    *nodes[i], router_.new_request_id(std::nullopt), deadline);
             });
         }
         for (std::thread& t : asks) t.join();
     }
-    for (const Said& s : said) {
-        if (!s.got || !s.got->answer || s.got->answer->status != 200) continue;
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view held_by;
-        int64_t term = 0;
-        if (parser.parse(s.got->answer->body).get(doc) ||
-            doc["holder"]["authority"].get_string().get(held_by) ||
-            doc["holder"]["term"].get_int64().get(term)) {
-            continue;  // held by nobody, or not said
-        }
-        if (held_by == authority && term > maps->term) {
-            return "node `" + s.node + "` is held by this directory's authority `" + authority +
-                   "` at term " + std::to_string(term) + ", above this file's term " +
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const LeaseHolderReply& s = said[i];
+        if (s.authority && *s.authority == authority && s.term > maps->term) {
+            return "node `" + nodes[i]->name + "` is held by this directory's authority `" +
+                   authority + "` at term " + std::to_string(s.term) + ", above this file's term " +
                    std::to_string(maps->term) +
                    ": a standby was promoted over this router, which comes back only as its "
                    "follower (start it with --replica-of the promoted router)";
