@@ -395,6 +395,7 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
     // directory goes to that region's routers. A relayed request goes no further.
     const bool relay_in = !f.relayed_for.empty();
     std::shared_ptr<const DirectoryMaps> maps = directory_->maps();
+    const std::shared_ptr<const DirectoryMaps> looked_up = maps;  // for the look again below
     const std::string scope = maps->scope;
     const TenantRow* row = nullptr;
     if (auto t = maps->tenants.find(tenant); t != maps->tenants.end()) row = &t->second;
@@ -498,7 +499,10 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
     // out to the node before this request was in the record, so it cut nothing of it. Not sent
     // at all, it goes where the directory points now (a cut once started could find it sent
     // whole on a pooled connection, and an unkeyed write would be answered "may have run").
-    if (placed_elsewhere(tenant, node.name)) return sink->not_started("moved");
+    // Unchanged since the lookup (the usual case), the directory is not searched again.
+    if (directory_->maps() != looked_up && placed_elsewhere(tenant, node.name)) {
+        return sink->not_started("moved");
+    }
     std::shared_ptr<server::RingCall> call = upstream_->start(std::move(up), sink);
     std::weak_ptr<server::RingCall> weak = call;
     sink->started(weak);
