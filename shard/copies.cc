@@ -5,6 +5,7 @@
 #include "shard/copies.h"
 
 #include <iostream>
+#include <set>
 #include <variant>
 
 #include "json/writer.h"
@@ -187,8 +188,16 @@ CopyOutcome Copies::created(const std::string& tenant, std::string_view request_
 
 void Copies::deleted(const TenantRow& tenant, const DirectoryMaps& before,
                      std::string_view request_id) {
-    const std::string copy = before.copy_of(tenant);
-    if (auto n = before.nodes.find(copy); n != before.nodes.end()) {
+    // Its own replica and its node's standby both: on a paired node a tenant can have either, or
+    // both for a moment while the standby takes over from the replica.
+    std::set<std::string> copies;
+    if (auto r = before.replicas.find(tenant.name); r != before.replicas.end()) {
+        copies.insert(r->second);
+    }
+    if (const std::string* s = before.standby_of(tenant.node)) copies.insert(*s);
+    for (const std::string& copy : copies) {
+        auto n = before.nodes.find(copy);
+        if (n == before.nodes.end()) continue;
         NodeAnswer a = calls().remove(n->second, tenant.name, request_id);
         if (!a.gone()) {
             log_line("deleted `" + tenant.name + "`, but not its copy on `" + copy + "` (" +
@@ -290,9 +299,15 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
                                      : attach(t, s->second, false, request_id);
         if (!a.ok) {
             const std::string why = "the standby `" + standby + "` did not take it: " + a.why;
+            unreplicated.push_back(t.name);
+            // Its own replica, where it has one, stays its copy (DirectoryMaps::copy_of) until a
+            // second call of the pair has the standby take it.
+            if (auto r = now->replicas.find(t.name); held.held && r != now->replicas.end()) {
+                log_line("`" + t.name + "` keeps its replica on `" + r->second + "`: " + why);
+                continue;
+            }
             log_line("`" + t.name + "` has no copy: " + why);
             remember(t.name, why);
-            unreplicated.push_back(t.name);
             continue;
         }
         // Its own replica is not its copy any more: the standby is (DirectoryMaps::copy_of).
@@ -330,6 +345,8 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             }
         }
         if (!router_.options().replicas) continue;
+        // One the standby never took over keeps its own replica, following it still.
+        if (router_.directory().maps()->replicas.contains(t.name)) continue;
         if (!held.held) {
             remember(t.name, "another operation held it as its pair was removed");
             unreplicated.push_back(t.name);

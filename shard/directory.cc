@@ -818,9 +818,12 @@ bool DirectoryMaps::is_standby(std::string_view node) const {
 }
 
 std::string DirectoryMaps::copy_of(const TenantRow& tenant) const {
-    if (const std::string* s = standby_of(tenant.node)) return *s;
-    auto it = replicas.find(tenant.name);
-    return it == replicas.end() ? "" : it->second;
+    // A replica row on a paired node is one the standby has not replaced yet: the pair is recorded
+    // before its standby takes the node's tenants, and a tenant the standby did not take keeps its
+    // row (Copies::paired). That replica follows the tenant; the standby may hold nothing of it.
+    if (auto it = replicas.find(tenant.name); it != replicas.end()) return it->second;
+    const std::string* s = standby_of(tenant.node);
+    return s ? *s : "";
 }
 
 Status Directory::remove_tenant(std::string_view name) {

@@ -106,7 +106,8 @@ struct DirectoryMaps {
     const std::string* standby_of(std::string_view node) const;
     // Whether `node` is some node's standby.
     bool is_standby(std::string_view node) const;
-    // The node keeping `tenant`'s copy: its node's standby, else its own replica; "" for none.
+    // The node keeping `tenant`'s copy: its own replica while it has one (on a paired node, one the
+    // standby has not taken over), else its node's standby; "" for none.
     std::string copy_of(const TenantRow& tenant) const;
 };
 

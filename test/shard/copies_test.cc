@@ -152,6 +152,37 @@ TEST_F(Copies, APairLeavesATenantMovedOffTheNodeBeforeItsClaim) {
     EXPECT_EQ(copy_on(on_standby, t).status, 404) << "no copy of it made on the standby";
 }
 
+// A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
+// the pair's standby was the copy of every tenant on the node from the moment the pair was
+// recorded: a failover asked the standby to promote a copy it did not have, and failed the tenant,
+// while its own replica followed it on another node.
+TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("x");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string replica = Json(made.body).text("replica_on");
+    ASSERT_FALSE(replica.empty()) << made.body;
+    const int standby = replica == "n2" ? 2 : 1;  // node index: n3 or n2, not the replica's
+    const std::string standby_name = "n" + std::to_string(standby + 1);
+    const uint16_t port = nodes_->port(standby);
+    nodes_->procs[standby]->kill(SIGKILL);
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + standby_name + R"("})");
+    nodes_->start(standby, port);
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    ASSERT_NE(paired.body.find(t), std::string::npos) << "listed unreplicated: " << paired.body;
+    EXPECT_EQ(copy_on(standby, t).status, 404) << "the standby did not take it";
+    Reply row = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("replica"), replica) << row.body;
+
+    Reply r = shard("POST", "/_shard/nodes/n1/failover", "{}");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"({"tenant":")" + t + R"(","to":")" + replica + R"("})"),
+              std::string::npos)
+        << r.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), replica);
+}
+
 TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
     ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
     ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
