@@ -45,9 +45,12 @@ struct Replication::Stream {
     std::deque<std::pair<uint64_t, uint64_t>> on_the_way;
     std::atomic<bool> live{false};  // past its image: a write's answer waits for it
     // A write's wait ran out on it (a follower gone without a reset, its socket full): no write
-    // waits for it again until it has sent all it was given, so one dead follower does not
-    // cost each write of its primary the whole --replica-wait.
-    std::atomic<bool> lagging{false};
+    // waits for it again until it has sent all it had been given then (`sent` reaching this seq),
+    // so one dead follower does not cost each write of its primary the whole --replica-wait. A
+    // seq, not a flag cleared as the stream catches up: a stream that caught up between the
+    // wait's end and its mark would have kept a flag until its next block.
+    std::atomic<uint64_t> lagging_until{0};
+    bool lagging() const { return sent < lagging_until; }
     std::atomic<bool> done{false};
     std::atomic<const char*> ending{nullptr};  // end_streams: the `E` reason to end with
 };
@@ -335,7 +338,6 @@ void Replication::stream_on_the_wire(Stream& stream, uint64_t sent_total) {
             stream.on_the_way.pop_front();
             moved = true;
         }
-        if (moved && stream.on_the_way.empty()) stream.lagging = false;  // caught up
     }
     if (!moved) return;
     { std::lock_guard lock(handed_mu_); }  // a waiter between its check and its wait
@@ -417,7 +419,7 @@ bool Replication::waits_for_streams() const {
 
 bool Replication::all_handed_locked(std::string_view tenant, uint64_t seq) const {
     for (const auto& s : streams_) {
-        if (!s.stream->lagging && short_of(*s.stream, tenant, seq)) return false;
+        if (!s.stream->lagging() && short_of(*s.stream, tenant, seq)) return false;
     }
     return true;
 }
@@ -439,7 +441,16 @@ void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
     if (sent) return;
     std::lock_guard lock(mu_);
     for (const auto& s : streams_) {
-        if (short_of(*s.stream, tenant, seq)) s.stream->lagging = true;
+        Stream& st = *s.stream;
+        if (!short_of(st, tenant, seq)) continue;
+        uint64_t until = seq;
+        {
+            std::lock_guard wire(st.wire_mu);
+            if (!st.on_the_way.empty()) until = std::max(until, st.on_the_way.back().second);
+        }
+        uint64_t was = st.lagging_until;
+        while (was < until && !st.lagging_until.compare_exchange_weak(was, until)) {
+        }
     }
 }
 
@@ -454,7 +465,7 @@ void Replication::write_followers(std::string_view tenant, json::Writer& w) cons
         w.key("sent");
         w.uint64(s.stream->sent.load());
         w.key("lagging");
-        w.boolean(s.stream->lagging.load());
+        w.boolean(s.stream->lagging());
         w.end_object();
     }
     w.end_array();

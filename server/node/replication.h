@@ -95,7 +95,8 @@ public:
     // §5.8 step 9: under --sync always, waits up to --replica-wait ms until every stream of
     // `tenant` past its image has sent block `seq` into its socket — in the kernel's hands, so
     // a node stopped or cut off right after its answer has still sent it. A stream a wait ran
-    // out on is lagging: not waited for again until it has sent all it was given. Not on a loop;
+    // out on is lagging: not waited for again until it has sent all it had been given when the
+    // wait ran out, `seq` included. Not on a loop;
     // on a Syncer thread only when the pool refuses the answer's job (outcome.cc).
     void wait_handed(std::string_view tenant, uint64_t seq);
     // Whether wait_handed(tenant, seq) would return at once: no stream of `tenant` it waits for
