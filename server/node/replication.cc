@@ -11,7 +11,9 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <iostream>
 #include <limits>
+#include <system_error>
 
 #include "engine/format.h"
 #include "server/node/follower.h"
@@ -281,10 +283,26 @@ std::optional<engine::FeedCursor> Replication::send_image(FeedSender& out, engin
     // without a frame). Without them a follower gave up on a build longer than its
     // --upstream-timeout (a tenant past a gigabyte or so), asked again, and had another built
     // beside the first: it never got an image.
-    auto building = std::async(std::launch::async, [&db] {
+    auto build = [&db] {
         test_hooks::stall_image_build();
         return db.image();
-    });
+    };
+    std::future<decltype(build())> building;
+    try {
+        if (test_hooks::refuse_image_thread()) {
+            throw std::system_error(
+                std::make_error_code(std::errc::resource_unavailable_try_again));
+        }
+        building = std::async(std::launch::async, build);
+    } catch (const std::system_error& e) {
+        // No thread to be had (the process at its thread limit): built on this one, without the
+        // keep-alives, rather than the uncaught throw ending the node.
+        std::cerr << "fenec-node: the image of a follower's stream is built without keep-alives: "
+                  << e.what() << "\n";
+        std::promise<decltype(build())> made;
+        made.set_value(build());
+        building = made.get_future();
+    }
     while (building.wait_for(std::chrono::milliseconds(feed_keepalive_ms)) !=
            std::future_status::ready) {
         if (stopping_ || node_.stopping() || out.ex.closed() || !send_keepalive(out, db)) {

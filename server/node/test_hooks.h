@@ -53,5 +53,8 @@ uint64_t image_in_memory_bytes(uint64_t bytes_max);
 // Before a primary builds an image for a follower's stream: sleeps FENEC_TEST_IMAGE_BUILD_STALL ms
 // (a large tenant's build, as long as a test needs).
 void stall_image_build();
+// Whether a primary is refused a thread for building a follower's image, as a process at its thread
+// limit is (FENEC_TEST_IMAGE_THREAD_REFUSED set).
+bool refuse_image_thread();
 
 }  // namespace fenec::node::test_hooks

@@ -26,5 +26,6 @@ uint32_t feed_frame_bytes(uint32_t bytes_max) { return bytes_max; }
 
 uint64_t image_in_memory_bytes(uint64_t bytes_max) { return bytes_max; }
 void stall_image_build() {}
+bool refuse_image_thread() { return false; }
 
 }  // namespace fenec::node::test_hooks

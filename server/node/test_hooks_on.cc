@@ -87,4 +87,6 @@ void stall_image_build() {
     }
 }
 
+bool refuse_image_thread() { return std::getenv("FENEC_TEST_IMAGE_THREAD_REFUSED") != nullptr; }
+
 }  // namespace fenec::node::test_hooks

@@ -580,6 +580,20 @@ TEST_F(Replication, AnImageLongerToBuildThanTheFollowersPatienceArrives) {
     EXPECT_EQ(member(d, "images"), "1") << d;
 }
 
+// A primary refused a thread for the image's build (a process at its thread limit) builds it on
+// the stream's own thread. Before, std::async's throw went uncaught and ended the node.
+TEST_F(Replication, AnImageIsBuiltOnTheStreamsThreadWhenNoOtherCanBeMade) {
+    n.proc.reset();
+    ::setenv("FENEC_TEST_IMAGE_THREAD_REFUSED", "1", 1);
+    n.start();
+    ::unsetenv("FENEC_TEST_IMAGE_THREAD_REFUSED");
+    n2.start();
+    auto r = n2.admin("POST", "/_admin/tenants/acme/follow", "{\"from\":\"" + n.url() + "\"}");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(eventually([&] { return n2.count() == R"({"count":1})"; }, 10000)) << n2.count();
+    EXPECT_EQ(n.count(), R"({"count":1})") << "the primary still answers";
+}
+
 // §14 case 84: the hello is remembered across a restart.
 TEST_F(Replication, RememberedHelloPromotesAfterARestartWithThePrimaryDown) {
     follow();
