@@ -216,11 +216,13 @@ void Leases::withhold(const std::string& node, const std::string& tenant) {
 
 bool Leases::fence(const std::string& node, const std::vector<std::string>& tenants) {
     std::unique_lock lock(mu_);
+    // Counted whatever the answer: the caller gives it back (unfence) in every case, and a give-
+    // back not counted here would lift another holder's (a move's) withholding.
+    for (const std::string& t : tenants) ++withheld_[node][t];
     auto it = nodes_.find(node);
     if (it == nodes_.end()) return true;  // no lease of this router's to wait for
     if (stopping_) return false;          // the router stops: nothing is known of the node
     Node& n = *it->second;
-    for (const std::string& t : tenants) ++withheld_[node][t];
     n.poke = true;
     n.cv.notify_all();
     const int64_t bound_ms = std::min<int64_t>(fence_max_ms, lease_ms_ * 3 / 2 + 1000);

@@ -117,7 +117,8 @@ class Leases {
     // now, and a wait until it holds a list without them or has certainly lapsed (LeaseBook's
     // test, or judged lapsed and not heard since), or leases from no grant of this router's; at
     // most 1.5 × the lease and a second, and a minute. False when that passed first, or when
-    // the leases stop meanwhile.
+    // the leases stop meanwhile. Each tenant is counted withheld whatever the answer; the caller
+    // gives each back (restore) in every case.
     bool fence(const std::string& node, const std::vector<std::string>& tenants);
     void restore(const std::string& node, const std::string& tenant);
 

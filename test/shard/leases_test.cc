@@ -375,6 +375,27 @@ TEST(Leases, AWithholdingIsGivenBackByEachHolderApart) {
     f.leases->stop();
 }
 
+// A fence on a node this router leases nothing to yet counts its withholding as any other, so
+// the failover's give-back (unfence) takes back its own and not a move's. Before, the fence
+// returned before counting, and its give-back lifted the move's: the node was granted a tenant
+// the move had withheld from it.
+TEST(Leases, AFenceOnANodeNotYetLeasedGivesBackOnlyItsOwnWithholding) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.leases =
+        std::make_unique<Leases>(LeaseOptions{3000, "127.0.0.1:1"}, f.host, f.clock, f.metrics);
+    f.leases->withhold("n1", "acme");              // a move's
+    ASSERT_TRUE(f.leases->fence("n1", {"acme"}));  // nothing leased yet: let go at once
+    f.leases->restore("n1", "acme");               // the failover's unfence (Cluster::unfence)
+    f.leases->start();
+    ASSERT_TRUE(eventually([&] { return !f.host.sent("n1").empty(); }));
+    const auto first = f.host.sent("n1")[0].grant.tenants;
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(*first, std::vector<std::string>{}) << "the move's withholding was given back";
+    f.leases->stop();
+}
+
 TEST(Leases, AChangedListIsGrantedAtOnce) {
     Fixture f;
     f.host.add_node("n1", Mode::ran);
