@@ -455,14 +455,30 @@ void Node::tick() {
 
 // node-http.md §5.8: a tenant latched by a failed write refuses writes until it is closed and
 // opened again from its file (the open cuts what the failed write left). The sweep closes one
-// that nothing holds; a follower's stream or a subscriber would hold it for good, so each is ended
-// `closing` here (new ones are refused while it stays latched), and the next sweep closes it.
-// Reads go on meanwhile. A followed copy's follower does the same for its own (Follower::run).
+// that nothing holds, and one that requests hold once they let go (Registry::close_latched_held);
+// a follower's stream, a subscriber or a held request would hold it for good, so each is ended
+// here (streams and subscribers `closing`, new ones refused while it stays latched; a held
+// request answered as its deadline would answer it), and the next sweep closes it. Reads go on
+// meanwhile. A followed copy's follower does the same for its own (Follower::run).
 void Node::reopen_latched(const std::vector<std::string>& latched) {
     for (const std::string& name : latched) {
         if (stopping_ || replication_->following(name)) continue;
         subscriptions_->end_tenant(name, "closing");
         replication_->end_streams(name, "closing");
+        finish_parked(name);
+    }
+}
+
+void Node::finish_parked(std::string_view tenant) {
+    std::vector<std::shared_ptr<Parked>> waiting;
+    {
+        std::lock_guard lock(parked_mu_);
+        for (const auto& w : parked_) {
+            if (auto p = w.lock()) waiting.push_back(std::move(p));
+        }
+    }
+    for (const auto& p : waiting) {
+        if (p->waits_on(tenant)) p->finish();
     }
 }
 

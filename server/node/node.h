@@ -212,6 +212,8 @@ private:
     void tick();
     // Once a tick, with the latched tenants the sweep left open: node-http.md §5.8's reopen.
     void reopen_latched(const std::vector<std::string>& latched);
+    // Answers now every held request that waits on `tenant`, as its deadline would.
+    void finish_parked(std::string_view tenant);
 
     NodeOptions options_;
     NodeEnv env_;

@@ -57,6 +57,11 @@ public:
     }
 
     bool done() const { return done_.load(); }
+    // Whether it still waits on the tenant named `tenant`.
+    bool waits_on(std::string_view tenant) {
+        std::lock_guard lock(mu_);
+        return !done_ && tenant_ && tenant_->name() == tenant;
+    }
 
     // Runs once when the request leaves, however it leaves (answered, expired or cancelled).
     void on_done(std::function<void()> fn) { on_done_ = std::move(fn); }

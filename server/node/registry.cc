@@ -793,6 +793,7 @@ std::vector<std::string> Registry::sweep() {
             if (t->db().failure()) latched.push_back(slot);
         }
     }
+    std::vector<std::shared_ptr<Slot>> busy;
     for (const std::shared_ptr<Slot>& slot : latched) {
         bool idle = false;
         {
@@ -800,8 +801,10 @@ std::vector<std::string> Registry::sweep() {
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
         }
         if (idle && close_slot(slot, CloseReason::latched)) continue;
-        held.push_back(slot->name);  // held: its holders are ended, and it is looked at again
+        busy.push_back(slot);
     }
+    // Held: its holders are ended (Node::tick), and it is looked at again.
+    for (const std::shared_ptr<Slot>& slot : close_latched_held(busy)) held.push_back(slot->name);
     while (evict_one(CloseReason::idle, now, true)) {
     }
     if (options_.memory_max_bytes) {
@@ -810,6 +813,60 @@ std::vector<std::string> Registry::sweep() {
         }
     }
     return held;
+}
+
+std::vector<std::shared_ptr<Registry::Slot>> Registry::close_latched_held(
+    const std::vector<std::shared_ptr<Slot>>& slots) {
+    // Each taken out of its slot with the slot locked: a request meanwhile waits on the slot (in
+    // acquire, on a pool thread) and opens the file anew once it is closed, so no new holder
+    // comes while the ones in flight let go. A slot whose lock another thread holds (an open
+    // that is evicting) is left for the next sweep, so no two slot locks are waited on at once.
+    struct Out {
+        std::shared_ptr<Slot> slot;
+        std::unique_lock<std::mutex> slot_lock;
+        std::shared_ptr<Tenant> tenant;
+    };
+    std::vector<Out> out;
+    std::vector<std::shared_ptr<Slot>> left;
+    for (const std::shared_ptr<Slot>& slot : slots) {
+        std::unique_lock slot_lock(slot->mu, std::try_to_lock);
+        if (!slot_lock.owns_lock()) {
+            left.push_back(slot);
+            continue;
+        }
+        std::lock_guard lock(mu_);
+        if (slot->dead || slot->out || !slot->tenant) continue;  // closed or taken meanwhile
+        out.push_back(Out{slot, std::move(slot_lock), empty(*slot)});
+    }
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(latched_drain_wait_ms);
+    auto let_go = [&] {
+        return std::all_of(out.begin(), out.end(),
+                           [](const Out& o) { return o.tenant.use_count() == 1; });
+    };
+    while (!let_go() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (Out& o : out) {
+        // use_count() of 1 is final: with the slot empty and locked, only a holder could copy it.
+        if (o.tenant.use_count() != 1) {
+            std::lock_guard lock(mu_);
+            fill(*o.slot, std::move(o.tenant));  // back in service; looked at next sweep
+            left.push_back(o.slot);
+            continue;
+        }
+        close_tenant(o.tenant);
+        o.tenant.reset();
+        {
+            std::lock_guard lock(mu_);
+            o.slot->dead = true;
+            auto it = slots_.find(o.slot->name);
+            if (it != slots_.end() && it->second == o.slot) slots_.erase(it);
+        }
+        ++closes_[static_cast<int>(CloseReason::latched)];
+        if (options_.on_close) options_.on_close(close_reason_name(CloseReason::latched));
+    }
+    return left;
 }
 
 void Registry::close_all() {

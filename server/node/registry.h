@@ -357,6 +357,12 @@ private:
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
     // Closes `victim`'s tenant if nothing holds it (false when none was open); under its lock.
     bool close_slot(const std::shared_ptr<Slot>& victim, CloseReason reason);
+    // The sweep's latched tenants that requests hold (a steady read, a held one): each taken out
+    // of its slot so none is taken again, closed once its holders let go within
+    // latched_drain_wait_ms, else put back. Answers those left open.
+    std::vector<std::shared_ptr<Slot>> close_latched_held(
+        const std::vector<std::shared_ptr<Slot>>& slots);
+    static constexpr int64_t latched_drain_wait_ms = 200;
     int64_t now_ms() const { return options_.clock->wall_ms(); }
 
     RegistryOptions options_;

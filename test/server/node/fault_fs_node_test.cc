@@ -11,6 +11,7 @@
 // carry the injected wall clock: nothing here sleeps.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -295,6 +296,52 @@ TEST_F(FaultFsNode, APrimaryLatchedByAFailedFsyncIsOpenedAgainThoughItIsHeld) {
     EXPECT_NE(sub->read_until("\"closing\"", 5000).find("\"reason\":\"closing\""),
               std::string::npos)
         << sub->buffer();
+}
+
+// The same while requests hold it: reads that never stop, and one held on `Fenec-After` for a
+// write that will not come (held up to --wait-max). The sweep takes the tenant out of its slot so
+// no request takes it again, closes it once the reads in flight let go, and the held read is
+// answered 504 as its deadline would answer it. Before, a tenant held at each sweep stayed
+// latched, refusing every write, for as long as reads kept coming.
+TEST_F(FaultFsNode, APrimaryLatchedUnderSteadyAndHeldReadsIsOpenedAgain) {
+    start();
+    create("acme");
+    fs_.fail_sync(1);
+    const Reply failed = put("acme", "unsure");
+    ASSERT_EQ(failed.status, 500) << failed.body;
+    Client held(node_->port());
+    const std::string body = R"({"query":"get notes"})";
+    held.send_raw(
+        "POST /t/acme/query HTTP/1.1\r\nHost: 127.0.0.1\r\nFenec-After: 1000\r\n"
+        "Fenec-Wait: 30000\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::atomic<bool> reading{true};
+    std::atomic<int> reads{0}, read_failures{0};
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 2; ++i) {
+        readers.emplace_back([&] {
+            Client c(node_->port());
+            while (reading) {
+                auto r = c.request("GET", "/t/acme/c/notes?count", {}, {});
+                if (!r || r->status != 200) ++read_failures;
+                ++reads;
+            }
+        });
+    }
+    Reply w;
+    const bool written = wait_until(
+        [&] {
+            w = put("acme", "after");
+            return w.status == 200;
+        },
+        std::chrono::milliseconds(5000));
+    reading = false;
+    for (auto& t : readers) t.join();
+    EXPECT_TRUE(written) << w.status << " " << w.body;
+    EXPECT_GT(reads.load(), 0);
+    EXPECT_EQ(read_failures.load(), 0) << "a read was refused while the tenant was reopened";
+    const std::string answer = held.read_until("\r\n\r\n", 5000);
+    EXPECT_NE(answer.find(" 504 "), std::string::npos) << answer;
 }
 
 // A promotion whose `.follows` could not be unlinked (500, the copy promoted): asked again, it
