@@ -17,6 +17,15 @@ namespace {
 class Copies : public ClusterTest<4> {
   protected:
     void SetUp() override { start_router({"--replicas"}); }
+
+    // n1–n4 added, and `t` created on n1: the node its replica went to.
+    void four_nodes_and_a_replica(const std::string& t, std::string& replica) {
+        for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+        Reply made = create(t, "n1");
+        ASSERT_EQ(made.status, 201) << made.body;
+        replica = Json(made.body).text("replica_on");
+        ASSERT_FALSE(replica.empty()) << made.body;
+    }
 };
 
 // Case 50: another zone of the same region first; the replica follows its primary, and a row
@@ -114,12 +123,9 @@ TEST_F(Copies, APairLeavesATenantMovedOffTheNodeBeforeItsClaim) {
     ::setenv("FENEC_TEST_PAIR_STALL", "1500", 1);
     start_router({"--replicas"});
     ::unsetenv("FENEC_TEST_PAIR_STALL");
-    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
     const std::string t = tenant("x");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const std::string replica = Json(made.body).text("replica_on");
-    ASSERT_FALSE(replica.empty()) << made.body;
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
     std::vector<std::string> free;
     for (const char* n : {"n2", "n3", "n4"}) {
         if (n != replica) free.push_back(n);
@@ -157,12 +163,9 @@ TEST_F(Copies, APairLeavesATenantMovedOffTheNodeBeforeItsClaim) {
 // recorded: a failover asked the standby to promote a copy it did not have, and failed the tenant,
 // while its own replica followed it on another node.
 TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
-    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
     const std::string t = tenant("x");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const std::string replica = Json(made.body).text("replica_on");
-    ASSERT_FALSE(replica.empty()) << made.body;
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
     const int standby = replica == "n2" ? 2 : 1;  // node index: n3 or n2, not the replica's
     const std::string standby_name = "n" + std::to_string(standby + 1);
     const uint16_t port = nodes_->port(standby);

@@ -425,30 +425,41 @@ TEST(RegistryClose, AFileThatMayHaveChangedIsSyncedAsItOpens) {
 
 // ---- a tenant latched by a failed write, held by requests ----
 
+// A registry on `fs` whose tenant `acme` a failed fsync latched read-only, held by the answer.
+struct Latched {
+    FaultFs fs;
+    Registry r{[this] {
+        RegistryOptions o = options_on(fs, system_clock);
+        o.close_idle_ms = 300'000;  // no idle close: only the latch closes it
+        return o;
+    }()};
+    std::shared_ptr<Tenant> held;
+    Latched() {
+        create_with_collection(r, "acme");
+        Acquired a = r.acquire("acme");
+        EXPECT_TRUE(a.tenant) << a.message;
+        fs.fail_sync(1);
+        EXPECT_FALSE(land_collection(a.tenant->db(), "more").is_ok());
+        EXPECT_TRUE(a.tenant->db().failure().has_value());
+        held = std::move(a.tenant);
+    }
+};
+
 // A latched tenant held by a request at the sweep is taken out of its slot and closed once the
 // request lets go (here 50 ms on), so the next request opens it again from its file and the latch
 // is gone. Before, the sweep closed only a latched tenant nothing held at that instant: steady
 // reads kept it latched, refusing writes, for as long as they came.
 TEST(RegistryLatched, AHeldLatchedTenantIsClosedOnceItsHoldersLetGo) {
-    FaultFs fs;
-    RegistryOptions o = options_on(fs, system_clock);
-    o.close_idle_ms = 300'000;
-    Registry r(std::move(o));
-    create_with_collection(r, "acme");
-    Acquired a = r.acquire("acme");
-    ASSERT_TRUE(a.tenant) << a.message;
-    fs.fail_sync(1);
-    ASSERT_FALSE(land_collection(a.tenant->db(), "more").is_ok());
-    ASSERT_TRUE(a.tenant->db().failure().has_value());
-    std::thread holder([t = std::move(a.tenant)]() mutable {
+    Latched l;
+    std::thread holder([t = std::move(l.held)]() mutable {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         t.reset();
     });
-    const std::vector<std::string> held = r.sweep();
+    const std::vector<std::string> held = l.r.sweep();
     holder.join();
     EXPECT_TRUE(held.empty()) << held.front();
-    EXPECT_EQ(r.open_count(), 0u);
-    Acquired again = r.acquire("acme");
+    EXPECT_EQ(l.r.open_count(), 0u);
+    Acquired again = l.r.acquire("acme");
     ASSERT_TRUE(again.tenant) << again.message;
     EXPECT_FALSE(again.tenant->db().failure().has_value());
     EXPECT_TRUE(land_collection(again.tenant->db(), "third").is_ok());
@@ -457,21 +468,13 @@ TEST(RegistryLatched, AHeldLatchedTenantIsClosedOnceItsHoldersLetGo) {
 // One whose holder does not let go within the sweep's wait is put back in service, as it was,
 // and named to the node, which ends what holds it.
 TEST(RegistryLatched, AHolderThatDoesNotLetGoLeavesItServed) {
-    FaultFs fs;
-    RegistryOptions o = options_on(fs, system_clock);
-    o.close_idle_ms = 300'000;
-    Registry r(std::move(o));
-    create_with_collection(r, "acme");
-    Acquired a = r.acquire("acme");
-    ASSERT_TRUE(a.tenant) << a.message;
-    fs.fail_sync(1);
-    ASSERT_FALSE(land_collection(a.tenant->db(), "more").is_ok());
-    EXPECT_EQ(r.sweep(), std::vector<std::string>{"acme"});
-    EXPECT_EQ(r.open_count(), 1u);
-    EXPECT_EQ(r.try_get("acme"), a.tenant) << "the same tenant, back in its slot";
-    a.tenant.reset();
-    EXPECT_TRUE(r.sweep().empty());
-    EXPECT_EQ(r.open_count(), 0u);
+    Latched l;
+    EXPECT_EQ(l.r.sweep(), std::vector<std::string>{"acme"});
+    EXPECT_EQ(l.r.open_count(), 1u);
+    EXPECT_EQ(l.r.try_get("acme"), l.held) << "the same tenant, back in its slot";
+    l.held.reset();
+    EXPECT_TRUE(l.r.sweep().empty());
+    EXPECT_EQ(l.r.open_count(), 0u);
 }
 
 // ---- the start's sync: a file there at start opens without a sync of its own ----
