@@ -102,6 +102,16 @@ void Copies::detach(const std::string& tenant, std::string_view request_id) {
     auto r = maps->replicas.find(tenant);
     if (r == maps->replicas.end()) return;
     const std::string node = r->second;
+    // The record first: one left naming a node whose copy was deleted would be the tenant's copy
+    // still (DirectoryMaps::copy_of), and a failover would promote nothing there. Not cleared,
+    // the copy stays with it.
+    if (engine::Status st = router_.directory().remove_replica(tenant); !st.is_ok()) {
+        log_line("the replica record of `" + tenant + "` on `" + node +
+                 "` was not cleared, so its copy there is kept: " + st.to_string());
+        return;
+    }
+    // The record is cleared even when the node did not answer (§8.2): it keeps no copy the
+    // router counts on.
     if (auto n = maps->nodes.find(node); n != maps->nodes.end()) {
         NodeAnswer a = calls().remove(n->second, tenant, request_id);
         if (!a.gone()) {
@@ -109,10 +119,17 @@ void Copies::detach(const std::string& tenant, std::string_view request_id) {
                      a.said(n->second) + "); its record is cleared all the same");
         }
     }
-    // Cleared even when the node did not answer (§8.2): it keeps no copy the router counts on.
-    if (engine::Status st = router_.directory().remove_replica(tenant); !st.is_ok()) {
-        log_line("the replica record of `" + tenant + "` on `" + node +
-                 "` was not cleared: " + st.to_string());
+}
+
+void Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
+                               std::string_view request_id) {
+    const auto maps = router_.directory().maps();
+    auto r = maps->replicas.find(tenant);
+    if (r == maps->replicas.end()) return;
+    if (r->second == standby) {
+        (void)router_.directory().remove_replica(tenant);  // the same copy, kept
+    } else {
+        detach(tenant, request_id);
     }
 }
 
@@ -310,14 +327,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             remember(t.name, why);
             continue;
         }
-        // Its own replica is not its copy any more: the standby is (DirectoryMaps::copy_of).
-        if (auto r = now->replicas.find(t.name); r != now->replicas.end()) {
-            if (r->second == standby) {
-                (void)router_.directory().remove_replica(t.name);  // the same copy, kept
-            } else {
-                detach(t.name, request_id);
-            }
-        }
+        handed_to_standby(t.name, standby, request_id);
         if (old != maps->nodes.end() && old_standby != standby) {
             (void)calls().remove(old->second, t.name, request_id);
         }
@@ -337,7 +347,12 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             const auto row = now->tenants.find(t.name);
             if (row == now->tenants.end() || row->second.node != node) continue;
         }
-        if (old != maps->nodes.end()) {
+        // One the standby never took over keeps its own replica, following it still; where that
+        // replica is on the old standby, the copy there stays as its replica.
+        const auto rows = router_.directory().maps();
+        const auto own = rows->replicas.find(t.name);
+        const bool kept_there = own != rows->replicas.end() && own->second == old_standby;
+        if (old != maps->nodes.end() && !kept_there) {
             NodeAnswer a = calls().remove(old->second, t.name, request_id);
             if (!a.gone()) {
                 log_line("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
@@ -345,8 +360,7 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             }
         }
         if (!router_.options().replicas) continue;
-        // One the standby never took over keeps its own replica, following it still.
-        if (router_.directory().maps()->replicas.contains(t.name)) continue;
+        if (own != rows->replicas.end()) continue;
         if (!held.held) {
             remember(t.name, "another operation held it as its pair was removed");
             unreplicated.push_back(t.name);

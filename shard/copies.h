@@ -133,6 +133,10 @@ class Copies {
                     std::string_view request_id);
     // §8.2 detach of `tenant`'s own replica, if it has one.
     void detach(const std::string& tenant, std::string_view request_id);
+    // The pair's `standby` took `tenant`: its own replica, if it has one, is its copy no more
+    // (its record cleared, and the copy deleted unless it is the standby's).
+    void handed_to_standby(const std::string& tenant, const std::string& standby,
+                           std::string_view request_id);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.

@@ -138,18 +138,43 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     if (primary == maps->nodes.end()) return;
     const std::string from = url_of(primary->second);
     // 2. A copy recorded (the pair's standby, or its own replica) that the survey shows missing
-    // or following another node is attached again where it is.
-    const std::string* standby = maps->standby_of(row.node);
+    // or following another node is attached again where it is. On a paired node the standby is
+    // attached first; once it has the tenant, its own replica (one the pair could not replace)
+    // is handed over to it; until then that replica stays its copy and is mended as one.
     auto replica = maps->replicas.find(row.name);
-    const std::string copy = standby                           ? *standby
-                             : replica != maps->replicas.end() ? replica->second
-                                                               : std::string();
+    if (const std::string* standby = maps->standby_of(row.node)) {
+        auto s = maps->nodes.find(*standby);
+        std::string why = "it is not in the directory";
+        bool taken = s != maps->nodes.end() && follows(survey, *standby, row.name, from);
+        if (!taken && s != maps->nodes.end()) {
+            Attached a = attach(row, s->second, false, request_id);
+            taken = a.ok;
+            why = a.why;
+            if (a.ok) {
+                report.replicated.push_back(
+                    {row.name, *standby, same_zone(*maps, row.node, *standby)});
+            }
+        }
+        if (taken) {
+            handed_to_standby(row.name, *standby, request_id);
+            if (survey.contains(*standby)) forget(row.name);
+            return;
+        }
+        if (replica == maps->replicas.end()) {
+            remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
+            report.failed.push_back({row.name, why});
+            return;
+        }
+        log_line("`" + row.name + "` keeps its replica on `" + replica->second +
+                 "`: its node's standby `" + *standby + "` did not take it: " + why);
+    }
+    const std::string copy = replica != maps->replicas.end() ? replica->second : std::string();
     if (auto copy_node = maps->nodes.find(copy); copy_node != maps->nodes.end()) {
         if (follows(survey, copy, row.name, from)) {
             if (survey.contains(copy)) forget(row.name);
             return;
         }
-        Attached a = attach(row, copy_node->second, !standby, request_id);
+        Attached a = attach(row, copy_node->second, true, request_id);
         if (a.ok) {
             report.replicated.push_back({row.name, copy, same_zone(*maps, row.node, copy)});
         } else {
@@ -158,6 +183,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         }
         return;
     }
+    if (maps->standby_of(row.node)) return;  // a paired node's tenants get no replica of their own
     // No copy: a replica of its own, a node already holding a copy first.
     std::set<std::string, std::less<>> holding;
     for (const auto& [node, s] : survey) {

@@ -186,6 +186,47 @@ TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), replica);
 }
 
+// A repair finishes what the pair could not: once the standby answers it takes the tenant, and
+// the tenant's own replica, its copy until then, is deleted. Before, the repair took the standby
+// for the copy already and left the replica beside it for good.
+TEST_F(Copies, ARepairHandsATenantThePairMissedToTheStandby) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int standby = replica == "n2" ? 2 : 1;
+    const int on_replica = replica == "n2" ? 1 : replica == "n3" ? 2 : 3;
+    const uint16_t port = nodes_->port(standby);
+    nodes_->procs[standby]->kill(SIGKILL);
+    const std::string pair = R"({"standby":"n)" + std::to_string(standby + 1) + R"("})";
+    Reply paired = shard("PUT", "/_shard/nodes/n1", pair);
+    nodes_->start(standby, port);
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    Reply r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(follows(standby, t, 0)) << copy_on(standby, t).body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"),
+              "n" + std::to_string(standby + 1));
+    EXPECT_EQ(copy_on(on_replica, t).status, 404) << "its own replica handed over";
+}
+
+// A pair removed leaves a tenant's own replica where it is, even on the old standby, when the
+// standby never took the tenant over. Before, the copy there was deleted while its record stayed:
+// the tenant had no copy and a failover would have found none where the directory said.
+TEST_F(Copies, APairRemovedKeepsAReplicaOnTheOldStandbyItNeverReplaced) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int on_replica = replica == "n2" ? 1 : replica == "n3" ? 2 : 3;
+    const uint16_t port = nodes_->port(on_replica);
+    nodes_->procs[on_replica]->kill(SIGKILL);  // the pair's standby: the replica's own node
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + replica + R"("})");
+    nodes_->start(on_replica, port);
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":null})").status, 200);
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), replica);
+    EXPECT_TRUE(follows(on_replica, t, 0)) << copy_on(on_replica, t).body;
+}
+
 TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
     ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
     ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
