@@ -6,6 +6,7 @@
 // and the lease record's raise wait on.
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 #include "engine/database.h"
 #include "engine/format.h"
@@ -101,13 +102,23 @@ void DirectoryFeed::serve(std::shared_ptr<server::Exchange> exchange, http::Resp
         exchange->reply(std::move(r));
         return;
     }
-    streams_.push_back(Thread{stream, std::thread([this, exchange, head = std::move(head), stream,
-                                                   since, history]() mutable {
-                                  run(exchange, std::move(head), stream, since, history);
-                                  stream->done = true;
-                                  { std::lock_guard l(mu_); }
-                                  sent_cv_.notify_all();
-                              })});
+    std::thread thread;
+    try {
+        thread = std::thread([this, exchange, head, stream, since, history]() mutable {
+            run(exchange, std::move(head), stream, since, history);
+            stream->done = true;
+            { std::lock_guard l(mu_); }
+            sent_cv_.notify_all();
+        });
+    } catch (const std::system_error& e) {
+        // The process at its thread limit: the standby asks again.
+        http::Response r = Router::error(503, std::string("no thread for the feed: ") + e.what());
+        r.headers = head.headers;
+        r.header("Retry-After", "1");
+        exchange->reply(std::move(r));
+        return;
+    }
+    streams_.push_back(Thread{stream, std::move(thread)});
 }
 
 // The stream's body, on its own thread: where the standby continues, or why it takes an image;

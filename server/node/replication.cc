@@ -182,10 +182,20 @@ void Replication::serve_stream(const std::shared_ptr<Call>& call) {
     stream->peer = std::string(call->request.peer);
     std::lock_guard lock(mu_);
     reap_locked();
-    streams_.push_back(StreamThread{stream, std::thread([this, call, stream] {
-                                        run_stream(call, stream);
-                                        stream->done = true;
-                                    })});
+    std::thread thread;
+    try {
+        thread = std::thread([this, call, stream] {
+            run_stream(call, stream);
+            stream->done = true;
+        });
+    } catch (const std::system_error& e) {
+        // The process at its thread limit: the follower asks again at its backoff's pace.
+        http::Response r =
+            node_.refusal(503, std::string("no thread for the stream: ") + e.what(), "streams");
+        r.header("Retry-After", "1");
+        return node_.answer(*call, std::move(r));
+    }
+    streams_.push_back(StreamThread{stream, std::move(thread)});
 }
 
 // The stream's body, on its own thread (§10.2): the request checked, the follower's position
