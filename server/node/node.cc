@@ -478,7 +478,9 @@ void Node::finish_parked(std::string_view tenant) {
         }
     }
     for (const auto& p : waiting) {
-        if (p->waits_on(tenant)) p->finish();
+        if (!p->waits_on(tenant)) continue;
+        // Its answer may run a held write once more: on a worker, as its deadline's would.
+        if (!submit_task([p] { p->finish(); })) p->finish();
     }
 }
 

@@ -28,6 +28,9 @@ public:
     // Watches the tenant, arms the deadline and the poll; registers with the node so a drain
     // answers it at once. Past the timers' bound it answers now, as its deadline had come.
     void park(int64_t wait_ms) {
+        // Latched by a failed write: nothing lands until the node has reopened it, which a
+        // request held on it would keep off (Registry::close_latched_held): answered now.
+        if (tenant_->db().failure()) return finish();
         auto self = shared_from_this();
         tenant_->watch(self);
         node_.track(self);

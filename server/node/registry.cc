@@ -796,12 +796,15 @@ std::vector<std::string> Registry::sweep() {
     std::vector<std::shared_ptr<Slot>> busy;
     for (const std::shared_ptr<Slot>& slot : latched) {
         bool idle = false;
+        bool followed = false;
         {
             std::lock_guard lock(mu_);
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
+            followed = slot->tenant && slot->tenant->db().following();
         }
         if (idle && close_slot(slot, CloseReason::latched)) continue;
-        busy.push_back(slot);
+        // A followed copy's follower holds it and reopens it itself (Follower::run).
+        if (!followed) busy.push_back(slot);
     }
     // Held: its holders are ended (Node::tick), and it is looked at again.
     for (const std::shared_ptr<Slot>& slot : close_latched_held(busy)) held.push_back(slot->name);
@@ -835,8 +838,13 @@ std::vector<std::shared_ptr<Registry::Slot>> Registry::close_latched_held(
             continue;
         }
         std::lock_guard lock(mu_);
-        if (slot->dead || slot->out || !slot->tenant) continue;  // closed or taken meanwhile
-        out.push_back(Out{slot, std::move(slot_lock), empty(*slot)});
+        // Closed, taken out, or opened anew (an install) since the sweep looked: not this one's.
+        if (slot->dead || slot->out || !slot->tenant || !slot->tenant->db().failure()) continue;
+        // Out of the slot and the least-recently-used list, but still counted open, with its
+        // memory, until it is closed: its file and its memory are still held, and the budgets'
+        // checks (room_for_one_more, the memory bound) must not let other opens take them.
+        lru_unlink(*slot);
+        out.push_back(Out{slot, std::move(slot_lock), std::move(slot->tenant)});
     }
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(latched_drain_wait_ms);
@@ -851,9 +859,15 @@ std::vector<std::shared_ptr<Registry::Slot>> Registry::close_latched_held(
         // use_count() of 1 is final: with the slot empty and locked, only a holder could copy it.
         if (o.tenant.use_count() != 1) {
             std::lock_guard lock(mu_);
-            fill(*o.slot, std::move(o.tenant));  // back in service; looked at next sweep
+            o.slot->tenant = std::move(o.tenant);  // back in service; looked at next sweep
+            lru_push_newest(*o.slot);
             left.push_back(o.slot);
             continue;
+        }
+        {
+            std::lock_guard lock(mu_);
+            o.tenant->charge_memory_to(nullptr);
+            --open_;
         }
         close_tenant(o.tenant);
         o.tenant.reset();

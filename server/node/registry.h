@@ -370,7 +370,7 @@ private:
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     Slot* oldest_ = nullptr;  // the least-recently-used list's ends (under mu_)
     Slot* newest_ = nullptr;
-    size_t open_ = 0;         // tenants on the list (under mu_)
+    size_t open_ = 0;  // tenants on the list, and any close_latched_held has out (under mu_)
     std::atomic<uint64_t> open_memory_bytes_{0};  // their memory (Tenant::charge_memory_to)
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)

@@ -298,11 +298,11 @@ TEST_F(FaultFsNode, APrimaryLatchedByAFailedFsyncIsOpenedAgainThoughItIsHeld) {
         << sub->buffer();
 }
 
-// The same while requests hold it: reads that never stop, and one held on `Fenec-After` for a
-// write that will not come (held up to --wait-max). The sweep takes the tenant out of its slot so
-// no request takes it again, closes it once the reads in flight let go, and the held read is
-// answered 504 as its deadline would answer it. Before, a tenant held at each sweep stayed
-// latched, refusing every write, for as long as reads kept coming.
+// The same while requests hold it: reads that never stop, one held on `Fenec-After` for a write
+// that will not come (held up to --wait-max), and held reads sent again as each is answered. The
+// sweep takes the tenant out of its slot so no request takes it again, closes it once the reads in
+// flight let go, and the held read is answered 504 as its deadline would answer it. Before, a
+// tenant held at each sweep stayed latched, refusing every write, for as long as reads kept coming.
 TEST_F(FaultFsNode, APrimaryLatchedUnderSteadyAndHeldReadsIsOpenedAgain) {
     start();
     create("acme");
@@ -328,6 +328,15 @@ TEST_F(FaultFsNode, APrimaryLatchedUnderSteadyAndHeldReadsIsOpenedAgain) {
             }
         });
     }
+    // And a client that sends its held read again as soon as it is answered: a held read parked
+    // at every sweep kept the tenant from closing.
+    readers.emplace_back([&] {
+        Client c(node_->port());
+        while (reading) {
+            (void)c.request("POST", "/t/acme/query", body,
+                            {{"Fenec-After", "1000"}, {"Fenec-Wait", "2000"}});
+        }
+    });
     Reply w;
     const bool written = wait_until(
         [&] {
