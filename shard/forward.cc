@@ -132,7 +132,7 @@ class ForwardSink final : public server::CallSink,
                 exchange_->reply(std::move(r));
                 return;
             }
-            if (unleased && router_.ask_again_for_lease(node_, f_, exchange_, a_)) return;
+            if (unleased && router_.ask_again_for_lease(node_, tenant_, f_, exchange_, a_)) return;
         }
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);

@@ -529,7 +529,7 @@ void Router::count_cut(std::string_view outcome) {
     metrics_.cut_requests->with({outcome}).inc();
 }
 
-bool Router::ask_again_for_lease(const std::string& node, Forwarding& f,
+bool Router::ask_again_for_lease(const std::string& node, const std::string& tenant, Forwarding& f,
                                  const std::shared_ptr<server::Exchange>& exchange,
                                  const Answering& a) {
     if (f.lease_refused_ms == 0) f.lease_refused_ms = static_cast<int64_t>(now_ms());
@@ -543,8 +543,8 @@ bool Router::ask_again_for_lease(const std::string& node, Forwarding& f,
         if (f.lease_retries >= lease_retries_max) return false;
         const auto bound = static_cast<int64_t>(
             std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
-        return api_pool_->submit([leases, node, bound, again = std::move(again)]() mutable {
-            (void)leases->grant_and_wait(node, bound);
+        return api_pool_->submit([leases, node, tenant, bound, again = std::move(again)]() mutable {
+            (void)leases->grant_and_wait(node, tenant, bound);
             again();
         });
     }

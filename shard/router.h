@@ -184,12 +184,13 @@ class Router final : public server::Handler {
     // `node` refused `f`'s write for its lease (503 `Fenec-Lease`): true when it is sent again
     // (forward_again, "lease"), false when the refusal is to be passed on.
     // - Leading (§9.10): at most lease_retries_max times, each on an API worker once the node
-    //   was granted its list now and answered (or a lease's time passed).
+    //   was granted its list now and answered, a list naming `tenant` where it was withheld from
+    //   the node (a move's or a failover's wait for the standby routers), or a lease's time passed.
     // - A standby (§9.12), which grants nothing: every standby_lease_ask_ms, until two thirds of
     //   the recorded lease or --upstream-timeout, whichever is sooner, has passed since the
     //   first refusal, and only while the client is there.
     // Neither, or the workers full: false.
-    bool ask_again_for_lease(const std::string& node, Forwarding& f,
+    bool ask_again_for_lease(const std::string& node, const std::string& tenant, Forwarding& f,
                              const std::shared_ptr<server::Exchange>& exchange, const Answering& a);
     // §9.10: what is out to `from` for `tenant` cut; the directory points at its new primary.
     void cut(const std::string& tenant, const std::string& from);

@@ -238,6 +238,35 @@ TEST_F(StandbyUnderLeases, AMovesTargetTakesNoWriteBeforeTheStandbysWereSentTheF
     standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
 }
 
+// A write that reaches a move's target while the target is withheld from its grants (until the
+// standby routers were sent the flip, here 300 ms late) waits for the grant that names it there.
+// Before, each of its two re-asks ended at the next grant's answer, which did not name it yet,
+// and the node's 503 for its lease reached the client though the move went through.
+TEST_F(StandbyUnderLeases, AWriteToAMovesTargetWaitsForTheGrantThatNamesIt) {
+    const std::string t = tenant("named");
+    ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    auto move = std::async(std::launch::async, [&] {
+        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    int refused_for_lease = 0, written = 0;
+    std::string refusal;
+    while (move.wait_for(0s) != std::future_status::ready) {
+        const Reply w = data("POST", "/t/" + t + "/c/notes", R"({"title":"during"})");
+        if (w.status == 201) ++written;
+        if (w.status == 503 && w.body.find(R"("reason":"lease)") != std::string::npos) {
+            ++refused_for_lease;
+            refusal = w.body;
+        }
+    }
+    const Reply moved = move.get();
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_EQ(refused_for_lease, 0) << refusal;
+    EXPECT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+    standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 TEST_F(StandbyUnderLeases, WhatIsOutToANodeFailedOverIsCutWhenTheCopyShowsIt) {
     const std::string t = tenant("cut");
     RecordedWrites rec(first_nodes(*nodes_, 2), true);
