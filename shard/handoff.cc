@@ -1010,7 +1010,7 @@ Response activate_import(Router& router, const std::string& tenant) {
     if (Leases* leases = router.cluster().leases()) {
         const auto bound = static_cast<int64_t>(std::min<uint64_t>(
             router.options().auto_failover_ms, router.options().upstream_timeout_ms));
-        (void)leases->grant_and_wait(row.node, tenant, bound);
+        (void)leases->grant_and_wait(row.node, bound);
     } else {
         router.cluster().changed(row.node);
     }

@@ -196,7 +196,7 @@ void Leases::changed(const std::string& node) {
     }
 }
 
-bool Leases::grant_and_wait(const std::string& node, const std::string& tenant, int64_t bound_ms) {
+bool Leases::grant_and_wait(const std::string& node, int64_t bound_ms) {
     std::unique_lock lock(mu_);
     auto it = nodes_.find(node);
     if (it == nodes_.end() || stopping_) return false;
@@ -204,20 +204,8 @@ bool Leases::grant_and_wait(const std::string& node, const std::string& tenant, 
     const uint64_t before = n.answers;
     n.poke = true;
     n.cv.notify_all();
-    // Withheld from the node (a move's target or a failover's copy until the standby routers
-    // were sent the change): a grant answered now would not name it, so the wait goes on until
-    // one that does is answered. Its give-back sends that grant (grant_now).
-    auto named = [&] {
-        const std::vector<std::string>& held = n.book.tenants();
-        return n.book.holds_list() && std::binary_search(held.begin(), held.end(), tenant);
-    };
-    auto withheld = [&] {
-        auto w = withheld_.find(node);
-        return w != withheld_.end() && w->second.contains(tenant);
-    };
     return n.cv.wait_for(lock, std::chrono::milliseconds(bound_ms), [&] {
-        return stopping_ || n.removed ||
-               (n.answers > before && (tenant.empty() || named() || !withheld()));
+        return stopping_ || n.removed || n.answers > before;
     }) && n.answers > before;
 }
 

@@ -143,30 +143,37 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     // is handed over to it; until then that replica stays its copy and is mended as one.
     auto replica = maps->replicas.find(row.name);
     if (const std::string* standby = maps->standby_of(row.node)) {
-        auto s = maps->nodes.find(*standby);
-        std::string why = "it is not in the directory";
-        bool taken = s != maps->nodes.end() && follows(survey, *standby, row.name, from);
-        if (!taken && s != maps->nodes.end()) {
-            Attached a = attach(row, s->second, false, request_id);
-            taken = a.ok;
-            why = a.why;
-            if (a.ok) {
-                report.replicated.push_back(
-                    {row.name, *standby, same_zone(*maps, row.node, *standby)});
+        const bool own_elsewhere = replica != maps->replicas.end() && replica->second != *standby;
+        // Not surveyed (silent): nothing is known of what it holds, so nothing is handed to it
+        // (that could delete the tenant's only copy); only an own replica elsewhere is mended.
+        if (!survey.contains(*standby)) {
+            if (!own_elsewhere) return;
+        } else {
+            auto s = maps->nodes.find(*standby);
+            std::string why = "it is not in the directory";
+            bool taken = s != maps->nodes.end() && follows(survey, *standby, row.name, from);
+            if (!taken && s != maps->nodes.end()) {
+                Attached a = attach(row, s->second, false, request_id);
+                taken = a.ok;
+                why = a.why;
+                if (a.ok) {
+                    report.replicated.push_back(
+                        {row.name, *standby, same_zone(*maps, row.node, *standby)});
+                }
             }
+            if (taken) {
+                handed_to_standby(row.name, *standby, request_id);
+                forget(row.name);
+                return;
+            }
+            if (!own_elsewhere) {
+                remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
+                report.failed.push_back({row.name, why});
+                return;
+            }
+            log_line("`" + row.name + "` keeps its replica on `" + replica->second +
+                     "`: its node's standby `" + *standby + "` did not take it: " + why);
         }
-        if (taken) {
-            handed_to_standby(row.name, *standby, request_id);
-            if (survey.contains(*standby)) forget(row.name);
-            return;
-        }
-        if (replica == maps->replicas.end()) {
-            remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
-            report.failed.push_back({row.name, why});
-            return;
-        }
-        log_line("`" + row.name + "` keeps its replica on `" + replica->second +
-                 "`: its node's standby `" + *standby + "` did not take it: " + why);
     }
     const std::string copy = replica != maps->replicas.end() ? replica->second : std::string();
     if (auto copy_node = maps->nodes.find(copy); copy_node != maps->nodes.end()) {

@@ -187,8 +187,10 @@ TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
 }
 
 // A repair finishes what the pair could not: once the standby answers it takes the tenant, and
-// the tenant's own replica, its copy until then, is deleted. Before, the repair took the standby
-// for the copy already and left the replica beside it for good.
+// the tenant's own replica, its copy until then, is deleted; while the standby is silent the
+// replica is left as it is. Before, the repair took the standby for the copy already and left
+// the replica beside it for good (and, once the repair learnt of pairs, a silent standby was
+// taken for one that followed, and the replica deleted).
 TEST_F(Copies, ARepairHandsATenantThePairMissedToTheStandby) {
     const std::string t = tenant("x");
     std::string replica;
@@ -199,9 +201,14 @@ TEST_F(Copies, ARepairHandsATenantThePairMissedToTheStandby) {
     nodes_->procs[standby]->kill(SIGKILL);
     const std::string pair = R"({"standby":"n)" + std::to_string(standby + 1) + R"("})";
     Reply paired = shard("PUT", "/_shard/nodes/n1", pair);
-    nodes_->start(standby, port);
     ASSERT_EQ(paired.status, 200) << paired.body;
+    // A repair while the standby is still silent knows nothing of it: the replica stays.
     Reply r = shard("POST", "/_shard/replicas");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), replica);
+    EXPECT_TRUE(follows(on_replica, t, 0)) << copy_on(on_replica, t).body;
+    nodes_->start(standby, port);
+    r = shard("POST", "/_shard/replicas");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(follows(standby, t, 0)) << copy_on(standby, t).body;
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"),
