@@ -209,6 +209,12 @@ bool Leases::grant_and_wait(const std::string& node, int64_t bound_ms) {
     }) && n.answers > before;
 }
 
+bool Leases::withheld(const std::string& node, const std::string& tenant) const {
+    std::lock_guard lock(mu_);
+    auto w = withheld_.find(node);
+    return w != withheld_.end() && w->second.contains(tenant);
+}
+
 void Leases::withhold(const std::string& node, const std::string& tenant) {
     std::lock_guard lock(mu_);
     ++withheld_[node][tenant];

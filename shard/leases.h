@@ -100,11 +100,12 @@ class Leases {
     // A node's tenants changed (a create, move, delete or failover), or a node was added or
     // removed: the nodes named are granted their new list at once (an empty name: all of them).
     void changed(const std::string& node = "");
-    // A write to `tenant` refused by `node` for its lease (503 `Fenec-Lease`) after a promotion
-    // or a move there: grant it now and wait (at most `bound_ms`) for that grant's answer, and,
-    // while the tenant is withheld from the node, on until a grant naming it was answered. True
-    // when one came back. An empty `tenant`: the first answer.
-    bool grant_and_wait(const std::string& node, const std::string& tenant, int64_t bound_ms);
+    // A write refused by `node` for its lease (503 `Fenec-Lease`) after a promotion there: grant
+    // it now and wait (at most `bound_ms`) for that grant's answer. True when one came back.
+    bool grant_and_wait(const std::string& node, int64_t bound_ms);
+    // Whether `tenant` is withheld from `node`'s grants now (a move's target or a failover's copy
+    // until the standby routers were sent the change; a failover's fence or parked tenant).
+    bool withheld(const std::string& node, const std::string& tenant) const;
 
     // The failover of `node` that its lapse started (LeaseHost::lapsed) has ended, whatever its
     // outcome: from the time of the lapse until now its grants named no tenant; now they name

@@ -540,11 +540,22 @@ bool Router::ask_again_for_lease(const std::string& node, const std::string& ten
     // Leading: this router's own grant is asked for. A standby's Leases (made for the
     // --auto-failover it uses once promoted) grants nothing: it asks again by its copy (§9.12).
     if (Leases* leases = cluster_ ? cluster_->leases() : nullptr; leases && leases->started()) {
-        if (f.lease_retries >= lease_retries_max) return false;
         const auto bound = static_cast<int64_t>(
             std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
-        return api_pool_->submit([leases, node, tenant, bound, again = std::move(again)]() mutable {
-            (void)leases->grant_and_wait(node, tenant, bound);
+        // Withheld from the node for now (a move's target or a failover's copy until the standby
+        // routers were sent the change, up to a second): no grant names it before that, so it is
+        // looked at again every standby_lease_ask_ms on the timers (no worker held), uncounted,
+        // within the bound, and asked again once it is given back.
+        if (leases->withheld(node, tenant)) {
+            const int64_t next = static_cast<int64_t>(now_ms()) + standby_lease_ask_ms;
+            if (exchange->closed() || next - f.lease_refused_ms > bound) return false;
+            return timers_->after(standby_lease_ask_ms, [this, f, exchange, a]() mutable {
+                forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
+            });
+        }
+        if (f.lease_retries >= lease_retries_max) return false;
+        return api_pool_->submit([leases, node, bound, again = std::move(again)]() mutable {
+            (void)leases->grant_and_wait(node, bound);
             again();
         });
     }

@@ -184,8 +184,9 @@ class Router final : public server::Handler {
     // `node` refused `f`'s write for its lease (503 `Fenec-Lease`): true when it is sent again
     // (forward_again, "lease"), false when the refusal is to be passed on.
     // - Leading (§9.10): at most lease_retries_max times, each on an API worker once the node
-    //   was granted its list now and answered, a list naming `tenant` where it was withheld from
-    //   the node (a move's or a failover's wait for the standby routers), or a lease's time passed.
+    //   was granted its list now and answered (or a lease's time passed); while `tenant` is
+    //   withheld from the node (a move's or a failover's wait for the standby routers), every
+    //   standby_lease_ask_ms on the timers instead, uncounted, within the same bound.
     // - A standby (§9.12), which grants nothing: every standby_lease_ask_ms, until two thirds of
     //   the recorded lease or --upstream-timeout, whichever is sooner, has passed since the
     //   first refusal, and only while the client is there.
