@@ -448,7 +448,8 @@ std::string Node::serve() {
 uint16_t Node::port() const { return server_ ? server_->port() : 0; }
 
 void Node::tick() {
-    const std::vector<std::string> latched = registry_->sweep();
+    const std::vector<std::string> latched =
+        registry_->sweep([this](std::string_view t) { return replication_->following(t); });
     subscriptions_->tick();
     reopen_latched(latched);
 }

@@ -783,7 +783,7 @@ bool Registry::close_slot(const std::shared_ptr<Slot>& victim, CloseReason reaso
     return true;
 }
 
-std::vector<std::string> Registry::sweep() {
+std::vector<std::string> Registry::sweep(const std::function<bool(std::string_view)>& followed) {
     const int64_t now = now_ms();
     std::vector<std::shared_ptr<Slot>> latched;
     std::vector<std::string> held;
@@ -796,15 +796,13 @@ std::vector<std::string> Registry::sweep() {
     std::vector<std::shared_ptr<Slot>> busy;
     for (const std::shared_ptr<Slot>& slot : latched) {
         bool idle = false;
-        bool followed = false;
         {
             std::lock_guard lock(mu_);
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
-            followed = slot->tenant && slot->tenant->db().following();
         }
         if (idle && close_slot(slot, CloseReason::latched)) continue;
         // A followed copy's follower holds it and reopens it itself (Follower::run).
-        if (!followed) busy.push_back(slot);
+        if (!followed || !followed(slot->name)) busy.push_back(slot);
     }
     // Held: its holders are ended (Node::tick), and it is looked at again.
     for (const std::shared_ptr<Slot>& slot : close_latched_held(busy)) held.push_back(slot->name);

@@ -278,7 +278,9 @@ public:
     // makes it (node-http.md §5.8). Answers the latched ones left open, held: the node ends what
     // holds them for good (Node::tick), a follower's stream or a subscriber, so the next sweep
     // closes them.
-    std::vector<std::string> sweep();
+    // `followed`: whether a copy's follower runs, which reopens a latched copy itself
+    // (Follower::run); such a copy is not taken out of its slot here.
+    std::vector<std::string> sweep(const std::function<bool(std::string_view)>& followed = {});
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
 
