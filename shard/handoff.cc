@@ -27,6 +27,7 @@
 #include "shard/global_copy.h"
 #include "shard/leases.h"
 #include "shard/log_line.h"
+#include "shard/move.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
@@ -146,7 +147,12 @@ class Step {
                                                .request_id = a_.request_id,
                                                .resendable = true});
     }
-    void thaw(const NodeRow& node) { (void)admin(node, "POST", path_of(tenant_) + "/thaw"); }
+    // Whether the node answered the thaw 200. Not answered, the copy may still be frozen: the
+    // row is left `moving`, which the settling thaws again each round (Handoffs::settle_moving).
+    bool thaw(const NodeRow& node) {
+        const server::CallResult r = admin(node, "POST", path_of(tenant_) + "/thaw");
+        return r.answer && r.answer->status == 200;
+    }
     std::optional<NodeRow> node_of(const TenantRow& row) {
         auto maps = router_.directory().maps();
         auto n = maps->nodes.find(row.node);
@@ -198,8 +204,11 @@ std::optional<Response> Step::read_to(std::string& to) {
 }
 
 Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure f) {
-    thaw(node);
-    if (engine::Status st = router_.directory().put_tenant(before); !st.is_ok()) {
+    if (!thaw(node)) {
+        log_line("handoff of `" + tenant_ + "`: the export failed and `" + node.name +
+                 "` did not answer its thaw: left moving; the thaw is asked again each settling "
+                 "round");
+    } else if (engine::Status st = router_.directory().put_tenant(before); !st.is_ok()) {
         log_line("handoff of `" + tenant_ +
                  "`: the export failed and the directory could not put it back to active: " +
                  st.to_string() + "; it is thawed at the next start");
@@ -298,7 +307,10 @@ Response Step::undo_export() {
         TenantRow back = t->second;
         back.state = "active";
         back.moving_to.clear();
-        if (auto node = node_of(back)) thaw(*node);
+        if (auto node = node_of(back); node && !thaw(*node)) {
+            router_.release(tenant_);  // left `moving`: the settling thaws it
+            return answer("thawing");
+        }
         engine::Status st = router_.directory().put_tenant(back);
         router_.release(tenant_);
         if (!st.is_ok()) return Router::error(500, "the directory: " + st.to_string());
@@ -311,7 +323,11 @@ Response Step::undo_export() {
         if (e && e->state == State::releasing) return releasing();
         return answer("lapsed");
     }
-    if (auto node = node_of(e->before)) thaw(*node);
+    if (auto node = node_of(e->before); node && !thaw(*node)) {
+        handoffs().forget(tenant_);
+        router_.release(tenant_);  // left `moving`: the settling thaws it
+        return answer("thawing");
+    }
     engine::Status st = router_.directory().put_tenant(e->before);
     handoffs().forget(tenant_);
     router_.release(tenant_);
@@ -493,11 +509,17 @@ Response Step::undo_release() {
     }
     TenantClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
-    if (engine::Status st = router_.directory().put_tenant(e->before); !st.is_ok()) {
+    // Thawed first: a row put back `active` over a copy still frozen would refuse every write
+    // for good. Not thawed, the row reads `moving` back to its node, which the settling thaws.
+    TenantRow back = e->before;
+    if (auto node = node_of(e->before); node && !thaw(*node)) {
+        back.state = "moving";
+        back.moving_to = e->to;
+    }
+    if (engine::Status st = router_.directory().put_tenant(back); !st.is_ok()) {
         return Router::error(500, "the directory could not put `" + tenant_ + "` back on `" +
                                       e->before.node + "`: " + st.to_string());
     }
-    if (auto node = node_of(e->before)) thaw(*node);
     router_.cluster().changed(e->before.node);
     handoffs().forget(tenant_);
     Response r;
@@ -806,6 +828,29 @@ bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
 // One row `importing` (shard/handoff.h's settling): activated where its home is here, or where
 // the source says it released it here; deleted where, long unactivated, the source still places
 // it on a node of its own, or the global directory has it no more.
+void Handoffs::settle_moving() {
+    if (router_.standby().following()) return;  // its primary's to settle
+    std::vector<std::string> left;
+    for (const auto& [name, t] : router_.directory().maps()->tenants) {
+        if (t.state == "moving" && home_region(t.moving_to)) left.push_back(name);
+    }
+    for (const std::string& tenant : left) {
+        // An export in flight here settles itself; a lapsed one's entry stays only to refuse a
+        // late release, and its row is this settling's.
+        auto in_flight = [&] {
+            const std::optional<Entry> e = find(tenant);
+            return e && e->state != Entry::State::lapsed;
+        };
+        if (in_flight()) continue;
+        TenantClaim claim(router_, tenant, settle_claim);
+        if (!claim.held) continue;  // an operation on it: looked at again next round
+        const auto maps = router_.directory().maps();
+        const auto t = maps->tenants.find(tenant);
+        if (t == maps->tenants.end() || t->second.state != "moving" || in_flight()) continue;
+        settle_move(router_, tenant, t->second);  // thawed, and its row put back once it is
+    }
+}
+
 void Handoffs::settle_import(const std::string& tenant) {
     const uint64_t now = router_.now_ms();
     uint64_t since = now;
@@ -919,6 +964,7 @@ void Handoffs::run() {
                 settle_next_ms_ = now + static_cast<uint64_t>(*settle_period_ms_);
                 lock.unlock();
                 settle_imports();
+                settle_moving();
                 lock.lock();
                 continue;
             }
@@ -937,10 +983,19 @@ void Handoffs::run() {
 void Handoffs::lapse(const std::string& tenant, const Entry& e) {
     auto maps = router_.directory().maps();
     std::string thawed = "its node is not in the directory";
+    bool ok = true;
     if (auto n = maps->nodes.find(e.before.node); n != maps->nodes.end()) {
         server::CallResult w = thaw_on(router_, n->second, tenant);
+        ok = w.answer && w.answer->status == 200;
         thawed = !w.answer ? "the thaw did not reach it: " + w.error.message
                            : "thaw answered " + std::to_string(w.answer->status);
+    }
+    if (!ok) {  // left `moving`: the settling thaws it, then puts the row back
+        router_.release(tenant);
+        log_line("the export of `" + tenant + "` to `" + e.to +
+                 "` heard neither release nor undo-export in time: " + thawed +
+                 "; left moving, the thaw asked again each settling round");
+        return;
     }
     engine::Status st = router_.directory().put_tenant(e.before);
     router_.release(tenant);

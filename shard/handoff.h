@@ -183,6 +183,10 @@ class Handoffs {
     void start_settling(int64_t period_ms);
     // One settling pass. Blocks on the regions' routers and the nodes.
     void settle_imports();
+    // Rows left `moving` to another region with no export in flight here (an undo or a lapse
+    // whose thaw the source's node did not answer, a stop): the source thawed again, and the row
+    // put back `active` once it is (settle_move), each round until then.
+    void settle_moving();
 
   private:
     void run();

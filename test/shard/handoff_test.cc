@@ -266,6 +266,28 @@ TEST_F(Handoff, AnExportNothingFollowsThawsItself) {
         << read_file(dir_.file("eu.err"));
 }
 
+// The same lapse while the source's node is down: its thaw is lost, so the row stays `moving` and
+// the region's settling (every 200 ms here) thaws the copy once the node is back (its freeze kept
+// across the restart), then puts the row back. Before, the row was put back `active` over a copy
+// still frozen, and every write was refused 503 `frozen` for good: nothing asked the thaw again.
+TEST_F(Handoff, AnExportLapsedWhileItsNodeWasDownIsThawedOnceItIsBack) {
+    const std::string t = tenant("acme");
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {"--upstream-timeout", "2"}));
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    const std::string base = "/_shard/handoff/" + t + "/";
+    Reply image = relayed(eu_->port(), "POST", base + "export", R"({"to":"@us"})");
+    ASSERT_EQ(image.status, 200) << image.body;
+    const uint16_t port = nodes_->port(kN1);
+    nodes_->procs[kN1]->kill(SIGKILL);  // the lapse's thaw is lost; the freeze is on disk
+    EXPECT_TRUE(logged(dir_.file("eu.err"), "heard neither release nor undo-export", 20000))
+        << read_file(dir_.file("eu.err"));
+    EXPECT_EQ(row_on(eu_->port(), t).second, "moving") << "not active over a frozen copy";
+    nodes_->start(kN1, port);
+    EXPECT_TRUE(eventually([&] { return write(t, 2).status == 201; }, 15000)) << write(t, 3).body;
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+}
+
 // §11.7: the source region's router restarted between its release and the drop (what it kept of
 // the source node, in memory, gone): the drop finds the frozen copy on n1 by the region's nodes'
 // lists and deletes it, as it does with the note kept.
