@@ -825,9 +825,6 @@ bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
     return h.answered;
 }
 
-// One row `importing` (shard/handoff.h's settling): activated where its home is here, or where
-// the source says it released it here; deleted where, long unactivated, the source still places
-// it on a node of its own, or the global directory has it no more.
 void Handoffs::settle_moving() {
     if (router_.standby().following()) return;  // its primary's to settle
     std::vector<std::string> left;
@@ -851,6 +848,9 @@ void Handoffs::settle_moving() {
     }
 }
 
+// One row `importing` (shard/handoff.h's settling): activated where its home is here, or where
+// the source says it released it here; deleted where, long unactivated, the source still places
+// it on a node of its own, or the global directory has it no more.
 void Handoffs::settle_import(const std::string& tenant) {
     const uint64_t now = router_.now_ms();
     uint64_t since = now;

@@ -107,7 +107,11 @@ class RegionMove {
         return (region == from_ && from_here_) || (region == to_ && to_here_);
     }
     // Undoes, best effort and logged.
-    void undo(const std::string& region, std::string_view method, const std::string& step);
+    // Whether the step was undone (answered below 300); logged when not.
+    bool undo(const std::string& region, std::string_view method, const std::string& step);
+    // Step 4 failed: the release undone, and then the import deleted; the import kept when the
+    // release could not be undone.
+    void undo_release_then_import();
     Response refused_by(const std::string& region, std::string_view step, const RegionAnswer& r);
     Response out_of_reach(const std::string& region, std::string_view step, const std::string& why);
     // A release sent and not answered, and the undo-export that would have told whether it ran
@@ -183,13 +187,28 @@ RegionAnswer RegionMove::call(const std::string& region, std::string_view method
     return RegionAnswer{r.answered, r.status, r.body, r.why};
 }
 
-void RegionMove::undo(const std::string& region, std::string_view method, const std::string& step) {
+bool RegionMove::undo(const std::string& region, std::string_view method, const std::string& step) {
     RegionAnswer r = call(region, method, step, method == "DELETE" ? "" : "{}");
     if (!r.answered || r.status >= 300) {
         log_line("move of `" + tenant_ + "` from region `" + from_ + "` to `" + to_ + "`: the " +
                  step + " was not undone (" +
                  (r.answered ? std::to_string(r.status) + " " + node_error(r.body) : r.why) + ")");
+        return false;
     }
+    return true;
+}
+
+void RegionMove::undo_release_then_import() {
+    // The import goes only once the source has taken its tenant back: a source still released
+    // (its undo not answered, or refused after a restart of its router, which keeps the release
+    // in memory) holds only a frozen copy, and the import is then the tenant's one live copy,
+    // which the target region's settling activates (shard/handoff.h).
+    if (undo(from_, "POST", "undo-release")) {
+        undo(to_, "DELETE", "import");
+        return;
+    }
+    log_line("move of `" + tenant_ + "` from region `" + from_ + "` to `" + to_ +
+             "`: the import is kept, the source still released; region `" + to_ + "` activates it");
 }
 
 Response RegionMove::out_of_reach(const std::string& region, std::string_view step,
@@ -336,6 +355,7 @@ std::optional<Response> RegionMove::run() {
         }
         return refused_by(from_, "release", released);
     }
+    test_hooks::stall_after_move_step("released");  // released, the home not yet moved
     // Step 4: the home moved, one statement, synced. From a region kept here, the release was
     // that statement; into one, the activation is (the row `importing` made `active`).
     bool activated = false;
@@ -344,8 +364,7 @@ std::optional<Response> RegionMove::run() {
                                  ? RegionAnswer{true, 500, "the test hook failed the home", ""}
                                  : here("POST", "activate");
         if (homed.status != 200) {
-            undo(from_, "POST", "undo-release");
-            undo(to_, "DELETE", "import");
+            undo_release_then_import();
             count("failed");
             return Router::error(500, "the global directory could not move the home of `" +
                                           tenant_ + "`: " + node_error(homed.body));
@@ -366,8 +385,7 @@ std::optional<Response> RegionMove::run() {
             }
         }
         if (!st.is_ok()) {
-            undo(from_, "POST", "undo-release");
-            undo(to_, "DELETE", "import");
+            undo_release_then_import();
             count("failed");
             return Router::error(500, "the global directory could not move the home of `" +
                                           tenant_ + "`: " + st.to_string());

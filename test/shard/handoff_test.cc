@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -498,6 +499,36 @@ TEST_P(HandoffStepFails, AndIsUndone) {
     EXPECT_EQ(moved.status, step == "home" ? 500 : 502) << moved.body;
     EXPECT_EQ(Json(moved.body).text("step"), step == "home" ? "" : step) << moved.body;
     left_where_it_was(t);
+}
+
+// The home statement fails after the release, and the source's router, restarted meanwhile, no
+// longer knows it released the tenant, so it refuses the undo-release: the import is then the
+// tenant's one live copy and is kept, and the target region's settling activates it. Before, the
+// import was deleted whatever the undo-release answered, and every request for the tenant was 404.
+TEST_F(Handoff, AHomeThatFailsAfterAReleaseThatCannotBeUndoneKeepsTheImport) {
+    const std::string t = tenant("acme");
+    ::setenv("FENEC_TEST_MOVE_STALL", "released:3000", 1);
+    ::setenv("FENEC_TEST_SETTLE_MS", "200", 1);
+    // us waits twice its --upstream-timeout before it asks the source about an import.
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "home", {}, {"--upstream-timeout", "2"}));
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    Client mover(router_->port());
+    auto moved = std::async(std::launch::async, [&] {
+        return mover
+            .request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    ASSERT_TRUE(logged(dir_.file("router.err"), "test hook: held after `released`", 20000))
+        << read_file(dir_.file("router.err"));
+    const uint16_t eu_port = eu_->port();
+    eu_.reset();  // stopped: what it released is forgotten
+    eu_ =
+        region_router("eu", router_->port(), {"--listen", "127.0.0.1:" + std::to_string(eu_port)});
+    ASSERT_TRUE(eu_);
+    const Reply r = moved.get();
+    EXPECT_EQ(r.status, 500) << r.body;
+    EXPECT_TRUE(eventually([&] { return write(t, 7).status == 201; }, 20000)) << write(t, 8).body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Each, HandoffStepFails,
