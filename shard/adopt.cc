@@ -17,6 +17,7 @@
 #include "shard/node_calls.h"
 #include "shard/quota.h"
 #include "shard/relay.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -412,9 +413,18 @@ Response move_region_out(Router& router, const server::Request& request, const s
         return r;
     }
 
+    test_hooks::stall_after_two_level_step("adopted");  // adopted there, not yet given up here
     // 2. This directory hands them over, one synced block.
     const bool created = !maps->regions.contains(region);
     if (engine::Status st = router.directory().move_region_out(rows, routers); !st.is_ok()) {
+        if (st.code() == engine::Code::busy) {  // a tenant created or moved in meanwhile
+            log_line("region `" + region + "`: " + st.to_string());
+            Response r = Router::error(409, "region `" + region +
+                                                "`'s tenants changed while its "
+                                                "router adopted them (a create or a move into it): "
+                                                "ask again, and they go too");
+            return r;
+        }
         log_line("region `" + region + "`: its router " + url +
                  " adopted its rows but this directory could not give them up (" +
                  st.to_string() + "): both keep them until the PUT is asked again");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -564,8 +565,17 @@ Status Directory::remove_node(std::string_view name) {
     });
 }
 
+// A row placing a tenant on a node this directory does not have (one handed to its region's
+// router meanwhile, §11.9) would route it nowhere: refused under the writers' lock, so no write
+// lands between a hand-over's check and its block.
+Status placeable(const DirectoryMaps& maps, const std::string& node) {
+    if (node.empty() || node.starts_with('@') || maps.nodes.contains(node)) return Status::ok();
+    return Status::error(Code::not_found, "node `" + node + "` is not in the directory");
+}
+
 Status Directory::put_tenant(const TenantRow& t) {
     std::lock_guard lock(write_mu_);
+    if (Status st = placeable(*maps(), t.node); !st.is_ok()) return st;
     Status st = write_locked(
         {{"del tenants where name = $1", {t.name}},
          {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
@@ -581,6 +591,7 @@ Status Directory::put_tenant(const TenantRow& t) {
 
 Status Directory::flip_tenant(std::string_view name, const std::string& to) {
     std::lock_guard lock(write_mu_);
+    if (Status st = placeable(*maps(), to); !st.is_ok()) return st;
     Status st =
         write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
                        "moving_from: null, failed_from: null} where name = $1 require 1",
@@ -743,6 +754,22 @@ Status Directory::adopt_rows(const RegionRows& rows) {
 Status Directory::move_region_out(const RegionRows& rows, const std::vector<std::string>& routers) {
     std::lock_guard lock(write_mu_);
     const std::string home = "@" + rows.region;
+    // The region's tenants now are those its router adopted: one created or moved onto its nodes
+    // since the rows were read would be left on a node this block removes.
+    {
+        const auto now = maps();
+        std::set<std::string> sent, there, nodes;
+        for (const TenantRow& t : rows.tenants) sent.insert(t.name);
+        for (const NodeRow& n : rows.nodes) nodes.insert(n.name);
+        for (const auto& [name, t] : now->tenants) {
+            if (nodes.contains(t.node) || nodes.contains(t.moving_to)) there.insert(name);
+        }
+        if (sent != there) {
+            return Status::error(Code::busy,
+                                 "the region's tenants changed while its router adopted "
+                                 "them: ask again");
+        }
+    }
     engine::List list;
     for (const std::string& url : routers) list.items.emplace_back(url);
     std::vector<Statement> block = {{"del regions where name = $1", {rows.region}},

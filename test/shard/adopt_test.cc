@@ -7,10 +7,13 @@
 // authority without waiting for G's lease to lapse (released), and the tenant takes writes
 // through either router, none lost. The adoption is refused to a request no router relayed. The
 // oracle is each router's API and what the nodes say of their leases and copies.
+#include "shard/adopt.h"
+
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "server/runtime/mark.h"
-#include "shard/adopt.h"
 #include "test/shard/standby_fixture.h"
 
 namespace fenec::test::adopt_test {
@@ -192,6 +195,34 @@ TEST_F(AdoptRegion, ARegionMovesOutWithItsNodesTenantsAndLeases) {
                      "{\"routers\":[\"" + us_url + "\"]}");
     EXPECT_EQ(again.status, 200) << again.body;
     EXPECT_EQ(Json(on(us->port(), "GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+}
+
+// A tenant created on one of the region's nodes while its router adopts the region's rows is not
+// left behind: the hand-over refuses (409, ask again) rather than remove the node under it, and
+// asked again takes it too. Before, the new tenant's row stayed in G on a node G no longer had.
+TEST_F(AdoptRegion, ATenantCreatedWhileTheRegionIsHandedOverGoesWithItWhenAskedAgain) {
+    ASSERT_EQ(add(0, "n1", "us", "a").status, 201);
+    const std::string t = tenant("acme");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    client_.reset();
+    router_.reset();
+    ::setenv("FENEC_TEST_TWO_LEVEL_STALL", "adopted:1500", 1);
+    start_router({"--replication-token", kReplication, "--auto-failover", "5"});
+    ::unsetenv("FENEC_TEST_TWO_LEVEL_STALL");
+    auto us = us_router();
+    const std::string body = "{\"routers\":[\"" + url_of(us->port()) + "\"]}";
+    auto put = std::async(std::launch::async,
+                          [&] { return on(router_->port(), "PUT", "/_shard/regions/us", body); });
+    ASSERT_TRUE(logged(dir_.path() + "/router.err", "test hook: held after `adopted`", 10000));
+    const std::string late = tenant("late");
+    ASSERT_EQ(create(late, "n1").status, 201);
+    const Reply first = put.get();
+    EXPECT_EQ(first.status, 409) << first.body;
+    const Reply again = on(router_->port(), "PUT", "/_shard/regions/us", body);
+    ASSERT_EQ(again.status, 201) << again.body;
+    EXPECT_NE(again.body.find("\"tenants\":2"), std::string::npos) << again.body;
+    EXPECT_EQ(Json(on(us->port(), "GET", "/_shard/tenants/" + late).body).text("node"), "n1");
+    EXPECT_EQ(write(router_->port(), late, "through G"), 201);
 }
 
 // POST /_shard/adopt is a relay's: the routers' token alone, a forged mark or a mark made for
