@@ -420,7 +420,7 @@ Response move_region_out(Router& router, const server::Request& request, const s
         if (st.code() == engine::Code::busy) {  // a tenant created or moved in meanwhile
             log_line("region `" + region + "`: " + st.to_string());
             Response r = Router::error(409, "region `" + region +
-                                                "`'s tenants changed while its "
+                                                "`'s nodes or tenants changed while its "
                                                 "router adopted them (a create or a move into it): "
                                                 "ask again, and they go too");
             return r;

@@ -758,15 +758,20 @@ Status Directory::move_region_out(const RegionRows& rows, const std::vector<std:
     // since the rows were read would be left on a node this block removes.
     {
         const auto now = maps();
-        std::set<std::string> sent, there, nodes;
+        std::set<std::string> sent, there, nodes, region_nodes;
         for (const TenantRow& t : rows.tenants) sent.insert(t.name);
         for (const NodeRow& n : rows.nodes) nodes.insert(n.name);
-        for (const auto& [name, t] : now->tenants) {
-            if (nodes.contains(t.node) || nodes.contains(t.moving_to)) there.insert(name);
+        for (const auto& [name, n] : now->nodes) {
+            if (n.region == rows.region) region_nodes.insert(name);
         }
-        if (sent != there) {
+        for (const auto& [name, t] : now->tenants) {
+            if (region_nodes.contains(t.node) || region_nodes.contains(t.moving_to)) {
+                there.insert(name);
+            }
+        }
+        if (sent != there || nodes != region_nodes) {
             return Status::error(Code::busy,
-                                 "the region's tenants changed while its router adopted "
+                                 "the region's nodes or tenants changed while its router adopted "
                                  "them: ask again");
         }
     }
