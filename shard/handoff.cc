@@ -851,29 +851,6 @@ void Handoffs::settle_moving() {
         const auto maps = router_.directory().maps();
         const auto t = maps->tenants.find(tenant);
         if (t == maps->tenants.end() || t->second.state != "moving" || in_flight()) continue;
-        // Only the global router's primary says whether the move went through: a standby
-        // promoted here may never have heard its old primary's release, and a thaw then would
-        // make the tenant live in two regions. Not said: nothing is thawed this round.
-        const TenantWord word = ask_tenant(
-            router_.relays(), RelayTo{"global", global_urls(router_.options().global.value_or(""))},
-            tenant, peer_host(router_.options().listen), router_.new_request_id(std::nullopt));
-        if (!word.said) {
-            log_line("`" + tenant + "` is left moving to `" + t->second.moving_to +
-                     "`: the global router did not say where its home is");
-            return;
-        }
-        if (word.node == t->second.moving_to) {
-            TenantRow gone = t->second;  // released, as the release would have written it
-            gone.node = t->second.moving_to;
-            gone.state = "active";
-            gone.moving_to.clear();
-            const engine::Status st = router_.directory().put_tenant(gone);
-            log_line("`" + tenant + "` was left moving to `" + t->second.moving_to +
-                     "`, and its home is there: the move went through; its copy on `" +
-                     t->second.node + "` is left frozen" +
-                     (st.is_ok() ? "" : " (the row was not written: " + st.to_string() + ")"));
-            continue;
-        }
         settle_move(router_, tenant, t->second);  // thawed, and its row put back once it is
         // Its node did not answer the thaw: the pass ends here rather than wait out a timeout a
         // tenant on this thread, which also lapses exports (Handoffs::run).

@@ -522,9 +522,39 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
 
 }  // namespace
 
+namespace {
+
+// A region's router (§11.3), a row left `moving` to region `@<r>`: only the global router's
+// primary says whether the move went through. A standby promoted here may never have heard its
+// old primary's release: a thaw then would make the tenant live in two regions. A home at the
+// target: the row is written released, as the release would have; nothing said: left moving,
+// nothing thawed (the settling asks again each period, Handoffs::settle_moving).
+std::optional<std::string> homed_elsewhere(Router& router, const std::string& name,
+                                           const TenantRow& t) {
+    if (!router.options().region || !home_region(t.moving_to)) return std::nullopt;
+    const TenantWord word = ask_tenant(
+        router.relays(), RelayTo{"global", global_urls(router.options().global.value_or(""))}, name,
+        peer_host(router.options().listen), router.new_request_id(std::nullopt));
+    if (!word.said) {
+        return "the global router did not say where its home is: left moving, nothing thawed";
+    }
+    if (word.node != t.moving_to) return std::nullopt;
+    TenantRow gone = t;
+    gone.node = t.moving_to;
+    gone.state = "active";
+    gone.moving_to.clear();
+    const engine::Status st = router.directory().put_tenant(gone);
+    return "its home is `" + t.moving_to + "`: the move went through" +
+           (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
+           "; the frozen copy on `" + t.node + "` is left frozen";
+}
+
+}  // namespace
+
 void settle_move(Router& router, const std::string& name, const TenantRow& t) {
     auto maps = router.directory().maps();
-    std::optional<std::string> decided = finished_there(router, name, t, *maps);
+    std::optional<std::string> decided = homed_elsewhere(router, name, t);
+    if (!decided) decided = finished_there(router, name, t, *maps);
     if (!decided) decided = went_through_here(router, name, t, *maps);
     if (decided) {
         log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
