@@ -57,6 +57,16 @@ class StandbyUnderLeases : public WithStandby<LeasedClusterTest<2>> {
             8000))
             << read_file(sdir_.path() + "/standby.err");
     }
+    // `t` on n1 under 2 s leases, R's feed holding each change 300 ms from S (a standby ready to
+    // fail over), and `t`'s move to n2 begun through R.
+    void move_with_a_lagging_standby(const std::string& t, std::future<Reply>& move) {
+        ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
+        start(t, false, "2", nullptr, {"--auto-failover", "2"});
+        ::unsetenv("FENEC_TEST_FEED_STALL");
+        move = std::async(std::launch::async, [this, t] {
+            return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+        });
+    }
     // n1 refuses a write straight to it for its lease (R frozen: no grant renews it).
     bool n1_refuses(const std::string& t) {
         Reply r = node(0, "POST", "/t/" + t + "/c/notes", R"({"title":"probe"})", kData);
@@ -206,12 +216,8 @@ TEST_F(StandbyUnderLeases, AnOldPrimaryRestartedAfterAPromotionRefusesToLead) {
 // acknowledged at once; S, not yet sent the mark, routed to the frozen source without it.
 TEST_F(StandbyUnderLeases, AMovesTargetTakesNoWriteBeforeTheStandbysWereSentTheFlip) {
     const std::string t = tenant("flip");
-    ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
-    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
-    ::unsetenv("FENEC_TEST_FEED_STALL");
-    auto move = std::async(std::launch::async, [&] {
-        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
-    });
+    std::future<Reply> move;
+    ASSERT_NO_FATAL_FAILURE(move_with_a_lagging_standby(t, move));
     // Writes through R until one is acknowledged on the target (frozen, then withheld: 503).
     std::string acked;
     const auto until = std::chrono::steady_clock::now() + 8s;
@@ -244,12 +250,8 @@ TEST_F(StandbyUnderLeases, AMovesTargetTakesNoWriteBeforeTheStandbysWereSentTheF
 // and the node's 503 for its lease reached the client though the move went through.
 TEST_F(StandbyUnderLeases, AWriteToAMovesTargetWaitsForTheGrantThatNamesIt) {
     const std::string t = tenant("named");
-    ::setenv("FENEC_TEST_FEED_STALL", "300", 1);
-    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
-    ::unsetenv("FENEC_TEST_FEED_STALL");
-    auto move = std::async(std::launch::async, [&] {
-        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
-    });
+    std::future<Reply> move;
+    ASSERT_NO_FATAL_FAILURE(move_with_a_lagging_standby(t, move));
     int refused_for_lease = 0, written = 0;
     std::string refusal;
     while (move.wait_for(0s) != std::future_status::ready) {
