@@ -838,6 +838,13 @@ void Handoffs::settle_moving() {
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if (t.state == "moving" && home_region(t.moving_to)) left.push_back(name);
     }
+    // Each pass starts one further along: one whose node stays silent ends a pass (below), and
+    // must not hold up those after it for good.
+    if (!left.empty()) {
+        std::rotate(left.begin(),
+                    left.begin() + static_cast<std::ptrdiff_t>(moving_from_++ % left.size()),
+                    left.end());
+    }
     for (const std::string& tenant : left) {
         // An export in flight here settles itself; a lapsed one's entry stays only to refuse a
         // late release, and its row is this settling's.

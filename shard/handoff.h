@@ -202,6 +202,7 @@ class Handoffs {
     std::optional<int64_t> settle_period_ms_;  // set by start_settling
     uint64_t settle_next_ms_ = 0;              // the next settling pass, now_ms
     size_t sweep_from_ = 0;  // where the next pass's asks for home statements start (its thread's)
+    size_t moving_from_ = 0;  // settle_moving's pass starts this far along (its thread's own)
     bool stopping_ = false;
     std::thread thread_;
 };

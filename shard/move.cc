@@ -604,6 +604,10 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t) {
 void settle_moves(Router& router) {
     auto maps = router.directory().maps();
     for (const auto& [name, t] : maps->tenants) {
+        // On a region's router a row moving to another region is settled by asking the global
+        // router (homed_elsewhere), which could hold a start or a promotion for a timeout a
+        // row: the settling does it once the router is up (Handoffs::settle_moving).
+        if (router.options().region && home_region(t.moving_to)) continue;
         if (t.state == "moving") settle_move(router, name, t);
     }
 }
