@@ -44,6 +44,10 @@ bool gone(const Relayed& r) { return r.status == 204 || r.status == 200 || r.sta
 // taken is left for the next import into that region, which drops them first.
 void drop_source(Router& router, const RelayTo& source, const std::string& tenant,
                  const Asker& asker) {
+    // §11.7 step 5, as the move's own drop: every standby keeping up was sent the new home first
+    // (at most a second), or a router whose copy lags would send the tenant's requests on to a
+    // source that no longer has it (404: a tenant nowhere, §7.4).
+    router.standby().wait_for_standbys(standby_wait_ms_max);
     const Relayed r = router.relays().relay(source, {.method = "POST",
                                                      .target = "/_shard/handoff/" + tenant + "/drop",
                                                      .body = "{}",
