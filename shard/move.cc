@@ -445,6 +445,16 @@ namespace {
 // node of its own, the move went through under a router before this one (a standby promoted that
 // had not been sent the release), and `@<r>` is its home; where it says nothing, nothing is
 // decided. nullopt: go on and thaw the source.
+// A move across regions found to have gone through: the row `active` at home in the region it
+// left for (`moving_to`), as the release would have written it.
+engine::Status put_home(Router& router, const TenantRow& t) {
+    TenantRow home = t;
+    home.node = t.moving_to;
+    home.state = "active";
+    home.moving_to.clear();
+    return router.directory().put_tenant(home);
+}
+
 std::optional<std::string> finished_there(Router& router, const std::string& name,
                                           const TenantRow& t, const DirectoryMaps& maps) {
     const std::optional<std::string_view> region = home_region(t.moving_to);
@@ -461,13 +471,9 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
                (r.answered ? std::to_string(r.status) : r.why) + "): left moving";
     }
     if (word.node.starts_with('@') || word.state != "active") return std::nullopt;
-    TenantRow home = t;
-    home.node = t.moving_to;
-    home.state = "active";
-    home.moving_to.clear();
     // No grant is changed here: at start leasing has not begun (the grants are made from the
     // directory as it does), and a later round's row reaches the node with its next renewal.
-    engine::Status st = router.directory().put_tenant(home);
+    const engine::Status st = put_home(router, t);
     return "region `" + std::string(*region) + "` has it active on `" + word.node +
            "`: the move went through, its home is `" + t.moving_to + "`" +
            (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
@@ -520,10 +526,6 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
                           : "");
 }
 
-}  // namespace
-
-namespace {
-
 // A region's router (§11.3), a row left `moving` to region `@<r>`: only the global router's
 // primary says whether the move went through. A standby promoted here may never have heard its
 // old primary's release: a thaw then would make the tenant live in two regions. A home at the
@@ -539,11 +541,7 @@ std::optional<std::string> homed_elsewhere(Router& router, const std::string& na
         return "the global router did not say where its home is: left moving, nothing thawed";
     }
     if (word.node != t.moving_to) return std::nullopt;
-    TenantRow gone = t;
-    gone.node = t.moving_to;
-    gone.state = "active";
-    gone.moving_to.clear();
-    const engine::Status st = router.directory().put_tenant(gone);
+    const engine::Status st = put_home(router, t);
     return "its home is `" + t.moving_to + "`: the move went through" +
            (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
            "; the frozen copy on `" + t.node + "` is left frozen";

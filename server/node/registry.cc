@@ -772,15 +772,19 @@ bool Registry::close_slot(const std::shared_ptr<Slot>& victim, CloseReason reaso
     // open a second copy while this one still holds the file's lock, fail `busy`, and answer 500
     // for open_failure_kept_ms.
     close_tenant(closing);
+    retire(victim, reason);
+    return true;
+}
+
+void Registry::retire(const std::shared_ptr<Slot>& slot, CloseReason reason) {
     {
         std::lock_guard lock(mu_);
-        victim->dead = true;
-        auto it = slots_.find(victim_name);
-        if (it != slots_.end() && it->second == victim) slots_.erase(it);
+        slot->dead = true;
+        auto it = slots_.find(slot->name);
+        if (it != slots_.end() && it->second == slot) slots_.erase(it);
     }
     ++closes_[static_cast<int>(reason)];
     if (options_.on_close) options_.on_close(close_reason_name(reason));
-    return true;
 }
 
 std::vector<std::string> Registry::sweep(const std::function<bool(std::string_view)>& followed) {
@@ -869,14 +873,7 @@ std::vector<std::shared_ptr<Registry::Slot>> Registry::close_latched_held(
         }
         close_tenant(o.tenant);
         o.tenant.reset();
-        {
-            std::lock_guard lock(mu_);
-            o.slot->dead = true;
-            auto it = slots_.find(o.slot->name);
-            if (it != slots_.end() && it->second == o.slot) slots_.erase(it);
-        }
-        ++closes_[static_cast<int>(CloseReason::latched)];
-        if (options_.on_close) options_.on_close(close_reason_name(CloseReason::latched));
+        retire(o.slot, CloseReason::latched);
     }
     return left;
 }

@@ -359,6 +359,9 @@ private:
     bool evict_one(CloseReason reason, int64_t now, bool idle_only_past_timeout);
     // Closes `victim`'s tenant if nothing holds it (false when none was open); under its lock.
     bool close_slot(const std::shared_ptr<Slot>& victim, CloseReason reason);
+    // After its tenant's close, with its lock held: `slot` dead and out of the map (a request
+    // waiting on it opens the file anew), the close counted and told.
+    void retire(const std::shared_ptr<Slot>& slot, CloseReason reason);
     // The sweep's latched tenants that requests hold (a steady read, a held one): each taken out
     // of its slot so none is taken again, closed once its holders let go within
     // latched_drain_wait_ms, else put back. Answers those left open.

@@ -228,6 +228,12 @@ struct Fixture {
         t.lineage = lineage;
         EXPECT_TRUE(d->put_tenant(t).is_ok());
     }
+    // Nodes n1 and n2, and `name` on n1 with its replica on n2.
+    void on_n1_replicated_on_n2(const std::string& name, const std::string& lineage) {
+        for (const char* n : {"n1", "n2"}) node(n);
+        tenant(name, "n1", lineage);
+        ASSERT_TRUE(d->put_replica(name, "n2").is_ok());
+    }
 };
 
 template <class F>
@@ -413,9 +419,7 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
 // the node has certainly lapsed and its grants have named no tenant since.
 TEST(Failover, ByHandNothingIsPromotedUntilTheNodeIsFenced) {
     Fixture f;
-    for (const char* n : {"n1", "n2"}) f.node(n);
-    f.tenant("acme", "n1", "00000000000000a1");
-    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_NO_FATAL_FAILURE(f.on_n1_replicated_on_n2("acme", "00000000000000a1"));
     f.host->fence_answer = false;
     FailoverResult r = f.failover->fail_over("n1", false, "hand");
     EXPECT_EQ(r.status, 503) << r.error;
@@ -444,9 +448,7 @@ TEST(Failover, ByHandNothingIsPromotedUntilTheNodeIsFenced) {
 // same, not withheld from its node for good.
 TEST(Failover, AClaimLetGoBeforeTheTenantWaitsIsNotLost) {
     Fixture f;
-    for (const char* n : {"n1", "n2"}) f.node(n);
-    f.tenant("acme", "n1", "00000000000000a1");
-    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_NO_FATAL_FAILURE(f.on_n1_replicated_on_n2("acme", "00000000000000a1"));
     ASSERT_TRUE(f.host->claim("acme", "repair"));
     f.host->let_go_on_refusal.insert("acme");
     const FailoverResult r = f.failover->fail_over("n1", false, "lease");
@@ -469,9 +471,7 @@ void drain(Fixture& f) {
 // Counted, two withholdings and one restore left it out of the node's grants for good.
 TEST(Failover, ATenantParkedTwiceIsWithheldAsManyTimesAsItIsGivenBack) {
     Fixture f;
-    for (const char* n : {"n1", "n2"}) f.node(n);
-    f.tenant("beta", "n1", "00000000000000b1");
-    ASSERT_TRUE(f.d->put_replica("beta", "n2").is_ok());
+    ASSERT_NO_FATAL_FAILURE(f.on_n1_replicated_on_n2("beta", "00000000000000b1"));
     ASSERT_TRUE(f.host->claim("beta", "move"));
     f.failover->fail_over("n1", false, "lease");
     f.failover->fail_over("n1", false, "lease");
@@ -511,9 +511,7 @@ TEST(Failover, ByHandA503LeavesTheParkedTenantsWhereTheyAre) {
 // settling promotes nothing beside the lease the node may take again.
 TEST(Failover, ByHandAClaimedTenantsOldEntryIsNotSettledAfterIt) {
     Fixture f;
-    for (const char* n : {"n1", "n2"}) f.node(n);
-    f.tenant("acme", "n1", "00000000000000a1");
-    ASSERT_TRUE(f.d->put_replica("acme", "n2").is_ok());
+    ASSERT_NO_FATAL_FAILURE(f.on_n1_replicated_on_n2("acme", "00000000000000a1"));
     ASSERT_TRUE(f.host->claim("acme", "move"));
     ASSERT_EQ(f.failover->fail_over("n1", false, "lease").waiting.size(), 1u);
     f.host->drop_claim("acme");  // the move let go; its settling not queued yet

@@ -446,16 +446,21 @@ struct Latched {
 };
 
 // A latched tenant held by a request at the sweep is taken out of its slot and closed once the
-// request lets go (here 50 ms on), so the next request opens it again from its file and the latch
-// is gone. Before, the sweep closed only a latched tenant nothing held at that instant: steady
-// reads kept it latched, refusing writes, for as long as they came.
+// request lets go (here as soon as it sees the tenant out of its slot), so the next request opens
+// it again from its file and the latch is gone. Before, the sweep closed only a latched tenant
+// nothing held at that instant: steady reads kept it latched, refusing writes, for as long as they
+// came.
 TEST(RegistryLatched, AHeldLatchedTenantIsClosedOnceItsHoldersLetGo) {
     Latched l;
-    std::thread holder([t = std::move(l.held)]() mutable {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::atomic<bool> swept{false};
+    std::thread holder([&r = l.r, &swept, t = std::move(l.held)]() mutable {
+        // Let go once the sweep has taken it out (try_get finds its slot empty), so the sweep
+        // is inside its wait for the holders when it is let go; or once it has returned.
+        while (r.try_get("acme") && !swept) std::this_thread::yield();
         t.reset();
     });
     const std::vector<std::string> held = l.r.sweep();
+    swept = true;
     holder.join();
     EXPECT_TRUE(held.empty()) << held.front();
     EXPECT_EQ(l.r.open_count(), 0u);
