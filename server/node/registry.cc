@@ -756,7 +756,6 @@ bool Registry::evict_one(CloseReason reason, int64_t now, bool idle_only_past_ti
 }
 
 bool Registry::close_slot(const std::shared_ptr<Slot>& victim, CloseReason reason) {
-    const std::string& victim_name = victim->name;
     std::lock_guard slot_lock(victim->mu);
     std::shared_ptr<Tenant> closing;
     {
