@@ -435,8 +435,12 @@ TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
          kReplication, "--auth-delay", "0"},
         dir_.file("us-standby.err"));
     ASSERT_NE(us_standby.port(), 0) << read_file(dir_.file("us-standby.err"));
+    // Serving (its directory and its nodes' tokens taken), not only its rows copied: a standby
+    // still waiting for the tokens answers a data request 503.
     ASSERT_TRUE(eventually([&] {
-        return on(us_standby.port(), "GET", "/_shard/tenants/" + acme, {}, kRoot).status == 200;
+        return on(us_standby.port(), "GET", "/_shard/tenants/" + acme, {}, kRoot).status == 200 &&
+               on(us_standby.port(), "GET", "/_health", {}, kRoot)
+                       .body.find(R"("directory":"ready")") != std::string::npos;
     })) << read_file(dir_.file("us-standby.err"));
     Reply h = on(us_standby.port(), "GET", "/_health", {}, kRoot);
     EXPECT_EQ(Json(h.body).text("role"), "standby") << h.body;
