@@ -21,14 +21,6 @@ namespace {
 constexpr int kN1 = 0, kN2 = 1;
 
 // A hook's variable set while a router forks, then cleared.
-struct HookEnv {
-    std::string name;
-    HookEnv(std::string n, const std::string& v) : name(std::move(n)) {
-        ::setenv(name.c_str(), v.c_str(), 1);
-    }
-    ~HookEnv() { ::unsetenv(name.c_str()); }
-};
-
 class GlobalImport : public ClusterTest<2> {
   protected:
     // G (its hook `g_stall` set), U (`us_stall`), n1 kept by G in eu and n2 by U, and `t` made

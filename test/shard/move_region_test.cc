@@ -27,11 +27,6 @@ namespace {
 constexpr int kEu1 = 0, kEu2 = 1, kUs1 = 2, kUs2 = 3;
 
 // The router's environment for one start: FENEC_TEST_MOVE_STALL set while it forks, then cleared.
-struct StallEnv {
-    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
-    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
-};
-
 class MoveRegion : public ClusterTest<4> {
   protected:
     // Every node registered, in its region and zone. Fatal failures: call it under
@@ -258,7 +253,7 @@ TEST_F(MoveRegion, StandbyOfTheNewNodeTakesTheCopyAcrossRegions) {
 // answered 201 is on the target once, and reaches the replica placed in us.
 TEST_F(MoveRegion, WriterThroughACrossRegionMoveLosesNothing) {
     {
-        StallEnv stall("installed:500");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "installed:500");
         start_router({"--replicas"});
     }
     ASSERT_NO_FATAL_FAILURE(add_all());

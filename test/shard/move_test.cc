@@ -24,11 +24,6 @@ const std::string D = "data-token";
 std::string admin(int i) { return "admin-token-of-node-" + std::to_string(i + 1); }
 
 // The router's environment for one start: FENEC_TEST_MOVE_STALL set while it forks, then cleared.
-struct StallEnv {
-    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
-    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
-};
-
 class Move : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -47,8 +42,7 @@ protected:
     void start_router(const std::string& stall = {}) {
         client_.reset();
         router_.reset();
-        std::optional<StallEnv> env;
-        if (!stall.empty()) env.emplace(stall);
+        HookEnv env("FENEC_TEST_MOVE_STALL", stall);
         router_ = std::make_unique<RouterProcess>(std::vector<std::string>{
             "--token", ROOT, "--directory", dir_.path() + "/shard.fenec", "--audit",
             dir_.path() + "/audit.log", "--auth-delay", "0"});

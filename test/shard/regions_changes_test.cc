@@ -34,15 +34,6 @@ namespace {
 const std::string kNobody = "http://127.0.0.1:1";
 const std::string kSchema = R"J(["create collection notes (title text)"])J";
 
-// The router's environment for one start: a hook's variable set while it forks, then cleared.
-struct HookEnv {
-    std::string name;
-    HookEnv(std::string n, const std::string& v) : name(std::move(n)) {
-        ::setenv(name.c_str(), v.c_str(), 1);
-    }
-    ~HookEnv() { ::unsetenv(name.c_str()); }
-};
-
 class RegionsChanges : public ClusterTest<2> {
   protected:
     void SetUp() override {

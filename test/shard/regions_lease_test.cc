@@ -37,20 +37,12 @@ namespace {
 constexpr int kN1 = 0, kN2 = 1;
 const std::string kLease = "1";
 
-// FENEC_TEST_HANDOFF_FAIL set while the routers fork, then cleared.
-struct FailEnv {
-    explicit FailEnv(const std::string& step) {
-        if (!step.empty()) ::setenv("FENEC_TEST_HANDOFF_FAIL", step.c_str(), 1);
-    }
-    ~FailEnv() { ::unsetenv("FENEC_TEST_HANDOFF_FAIL"); }
-};
-
 class RegionsLeased : public LeasedClusterTest<2> {
   protected:
     // G, E and U started (the step `fail` named to each), n1 leased by E and n2 by U, the regions
     // recorded on G, and `t` created through G on n1.
     void two_regions(const std::string& t, const std::string& fail = "") {
-        FailEnv env(fail);
+        HookEnv env("FENEC_TEST_HANDOFF_FAIL", fail);
         // U holds each import 300 ms once it is recorded: the window between the target's import
         // and the source's release where both could hold t, and where t's writes through E would
         // land on a copy an undo discards, if the target were leased before the release.
@@ -279,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(Each, RegionsLeasedStepFails,
 class RegionsLeasedHere : public RegionsLeased {
   protected:
     void global_keeps_eu(const std::string& t, const std::string& fail = "") {
-        FailEnv env(fail);
+        HookEnv env("FENEC_TEST_HANDOFF_FAIL", fail);
         ::setenv("FENEC_TEST_MOVE_STALL", "imported:300", 1);
         start_router({"--replication-token", kReplication, "--auto-failover", kLease});
         us_ = region_router("us", router_->port());

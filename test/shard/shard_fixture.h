@@ -18,6 +18,18 @@
 
 namespace fenec::test {
 
+// A test hook's variable (shard/test_hooks.h) set while routers are forked, cleared when it goes
+// out of scope. An empty value sets nothing: the hook off.
+struct HookEnv {
+    std::string name;
+    HookEnv(std::string n, const std::string& value) : name(std::move(n)) {
+        if (!value.empty()) ::setenv(name.c_str(), value.c_str(), 1);
+    }
+    ~HookEnv() { ::unsetenv(name.c_str()); }
+    HookEnv(const HookEnv&) = delete;
+    HookEnv& operator=(const HookEnv&) = delete;
+};
+
 // A fenec-shard process. Its first stdout line names the port (`listening=127.0.0.1:<port>`).
 class RouterProcess {
 public:

@@ -20,11 +20,6 @@ namespace fenec::test::status_test {
 namespace {
 
 // The router's environment for one start: FENEC_TEST_MOVE_STALL set while it forks.
-struct StallEnv {
-    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
-    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
-};
-
 std::string text_of(simdjson::dom::element e, std::string_view key) { return Json::text(e, key); }
 
 uint64_t uint_of(simdjson::dom::element e, std::string_view key) {
@@ -89,7 +84,7 @@ class Status : public ClusterTest<3> {
     void watch_move(const std::string& step, const std::string& want, const std::string& from,
                     const std::string& to) {
         {
-            StallEnv env(step + ":2500");
+            HookEnv env("FENEC_TEST_MOVE_STALL", step + ":2500");
             start_router();
         }
         ASSERT_EQ(add(0, "n1").status, 201);
@@ -195,7 +190,7 @@ TEST_F(Status, AMoveStoppedAfterTheFlipIsFlipped) {
 // running, until the tenant is moved again.
 TEST_F(Status, AMoveLeftByAKilledRouterIsStopped) {
     {
-        StallEnv env("frozen:10000");
+        HookEnv env("FENEC_TEST_MOVE_STALL", "frozen:10000");
         start_router();
     }
     ASSERT_EQ(add(0, "n1").status, 201);
