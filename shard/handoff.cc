@@ -494,6 +494,10 @@ Response Step::release() {
         router_.cluster().changed(e->before.node);
         router_.release(tenant_);
     }
+    // Answered only once every standby router keeping up was sent the release (at most its
+    // bound), as a move's flip is (§7.2 step 10): one promoted here after the answer would read
+    // the row `moving` on its node, and its settling would thaw it beside the target's import.
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
     test_hooks::stall_after_move_step("released");  // released, not yet answered
     Response r;
     json::Writer w(r.body);
@@ -529,6 +533,9 @@ Response Step::undo_release() {
     }
     router_.cluster().changed(e->before.node);
     handoffs().forget(tenant_);
+    // As the release: a standby promoted after the answer, its row still released, would say so
+    // to the target region's router, which activates the import beside the copy thawed here.
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
     Response r;
     json::Writer w(r.body);
     w.begin_object();

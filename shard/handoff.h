@@ -16,8 +16,11 @@
 //                                  at once; a settling of the row in progress waited for (up to
 //                                  half --upstream-timeout), not refused
 //   POST   …/release {"to":"@us"}   row `@us` (synced): placed nowhere here, no lease names it; its
-//                                  node granted at once without it; the frozen copy stays
-//   POST   …/undo-release           row back on its node (synced); thawed; the node granted
+//                                  node granted at once without it; the frozen copy stays;
+//                                  answered once the standby routers keeping up were sent the
+//                                  row (≤ 1 s), so none promoted after it thaws the source
+//   POST   …/undo-release           row back on its node (synced); thawed; the node granted;
+//                                  answered, as the release, once the standbys were sent it
 //   POST   …/drop                   the frozen source copy and its copies deleted; row removed
 //
 // Deviation from router.md §11.7 (issue 20): the target is leased only after the source was

@@ -35,20 +35,6 @@ namespace {
 
 constexpr int kN1 = 0, kN2 = 1;
 
-// FENEC_TEST_HANDOFF_FAIL set while the routers fork, then cleared.
-struct FailEnv {
-    explicit FailEnv(const std::string& step) {
-        if (!step.empty()) ::setenv("FENEC_TEST_HANDOFF_FAIL", step.c_str(), 1);
-    }
-    ~FailEnv() { ::unsetenv("FENEC_TEST_HANDOFF_FAIL"); }
-};
-
-// FENEC_TEST_MOVE_STALL set while the routers fork, then cleared.
-struct StallEnv {
-    explicit StallEnv(const std::string& v) { ::setenv("FENEC_TEST_MOVE_STALL", v.c_str(), 1); }
-    ~StallEnv() { ::unsetenv("FENEC_TEST_MOVE_STALL"); }
-};
-
 // The lease the regions' routers grant their nodes under LeasedClusterTest, in seconds.
 const std::string kLease = "1";
 
@@ -74,7 +60,7 @@ class HandoffOn : public Base {
     void two_regions(const std::string& t, const std::string& fail = "",
                      std::vector<std::string> eu_more = {}, std::vector<std::string> us_more = {},
                      std::vector<std::string> g_more = {}) {
-        FailEnv env(fail);
+        HookEnv env("FENEC_TEST_HANDOFF_FAIL", fail);
         std::vector<std::string> g_flags = {"--replication-token", kReplication};
         g_flags.insert(g_flags.end(), g_more.begin(), g_more.end());
         start_router(g_flags);
@@ -157,6 +143,30 @@ class HandoffOn : public Base {
         Reply released =
             relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/release", R"({"to":"@us"})");
         ASSERT_EQ(released.status, 200) << released.body;
+    }
+    // ES: a standby router of E's directory (--replica-of E), in region eu under G, settling
+    // every 200 ms once promoted; waited for until it serves its copy.
+    std::unique_ptr<RouterProcess> eu_standby() {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        auto es = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("eu-standby.fenec"),
+                                     "--region", "eu", "--global", url_of(router_->port()),
+                                     "--replica-of", url_of(eu_->port()), "--replication-token",
+                                     kReplication, "--auth-delay", "0"},
+            dir_.file("eu-standby.err"));
+        if (es->port() == 0 || !eventually([&] {
+                return on(es->port(), "GET", "/_health").body.find(R"("directory":"ready")") !=
+                       std::string::npos;
+            })) {
+            ADD_FAILURE() << read_file(dir_.file("eu-standby.err"));
+            return nullptr;
+        }
+        return es;
+    }
+    // What `router`'s own directory says of `t`, as "<node> <state>" (`@<r>` once released).
+    static std::string row_of(const RouterProcess& router, const std::string& t) {
+        Json j(on(router.port(), "GET", "/_shard/tenants/" + t).body);
+        return j.text("node") + " " + j.text("state");
     }
     // A data request to a router or node at `port` with the data token.
     static Reply data_on(uint16_t port, std::string_view method, const std::string& target,
@@ -344,7 +354,7 @@ TEST_F(Handoff, AnUndoExportAfterTheReleaseSaysWhereItWentAcrossARestart) {
 TEST_F(Handoff, AnUndoExportWhileTheReleaseIsWrittenIsAskedAgain) {
     const std::string t = tenant("acme");
     {
-        StallEnv stall("releasing:1500");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "releasing:1500");
         ASSERT_NO_FATAL_FAILURE(two_regions(t));
     }
     Reply imported = export_and_import(t);
@@ -377,7 +387,7 @@ TEST_F(Handoff, AMoveAcrossRegionsUnderAWriterLosesNothing) {
     const std::string t = tenant("acme");
     {
         // E holds its export 300 ms with the image taken: writes fall in the freeze.
-        StallEnv stall("exported:300");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "exported:300");
         ASSERT_NO_FATAL_FAILURE(two_regions(t));
     }
     std::atomic<bool> stop{false};
@@ -544,7 +554,7 @@ INSTANTIATE_TEST_SUITE_P(Each, HandoffStepFails,
 TEST_F(Handoff, AReleaseWhoseAnswerWasLostGoesOn) {
     const std::string t = tenant("acme");
     {
-        StallEnv stall("released:2500");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "released:2500");
         ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {}, {}, {"--upstream-timeout", "1"}));
     }
     Reply moved = move(t, R"({"region":"us"})");
@@ -553,6 +563,60 @@ TEST_F(Handoff, AReleaseWhoseAnswerWasLostGoesOn) {
     EXPECT_EQ(row_on(us_->port(), t), std::make_pair(std::string("n2"), std::string("active")));
     EXPECT_TRUE(eventually([&] { return write(t, 8).status == 201; }, 5000)) << write(t, 8).body;
     EXPECT_EQ(node(kN2, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":2})");
+}
+
+// §11.7 step 3, §7.2 step 10's wait: E's feed to its standby router ES holds each change 300 ms
+// (FENEC_TEST_FEED_STALL). The release is answered only once ES was sent its row: E frozen
+// (SIGSTOP, as a machine lost) right after the answer, ES has the row `@us`. Promoted then, ES
+// does not thaw n1's frozen copy beside the import U holds. Before, ES still placed the tenant on
+// n1: a row `moving` there is thawed by the settling, the tenant then live in two regions.
+TEST_F(Handoff, AReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
+    const std::string t = tenant("acme");
+    {
+        HookEnv stall("FENEC_TEST_FEED_STALL", "300");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    }
+    std::unique_ptr<RouterProcess> es = eu_standby();
+    ASSERT_TRUE(es);
+    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
+
+    ASSERT_NO_FATAL_FAILURE(released_to_us(t));
+    eu_->signal(SIGSTOP);
+    EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "@us active"; }, 3000))
+        << row_of(*es, t) << ": the release was answered before the standby was sent it";
+
+    Client c(es->port());
+    Reply promoted =
+        c.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    ASSERT_EQ(promoted.status, 200) << promoted.body;
+    // Settling rounds (every 200 ms) pass: none thaws n1's frozen copy.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_NE(copy_on(kN1, t).body.find("\"frozen\":true"), std::string::npos)
+        << copy_on(kN1, t).body << read_file(dir_.file("eu-standby.err"));
+    EXPECT_EQ(row_of(*es, t), "@us active");
+    eu_->signal(SIGCONT);
+}
+
+// As the release, its undo: answered once ES was sent the row back on n1. Before, ES could still
+// read `@us`, and promoted it would tell U's settling that the tenant was released there: U
+// activates its import beside the copy E thawed on n1.
+TEST_F(Handoff, AnUndoReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
+    const std::string t = tenant("acme");
+    {
+        HookEnv stall("FENEC_TEST_FEED_STALL", "300");
+        ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    }
+    std::unique_ptr<RouterProcess> es = eu_standby();
+    ASSERT_TRUE(es);
+    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
+    ASSERT_NO_FATAL_FAILURE(released_to_us(t));
+    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "@us active"; }, 3000)) << row_of(*es, t);
+    Reply undone = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-release", "{}");
+    ASSERT_EQ(undone.status, 200) << undone.body;
+    eu_->signal(SIGSTOP);
+    EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; }, 3000))
+        << row_of(*es, t) << ": the undo was answered before the standby was sent it";
+    eu_->signal(SIGCONT);
 }
 
 // §11.7, §11.10: a target region none of whose routers answers leaves the tenant where it was,
