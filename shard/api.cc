@@ -869,6 +869,23 @@ class Api {
         TenantClaim claim(router_, name, "create");  // §6.1
         if (!claim.held) return busy(name, "create");
         auto maps = router_.directory().maps();
+        // A region's router, a create the global router relayed (it has no home for the name):
+        // a row `@<r>` here is what a move out left where its drop never came, and goes first
+        // with the frozen copy it kept, as an import back would take it (shard/handoff.h).
+        if (auto t = maps->tenants.find(name); t != maps->tenants.end() &&
+                                               router_.options().region && !relayed_.empty() &&
+                                               home_region(t->second.node)) {
+            const TenantRow leftover = t->second;
+            bool removed = false;
+            if (std::optional<Response> refused =
+                    drop_leftover(router_, *maps, leftover, name, a_.request_id, removed)) {
+                return *refused;
+            }
+            log_line("create of `" + name + "`: the row `" + leftover.node +
+                     "` a move out left here dropped first" +
+                     (removed ? ", its frozen copy deleted" : ""));
+            maps = router_.directory().maps();
+        }
         if (maps->tenants.contains(name)) {
             // `exists`: a two-level create keeps the name where the region says so (§11.4).
             Response r = Router::error(409, "tenant `" + name + "` exists, on node `" +

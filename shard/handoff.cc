@@ -119,6 +119,67 @@ std::string header_of(const server::Answer& a, std::string_view name) {
     return v ? std::string(*v) : std::string();
 }
 
+// `released` (a row placing `tenant` in another region) as it was on the node of this region
+// whose list has the tenant's primary copy frozen: every copy here is a leftover (an import back
+// would have made the row `importing`, which a drop refuses), and the export's is the frozen
+// primary. None where no node that answered lists one.
+std::optional<TenantRow> frozen_source(Router& router, const DirectoryMaps& maps,
+                                       const TenantRow& released, const std::string& tenant,
+                                       const std::string& request_id) {
+    for (const auto& [name, node] : maps.nodes) {
+        const SurveyReply listed = router.node_calls().tenants(node, false, request_id);
+        const CopyInfo* c = listed.find(tenant);
+        if (!c || c->role != "primary" || !c->frozen) continue;
+        TenantRow before = released;
+        before.node = name;
+        return before;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Response> drop_leftover(Router& router, const DirectoryMaps& maps,
+                                      const TenantRow& released, const std::string& tenant,
+                                      const std::string& request_id, bool& removed) {
+    // The row as it was on the source node: noted at the release, or, where this router restarted
+    // since and kept no note, found as the region's nodes list the copy the export froze.
+    std::optional<TenantRow> source;
+    if (std::optional<Handoffs::Entry> e = router.handoffs().find(tenant);
+        e && e->state == Handoffs::Entry::State::released) {
+        source = e->before;
+    } else {
+        source = frozen_source(router, maps, released, tenant, request_id);
+    }
+    removed = false;
+    if (source) {
+        if (auto n = maps.nodes.find(source->node); n != maps.nodes.end()) {
+            const NodeRow* node = &n->second;
+            NodeAnswer del = router.node_calls().remove(*node, tenant, request_id);
+            removed = del.gone();
+            if (!removed) {
+                log_line("handoff of `" + tenant + "`: the source copy on `" + node->name +
+                         "` was not deleted (" + del.said(*node) +
+                         "); it stays frozen and unrouted");
+            }
+        }
+        router.copies().deleted(*source, maps, request_id);
+    } else {
+        log_line("handoff of `" + tenant +
+                 "`: dropped without its source node (this router restarted since the "
+                 "release), and none of this region's nodes that answered lists a frozen copy "
+                 "of it");
+    }
+    if (engine::Status st = router.directory().remove_tenant(tenant); !st.is_ok()) {
+        return Router::error(500,
+                             "the directory could not forget `" + tenant + "`: " + st.to_string());
+    }
+    router.handoffs().forget(tenant);
+    return std::nullopt;
+}
+
+namespace {
+
 class Step {
   public:
     Step(Router& router, const server::Request& request, const Router::Answering& a,
@@ -137,7 +198,9 @@ class Step {
 
   private:
     std::optional<Response> drop_released(const DirectoryMaps& maps, const TenantRow& released,
-                                          bool& removed);
+                                          bool& removed) {
+        return drop_leftover(router_, maps, released, tenant_, a_.request_id, removed);
+    }
     Handoffs& handoffs() { return router_.handoffs(); }
     // `{"to":"@<region>"}`: the region named, another than this router's; or the refusal.
     std::optional<Response> read_to(std::string& to);
@@ -166,21 +229,6 @@ class Step {
         return with_fields(
             Router::error(409, "another operation on `" + tenant_ + "` is in progress: " + what),
             {{"held_by", what}});
-    }
-    // `released` (a row placing the tenant in another region) as it was on the node of this
-    // region whose list has the tenant's primary copy frozen: every copy here is a leftover (an
-    // import back would have made the row `importing`, which a drop refuses), and the export's
-    // is the frozen primary. None where no node that answered lists one.
-    std::optional<TenantRow> frozen_source(const DirectoryMaps& maps, const TenantRow& released) {
-        for (const auto& [name, node] : maps.nodes) {
-            const SurveyReply listed = router_.node_calls().tenants(node, false, a_.request_id);
-            const CopyInfo* c = listed.find(tenant_);
-            if (!c || c->role != "primary" || !c->frozen) continue;
-            TenantRow before = released;
-            before.node = name;
-            return before;
-        }
-        return std::nullopt;
     }
     Response hooked(std::string_view step) {
         return Router::error(500, "the test hook failed the handoff's " + std::string(step) +
@@ -623,46 +671,6 @@ Response Step::drop() {
     w.boolean(removed);
     w.end_object();
     return r;
-}
-
-// The released row `released` (`@<r>`) and its frozen source copy, with that copy's copies,
-// gone, the caller holding the claim: the drop's work, and an import's where a drop never came.
-// `removed`: the source copy was deleted. A 500 where the row could not be removed.
-std::optional<Response> Step::drop_released(const DirectoryMaps& maps, const TenantRow& released,
-                                            bool& removed) {
-    // The row as it was on the source node: noted at the release, or, where this router restarted
-    // since and kept no note, found as the region's nodes list the copy the export froze.
-    std::optional<TenantRow> source;
-    if (std::optional<Handoffs::Entry> e = handoffs().find(tenant_);
-        e && e->state == Handoffs::Entry::State::released) {
-        source = e->before;
-    } else {
-        source = frozen_source(maps, released);
-    }
-    removed = false;
-    if (source) {
-        if (auto node = node_of(*source)) {
-            NodeAnswer del = router_.node_calls().remove(*node, tenant_, a_.request_id);
-            removed = del.gone();
-            if (!removed) {
-                log_line("handoff of `" + tenant_ + "`: the source copy on `" + node->name +
-                         "` was not deleted (" + del.said(*node) +
-                         "); it stays frozen and unrouted");
-            }
-        }
-        router_.copies().deleted(*source, maps, a_.request_id);
-    } else {
-        log_line("handoff of `" + tenant_ +
-                 "`: dropped without its source node (this router restarted since the "
-                 "release), and none of this region's nodes that answered lists a frozen copy "
-                 "of it");
-    }
-    if (engine::Status st = router_.directory().remove_tenant(tenant_); !st.is_ok()) {
-        return Router::error(500,
-                             "the directory could not forget `" + tenant_ + "`: " + st.to_string());
-    }
-    handoffs().forget(tenant_);
-    return std::nullopt;
 }
 
 }  // namespace

@@ -120,6 +120,15 @@ http::Response activate_import(Router& router, const std::string& tenant);
 std::string import_answer(const std::string& tenant, const NodeRow& node, std::string_view seq,
                           const CopyOutcome& copy);
 
+// The released row `released` (`@<r>`) of `tenant` and its frozen source copy, with that copy's
+// copies, gone, the caller holding the tenant's claim: a drop's work, an import's where a drop
+// never came, and a create's the global router relayed where one never came either (its home
+// was deleted since). `removed`: the source copy was deleted. A 500 where the row could not be
+// removed.
+std::optional<http::Response> drop_leftover(Router& router, const DirectoryMaps& maps,
+                                            const TenantRow& released, const std::string& tenant,
+                                            const std::string& request_id, bool& removed);
+
 // The steps' names, the last segment of `/_shard/handoff/<t>/<step>`.
 enum class HandoffStep : uint8_t {
     export_image,

@@ -547,6 +547,34 @@ TEST_F(Handoff, AHomeThatFailsAfterAReleaseThatCannotBeUndoneKeepsTheImport) {
 INSTANTIATE_TEST_SUITE_P(Each, HandoffStepFails,
                          ::testing::Values("export", "import", "release", "home", "drop"));
 
+// §11.4, §11.7 step 6: a move out of eu whose drop failed leaves E the row `@us` and n1 the
+// frozen copy. Deleted in us, then created again in eu through G, the tenant is made on n1 afresh:
+// E drops what the move left first. Before, E answered the create 409 `exists`, which G took for
+// a create whose answer was lost, and the tenant was G's `@eu` and E's `@us`: 404 everywhere.
+TEST_F(Handoff, ACreateDropsTheRowAMoveOutLeftWhereItsDropFailed) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "drop"));
+    Reply moved = move(t, R"({"region":"us"})");
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    ASSERT_FALSE(Json(moved.body).boolean("source_removed")) << moved.body;
+    ASSERT_EQ(Json(on(eu_->port(), "GET", "/_shard/tenants/" + t).body).text("node"), "@us");
+    Reply gone = shard("DELETE", "/_shard/tenants/" + t);
+    ASSERT_EQ(gone.status / 100, 2) << gone.body;
+    EXPECT_EQ(copy_on(kN2, t).status, 404);
+
+    Reply made =
+        shard("PUT", "/_shard/tenants/" + t,
+              R"J({"region":"eu","schema":["create collection notes (title text, n int)"]})J");
+    EXPECT_EQ(made.status, 201) << made.body << read_file(dir_.file("eu.err"));
+    EXPECT_TRUE(logged(dir_.file("eu.err"), "a move out left here dropped first"))
+        << read_file(dir_.file("eu.err"));
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "@eu");
+    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000)) << write(t, 1).body;
+    // The old copy's write is gone with it: the tenant is new.
+    EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":1})");
+}
+
 // §11.7: a release that ran on the source but whose answer G lost (here: E holds it past G's
 // --upstream-timeout) is past an undo of the import. G asks the undo-export, which E refuses
 // naming where it released the tenant, and G goes on with the move: the tenant ends in us,
