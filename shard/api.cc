@@ -16,24 +16,25 @@
 #include <optional>
 
 #include "json/writer.h"
+#include "shard/adopt.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/global_copy.h"
 #include "shard/handoff.h"
 #include "shard/move.h"
 #include "shard/node_calls.h"
 #include "shard/node_tokens.h"
 #include "shard/placement.h"
 #include "shard/quota.h"
-#include "shard/adopt.h"
 #include "shard/region_move.h"
 #include "shard/regions.h"
 #include "shard/relay.h"
 #include "shard/router.h"
 #include "shard/routes.h"
+#include "shard/standby.h"
 #include "shard/status.h"
 #include "shard/two_level.h"
 #include "shard/whose.h"
-#include "shard/global_copy.h"
 
 namespace fenec::shard {
 
@@ -827,6 +828,12 @@ class Api {
             // asks again rather than remove its own row of a tenant about to exist here.
             if (!relayed_.empty() && !router_.held_by(name).empty()) return busy(name, "create");
             return Router::error(404, "tenant `" + name + "` is not in the directory");
+        }
+        // A released row (`@<r>`) asked by another router's settling, which activates its import
+        // on this word: said once this router's standbys were sent the row (as the release
+        // itself is answered), so none promoted after it thaws the copy the tenant left.
+        if (!relayed_.empty() && home_region(it->second.node)) {
+            router_.standby().wait_for_standbys(standby_wait_ms_max);
         }
         Response r;
         json::Writer w(r.body);

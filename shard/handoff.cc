@@ -298,6 +298,10 @@ Response Step::export_image() {
         return refuse(500,
                       "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
     }
+    // The row `moving` sent to the standby routers before the copy freezes: one promoted later
+    // thaws a copy its row says is moving (the settling), and would leave one it reads `active`
+    // frozen, refusing every write.
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
     auto taken = freeze_and_take_image(router_, node, tenant_, a_.request_id);
     if (MoveFailure* f = std::get_if<MoveFailure>(&taken)) return undone(before, node, *f);
     Response r = std::move(std::get<Response>(taken));

@@ -25,6 +25,7 @@
 #include "json/writer.h"
 #include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/global_copy.h"
 #include "shard/log_line.h"
 #include "shard/move_image.h"
 #include "shard/node_calls.h"
@@ -441,10 +442,6 @@ Response serve_move(Router& router, const server::Request& request, const Router
 
 namespace {
 
-// A move across regions left `moving` to `@<r>`: where region `r` says the tenant is active on a
-// node of its own, the move went through under a router before this one (a standby promoted that
-// had not been sent the release), and `@<r>` is its home; where it says nothing, nothing is
-// decided. nullopt: go on and thaw the source.
 // A move across regions found to have gone through: the row `active` at home in the region it
 // left for (`moving_to`), as the release would have written it.
 engine::Status put_home(Router& router, const TenantRow& t) {
@@ -455,12 +452,20 @@ engine::Status put_home(Router& router, const TenantRow& t) {
     return router.directory().put_tenant(home);
 }
 
+// A move across regions left `moving` to `@<r>`: where region `r` says the tenant is active on a
+// node of its own, the move went through under a router before this one (a standby promoted that
+// had not been sent the release), and `@<r>` is its home; where it says nothing, nothing is
+// decided. nullopt: go on and thaw the source.
 std::optional<std::string> finished_there(Router& router, const std::string& name,
                                           const TenantRow& t, const DirectoryMaps& maps) {
     const std::optional<std::string_view> region = home_region(t.moving_to);
     if (!region) return std::nullopt;
-    auto routers = maps.regions.find(*region);
-    if (routers == maps.regions.end()) return std::nullopt;  // no directory of its own to ask
+    // The regions are the global directory's rows: on a region's router, its copy's.
+    std::shared_ptr<const DirectoryMaps> global;
+    if (const GlobalCopy* copy = router.global_copy()) global = copy->maps();
+    const DirectoryMaps& regions = global ? *global : maps;
+    auto routers = regions.regions.find(*region);
+    if (routers == regions.regions.end()) return std::nullopt;  // no directory of its own to ask
     const TenantWord word =
         ask_tenant(router.relays(), RelayTo{std::string(*region), routers->second}, name,
                    peer_host(router.options().listen), router.new_request_id(std::nullopt));
@@ -540,7 +545,12 @@ std::optional<std::string> homed_elsewhere(Router& router, const std::string& na
     if (!word.said) {
         return "the global router did not say where its home is: left moving, nothing thawed";
     }
-    if (word.node != t.moving_to) return std::nullopt;
+    // Its home `@<r>`, or, in a region the global router keeps itself, a node there it is
+    // active on (the import activated: the home statement of such a move).
+    const bool homed =
+        word.node == t.moving_to ||
+        (!word.node.starts_with('@') && word.state == "active" && "@" + word.region == t.moving_to);
+    if (!homed) return std::nullopt;
     const engine::Status st = put_home(router, t);
     return "its home is `" + t.moving_to + "`: the move went through" +
            (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +

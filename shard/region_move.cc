@@ -551,6 +551,9 @@ std::optional<Response> RegionMove::transfer_from_here() {
         return Router::error(
             500, "the directory could not mark `" + tenant_ + "` moving: " + st.to_string());
     }
+    // The row `moving` sent to the standby routers before the copy freezes: one promoted later
+    // thaws a copy its row says is moving, and would leave one it reads `active` frozen.
+    router_.standby().wait_for_standbys(standby_wait_ms_max);
     auto taken = freeze_and_take_image(router_, node, tenant_, a_.request_id);
     if (const MoveFailure* f = std::get_if<MoveFailure>(&taken)) {
         undo(from_, "POST", "undo-export");
@@ -692,7 +695,10 @@ RegionAnswer RegionMove::here(std::string_view method, const std::string& step) 
         }
         engine::Status st = router_.directory().put_tenant(back);
         router_.cluster().changed(row_.node);
-        return st.is_ok() ? ok() : failed(st.to_string());
+        if (!st.is_ok()) return failed(st.to_string());
+        router_.standby().wait_for_standbys(
+            standby_wait_ms_max);  // as a region's undo (handoff.cc)
+        return ok();
     }
     if (step == "release") {
         // §11.7 step 3, and step 4 with it: the home `@<to>`, one statement, synced; the source
@@ -708,6 +714,9 @@ RegionAnswer RegionMove::here(std::string_view method, const std::string& step) 
             return failed(st.to_string());
         }
         router_.cluster().changed(row_.node);
+        // Before the target is activated (step 5): a standby promoted after it, its row still
+        // `moving`, would find the import not yet active and thaw the source beside it.
+        router_.standby().wait_for_standbys(standby_wait_ms_max);
         return ok();
     }
     if (step == "drop") {

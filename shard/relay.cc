@@ -154,6 +154,8 @@ TenantWord ask_tenant(Relays& relays, const RelayTo& to, std::string_view tenant
     out.said = true;
     out.node = std::string(node);
     out.state = std::string(state);
+    std::string_view region;
+    if (!doc["region"].get_string().get(region)) out.region = std::string(region);
     return out;
 }
 

@@ -120,6 +120,7 @@ struct TenantWord {
     Relayed relayed;
     bool said = false;
     std::string node, state;
+    std::string region;  // the region of its node, where the answer names one
 };
 TenantWord ask_tenant(Relays& relays, const RelayTo& to, std::string_view tenant,
                       std::string_view client, std::string_view request_id);

@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kN1 = 0, kN2 = 1;
 
-// A hook's variable set while a router forks, then cleared.
 class GlobalImport : public ClusterTest<2> {
   protected:
     // G (its hook `g_stall` set), U (`us_stall`), n1 kept by G in eu and n2 by U, and `t` made
@@ -39,6 +38,10 @@ class GlobalImport : public ClusterTest<2> {
         {
             HookEnv stall("FENEC_TEST_MOVE_STALL", us_stall);
             HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+            std::vector<std::unique_ptr<HookEnv>> more;
+            for (const auto& [name, value] : us_env_) {
+                more.push_back(std::make_unique<HookEnv>(name, value));
+            }
             us_ = std::make_unique<RouterProcess>(
                 std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us.fenec"),
                                          "--region", "us", "--global", url_of(g_port_),
@@ -106,7 +109,8 @@ class GlobalImport : public ClusterTest<2> {
     }
 
     std::vector<std::string> g_more_;                          // flags G always starts with
-    std::vector<std::pair<std::string, std::string>> g_env_;  // hooks G starts with
+    std::vector<std::pair<std::string, std::string>> g_env_;   // hooks G starts with
+    std::vector<std::pair<std::string, std::string>> us_env_;  // hooks U starts with
     uint16_t g_port_ = 0;
     std::unique_ptr<RouterProcess> us_;
 };
@@ -319,6 +323,94 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
                   .value_or(Reply{});
     EXPECT_EQ(w.status, 201) << w.body;
     EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
+}
+
+// §11.7 step 3 from a region G keeps itself (eu): the release is G's own row `@us`, and step 5's
+// activation of the import follows it. G's feed to its standby GS holds each change 300 ms
+// (FENEC_TEST_FEED_STALL); the move is held just after the release (FENEC_TEST_MOVE_STALL) and
+// G frozen there (SIGSTOP): GS has been sent the row `@us`. Before, the activation followed the
+// release at once, and a GS promoted then, reading `moving` with the import not yet active,
+// thawed n1 beside the import about to be.
+TEST_F(GlobalImport, AReleaseOfARegionKeptHereIsSentToTheStandbysBeforeTheImportIsActivated) {
+    const std::string t = tenant("acme"), other = tenant("other");
+    g_env_ = {{"FENEC_TEST_FEED_STALL", "300"}};
+    ASSERT_NO_FATAL_FAILURE(start(other, "released:60000", ""));
+    Reply made = shard("PUT", "/_shard/tenants/" + t,
+                       R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    RouterProcess gs({"--token", kRoot, "--directory", dir_.file("gs.fenec"), "--replica-of",
+                      url_of(g_port_), "--replication-token", kReplication, "--auth-delay", "0"},
+                     dir_.file("gs.err"));
+    ASSERT_NE(gs.port(), 0) << read_file(dir_.file("gs.err"));
+    auto gs_row = [&] {
+        Client c(gs.port());
+        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
+        return j.text("node") + " " + j.text("state");
+    };
+    ASSERT_TRUE(eventually([&] { return gs_row() == "n1 active"; }, 10000)) << gs_row();
+
+    std::thread mover([&] {
+        Client c(g_port_);
+        (void)c.request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})",
+                        bearer(kRoot));
+    });
+    EXPECT_TRUE(logged(dir_.file("router.err"), "test hook: held after `released`", 20000))
+        << read_file(dir_.file("router.err"));
+    // The answer's loop a moment to write what the feed was handed; the feed's own hold is 300 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    router_->signal(SIGSTOP);
+    EXPECT_TRUE(eventually([&] { return gs_row() == "@us active"; }, 3000))
+        << gs_row() << ": the import was activated before the standby was sent the release";
+    client_.reset();
+    router_->kill(SIGKILL);
+    mover.join();
+}
+
+// A move out of us (U's) into eu, a region G keeps itself, goes through (n1 active in G's
+// directory; U's drop failed on purpose, so n2 keeps its frozen copy) while U's feed to its standby
+// US holds each change 3 s (FENEC_TEST_FEED_STALL), past every wait's bound: US has been sent the
+// row `moving` but not the release when U is killed. US, promoted, asks G, which has t active on
+// n1, a node of eu: `@eu` is t's home, and n2's frozen copy stays frozen. Before, only an answer
+// naming `@eu` itself counted, which G never gives for a region it keeps, and US thawed n2: the
+// tenant live in two regions.
+TEST_F(GlobalImport, APromotedRegionStandbyBehindAReleaseTakesAHomeTheGlobalRouterKeeps) {
+    const std::string t = tenant("acme");
+    us_env_ = {{"FENEC_TEST_FEED_STALL", "3000"}, {"FENEC_TEST_HANDOFF_FAIL", "drop"}};
+    ASSERT_NO_FATAL_FAILURE(start(t, "", ""));
+    std::optional<RouterProcess> us_standby;
+    {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        us_standby.emplace(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
+                                     "--region", "us", "--global", url_of(g_port_), "--replica-of",
+                                     url_of(us_->port()), "--replication-token", kReplication,
+                                     "--auth-delay", "0"},
+            dir_.file("us-s.err"));
+    }
+    ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
+    auto standby_row = [&] {
+        Client c(us_standby->port());
+        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
+        return j.text("node") + " " + j.text("state");
+    };
+    ASSERT_TRUE(eventually([&] { return standby_row() == "n2 active"; }, 15000)) << standby_row();
+
+    Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})");
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_FALSE(Json(moved.body).boolean("source_removed")) << moved.body;
+    ASSERT_EQ(g_row(t), "n1 active");
+    ASSERT_TRUE(eventually([&] { return standby_row() == "n2 moving"; }, 15000)) << standby_row();
+    us_->kill(SIGKILL);
+    ASSERT_EQ(standby_row(), "n2 moving") << "the standby was sent the release: nothing to show";
+
+    Client c(us_standby->port());
+    Reply promoted =
+        c.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    ASSERT_EQ(promoted.status, 200) << promoted.body;
+    EXPECT_TRUE(eventually([&] { return standby_row() == "@eu active"; }, 5000))
+        << standby_row() << read_file(dir_.file("us-s.err"));
+    EXPECT_NE(copy_on(kN2, t).body.find("\"frozen\":true"), std::string::npos)
+        << copy_on(kN2, t).body;
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -18,14 +20,22 @@
 
 namespace fenec::test {
 
-// A test hook's variable (shard/test_hooks.h) set while routers are forked, cleared when it goes
-// out of scope. An empty value sets nothing: the hook off.
+// A test hook's variable (shard/test_hooks.h) set while routers are forked, and put back as it
+// was when it goes out of scope. An empty value sets nothing: the hook as it was.
 struct HookEnv {
     std::string name;
+    std::optional<std::string> before;
     HookEnv(std::string n, const std::string& value) : name(std::move(n)) {
+        if (const char* was = std::getenv(name.c_str())) before = was;
         if (!value.empty()) ::setenv(name.c_str(), value.c_str(), 1);
     }
-    ~HookEnv() { ::unsetenv(name.c_str()); }
+    ~HookEnv() {
+        if (before) {
+            ::setenv(name.c_str(), before->c_str(), 1);
+        } else {
+            ::unsetenv(name.c_str());
+        }
+    }
     HookEnv(const HookEnv&) = delete;
     HookEnv& operator=(const HookEnv&) = delete;
 };
