@@ -4,8 +4,10 @@
 // repair itself is repair.cc's.
 #include "shard/copies.h"
 
+#include <chrono>
 #include <iostream>
 #include <set>
+#include <thread>
 #include <variant>
 
 #include "json/writer.h"
@@ -121,16 +123,52 @@ void Copies::detach(const std::string& tenant, std::string_view request_id) {
     }
 }
 
-void Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
-                               std::string_view request_id) {
+bool Copies::caught_up(const std::string& tenant, const NodeRow& primary, const NodeRow& copy,
+                       std::string_view request_id, std::string& why) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(standby_catch_up_ms_max);
+    for (int round = 0; round < 2; ++round) {
+        const DescribeReply p = calls().describe(primary, tenant, request_id);
+        if (!p.found) {
+            why = "its primary did not say its seq (" + p.said(primary) + ")";
+            return false;
+        }
+        for (;;) {
+            const DescribeReply c = calls().describe(copy, tenant, request_id);
+            if (c.found && c.lineage == p.lineage && c.seq >= p.seq) break;
+            if (std::chrono::steady_clock::now() >= deadline) {
+                why = !c.found ? "`" + copy.name + "` has no copy of it yet"
+                               : "`" + copy.name + "` is at seq " + std::to_string(c.seq) +
+                                     " of the primary's " + std::to_string(p.seq);
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    return true;
+}
+
+bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
+                               std::string_view request_id, std::string& why) {
     const auto maps = router_.directory().maps();
     auto r = maps->replicas.find(tenant);
-    if (r == maps->replicas.end()) return;
+    if (r == maps->replicas.end()) return true;
     if (r->second == standby) {
         (void)router_.directory().remove_replica(tenant);  // the same copy, kept
-    } else {
-        detach(tenant, request_id);
+        return true;
     }
+    // A standby still taking its image, or behind, is no copy to fail over onto: a write
+    // answered meanwhile waited for the replica alone.
+    auto t = maps->tenants.find(tenant);
+    auto primary = t == maps->tenants.end() ? maps->nodes.end() : maps->nodes.find(t->second.node);
+    auto s = maps->nodes.find(standby);
+    if (primary == maps->nodes.end() || s == maps->nodes.end()) {
+        why = "its node or the standby is not in the directory";
+        return false;
+    }
+    if (!caught_up(tenant, primary->second, s->second, request_id, why)) return false;
+    detach(tenant, request_id);
+    return true;
 }
 
 CopyOutcome Copies::place(const std::string& tenant,
@@ -327,7 +365,13 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             remember(t.name, why);
             continue;
         }
-        handed_to_standby(t.name, standby, request_id);
+        if (std::string why; !handed_to_standby(t.name, standby, request_id, why)) {
+            // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
+            // over; the standby follows it meanwhile.
+            log_line("`" + t.name + "` keeps its replica until its node's standby `" + standby +
+                     "` has caught up: " + why);
+            continue;
+        }
         if (old != maps->nodes.end() && old_standby != standby) {
             (void)calls().remove(old->second, t.name, request_id);
         }

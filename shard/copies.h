@@ -57,6 +57,9 @@ struct SurveyReply;
 // queued once however often it is asked (a repair asked while one waits is the one waiting), so
 // this bounds a directory's regions and nodes, not requests.
 inline constexpr size_t copies_queue_max = 4096;
+// The longest a pair's standby, told to follow a tenant, is waited for to catch up before the
+// tenant's own replica is given up for it (Copies::handed_to_standby).
+inline constexpr int64_t standby_catch_up_ms_max = 2000;
 
 // Where a tenant's copy went, or why it has none.
 struct CopyOutcome {
@@ -133,10 +136,12 @@ class Copies {
                     std::string_view request_id);
     // §8.2 detach of `tenant`'s own replica, if it has one.
     void detach(const std::string& tenant, std::string_view request_id);
-    // The pair's `standby` took `tenant`: its own replica, if it has one, is its copy no more
-    // (its record cleared, and the copy deleted unless it is the standby's).
-    void handed_to_standby(const std::string& tenant, const std::string& standby,
-                           std::string_view request_id);
+    // The pair's `standby` was told to follow `tenant`: its own replica, if it has one, is its
+    // copy no more (its record cleared, and the copy deleted unless it is the standby's), once
+    // the standby has caught up with the primary (caught_up). Until then the replica stays its
+    // copy, and false says why: a later repair hands it over.
+    bool handed_to_standby(const std::string& tenant, const std::string& standby,
+                           std::string_view request_id, std::string& why);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.
@@ -197,6 +202,12 @@ class Copies {
         bool asked = false;  // POST /_shard/replicas: a copy for every tenant without one
     };
     NodeCalls& calls();
+    // Whether `copy`, told to follow `tenant`, has caught up with `primary`: on its lineage at
+    // the seq the primary answered, twice, the second seq asked once the first was reached (the
+    // copy's stream then past its image, so that every write answered after it waited for the
+    // copy), within standby_catch_up_ms_max. False with the reason otherwise.
+    bool caught_up(const std::string& tenant, const NodeRow& primary, const NodeRow& copy,
+                   std::string_view request_id, std::string& why);
     // A replica of its own placed and attached; `unwanted` nodes are never chosen.
     CopyOutcome place(const std::string& tenant, const std::set<std::string, std::less<>>& holding,
                       std::set<std::string> unwanted, std::string_view request_id);

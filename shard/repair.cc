@@ -161,18 +161,24 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                         {row.name, *standby, same_zone(*maps, row.node, *standby)});
                 }
             }
-            if (taken) {
-                handed_to_standby(row.name, *standby, request_id);
+            std::string not_yet;
+            if (taken && handed_to_standby(row.name, *standby, request_id, not_yet)) {
                 forget(row.name);
                 return;
             }
-            if (!own_elsewhere) {
+            if (taken) {
+                // Following, not caught up: its own replica stays its copy, mended below, and
+                // is handed over on a later repair.
+                log_line("`" + row.name + "` keeps its replica until its node's standby `" +
+                         *standby + "` has caught up: " + not_yet);
+            } else if (!own_elsewhere) {
                 remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
                 report.failed.push_back({row.name, why});
                 return;
+            } else {
+                log_line("`" + row.name + "` keeps its replica on `" + replica->second +
+                         "`: its node's standby `" + *standby + "` did not take it: " + why);
             }
-            log_line("`" + row.name + "` keeps its replica on `" + replica->second +
-                     "`: its node's standby `" + *standby + "` did not take it: " + why);
         }
     }
     const std::string copy = replica != maps->replicas.end() ? replica->second : std::string();

@@ -158,6 +158,37 @@ TEST_F(Copies, APairLeavesATenantMovedOffTheNodeBeforeItsClaim) {
     EXPECT_EQ(copy_on(on_standby, t).status, 404) << "no copy of it made on the standby";
 }
 
+// A pair's standby still catching up is no copy yet: the pair gives up the tenant's own replica
+// for it only once it has caught up, so the pair's answer finds the standby at the seq the
+// primary had before it was asked (its 15 blocks of 100 KB replayed). Before, the replica was
+// deleted as soon as the standby was told to follow, and the answer found it a few blocks in: a
+// failover then promoted a standby without the tenant's last writes.
+TEST_F(Copies, APairGivesUpAReplicaOnlyOnceTheStandbyHasCaughtUp) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const std::string big(100'000, 'a');
+    for (int i = 0; i < 15; ++i) {
+        Reply put = data("PUT", "/t/" + t + "/c/notes/1", R"({"title":")" + big + R"("})");
+        ASSERT_EQ(put.status / 100, 2) << put.body;
+    }
+    auto seq_on = [&](int i) {
+        Reply d = node(i, "GET", "/_admin/tenants/" + t, {}, node_admin_token(i));
+        simdjson::dom::parser parser;
+        uint64_t seq = 0;
+        if (parser.parse(d.body)["seq"].get_uint64().get(seq)) return uint64_t{0};
+        return seq;
+    };
+    const uint64_t primary_seq = seq_on(0);
+    ASSERT_GT(primary_seq, 15u);
+    const int standby = replica == "n2" ? 2 : 1;  // node index: n3 or n2, not the replica's
+    const std::string standby_name = "n" + std::to_string(standby + 1);
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + standby_name + R"("})");
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    EXPECT_GE(seq_on(standby), primary_seq)
+        << "the replica was given up for a standby short of the primary's writes";
+}
+
 // A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
 // the pair's standby was the copy of every tenant on the node from the moment the pair was
 // recorded: a failover asked the standby to promote a copy it did not have, and failed the tenant,
