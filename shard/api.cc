@@ -832,7 +832,7 @@ class Api {
         // A released row (`@<r>`) asked by another router's settling, which activates its import
         // on this word: said once this router's standbys were sent the row (as the release
         // itself is answered), so none promoted after it thaws the copy the tenant left.
-        if (!relayed_.empty() && home_region(it->second.node)) {
+        if (router_.options().region && !relayed_.empty() && home_region(it->second.node)) {
             router_.standby().wait_for_standbys(standby_wait_ms_max);
         }
         Response r;
@@ -885,7 +885,7 @@ class Api {
             const TenantRow leftover = t->second;
             bool removed = false;
             if (std::optional<Response> refused =
-                    drop_leftover(router_, *maps, leftover, name, a_.request_id, removed)) {
+                    drop_leftover(router_, *maps, leftover, name, a_.request_id, removed, true)) {
                 return *refused;
             }
             log_line("create of `" + name + "`: the row `" + leftover.node +

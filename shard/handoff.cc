@@ -125,9 +125,11 @@ std::string header_of(const server::Answer& a, std::string_view name) {
 // primary. None where no node that answered lists one.
 std::optional<TenantRow> frozen_source(Router& router, const DirectoryMaps& maps,
                                        const TenantRow& released, const std::string& tenant,
-                                       const std::string& request_id) {
+                                       const std::string& request_id, bool& every_node_said) {
+    every_node_said = true;
     for (const auto& [name, node] : maps.nodes) {
         const SurveyReply listed = router.node_calls().tenants(node, false, request_id);
+        if (listed.status != 200) every_node_said = false;
         const CopyInfo* c = listed.find(tenant);
         if (!c || c->role != "primary" || !c->frozen) continue;
         TenantRow before = released;
@@ -141,22 +143,37 @@ std::optional<TenantRow> frozen_source(Router& router, const DirectoryMaps& maps
 
 std::optional<Response> drop_leftover(Router& router, const DirectoryMaps& maps,
                                       const TenantRow& released, const std::string& tenant,
-                                      const std::string& request_id, bool& removed) {
+                                      const std::string& request_id, bool& removed,
+                                      bool copy_first) {
     // The row as it was on the source node: noted at the release, or, where this router restarted
     // since and kept no note, found as the region's nodes list the copy the export froze.
     std::optional<TenantRow> source;
+    bool every_node_said = true;
     if (std::optional<Handoffs::Entry> e = router.handoffs().find(tenant);
         e && e->state == Handoffs::Entry::State::released) {
         source = e->before;
     } else {
-        source = frozen_source(router, maps, released, tenant, request_id);
+        source = frozen_source(router, maps, released, tenant, request_id, every_node_said);
     }
     removed = false;
+    auto kept = [&](const std::string& why) {
+        Response r = Router::error(503, "the row `" + released.node + "` a move out of `" + tenant +
+                                            "` left here is kept: " + why);
+        r.header("Retry-After", "1");
+        return r;
+    };
+    if (copy_first && !source && !every_node_said) {
+        return kept("a node that did not answer may hold its frozen copy");
+    }
     if (source) {
         if (auto n = maps.nodes.find(source->node); n != maps.nodes.end()) {
             const NodeRow* node = &n->second;
             NodeAnswer del = router.node_calls().remove(*node, tenant, request_id);
             removed = del.gone();
+            if (!removed && copy_first) {
+                return kept("its frozen copy on `" + node->name + "` was not deleted (" +
+                            del.said(*node) + ")");
+            }
             if (!removed) {
                 log_line("handoff of `" + tenant + "`: the source copy on `" + node->name +
                          "` was not deleted (" + del.said(*node) +
@@ -199,7 +216,7 @@ class Step {
   private:
     std::optional<Response> drop_released(const DirectoryMaps& maps, const TenantRow& released,
                                           bool& removed) {
-        return drop_leftover(router_, maps, released, tenant_, a_.request_id, removed);
+        return drop_leftover(router_, maps, released, tenant_, a_.request_id, removed, false);
     }
     Handoffs& handoffs() { return router_.handoffs(); }
     // `{"to":"@<region>"}`: the region named, another than this router's; or the refusal.

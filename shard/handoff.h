@@ -124,10 +124,13 @@ std::string import_answer(const std::string& tenant, const NodeRow& node, std::s
 // copies, gone, the caller holding the tenant's claim: a drop's work, an import's where a drop
 // never came, and a create's the global router relayed where one never came either (its home
 // was deleted since). `removed`: the source copy was deleted. A 500 where the row could not be
-// removed.
+// removed. `copy_first` (a create, which places the name anew): the row is kept, 503 with
+// `Retry-After: 1`, unless the frozen copy was deleted or every node said it holds none, since a
+// copy left behind would refuse the create on its node with the row that leads to it gone.
 std::optional<http::Response> drop_leftover(Router& router, const DirectoryMaps& maps,
                                             const TenantRow& released, const std::string& tenant,
-                                            const std::string& request_id, bool& removed);
+                                            const std::string& request_id, bool& removed,
+                                            bool copy_first);
 
 // The steps' names, the last segment of `/_shard/handoff/<t>/<step>`.
 enum class HandoffStep : uint8_t {

@@ -545,14 +545,21 @@ std::optional<std::string> homed_elsewhere(Router& router, const std::string& na
     if (!word.said) {
         return "the global router did not say where its home is: left moving, nothing thawed";
     }
-    // Its home `@<r>`, or, in a region the global router keeps itself, a node there it is
-    // active on (the import activated: the home statement of such a move).
-    const bool homed =
-        word.node == t.moving_to ||
-        (!word.node.starts_with('@') && word.state == "active" && "@" + word.region == t.moving_to);
-    if (!homed) return std::nullopt;
+    // At home here still, as far as the global router knows: the target region is asked next
+    // (finished_there), then the source is thawed.
+    if (word.node == "@" + *router.options().region) return std::nullopt;
+    // Its home another region (`@<r>`: the target's, or one it moved on to since), or a node of
+    // a region the global router keeps itself that it is active on (the import activated, the
+    // home statement of such a move): it left this region, whose copy stays frozen.
+    const bool left = word.node.starts_with('@') || word.state == "active";
+    if (!left) {
+        // An import still `importing` there: the move is between its release and its home
+        // statement, which a thaw here would make a second live copy beside.
+        return "the global router has it " + word.state + " on `" + word.node +
+               "`: left moving, nothing thawed";
+    }
     const engine::Status st = put_home(router, t);
-    return "its home is `" + t.moving_to + "`: the move went through" +
+    return "the global router places it at `" + word.node + "`: the move went through" +
            (st.is_ok() ? "" : ", but the row was not written: " + st.to_string()) +
            "; the frozen copy on `" + t.node + "` is left frozen";
 }
