@@ -133,19 +133,33 @@ bool Copies::caught_up(const std::string& tenant, const NodeRow& primary, const 
             why = "its primary did not say its seq (" + p.said(primary) + ")";
             return false;
         }
+        const std::string from = url_of(primary);
         for (;;) {
             const DescribeReply c = calls().describe(copy, tenant, request_id);
-            if (c.found && c.lineage == p.lineage && c.seq >= p.seq) break;
+            // The copy the follow made, not one a node kept from before (a stale copy a failover
+            // left, on its lineage but another history, or following another node).
+            const bool ours =
+                c.found && c.lineage == p.lineage && c.history == p.history && c.following == from;
+            if (ours && c.seq >= p.durable) break;
             if (std::chrono::steady_clock::now() >= deadline) {
                 why = !c.found ? "`" + copy.name + "` has no copy of it yet"
+                      : !ours  ? "`" + copy.name + "` has not taken the primary's copy yet"
                                : "`" + copy.name + "` is at seq " + std::to_string(c.seq) +
-                                     " of the primary's " + std::to_string(p.seq);
+                                    " of the primary's durable " + std::to_string(p.durable);
                 return false;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     }
     return true;
+}
+
+void Copies::look_again(const std::string& tenant) {
+    {
+        std::lock_guard lock(mu_);
+        schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
+    }
+    wake_.notify_one();
 }
 
 bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
@@ -369,7 +383,8 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
             // over; the standby follows it meanwhile.
             log_line("`" + t.name + "` keeps its replica until its node's standby `" + standby +
-                     "` has caught up: " + why);
+                     "` has caught up (looked at again on the repair's schedule): " + why);
+            look_again(t.name);
             continue;
         }
         if (old != maps->nodes.end() && old_standby != standby) {

@@ -58,8 +58,9 @@ struct SurveyReply;
 // this bounds a directory's regions and nodes, not requests.
 inline constexpr size_t copies_queue_max = 4096;
 // The longest a pair's standby, told to follow a tenant, is waited for to catch up before the
-// tenant's own replica is given up for it (Copies::handed_to_standby).
-inline constexpr int64_t standby_catch_up_ms_max = 2000;
+// tenant's own replica is given up for it (Copies::handed_to_standby), the tenant claimed
+// meanwhile; one still behind is looked at again on the repair's schedule.
+inline constexpr int64_t standby_catch_up_ms_max = 500;
 
 // Where a tenant's copy went, or why it has none.
 struct CopyOutcome {
@@ -142,6 +143,8 @@ class Copies {
     // copy, and false says why: a later repair hands it over.
     bool handed_to_standby(const std::string& tenant, const std::string& standby,
                            std::string_view request_id, std::string& why);
+    // `tenant` looked at by a repair again on the schedule (RepairSchedule), from now.
+    void look_again(const std::string& tenant);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.
@@ -202,10 +205,11 @@ class Copies {
         bool asked = false;  // POST /_shard/replicas: a copy for every tenant without one
     };
     NodeCalls& calls();
-    // Whether `copy`, told to follow `tenant`, has caught up with `primary`: on its lineage at
-    // the seq the primary answered, twice, the second seq asked once the first was reached (the
-    // copy's stream then past its image, so that every write answered after it waited for the
-    // copy), within standby_catch_up_ms_max. False with the reason otherwise.
+    // Whether `copy`, told to follow `tenant`, has caught up with `primary`: following it, on
+    // its lineage and history, at the primary's durable seq (every write answered is durable),
+    // twice, the second seq asked once the first was reached (the copy's stream then past its
+    // image, so that every write answered after it waited for the copy), within
+    // standby_catch_up_ms_max. False with the reason otherwise.
     bool caught_up(const std::string& tenant, const NodeRow& primary, const NodeRow& copy,
                    std::string_view request_id, std::string& why);
     // A replica of its own placed and attached; `unwanted` nodes are never chosen.

@@ -238,6 +238,9 @@ void read_describe(DescribeReply& r) {
     r.read = r.found = true;
     r.lineage = std::string(lineage);
     r.history = std::string(history);
+    if (doc["durable"].get_uint64().get(r.durable)) r.durable = 0;
+    std::string_view from;
+    if (!doc["following"]["from"].get_string().get(from)) r.following = std::string(from);
 }
 
 void read_lease_holder(LeaseHolderReply& r) {

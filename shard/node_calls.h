@@ -71,7 +71,9 @@ struct DescribeReply : NodeAnswer {
     bool found = false;
     std::string lineage, history;
     uint64_t seq = 0;
+    uint64_t durable = 0;  // the durable seq, where the node says it (else 0)
     bool frozen = false;
+    std::string following;  // the primary a copy follows (`following.from`), "" for none
 };
 
 // GET /_admin/lease (node-http.md §9): who holds the node's lease, if anyone.

@@ -170,7 +170,9 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                 // Following, not caught up: its own replica stays its copy, mended below, and
                 // is handed over on a later repair.
                 log_line("`" + row.name + "` keeps its replica until its node's standby `" +
-                         *standby + "` has caught up: " + not_yet);
+                         *standby + "` has caught up (looked at again on the schedule): " +
+                         not_yet);
+                look_again(row.name);
             } else if (!own_elsewhere) {
                 remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
                 report.failed.push_back({row.name, why});
