@@ -475,6 +475,15 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
         return "region `" + std::string(*region) + "` did not say where it is (" +
                (r.answered ? std::to_string(r.status) : r.why) + "): left moving";
     }
+    if (router.options().region && !word.node.starts_with('@') && word.state == "importing") {
+        // On a region's router (a standby promoted here may never have heard a release): not
+        // activated yet, the move may be between its release and its home statement, and a thaw
+        // here would be a second live copy once it is activated. That region's settling deletes
+        // an import its source still places here, and a later round thaws. (On the global router
+        // a release is its own home statement: a row still `moving` was never released.)
+        return "region `" + std::string(*region) + "` has it importing on `" + word.node +
+               "`: left moving, nothing thawed";
+    }
     if (word.node.starts_with('@') || word.state != "active") return std::nullopt;
     // No grant is changed here: at start leasing has not begun (the grants are made from the
     // directory as it does), and a later round's row reaches the node with its next renewal.

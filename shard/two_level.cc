@@ -294,14 +294,16 @@ void TwoLevel::settle_import(const std::string& tenant) {
         if (a.status == 200) drop_source(router_, source, tenant, asker);
         return;
     }
-    if (at.starts_with('@') || state != "active") {
-        // Its export still running (`moving`), or a home elsewhere: asked again next round.
+    if (at.starts_with('@') || (state != "active" && state != "moving")) {
+        // A home elsewhere: asked again next round.
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
                  "` has it at `" + at + "` (" + state + ")");
         return;
     }
-    // Active on a node of its own there: the export lapsed, the release never ran, so the
-    // import is stale.
+    // On a node of its own there: active, the export lapsed and the release never ran; `moving`,
+    // its export was never released, as its primary says (no move of this router's runs: it
+    // would hold the claim), and a router promoted there without the export's lapse would wait
+    // on this import for good. Either way the import is stale, and nothing activated it.
     NodeAnswer del = router_.node_calls().remove(node->second, tenant, asker.request_id);
     if (!del.gone()) {
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
