@@ -12,6 +12,11 @@
 // the follower's; a refused payload or apply is noted and the next frame read, as the follower
 // would after reconnecting from its seq.
 //
+// `H`, `I`, `i` and `K` go through the readers every follower shares (parse_hello,
+// parse_image_end, parse_keepalive): an image a hello announces is gathered from its chunks and,
+// where its end says its bytes and digest, installed in the copy's place as the node's follower
+// installs it (Database::install_open, replace); the frames after it apply to that copy.
+//
 // Invariants (a broken one traps, so libFuzzer keeps the input):
 //   - decode_frame: a frame consumed lies within the input and is re-encoded to the same bytes;
 //     `bad` says why;
@@ -19,6 +24,8 @@
 //     copy's state, seq included, is as before);
 //   - a block applied moves the copy's seq to the block's last seq;
 //   - a forks entry applied is the copy's history when its last fork is within the copy's seq;
+//   - a hello or image end read names 16-hex history and digest, or none; a refused one says why;
+//   - an installed image is at its seq; a refused install leaves the copy as it was;
 //   - whatever landed reopens to the same state (a follower reopened on its file).
 #include <xxhash.h>
 
@@ -27,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +64,10 @@ constexpr size_t kInputBytesMax = 256 << 10;
 constexpr uint32_t kFrameBound = 4096;
 constexpr uint64_t kBlockBytesMax = 64 << 10;
 constexpr size_t kFramesMax = 256;
+// An image gathered from `I` chunks, and where it is put before its install (as the follower's
+// `<t>.fenec.incoming`).
+constexpr size_t kImageBytesMax = 128 << 10;
+constexpr const char* kIncoming = "/t/t.fenec.incoming";
 
 [[noreturn]] void broken(const char* what, const std::string& detail = "") {
     std::fprintf(stderr, "fuzz_feed: invariant broken: %s %s\n", what, detail.c_str());
@@ -116,6 +128,85 @@ void apply_entry(Database& db, const FeedEntry& e) {
     }
 }
 
+// A hello, an image chunk, an image end or a keep-alive, as the node's follower takes them
+// (server/node/follower.cc): parsed by the readers every follower shares
+// (server/replication/frames.h), an image gathered from the hello that announces it, and one whose
+// end says its bytes and digest installed in the copy's place. False ends the connection, as the
+// follower drops it.
+bool take_control(const node::Frame& f, std::optional<std::string>& image,
+                  std::unique_ptr<Database>& db, Env& env, MemFs& fs) {
+    std::string error;
+    switch (f.kind) {
+        case 'K':
+            (void)fenec::replication::parse_keepalive(f.payload);
+            return true;
+        case 'H': {
+            const std::optional<fenec::replication::Hello> h =
+                fenec::replication::parse_hello(f.payload, error);
+            if (!h) {
+                if (error.empty()) broken("a hello refused without a reason");
+                return false;
+            }
+            if (h->history && !format::parse_hex16(*h->history)) {
+                broken("a hello read with a history that is not 16 hex");
+            }
+            image.reset();
+            if (h->image) image.emplace();
+            return true;
+        }
+        case 'I':
+            if (!image || image->size() + f.payload.size() > kImageBytesMax) return false;
+            image->append(f.payload);
+            return true;
+        default: {  // 'i'
+            if (!image) return false;
+            const std::optional<fenec::replication::ImageEnd> end =
+                fenec::replication::parse_image_end(f.payload, error);
+            if (!end) {
+                if (error.empty()) broken("an image end refused without a reason");
+                return false;
+            }
+            if (end->digest && !format::parse_hex16(*end->digest)) {
+                broken("an image end read with a digest that is not 16 hex");
+            }
+            const std::string bytes = std::move(*image);
+            image.reset();
+            if (!end->bytes || !end->digest || *end->bytes != bytes.size() ||
+                *end->digest != format::hex16(fenec::replication::image_digest(bytes))) {
+                return false;  // not installed: the copy as it was
+            }
+            // Installed in the copy's place (replace), or refused with the copy unchanged.
+            const State before = state_of(*db);
+            if (Status st = db->close(); !st.is_ok()) broken("close failed", st.to_string());
+            db.reset();
+            ImageInfo info;
+            auto check = [](const ImageInfo& i) {
+                return i.lineage.v == kFeedLineage
+                           ? Status::ok()
+                           : Status::error(Code::invalid_argument, "another tenant's image");
+            };
+            Result<std::unique_ptr<Database>> installed = Database::install_open(
+                std::as_bytes(std::span(bytes.data(), bytes.size())), kIncoming, kPath,
+                InstallMode::replace, env.options(fs), check, info);
+            if (verbose()) {
+                std::fprintf(stderr, "install %zu bytes: %s\n", bytes.size(),
+                             installed.status().to_string().c_str());
+            }
+            if (installed.is_ok()) {
+                db = std::move(installed).value();
+                if (db->seq().v != info.seq.v) broken("an installed image is not at its seq");
+                return true;
+            }
+            check_refusal(installed.status(), "install");
+            Result<std::unique_ptr<Database>> back = Database::open(kPath, env.options(fs));
+            if (!back.is_ok()) broken("a refused install lost the copy", back.status().to_string());
+            db = std::move(back).value();
+            if (!(state_of(*db) == before)) broken("a refused install changed the copy");
+            return false;
+        }
+    }
+}
+
 void run(std::string_view input) {
     MemFs fs;
     Env env;
@@ -124,7 +215,8 @@ void run(std::string_view input) {
         Result<std::unique_ptr<Database>> made = Database::create(kPath, env.options(fs));
         if (!made.is_ok())
             broken("an empty follower copy is not created", made.status().to_string());
-        Database& db = **made;
+        std::unique_ptr<Database> db = std::move(made).value();
+        std::optional<std::string> image;  // an image announced by a hello, as its chunks came
         node::FrameJoiner joiner(kBlockBytesMax);
         for (size_t frames = 0; frames < kFramesMax; ++frames) {
             node::Frame f;
@@ -147,7 +239,11 @@ void run(std::string_view input) {
                 if (error.empty()) broken("a bad join without a reason");
                 break;
             }
-            if (f.kind != 'B' && f.kind != 'F') continue;  // H, I, i, K, E: not the copy's
+            if (f.kind == 'H' || f.kind == 'I' || f.kind == 'i' || f.kind == 'K') {
+                if (!take_control(f, image, db, env, fs)) break;
+                continue;
+            }
+            if (f.kind != 'B' && f.kind != 'F') continue;  // E, or a kind no follower takes
             Result<FeedEntry> e =
                 f.kind == 'B' ? node::decode_block(f.payload) : node::decode_forks(f.payload);
             if (!e.is_ok()) {
@@ -158,10 +254,10 @@ void run(std::string_view input) {
             if (e->type == FeedEntry::Type::block && e->last.v < e->first.v) {
                 broken("a block decoded whose last seq is before its first");
             }
-            apply_entry(db, *e);
+            apply_entry(*db, *e);
         }
-        live = state_of(db);
-        if (Status st = db.close(); !st.is_ok()) broken("close failed", st.to_string());
+        live = state_of(*db);
+        if (Status st = db->close(); !st.is_ok()) broken("close failed", st.to_string());
     }
     Result<std::unique_ptr<Database>> again = Database::open(kPath, env.options(fs));
     if (!again.is_ok())

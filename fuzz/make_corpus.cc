@@ -34,6 +34,8 @@
 //   continued.feed  the same blocks framed with a 200-byte bound: `C` pieces then a `B`
 //   forked.feed     write_types, a fork, more blocks: the F the feed sends for the fork
 //   gap.feed        types.feed with its first block left out (a gap, refused)
+//   image.feed      a hello announcing an image, the image in `I` chunks, its end `i`, K and E
+//   image_digest_wrong.feed  the same with an end naming another digest (not installed)
 //   count_zero.feed the first block's frame with count 0 (refused as such: its last seq would
 //                   fall before its first)
 #include <algorithm>
@@ -348,6 +350,32 @@ void write_feed_corpus(const std::string& dir) {
             f.size() - fenec::node::feed_frame_head_bytes - fenec::node::feed_frame_tail_bytes);
         payload.replace(8, 4, std::string(4, '\0'));
         write_text(dir, "count_zero.feed", hello + encode_frame('B', payload));
+    }
+    {
+        // What a follower that needs an image is sent: a hello saying so, the image in `I`
+        // chunks within fuzz/feed_fuzz.cc's frame bound, its end (`i`: seq, bytes, digest), then
+        // the feed on from it; and the same with a digest the image does not have.
+        const Image image = must(db->image(), "image");
+        const std::string bytes(reinterpret_cast<const char*>(image.bytes->data()),
+                                image.bytes->size());
+        const std::string seq = std::to_string(image.info.seq.v);
+        const std::string image_hello =
+            encode_frame('H', "{\"node\":\"n1\",\"lineage\":\"" + format::hex16(kFeedLineage) +
+                                  "\",\"history\":\"" + format::hex16(kFeedLineage) +
+                                  "\",\"seq\":" + seq + ",\"durable\":" + seq + ",\"image\":true}");
+        std::string chunks;
+        for (size_t at = 0; at < bytes.size(); at += 2048)
+            chunks += encode_frame('I', bytes.substr(at, 2048));
+        auto image_end = [&](uint64_t digest) {
+            return encode_frame('i', "{\"seq\":" + seq + ",\"history\":\"" +
+                                         format::hex16(kFeedLineage) +
+                                         "\",\"bytes\":" + std::to_string(bytes.size()) +
+                                         ",\"digest\":\"" + format::hex16(digest) + "\"}");
+        };
+        const uint64_t digest = fenec::replication::image_digest(bytes);
+        write_text(dir, "image.feed", image_hello + chunks + image_end(digest) + keep + end);
+        write_text(dir, "image_digest_wrong.feed",
+                   image_hello + chunks + image_end(digest ^ 1) + keep + end);
     }
     must(db->fork_history(), "fork");
     write_more(*db, 60);

@@ -23,24 +23,6 @@ namespace fenec::shard {
 
 namespace {
 
-std::optional<uint64_t> json_uint(const std::string& payload, std::string_view key) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(payload);
-    simdjson::dom::element doc;
-    uint64_t v = 0;
-    if (parser.parse(padded).get(doc) || doc[key].get(v)) return std::nullopt;
-    return v;
-}
-
-std::optional<bool> json_bool(const std::string& payload, std::string_view key) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(payload);
-    simdjson::dom::element doc;
-    bool v = false;
-    if (parser.parse(padded).get(doc) || doc[key].get(v)) return std::nullopt;
-    return v;
-}
-
 // `{"<node>":"<token>",…}`, or none when the body is not such an object.
 std::optional<TokenSidecar::Tokens> tokens_of(const std::string& body) {
     simdjson::dom::parser parser;
@@ -224,15 +206,12 @@ bool DirectoryFollower::follow_feed(server::Connection& feed, std::string& error
 bool DirectoryFollower::handle(replication::Frame& f, std::string& error) {
     switch (f.kind) {
         case 'H': {
+            const std::optional<replication::Hello> hello =
+                replication::parse_hello(f.payload, error);
+            if (!hello) return false;
             std::lock_guard lock(mu_);
-            const std::optional<uint64_t> seq = json_uint(f.payload, "seq");
-            const std::optional<bool> image = json_bool(f.payload, "image");
-            if (!seq || !image) {
-                error = "a hello without seq or image";
-                return false;
-            }
-            primary_seq_ = *seq;
-            in_image_ = *image;
+            primary_seq_ = hello->seq;
+            in_image_ = hello->image;
             image_.clear();
             return true;
         }
@@ -251,8 +230,9 @@ bool DirectoryFollower::handle(replication::Frame& f, std::string& error) {
         case 'F':
             return on_entry(f, error);
         case 'K': {
+            const std::optional<uint64_t> seq = replication::parse_keepalive(f.payload);
             std::lock_guard lock(mu_);
-            primary_seq_ = json_uint(f.payload, "seq").value_or(primary_seq_);
+            primary_seq_ = seq.value_or(primary_seq_);
             return true;
         }
         default:
@@ -273,14 +253,20 @@ bool DirectoryFollower::on_image_end(const replication::Frame& f, std::string& e
         image.swap(image_);
         in_image_ = false;
     }
-    const std::optional<uint64_t> seq = json_uint(f.payload, "seq");
-    if (!seq) {
-        error = "an image end without its seq";
+    const std::optional<replication::ImageEnd> end = replication::parse_image_end(f.payload, error);
+    if (!end) return false;
+    // An image that arrived other than its end says is not installed (as a node's copy's).
+    const std::string got = engine::format::hex16(replication::image_digest(image));
+    if ((end->bytes && *end->bytes != image.size()) || (end->digest && *end->digest != got)) {
+        error = "an image that arrived as " + std::to_string(image.size()) + " bytes of digest " +
+                got + ", its end frame said " +
+                (end->bytes ? std::to_string(*end->bytes) : std::string("no")) +
+                " bytes of digest " + end->digest.value_or("none");
         return false;
     }
     auto before = directory_.maps();
     const engine::Status st = directory_.adopt_image(
-        {reinterpret_cast<const std::byte*>(image.data()), image.size()}, *seq);
+        {reinterpret_cast<const std::byte*>(image.data()), image.size()}, end->seq);
     if (!st.is_ok()) {
         error = "the image does not install: " + st.to_string();
         std::lock_guard lock(mu_);

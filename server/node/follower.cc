@@ -414,13 +414,9 @@ bool Follower::handle(const Frame& f, std::string& error) {
         case 'F':
             return on_entry(f, error);
         case 'K': {
-            simdjson::dom::parser parser;
-            simdjson::padded_string padded(f.payload);
-            simdjson::dom::element doc;
-            uint64_t seq = 0;
-            if (!parser.parse(padded).get(doc) && !doc["seq"].get(seq)) {
+            if (const std::optional<uint64_t> seq = replication::parse_keepalive(f.payload)) {
                 std::lock_guard lock(mu_);
-                primary_seq_ = seq;
+                primary_seq_ = *seq;
             }
             return true;
         }
@@ -434,25 +430,18 @@ bool Follower::handle(const Frame& f, std::string& error) {
 // announced opens its side file.
 bool Follower::on_hello(const Frame& f, std::string& error) {
     const std::string incoming = repl_.node().registry().path_of(tenant_) + ".incoming";
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(f.payload);
-    simdjson::dom::element doc;
-    if (parser.parse(padded).get(doc)) {
-        error = "a hello that is not JSON";
+    const std::optional<replication::Hello> hello = replication::parse_hello(f.payload, error);
+    if (!hello) return false;
+    if (!hello->history) {
+        error = "a hello without history";
         return false;
     }
-    std::string_view hist;
-    uint64_t seq = 0;
-    bool image = false;
-    if (doc["history"].get(hist) || doc["seq"].get(seq) || doc["image"].get(image)) {
-        error = "a hello without history, seq or image";
-        return false;
-    }
+    const bool image = hello->image;
     Follows now;
     {
         std::lock_guard lock(mu_);
-        follows_.heard = Follows::Heard{std::string(hist), seq, repl_.node().now_ms()};
-        primary_seq_ = seq;
+        follows_.heard = Follows::Heard{*hello->history, hello->seq, repl_.node().now_ms()};
+        primary_seq_ = hello->seq;
         now = follows_;
     }
     // Remembered across restarts before anything else is done with it (§10.4).
@@ -491,26 +480,22 @@ bool Follower::on_image_end(const Frame& f, std::string& error) {
     // than it says is not installed.
     std::optional<uint64_t> told_seq;
     {
-        simdjson::dom::parser parser;
-        simdjson::padded_string padded(f.payload);
-        simdjson::dom::element doc;
-        uint64_t seq = 0, bytes = 0;
-        std::string_view digest;
-        if (parser.parse(padded).get(doc) || doc["seq"].get(seq) || doc["bytes"].get(bytes) ||
-            doc["digest"].get(digest)) {
+        const std::optional<replication::ImageEnd> end =
+            replication::parse_image_end(f.payload, error);
+        if (!end || !end->bytes || !end->digest) {
             drop_image();
-            error = "an image end without seq, bytes or digest";
+            if (end) error = "an image end without bytes or digest";
             return false;
         }
         const std::string got = engine::format::hex16(XXH3_64bits_digest(image_hash_.get()));
-        if (bytes != image_bytes_ || digest != got) {
+        if (*end->bytes != image_bytes_ || *end->digest != got) {
             drop_image();
             error = "an image that arrived as " + std::to_string(image_bytes_) +
-                    " bytes of digest " + got + ", its end frame said " + std::to_string(bytes) +
-                    " bytes of digest " + std::string(digest);
+                    " bytes of digest " + got + ", its end frame said " +
+                    std::to_string(*end->bytes) + " bytes of digest " + *end->digest;
             return false;
         }
-        told_seq = seq;
+        told_seq = end->seq;
     }
     {
         std::lock_guard lock(mu_);

@@ -162,6 +162,79 @@ engine::Result<engine::FeedEntry> decode_forks(std::string_view payload) {
     return e;
 }
 
+namespace {
+
+// A hex member `key` of `doc`: absent is nullopt and fine; present, it must be 16 hex digits.
+bool hex16_member(simdjson::dom::element doc, std::string_view key,
+                  std::optional<std::string>& out) {
+    simdjson::dom::element v;
+    if (doc[key].get(v)) return true;  // absent
+    std::string_view s;
+    if (v.get(s) || s.size() != 16 || !engine::format::parse_hex16(s)) return false;
+    out = std::string(s);
+    return true;
+}
+
+}  // namespace
+
+std::optional<Hello> parse_hello(std::string_view payload, std::string& error) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    Hello h;
+    if (parser.parse(padded).get(doc) || !doc.is_object()) {
+        error = "a hello that is not a JSON object";
+        return std::nullopt;
+    }
+    if (doc["seq"].get(h.seq) || doc["image"].get(h.image)) {
+        error = "a hello without seq or image";
+        return std::nullopt;
+    }
+    if (!hex16_member(doc, "history", h.history)) {
+        error = "a hello whose history is not 16 hex digits";
+        return std::nullopt;
+    }
+    return h;
+}
+
+std::optional<ImageEnd> parse_image_end(std::string_view payload, std::string& error) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    ImageEnd e;
+    if (parser.parse(padded).get(doc) || !doc.is_object()) {
+        error = "an image end that is not a JSON object";
+        return std::nullopt;
+    }
+    if (doc["seq"].get(e.seq)) {
+        error = "an image end without its seq";
+        return std::nullopt;
+    }
+    simdjson::dom::element bytes;
+    if (!doc["bytes"].get(bytes)) {
+        uint64_t n = 0;
+        if (bytes.get(n)) {
+            error = "an image end whose bytes is not a count";
+            return std::nullopt;
+        }
+        e.bytes = n;
+    }
+    if (!hex16_member(doc, "digest", e.digest)) {
+        error = "an image end whose digest is not 16 hex digits";
+        return std::nullopt;
+    }
+    return e;
+}
+
+std::optional<uint64_t> parse_keepalive(std::string_view payload) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(payload);
+    simdjson::dom::element doc;
+    uint64_t seq = 0;
+    if (parser.parse(padded).get(doc) || doc["seq"].get(seq)) return std::nullopt;
+    return seq;
+}
+
 FrameJoiner::Step FrameJoiner::take(Frame& f, std::string& error) {
     if (f.kind == 'C') {
         if (continued_.size() + f.payload.size() > block_bytes_max_) {

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,25 @@ engine::Result<engine::FeedEntry> decode_block(std::string_view payload);
 // (invalid_argument) when it is not that shape. The list's rules (starts at 0, its bound) are
 // the engine's (Database::apply).
 engine::Result<engine::FeedEntry> decode_forks(std::string_view payload);
+
+// The members of a hello (`H`), an image end (`i`) and a keep-alive (`K`) that a follower reads,
+// every end's alike; each end checks what it needs of the rest. Refused (nullopt, `error` saying
+// why) when the payload is not a JSON object with the required members of their types, or a
+// hex member given is not 16 hex digits.
+struct Hello {
+    uint64_t seq = 0;
+    bool image = false;                  // an image follows (`I` chunks, then `i`)
+    std::optional<std::string> history;  // 16 hex, where the hello names it
+};
+std::optional<Hello> parse_hello(std::string_view payload, std::string& error);
+struct ImageEnd {
+    uint64_t seq = 0;
+    std::optional<uint64_t> bytes;      // where the end names them
+    std::optional<std::string> digest;  // 16 hex (image_digest), where named
+};
+std::optional<ImageEnd> parse_image_end(std::string_view payload, std::string& error);
+// A keep-alive's `seq` (the primary's), or nullopt when it names none.
+std::optional<uint64_t> parse_keepalive(std::string_view payload);
 
 // Joins the `C` pieces of a block past the frame bound to the `B` frame that ends them.
 // One a connection: a new connection starts with none held.

@@ -3,7 +3,9 @@
 // block entry a primary encoded (records byte for byte, seqs first..first+count-1); a `B` of
 // count 0, one shorter than its head, or one whose seqs pass the last are refused naming why; an
 // `F` payload decodes to its forks or is refused; `C` pieces join to the `B` that ends them, and
-// a join past its bound or ended by another kind is refused.
+// a join past its bound or ended by another kind is refused; a hello, an image end and a
+// keep-alive are read for their members, and one missing a required member, of another type, or
+// naming a history or digest that is not 16 hex digits is refused naming why.
 #include <gtest/gtest.h>
 
 #include "server/node/replication.h"
@@ -105,6 +107,60 @@ TEST(FeedDecode, ContinuationPiecesJoinToTheirBlock) {
     Frame big{'C', "123456789"};
     EXPECT_EQ(small.take(big, error), FrameJoiner::Step::bad);
     EXPECT_EQ(error, "a block over 8 bytes");
+}
+
+TEST(FeedDecode, HelloImageEndAndKeepAliveAreReadForTheirMembers) {
+    std::string error;
+    auto h = replication::parse_hello(
+        R"({"node":"n1","history":"00f33d5eed000001","seq":5,"durable":5,"image":true})", error);
+    ASSERT_TRUE(h) << error;
+    EXPECT_EQ(h->seq, 5u);
+    EXPECT_TRUE(h->image);
+    EXPECT_EQ(h->history.value_or(""), "00f33d5eed000001");
+    // The router's directory feed names its history too; one naming none is read all the same.
+    auto bare = replication::parse_hello(R"({"seq":0,"image":false})", error);
+    ASSERT_TRUE(bare) << error;
+    EXPECT_FALSE(bare->history);
+
+    auto end = replication::parse_image_end(
+        R"({"seq":9,"history":"00f33d5eed000001","bytes":4096,"digest":"0123456789abcdef"})",
+        error);
+    ASSERT_TRUE(end) << error;
+    EXPECT_EQ(end->seq, 9u);
+    EXPECT_EQ(end->bytes.value_or(0), 4096u);
+    EXPECT_EQ(end->digest.value_or(""), "0123456789abcdef");
+
+    EXPECT_EQ(replication::parse_keepalive(R"({"seq":12,"durable":12})").value_or(0), 12u);
+    EXPECT_FALSE(replication::parse_keepalive(R"({"durable":12})"));
+    EXPECT_FALSE(replication::parse_keepalive("not json"));
+}
+
+TEST(FeedDecode, AHelloOrAnImageEndNotOfItsShapeIsRefusedNamingWhy) {
+    const std::pair<std::string, std::string> hellos[] = {
+        {"not json", "not a JSON object"},
+        {"[1,2]", "not a JSON object"},
+        {R"({"image":false})", "without seq or image"},
+        {R"({"seq":1})", "without seq or image"},
+        {R"({"seq":"1","image":false})", "without seq or image"},
+        {R"({"seq":1,"image":false,"history":"xyz"})", "history is not 16 hex"},
+        {R"({"seq":1,"image":false,"history":7})", "history is not 16 hex"},
+    };
+    for (const auto& [payload, why] : hellos) {
+        std::string error;
+        EXPECT_FALSE(replication::parse_hello(payload, error)) << payload;
+        EXPECT_NE(error.find(why), std::string::npos) << payload << ": " << error;
+    }
+    const std::pair<std::string, std::string> ends[] = {
+        {"{", "not a JSON object"},
+        {R"({"bytes":1,"digest":"0123456789abcdef"})", "without its seq"},
+        {R"({"seq":1,"bytes":-1})", "bytes is not a count"},
+        {R"({"seq":1,"digest":"0123456789abcdeg"})", "digest is not 16 hex"},
+    };
+    for (const auto& [payload, why] : ends) {
+        std::string error;
+        EXPECT_FALSE(replication::parse_image_end(payload, error)) << payload;
+        EXPECT_NE(error.find(why), std::string::npos) << payload << ": " << error;
+    }
 }
 
 }  // namespace
