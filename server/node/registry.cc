@@ -786,6 +786,26 @@ void Registry::retire(const std::shared_ptr<Slot>& slot, CloseReason reason) {
     if (options_.on_close) options_.on_close(close_reason_name(reason));
 }
 
+bool Registry::latch_due(const std::string& name, int64_t now) {
+    std::lock_guard lock(mu_);
+    LatchBackoff& b = latch_backoff_[name];
+    if (b.seen_ms == 0) {  // a latch found anew: soon after the last latched close, it waits
+        const bool soon = b.closed_ms != 0 && now - b.closed_ms < latch_backoff_reset_ms;
+        b.delay_ms = !soon ? 0
+                           : std::min(latch_backoff_max_ms,
+                                      std::max(latch_backoff_first_ms, b.delay_ms * 2));
+        b.seen_ms = now;
+    }
+    return now - b.seen_ms >= b.delay_ms;
+}
+
+void Registry::latch_closed(const std::string& name, int64_t now) {
+    std::lock_guard lock(mu_);
+    LatchBackoff& b = latch_backoff_[name];
+    b.seen_ms = 0;
+    b.closed_ms = now;
+}
+
 std::vector<std::string> Registry::sweep(const std::function<bool(std::string_view)>& followed) {
     const int64_t now = now_ms();
     std::vector<std::shared_ptr<Slot>> latched;
@@ -796,19 +816,34 @@ std::vector<std::string> Registry::sweep(const std::function<bool(std::string_vi
             if (t->db().failure()) latched.push_back(slot);
         }
     }
+    {
+        // Forgotten once past the reset: what is left is a tenant latched again soon after.
+        std::lock_guard lock(mu_);
+        std::erase_if(latch_backoff_, [&](const auto& e) {
+            return e.second.seen_ms == 0 && now - e.second.closed_ms >= latch_backoff_reset_ms;
+        });
+    }
     std::vector<std::shared_ptr<Slot>> busy;
     for (const std::shared_ptr<Slot>& slot : latched) {
+        if (!latch_due(slot->name, now)) continue;  // latched again soon after: it waits
         bool idle = false;
         {
             std::lock_guard lock(mu_);
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
         }
-        if (idle && close_slot(slot, CloseReason::latched)) continue;
+        if (idle && close_slot(slot, CloseReason::latched)) {
+            latch_closed(slot->name, now);
+            continue;
+        }
         // A followed copy's follower holds it and reopens it itself (Follower::run).
         if (!followed || !followed(slot->name)) busy.push_back(slot);
     }
     // Held: its holders are ended (Node::tick), and it is looked at again.
-    for (const std::shared_ptr<Slot>& slot : close_latched_held(busy)) held.push_back(slot->name);
+    const std::vector<std::shared_ptr<Slot>> left = close_latched_held(busy);
+    for (const std::shared_ptr<Slot>& slot : busy) {
+        if (std::find(left.begin(), left.end(), slot) == left.end()) latch_closed(slot->name, now);
+    }
+    for (const std::shared_ptr<Slot>& slot : left) held.push_back(slot->name);
     while (evict_one(CloseReason::idle, now, true)) {
     }
     if (options_.memory_max_bytes) {

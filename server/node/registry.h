@@ -275,7 +275,8 @@ public:
     // node calls it once a second.
     // A tenant latched read-only by a failed write (INVARIANTS I5) and held by nothing is closed
     // here too, whatever its idle time: only a reopen clears the latch, and the next request
-    // makes it (node-http.md §5.8). Answers the latched ones left open, held: the node ends what
+    // makes it (node-http.md §5.8); one latched again soon after waits longer each time
+    // (LatchBackoff). Answers the latched ones left open, held: the node ends what
     // holds them for good (Node::tick), a follower's stream or a subscriber, so the next sweep
     // closes them.
     // `followed`: whether a copy's follower runs, which reopens a latched copy itself
@@ -370,12 +371,32 @@ private:
     static constexpr int64_t latched_drain_wait_ms = 200;
     int64_t now_ms() const { return options_.clock->wall_ms(); }
 
+    // A latch found by the sweep is closed at once the first time; one found again soon after its
+    // reopen (a disk that stays full fails the next write the same way) waits longer each time
+    // before its close (latch_backoff_first_ms, doubling up to latch_backoff_max_ms), so a tenant
+    // is not replayed once a second for nothing: reads go on meanwhile. A tenant not latched for
+    // latch_backoff_reset_ms since its last latched close starts again at once.
+    struct LatchBackoff {
+        int64_t delay_ms = 0;   // how long a latch found now is left before its close
+        int64_t seen_ms = 0;    // when the sweep first found the present latch; 0: none
+        int64_t closed_ms = 0;  // the last latched close
+    };
+    static constexpr int64_t latch_backoff_first_ms = 2'000;
+    static constexpr int64_t latch_backoff_max_ms = 60'000;
+    static constexpr int64_t latch_backoff_reset_ms = 120'000;
+    // Whether `name`'s latch, found at `now`, is due its close (noting when it was first found,
+    // and then how long it waits).
+    bool latch_due(const std::string& name, int64_t now);
+    // `name`'s latched tenant was closed at `now`: a latch found soon after waits longer.
+    void latch_closed(const std::string& name, int64_t now);
+
     RegistryOptions options_;
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots_;
     Slot* oldest_ = nullptr;  // the least-recently-used list's ends (under mu_)
     Slot* newest_ = nullptr;
     size_t open_ = 0;  // tenants on the list, and any close_latched_held has out (under mu_)
+    std::map<std::string, LatchBackoff, std::less<>> latch_backoff_;  // (under mu_)
     std::atomic<uint64_t> open_memory_bytes_{0};  // their memory (Tenant::charge_memory_to)
     std::atomic<uint64_t> opens_{0};
     std::atomic<uint64_t> opening_bytes_{0};  // twice the file of each tenant being opened (§11)

@@ -482,6 +482,52 @@ TEST(RegistryLatched, AHolderThatDoesNotLetGoLeavesItServed) {
     EXPECT_EQ(l.r.open_count(), 0u);
 }
 
+// A tenant latched again soon after the reopen that cleared its last latch (a disk that stays
+// full) is closed only after a wait, doubling each time, its reads served meanwhile; one not
+// latched for two minutes since is closed at once again. Before, every sweep closed it: a reopen,
+// a replay of its file, once a second for nothing.
+TEST(RegistryLatched, ALatchFoundAgainSoonAfterItsReopenWaitsLongerEachTime) {
+    FaultFs fs;
+    engine::FakeClock clock;
+    RegistryOptions o = options_on(fs, clock);
+    o.close_idle_ms = 300'000;  // no idle close: only the latch closes it
+    Registry r(std::move(o));
+    create_with_collection(r, "acme");
+    int n = 0;
+    auto latch = [&] {
+        Acquired a = r.acquire("acme");
+        ASSERT_TRUE(a.tenant) << a.message;
+        fs.fail_sync(1);
+        EXPECT_FALSE(land_collection(a.tenant->db(), "more" + std::to_string(n++)).is_ok());
+        ASSERT_TRUE(a.tenant->db().failure().has_value());
+    };
+    // Swept until it is closed, the clock moved `step_ms` after each sweep that leaves it: the
+    // time it was left latched.
+    auto closed_after_ms = [&](int64_t step_ms) {
+        int64_t waited = 0;
+        for (int i = 0; i < 100; ++i) {
+            EXPECT_TRUE(r.sweep().empty());
+            if (r.open_count() == 0) return waited;
+            EXPECT_TRUE(r.try_get("acme")) << "left latched, and served";
+            clock.advance_ms(step_ms);
+            waited += step_ms;
+        }
+        return int64_t{-1};
+    };
+    ASSERT_NO_FATAL_FAILURE(latch());
+    EXPECT_EQ(closed_after_ms(500), 0) << "the first latch is closed at once";
+    ASSERT_NO_FATAL_FAILURE(latch());
+    EXPECT_EQ(closed_after_ms(500), 2'000);
+    ASSERT_NO_FATAL_FAILURE(latch());
+    EXPECT_EQ(closed_after_ms(500), 4'000);
+    clock.advance_ms(120'000);
+    ASSERT_NO_FATAL_FAILURE(latch());
+    EXPECT_EQ(closed_after_ms(500), 0) << "two minutes without a latch: at once again";
+    Acquired again = r.acquire("acme");
+    ASSERT_TRUE(again.tenant) << again.message;
+    EXPECT_TRUE(land_collection(again.tenant->db(), "after").is_ok());
+}
+
 // ---- the start's sync: a file there at start opens without a sync of its own ----
 
 // `from`'s bytes as `to`, not one of them synced: what a process that landed them and died
