@@ -25,7 +25,8 @@
 //   - a block applied moves the copy's seq to the block's last seq;
 //   - a forks entry applied is the copy's history when its last fork is within the copy's seq;
 //   - a hello or image end read names 16-hex history and digest, or none; a refused one says why;
-//   - an installed image is at its seq; a refused install leaves the copy as it was;
+//   - an installed image is at the seq its end names; a refused install leaves the copy as it
+//     was;
 //   - whatever landed reopens to the same state (a follower reopened on its file).
 #include <xxhash.h>
 
@@ -147,6 +148,7 @@ bool take_control(const node::Frame& f, std::optional<std::string>& image,
                 if (error.empty()) broken("a hello refused without a reason");
                 return false;
             }
+            if (!h->history) return false;  // the node's follower needs it (follows file)
             if (h->history && !format::parse_hex16(*h->history)) {
                 broken("a hello read with a history that is not 16 hex");
             }
@@ -180,10 +182,12 @@ bool take_control(const node::Frame& f, std::optional<std::string>& image,
             if (Status st = db->close(); !st.is_ok()) broken("close failed", st.to_string());
             db.reset();
             ImageInfo info;
-            auto check = [](const ImageInfo& i) {
-                return i.lineage.v == kFeedLineage
-                           ? Status::ok()
-                           : Status::error(Code::invalid_argument, "another tenant's image");
+            // The node follower's own check: the image's seq is the one its end frame names.
+            const uint64_t told = end->seq;
+            auto check = [told](const ImageInfo& i) {
+                return i.seq.v == told ? Status::ok()
+                                       : Status::error(Code::corruption,
+                                                       "the image's seq is not its end frame's");
             };
             Result<std::unique_ptr<Database>> installed = Database::install_open(
                 std::as_bytes(std::span(bytes.data(), bytes.size())), kIncoming, kPath,
@@ -194,7 +198,7 @@ bool take_control(const node::Frame& f, std::optional<std::string>& image,
             }
             if (installed.is_ok()) {
                 db = std::move(installed).value();
-                if (db->seq().v != info.seq.v) broken("an installed image is not at its seq");
+                if (db->seq().v != told) broken("an installed image is not at its end's seq");
                 return true;
             }
             check_refusal(installed.status(), "install");

@@ -154,12 +154,17 @@ bool Copies::caught_up(const std::string& tenant, const NodeRow& primary, const 
     return true;
 }
 
-void Copies::look_again(const std::string& tenant) {
+bool Copies::look_again(const std::string& tenant) {
     {
         std::lock_guard lock(mu_);
+        if (++catch_up_looks_[tenant] > catch_up_looks_max) {
+            catch_up_looks_.erase(tenant);
+            return false;
+        }
         schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
     }
     wake_.notify_one();
+    return true;
 }
 
 bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
@@ -181,6 +186,10 @@ bool Copies::handed_to_standby(const std::string& tenant, const std::string& sta
         return false;
     }
     if (!caught_up(tenant, primary->second, s->second, request_id, why)) return false;
+    {
+        std::lock_guard lock(mu_);
+        catch_up_looks_.erase(tenant);
+    }
     detach(tenant, request_id);
     return true;
 }
@@ -382,9 +391,10 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         if (std::string why; !handed_to_standby(t.name, standby, request_id, why)) {
             // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
             // over; the standby follows it meanwhile.
+            const bool again = look_again(t.name);
             log_line("`" + t.name + "` keeps its replica until its node's standby `" + standby +
-                     "` has caught up (looked at again on the repair's schedule): " + why);
-            look_again(t.name);
+                     "` has caught up (" +
+                     (again ? "looked at again in 10 s" : "left to the next repair") + "): " + why);
             continue;
         }
         if (old != maps->nodes.end() && old_standby != standby) {

@@ -61,6 +61,8 @@ inline constexpr size_t copies_queue_max = 4096;
 // tenant's own replica is given up for it (Copies::handed_to_standby), the tenant claimed
 // meanwhile; one still behind is looked at again on the repair's schedule.
 inline constexpr int64_t standby_catch_up_ms_max = 500;
+// The scheduled looks in a row at a tenant whose pair's standby is still behind.
+inline constexpr int catch_up_looks_max = 5;
 
 // Where a tenant's copy went, or why it has none.
 struct CopyOutcome {
@@ -143,8 +145,10 @@ class Copies {
     // copy, and false says why: a later repair hands it over.
     bool handed_to_standby(const std::string& tenant, const std::string& standby,
                            std::string_view request_id, std::string& why);
-    // `tenant` looked at by a repair again on the schedule (RepairSchedule), from now.
-    void look_again(const std::string& tenant);
+    // `tenant`, whose pair's standby is still behind, looked at by a repair again on the schedule
+    // (RepairSchedule's first step, 10 s), at most catch_up_looks_max times in a row; then left
+    // to the next repair asked for. False once it was looked at that often.
+    bool look_again(const std::string& tenant);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.
@@ -242,6 +246,7 @@ class Copies {
     std::deque<std::pair<std::string, std::function<void()>>> jobs_;  // key, job
     std::set<std::string> queued_;                                    // keys of the jobs waiting
     RepairSchedule schedule_;
+    std::map<std::string, int> catch_up_looks_;  // look_again's count, by tenant (under mu_)
     bool stopping_ = false;
     // Set by stop(): a repair under way ends after the tenant it is on, so a router stopping
     // waits for one node's call at most, not for a whole directory's.

@@ -238,7 +238,7 @@ void read_describe(DescribeReply& r) {
     r.read = r.found = true;
     r.lineage = std::string(lineage);
     r.history = std::string(history);
-    if (doc["durable"].get_uint64().get(r.durable)) r.durable = 0;
+    if (doc["durable"].get_uint64().get(r.durable)) r.durable = r.seq;  // not said: its seq
     std::string_view from;
     if (!doc["following"]["from"].get_string().get(from)) r.following = std::string(from);
 }

@@ -71,7 +71,7 @@ struct DescribeReply : NodeAnswer {
     bool found = false;
     std::string lineage, history;
     uint64_t seq = 0;
-    uint64_t durable = 0;  // the durable seq, where the node says it (else 0)
+    uint64_t durable = 0;  // the durable seq, where the node says it (else its seq)
     bool frozen = false;
     std::string following;  // the primary a copy follows (`following.from`), "" for none
 };

@@ -262,6 +262,8 @@ bool DirectoryFollower::on_image_end(const replication::Frame& f, std::string& e
                 got + ", its end frame said " +
                 (end->bytes ? std::to_string(*end->bytes) : std::string("no")) +
                 " bytes of digest " + end->digest.value_or("none");
+        std::lock_guard lock(mu_);
+        refused_ = error;
         return false;
     }
     auto before = directory_.maps();

@@ -2,6 +2,8 @@
 // router.md §11.4), on the global router.
 #include "shard/two_level.h"
 
+#include <simdjson.h>
+
 #include <chrono>
 
 #include "json/writer.h"
@@ -284,7 +286,8 @@ void TwoLevel::settle_import(const std::string& tenant) {
                  ")");
         return;
     }
-    if (at == here) {
+    // Released here: activated (the home statement), and the source asked to drop what it kept.
+    auto activate_here = [&] {
         const http::Response a = activate_import(router_, tenant);
         log_line("the import of `" + tenant + "` settled: region `" + source.scope +
                  "` released it here" +
@@ -292,18 +295,44 @@ void TwoLevel::settle_import(const std::string& tenant) {
                                   : "; not activated (" + std::to_string(a.status) + " " +
                                         node_error(a.body) + ")"));
         if (a.status == 200) drop_source(router_, source, tenant, asker);
-        return;
-    }
+    };
+    if (at == here) return activate_here();
     if (at.starts_with('@') || (state != "active" && state != "moving")) {
         // A home elsewhere: asked again next round.
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
                  "` has it at `" + at + "` (" + state + ")");
         return;
     }
+    if (state == "moving") {
+        // Its export not released (or its release still being written): no move of this
+        // router's runs on it (it would hold the claim), but a release it sent may yet arrive,
+        // and a router promoted there without the export's lapse would wait on this import for
+        // good. The source decides, once: its undo-export either undoes the export (a release
+        // after it refused), or says it was released here.
+        const Relayed undone =
+            router_.relays().relay(source, {.method = "POST",
+                                            .target = "/_shard/handoff/" + tenant + "/undo-export",
+                                            .body = "{}",
+                                            .client = asker.client,
+                                            .request_id = asker.request_id});
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        std::string_view to;
+        const bool released_here = undone.answered && undone.status == 409 &&
+                                   !parser.parse(undone.body).get(doc) &&
+                                   !doc["released_to"].get_string().get(to) && to == here;
+        if (released_here) return activate_here();
+        if (!undone.answered || undone.status != 200) {
+            log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
+                     "` has it moving, and its undo-export was " +
+                     (undone.answered ? "answered " + std::to_string(undone.status) + " " +
+                                            node_error(undone.body)
+                                      : "not answered (" + undone.why + ")"));
+            return;
+        }
+    }
     // On a node of its own there: active, the export lapsed and the release never ran; `moving`,
-    // its export was never released, as its primary says (no move of this router's runs: it
-    // would hold the claim), and a router promoted there without the export's lapse would wait
-    // on this import for good. Either way the import is stale, and nothing activated it.
+    // its export undone just now. Either way the import is stale, and nothing activated it.
     NodeAnswer del = router_.node_calls().remove(node->second, tenant, asker.request_id);
     if (!del.gone()) {
         log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
