@@ -169,12 +169,17 @@ bool Copies::look_again(const std::string& tenant) {
 
 bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
                                std::string_view request_id, std::string& why) {
+    auto handed = [&] {  // its looks counted from none again, should it fall behind later
+        std::lock_guard lock(mu_);
+        catch_up_looks_.erase(tenant);
+        return true;
+    };
     const auto maps = router_.directory().maps();
     auto r = maps->replicas.find(tenant);
-    if (r == maps->replicas.end()) return true;
+    if (r == maps->replicas.end()) return handed();
     if (r->second == standby) {
         (void)router_.directory().remove_replica(tenant);  // the same copy, kept
-        return true;
+        return handed();
     }
     // A standby still taking its image, or behind, is no copy to fail over onto: a write
     // answered meanwhile waited for the replica alone.
@@ -186,12 +191,8 @@ bool Copies::handed_to_standby(const std::string& tenant, const std::string& sta
         return false;
     }
     if (!caught_up(tenant, primary->second, s->second, request_id, why)) return false;
-    {
-        std::lock_guard lock(mu_);
-        catch_up_looks_.erase(tenant);
-    }
     detach(tenant, request_id);
-    return true;
+    return handed();
 }
 
 CopyOutcome Copies::place(const std::string& tenant,

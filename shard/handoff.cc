@@ -389,7 +389,10 @@ Response Step::undo_export() {
         // Moved on since it was read: a release began or ended, or the timer's lapse came.
         e = handoffs().find(tenant_);
         if (e && e->state == State::released) return released(e->to);
-        if (e && e->state == State::releasing) return releasing();
+        // Releasing, or back to exported (its release's row not written): ask again.
+        if (e && (e->state == State::releasing || e->state == State::exported)) {
+            return releasing();
+        }
         return answer("lapsed");
     }
     if (auto node = node_of(e->before); node && !thaw(*node)) {

@@ -322,7 +322,13 @@ void TwoLevel::settle_import(const std::string& tenant) {
                                    !parser.parse(undone.body).get(doc) &&
                                    !doc["released_to"].get_string().get(to) && to == here;
         if (released_here) return activate_here();
-        if (!undone.answered || undone.status != 200) {
+        // Undone there, or lapsed, or being thawed: the tenant is the source's again. "nothing"
+        // (no export there, and no row moving) says nothing of where it is: asked next round.
+        std::string_view how;
+        const bool undone_there = undone.answered && undone.status == 200 &&
+                                  !parser.parse(undone.body).get(doc) &&
+                                  !doc["undone"].get_string().get(how) && how != "nothing";
+        if (!undone_there) {
             log_line("the import of `" + tenant + "` is left importing: region `" + source.scope +
                      "` has it moving, and its undo-export was " +
                      (undone.answered ? "answered " + std::to_string(undone.status) + " " +

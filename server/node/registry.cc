@@ -817,31 +817,41 @@ std::vector<std::string> Registry::sweep(const std::function<bool(std::string_vi
         }
     }
     {
-        // Forgotten once past the reset: what is left is a tenant latched again soon after.
+        // A latch no longer found (reopened by a follower, closed for another reason) is over;
+        // an entry is forgotten once past the reset: what is left is a tenant latched again soon.
         std::lock_guard lock(mu_);
+        for (auto& [name, b] : latch_backoff_) {
+            const bool now_latched =
+                std::any_of(latched.begin(), latched.end(),
+                            [&](const auto& slot) { return slot->name == name; });
+            if (!now_latched) b.seen_ms = 0;
+        }
         std::erase_if(latch_backoff_, [&](const auto& e) {
             return e.second.seen_ms == 0 && now - e.second.closed_ms >= latch_backoff_reset_ms;
         });
     }
-    std::vector<std::shared_ptr<Slot>> busy;
+    std::vector<std::shared_ptr<Slot>> busy, tried;
     for (const std::shared_ptr<Slot>& slot : latched) {
         if (!latch_due(slot->name, now)) continue;  // latched again soon after: it waits
+        tried.push_back(slot);
         bool idle = false;
         {
             std::lock_guard lock(mu_);
             idle = !slot->out && slot->tenant && slot->tenant.use_count() == 1;
         }
-        if (idle && close_slot(slot, CloseReason::latched)) {
-            latch_closed(slot->name, now);
-            continue;
-        }
+        if (idle && close_slot(slot, CloseReason::latched)) continue;
         // A followed copy's follower holds it and reopens it itself (Follower::run).
         if (!followed || !followed(slot->name)) busy.push_back(slot);
     }
     // Held: its holders are ended (Node::tick), and it is looked at again.
     const std::vector<std::shared_ptr<Slot>> left = close_latched_held(busy);
-    for (const std::shared_ptr<Slot>& slot : busy) {
-        if (std::find(left.begin(), left.end(), slot) == left.end()) latch_closed(slot->name, now);
+    for (const std::shared_ptr<Slot>& slot : tried) {
+        bool closed = false;
+        {
+            std::lock_guard lock(mu_);
+            closed = slot->dead;  // retired: closed here, not taken meanwhile or put back
+        }
+        if (closed) latch_closed(slot->name, now);
     }
     for (const std::shared_ptr<Slot>& slot : left) held.push_back(slot->name);
     while (evict_one(CloseReason::idle, now, true)) {
