@@ -102,10 +102,26 @@ class GlobalImport : public ClusterTest<2> {
     }
     // U's own row of `t` (a relayed read is answered from its own directory alone: asked
     // straight, it answers a tenant it does not place from its copy of G's).
-    std::string us_row(const std::string& t) {
-        Client c(us_->port());
+    std::string us_row(const std::string& t) { return row_of(us_->port(), t); }
+    // What the router at `port` answers for `t`, as "<node> <state>".
+    static std::string row_of(uint16_t port, const std::string& t) {
+        Client c(port);
         Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
         return j.text("node") + " " + j.text("state");
+    }
+    // GS, a standby router of G's directory, once it has `t` on n1 (nullptr, failed, otherwise).
+    std::unique_ptr<RouterProcess> g_standby_with(const std::string& t) {
+        auto gs = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("gs.fenec"),
+                                     "--replica-of", url_of(g_port_), "--replication-token",
+                                     kReplication, "--auth-delay", "0"},
+            dir_.file("gs.err"));
+        if (gs->port() == 0 ||
+            !eventually([&] { return row_of(gs->port(), t) == "n1 active"; }, 10000)) {
+            ADD_FAILURE() << row_of(gs->port(), t) << read_file(dir_.file("gs.err"));
+            return nullptr;
+        }
+        return gs;
     }
 
     std::vector<std::string> g_more_;                          // flags G always starts with
@@ -290,16 +306,9 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
                        R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
     ASSERT_EQ(made.status, 201) << made.body;
     ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
-    RouterProcess gs({"--token", kRoot, "--directory", dir_.file("gs.fenec"), "--replica-of",
-                      url_of(g_port_), "--replication-token", kReplication, "--auth-delay", "0"},
-                     dir_.file("gs.err"));
-    ASSERT_NE(gs.port(), 0) << read_file(dir_.file("gs.err"));
-    auto gs_row = [&] {
-        Client c(gs.port());
-        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
-        return j.text("node") + " " + j.text("state");
-    };
-    ASSERT_TRUE(eventually([&] { return gs_row() == "n1 active"; }, 10000)) << gs_row();
+    std::unique_ptr<RouterProcess> gs = g_standby_with(t);
+    ASSERT_TRUE(gs);
+    auto gs_row = [&] { return row_of(gs->port(), t); };
 
     Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})");
     ASSERT_EQ(moved.status, 200) << moved.body;
@@ -309,7 +318,7 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
     router_->kill(SIGKILL);
     ASSERT_EQ(gs_row(), "n1 moving") << "the standby was sent the release: nothing to show";
 
-    Client c(gs.port());
+    Client c(gs->port());
     Reply promoted =
         c.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
     ASSERT_EQ(promoted.status, 200) << promoted.body;
@@ -338,16 +347,9 @@ TEST_F(GlobalImport, AReleaseOfARegionKeptHereIsSentToTheStandbysBeforeTheImport
     Reply made = shard("PUT", "/_shard/tenants/" + t,
                        R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
     ASSERT_EQ(made.status, 201) << made.body;
-    RouterProcess gs({"--token", kRoot, "--directory", dir_.file("gs.fenec"), "--replica-of",
-                      url_of(g_port_), "--replication-token", kReplication, "--auth-delay", "0"},
-                     dir_.file("gs.err"));
-    ASSERT_NE(gs.port(), 0) << read_file(dir_.file("gs.err"));
-    auto gs_row = [&] {
-        Client c(gs.port());
-        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
-        return j.text("node") + " " + j.text("state");
-    };
-    ASSERT_TRUE(eventually([&] { return gs_row() == "n1 active"; }, 10000)) << gs_row();
+    std::unique_ptr<RouterProcess> gs = g_standby_with(t);
+    ASSERT_TRUE(gs);
+    auto gs_row = [&] { return row_of(gs->port(), t); };
 
     std::thread mover([&] {
         Client c(g_port_);
@@ -388,11 +390,7 @@ TEST_F(GlobalImport, APromotedRegionStandbyBehindAReleaseTakesAHomeTheGlobalRout
             dir_.file("us-s.err"));
     }
     ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
-    auto standby_row = [&] {
-        Client c(us_standby->port());
-        Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
-        return j.text("node") + " " + j.text("state");
-    };
+    auto standby_row = [&] { return row_of(us_standby->port(), t); };
     ASSERT_TRUE(eventually([&] { return standby_row() == "n2 active"; }, 15000)) << standby_row();
 
     Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})");

@@ -163,6 +163,31 @@ class HandoffOn : public Base {
         }
         return es;
     }
+    // The two regions with `t` on n1, E's feed to its standby holding each change 300 ms
+    // (FENEC_TEST_FEED_STALL), and ES, that standby, once it has `t` on n1. Fatal failures: call
+    // it under ASSERT_NO_FATAL_FAILURE.
+    std::unique_ptr<RouterProcess> behind_standby(const std::string& t) {
+        {
+            HookEnv stall("FENEC_TEST_FEED_STALL", "300");
+            two_regions(t);
+        }
+        if (::testing::Test::HasFatalFailure()) return nullptr;
+        std::unique_ptr<RouterProcess> es = eu_standby();
+        if (!es) return nullptr;
+        EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
+        return es;
+    }
+    // E frozen (SIGSTOP, as a machine lost) right after an answer, a moment given to its loop to
+    // write what its feed was handed (the feed's own hold is 300 ms): whether ES then reads `t`
+    // as `row` (within 3 s). E is continued after.
+    bool sent_before_the_answer(const RouterProcess& es, const std::string& t,
+                                const std::string& row) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        eu_->signal(SIGSTOP);
+        const bool sent = eventually([&] { return row_of(es, t) == row; }, 3000);
+        eu_->signal(SIGCONT);
+        return sent;
+    }
     // What `router`'s own directory says of `t`, as "<node> <state>" (`@<r>` once released).
     static std::string row_of(const RouterProcess& router, const std::string& t) {
         Json j(on(router.port(), "GET", "/_shard/tenants/" + t).body);
@@ -600,21 +625,12 @@ TEST_F(Handoff, AReleaseWhoseAnswerWasLostGoesOn) {
 // the settling beside the import U holds, the tenant then live in two regions.
 TEST_F(Handoff, AReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
     const std::string t = tenant("acme");
-    {
-        HookEnv stall("FENEC_TEST_FEED_STALL", "300");
-        ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    }
-    std::unique_ptr<RouterProcess> es = eu_standby();
+    std::unique_ptr<RouterProcess> es;
+    ASSERT_NO_FATAL_FAILURE(es = behind_standby(t));
     ASSERT_TRUE(es);
-    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
-
     ASSERT_NO_FATAL_FAILURE(released_to_us(t));
-    // The answer's loop a moment to write what the feed was handed; the feed's own hold is 300 ms.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    eu_->signal(SIGSTOP);
-    EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "@us active"; }, 3000))
+    EXPECT_TRUE(sent_before_the_answer(*es, t, "@us active"))
         << row_of(*es, t) << ": the release was answered before the standby was sent it";
-    eu_->signal(SIGCONT);
 }
 
 // As the release, the export: n1 frozen only once ES was sent the row `moving`. Before, ES
@@ -622,21 +638,14 @@ TEST_F(Handoff, AReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
 // (writes refused until the move was asked again).
 TEST_F(Handoff, AnExportFreezesOnceTheStandbyRoutersWereSentTheRowMoving) {
     const std::string t = tenant("acme");
-    {
-        HookEnv stall("FENEC_TEST_FEED_STALL", "300");
-        ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    }
-    std::unique_ptr<RouterProcess> es = eu_standby();
+    std::unique_ptr<RouterProcess> es;
+    ASSERT_NO_FATAL_FAILURE(es = behind_standby(t));
     ASSERT_TRUE(es);
-    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
     Reply image =
         relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/export", R"({"to":"@us"})");
     ASSERT_EQ(image.status, 200) << image.body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    eu_->signal(SIGSTOP);
-    EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "n1 moving"; }, 3000))
+    EXPECT_TRUE(sent_before_the_answer(*es, t, "n1 moving"))
         << row_of(*es, t) << ": n1 was frozen before the standby was sent the row";
-    eu_->signal(SIGCONT);
 }
 
 // As the release, its undo: answered once ES was sent the row back on n1. Before, ES could still
@@ -644,22 +653,15 @@ TEST_F(Handoff, AnExportFreezesOnceTheStandbyRoutersWereSentTheRowMoving) {
 // activates its import beside the copy E thawed on n1.
 TEST_F(Handoff, AnUndoReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
     const std::string t = tenant("acme");
-    {
-        HookEnv stall("FENEC_TEST_FEED_STALL", "300");
-        ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    }
-    std::unique_ptr<RouterProcess> es = eu_standby();
+    std::unique_ptr<RouterProcess> es;
+    ASSERT_NO_FATAL_FAILURE(es = behind_standby(t));
     ASSERT_TRUE(es);
-    ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
     ASSERT_NO_FATAL_FAILURE(released_to_us(t));
     ASSERT_TRUE(eventually([&] { return row_of(*es, t) == "@us active"; }, 3000)) << row_of(*es, t);
     Reply undone = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-release", "{}");
     ASSERT_EQ(undone.status, 200) << undone.body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    eu_->signal(SIGSTOP);
-    EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; }, 3000))
+    EXPECT_TRUE(sent_before_the_answer(*es, t, "n1 active"))
         << row_of(*es, t) << ": the undo was answered before the standby was sent it";
-    eu_->signal(SIGCONT);
 }
 
 // §11.7, §11.10: a target region none of whose routers answers leaves the tenant where it was,
