@@ -117,6 +117,28 @@ struct Json {
 };
 
 // The value of a metric's sample, as text (`name{labels}`), or "" when absent.
+// Whether the router at `port` had handed every follower of its directory keeping up all the
+// file holds (each `keeping_up` one of its GET /_replication/status `behind` 0, and at least one),
+// read at once: what a step answered only once those were sent the change promises at its answer.
+inline bool feed_handed_all(uint16_t port) {
+    Client c(port);
+    const Reply st =
+        c.request("GET", "/_replication/status", {}, bearer(kReplication)).value_or(Reply{});
+    simdjson::dom::parser parser;
+    simdjson::dom::array followers;
+    if (st.status != 200 || parser.parse(st.body)["followers"].get(followers)) return false;
+    int keeping_up = 0;
+    for (simdjson::dom::element f : followers) {
+        bool up = false;
+        uint64_t behind = 1;
+        if (f["keeping_up"].get(up) || f["behind"].get(behind)) return false;
+        if (!up) continue;  // not waited for
+        if (behind != 0) return false;
+        ++keeping_up;
+    }
+    return keeping_up > 0;
+}
+
 inline std::string sample(const std::string& metrics, const std::string& series) {
     const size_t at = metrics.find("\n" + series + " ");
     if (at == std::string::npos) return "";

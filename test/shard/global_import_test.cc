@@ -336,10 +336,10 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
 
 // §11.7 step 3 from a region G keeps itself (eu): the release is G's own row `@us`, and step 5's
 // activation of the import follows it. G's feed to its standby GS holds each change 300 ms
-// (FENEC_TEST_FEED_STALL); the move is held just after the release (FENEC_TEST_MOVE_STALL) and
-// G frozen there (SIGSTOP): GS has been sent the row `@us`. Before, the activation followed the
-// release at once, and a GS promoted then, reading `moving` with the import not yet active,
-// thawed n1 beside the import about to be.
+// (FENEC_TEST_FEED_STALL); the move is held just after the release (FENEC_TEST_MOVE_STALL): G's
+// feed has handed GS the row `@us` by then (its /_replication/status). Before, the activation
+// followed the release at once, and a GS promoted then, reading `moving` with the import not yet
+// active, thawed n1 beside the import about to be.
 TEST_F(GlobalImport, AReleaseOfARegionKeptHereIsSentToTheStandbysBeforeTheImportIsActivated) {
     const std::string t = tenant("acme"), other = tenant("other");
     g_env_ = {{"FENEC_TEST_FEED_STALL", "300"}};
@@ -358,11 +358,11 @@ TEST_F(GlobalImport, AReleaseOfARegionKeptHereIsSentToTheStandbysBeforeTheImport
     });
     EXPECT_TRUE(logged(dir_.file("router.err"), "test hook: held after `released`", 20000))
         << read_file(dir_.file("router.err"));
-    // The answer's loop a moment to write what the feed was handed; the feed's own hold is 300 ms.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    router_->signal(SIGSTOP);
-    EXPECT_TRUE(eventually([&] { return gs_row() == "@us active"; }, 3000))
-        << gs_row() << ": the import was activated before the standby was sent the release";
+    // Held there, before step 5: G's feed (each change held 300 ms) has handed its standbys the
+    // release already, and GS reads it.
+    EXPECT_TRUE(feed_handed_all(g_port_))
+        << "the import was to be activated before the standby was sent the release";
+    EXPECT_TRUE(eventually([&] { return gs_row() == "@us active"; }, 3000)) << gs_row();
     client_.reset();
     router_->kill(SIGKILL);
     mover.join();

@@ -177,16 +177,13 @@ class HandoffOn : public Base {
         EXPECT_TRUE(eventually([&] { return row_of(*es, t) == "n1 active"; })) << row_of(*es, t);
         return es;
     }
-    // E frozen (SIGSTOP, as a machine lost) right after an answer, a moment given to its loop to
-    // write what its feed was handed (the feed's own hold is 300 ms): whether ES then reads `t`
-    // as `row` (within 3 s). E is continued after.
+    // Right after an answer, whether E's feed had handed ES everything E's directory holds
+    // (its feed holds each change 300 ms, so a step answered before the wait has not), and ES
+    // then reads `t` as `row` (within 3 s).
     bool sent_before_the_answer(const RouterProcess& es, const std::string& t,
                                 const std::string& row) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        eu_->signal(SIGSTOP);
-        const bool sent = eventually([&] { return row_of(es, t) == row; }, 3000);
-        eu_->signal(SIGCONT);
-        return sent;
+        const bool handed = feed_handed_all(eu_->port());
+        return eventually([&] { return row_of(es, t) == row; }, 3000) && handed;
     }
     // What `router`'s own directory says of `t`, as "<node> <state>" (`@<r>` once released).
     static std::string row_of(const RouterProcess& router, const std::string& t) {
@@ -619,8 +616,8 @@ TEST_F(Handoff, AReleaseWhoseAnswerWasLostGoesOn) {
 }
 
 // §11.7 step 3, §7.2 step 10's wait: E's feed to its standby router ES holds each change 300 ms
-// (FENEC_TEST_FEED_STALL). The release is answered only once ES was sent its row: E frozen
-// (SIGSTOP, as a machine lost) right after the answer, ES has the row `@us`, and promoted it
+// (FENEC_TEST_FEED_STALL). The release is answered only once ES was sent its row: right after
+// the answer E's feed has handed it (its /_replication/status), ES reads `@us`, and promoted it
 // would thaw nothing. Before, ES still placed the tenant on n1: a row `moving` there is thawed by
 // the settling beside the import U holds, the tenant then live in two regions.
 TEST_F(Handoff, AReleaseIsAnsweredOnceTheStandbyRoutersWereSentIt) {
