@@ -154,17 +154,22 @@ bool Copies::caught_up(const std::string& tenant, const NodeRow& primary, const 
     return true;
 }
 
-bool Copies::look_again(const std::string& tenant) {
+void Copies::look_again(const std::string& tenant, const std::string& standby,
+                        const std::string& why) {
+    bool again = true;
     {
         std::lock_guard lock(mu_);
         if (++catch_up_looks_[tenant] > catch_up_looks_max) {
             catch_up_looks_.erase(tenant);
-            return false;
+            again = false;
+        } else {
+            schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
         }
-        schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
     }
-    wake_.notify_one();
-    return true;
+    if (again) wake_.notify_one();
+    log_line("`" + tenant + "` keeps its replica until its node's standby `" + standby +
+             "` has caught up (" + (again ? "looked at again in 10 s" : "left to the next repair") +
+             "): " + why);
 }
 
 bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
@@ -392,10 +397,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         if (std::string why; !handed_to_standby(t.name, standby, request_id, why)) {
             // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
             // over; the standby follows it meanwhile.
-            const bool again = look_again(t.name);
-            log_line("`" + t.name + "` keeps its replica until its node's standby `" + standby +
-                     "` has caught up (" +
-                     (again ? "looked at again in 10 s" : "left to the next repair") + "): " + why);
+            look_again(t.name, standby, why);
             continue;
         }
         if (old != maps->nodes.end() && old_standby != standby) {

@@ -145,10 +145,10 @@ class Copies {
     // copy, and false says why: a later repair hands it over.
     bool handed_to_standby(const std::string& tenant, const std::string& standby,
                            std::string_view request_id, std::string& why);
-    // `tenant`, whose pair's standby is still behind, looked at by a repair again on the schedule
-    // (RepairSchedule's first step, 10 s), at most catch_up_looks_max times in a row; then left
-    // to the next repair asked for. False once it was looked at that often.
-    bool look_again(const std::string& tenant);
+    // `tenant`, whose pair's `standby` is still behind (`why`), looked at by a repair again on
+    // the schedule (RepairSchedule's first step, 10 s), at most catch_up_looks_max times in a
+    // row, then left to the next repair asked for; logged either way.
+    void look_again(const std::string& tenant, const std::string& standby, const std::string& why);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.

@@ -699,6 +699,15 @@ Response Step::drop() {
 
 }  // namespace
 
+std::string released_to(std::string_view body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view to;
+    if (parser.parse(body.data(), body.size()).get(doc) || doc["released_to"].get_string().get(to))
+        return "";
+    return std::string(to);
+}
+
 HandoffTo parse_handoff_to(std::string_view body) {
     HandoffTo out;
     simdjson::dom::parser parser;

@@ -153,6 +153,8 @@ struct HandoffTo {
     std::string error;
 };
 HandoffTo parse_handoff_to(std::string_view body);
+// The `released_to` of an undo-export refused because the release ran (a 409's body), or "".
+std::string released_to(std::string_view body);
 
 // The handoffs in progress on a region's router, and the timer that lapses an export. Thread-
 // safe; the timer's thread calls the source node (blocking), so stop() runs before the upstream

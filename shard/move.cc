@@ -542,9 +542,10 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
 
 // A region's router (§11.3), a row left `moving` to region `@<r>`: only the global router's
 // primary says whether the move went through. A standby promoted here may never have heard its
-// old primary's release: a thaw then would make the tenant live in two regions. A home at the
-// target: the row is written released, as the release would have; nothing said: left moving,
-// nothing thawed (the settling asks again each period, Handoffs::settle_moving).
+// old primary's release: a thaw then would make the tenant live in two regions. Placed in
+// another region: the row is written released, as the release would have; still `importing`
+// there, or nothing said: left moving, nothing thawed (the settling asks again each period,
+// Handoffs::settle_moving); a home here still: nullopt, the target is asked next.
 std::optional<std::string> homed_elsewhere(Router& router, const std::string& name,
                                            const TenantRow& t) {
     if (!router.options().region || !home_region(t.moving_to)) return std::nullopt;

@@ -52,16 +52,6 @@ struct RegionAnswer {
     std::string why;  // not answered
 };
 
-// The `released_to` of an undo-export refused because the release ran (shard/handoff.h), or "".
-std::string released_to(std::string_view body) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view to;
-    if (parser.parse(body.data(), body.size()).get(doc) || doc["released_to"].get_string().get(to))
-        return "";
-    return std::string(to);
-}
-
 // Whether a 409 is a standby's (§6.1: it names the primary it follows).
 bool standby_refusal(int status, std::string_view body) {
     if (status != 409) return false;

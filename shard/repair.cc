@@ -169,11 +169,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
             if (taken) {
                 // Following, not caught up: its own replica stays its copy, mended below, and
                 // is handed over on a later repair.
-                const bool again = look_again(row.name);
-                log_line("`" + row.name + "` keeps its replica until its node's standby `" +
-                         *standby + "` has caught up (" +
-                         (again ? "looked at again in 10 s" : "left to the next repair") +
-                         "): " + not_yet);
+                look_again(row.name, *standby, not_yet);
             } else if (!own_elsewhere) {
                 remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
                 report.failed.push_back({row.name, why});

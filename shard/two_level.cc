@@ -315,15 +315,13 @@ void TwoLevel::settle_import(const std::string& tenant) {
                                             .body = "{}",
                                             .client = asker.client,
                                             .request_id = asker.request_id});
-        simdjson::dom::parser parser;
-        simdjson::dom::element doc;
-        std::string_view to;
-        const bool released_here = undone.answered && undone.status == 409 &&
-                                   !parser.parse(undone.body).get(doc) &&
-                                   !doc["released_to"].get_string().get(to) && to == here;
-        if (released_here) return activate_here();
+        if (undone.answered && undone.status == 409 && released_to(undone.body) == here) {
+            return activate_here();
+        }
         // Undone there, or lapsed, or being thawed: the tenant is the source's again. "nothing"
         // (no export there, and no row moving) says nothing of where it is: asked next round.
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
         std::string_view how;
         const bool undone_there = undone.answered && undone.status == 200 &&
                                   !parser.parse(undone.body).get(doc) &&

@@ -109,6 +109,12 @@ class GlobalImport : public ClusterTest<2> {
         Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
         return j.text("node") + " " + j.text("state");
     }
+    // The standby router at `port` promoted (POST /_replication/promote).
+    static Reply promote(uint16_t port) {
+        Client c(port);
+        return c.request("POST", "/_replication/promote", {}, bearer(kReplication))
+            .value_or(Reply{});
+    }
     // GS, a standby router of G's directory, once it has `t` on n1 (nullptr, failed, otherwise).
     std::unique_ptr<RouterProcess> g_standby_with(const std::string& t) {
         auto gs = std::make_unique<RouterProcess>(
@@ -318,9 +324,7 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
     router_->kill(SIGKILL);
     ASSERT_EQ(gs_row(), "n1 moving") << "the standby was sent the release: nothing to show";
 
-    Client c(gs->port());
-    Reply promoted =
-        c.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    Reply promoted = promote(gs->port());
     ASSERT_EQ(promoted.status, 200) << promoted.body;
     EXPECT_TRUE(eventually([&] { return gs_row() == "@us active"; }, 5000))
         << gs_row() << read_file(dir_.file("gs.err"));
@@ -328,6 +332,7 @@ TEST_F(GlobalImport, APromotedStandbyBehindAReleaseTakesTheHomeTheTargetRegionSa
     EXPECT_NE(copy_on(kN1, t).body.find("\"frozen\":true"), std::string::npos)
         << copy_on(kN1, t).body;
     // Written through the promoted router: to us, on n2.
+    Client c(gs->port());
     Reply w = c.request("POST", "/t/" + t + "/c/notes", R"({"title":"after"})", bearer(kData))
                   .value_or(Reply{});
     EXPECT_EQ(w.status, 201) << w.body;
@@ -401,9 +406,7 @@ TEST_F(GlobalImport, APromotedRegionStandbyBehindAReleaseTakesAHomeTheGlobalRout
     us_->kill(SIGKILL);
     ASSERT_EQ(standby_row(), "n2 moving") << "the standby was sent the release: nothing to show";
 
-    Client c(us_standby->port());
-    Reply promoted =
-        c.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    Reply promoted = promote(us_standby->port());
     ASSERT_EQ(promoted.status, 200) << promoted.body;
     EXPECT_TRUE(eventually([&] { return standby_row() == "@eu active"; }, 5000))
         << standby_row() << read_file(dir_.file("us-s.err"));
