@@ -690,7 +690,13 @@ class Api {
                                         std::vector<std::string>& unreplicated) {
         const std::string& name = node.name;
         if (standby && *standby != old_standby) {
-            if (engine::Status st = router_.directory().put_pair(name, *standby); !st.is_ok()) {
+            // A standby replaced: the tenants it kept the copies of keep them, as replicas of
+            // their own, until the new one has caught up with each (Copies::paired).
+            const std::vector<std::string> kept =
+                old_standby.empty() ? std::vector<std::string>{}
+                                    : router_.copies().copied_by_pair(name, old_standby);
+            if (engine::Status st = router_.directory().put_pair(name, *standby, kept, old_standby);
+                !st.is_ok()) {
                 return Router::error(500, "the directory could not record the pair of `" + name +
                                               "`: " + st.to_string());
             }

@@ -359,6 +359,17 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
     return place(tenant, {}, {from}, request_id);
 }
 
+std::vector<std::string> Copies::copied_by_pair(const std::string& node,
+                                                const std::string& standby) const {
+    std::vector<std::string> out;
+    const auto maps = router_.directory().maps();
+    if (!maps->nodes.contains(standby)) return out;
+    for (const TenantRow& t : tenants_on(*maps, node)) {
+        if (maps->copy_of(t) == standby && !maps->replicas.contains(t.name)) out.push_back(t.name);
+    }
+    return out;
+}
+
 std::vector<std::string> Copies::paired(const std::string& node, const std::string& standby,
                                         const std::string& old_standby,
                                         std::string_view request_id) {

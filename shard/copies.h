@@ -137,6 +137,10 @@ class Copies {
     };
     Attached attach(const TenantRow& tenant, const NodeRow& on, bool own,
                     std::string_view request_id);
+    // The tenants on `node` whose copy is its pair's standby `standby` (no replica of their own),
+    // none when `standby` is not in the directory.
+    std::vector<std::string> copied_by_pair(const std::string& node,
+                                            const std::string& standby) const;
     // §8.2 detach of `tenant`'s own replica, if it has one.
     void detach(const std::string& tenant, std::string_view request_id);
     // The pair's `standby` was told to follow `tenant`: its own replica, if it has one, is its
@@ -169,8 +173,11 @@ class Copies {
                       std::string_view request_id);
 
     // §8.1, once the pair `node` → `standby` is recorded: every tenant on `node` attached on
-    // `standby` (and its own replica, now redundant, detached); copies on `old_standby`, when the
-    // pair had another, deleted. The tenants left without a copy.
+    // `standby`, and its own replica given up once the standby has caught up with it
+    // (handed_to_standby; one behind is looked at again); copies on `old_standby`, when the pair
+    // had another, deleted. A replaced standby's copies were recorded with the pair as replicas of
+    // their own (copied_by_pair), so each stays its tenant's copy until then. The tenants left
+    // without a copy.
     std::vector<std::string> paired(const std::string& node, const std::string& standby,
                                     const std::string& old_standby, std::string_view request_id);
     // Once the pair of `node` is removed: the copies on `old_standby` deleted and, with

@@ -656,13 +656,27 @@ Status Directory::set_quota(std::string_view name, const std::optional<Quota>& q
     });
 }
 
-Status Directory::put_pair(std::string_view node, const std::string& standby) {
+Status Directory::put_pair(std::string_view node, const std::string& standby,
+                           const std::vector<std::string>& kept, const std::string& kept_on) {
     std::lock_guard lock(write_mu_);
     const std::string n(node);
-    Status st = write_locked({{"del pairs where node = $1", {n}},
-                              {"insert pairs {node: $1, standby: $2}", {n, standby}}});
+    std::vector<Statement> statements;
+    if (!kept_on.empty()) {
+        for (const std::string& t : kept) {
+            statements.push_back({"del replicas where tenant = $1", {t}});
+            statements.push_back({"insert replicas {tenant: $1, node: $2}", {t, kept_on}});
+        }
+    }
+    statements.push_back({"del pairs where node = $1", {n}});
+    statements.push_back({"insert pairs {node: $1, standby: $2}", {n, standby}});
+    Status st = write_locked(statements);
     if (!st.is_ok()) return st;
-    return change([&](DirectoryMaps& m) { m.pairs[n] = standby; });
+    return change([&](DirectoryMaps& m) {
+        m.pairs[n] = standby;
+        if (!kept_on.empty()) {
+            for (const std::string& t : kept) m.replicas[t] = kept_on;
+        }
+    });
 }
 
 Status Directory::remove_pair(std::string_view node) {

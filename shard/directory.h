@@ -180,8 +180,13 @@ class Directory {
     // A tenant's quota (§6.4); none removes it.
     [[nodiscard]] engine::Status set_quota(std::string_view name, const std::optional<Quota>& q);
 
-    // Pairs (§8.1): `node`'s standby is `standby`; remove_pair forgets `node`'s.
-    [[nodiscard]] engine::Status put_pair(std::string_view node, const std::string& standby);
+    // Pairs (§8.1): `node`'s standby is `standby`; remove_pair forgets `node`'s. With
+    // `kept_on`, each of `kept` is recorded in the same write as having its own replica there: a
+    // pair's old standby, whose copies stay each tenant's copy until the new standby has caught up
+    // (Copies::paired).
+    [[nodiscard]] engine::Status put_pair(std::string_view node, const std::string& standby,
+                                          const std::vector<std::string>& kept = {},
+                                          const std::string& kept_on = {});
     [[nodiscard]] engine::Status remove_pair(std::string_view node);
     // A tenant's own replica (§8.2): on `node`; remove_replica forgets it.
     [[nodiscard]] engine::Status put_replica(std::string_view tenant, const std::string& node);

@@ -204,6 +204,64 @@ TEST_F(Copies, APairGivesUpAReplicaOnlyOnceTheStandbyHasCaughtUp) {
     }
 }
 
+// A pair given a new standby: the old standby's copy stays the tenant's copy, recorded as a
+// replica of its own, until the new standby has caught up, and is deleted only then. So at the
+// answer the copy the directory names holds every write the primary had before the change, and
+// the old one goes once the new one has caught up. Before, the new standby was the copy from the
+// moment the pair was recorded and the old copy was deleted as soon as the new standby was told
+// to follow: the answer found the copy a few of its 15 blocks of 100 KB in, and a failover then
+// would have promoted it without the last writes.
+TEST_F(Copies, APairGivenANewStandbyKeepsTheOldOnesCopyUntilTheNewOneHasCaughtUp) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    auto index_of = [](const std::string& n) { return std::stoi(n.substr(1)) - 1; };
+    auto seq_on = [&](int i) {
+        Reply d = node(i, "GET", "/_admin/tenants/" + t, {}, node_admin_token(i));
+        simdjson::dom::parser parser;
+        uint64_t seq = 0;
+        if (d.status != 200 || parser.parse(d.body)["seq"].get_uint64().get(seq))
+            return uint64_t{0};
+        return seq;
+    };
+    auto recorded_copy = [&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica");
+    };
+    const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
+    const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
+    const std::string first_name = "n" + std::to_string(first + 1);
+    const std::string second_name = "n" + std::to_string(second + 1);
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + first_name + R"("})");
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    ASSERT_TRUE(eventually([&] {
+        if (recorded_copy() != first_name) (void)shard("POST", "/_shard/replicas", "{}");
+        return recorded_copy() == first_name;
+    })) << "the first standby never took the tenant over";
+    const std::string big(100'000, 'a');
+    for (int i = 0; i < 15; ++i) {
+        Reply put = data("PUT", "/t/" + t + "/c/notes/1", R"({"title":")" + big + R"("})");
+        ASSERT_EQ(put.status / 100, 2) << put.body;
+    }
+    const uint64_t primary_seq = seq_on(0);
+    ASSERT_GT(primary_seq, 15u);
+    ASSERT_TRUE(eventually([&] { return seq_on(first) >= primary_seq; }));
+
+    paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    const std::string copy = recorded_copy();
+    ASSERT_TRUE(copy == first_name || copy == second_name) << copy;
+    EXPECT_GE(seq_on(index_of(copy)), primary_seq)
+        << "the tenant's copy, on " << copy << ", is short of the primary's writes";
+    if (copy == first_name) {
+        // Behind at the bound (a slow machine): kept, and handed over by a repair once caught up.
+        ASSERT_TRUE(eventually([&] { return seq_on(second) >= primary_seq; }));
+        Reply repaired = shard("POST", "/_shard/replicas", "{}");
+        EXPECT_EQ(repaired.status, 200) << repaired.body;
+        EXPECT_EQ(recorded_copy(), second_name);
+    }
+    EXPECT_EQ(copy_on(first, t).status, 404) << "the old standby's copy was left behind";
+}
+
 // A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
 // the pair's standby was the copy of every tenant on the node from the moment the pair was
 // recorded: a failover asked the standby to promote a copy it did not have, and failed the tenant,
