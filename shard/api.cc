@@ -706,7 +706,13 @@ class Api {
             }
             unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
         } else if (given && !standby && !old_standby.empty()) {
-            if (engine::Status st = router_.directory().remove_pair(name); !st.is_ok()) {
+            // Under --replicas, the old standby's copies stay where they are, caught up, as the
+            // tenants' replicas of their own (Copies::unpaired).
+            const std::vector<std::string> kept =
+                router_.options().replicas ? router_.copies().copied_by_pair(name, old_standby)
+                                           : std::vector<std::string>{};
+            if (engine::Status st = router_.directory().remove_pair(name, kept, old_standby);
+                !st.is_ok()) {
                 return Router::error(500, "the directory could not remove the pair of `" + name +
                                               "`: " + st.to_string());
             }

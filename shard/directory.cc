@@ -656,17 +656,21 @@ Status Directory::set_quota(std::string_view name, const std::optional<Quota>& q
     });
 }
 
+void Directory::keep_replicas(std::vector<Statement>& statements,
+                              const std::vector<std::string>& kept, const std::string& kept_on) {
+    if (kept_on.empty()) return;
+    for (const std::string& t : kept) {
+        statements.push_back({"del replicas where tenant = $1", {t}});
+        statements.push_back({"insert replicas {tenant: $1, node: $2}", {t, kept_on}});
+    }
+}
+
 Status Directory::put_pair(std::string_view node, const std::string& standby,
                            const std::vector<std::string>& kept, const std::string& kept_on) {
     std::lock_guard lock(write_mu_);
     const std::string n(node);
     std::vector<Statement> statements;
-    if (!kept_on.empty()) {
-        for (const std::string& t : kept) {
-            statements.push_back({"del replicas where tenant = $1", {t}});
-            statements.push_back({"insert replicas {tenant: $1, node: $2}", {t, kept_on}});
-        }
-    }
+    keep_replicas(statements, kept, kept_on);
     statements.push_back({"del pairs where node = $1", {n}});
     statements.push_back({"insert pairs {node: $1, standby: $2}", {n, standby}});
     Status st = write_locked(statements);
@@ -679,12 +683,19 @@ Status Directory::put_pair(std::string_view node, const std::string& standby,
     });
 }
 
-Status Directory::remove_pair(std::string_view node) {
+Status Directory::remove_pair(std::string_view node, const std::vector<std::string>& kept,
+                              const std::string& kept_on) {
     std::lock_guard lock(write_mu_);
-    Status st = write_locked({{"del pairs where node = $1", {std::string(node)}}});
+    std::vector<Statement> statements;
+    keep_replicas(statements, kept, kept_on);
+    statements.push_back({"del pairs where node = $1", {std::string(node)}});
+    Status st = write_locked(statements);
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         if (auto it = m.pairs.find(node); it != m.pairs.end()) m.pairs.erase(it);
+        if (!kept_on.empty()) {
+            for (const std::string& t : kept) m.replicas[t] = kept_on;
+        }
     });
 }
 

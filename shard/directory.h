@@ -182,12 +182,14 @@ class Directory {
 
     // Pairs (§8.1): `node`'s standby is `standby`; remove_pair forgets `node`'s. With
     // `kept_on`, each of `kept` is recorded in the same write as having its own replica there: a
-    // pair's old standby, whose copies stay each tenant's copy until the new standby has caught up
-    // (Copies::paired).
+    // pair's old standby, whose copies stay each tenant's copy until a new standby has caught up
+    // (Copies::paired), or for good once the pair is gone under --replicas (Copies::unpaired).
     [[nodiscard]] engine::Status put_pair(std::string_view node, const std::string& standby,
                                           const std::vector<std::string>& kept = {},
                                           const std::string& kept_on = {});
-    [[nodiscard]] engine::Status remove_pair(std::string_view node);
+    [[nodiscard]] engine::Status remove_pair(std::string_view node,
+                                             const std::vector<std::string>& kept = {},
+                                             const std::string& kept_on = {});
     // A tenant's own replica (§8.2): on `node`; remove_replica forgets it.
     [[nodiscard]] engine::Status put_replica(std::string_view tenant, const std::string& node);
     [[nodiscard]] engine::Status remove_replica(std::string_view tenant);
@@ -256,6 +258,9 @@ class Directory {
   private:
     Directory() = default;
     struct Statement;
+    // put_pair's and remove_pair's `kept`: each tenant's replica row naming `kept_on`.
+    static void keep_replicas(std::vector<Statement>& statements,
+                              const std::vector<std::string>& kept, const std::string& kept_on);
     // Runs `texts` with their parameters as one block, synced; caller holds write_mu_.
     engine::Status write_locked(const std::vector<Statement>& statements);
     engine::Status load();

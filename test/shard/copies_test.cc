@@ -26,6 +26,43 @@ class Copies : public ClusterTest<4> {
         replica = Json(made.body).text("replica_on");
         ASSERT_FALSE(replica.empty()) << made.body;
     }
+    // The index of node `n` (n1–n4).
+    static int index_of(const std::string& n) { return std::stoi(n.substr(1)) - 1; }
+    // `t`'s seq on node `i`, 0 when it has no copy there.
+    uint64_t seq_on(int i, const std::string& t) {
+        Reply d = node(i, "GET", "/_admin/tenants/" + t, {}, node_admin_token(i));
+        simdjson::dom::parser parser;
+        uint64_t seq = 0;
+        if (d.status != 200 || parser.parse(d.body)["seq"].get_uint64().get(seq)) return 0;
+        return seq;
+    }
+    // The node the directory names `t`'s copy on ("" for none).
+    std::string recorded_copy(const std::string& t) {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica");
+    }
+    // n1 paired with `standby`, which takes `t` over from its own replica; then fifteen_blocks,
+    // and the standby caught up with them.
+    void paired_and_loaded(const std::string& t, const std::string& standby) {
+        Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + standby + R"("})");
+        ASSERT_EQ(paired.status, 200) << paired.body;
+        // Handed over at once, or by a repair once caught up (a slow machine).
+        ASSERT_TRUE(eventually([&] {
+            if (recorded_copy(t) != standby) (void)shard("POST", "/_shard/replicas", "{}");
+            return recorded_copy(t) == standby;
+        })) << "the standby never took the tenant over";
+        ASSERT_NO_FATAL_FAILURE(fifteen_blocks(t));
+        const uint64_t primary_seq = seq_on(0, t);
+        ASSERT_GT(primary_seq, 15u);
+        ASSERT_TRUE(eventually([&] { return seq_on(index_of(standby), t) >= primary_seq; }));
+    }
+    // Fifteen blocks of 100 KB written to `t`: a copy told to follow it now takes a while.
+    void fifteen_blocks(const std::string& t) {
+        const std::string big(100'000, 'a');
+        for (int i = 0; i < 15; ++i) {
+            Reply put = data("PUT", "/t/" + t + "/c/notes/1", R"({"title":")" + big + R"("})");
+            ASSERT_EQ(put.status / 100, 2) << put.body;
+        }
+    }
 };
 
 // Case 50: another zone of the same region first; the replica follows its primary, and a row
@@ -168,36 +205,22 @@ TEST_F(Copies, APairGivesUpAReplicaOnlyOnceTheStandbyHasCaughtUp) {
     const std::string t = tenant("x");
     std::string replica;
     ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const std::string big(100'000, 'a');
-    for (int i = 0; i < 15; ++i) {
-        Reply put = data("PUT", "/t/" + t + "/c/notes/1", R"({"title":")" + big + R"("})");
-        ASSERT_EQ(put.status / 100, 2) << put.body;
-    }
-    auto seq_on = [&](int i) {
-        Reply d = node(i, "GET", "/_admin/tenants/" + t, {}, node_admin_token(i));
-        simdjson::dom::parser parser;
-        uint64_t seq = 0;
-        if (parser.parse(d.body)["seq"].get_uint64().get(seq)) return uint64_t{0};
-        return seq;
-    };
-    auto recorded_replica = [&] {
-        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica");
-    };
-    const uint64_t primary_seq = seq_on(0);
+    ASSERT_NO_FATAL_FAILURE(fifteen_blocks(t));
+    const uint64_t primary_seq = seq_on(0, t);
     ASSERT_GT(primary_seq, 15u);
     const int standby = replica == "n2" ? 2 : 1;  // node index: n3 or n2, not the replica's
     const std::string standby_name = "n" + std::to_string(standby + 1);
     Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + standby_name + R"("})");
     ASSERT_EQ(paired.status, 200) << paired.body;
-    const uint64_t standby_seq = seq_on(standby);
-    const int replica_index = replica == "n2" ? 1 : replica == "n3" ? 2 : 3;
+    const uint64_t standby_seq = seq_on(standby, t);
+    const int replica_index = index_of(replica);
     if (copy_on(replica_index, t).status == 404) {
         EXPECT_GE(standby_seq, primary_seq)
             << "the replica was given up for a standby short of the primary's writes";
     } else {
         // Behind at the bound (a slow machine): kept, and handed over by a repair once caught up.
-        EXPECT_EQ(recorded_replica(), replica);
-        ASSERT_TRUE(eventually([&] { return seq_on(standby) >= primary_seq; }));
+        EXPECT_EQ(recorded_copy(t), replica);
+        ASSERT_TRUE(eventually([&] { return seq_on(standby, t) >= primary_seq; }));
         Reply repaired = shard("POST", "/_shard/replicas", "{}");
         EXPECT_EQ(repaired.status, 200) << repaired.body;
         EXPECT_EQ(copy_on(replica_index, t).status, 404) << "not handed over once caught up";
@@ -215,51 +238,50 @@ TEST_F(Copies, APairGivenANewStandbyKeepsTheOldOnesCopyUntilTheNewOneHasCaughtUp
     const std::string t = tenant("x");
     std::string replica;
     ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    auto index_of = [](const std::string& n) { return std::stoi(n.substr(1)) - 1; };
-    auto seq_on = [&](int i) {
-        Reply d = node(i, "GET", "/_admin/tenants/" + t, {}, node_admin_token(i));
-        simdjson::dom::parser parser;
-        uint64_t seq = 0;
-        if (d.status != 200 || parser.parse(d.body)["seq"].get_uint64().get(seq))
-            return uint64_t{0};
-        return seq;
-    };
-    auto recorded_copy = [&] {
-        return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica");
-    };
     const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
     const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
     const std::string first_name = "n" + std::to_string(first + 1);
     const std::string second_name = "n" + std::to_string(second + 1);
-    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + first_name + R"("})");
-    ASSERT_EQ(paired.status, 200) << paired.body;
-    ASSERT_TRUE(eventually([&] {
-        if (recorded_copy() != first_name) (void)shard("POST", "/_shard/replicas", "{}");
-        return recorded_copy() == first_name;
-    })) << "the first standby never took the tenant over";
-    const std::string big(100'000, 'a');
-    for (int i = 0; i < 15; ++i) {
-        Reply put = data("PUT", "/t/" + t + "/c/notes/1", R"({"title":")" + big + R"("})");
-        ASSERT_EQ(put.status / 100, 2) << put.body;
-    }
-    const uint64_t primary_seq = seq_on(0);
-    ASSERT_GT(primary_seq, 15u);
-    ASSERT_TRUE(eventually([&] { return seq_on(first) >= primary_seq; }));
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, first_name));
+    const uint64_t primary_seq = seq_on(0, t);
 
-    paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
     ASSERT_EQ(paired.status, 200) << paired.body;
-    const std::string copy = recorded_copy();
+    const std::string copy = recorded_copy(t);
     ASSERT_TRUE(copy == first_name || copy == second_name) << copy;
-    EXPECT_GE(seq_on(index_of(copy)), primary_seq)
+    EXPECT_GE(seq_on(index_of(copy), t), primary_seq)
         << "the tenant's copy, on " << copy << ", is short of the primary's writes";
     if (copy == first_name) {
         // Behind at the bound (a slow machine): kept, and handed over by a repair once caught up.
-        ASSERT_TRUE(eventually([&] { return seq_on(second) >= primary_seq; }));
+        ASSERT_TRUE(eventually([&] { return seq_on(second, t) >= primary_seq; }));
         Reply repaired = shard("POST", "/_shard/replicas", "{}");
         EXPECT_EQ(repaired.status, 200) << repaired.body;
-        EXPECT_EQ(recorded_copy(), second_name);
+        EXPECT_EQ(recorded_copy(t), second_name);
     }
     EXPECT_EQ(copy_on(first, t).status, 404) << "the old standby's copy was left behind";
+}
+
+// Under --replicas, a pair removed leaves each tenant its copy on the old standby, caught up, as
+// its replica of its own. Before, that copy was deleted and a replica placed afresh, which the
+// answer found replaying the tenant's 15 blocks of 100 KB: a failover then would have promoted it
+// without the last writes.
+TEST_F(Copies, APairRemovedUnderReplicasKeepsTheStandbysCopyAsTheTenantsReplica) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int standby = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
+    const std::string standby_name = "n" + std::to_string(standby + 1);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, standby_name));
+    const uint64_t primary_seq = seq_on(0, t);
+
+    Reply unpaired = shard("PUT", "/_shard/nodes/n1", R"({"standby":null})");
+    ASSERT_EQ(unpaired.status, 200) << unpaired.body;
+    const std::string copy = recorded_copy(t);
+    ASSERT_FALSE(copy.empty()) << "no copy after the pair was removed";
+    EXPECT_EQ(copy, standby_name);
+    EXPECT_GE(seq_on(index_of(copy), t), primary_seq)
+        << "the tenant's copy, on " << copy << ", is short of the primary's writes";
+    EXPECT_TRUE(follows(index_of(copy), t, 0)) << copy_on(index_of(copy), t).body;
 }
 
 // A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
