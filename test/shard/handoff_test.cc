@@ -597,6 +597,44 @@ TEST_F(Handoff, ACreateDropsTheRowAMoveOutLeftWhereItsDropFailed) {
     EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":1})");
 }
 
+// As above, with n1 down when the tenant is created again: E cannot delete the frozen copy the
+// move left there, so it keeps its row and answers the create 503 `Retry-After: 1`; once n1 is
+// back the create drops the copy and makes the tenant afresh. Before, E forgot the row with the
+// copy still on n1, which then refused every create of the name (409 `exists`) with nothing in
+// any directory leading to it.
+TEST_F(Handoff, ACreateKeepsTheRowAMoveOutLeftWhileItsFrozenCopyCannotBeDeleted) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "drop"));
+    Reply moved = move(t, R"({"region":"us"})");
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    ASSERT_FALSE(Json(moved.body).boolean("source_removed")) << moved.body;
+    Reply gone = shard("DELETE", "/_shard/tenants/" + t);
+    ASSERT_EQ(gone.status / 100, 2) << gone.body;
+
+    const uint16_t port = nodes_->port(kN1);
+    nodes_->procs[kN1]->kill(SIGKILL);
+    const std::string schema =
+        R"J({"region":"eu","schema":["create collection notes (title text, n int)"]})J";
+    Reply refused = shard("PUT", "/_shard/tenants/" + t, schema);
+    EXPECT_EQ(refused.status, 503) << refused.body;
+    EXPECT_EQ(refused.header("Retry-After").value_or(""), "1") << refused.body;
+    EXPECT_EQ(Json(on(eu_->port(), "GET", "/_shard/tenants/" + t).body).text("node"), "@us")
+        << "E forgot the row while n1 still holds the frozen copy";
+
+    nodes_->start(kN1, port);
+    Reply made;
+    EXPECT_TRUE(eventually(
+        [&] {
+            made = shard("PUT", "/_shard/tenants/" + t, schema);
+            return made.status == 201;
+        },
+        10000))
+        << made.status << " " << made.body << read_file(dir_.file("eu.err"));
+    EXPECT_EQ(row_on(eu_->port(), t), std::make_pair(std::string("n1"), std::string("active")));
+    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000)) << write(t, 1).body;
+    EXPECT_EQ(node(kN1, "GET", "/t/" + t + "/c/notes?count", {}, kData).body, R"({"count":1})");
+}
+
 // §11.7: a release that ran on the source but whose answer G lost (here: E holds it past G's
 // --upstream-timeout) is past an undo of the import. G asks the undo-export, which E refuses
 // naming where it released the tenant, and G goes on with the move: the tenant ends in us,
