@@ -180,6 +180,14 @@ bool Copies::handed_to_standby(const std::string& tenant, const std::string& sta
         return true;
     };
     const auto maps = router_.directory().maps();
+    // The pair changed since the caller read it (a repair beside a PUT of the pair): the row
+    // kept for the new standby's catch-up is not this standby's to take.
+    if (auto t = maps->tenants.find(tenant); t == maps->tenants.end() ||
+                                             maps->standby_of(t->second.node) == nullptr ||
+                                             *maps->standby_of(t->second.node) != standby) {
+        why = "the pair of its node no longer names `" + standby + "`";
+        return false;
+    }
     auto r = maps->replicas.find(tenant);
     if (r == maps->replicas.end()) return handed();
     if (r->second == standby) {
@@ -365,9 +373,35 @@ std::vector<std::string> Copies::copied_by_pair(const std::string& node,
     const auto maps = router_.directory().maps();
     if (!maps->nodes.contains(standby)) return out;
     for (const TenantRow& t : tenants_on(*maps, node)) {
-        if (maps->copy_of(t) == standby && !maps->replicas.contains(t.name)) out.push_back(t.name);
+        // One the standby never took (its reason remembered) has nothing there to keep.
+        if (maps->copy_of(t) == standby && !maps->replicas.contains(t.name) && !failed(t.name)) {
+            out.push_back(t.name);
+        }
     }
     return out;
+}
+
+bool Copies::follows_primary(const TenantRow& t, const NodeRow& primary, const NodeRow& copy,
+                             std::string_view request_id) {
+    const DescribeReply c = calls().describe(copy, t.name, request_id);
+    return c.found && c.following == url_of(primary) &&
+           (t.lineage.empty() || c.lineage == t.lineage);
+}
+
+bool Copies::kept_copy_follows(const TenantRow& t, const DirectoryMaps& maps,
+                               const std::string& old_standby, std::string_view request_id) {
+    const auto r = maps.replicas.find(t.name);
+    if (r == maps.replicas.end() || r->second != old_standby) return true;  // none kept there
+    const auto primary = maps.nodes.find(t.node);
+    const auto old = maps.nodes.find(old_standby);
+    if (primary != maps.nodes.end() && old != maps.nodes.end() &&
+        follows_primary(t, primary->second, old->second, request_id)) {
+        return true;
+    }
+    log_line("`" + t.name + "` keeps no copy on its old standby `" + old_standby +
+             "`: it has none following the primary there");
+    (void)router_.directory().remove_replica(t.name);
+    return false;
 }
 
 std::vector<std::string> Copies::paired(const std::string& node, const std::string& standby,
@@ -387,6 +421,12 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         const auto row = now->tenants.find(listed.name);
         if (held.held && (row == now->tenants.end() || row->second.node != node)) continue;
         const TenantRow& t = held.held ? row->second : listed;
+        // A copy kept on the old standby with the pair (copied_by_pair) that does not follow
+        // the primary there (the old standby dead, or never given it) is no copy: its row goes,
+        // and the new standby is its copy from the start.
+        if (held.held && !old_standby.empty() && old_standby != standby) {
+            (void)kept_copy_follows(t, *now, old_standby, request_id);
+        }
         Attached a =
             !held.held
                 ? Attached{false, "another operation holds it (" + router_.held_by(t.name) + ")"}
@@ -405,13 +445,17 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             remember(t.name, why);
             continue;
         }
+        const auto own = router_.directory().maps()->replicas.find(t.name);
+        const bool own_on_old =
+            own != router_.directory().maps()->replicas.end() && own->second == old_standby;
         if (std::string why; !handed_to_standby(t.name, standby, request_id, why)) {
             // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
             // over; the standby follows it meanwhile.
             look_again(t.name, standby, why);
             continue;
         }
-        if (old != maps->nodes.end() && old_standby != standby) {
+        // A replica on the old standby was deleted as it was handed over (detach).
+        if (old != maps->nodes.end() && old_standby != standby && !own_on_old) {
             (void)calls().remove(old->second, t.name, request_id);
         }
     }
@@ -429,6 +473,14 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             const auto now = router_.directory().maps();
             const auto row = now->tenants.find(t.name);
             if (row == now->tenants.end() || row->second.node != node) continue;
+        }
+        // Under --replicas the old standby's copies were recorded as replicas with the removal
+        // (copied_by_pair): one not following the primary there is deleted and placed afresh.
+        if (held.held) {
+            const auto now = router_.directory().maps();
+            if (const auto row = now->tenants.find(t.name); row != now->tenants.end()) {
+                (void)kept_copy_follows(row->second, *now, old_standby, request_id);
+            }
         }
         // One the standby never took over keeps its own replica, following it still; where that
         // replica is on the old standby, the copy there stays as its replica.

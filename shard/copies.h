@@ -141,6 +141,13 @@ class Copies {
     // none when `standby` is not in the directory.
     std::vector<std::string> copied_by_pair(const std::string& node,
                                             const std::string& standby) const;
+    // Whether `copy` holds `t` following its primary `primary` (on its lineage, where recorded).
+    bool follows_primary(const TenantRow& t, const NodeRow& primary, const NodeRow& copy,
+                         std::string_view request_id);
+    // Whether `t`'s replica row, where it names `old_standby` (kept there with a pair's change),
+    // names a copy following its primary; one that does not is forgotten, false.
+    bool kept_copy_follows(const TenantRow& t, const DirectoryMaps& maps,
+                           const std::string& old_standby, std::string_view request_id);
     // §8.2 detach of `tenant`'s own replica, if it has one.
     void detach(const std::string& tenant, std::string_view request_id);
     // The pair's `standby` was told to follow `tenant`: its own replica, if it has one, is its

@@ -656,13 +656,27 @@ Status Directory::set_quota(std::string_view name, const std::optional<Quota>& q
     });
 }
 
-void Directory::keep_replicas(std::vector<Statement>& statements,
-                              const std::vector<std::string>& kept, const std::string& kept_on) {
-    if (kept_on.empty()) return;
+std::vector<std::string> Directory::keep_replicas(std::vector<Statement>& statements,
+                                                  std::string_view node,
+                                                  const std::vector<std::string>& kept,
+                                                  const std::string& kept_on) {
+    std::vector<std::string> out;
+    if (kept_on.empty()) return out;
+    // Read under write_mu_, which every write takes: a tenant deleted, moved off `node`, failed
+    // over or given a replica since `kept` was listed, or a pair changed meanwhile, is left out.
+    const std::shared_ptr<const DirectoryMaps> now = maps();
+    const auto pair = now->pairs.find(node);
+    if (pair == now->pairs.end() || pair->second != kept_on) return out;
     for (const std::string& t : kept) {
+        const auto row = now->tenants.find(t);
+        if (row == now->tenants.end() || row->second.node != node || now->replicas.contains(t)) {
+            continue;
+        }
         statements.push_back({"del replicas where tenant = $1", {t}});
         statements.push_back({"insert replicas {tenant: $1, node: $2}", {t, kept_on}});
+        out.push_back(t);
     }
+    return out;
 }
 
 Status Directory::put_pair(std::string_view node, const std::string& standby,
@@ -670,16 +684,14 @@ Status Directory::put_pair(std::string_view node, const std::string& standby,
     std::lock_guard lock(write_mu_);
     const std::string n(node);
     std::vector<Statement> statements;
-    keep_replicas(statements, kept, kept_on);
+    const std::vector<std::string> keep = keep_replicas(statements, n, kept, kept_on);
     statements.push_back({"del pairs where node = $1", {n}});
     statements.push_back({"insert pairs {node: $1, standby: $2}", {n, standby}});
     Status st = write_locked(statements);
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         m.pairs[n] = standby;
-        if (!kept_on.empty()) {
-            for (const std::string& t : kept) m.replicas[t] = kept_on;
-        }
+        for (const std::string& t : keep) m.replicas[t] = kept_on;
     });
 }
 
@@ -687,15 +699,13 @@ Status Directory::remove_pair(std::string_view node, const std::vector<std::stri
                               const std::string& kept_on) {
     std::lock_guard lock(write_mu_);
     std::vector<Statement> statements;
-    keep_replicas(statements, kept, kept_on);
+    const std::vector<std::string> keep = keep_replicas(statements, node, kept, kept_on);
     statements.push_back({"del pairs where node = $1", {std::string(node)}});
     Status st = write_locked(statements);
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         if (auto it = m.pairs.find(node); it != m.pairs.end()) m.pairs.erase(it);
-        if (!kept_on.empty()) {
-            for (const std::string& t : kept) m.replicas[t] = kept_on;
-        }
+        for (const std::string& t : keep) m.replicas[t] = kept_on;
     });
 }
 

@@ -258,9 +258,13 @@ class Directory {
   private:
     Directory() = default;
     struct Statement;
-    // put_pair's and remove_pair's `kept`: each tenant's replica row naming `kept_on`.
-    static void keep_replicas(std::vector<Statement>& statements,
-                              const std::vector<std::string>& kept, const std::string& kept_on);
+    // put_pair's and remove_pair's `kept`: a replica row naming `kept_on` for each tenant of
+    // `kept` still on `node`, with no row of its own, while `node`'s pair is still `kept_on`;
+    // those tenants. Caller holds write_mu_.
+    std::vector<std::string> keep_replicas(std::vector<Statement>& statements,
+                                           std::string_view node,
+                                           const std::vector<std::string>& kept,
+                                           const std::string& kept_on);
     // Runs `texts` with their parameters as one block, synced; caller holds write_mu_.
     engine::Status write_locked(const std::vector<Statement>& statements);
     engine::Status load();

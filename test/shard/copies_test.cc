@@ -284,6 +284,28 @@ TEST_F(Copies, APairRemovedUnderReplicasKeepsTheStandbysCopyAsTheTenantsReplica)
     EXPECT_TRUE(follows(index_of(copy), t, 0)) << copy_on(index_of(copy), t).body;
 }
 
+// As above, with the standby dead as its pair is removed (the usual reason to remove it): its copy
+// is no copy to keep, so the tenant gets a replica placed afresh on a node that answers. Before
+// the check, the row named the dead standby and the tenant had no live copy, with nothing to
+// repair it while the node stayed in the directory.
+TEST_F(Copies, APairRemovedUnderReplicasWithItsStandbyDeadPlacesAReplicaAfresh) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int standby = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
+    const std::string standby_name = "n" + std::to_string(standby + 1);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, standby_name));
+    const uint16_t port = nodes_->port(standby);
+    nodes_->procs[standby]->kill(SIGKILL);
+    Reply unpaired = shard("PUT", "/_shard/nodes/n1", R"({"standby":null})");
+    const std::string copy = recorded_copy(t);
+    nodes_->start(standby, port);
+    ASSERT_EQ(unpaired.status, 200) << unpaired.body;
+    EXPECT_NE(copy, standby_name) << "the tenant's copy is on its dead old standby";
+    ASSERT_FALSE(copy.empty()) << "no replica placed: " << unpaired.body;
+    EXPECT_TRUE(follows(index_of(copy), t, 0)) << copy_on(index_of(copy), t).body;
+}
+
 // A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
 // the pair's standby was the copy of every tenant on the node from the moment the pair was
 // recorded: a failover asked the standby to promote a copy it did not have, and failed the tenant,

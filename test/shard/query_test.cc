@@ -30,15 +30,7 @@ class SlowNode {
 public:
     SlowNode(int delay_ms, int status, std::string body)
         : delay_ms_(delay_ms), status_(status), body_(std::move(body)) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, 64);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
+        fd_ = listen_loopback(port_, 64);
         accept_ = std::thread([this] { run(); });
     }
     ~SlowNode() {

@@ -139,15 +139,7 @@ public:
   // then close: an answer begun and cut short.
   explicit FaultNode(bool hang = false, bool half_answer = false)
       : hang_(hang), half_answer_(half_answer) {
-      fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-      ::listen(fd_, 16);
-      socklen_t len = sizeof a;
-      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-      port_ = ntohs(a.sin_port);
+      fd_ = listen_loopback(port_, 16);
       thread_ = std::thread([this] { run(); });
   }
     ~FaultNode() {

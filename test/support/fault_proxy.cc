@@ -12,31 +12,11 @@
 #include <cerrno>
 #include <string>
 
+#include "test/support/ports.h"
+
 namespace fenec::test {
 
 namespace {
-
-// Listens on 127.0.0.1:`port`, or on a port of its own choosing when `port` is 0 (and sets it).
-// SO_REUSEADDR: a proxy made again on the port of one destroyed binds it whatever the old one's
-// connections left in TIME_WAIT (the accepted sockets inherit the option).
-int listen_loopback(uint16_t& port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    port = ntohs(a.sin_port);
-    return fd;
-}
 
 int connect_loopback(uint16_t port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -61,6 +61,29 @@ inline uint16_t listen_port() {
     return 0;
 }
 
+// A listening socket on 127.0.0.1:`port`, or on a port of the kernel's choosing when `port` is 0
+// (and sets it), for a test's own stand-in server; -1 when it cannot be had. SO_REUSEADDR: one made
+// again on the port of one destroyed binds it whatever the old one's connections left in TIME_WAIT
+// (the accepted sockets inherit the option).
+inline int listen_loopback(uint16_t& port, int backlog = 128) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
 // `127.0.0.1:<listen_port()>`, the --listen a test's process starts with.
 inline std::string loopback_listen() { return "127.0.0.1:" + std::to_string(listen_port()); }
 

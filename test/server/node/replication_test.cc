@@ -440,15 +440,7 @@ TEST_F(Replication, AKeyedWriteSentAgainToThePromotedCopyIsAnsweredAsMade) {
 class FakePrimary {
   public:
     explicit FakePrimary(std::string frames) : frames_(std::move(frames)) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, 8);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
+        fd_ = listen_loopback(port_, 8);
         thread_ = std::thread([this] { run(); });
     }
     ~FakePrimary() {

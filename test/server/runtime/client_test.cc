@@ -33,6 +33,7 @@
 #include "server/runtime/loop.h"
 #include "server/runtime/pool.h"
 #include "server/runtime/ring_client.h"
+#include "test/support/ports.h"
 
 namespace fenec::server::client_test {
 namespace {
@@ -74,15 +75,7 @@ class Peer {
   public:
     using Serve = std::function<void(Peer& peer, int fd, int n)>;
     explicit Peer(Serve serve, int backlog = 16) : serve_(std::move(serve)) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, backlog);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
+        fd_ = fenec::test::listen_loopback(port_, backlog);
         if (serve_) thread_ = std::thread([this] { run(); });
     }
     ~Peer() {
