@@ -704,7 +704,8 @@ class Api {
                 log_line("the standby `" + *standby + "` of `" + name + "` is in its zone `" +
                          node.zone + "`: a zone lost would take both");
             }
-            unreplicated = router_.copies().paired(name, *standby, old_standby, a_.request_id);
+            unreplicated =
+                router_.copies().paired(name, *standby, old_standby, kept, a_.request_id);
         } else if (given && !standby && !old_standby.empty()) {
             // Under --replicas, the old standby's copies stay where they are, caught up, as the
             // tenants' replicas of their own (Copies::unpaired).
@@ -716,7 +717,7 @@ class Api {
                 return Router::error(500, "the directory could not remove the pair of `" + name +
                                               "`: " + st.to_string());
             }
-            unreplicated = router_.copies().unpaired(name, old_standby, a_.request_id);
+            unreplicated = router_.copies().unpaired(name, old_standby, kept, a_.request_id);
         }
         return std::nullopt;
     }

@@ -4,6 +4,7 @@
 // repair itself is repair.cc's.
 #include "shard/copies.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -172,22 +173,25 @@ void Copies::look_again(const std::string& tenant, const std::string& standby,
              "): " + why);
 }
 
-bool Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
-                               std::string_view request_id, std::string& why) {
+Copies::Handed Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
+                                         std::string_view request_id, std::string& why) {
     auto handed = [&] {  // its looks counted from none again, should it fall behind later
         std::lock_guard lock(mu_);
         catch_up_looks_.erase(tenant);
+        return Handed::yes;
+    };
+    // The pair changed since the caller read it (a repair beside a PUT of the pair): the row
+    // kept for the new standby's catch-up is not this standby's to take. Asked again after the
+    // catch-up's wait, which a PUT may land in.
+    auto pair_changed = [&](const DirectoryMaps& maps) {
+        auto t = maps.tenants.find(tenant);
+        const std::string* s = t == maps.tenants.end() ? nullptr : maps.standby_of(t->second.node);
+        if (s != nullptr && *s == standby) return false;
+        why = "the pair of its node no longer names `" + standby + "`";
         return true;
     };
     const auto maps = router_.directory().maps();
-    // The pair changed since the caller read it (a repair beside a PUT of the pair): the row
-    // kept for the new standby's catch-up is not this standby's to take.
-    if (auto t = maps->tenants.find(tenant); t == maps->tenants.end() ||
-                                             maps->standby_of(t->second.node) == nullptr ||
-                                             *maps->standby_of(t->second.node) != standby) {
-        why = "the pair of its node no longer names `" + standby + "`";
-        return false;
-    }
+    if (pair_changed(*maps)) return Handed::pair_changed;
     auto r = maps->replicas.find(tenant);
     if (r == maps->replicas.end()) return handed();
     if (r->second == standby) {
@@ -201,9 +205,10 @@ bool Copies::handed_to_standby(const std::string& tenant, const std::string& sta
     auto s = maps->nodes.find(standby);
     if (primary == maps->nodes.end() || s == maps->nodes.end()) {
         why = "its node or the standby is not in the directory";
-        return false;
+        return Handed::behind;
     }
-    if (!caught_up(tenant, primary->second, s->second, request_id, why)) return false;
+    if (!caught_up(tenant, primary->second, s->second, request_id, why)) return Handed::behind;
+    if (pair_changed(*router_.directory().maps())) return Handed::pair_changed;
     detach(tenant, request_id);
     return handed();
 }
@@ -381,31 +386,36 @@ std::vector<std::string> Copies::copied_by_pair(const std::string& node,
     return out;
 }
 
-bool Copies::follows_primary(const TenantRow& t, const NodeRow& primary, const NodeRow& copy,
-                             std::string_view request_id) {
+Copies::Follows Copies::follows_primary(const TenantRow& t, const NodeRow& primary,
+                                        const NodeRow& copy, std::string_view request_id) {
     const DescribeReply c = calls().describe(copy, t.name, request_id);
+    if (!c.read) return Follows::silent;
     return c.found && c.following == url_of(primary) &&
-           (t.lineage.empty() || c.lineage == t.lineage);
+                   (t.lineage.empty() || c.lineage == t.lineage)
+               ? Follows::yes
+               : Follows::no;
 }
 
-bool Copies::kept_copy_follows(const TenantRow& t, const DirectoryMaps& maps,
-                               const std::string& old_standby, std::string_view request_id) {
-    const auto r = maps.replicas.find(t.name);
-    if (r == maps.replicas.end() || r->second != old_standby) return true;  // none kept there
-    const auto primary = maps.nodes.find(t.node);
-    const auto old = maps.nodes.find(old_standby);
-    if (primary != maps.nodes.end() && old != maps.nodes.end() &&
-        follows_primary(t, primary->second, old->second, request_id)) {
-        return true;
-    }
-    log_line("`" + t.name + "` keeps no copy on its old standby `" + old_standby +
-             "`: it has none following the primary there");
+Copies::Follows Copies::check_kept_copy(const TenantRow& t, const std::string& old_standby,
+                                        bool keep_silent, std::string_view request_id) {
+    const auto maps = router_.directory().maps();
+    const auto r = maps->replicas.find(t.name);
+    if (r == maps->replicas.end() || r->second != old_standby) return Follows::yes;  // none kept
+    const auto primary = maps->nodes.find(t.node);
+    const auto old = maps->nodes.find(old_standby);
+    if (primary == maps->nodes.end() || old == maps->nodes.end()) return Follows::yes;
+    const Follows f = follows_primary(t, primary->second, old->second, request_id);
+    if (f == Follows::yes || (f == Follows::silent && keep_silent)) return f;
+    log_line("`" + t.name + "` keeps no copy on its old standby `" + old_standby + "`: " +
+             (f == Follows::no ? "it holds none following the primary"
+                               : "it did not answer whether it holds one"));
     (void)router_.directory().remove_replica(t.name);
-    return false;
+    return f;
 }
 
 std::vector<std::string> Copies::paired(const std::string& node, const std::string& standby,
                                         const std::string& old_standby,
+                                        const std::vector<std::string>& kept,
                                         std::string_view request_id) {
     std::vector<std::string> unreplicated;
     auto maps = router_.directory().maps();
@@ -421,11 +431,11 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         const auto row = now->tenants.find(listed.name);
         if (held.held && (row == now->tenants.end() || row->second.node != node)) continue;
         const TenantRow& t = held.held ? row->second : listed;
-        // A copy kept on the old standby with the pair (copied_by_pair) that does not follow
-        // the primary there (the old standby dead, or never given it) is no copy: its row goes,
-        // and the new standby is its copy from the start.
-        if (held.held && !old_standby.empty() && old_standby != standby) {
-            (void)kept_copy_follows(t, *now, old_standby, request_id);
+        // A copy kept on the old standby with the pair (copied_by_pair) that the old standby
+        // says does not follow the primary (it never took it) is no copy: its row goes, and the
+        // new standby is its copy from the start. A silent old standby's stays until then.
+        if (held.held && std::ranges::find(kept, t.name) != kept.end()) {
+            check_kept_copy(t, old_standby, true, request_id);
         }
         Attached a =
             !held.held
@@ -434,10 +444,11 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
                                      : attach(t, s->second, false, request_id);
         if (!a.ok) {
             const std::string why = "the standby `" + standby + "` did not take it: " + a.why;
-            unreplicated.push_back(t.name);
+            unreplicated.push_back(t.name);  // §8.1: the standby's failures, listed
             // Its own replica, where it has one, stays its copy (DirectoryMaps::copy_of) until a
             // second call of the pair has the standby take it.
-            if (auto r = now->replicas.find(t.name); held.held && r != now->replicas.end()) {
+            const auto rows = router_.directory().maps();
+            if (auto r = rows->replicas.find(t.name); held.held && r != rows->replicas.end()) {
                 log_line("`" + t.name + "` keeps its replica on `" + r->second + "`: " + why);
                 continue;
             }
@@ -448,7 +459,13 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         const auto own = router_.directory().maps()->replicas.find(t.name);
         const bool own_on_old =
             own != router_.directory().maps()->replicas.end() && own->second == old_standby;
-        if (std::string why; !handed_to_standby(t.name, standby, request_id, why)) {
+        std::string why;
+        const Handed h = handed_to_standby(t.name, standby, request_id, why);
+        if (h == Handed::pair_changed) {
+            log_line("`" + t.name + "` is left to its pair's later change: " + why);
+            continue;
+        }
+        if (h == Handed::behind) {
             // Its own replica stays its copy (DirectoryMaps::copy_of) until a repair hands it
             // over; the standby follows it meanwhile.
             look_again(t.name, standby, why);
@@ -463,6 +480,7 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
 }
 
 std::vector<std::string> Copies::unpaired(const std::string& node, const std::string& old_standby,
+                                          const std::vector<std::string>& kept,
                                           std::string_view request_id) {
     std::vector<std::string> unreplicated;
     auto maps = router_.directory().maps();
@@ -475,11 +493,14 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             if (row == now->tenants.end() || row->second.node != node) continue;
         }
         // Under --replicas the old standby's copies were recorded as replicas with the removal
-        // (copied_by_pair): one not following the primary there is deleted and placed afresh.
-        if (held.held) {
+        // (copied_by_pair): one the old standby does not say follows the primary (it is down,
+        // or never took it) is placed afresh, as the pair's copies were before.
+        bool old_silent = false;  // then no candidate for the replica placed below
+        if (held.held && std::ranges::find(kept, t.name) != kept.end()) {
             const auto now = router_.directory().maps();
             if (const auto row = now->tenants.find(t.name); row != now->tenants.end()) {
-                (void)kept_copy_follows(row->second, *now, old_standby, request_id);
+                old_silent =
+                    check_kept_copy(row->second, old_standby, false, request_id) == Follows::silent;
             }
         }
         // One the standby never took over keeps its own replica, following it still; where that
@@ -492,6 +513,7 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             if (!a.gone()) {
                 log_line("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
                          old_standby + "` was not deleted (" + a.said(old->second) + ")");
+                old_silent = true;
             }
         }
         if (!router_.options().replicas) continue;
@@ -501,7 +523,10 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
             unreplicated.push_back(t.name);
             continue;
         }
-        CopyOutcome out = place(t.name, {}, {}, request_id);
+        // Not placed back on an old standby that did not answer: a node that answers first.
+        std::set<std::string> unwanted;
+        if (old_silent) unwanted.insert(old_standby);
+        CopyOutcome out = place(t.name, {}, unwanted, request_id);
         if (out.node.empty()) unreplicated.push_back(t.name);
     }
     return unreplicated;

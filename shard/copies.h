@@ -141,21 +141,28 @@ class Copies {
     // none when `standby` is not in the directory.
     std::vector<std::string> copied_by_pair(const std::string& node,
                                             const std::string& standby) const;
-    // Whether `copy` holds `t` following its primary `primary` (on its lineage, where recorded).
-    bool follows_primary(const TenantRow& t, const NodeRow& primary, const NodeRow& copy,
-                         std::string_view request_id);
-    // Whether `t`'s replica row, where it names `old_standby` (kept there with a pair's change),
-    // names a copy following its primary; one that does not is forgotten, false.
-    bool kept_copy_follows(const TenantRow& t, const DirectoryMaps& maps,
-                           const std::string& old_standby, std::string_view request_id);
+    // What `copy` said of its copy of `t`: following its primary `primary` (on its lineage,
+    // where recorded), not (no copy, or one following another node or lineage), or nothing.
+    enum class Follows { yes, no, silent };
+    Follows follows_primary(const TenantRow& t, const NodeRow& primary, const NodeRow& copy,
+                            std::string_view request_id);
+    // `t`'s replica row kept on `old_standby` with its pair's change (copied_by_pair), forgotten
+    // where that node says it holds no copy following the primary, and where it said nothing
+    // unless `keep_silent` (it was the copy until now; a silent node's copy may still be whole).
+    // What the node said (yes where nothing was kept there).
+    Follows check_kept_copy(const TenantRow& t, const std::string& old_standby, bool keep_silent,
+                            std::string_view request_id);
     // §8.2 detach of `tenant`'s own replica, if it has one.
     void detach(const std::string& tenant, std::string_view request_id);
     // The pair's `standby` was told to follow `tenant`: its own replica, if it has one, is its
     // copy no more (its record cleared, and the copy deleted unless it is the standby's), once
     // the standby has caught up with the primary (caught_up). Until then the replica stays its
     // copy, and false says why: a later repair hands it over.
-    bool handed_to_standby(const std::string& tenant, const std::string& standby,
-                           std::string_view request_id, std::string& why);
+    // `pair_changed`: the pair of the tenant's node no longer names `standby` (a PUT of the pair
+    // beside the caller), which leaves the tenant to that change.
+    enum class Handed { yes, behind, pair_changed };
+    Handed handed_to_standby(const std::string& tenant, const std::string& standby,
+                             std::string_view request_id, std::string& why);
     // `tenant`, whose pair's `standby` is still behind (`why`), looked at by a repair again on
     // the schedule (RepairSchedule's first step, 10 s), at most catch_up_looks_max times in a
     // row, then left to the next repair asked for; logged either way.
@@ -186,10 +193,13 @@ class Copies {
     // their own (copied_by_pair), so each stays its tenant's copy until then. The tenants left
     // without a copy.
     std::vector<std::string> paired(const std::string& node, const std::string& standby,
-                                    const std::string& old_standby, std::string_view request_id);
+                                    const std::string& old_standby,
+                                    const std::vector<std::string>& kept,
+                                    std::string_view request_id);
     // Once the pair of `node` is removed: the copies on `old_standby` deleted and, with
     // --replicas, a replica of its own placed for each tenant. The tenants left without one.
     std::vector<std::string> unpaired(const std::string& node, const std::string& old_standby,
+                                      const std::vector<std::string>& kept,
                                       std::string_view request_id);
     // §6.3 DELETE of `node`, before the directory forgets it: the tenants whose copy it kept,
     // each then answering why it has none.

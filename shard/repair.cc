@@ -162,8 +162,14 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                 }
             }
             std::string not_yet;
-            if (taken && handed_to_standby(row.name, *standby, request_id, not_yet)) {
+            const Handed h =
+                taken ? handed_to_standby(row.name, *standby, request_id, not_yet) : Handed::behind;
+            if (h == Handed::yes) {
                 forget(row.name);
+                return;
+            }
+            if (h == Handed::pair_changed) {  // the pair's change attaches and hands over
+                log_line("`" + row.name + "` is left to its pair's change: " + not_yet);
                 return;
             }
             if (taken) {
