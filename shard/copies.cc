@@ -372,6 +372,17 @@ CopyOutcome Copies::moved(const std::string& tenant, const std::string& from,
     return place(tenant, {}, {from}, request_id);
 }
 
+CopyOutcome Copies::after_source_removed(const std::string& tenant, const CopyOutcome& copy,
+                                         std::string_view request_id) {
+    if (!router_.options().replicas || !copy.asked || !copy.node.empty() || copy.refused) {
+        return copy;
+    }
+    CopyOutcome again = place(tenant, {}, {}, request_id);
+    if (again.node.empty()) return copy;
+    forget(tenant);
+    return again;
+}
+
 std::vector<std::string> Copies::copied_by_pair(const std::string& node,
                                                 const std::string& standby) const {
     std::vector<std::string> out;

@@ -186,6 +186,13 @@ class Copies {
     CopyOutcome moved(const std::string& tenant, const std::string& from,
                       std::string_view request_id);
 
+    // After a move's source copy was deleted: a tenant that step 9 left with no replica, under
+    // --replicas and with no node refusing one, is placed again, the source a candidate now (it
+    // may have been the only node of its region left to keep one). `copy` is step 9's outcome;
+    // the new one where a replica was placed, else `copy` as it was.
+    CopyOutcome after_source_removed(const std::string& tenant, const CopyOutcome& copy,
+                                     std::string_view request_id);
+
     // §8.1, once the pair `node` → `standby` is recorded: every tenant on `node` attached on
     // `standby`, and its own replica given up once the standby has caught up with it
     // (handed_to_standby; one behind is looked at again); copies on `old_standby`, when the pair

@@ -338,9 +338,12 @@ Response Move::steps(const DirectoryMaps& maps) {
 
     // Steps 8 and 9: the copies follow the tenant to its new node; a failure here is logged and
     // answered as `unreplicated`, never the move's.
-    const CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
+    CopyOutcome copy = router_.copies().moved(tenant_, from_.name, a_.request_id);
 
     const bool removed = remove_source();
+    // Step 9 never places the replica on the source, whose copy was still there: where no
+    // other node could keep it, the source, now without one, is asked.
+    if (removed) copy = router_.copies().after_source_removed(tenant_, copy, a_.request_id);
     const uint64_t ms = router_.now_ms() - start;
     count("done");
     if (auto* h = router_.metrics().move_duration) h->with({}).observe_us(ms * 1000);

@@ -149,6 +149,36 @@ TEST_F(Copies, UnrecordedZoneRanksBetween) {
     EXPECT_FALSE(Json(r.body).has("same_zone")) << r.body;
 }
 
+// A tenant moved onto the node of its replica, where the only node left to keep a replica is the
+// one it left (the others a pair): the replica goes to the source once the move has deleted its
+// copy there. Before, the move answered `unreplicated` "there is no other node to keep it", and
+// nothing placed one until a repair was asked for.
+TEST_F(Copies, AMoveOntoItsReplicasNodePlacesTheReplicaOnTheSourceWhenNoOtherNodeIsLeft) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("x");
+    Reply made = create(t, "n4");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string replica = Json(made.body).text("replica_on");
+    ASSERT_FALSE(replica.empty()) << made.body;
+    std::vector<std::string> others;
+    for (const char* n : {"n1", "n2", "n3"}) {
+        if (n != replica) others.push_back(n);
+    }
+    Reply paired =
+        shard("PUT", "/_shard/nodes/" + others[0], R"({"standby":")" + others[1] + R"("})");
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status, 201);
+
+    Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":")" + replica + R"("})");
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_TRUE(Json(moved.body).boolean("source_removed")) << moved.body;
+    EXPECT_EQ(Json(moved.body).text("replica_on"), "n4") << moved.body;
+    EXPECT_FALSE(Json(moved.body).has("unreplicated")) << moved.body;
+    EXPECT_EQ(recorded_copy(t), "n4");
+    EXPECT_TRUE(follows(3, t, index_of(replica))) << copy_on(3, t).body;
+    EXPECT_TRUE(eventually([&] { return count_on(3, t) == R"({"count":1})"; })) << count_on(3, t);
+}
+
 // §6.3: a node removed lists the tenants whose replica it kept, which then say why they have
 // none; a tenant's delete takes its replica with it (§6.4).
 // A pair gives each tenant of its node its copy on the standby, one tenant at a time, each
