@@ -157,9 +157,23 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
     for (const auto& [tenant, on] : maps->replicas) holds_replica = holds_replica || on == node;
     if (!any_copy && !holds_replica) {
         r.status = 409;
-        r.error = "node `" + node +
-                  "` has no standby, none of its tenants has a replica and it "
-                  "holds no replica of another's: there is nothing to fail over onto";
+        std::string paired_with;  // the node it is the standby of, if any
+        for (const auto& [n, s] : maps->pairs) {
+            if (s == node) paired_with = n;
+        }
+        if (tenants.empty() && !paired_with.empty()) {
+            r.error = "node `" + node +
+                      "` holds no tenant, only the copies it keeps as the standby of `" +
+                      paired_with + "`: there is nothing to fail over; give `" + paired_with +
+                      "` another standby (or none) to have those copies kept elsewhere";
+        } else if (tenants.empty()) {
+            r.error =
+                "node `" + node + "` holds no tenant and no replica: there is nothing to fail over";
+        } else {
+            r.error = "node `" + node +
+                      "` has no standby, none of its tenants has a replica and it "
+                      "holds no replica of another's: there is nothing to fail over onto";
+        }
         return r;
     }
     // The claims, in name order; then every claimed tenant's promotion at once (below).

@@ -258,6 +258,27 @@ TEST(Failover, UnknownNodeAndNothingToFailOverOnto) {  // §18 case 60
     EXPECT_TRUE(f.host->log().empty());
 }
 
+// A node that holds no tenant has nothing to fail over: a standby is told so, naming its pair,
+// rather than that it has no copy to fail over onto (it keeps its pair's).
+TEST(Failover, ANodeHoldingNoTenantHasNothingToFailOver) {
+    Fixture f;
+    f.node("n1");
+    f.node("n2");
+    f.node("n3");
+    f.tenant("acme", "n1", "00000000000000a1");
+    ASSERT_TRUE(f.d->put_pair("n1", "n2").is_ok());
+    FailoverResult r = f.failover->fail_over("n2", false, "hand");
+    EXPECT_EQ(r.status, 409);
+    EXPECT_NE(r.error.find("holds no tenant, only the copies it keeps as the standby of `n1`"),
+              std::string::npos)
+        << r.error;
+    r = f.failover->fail_over("n3", false, "hand");
+    EXPECT_EQ(r.status, 409);
+    EXPECT_NE(r.error.find("node `n3` holds no tenant and no replica"), std::string::npos)
+        << r.error;
+    EXPECT_TRUE(f.host->log().empty());
+}
+
 TEST(Failover, EachTenantInNameOrderOntoItsCopyQuotaFirstThenCut) {  // §18 cases 55, 56
     Fixture f;
     for (const char* n : {"n1", "n2", "n3"}) f.node(n);
