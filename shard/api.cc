@@ -706,6 +706,9 @@ class Api {
             }
             unreplicated =
                 router_.copies().paired(name, *standby, old_standby, kept, a_.request_id);
+            log_line("node `" + name + "` is paired with the standby `" + *standby + "`" +
+                     (old_standby.empty() ? "" : " (was `" + old_standby + "`)") + "; " +
+                     std::to_string(unreplicated.size()) + " of its tenants not taken there");
         } else if (given && !standby && !old_standby.empty()) {
             // Under --replicas, the old standby's copies stay where they are, caught up, as the
             // tenants' replicas of their own (Copies::unpaired).
@@ -718,6 +721,8 @@ class Api {
                                               "`: " + st.to_string());
             }
             unreplicated = router_.copies().unpaired(name, old_standby, kept, a_.request_id);
+            log_line("the pair of node `" + name + "` with `" + old_standby + "` is removed; " +
+                     std::to_string(unreplicated.size()) + " of its tenants without a copy");
         }
         return std::nullopt;
     }

@@ -656,7 +656,8 @@ void Copies::work() {
             Scope scope;
             scope.tenants = std::set<std::string>(due.begin(), due.end());
             scope.asked = true;
-            (void)run_repair(scope, router_.new_request_id(std::nullopt));
+            log_repair("the scheduled look at " + std::to_string(due.size()) + " tenants",
+                       run_repair(scope, router_.new_request_id(std::nullopt)), false);
             lock.lock();
             continue;
         }
@@ -675,11 +676,8 @@ void Copies::repair(std::string reason, std::optional<std::string> region) {
                  reason + ")");
         Scope scope;
         scope.region = region;
-        RepairReport r = run_repair(scope, router_.new_request_id(std::nullopt));
-        if (!r.replicated.empty() || !r.failed.empty()) {
-            log_line("the repair (" + reason + ") gave " + std::to_string(r.replicated.size()) +
-                     " tenants a replica; " + std::to_string(r.failed.size()) + " failed");
-        }
+        log_repair("the repair (" + reason + ")",
+                   run_repair(scope, router_.new_request_id(std::nullopt)), false);
     });
 }
 
@@ -688,7 +686,32 @@ RepairReport Copies::repair_now(const std::optional<std::string>& region,
     Scope scope;
     scope.region = region;
     scope.asked = true;
-    return run_repair(scope, request_id);
+    RepairReport r = run_repair(scope, request_id);
+    log_repair("the repair asked for " + (region ? "region `" + *region + "`" : "every region"), r,
+               true);
+    return r;
+}
+
+void Copies::log_repair(const std::string& what, const RepairReport& r, bool asked) {
+    if (!asked && r.replicated.empty() && r.failed.empty() && r.unreplicated.empty()) return;
+    // Names at most this many tenants of each list; the answer (or the gauges) has the rest.
+    constexpr size_t named_max = 5;
+    auto some = [&](const auto& list, auto name_of) {
+        std::string out;
+        for (size_t i = 0; i < list.size() && i < named_max; ++i) {
+            out += (i == 0 ? " (" : ", ") + name_of(list[i]);
+        }
+        if (list.size() > named_max) out += ", …";
+        return list.empty() ? out : out + ")";
+    };
+    const auto tenant = [](const auto& x) { return "`" + x.tenant + "`"; };
+    const auto placed = [](const RepairReport::Placed& p) {
+        return "`" + p.tenant + "` on `" + p.replica + "`";
+    };
+    log_line(what + ": " + std::to_string(r.replicated.size()) + " copies attached" +
+             some(r.replicated, placed) + ", " + std::to_string(r.failed.size()) + " failed" +
+             some(r.failed, tenant) + ", " + std::to_string(r.unreplicated.size()) +
+             " left without one" + some(r.unreplicated, tenant));
 }
 
 void Copies::node_answered(const std::string& node) {

@@ -234,6 +234,9 @@ class Copies {
     void publish_gauges(const DirectoryMaps& maps);
 
   private:
+    // A repair's outcome on stderr: `what` ran, and what it attached, failed and left; one
+    // that did nothing only when `asked` (POST /_shard/replicas).
+    void log_repair(const std::string& what, const RepairReport& r, bool asked);
     struct Scope {
         std::optional<std::string> region;             // none: every region
         std::optional<std::set<std::string>> tenants;  // none: every tenant

@@ -347,6 +347,12 @@ Response Move::steps(const DirectoryMaps& maps) {
     const uint64_t ms = router_.now_ms() - start;
     count("done");
     if (auto* h = router_.metrics().move_duration) h->with({}).observe_us(ms * 1000);
+    log_line("moved `" + tenant_ + "` from `" + from_.name + "` to `" + to_.name +
+             "`: " + std::to_string(copied.bytes) + " bytes in " + std::to_string(ms) + " ms" +
+             (!copy.node.empty()           ? "; its copy on `" + copy.node + "`"
+              : !copy.unreplicated.empty() ? "; no copy: " + copy.unreplicated
+                                           : std::string()) +
+             (removed ? "" : "; the source copy was not deleted"));
     return answer(copied, removed, copy, ms);
 }
 

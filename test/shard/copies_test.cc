@@ -177,6 +177,13 @@ TEST_F(Copies, AMoveOntoItsReplicasNodePlacesTheReplicaOnTheSourceWhenNoOtherNod
     EXPECT_EQ(recorded_copy(t), "n4");
     EXPECT_TRUE(follows(3, t, index_of(replica))) << copy_on(3, t).body;
     EXPECT_TRUE(eventually([&] { return count_on(3, t) == R"({"count":1})"; })) << count_on(3, t);
+    // Said on stderr (from the log's queue, within 200 ms), as operations.md says moves are.
+    const std::string said = "moved `" + t + "` from `n4` to `" + replica + "`: ";
+    EXPECT_TRUE(eventually([&] {
+        const std::string err = read_file(dir_.path() + "/router.err");
+        const size_t at = err.find(said);
+        return at != std::string::npos && err.find("; its copy on `n4`", at) < err.find('\n', at);
+    })) << read_file(dir_.path() + "/router.err");
 }
 
 // §6.3: a node removed lists the tenants whose replica it kept, which then say why they have
@@ -369,6 +376,11 @@ TEST_F(Copies, APairRemovedUnderReplicasWithItsStandbyDeadPlacesAReplicaAfresh) 
     EXPECT_NE(copy, standby_name) << "the tenant's copy is on its dead old standby";
     ASSERT_FALSE(copy.empty()) << "no replica placed: " << unpaired.body;
     EXPECT_TRUE(follows(index_of(copy), t, 0)) << copy_on(index_of(copy), t).body;
+    EXPECT_TRUE(eventually([&] {
+        return read_file(dir_.path() + "/router.err")
+                   .find("the pair of node `n1` with `" + standby_name + "` is removed") !=
+               std::string::npos;
+    })) << read_file(dir_.path() + "/router.err");
 }
 
 // A pair whose standby did not take a tenant leaves that tenant's own replica its copy. Before,
