@@ -693,7 +693,10 @@ RepairReport Copies::repair_now(const std::optional<std::string>& region,
 }
 
 void Copies::log_repair(const std::string& what, const RepairReport& r, bool asked) {
-    if (!asked && r.replicated.empty() && r.failed.empty() && r.unreplicated.empty()) return;
+    if (!asked && r.replicated.empty() && r.failed.empty() && r.unreplicated.empty() &&
+        r.dropped.empty()) {
+        return;
+    }
     // Names at most this many tenants of each list; the answer (or the gauges) has the rest.
     constexpr size_t named_max = 5;
     auto some = [&](const auto& list, auto name_of) {
@@ -711,7 +714,11 @@ void Copies::log_repair(const std::string& what, const RepairReport& r, bool ask
     log_line(what + ": " + std::to_string(r.replicated.size()) + " copies attached" +
              some(r.replicated, placed) + ", " + std::to_string(r.failed.size()) + " failed" +
              some(r.failed, tenant) + ", " + std::to_string(r.unreplicated.size()) +
-             " left without one" + some(r.unreplicated, tenant));
+             " left without one" + some(r.unreplicated, tenant) + ", " +
+             std::to_string(r.dropped.size()) + " unrecorded copies deleted" +
+             some(r.dropped, [](const RepairReport::Dropped& d) {
+                 return "`" + d.tenant + "` on `" + d.node + "`";
+             }));
 }
 
 void Copies::node_answered(const std::string& node) {

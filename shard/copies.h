@@ -90,6 +90,12 @@ struct RepairReport {
     std::vector<Placed> replicated;
     std::vector<Why> failed;        // a node asked to keep the copy refused or did not answer
     std::vector<Why> unreplicated;  // no copy now, and why not (no node fits, its primary silent)
+    // Copies that followed a primary with no row naming them, deleted (Copies::drop_unrecorded).
+    struct Dropped {
+        std::string tenant;
+        std::string node;
+    };
+    std::vector<Dropped> dropped;
 };
 
 // §8.3 step 3's schedule for a tenant whose primary did not answer a repair's survey: looked at
@@ -234,6 +240,10 @@ class Copies {
     void publish_gauges(const DirectoryMaps& maps);
 
   private:
+    // The repair of a tenant whose recorded copy follows it: copies elsewhere that follow its
+    // primary with no row naming them, deleted (repair.cc).
+    void drop_unrecorded(const TenantRow& tenant, const std::map<std::string, SurveyReply>& survey,
+                         RepairReport& report, std::string_view request_id);
     // A repair's outcome on stderr: `what` ran, and what it attached, failed and left; one
     // that did nothing only when `asked` (POST /_shard/replicas).
     void log_repair(const std::string& what, const RepairReport& r, bool asked);

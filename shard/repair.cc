@@ -166,6 +166,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                 taken ? handed_to_standby(row.name, *standby, request_id, not_yet) : Handed::behind;
             if (h == Handed::yes) {
                 forget(row.name);
+                drop_unrecorded(row, survey, report, request_id);
                 return;
             }
             if (h == Handed::pair_changed) {  // the pair's change attaches and hands over
@@ -189,7 +190,10 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     const std::string copy = replica != maps->replicas.end() ? replica->second : std::string();
     if (auto copy_node = maps->nodes.find(copy); copy_node != maps->nodes.end()) {
         if (follows(survey, copy, row.name, from)) {
-            if (survey.contains(copy)) forget(row.name);
+            if (survey.contains(copy)) {
+                forget(row.name);
+                drop_unrecorded(row, survey, report, request_id);
+            }
             return;
         }
         Attached a = attach(row, copy_node->second, true, request_id);
@@ -221,6 +225,38 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         report.failed.push_back({row.name, out.unreplicated});
     } else {
         report.unreplicated.push_back({row.name, out.unreplicated});
+    }
+}
+
+// A tenant whose recorded copy follows it: a copy on any other node that follows its primary
+// too, recorded nowhere (left by a pair or a replica whose delete its node missed, down at the
+// time), is deleted. It would stream from the primary for ever, and the primary's writes would
+// wait for it while it keeps up. The tenant is claimed; the maps are read again here.
+void Copies::drop_unrecorded(const TenantRow& tenant,
+                             const std::map<std::string, SurveyReply>& survey, RepairReport& report,
+                             std::string_view request_id) {
+    const auto maps = router_.directory().maps();
+    const auto t = maps->tenants.find(tenant.name);
+    if (t == maps->tenants.end()) return;
+    const auto primary = maps->nodes.find(t->second.node);
+    if (primary == maps->nodes.end()) return;
+    const std::string from = url_of(primary->second);
+    std::set<std::string> kept = {t->second.node, maps->copy_of(t->second)};
+    if (const std::string* s = maps->standby_of(t->second.node)) kept.insert(*s);
+    if (auto r = maps->replicas.find(tenant.name); r != maps->replicas.end())
+        kept.insert(r->second);
+    for (const auto& [name, s] : survey) {
+        if (kept.contains(name)) continue;
+        const CopyInfo* c = s.find(tenant.name);
+        if (!c || !c->following || c->following->from != from) continue;
+        const auto node = maps->nodes.find(name);
+        if (node == maps->nodes.end()) continue;
+        NodeAnswer a = calls().remove(node->second, tenant.name, request_id);
+        if (a.gone()) {
+            log_line("deleted the copy of `" + tenant.name + "` on `" + name +
+                     "`: it followed the primary, and no directory row names it");
+            report.dropped.push_back({tenant.name, name});
+        }
     }
 }
 
@@ -327,6 +363,17 @@ http::Response serve_replicas(Router& router, const server::Request& request,
     write_why(w, report.failed);
     w.key("unreplicated");
     write_why(w, report.unreplicated);
+    w.key("dropped");
+    w.begin_array();
+    for (const RepairReport::Dropped& d : report.dropped) {
+        w.begin_object();
+        w.key("tenant");
+        w.string(d.tenant);
+        w.key("node");
+        w.string(d.node);
+        w.end_object();
+    }
+    w.end_array();
     w.end_object();
     return r;
 }

@@ -333,6 +333,41 @@ TEST_F(Copies, APairGivenANewStandbyBesideItsDeadOldOneHandsOverOnlyOnceCaughtUp
     }
 }
 
+// An old standby down while its pair moved on keeps its copy, which follows the primary again
+// once the node is back, though no row names it. A repair deletes it: the tenant's recorded copy
+// follows it, and this one would stream from the primary for ever. Before, the repair answered
+// nothing to do, and the primary kept a follower the directory knew nothing of.
+TEST_F(Copies, ARepairDeletesACopyFollowingThePrimaryThatNoRowNames) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
+    const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
+    const std::string first_name = "n" + std::to_string(first + 1);
+    const std::string second_name = "n" + std::to_string(second + 1);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, first_name));
+    const uint16_t port = nodes_->port(first);
+    nodes_->procs[first]->kill(SIGKILL);
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    ASSERT_TRUE(eventually([&] {
+        if (recorded_copy(t) != second_name) (void)shard("POST", "/_shard/replicas", "{}");
+        return recorded_copy(t) == second_name;
+    })) << recorded_copy(t);
+    nodes_->start(first, port);
+    ASSERT_TRUE(eventually([&] { return follows(first, t, 0); }, 10000))
+        << "the old standby's copy did not follow again: " << copy_on(first, t).body;
+
+    Reply repaired = shard("POST", "/_shard/replicas", "{}");
+    ASSERT_EQ(repaired.status, 200) << repaired.body;
+    EXPECT_NE(repaired.body.find(R"({"tenant":")" + t + R"(","node":")" + first_name + R"("})"),
+              std::string::npos)
+        << repaired.body;
+    EXPECT_EQ(copy_on(first, t).status, 404) << "the unrecorded copy is still there";
+    EXPECT_TRUE(follows(second, t, 0)) << "the recorded copy was touched";
+    EXPECT_EQ(recorded_copy(t), second_name);
+}
+
 // Under --replicas, a pair removed leaves each tenant its copy on the old standby, caught up, as
 // its replica of its own. Before, that copy was deleted and a replica placed afresh, which the
 // answer found replaying the tenant's 15 blocks of 100 KB: a failover then would have promoted it
