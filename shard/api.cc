@@ -721,8 +721,14 @@ class Api {
                                               "`: " + st.to_string());
             }
             unreplicated = router_.copies().unpaired(name, old_standby, kept, a_.request_id);
+            size_t on_node = 0;
+            for (const auto& [t, row] : router_.directory().maps()->tenants)
+                on_node += row.node == name;
             log_line("the pair of node `" + name + "` with `" + old_standby + "` is removed; " +
-                     std::to_string(unreplicated.size()) + " of its tenants without a copy");
+                     (router_.options().replicas
+                          ? std::to_string(unreplicated.size()) + " of its tenants without a copy"
+                          : "its " + std::to_string(on_node) +
+                                " tenants have no copy now (the router runs without --replicas)"));
         }
         return std::nullopt;
     }

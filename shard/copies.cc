@@ -155,8 +155,7 @@ bool Copies::caught_up(const std::string& tenant, const NodeRow& primary, const 
     return true;
 }
 
-void Copies::look_again(const std::string& tenant, const std::string& standby,
-                        const std::string& why) {
+bool Copies::schedule_look(const std::string& tenant) {
     bool again = true;
     {
         std::lock_guard lock(mu_);
@@ -168,9 +167,21 @@ void Copies::look_again(const std::string& tenant, const std::string& standby,
         }
     }
     if (again) wake_.notify_one();
+    return again;
+}
+
+void Copies::look_again(const std::string& tenant, const std::string& standby,
+                        const std::string& why) {
+    const bool again = schedule_look(tenant);
     log_line("`" + tenant + "` keeps its replica until its node's standby `" + standby +
              "` has caught up (" + (again ? "looked at again in 10 s" : "left to the next repair") +
              "): " + why);
+}
+
+void Copies::look_after_pair_change(const std::string& tenant, const std::string& why) {
+    const bool again = schedule_look(tenant);
+    log_line("`" + tenant + "` is left as it was, " + why + " meanwhile (" +
+             (again ? "looked at again in 10 s" : "left to the next repair") + ")");
 }
 
 Copies::Handed Copies::handed_to_standby(const std::string& tenant, const std::string& standby,
@@ -378,8 +389,8 @@ CopyOutcome Copies::after_source_removed(const std::string& tenant, const CopyOu
         return copy;
     }
     CopyOutcome again = place(tenant, {}, {}, request_id);
-    if (again.node.empty()) return copy;
-    forget(tenant);
+    if (again.node.empty() && !again.refused) return copy;  // still no node: step 9's reason
+    if (!again.node.empty()) forget(tenant);
     return again;
 }
 
@@ -473,7 +484,9 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         std::string why;
         const Handed h = handed_to_standby(t.name, standby, request_id, why);
         if (h == Handed::pair_changed) {
-            log_line("`" + t.name + "` is left to its pair's later change: " + why);
+            // The later change may have passed it by while this one held it: a look attaches
+            // the standby the pair names then.
+            look_after_pair_change(t.name, why);
             continue;
         }
         if (h == Handed::behind) {
@@ -522,10 +535,11 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
         if (old != maps->nodes.end() && !kept_there) {
             NodeAnswer a = calls().remove(old->second, t.name, request_id);
             if (!a.gone()) {
-                log_line("the pair of `" + node + "` is removed, but the copy of `" + t.name + "` on `" +
-                         old_standby + "` was not deleted (" + a.said(old->second) + ")");
-                old_silent = true;
+                log_line("the pair of `" + node + "` is removed, but the copy of `" + t.name +
+                         "` on `" + old_standby + "` was not deleted (" + a.said(old->second) +
+                         ")");
             }
+            old_silent = !a.gone();  // it answered the delete: a candidate like any node
         }
         if (!router_.options().replicas) continue;
         if (own != rows->replicas.end()) continue;

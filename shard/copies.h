@@ -173,6 +173,9 @@ class Copies {
     // the schedule (RepairSchedule's first step, 10 s), at most catch_up_looks_max times in a
     // row, then left to the next repair asked for; logged either way.
     void look_again(const std::string& tenant, const std::string& standby, const std::string& why);
+    // `tenant`, left by a pair's hand-over or a repair because the pair changed meanwhile
+    // (Handed::pair_changed, `why`), looked at again as look_again does.
+    void look_after_pair_change(const std::string& tenant, const std::string& why);
 
     // §6.4 step 8: the copy of a tenant just created, on its node's standby or with --replicas
     // a replica of its own.
@@ -244,6 +247,9 @@ class Copies {
     // primary with no row naming them, deleted (repair.cc).
     void drop_unrecorded(const TenantRow& tenant, const std::map<std::string, SurveyReply>& survey,
                          RepairReport& report, std::string_view request_id);
+    // A look at `tenant` scheduled (RepairSchedule's first step), unless it had
+    // catch_up_looks_max in a row: false then.
+    bool schedule_look(const std::string& tenant);
     // A repair's outcome on stderr: `what` ran, and what it attached, failed and left; one
     // that did nothing only when `asked` (POST /_shard/replicas).
     void log_repair(const std::string& what, const RepairReport& r, bool asked);

@@ -165,7 +165,7 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
             r.error = "node `" + node +
                       "` holds no tenant, only the copies it keeps as the standby of `" +
                       paired_with + "`: there is nothing to fail over; give `" + paired_with +
-                      "` another standby (or none) to have those copies kept elsewhere";
+                      "` another standby to have those copies kept elsewhere";
         } else if (tenants.empty()) {
             r.error =
                 "node `" + node + "` holds no tenant and no replica: there is nothing to fail over";

@@ -169,8 +169,8 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                 drop_unrecorded(row, survey, report, request_id);
                 return;
             }
-            if (h == Handed::pair_changed) {  // the pair's change attaches and hands over
-                log_line("`" + row.name + "` is left to its pair's change: " + not_yet);
+            if (h == Handed::pair_changed) {  // looked at again under the pair as it is then
+                look_after_pair_change(row.name, not_yet);
                 return;
             }
             if (taken) {
