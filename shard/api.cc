@@ -782,6 +782,10 @@ class Api {
                                           "`: " + st.to_string());
         }
         const std::vector<std::string> unreplicated = router_.copies().node_removed(*maps, name);
+        // Under --replicas the tenants whose copy it kept get another, as after a failover.
+        if (router_.options().replicas && !unreplicated.empty()) {
+            router_.copies().repair("node `" + name + "` removed", maps->nodes.at(name).region);
+        }
         Response r;
         json::Writer w(r.body);
         w.begin_object();

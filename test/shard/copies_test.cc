@@ -512,8 +512,36 @@ TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
     EXPECT_NE(r.body.find("\"unreplicated\":[\"" + a + "\"]"), std::string::npos) << r.body;
     Reply got = shard("GET", "/_shard/tenants/" + a);
     EXPECT_FALSE(Json(got.body).has("replica")) << got.body;
-    EXPECT_NE(Json(got.body).text("unreplicated").find("`eu2` was removed"), std::string::npos)
+    // Said so, or, once the repair the removal runs has looked, that no node is left to keep it.
+    const std::string why = Json(got.body).text("unreplicated");
+    EXPECT_TRUE(why.find("`eu2` was removed") != std::string::npos ||
+                why == "there is no other node in region `eu` to keep it")
         << got.body;
+}
+
+// Under --replicas, a node removed that kept tenants' copies (here a pair's standby) runs a
+// repair, which gives each of them a replica on a node left. Before, they stayed without a copy
+// until a repair was asked for.
+TEST_F(Copies, ANodeRemovedRunsARepairForTheTenantsWhoseCopyItKept) {
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const int standby = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
+    const std::string standby_name = "n" + std::to_string(standby + 1);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, standby_name));
+    Reply removed = shard("DELETE", "/_shard/nodes/" + standby_name);
+    ASSERT_EQ(removed.status, 200) << removed.body;
+    EXPECT_NE(removed.body.find(t), std::string::npos) << removed.body;
+    std::string copy;
+    EXPECT_TRUE(eventually([&] {
+        copy = recorded_copy(t);
+        return !copy.empty() && copy != standby_name;
+    })) << "no replica placed after the removal: "
+        << shard("GET", "/_shard/tenants/" + t).body;
+    if (!copy.empty() && copy != standby_name) {
+        EXPECT_TRUE(eventually([&] { return follows(index_of(copy), t, 0); }))
+            << copy_on(index_of(copy), t).body;
+    }
 }
 
 class Repair : public ClusterTest<3> {};
