@@ -721,14 +721,17 @@ class Api {
                                               "`: " + st.to_string());
             }
             unreplicated = router_.copies().unpaired(name, old_standby, kept, a_.request_id);
-            size_t on_node = 0;
-            for (const auto& [t, row] : router_.directory().maps()->tenants)
-                on_node += row.node == name;
+            size_t on_node = 0, without = 0;
+            const auto now = router_.directory().maps();
+            for (const auto& [t, row] : now->tenants) {
+                if (row.node != name) continue;
+                ++on_node;
+                without += now->copy_of(row).empty();
+            }
             log_line("the pair of node `" + name + "` with `" + old_standby + "` is removed; " +
-                     (router_.options().replicas
-                          ? std::to_string(unreplicated.size()) + " of its tenants without a copy"
-                          : "its " + std::to_string(on_node) +
-                                " tenants have no copy now (the router runs without --replicas)"));
+                     std::to_string(without) + " of its " + std::to_string(on_node) +
+                     " tenants have no copy now" +
+                     (router_.options().replicas ? "" : " (the router runs without --replicas)"));
         }
         return std::nullopt;
     }

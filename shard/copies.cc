@@ -665,13 +665,25 @@ void Copies::work() {
         const int64_t now = static_cast<int64_t>(router_.now_ms());
         std::vector<std::string> due = schedule_.due(now);
         if (!due.empty()) {
+            // A tenant whose primary was silent is scheduled only where a copy was wanted
+            // (repair.cc): placed when seen. One looked at again for its pair's hand-over
+            // (schedule_look) is owed a standby, not a replica: one of its own is placed only
+            // under --replicas.
+            Scope silent, handover;
+            silent.tenants.emplace();
+            silent.asked = true;
+            handover.tenants.emplace();
+            handover.asked = router_.options().replicas;
+            for (const std::string& t : due) {
+                (catch_up_looks_.contains(t) ? *handover.tenants : *silent.tenants).insert(t);
+            }
             lock.unlock();
-            // Only tenants a copy was wanted for are scheduled (repair.cc): placed when seen.
-            Scope scope;
-            scope.tenants = std::set<std::string>(due.begin(), due.end());
-            scope.asked = true;
-            log_repair("the scheduled look at " + std::to_string(due.size()) + " tenants",
-                       run_repair(scope, router_.new_request_id(std::nullopt)), false);
+            for (const Scope* scope : {&silent, &handover}) {
+                if (scope->tenants->empty()) continue;
+                log_repair(
+                    "the scheduled look at " + std::to_string(scope->tenants->size()) + " tenants",
+                    run_repair(*scope, router_.new_request_id(std::nullopt)), false);
+            }
             lock.lock();
             continue;
         }

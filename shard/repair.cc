@@ -251,11 +251,21 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
         if (!c || !c->following || c->following->from != from) continue;
         const auto node = maps->nodes.find(name);
         if (node == maps->nodes.end()) continue;
+        // The survey may be minutes old: the node is asked again just before (a copy promoted
+        // there since, or deleted by a hand-over in this repair, is left alone).
+        if (follows_primary(t->second, primary->second, node->second, request_id) != Follows::yes) {
+            continue;
+        }
         NodeAnswer a = calls().remove(node->second, tenant.name, request_id);
-        if (a.gone()) {
+        if (a.ok()) {
             log_line("deleted the copy of `" + tenant.name + "` on `" + name +
                      "`: it followed the primary, and no directory row names it");
             report.dropped.push_back({tenant.name, name});
+        } else if (!a.gone()) {
+            log_line("the copy of `" + tenant.name + "` on `" + name +
+                     "` follows the primary with no directory row naming it, and was not "
+                     "deleted (" +
+                     a.said(node->second) + ")");
         }
     }
 }
