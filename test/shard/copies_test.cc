@@ -55,6 +55,26 @@ class Copies : public ClusterTest<4> {
         ASSERT_GT(primary_seq, 15u);
         ASSERT_TRUE(eventually([&] { return seq_on(index_of(standby), t) >= primary_seq; }));
     }
+    // Of n2–n4, the two that do not hold `replica`: a first standby (n3 or n2) and a second.
+    struct Standbys {
+        int first, second;
+        std::string first_name, second_name;
+    };
+    static Standbys two_standbys(const std::string& replica) {
+        const int first = index_of(replica) == 1 ? 2 : 1;
+        const int second = 6 - first - index_of(replica);  // n2–n4 are indexes 1–3
+        return {first, second, "n" + std::to_string(first + 1), "n" + std::to_string(second + 1)};
+    }
+    // After n1's pair went from s.first to s.second: where `t`'s copy is still the first (the
+    // second behind at the bound, on a slow machine), a repair hands it over once caught up.
+    void handed_over_by_a_repair_if_kept(const std::string& t, const std::string& copy,
+                                         const Standbys& s, uint64_t primary_seq) {
+        if (copy != s.first_name) return;
+        ASSERT_TRUE(eventually([&] { return seq_on(s.second, t) >= primary_seq; }));
+        Reply repaired = shard("POST", "/_shard/replicas", "{}");
+        EXPECT_EQ(repaired.status, 200) << repaired.body;
+        EXPECT_EQ(recorded_copy(t), s.second_name);
+    }
     // Fifteen blocks of 100 KB written to `t`: a copy told to follow it now takes a while.
     void fifteen_blocks(const std::string& t) {
         const std::string big(100'000, 'a');
@@ -275,27 +295,18 @@ TEST_F(Copies, APairGivenANewStandbyKeepsTheOldOnesCopyUntilTheNewOneHasCaughtUp
     const std::string t = tenant("x");
     std::string replica;
     ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
-    const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
-    const std::string first_name = "n" + std::to_string(first + 1);
-    const std::string second_name = "n" + std::to_string(second + 1);
-    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, first_name));
+    const Standbys s = two_standbys(replica);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));
     const uint64_t primary_seq = seq_on(0, t);
 
-    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + s.second_name + R"("})");
     ASSERT_EQ(paired.status, 200) << paired.body;
     const std::string copy = recorded_copy(t);
-    ASSERT_TRUE(copy == first_name || copy == second_name) << copy;
+    ASSERT_TRUE(copy == s.first_name || copy == s.second_name) << copy;
     EXPECT_GE(seq_on(index_of(copy), t), primary_seq)
         << "the tenant's copy, on " << copy << ", is short of the primary's writes";
-    if (copy == first_name) {
-        // Behind at the bound (a slow machine): kept, and handed over by a repair once caught up.
-        ASSERT_TRUE(eventually([&] { return seq_on(second, t) >= primary_seq; }));
-        Reply repaired = shard("POST", "/_shard/replicas", "{}");
-        EXPECT_EQ(repaired.status, 200) << repaired.body;
-        EXPECT_EQ(recorded_copy(t), second_name);
-    }
-    EXPECT_EQ(copy_on(first, t).status, 404) << "the old standby's copy was left behind";
+    ASSERT_NO_FATAL_FAILURE(handed_over_by_a_repair_if_kept(t, copy, s, primary_seq));
+    EXPECT_EQ(copy_on(s.first, t).status, 404) << "the old standby's copy was left behind";
 }
 
 // As above, with the old standby dead: it cannot say whether it holds the tenant, so its kept row
@@ -306,31 +317,23 @@ TEST_F(Copies, APairGivenANewStandbyBesideItsDeadOldOneHandsOverOnlyOnceCaughtUp
     const std::string t = tenant("x");
     std::string replica;
     ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
-    const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
-    const std::string first_name = "n" + std::to_string(first + 1);
-    const std::string second_name = "n" + std::to_string(second + 1);
-    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, first_name));
+    const Standbys s = two_standbys(replica);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));
     const uint64_t primary_seq = seq_on(0, t);
-    const uint16_t port = nodes_->port(first);
-    nodes_->procs[first]->kill(SIGKILL);
+    const uint16_t port = nodes_->port(s.first);
+    nodes_->procs[s.first]->kill(SIGKILL);
 
-    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + s.second_name + R"("})");
     const std::string copy = recorded_copy(t);
-    const uint64_t second_seq = seq_on(second, t);
-    nodes_->start(first, port);
+    const uint64_t second_seq = seq_on(s.second, t);
+    nodes_->start(s.first, port);
     ASSERT_EQ(paired.status, 200) << paired.body;
-    ASSERT_TRUE(copy == first_name || copy == second_name) << copy;
-    if (copy == second_name) {
+    ASSERT_TRUE(copy == s.first_name || copy == s.second_name) << copy;
+    if (copy == s.second_name) {
         EXPECT_GE(second_seq, primary_seq)
             << "the new standby was made the copy short of the primary's writes";
-    } else {
-        // Behind at the bound (a slow machine): kept, and handed over by a repair once caught up.
-        ASSERT_TRUE(eventually([&] { return seq_on(second, t) >= primary_seq; }));
-        Reply repaired = shard("POST", "/_shard/replicas", "{}");
-        EXPECT_EQ(repaired.status, 200) << repaired.body;
-        EXPECT_EQ(recorded_copy(t), second_name);
     }
+    ASSERT_NO_FATAL_FAILURE(handed_over_by_a_repair_if_kept(t, copy, s, primary_seq));
 }
 
 // An old standby down while its pair moved on keeps its copy, which follows the primary again
@@ -341,31 +344,28 @@ TEST_F(Copies, ARepairDeletesACopyFollowingThePrimaryThatNoRowNames) {
     const std::string t = tenant("x");
     std::string replica;
     ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const int first = index_of(replica) == 1 ? 2 : 1;  // n3 or n2, not the replica's node
-    const int second = 6 - first - index_of(replica);  // the one of n2–n4 left
-    const std::string first_name = "n" + std::to_string(first + 1);
-    const std::string second_name = "n" + std::to_string(second + 1);
-    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, first_name));
-    const uint16_t port = nodes_->port(first);
-    nodes_->procs[first]->kill(SIGKILL);
-    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + second_name + R"("})");
+    const Standbys s = two_standbys(replica);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));
+    const uint16_t port = nodes_->port(s.first);
+    nodes_->procs[s.first]->kill(SIGKILL);
+    Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + s.second_name + R"("})");
     ASSERT_EQ(paired.status, 200) << paired.body;
     ASSERT_TRUE(eventually([&] {
-        if (recorded_copy(t) != second_name) (void)shard("POST", "/_shard/replicas", "{}");
-        return recorded_copy(t) == second_name;
+        if (recorded_copy(t) != s.second_name) (void)shard("POST", "/_shard/replicas", "{}");
+        return recorded_copy(t) == s.second_name;
     })) << recorded_copy(t);
-    nodes_->start(first, port);
-    ASSERT_TRUE(eventually([&] { return follows(first, t, 0); }, 10000))
-        << "the old standby's copy did not follow again: " << copy_on(first, t).body;
+    nodes_->start(s.first, port);
+    ASSERT_TRUE(eventually([&] { return follows(s.first, t, 0); }, 10000))
+        << "the old standby's copy did not follow again: " << copy_on(s.first, t).body;
 
     Reply repaired = shard("POST", "/_shard/replicas", "{}");
     ASSERT_EQ(repaired.status, 200) << repaired.body;
-    EXPECT_NE(repaired.body.find(R"({"tenant":")" + t + R"(","node":")" + first_name + R"("})"),
+    EXPECT_NE(repaired.body.find(R"({"tenant":")" + t + R"(","node":")" + s.first_name + R"("})"),
               std::string::npos)
         << repaired.body;
-    EXPECT_EQ(copy_on(first, t).status, 404) << "the unrecorded copy is still there";
-    EXPECT_TRUE(follows(second, t, 0)) << "the recorded copy was touched";
-    EXPECT_EQ(recorded_copy(t), second_name);
+    EXPECT_EQ(copy_on(s.first, t).status, 404) << "the unrecorded copy is still there";
+    EXPECT_TRUE(follows(s.second, t, 0)) << "the recorded copy was touched";
+    EXPECT_EQ(recorded_copy(t), s.second_name);
 }
 
 // Under --replicas, a pair removed leaves each tenant its copy on the old standby, caught up, as
