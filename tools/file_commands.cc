@@ -351,7 +351,8 @@ const Command& demo_command() {
     static const Command c = Command{"demo",
                                      "DIR",
                                      "write a demo tenant in DIR/demo.fenec, reopen it, print it",
-                                     "Replaces DIR/demo.fenec if it exists.",
+                                     "Refuses a DIR/demo.fenec that exists: it may be a tenant a "
+                                     "node serves.",
                                      {},
                                      1,
                                      1};
@@ -365,11 +366,18 @@ int demo_main(int argc, char** argv) {
     const std::string& dir = args.positional[0];
     if (Status made = posix_fs().make_dirs(dir); !made.is_ok()) return demo_failed(made);
     const std::string path = dir + "/demo.fenec";
-    ::unlink(path.c_str());
     OpenOptions options;
     options.tenant = "demo";
     {
+        // Never replaced: a data directory's demo.fenec is the tenant `demo` a node may serve,
+        // and one written over under it would lose every write the node answered.
         auto db = Database::create(path, options);
+        if (!db.is_ok() && db.status().code() == Code::already_exists) {
+            return failed("demo", path +
+                                      " exists: demo writes a new file and replaces none (it "
+                                      "may be the tenant `demo` a node serves); remove it, "
+                                      "or give another DIR");
+        }
         if (!db.is_ok()) return demo_failed(db.status());
         auto block = (*db)->begin();
         if (!block.is_ok()) return demo_failed(block.status());

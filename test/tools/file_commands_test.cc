@@ -134,6 +134,27 @@ TEST(FileCommands, InspectSaysRecordsGraphsAndTheDeadShare) {
     EXPECT_NE(r.out.find("collection  items (id 1): 2 rows"), std::string::npos) << r.out;
 }
 
+// `fenec demo DIR` writes DIR/demo.fenec once and never over a file there: a data directory's
+// demo.fenec is a tenant a node may serve. Before, it unlinked the file and wrote its own, and a
+// node serving `demo` lost every write it had answered at its next open.
+TEST(FileCommands, DemoWritesANewFileAndReplacesNone) {
+    TempDir dir;
+    const ToolRun made = fenec("demo " + q(dir.path()));
+    EXPECT_EQ(made.status, 0) << made.err;
+    EXPECT_NE(made.out.find("row 3: Chloé, Lyon"), std::string::npos) << made.out;
+
+    const std::string path = dir.file("demo.fenec");
+    std::filesystem::remove(path);
+    write_file(path, 3);
+    const auto before = std::filesystem::file_size(path);
+    const ToolRun again = fenec("demo " + q(dir.path()));
+    EXPECT_EQ(again.status, 1) << again.out;
+    EXPECT_NE(again.err.find("demo.fenec exists"), std::string::npos) << again.err;
+    EXPECT_EQ(std::filesystem::file_size(path), before);
+    const ToolRun kept = fenec("verify " + q(path));
+    EXPECT_NE(kept.out.find(": whole: 4 records, seq 4"), std::string::npos) << kept.out;
+}
+
 TEST(FileCommands, CompactDropsTheDeadBytes) {
     TempDir dir;
     const std::string path = dir.file("t.fenec");
