@@ -64,6 +64,12 @@ http::Response shaped(Node& node, const Tenant& t, const Prepared& p, const ql::
 // A REST write: admission, key, one block whose key row stores the shaped answer, the answer.
 void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
                     const Shape& shape) {
+    // §4.1, as for a statement that writes: Fenec-After is a read's, refused on a write.
+    ReadAfter ra;
+    if (auto r = read_after_headers(node, *call, ra)) return node.answer(*call, std::move(*r));
+    if (ra.after)
+        return node.answer(*call,
+                           node.refusal(400, "Fenec-After is for reads; this request writes"));
     if (call->who.credential == auth::Credential::jwt && call->who.read_only_scope) {
         return node.answer(*call, node.refusal(403, "this JWT has scope \"read\" and this request writes"));
     }

@@ -37,10 +37,30 @@ std::optional<FilterOp> op_named(std::string_view name) {
 // with the op it would be. A value starting `<word>.` with one of them is refused with the hint
 // rather than read as `eq` of the whole text, which would keep no row and say nothing.
 constexpr std::pair<std::string_view, std::string_view> kNearMisses[] = {
-    {"gte", "ge"},    {"geq", "ge"},     {"gteq", "ge"},      {"lte", "le"},       {"leq", "le"},
-    {"lteq", "le"},   {"neq", "ne"},     {"nq", "ne"},        {"not_eq", "ne"},    {"eql", "eq"},
-    {"equals", "eq"}, {"nin", "not.in"}, {"notin", "not.in"}, {"contains", "has"}, {"isnull", "is"},
+    {"gte", "ge"},       {"geq", "ge"},       {"gteq", "ge"},   {"lte", "le"},
+    {"leq", "le"},       {"lteq", "le"},      {"neq", "ne"},    {"nq", "ne"},
+    {"not_eq", "ne"},    {"eql", "eq"},       {"equals", "eq"}, {"nin", "not.in"},
+    {"notin", "not.in"}, {"contains", "has"}, {"isnull", "is"}, {"cs", "has"},
+    {"isnot", "not.is"},
 };
+
+// Ops of PostgREST's with no REST filter here (patterns, text search, ranges): refused the same
+// way, pointing at FenecQL, rather than compared as text.
+constexpr std::string_view kNoSuchOps[] = {"like",  "ilike", "match", "imatch", "fts", "plfts",
+                                           "phfts", "wfts",  "sw",    "ew",     "cd",  "ov",
+                                           "sl",    "sr",    "nxl",   "nxr",    "adj", "regex"};
+
+bool no_such_op(std::string_view word) {
+    for (std::string_view op : kNoSuchOps) {
+        if (word.size() != op.size()) continue;
+        bool same = true;
+        for (size_t i = 0; i < word.size() && same; ++i) {
+            same = std::tolower(static_cast<unsigned char>(word[i])) == op[i];
+        }
+        if (same) return true;
+    }
+    return false;
+}
 
 std::optional<std::string_view> near_miss(std::string_view word) {
     for (const auto& [typed, meant] : kNearMisses) {
@@ -133,6 +153,14 @@ BodyResult<Condition> read_condition(const std::string& field, std::string_view 
                 " is not an op; did you mean " + quote_name(std::string(prefix) + hint) +
                 "? The ops are eq, ne, lt, le, gt, ge, in, is, has (and not. before "
                 "one); " +
+                quote_name("eq." + std::string(value)) + " matches the text as written");
+        }
+        if (dot != std::string_view::npos && no_such_op(unnegated.substr(0, dot))) {
+            return bad_request(
+                "the filter on " + quote_name(field) + ": " + quote_name(unnegated.substr(0, dot)) +
+                " is not an op: a REST filter has no patterns or text search (a FenecQL query "
+                "has `match` for full text). The ops are eq, ne, lt, le, gt, ge, in, is, has (and "
+                "not. before one); " +
                 quote_name("eq." + std::string(value)) + " matches the text as written");
         }
         // no op: `eq` of the whole text

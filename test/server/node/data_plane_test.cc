@@ -306,6 +306,25 @@ TEST_F(DataPlane, ConcurrentKeyedWritesRunOnce) {
     EXPECT_EQ(data("GET", "/t/acme/c/notes?count").body, R"({"count":4})");
 }
 
+// §4.1: Fenec-After on a write is 400, through REST as through a statement, and nothing lands.
+// Before, a REST write took it and ran.
+TEST_F(DataPlane, FenecAfterOnARestWriteIsRefused) {
+    make_acme();
+    const std::string before = data("GET", "/t/acme/c/notes?count").body;
+    auto h = bearer(D);
+    h.emplace_back("Fenec-After", "1");
+    for (auto [method, target, body] :
+         {std::tuple{"POST", "/t/acme/c/notes", R"({"title":"x"})"},
+          std::tuple{"PUT", "/t/acme/c/notes/7", R"({"title":"x"})"},
+          std::tuple{"PATCH", "/t/acme/c/notes/1", R"({"title":"y"})"},
+          std::tuple{"DELETE", "/t/acme/c/notes/1", ""}}) {
+        const Reply r = data(method, target, body, h);
+        EXPECT_EQ(r.status, 400) << method << " " << r.body;
+        EXPECT_NE(r.body.find("Fenec-After is for reads"), std::string::npos) << r.body;
+    }
+    EXPECT_EQ(data("GET", "/t/acme/c/notes?count").body, before);
+}
+
 TEST_F(DataPlane, FenecAfterWaitsThen504) {
     make_acme();
     const uint64_t seq = std::stoull(*data("GET", "/t/acme/").header("Fenec-Seq"));

@@ -149,6 +149,24 @@ TEST_F(SchemaErrors, NearMissFilterOpsHintAtTheOpMeant) {
     EXPECT_EQ(call("GET", "/t/acme/c/books?title=a.b").status, 200);       // no op: `eq`
 }
 
+// PostgREST's ops with none here (`like`, `ilike`, text search, ranges) are refused naming
+// FenecQL, not compared as text: `?title=like.Du*` answered 200 `[]`, which says nothing.
+TEST_F(SchemaErrors, PatternAndTextSearchOpsAreRefusedNotComparedAsText) {
+    for (const char* target :
+         {"/t/acme/c/books?title=like.Du*", "/t/acme/c/books?title=ilike.du*",
+          "/t/acme/c/books?title=not.like.x", "/t/acme/c/books?title=fts.dune"}) {
+        auto r = call("GET", target);
+        EXPECT_EQ(r.status, 400) << target << ": " << r.body;
+        EXPECT_NE(r.body.find("is not an op: a REST filter has no patterns or text search"),
+                  std::string::npos)
+            << target << ": " << r.body;
+    }
+    auto r = call("GET", "/t/acme/c/books?title=isnot.null");
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("`not.is.null`"), std::string::npos) << r.body;
+    EXPECT_EQ(call("GET", "/t/acme/c/books?title=eq.like.x").status, 200);  // the text as written
+}
+
 // Issue 21 item 4e: `curl --data-binary @b.ndjson` sends a form's content type.
 TEST_F(SchemaErrors, BatchRefusesAFormTypeNamingTheTypesItTakes) {
     const std::string body = "{\"query\":\"get books\"}\n{\"query\":\"get books\"}\n";
