@@ -278,10 +278,7 @@ int cut_main(int argc, char** argv) {
     Fs& fs = posix_fs();
     auto file = fs.open(path, OpenMode::read_write);
     if (!file.is_ok()) return failed(c.name, path + ": " + file.status().to_string());
-    if (Status st = fs.lock(**file); !st.is_ok()) {
-        return failed(c.name,
-                      path + " is held by another process (a node serving it?): " + st.to_string());
-    }
+    if (Status st = fs.lock(**file); !st.is_ok()) return failed(c.name, open_failure(path, st));
     auto s = Database::survey(fs, path);
     if (!s.is_ok()) return failed(c.name, path + ": " + s.status().to_string());
     if (at >= s->file_bytes) {
@@ -323,7 +320,7 @@ int compact_main(int argc, char** argv) {
     if (auto exit = read_args(c, argc, argv, args)) return *exit;
     const std::string& path = args.positional[0];
     auto db = Database::open(path, OpenOptions{});
-    if (!db.is_ok()) return failed(c.name, path + ": " + db.status().to_string());
+    if (!db.is_ok()) return failed(c.name, open_failure(path, db.status()));
     const Usage before = (*db)->usage();
     if (Status st = (*db)->compact(); !st.is_ok()) return failed(c.name, st.to_string());
     const Usage after = (*db)->usage();

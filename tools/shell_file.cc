@@ -9,6 +9,7 @@
 #include "ql/error_json.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
+#include "tools/cli.h"
 
 namespace fenec::tools {
 
@@ -57,7 +58,7 @@ std::unique_ptr<Backend> open_file_backend(const std::string& path, std::string&
     auto db = there.is_ok() && *there ? engine::Database::open(path, options)
                                       : engine::Database::create(path, options);
     if (!db.is_ok()) {
-        failure = path + ": " + db.status().to_string();
+        failure = open_failure(path, db.status());
         return nullptr;
     }
     return std::make_unique<FileBackend>(std::move(indexes), std::move(*db));

@@ -155,6 +155,31 @@ TEST(FileCommands, DemoWritesANewFileAndReplacesNone) {
     EXPECT_NE(kept.out.find(": whole: 4 records, seq 4"), std::string::npos) << kept.out;
 }
 
+// A file another process holds (here this one, as a node would) is said to be held by compact
+// and the shell, as by cut; a file in a folder that does not exist says so. Before, compact and
+// the shell said `busy: flock …`, and the shell named the engine's temp file `….fenec.new`.
+TEST(FileCommands, AHeldFileOrAMissingFolderIsSaidPlainly) {
+    TempDir dir;
+    const std::string path = dir.file("t.fenec");
+    write_file(path, 2);
+    {
+        auto held = Database::open(path, OpenOptions{});
+        ASSERT_TRUE(held.is_ok()) << held.status().to_string();
+        for (const std::string& command :
+             {"compact " + q(path), "shell " + q(path) + " -c 'get items'"}) {
+            const ToolRun r = fenec(command);
+            EXPECT_EQ(r.status, 1) << command << ": " << r.out;
+            EXPECT_NE(r.err.find("is held by another process (a node serving it?)"),
+                      std::string::npos)
+                << command << ": " << r.err;
+        }
+    }
+    const ToolRun r = fenec("shell " + q(dir.file("no/such/x.fenec")) + " -c 'get items'");
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(".fenec.new"), std::string::npos) << r.err;
+}
+
 TEST(FileCommands, CompactDropsTheDeadBytes) {
     TempDir dir;
     const std::string path = dir.file("t.fenec");
