@@ -4,8 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/io.h"
-
 namespace fenec::tools {
 
 namespace {
@@ -53,19 +51,6 @@ int failed(std::string_view name, std::string_view why) {
     std::fprintf(stderr, "fenec %.*s: %.*s\n", static_cast<int>(name.size()), name.data(),
                  static_cast<int>(why.size()), why.data());
     return exit_failed;
-}
-
-std::string open_failure(const std::string& path, const engine::Status& st) {
-    if (st.code() == engine::Code::busy) {
-        return path + " is held by another process (a node serving it?): " + st.to_string();
-    }
-    if (st.code() == engine::Code::not_found) {
-        const std::string dir = engine::dir_of(path);
-        if (auto there = engine::posix_fs().exists(dir); there.is_ok() && !*there) {
-            return path + ": the folder " + dir + " does not exist";
-        }
-    }
-    return path + ": " + st.to_string();
 }
 
 std::string help_text(const Command& c) {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.h"
+#include "tools/open_failure.h"
 
 namespace fenec::tools {
 
@@ -72,10 +72,5 @@ std::string help_text(const Command& command);
 
 // Says "fenec <name>: <why>" on stderr; returns exit_failed.
 int failed(std::string_view name, std::string_view why);
-
-// Why a tenant file at `path` could not be opened, for `failed`: one whose lock another process
-// holds is said to be held (a node serving it?), and one in a folder that does not exist says so,
-// rather than the engine's temp file it could not make there.
-std::string open_failure(const std::string& path, const engine::Status& st);
 
 }  // namespace fenec::tools

@@ -9,7 +9,7 @@
 #include "ql/error_json.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
-#include "tools/cli.h"
+#include "tools/open_failure.h"
 
 namespace fenec::tools {
 
