@@ -2,6 +2,7 @@
 // pool with the call already past its credential check (node.cc).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -62,6 +63,11 @@ std::optional<http::Response> read_after_headers(Node& node, const Call& call, R
 enum class Holds : uint8_t { yes, not_yet, never };
 Holds holds_write(Tenant& t, uint64_t after, std::optional<uint64_t> history);
 http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uint64_t> history);
+// A read's `run` once this copy holds `ra.after` (§5.6): at once when it does or none was asked
+// for; 504 (not_held) when it never will; else parked up to `ra.wait_ms` (5 s unless given) and
+// run when a write or a sync brings it, 504 when the wait runs out. `run` answers the call.
+void run_when_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+                   const ReadAfter& ra, std::function<void()> run);
 
 // statements.cc: §5.8 step 4, admission of a write before its key is looked up: the node
 // stopping, the tenant frozen (503 with the reason). nullopt: admitted.

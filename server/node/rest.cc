@@ -104,17 +104,24 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
         std::move(ticket));
 }
 
-void run_rest_read(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const Prepared& p,
-                   const Shape& shape) {
-    ql::Executor ex(t.db(), t.indexes());
-    const std::vector<ql::Item> items = p.items();
-    ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)});
-    node.counters().statements->with({"read"}).inc();
-    node.answer(*call, shaped(node, t, p, o, shape));
+// A REST read: run once this copy holds what Fenec-After asks (§4.1, §5.6), as a statement's is.
+void run_rest_read(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+                   Prepared p, Shape shape) {
+    ReadAfter ra;
+    if (auto r = read_after_headers(node, *call, ra)) return node.answer(*call, std::move(*r));
+    auto held = std::make_shared<Prepared>(std::move(p));
+    run_when_held(node, call, t, ra, [&node, call, t, held, shape = std::move(shape)] {
+        ql::Executor ex(t->db(), t->indexes());
+        const std::vector<ql::Item> items = held->items();
+        ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)});
+        node.counters().statements->with({"read"}).inc();
+        node.answer(*call, shaped(node, *t, *held, o, shape));
+    });
 }
 
-void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
-                    const std::string& coll, uint64_t id) {
+void serve_document(Node& node, const std::shared_ptr<Call>& call,
+                    const std::shared_ptr<Tenant>& owner, const std::string& coll, uint64_t id) {
+    Tenant& t = *owner;
     const http::RequestHead& h = call->request.head;
     const std::string sel = document_read(coll);
     Prepared p;
@@ -123,12 +130,15 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
         case http::Method::get:
         case http::Method::head: {
             if (auto e = prepare(p, sel, {engine::Value(int64_t(id))})) return fail(*e);
-            return run_rest_read(node, call, t, p, [&](const ql::BlockOutcome& o) {
-                if (o.answers.front().table.rows.empty()) {
-                    return node.refusal(404, "`" + coll + "` holds no _id " + std::to_string(id));
-                }
-                return json_answer(200, ql::row_json(o.answers.front().table, 0));
-            });
+            // Run later where it waits for Fenec-After: what it needs, by value.
+            return run_rest_read(
+                node, call, owner, std::move(p), [&node, coll, id](const ql::BlockOutcome& o) {
+                    if (o.answers.front().table.rows.empty()) {
+                        return node.refusal(404,
+                                            "`" + coll + "` holds no _id " + std::to_string(id));
+                    }
+                    return json_answer(200, ql::row_json(o.answers.front().table, 0));
+                });
         }
         case http::Method::put: {
             auto body = parse_document_body(call->request.body);
@@ -200,7 +210,9 @@ void serve_document(Node& node, const std::shared_ptr<Call>& call, Tenant& t,
     }
 }
 
-void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, const std::string& coll) {
+void serve_collection(Node& node, const std::shared_ptr<Call>& call,
+                      const std::shared_ptr<Tenant>& owner, const std::string& coll) {
+    Tenant& t = *owner;
     const http::RequestHead& h = call->request.head;
     Prepared p;
     if (h.method == http::Method::post) {
@@ -243,7 +255,7 @@ void serve_collection(Node& node, const std::shared_ptr<Call>& call, Tenant& t, 
         return node.answer(*call, error_response(node, *e));
     }
     const bool count = q->count;
-    return run_rest_read(node, call, t, p, [count](const ql::BlockOutcome& o) {
+    return run_rest_read(node, call, owner, std::move(p), [count](const ql::BlockOutcome& o) {
         const ql::Answer& a = o.answers.front();
         if (count) {  // one row, one cell: count(*)
             int64_t n = 0;
@@ -271,10 +283,10 @@ void serve_rest(Node& node, const std::shared_ptr<Call>& call, const std::shared
     if (coll.starts_with("_") || !plain_name(coll)) {
         return node.answer(*call, node.refusal(404, "no collection `" + coll + "`"));
     }
-    if (rest.size() == 2) return serve_collection(node, call, *t, coll);
+    if (rest.size() == 2) return serve_collection(node, call, t, coll);
     const std::optional<uint64_t> id = parse_doc_id(rest[2]);
     if (!id) return node.answer(*call, node.refusal(400, "a document id is a positive decimal, not `" + rest[2] + "`"));
-    serve_document(node, call, *t, coll, *id);
+    serve_document(node, call, t, coll, *id);
 }
 
 }  // namespace fenec::node

@@ -262,12 +262,18 @@ void run_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_p
 
 void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
                std::shared_ptr<Statements> s, const ReadAfter& ra) {
-    auto run = [&node, call, t, s] {
+    run_when_held(node, call, t, ra, [&node, call, t, s] {
         ql::Executor ex(t->db(), t->indexes());
         const std::vector<ql::Item> items = s->items();
         const ql::BlockOutcome o = ex.run_block(items, run_options(node, *call));
         node.answer(*call, outcome_response(node, *t, o, s->batch));
-    };
+    });
+}
+
+}  // namespace
+
+void run_when_held(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
+                   const ReadAfter& ra, std::function<void()> run) {
     if (!ra.after) return run();
     Holds holds = holds_write(*t, *ra.after, ra.history);
     if (holds == Holds::not_yet && t->db().seq().v >= *ra.after) {
@@ -298,8 +304,6 @@ void run_reads(Node& node, const std::shared_ptr<Call>& call, const std::shared_
     });
     parked->park(wait);
 }
-
-}  // namespace
 
 std::optional<http::Response> write_refusal(Node& node, Tenant& t) {
     if (node.stopping()) {

@@ -325,6 +325,38 @@ TEST_F(DataPlane, FenecAfterOnARestWriteIsRefused) {
     EXPECT_EQ(data("GET", "/t/acme/c/notes?count").body, before);
 }
 
+// §4.1, §5.6: a REST read waits for Fenec-After as a statement does, and refuses the headers'
+// bad values. Before, REST reads ignored all three headers: a read-your-writes GET at a copy
+// behind answered at once from where it stood.
+TEST_F(DataPlane, ARestReadWaitsForFenecAfter) {
+    make_acme();
+    const uint64_t seq = std::stoull(*data("GET", "/t/acme/").header("Fenec-Seq"));
+    auto h = bearer(D);
+    h.emplace_back("Fenec-After", std::to_string(seq + 100));
+    h.emplace_back("Fenec-Wait", "200");
+    for (const char* target : {"/t/acme/c/notes", "/t/acme/c/notes/1", "/t/acme/c/notes?count"}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Reply r = data("GET", target, {}, h);
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+        EXPECT_EQ(r.status, 504) << target << " " << r.body;
+        EXPECT_GE(ms, 190) << target;
+        EXPECT_NE(r.body.find("\"seq\":" + std::to_string(seq)), std::string::npos) << r.body;
+    }
+    auto bad = bearer(D);
+    bad.emplace_back("Fenec-After", "abc");
+    EXPECT_EQ(data("GET", "/t/acme/c/notes", {}, bad).status, 400);
+    auto alone = bearer(D);
+    alone.emplace_back("Fenec-History", "0123456789abcdef");
+    EXPECT_EQ(data("GET", "/t/acme/c/notes", {}, alone).status, 400);
+    auto held = bearer(D);
+    held.emplace_back("Fenec-After", std::to_string(seq));
+    const Reply ok = data("GET", "/t/acme/c/notes/1", {}, held);
+    EXPECT_EQ(ok.status, 200) << ok.body;
+    EXPECT_NE(ok.body.find("\"title\":\"a\""), std::string::npos) << ok.body;
+}
+
 TEST_F(DataPlane, FenecAfterWaitsThen504) {
     make_acme();
     const uint64_t seq = std::stoull(*data("GET", "/t/acme/").header("Fenec-Seq"));
