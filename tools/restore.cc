@@ -195,7 +195,7 @@ const Command& restore_command() {
     static const Command c = [] {
         Command made{
             "restore",
-            "DIR|FILE URL [--replace] [--tenants]",
+            "DIR|FILE URL [--replace] [--tenants] [--node NAME]",
             "install images into a running node, or through a router",
             "FILE is one image, installed as the tenant URL/t/<tenant> names. DIR is a folder\n"
             "`fenec backup` wrote: the image of the tenant URL names, or with --tenants (and a\n"
