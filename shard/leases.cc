@@ -275,6 +275,7 @@ std::optional<LeaseView> Leases::view(const std::string& node) const {
     v.takes = b.standing() == LeaseStanding::leasing;
     v.age_ms = (clock_.steady_ns() - b.last_answer_ns()) / ns_per_ms;
     v.failed_over = b.failed_over();
+    v.fenced = b.standing() == LeaseStanding::fenced;
     return v;
 }
 

@@ -78,6 +78,7 @@ struct LeaseView {
     bool takes = true;
     int64_t age_ms = 0;  // since the last counted answer
     bool failed_over = false;
+    bool fenced = false;  // another term or authority holds the node (LeaseStanding::fenced)
 };
 
 class Leases {

@@ -18,7 +18,9 @@
 #include <iostream>
 
 #include "json/writer.h"
+#include "shard/cluster.h"
 #include "shard/copies.h"
+#include "shard/leases.h"
 #include "shard/log_line.h"
 #include "shard/node_calls.h"
 #include "shard/placement.h"
@@ -241,12 +243,21 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
     const auto primary = maps->nodes.find(t->second.node);
     if (primary == maps->nodes.end()) return;
     const std::string from = url_of(primary->second);
+    // A delete carries no term, where a follow does: on a node whose lease another router's
+    // term holds (a router replaced that still reaches the nodes), this one deletes nothing,
+    // nor for a tenant whose primary is such a node.
+    const Leases* leases = router_.cluster().leases();
+    auto fenced = [&](const std::string& node) {
+        const std::optional<LeaseView> v = leases ? leases->view(node) : std::nullopt;
+        return v && v->fenced;
+    };
+    if (fenced(t->second.node)) return;
     std::set<std::string> kept = {t->second.node, maps->copy_of(t->second)};
     if (const std::string* s = maps->standby_of(t->second.node)) kept.insert(*s);
     if (auto r = maps->replicas.find(tenant.name); r != maps->replicas.end())
         kept.insert(r->second);
     for (const auto& [name, s] : survey) {
-        if (kept.contains(name)) continue;
+        if (kept.contains(name) || fenced(name)) continue;
         const CopyInfo* c = s.find(tenant.name);
         if (!c || !c->following || c->following->from != from) continue;
         const auto node = maps->nodes.find(name);
