@@ -478,9 +478,9 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
             remember(t.name, why);
             continue;
         }
-        const auto own = router_.directory().maps()->replicas.find(t.name);
-        const bool own_on_old =
-            own != router_.directory().maps()->replicas.end() && own->second == old_standby;
+        const auto rows = router_.directory().maps();
+        const auto own = rows->replicas.find(t.name);
+        const bool own_on_old = own != rows->replicas.end() && own->second == old_standby;
         std::string why;
         const Handed h = handed_to_standby(t.name, standby, request_id, why);
         if (h == Handed::pair_changed) {

@@ -109,14 +109,16 @@ void run_rest_read(Node& node, const std::shared_ptr<Call>& call, const std::sha
                    Prepared p, Shape shape) {
     ReadAfter ra;
     if (auto r = read_after_headers(node, *call, ra)) return node.answer(*call, std::move(*r));
-    auto held = std::make_shared<Prepared>(std::move(p));
-    run_when_held(node, call, t, ra, [&node, call, t, held, shape = std::move(shape)] {
+    auto run = [&node, call, t](const Prepared& prepared, const Shape& shaping) {
         ql::Executor ex(t->db(), t->indexes());
-        const std::vector<ql::Item> items = held->items();
+        const std::vector<ql::Item> items = prepared.items();
         ql::BlockOutcome o = ex.run_block(items, ql::RunOptions{.budget = statement_budget(node)});
         node.counters().statements->with({"read"}).inc();
-        node.answer(*call, shaped(node, *t, *held, o, shape));
-    });
+        node.answer(*call, shaped(node, *t, prepared, o, shaping));
+    };
+    if (!ra.after) return run(p, shape);  // the common case: nothing held for a wait
+    auto held = std::make_shared<Prepared>(std::move(p));
+    run_when_held(node, call, t, ra, [run, held, shape = std::move(shape)] { run(*held, shape); });
 }
 
 void serve_document(Node& node, const std::shared_ptr<Call>& call,
