@@ -138,6 +138,72 @@ TEST(Directory, CopiesFailoversAndQuotasSurviveReopen) {
     EXPECT_EQ((*again)->maps()->tenants.at("acme").failed_from, "");
 }
 
+// A pair's change keeps the old standby's copies as replica rows (put_pair's and remove_pair's
+// `kept`), from a list the caller read before the write. The rows are written only for what is
+// still true under the write's lock: a tenant of that list deleted, moved off the node, failed
+// over or given a replica of its own since gets no row naming the old standby, and nothing is
+// kept once the pair names another standby. Each case is the list a racing request left stale.
+TEST(Directory, APairsKeptRowsAreWrittenOnlyForWhatStillHoldsUnderTheWrite) {
+    test::TempDir dir;
+    const std::string path = dir.path() + "/shard.fenec";
+    {
+        auto opened = Directory::open(path);
+        ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+        Directory& d = **opened;
+        for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
+            ASSERT_TRUE(d.put_node({n, "127.0.0.1:1", "t", "", "", "takes"}).is_ok());
+        }
+        for (const char* t : {"stays", "deleted", "moved", "failed", "own"}) {
+            ASSERT_TRUE(d.put_tenant(tenant(t, "n1")).is_ok());
+        }
+        ASSERT_TRUE(d.put_pair("n1", "n3").is_ok());
+        const std::vector<std::string> listed = {"stays", "deleted", "moved", "failed", "own"};
+        // What happened between the list and the pair's write.
+        ASSERT_TRUE(d.remove_tenant("deleted").is_ok());
+        ASSERT_TRUE(d.flip_tenant("moved", "n2").is_ok());
+        ASSERT_TRUE(d.fail_over_tenant("failed", "n3", "n1", "").is_ok());
+        ASSERT_TRUE(d.put_replica("own", "n2").is_ok());
+
+        ASSERT_TRUE(d.put_pair("n1", "n4", listed, "n3").is_ok());
+        auto m = d.maps();
+        EXPECT_EQ(m->pairs.at("n1"), "n4");
+        EXPECT_EQ(m->replicas.at("stays"), "n3");  // the one still on n1 with no row of its own
+        EXPECT_EQ(m->replicas.count("deleted"), 0u);
+        EXPECT_EQ(m->replicas.count("moved"), 0u);
+        EXPECT_EQ(m->replicas.count("failed"), 0u);
+        EXPECT_EQ(m->replicas.at("own"), "n2");  // its own row is not replaced
+        EXPECT_EQ(m->tenants.count("deleted"), 0u);
+
+        // A list read while the pair named n3, written after it was changed to n4: nothing kept.
+        ASSERT_TRUE(d.remove_replica("stays").is_ok());
+        ASSERT_TRUE(d.put_pair("n1", "n5", {"stays"}, "n3").is_ok());
+        EXPECT_EQ(d.maps()->replicas.count("stays"), 0u);
+        EXPECT_EQ(d.maps()->pairs.at("n1"), "n5");
+        ASSERT_TRUE(d.remove_pair("n1", {"stays"}, "n4").is_ok());
+        EXPECT_EQ(d.maps()->replicas.count("stays"), 0u);
+        EXPECT_EQ(d.maps()->pairs.count("n1"), 0u);
+
+        // remove_pair filters as put_pair does: the moved tenant gets no row.
+        ASSERT_TRUE(d.put_pair("n1", "n3").is_ok());
+        ASSERT_TRUE(d.flip_tenant("moved", "n1").is_ok());
+        ASSERT_TRUE(d.put_tenant(tenant("later", "n1")).is_ok());
+        ASSERT_TRUE(d.flip_tenant("moved", "n5").is_ok());
+        ASSERT_TRUE(d.remove_pair("n1", {"moved", "later"}, "n3").is_ok());
+        EXPECT_EQ(d.maps()->replicas.count("moved"), 0u);
+        EXPECT_EQ(d.maps()->replicas.at("later"), "n3");
+    }
+    // The same rows after a reopen: what was written is what the maps said.
+    auto again = Directory::open(path);
+    ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+    auto m = (*again)->maps();
+    EXPECT_EQ(m->replicas.count("stays"), 0u);
+    EXPECT_EQ(m->replicas.count("moved"), 0u);
+    EXPECT_EQ(m->replicas.count("failed"), 0u);
+    EXPECT_EQ(m->replicas.at("own"), "n2");
+    EXPECT_EQ(m->replicas.at("later"), "n3");
+    EXPECT_EQ(m->pairs.count("n1"), 0u);
+}
+
 TEST(Directory, NamesAreChecked) {
     EXPECT_TRUE(valid_name("acme-1_x"));
     EXPECT_FALSE(valid_name(""));
