@@ -219,6 +219,7 @@ Copies::Handed Copies::handed_to_standby(const std::string& tenant, const std::s
         return Handed::behind;
     }
     if (!caught_up(tenant, primary->second, s->second, request_id, why)) return Handed::behind;
+    test_hooks::stall_handover("caught-up", tenant);
     if (pair_changed(*router_.directory().maps())) return Handed::pair_changed;
     detach(tenant, request_id);
     return handed();
@@ -467,11 +468,19 @@ std::vector<std::string> Copies::paired(const std::string& node, const std::stri
         if (!a.ok) {
             const std::string why = "the standby `" + standby + "` did not take it: " + a.why;
             unreplicated.push_back(t.name);  // §8.1: the standby's failures, listed
-            // Its own replica, where it has one, stays its copy (DirectoryMaps::copy_of) until a
-            // second call of the pair has the standby take it.
+            // Its own replica, where it has one (a row kept on the old standby too), stays its
+            // copy (DirectoryMaps::copy_of) until a second call of the pair has the standby take
+            // it.
             const auto rows = router_.directory().maps();
-            if (auto r = rows->replicas.find(t.name); held.held && r != rows->replicas.end()) {
+            if (auto r = rows->replicas.find(t.name); r != rows->replicas.end()) {
                 log_line("`" + t.name + "` keeps its replica on `" + r->second + "`: " + why);
+                continue;
+            }
+            if (!held.held) {
+                // What the operation holding it leaves is that one's to say (a repair, say, that
+                // finds the pair changed leaves the row kept here): no reason is remembered for
+                // it, and a look has the standby the pair names then take it.
+                look_after_pair_change(t.name, "another operation held it as its pair changed");
                 continue;
             }
             log_line("`" + t.name + "` has no copy: " + why);

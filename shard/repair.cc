@@ -25,6 +25,7 @@
 #include "shard/node_calls.h"
 #include "shard/placement.h"
 #include "shard/routes.h"
+#include "shard/test_hooks.h"
 
 namespace fenec::shard {
 
@@ -164,6 +165,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                 }
             }
             std::string not_yet;
+            if (taken) test_hooks::stall_handover("repair", row.name);
             const Handed h =
                 taken ? handed_to_standby(row.name, *standby, request_id, not_yet) : Handed::behind;
             if (h == Handed::yes) {

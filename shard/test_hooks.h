@@ -17,7 +17,10 @@
 // recording before it claims each tenant of its node, having said so, so a test can move one
 // meanwhile; FENEC_TEST_FORWARD_STALL=<tenant>:<ms> holds each forward of that tenant between its
 // lookup in the directory and its record among the requests out, having said so, so a test can
-// fail its node over meanwhile.
+// fail its node over meanwhile; FENEC_TEST_HANDOVER_STALL=<step>:<ms> holds the first hand-over
+// of a tenant's copy to its node's standby that reaches the step named (`repair`: a repair about to
+// hand it over; `caught-up`: the standby found caught up, its own replica not yet detached), having
+// said so, so a test can change the pair meanwhile.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -57,5 +60,8 @@ void stall_pair_tenant(std::string_view tenant);
 // Between a forward's lookup and its record (Router::forward_to_node): sleeps what
 // FENEC_TEST_FORWARD_STALL asks for `tenant`, once a process.
 void stall_forward(std::string_view tenant);
+// In a hand-over to a standby (Copies::handed_to_standby, and a repair before it): sleeps what
+// FENEC_TEST_HANDOVER_STALL asks for `step`, having said so.
+void stall_handover(std::string_view step, std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

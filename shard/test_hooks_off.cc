@@ -14,5 +14,6 @@ int64_t settle_period_ms(int64_t ms) { return ms; }
 void stall_first_settle(std::string_view) {}
 void stall_pair_tenant(std::string_view) {}
 void stall_forward(std::string_view) {}
+void stall_handover(std::string_view, std::string_view) {}
 
 }  // namespace fenec::shard::test_hooks

@@ -103,4 +103,17 @@ void stall_forward(std::string_view tenant) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void stall_handover(std::string_view step, std::string_view tenant) {
+    const char* env = std::getenv("FENEC_TEST_HANDOVER_STALL");
+    if (!env) return;
+    const std::string_view v(env);
+    const size_t colon = v.find(':');
+    if (colon == std::string_view::npos || v.substr(0, colon) != step) return;
+    const long ms = std::strtol(std::string(v.substr(colon + 1)).c_str(), nullptr, 10);
+    if (ms <= 0) return;
+    log_line("test hook: handing `" + std::string(tenant) + "` over held after `" +
+             std::string(step) + "` " + std::to_string(ms) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 }  // namespace fenec::shard::test_hooks

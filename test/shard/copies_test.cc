@@ -446,6 +446,94 @@ TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), replica);
 }
 
+// A repair hands a tenant over to its node's standby, and a PUT of the pair names another standby
+// meanwhile. The hand-over asks again whether the pair still names the standby it read, and
+// leaves the tenant as the PUT wrote it (its kept row on the old standby, whose copy follows):
+// `repair` before it starts, `caught-up` once the standby it attached has caught up, its own
+// replica not yet detached. Before, the repair went on: it removed the kept row (`repair`) or
+// detached the own replica (`caught-up`), and the copy the directory named was the new standby,
+// which nothing had attached (its claim held by the repair). A later repair hands it over.
+class CopiesHandOver : public Copies {
+  protected:
+    void SetUp() override {}
+    // With the hook at `step`: `t` on n1, and `prepare` (a pair made, a node killed, ...); then a
+    // repair held at `step`, n1 paired with `next` meanwhile. Returns the pair's answer.
+    Reply pair_changed_during(const std::string& step, const std::string& t,
+                              const std::string& next) {
+        const std::string said = "test hook: handing `" + t + "` over held after `" + step + "`";
+        auto times_said = [&] {
+            const std::string err = read_file(dir_.path() + "/router.err");
+            size_t n = 0;
+            for (size_t at = err.find(said); at != std::string::npos; at = err.find(said, at + 1)) {
+                ++n;
+            }
+            return n;
+        };
+        const size_t before = times_said();  // a look or repair before may have been held too
+        Client repairing(router_->port());
+        auto repair = std::async(std::launch::async, [&] {
+            return repairing.request("POST", "/_shard/replicas", "{}", bearer(kRoot))
+                .value_or(Reply{});
+        });
+        EXPECT_TRUE(eventually([&] { return times_said() > before; }))
+            << read_file(dir_.path() + "/router.err");
+        const Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + next + R"("})");
+        const Reply repaired = repair.get();
+        EXPECT_EQ(repaired.status, 200) << repaired.body;
+        return paired;
+    }
+    // The copy the directory names follows n1, and after a repair it is `next`'s, caught up.
+    void copy_follows_then_handed_to(const std::string& t, const std::string& next) {
+        const std::string copy = recorded_copy(t);
+        ASSERT_FALSE(copy.empty()) << shard("GET", "/_shard/tenants/" + t).body;
+        EXPECT_TRUE(follows(index_of(copy), t, 0))
+            << "the directory names a copy on " << copy
+            << " that does not follow the primary: " << copy_on(index_of(copy), t).body;
+        ASSERT_TRUE(eventually([&] {
+            if (recorded_copy(t) != next) (void)shard("POST", "/_shard/replicas", "{}");
+            return recorded_copy(t) == next;
+        })) << shard("GET", "/_shard/tenants/" + t).body;
+        EXPECT_TRUE(follows(index_of(next), t, 0)) << copy_on(index_of(next), t).body;
+    }
+};
+
+TEST_F(CopiesHandOver, APairChangedBeforeARepairsHandOverKeepsTheOldStandbysRow) {
+    ::setenv("FENEC_TEST_HANDOVER_STALL", "repair:1500", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const Standbys s = two_standbys(replica);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));  // the pair's copy on s.first
+    const Reply paired = pair_changed_during("repair", t, s.second_name);
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    EXPECT_EQ(recorded_copy(t), s.first_name) << "the kept row on the old standby";
+    ASSERT_NO_FATAL_FAILURE(copy_follows_then_handed_to(t, s.second_name));
+}
+
+TEST_F(CopiesHandOver, APairChangedOnceTheStandbyCaughtUpKeepsTheOwnReplica) {
+    ::setenv("FENEC_TEST_HANDOVER_STALL", "caught-up:1500", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const Standbys s = two_standbys(replica);
+    // Paired while the standby is down: the tenant keeps its own replica.
+    const uint16_t port = nodes_->port(s.first);
+    nodes_->procs[s.first]->kill(SIGKILL);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + s.first_name + R"("})").status,
+              200);
+    nodes_->start(s.first, port);
+    EXPECT_EQ(recorded_copy(t), replica);
+    const Reply paired = pair_changed_during("caught-up", t, s.second_name);
+    ASSERT_EQ(paired.status, 200) << paired.body;
+    EXPECT_EQ(recorded_copy(t), replica) << "its own replica, not detached";
+    ASSERT_NO_FATAL_FAILURE(copy_follows_then_handed_to(t, s.second_name));
+    EXPECT_EQ(copy_on(index_of(replica), t).status, 404) << "its own replica handed over";
+}
+
 // A repair finishes what the pair could not: once the standby answers it takes the tenant, and
 // the tenant's own replica, its copy until then, is deleted; while the standby is silent the
 // replica is left as it is. Before, the repair took the standby for the copy already and left
