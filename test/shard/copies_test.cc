@@ -7,6 +7,7 @@
 // tenant's delete taking its replica with it.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
 
 #include "test/shard/cluster_fixture.h"
@@ -460,6 +461,16 @@ class CopiesHandOver : public Copies {
     // repair held at `step`, n1 paired with `next` meanwhile. Returns the pair's answer.
     Reply pair_changed_during(const std::string& step, const std::string& t,
                               const std::string& next) {
+        Reply paired;
+        const Reply repaired = repair_held_at(step, t, [&] {
+            paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + next + R"("})");
+        });
+        EXPECT_EQ(repaired.status, 200) << repaired.body;
+        return paired;
+    }
+    // A repair, held at `step` for `t` while `meanwhile` runs: its answer.
+    Reply repair_held_at(const std::string& step, const std::string& t,
+                         const std::function<void()>& meanwhile) {
         const std::string said = "test hook: handing `" + t + "` over held after `" + step + "`";
         auto times_said = [&] {
             const std::string err = read_file(dir_.path() + "/router.err");
@@ -477,10 +488,8 @@ class CopiesHandOver : public Copies {
         });
         EXPECT_TRUE(eventually([&] { return times_said() > before; }))
             << read_file(dir_.path() + "/router.err");
-        const Reply paired = shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + next + R"("})");
-        const Reply repaired = repair.get();
-        EXPECT_EQ(repaired.status, 200) << repaired.body;
-        return paired;
+        meanwhile();
+        return repair.get();
     }
     // The copy the directory names follows n1, and after a repair it is `next`'s, caught up.
     void copy_follows_then_handed_to(const std::string& t, const std::string& next) {
@@ -532,6 +541,45 @@ TEST_F(CopiesHandOver, APairChangedOnceTheStandbyCaughtUpKeepsTheOwnReplica) {
     EXPECT_EQ(recorded_copy(t), replica) << "its own replica, not detached";
     ASSERT_NO_FATAL_FAILURE(copy_follows_then_handed_to(t, s.second_name));
     EXPECT_EQ(copy_on(index_of(replica), t).status, 404) << "its own replica handed over";
+}
+
+// A copy that no row names and that followed the primary at the repair's survey, promoted on its
+// node before the repair comes to delete it (an operator's promote by hand, say): the node is
+// asked again just before, and a copy that no longer follows is left alone. Before, the survey's
+// word was taken and the node's primary copy deleted.
+TEST_F(CopiesHandOver, ARepairLeavesAnUnrecordedCopyPromotedSinceItsSurvey) {
+    ::setenv("FENEC_TEST_HANDOVER_STALL", "repair:1500", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
+    const std::string t = tenant("x");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+    const Standbys s = two_standbys(replica);
+    ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));
+    // The old standby down while the pair moves on: its copy, unrecorded, follows again after.
+    const uint16_t port = nodes_->port(s.first);
+    nodes_->procs[s.first]->kill(SIGKILL);
+    ASSERT_EQ(shard("PUT", "/_shard/nodes/n1", R"({"standby":")" + s.second_name + R"("})").status,
+              200);
+    ASSERT_TRUE(eventually([&] {
+        if (recorded_copy(t) != s.second_name) (void)shard("POST", "/_shard/replicas", "{}");
+        return recorded_copy(t) == s.second_name;
+    })) << recorded_copy(t);
+    nodes_->start(s.first, port);
+    ASSERT_TRUE(eventually([&] { return follows(s.first, t, 0); }, 10000))
+        << copy_on(s.first, t).body;
+
+    Reply promoted;
+    const Reply repaired = repair_held_at("repair", t, [&] {
+        promoted = node(s.first, "POST", "/_admin/tenants/" + t + "/promote", R"({"force":true})");
+    });
+    ASSERT_EQ(promoted.status, 200) << promoted.body;
+    ASSERT_EQ(repaired.status, 200) << repaired.body;
+    EXPECT_EQ(repaired.body.find(R"({"tenant":")" + t + R"(","node":")" + s.first_name + R"("})"),
+              std::string::npos)
+        << "listed as dropped: " << repaired.body;
+    EXPECT_EQ(copy_on(s.first, t).status, 200) << "the promoted copy was deleted";
+    EXPECT_TRUE(follows(s.second, t, 0)) << "the recorded copy was touched";
 }
 
 // A repair finishes what the pair could not: once the standby answers it takes the tenant, and
