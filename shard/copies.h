@@ -52,6 +52,7 @@ namespace fenec::shard {
 
 class NodeCalls;
 struct SurveyReply;
+struct CopyInfo;
 
 // Jobs the copies' worker holds at once: each region's repair and each node's quota resend is
 // queued once however often it is asked (a repair asked while one waits is the one waiting), so
@@ -247,6 +248,10 @@ class Copies {
     // primary with no row naming them, deleted (repair.cc).
     void drop_unrecorded(const TenantRow& tenant, const std::map<std::string, SurveyReply>& survey,
                          RepairReport& report, std::string_view request_id);
+    // A primary copy of `tenant` on `node` (not its node) that a failover left there (§9.11),
+    // deleted under drop_unrecorded's condition where the router's leases say the node is its.
+    void drop_old_primary(const TenantRow& tenant, const NodeRow& node, const CopyInfo& copy,
+                          RepairReport& report, std::string_view request_id);
     // A look at `tenant` scheduled (RepairSchedule's first step), unless it had
     // catch_up_looks_max in a row: false then.
     bool schedule_look(const std::string& tenant);

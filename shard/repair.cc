@@ -79,9 +79,18 @@ RepairReport Copies::run_repair(const Scope& scope, std::string_view request_id)
     auto maps = router_.directory().maps();
     // 1. The survey: what every node of the scope holds, of which lineage, following whom.
     std::map<std::string, SurveyReply> survey;
+    // A node failed over on its lapsed lease that has not answered a grant since is silent
+    // without being asked: a node cut off takes the connection and answers nothing, and the
+    // failover's own repair would wait out --upstream-timeout on it before giving its tenants
+    // new copies. Its first answer starts a repair of its own (§9.11).
+    const Leases* leases = router_.cluster().leases();
     for (const auto& [name, node] : maps->nodes) {
         if (halt_) return report;
         if (scope.region && node.region != *scope.region) continue;
+        if (leases) {
+            if (const std::optional<LeaseView> v = leases->view(name); v && v->failed_over)
+                continue;
+        }
         SurveyReply s = calls().tenants(node, true, request_id);
         if (s.answered && s.status == 200) {
             survey.emplace(name, std::move(s));
@@ -261,9 +270,13 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
     for (const auto& [name, s] : survey) {
         if (kept.contains(name) || fenced(name)) continue;
         const CopyInfo* c = s.find(tenant.name);
-        if (!c || !c->following || c->following->from != from) continue;
         const auto node = maps->nodes.find(name);
-        if (node == maps->nodes.end()) continue;
+        if (!c || node == maps->nodes.end()) continue;
+        if (!c->following) {
+            drop_old_primary(t->second, node->second, *c, report, request_id);
+            continue;
+        }
+        if (c->following->from != from) continue;
         // The survey may be minutes old: the node is asked again just before (a copy promoted
         // there since, or deleted by a hand-over in this repair, is left alone).
         if (follows_primary(t->second, primary->second, node->second, request_id) != Follows::yes) {
@@ -280,6 +293,34 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
                      "deleted (" +
                      a.said(node->second) + ")");
         }
+    }
+}
+
+// §9.11: a node failed over comes back with the files of tenants served elsewhere now, each a
+// primary still, of the tenant's lineage, which its lease no longer names: it refuses their
+// writes but serves their reads as they stood, and a backup of the node takes them for its own.
+// Where the tenant's recorded copy follows the primary (drop_unrecorded's caller), such a file is
+// deleted, on a node this router leases that has answered a grant since its failover (so no other
+// term holds it, and its list names the tenant nowhere). Without leases nothing says whose the
+// node is: the runbook has the operator delete them.
+void Copies::drop_old_primary(const TenantRow& tenant, const NodeRow& node, const CopyInfo& copy,
+                              RepairReport& report, std::string_view request_id) {
+    const Leases* leases = router_.cluster().leases();
+    if (!leases || !leases->started() || tenant.lineage.empty()) return;
+    if (copy.role != "primary" || copy.lineage != tenant.lineage) return;
+    const std::optional<LeaseView> v = leases->view(node.name);
+    if (!v || !v->takes || v->fenced || v->failed_over) return;
+    // Asked again just before, as drop_unrecorded does: a copy told to follow since is left.
+    const DescribeReply d = calls().describe(node, tenant.name, request_id);
+    if (!d.read || !d.found || !d.following.empty() || d.lineage != tenant.lineage) return;
+    NodeAnswer a = calls().remove(node, tenant.name, request_id);
+    if (a.ok()) {
+        log_line("deleted the old primary copy of `" + tenant.name + "` on `" + node.name +
+                 "`: the tenant is served on `" + tenant.node + "`, and its copy follows it");
+        report.dropped.push_back({tenant.name, node.name});
+    } else if (!a.gone()) {
+        log_line("the old primary copy of `" + tenant.name + "` on `" + node.name +
+                 "`, served on `" + tenant.node + "` now, was not deleted (" + a.said(node) + ")");
     }
 }
 

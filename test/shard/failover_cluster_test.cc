@@ -197,6 +197,54 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
     EXPECT_EQ(rec.check({{t, nodes_->port(1)}}), "");
 }
 
+// §9.11 with a third node: the failover's repair gives the tenant a new replica on n3 (n1
+// silent), so when n1 comes back its file of the tenant, a primary still, is no node's copy. The
+// repair its return starts deletes it, listed among the dropped: n1's lease names the tenant
+// nowhere, and the recorded copy follows the new primary. Before, n1 kept it as a primary for
+// good: its reads answered as they stood at the failover, and a backup of n1 took it.
+using FailoverOnLeaseWithAThirdNode = LeasedClusterTest<3>;
+
+TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTenantHasAnother) {
+    start_router({"--auto-failover", "1", "--replicas"});
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("back");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string replica = Json(made.body).text("replica_on");
+    ASSERT_FALSE(replica.empty()) << made.body;
+    const int promoted = replica == "n2" ? 1 : 2, third = 3 - promoted;
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    ASSERT_TRUE(eventually([&] { return count_on(promoted, t) == counted(1); }));
+
+    nodes_->procs[0]->signal(SIGSTOP);
+    ASSERT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == replica; },
+        8000))
+        << shard("GET", "/_shard/tenants/" + t).body;
+    const std::string third_name = "n" + std::to_string(third + 1);
+    ASSERT_TRUE(eventually([&] { return follows(third, t, promoted); }, 15000))
+        << "no new replica on " << third_name << ": " << shard("GET", "/_shard/tenants/" + t).body
+        << read_file(dir_.path() + "/router.err");
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; }));
+
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] { return sample(metrics(), "fenec_router_node_failed_over{node=\"n1\"}") == "0"; },
+        8000));
+    EXPECT_TRUE(eventually([&] { return copy_on(0, t).status == 404; }, 10000))
+        << "n1 keeps its old primary copy: " << copy_on(0, t).body;
+    const std::string said = "deleted the old primary copy of `" + t + "` on `n1`";
+    EXPECT_TRUE(eventually([&] {
+        return read_file(dir_.path() + "/router.err").find(said) != std::string::npos;
+    })) << read_file(dir_.path() + "/router.err");
+    // The tenant's own copies untouched: the new primary and the replica following it.
+    EXPECT_EQ(count_on(promoted, t), counted(2));
+    EXPECT_TRUE(follows(third, t, promoted)) << copy_on(third, t).body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), third_name);
+}
+
 // §9.10: a request looked up on the old node just before a failover, and put among the requests
 // out to it just after the failover took them (FENEC_TEST_FORWARD_STALL holds it between the two),
 // is not sent there but to the new primary. Before, the failover's cut had found nothing of it,
