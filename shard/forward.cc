@@ -315,13 +315,17 @@ class RelaySink final : public server::CallSink {
                                              std::move(routers_), at_ + 1);
         }
         const int status = failure.failure == server::CallFailure::timeout ? 504 : 502;
-        http::Response r = Router::error(
-            status, "region `" + region_ + "`'s router " + routers_[at_] + ": " + failure.message);
+        // The message names the router already (its peer_text, forward_to_region).
+        http::Response r = Router::error(status, failure.message);
         r.body.pop_back();
         r.body += ",\"region\":\"" + region_ + "\"";  // region names are [a-z0-9_-]
-        if (failure.failure == server::CallFailure::may_have_run) {
-            r.body += ",\"outcome\":\"unknown\"";
-        }
+        // §5.5, as a node's: a write sent whole whose answer was cut short or did not come in
+        // time may have run there (the region's router forwarded it on), so it says so.
+        using F = server::CallFailure;
+        const bool may_have_run = failure.failure == F::may_have_run ||
+                                  (!resendable_ && failure.sent_whole &&
+                                   (failure.failure == F::cut || failure.failure == F::timeout));
+        if (may_have_run) r.body += ",\"outcome\":\"unknown\"";
         r.body += "}";
         router_.answer(*exchange_, a_, std::move(r));
     }

@@ -258,6 +258,54 @@ class RegionsForwarding : public ClusterTest<2> {
     }
 };
 
+// §5.5 across the levels: a write G relays to a region's router that takes it and then answers
+// nothing within G's --upstream-timeout may have run there, and G's 504 says `outcome: unknown`,
+// as it does for a node; a read (sent again harmlessly) says no more than the 504. The write,
+// once the region's router wakes, has run. Before, the 504 said nothing of the outcome, and
+// named the router twice.
+TEST_F(RegionsForwarding, AWriteToASilentRegionsRouterIsAnsweredOutcomeUnknown) {
+    start_router({"--replication-token", kReplication, "--upstream-timeout", "2"});
+    RouterProcess us(
+        {"--token", kRoot, "--directory", dir_.file("us.fenec"), "--region", "us", "--global",
+         url_of(router_->port()), "--replication-token", kReplication, "--auth-delay", "0"},
+        dir_.file("us.err"));
+    ASSERT_NE(us.port(), 0) << read_file(dir_.file("us.err"));
+    ASSERT_EQ(on(us.port(), "PUT", "/_shard/nodes/n1",
+                 "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(0)) + "\",\"token\":\"" +
+                     node_admin_token(0) + "\",\"region\":\"us\"}",
+                 kRoot)
+                  .status,
+              201);
+    ASSERT_EQ(
+        shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us.port()) + "\"]}").status,
+        201);
+    const std::string acme = tenant("acme");
+    ASSERT_EQ(
+        on(us.port(), "PUT", "/_shard/tenants/" + acme,
+           R"J({"node":"n1","region":"us","schema":["create collection notes (title text)"]})J",
+           kRoot)
+            .status,
+        201);
+    ASSERT_EQ(data("POST", "/t/" + acme + "/c/notes", R"({"title":"first"})").status, 201);
+
+    us.signal(SIGSTOP);
+    Reply wrote = data("POST", "/t/" + acme + "/c/notes", R"({"title":"second"})");
+    Reply read = data("GET", "/t/" + acme + "/c/notes?count");
+    us.signal(SIGCONT);
+    EXPECT_EQ(wrote.status, 504) << wrote.body;
+    EXPECT_EQ(Json(wrote.body).text("outcome"), "unknown") << wrote.body;
+    EXPECT_EQ(Json(wrote.body).text("region"), "us") << wrote.body;
+    const std::string router_named = "region `us`'s router";
+    const size_t at = wrote.body.find(router_named);
+    EXPECT_NE(at, std::string::npos) << wrote.body;
+    EXPECT_EQ(wrote.body.find(router_named, at + 1), std::string::npos) << wrote.body;
+    EXPECT_EQ(read.status, 504) << read.body;
+    EXPECT_FALSE(Json(read.body).has("outcome")) << read.body;
+    // It ran: both notes are on n1.
+    EXPECT_TRUE(eventually([&] { return count_on(0, acme) == R"({"count":2})"; }))
+        << count_on(0, acme);
+}
+
 // §9.12 on a region's router: a tenant it forwards by its copy of the global directory (placed on
 // one of the global router's nodes) is failed over by the global router; what the region's router
 // has out to the old node for it is cut as soon as its copy shows the failover, and goes to the new
