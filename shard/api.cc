@@ -579,6 +579,22 @@ class Api {
                                               "` is not [a-z0-9_-]{1,64}");
             }
         }
+        if (region && *region != row.region && !fresh) {
+            // A node is kept by one directory: into a region keeping its own (or out of this
+            // region's router's), it is deleted here and added there.
+            std::shared_ptr<const DirectoryMaps> global;
+            if (const GlobalCopy* copy = router_.global_copy()) global = copy->maps();
+            const DirectoryMaps& regions = global ? *global : *maps;
+            if (maps->scope != "global" ? *region != maps->scope
+                                        : regions.regions.contains(*region)) {
+                return Router::error(
+                    409, "node `" + name + "` is kept by this router's directory" +
+                             (row.region.empty() ? "" : " (region `" + row.region + "`)") +
+                             ", and region `" + *region +
+                             "` keeps its own: delete it here once it holds nothing, then add "
+                             "it to that region's router");
+            }
+        }
         if (region && *region != row.region) {
             // Its tenants' residency would change under them (seed 002).
             const Holds h = holds(*maps, name);

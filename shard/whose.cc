@@ -92,6 +92,12 @@ Whose whose_change(const ChangeContext& at, const ChangeAsked& change) {
             case Level::named_region: {
                 const std::optional<std::string> r = region_named(change.body);
                 if (!r || *r == scope) return {};
+                // A node this directory keeps, named into another region: its change is here,
+                // where the API refuses it (a node is in one directory; relayed, the other
+                // region's router added it as new, and the node was in two).
+                if (change.route == ShardRouteId::node && at.own.nodes.contains(change.name)) {
+                    return {};
+                }
                 if (std::optional<RelayTo> to = keeping(at, *r)) return to_region(std::move(*to));
                 // Kept by the global directory: the global router's, or, there, its own.
                 return on_region ? to_global(at) : Whose{};

@@ -461,6 +461,27 @@ TEST_F(RegionsChanges, ANodeNamingARegionIsItsRoutersAndTenantsAreReadWhereTheyA
     EXPECT_EQ(node_of(eu_->port(), nowhere), "404");
 }
 
+// A node is kept by one directory. n2, eu's, named into region us on eu's router (with or
+// without its addr and token) is refused 409 there, never relayed: us's router took it as a new
+// node, and n2 was in both directories, eu's tenants counted among us's copies. Before, without
+// `addr` the relay answered 400 "a new node needs `addr`", and with it 201.
+TEST_F(RegionsChanges, ANodeOfOneRegionIsNotAddedToAnotherUnderItsName) {
+    const std::string addr = "127.0.0.1:" + std::to_string(nodes_->port(1));
+    for (const std::string& body :
+         {std::string(R"({"region":"us"})"), "{\"addr\":\"" + addr + "\",\"token\":\"" +
+                                                 node_admin_token(1) + "\",\"region\":\"us\"}"}) {
+        Reply put = on(eu_->port(), "PUT", "/_shard/nodes/n2", body);
+        EXPECT_EQ(put.status, 409) << body << ": " << put.body;
+        EXPECT_NE(put.body.find("region `us` keeps its own"), std::string::npos) << put.body;
+    }
+    EXPECT_EQ(on(us_->port(), "GET", "/_shard/nodes/n2").status, 404);
+    EXPECT_EQ(Json(on(eu_->port(), "GET", "/_shard/nodes/n2").body).text("region"), "eu");
+    // Its own region named, or none: a change of its own, here.
+    EXPECT_EQ(on(eu_->port(), "PUT", "/_shard/nodes/n2", R"({"region":"eu","zone":"z1"})").status,
+              200);
+    EXPECT_EQ(Json(on(eu_->port(), "GET", "/_shard/nodes/n2").body).text("zone"), "z1");
+}
+
 // §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
 // router gone, a create lands on the next; that one is asked first from then on, the first back
 // or not.
