@@ -62,6 +62,11 @@ void Failover::at_once(size_t n, const std::function<void(size_t)>& each) {
 Failover::Failover(FailoverHost& host, obs::Registry& metrics) : host_(host) {
     failovers_ =
         &metrics.counter("fenec_router_failovers_total", "failovers", {"trigger", "outcome"});
+    // Each series there at 0 from the start: an alert on increase() sees the first failover
+    // (a series born at 1 increases by nothing).
+    for (const char* trigger : {"hand", "lease"}) {
+        for (const char* outcome : {"done", "failed"}) failovers_->with({trigger, outcome});
+    }
     worker_ = std::thread([this] { work(); });
 }
 

@@ -235,6 +235,10 @@ void Router::init_metrics() {
     });
     metrics_.moves = &m.counter("fenec_router_moves_total", "moves begun",
                                 {"outcome", "scope"});
+    // At 0 from the start, so an alert on increase() sees the first (a series born at 1 does not).
+    for (const char* outcome : {"done", "failed"}) {
+        for (const char* scope : {"directory", "regions"}) metrics_.moves->with({outcome, scope});
+    }
     metrics_.move_duration = &m.histogram("fenec_router_move_duration_seconds",
                                           "successful moves", {},
                                           {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25,

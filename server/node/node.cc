@@ -209,6 +209,16 @@ void Node::init_metrics() {
                                                "subscriptions ended, by reason", {"reason"});
     counters_.tenant_closes = &m.counter("fenec_tenant_closes_total", "tenants closed, by reason",
                                          {"reason"});
+    // The series the deploy kit's alerts read, at 0 from the start: rate() and increase() see
+    // the first event only over a series that was there before it (one born at 1 adds nothing).
+    for (CloseReason r : {CloseReason::idle, CloseReason::memory, CloseReason::shutdown,
+                          CloseReason::descriptors, CloseReason::latched}) {
+        counters_.tenant_closes->with({close_reason_name(r)});
+    }
+    for (const char* reason :
+         {"stopping", "frozen", "gone", "lease-lapsed", "lease-elsewhere", "lease-none"}) {
+        counters_.writes_refused->with({reason});
+    }
     counters_.graphs_opened = &m.counter("fenec_vector_graphs_opened_total",
                                          "vector graphs loaded as tenants opened, by how", {"how"});
     counters_.spans = &m.counter("fenec_trace_spans_total", "spans written").with({});

@@ -130,7 +130,13 @@ TEST(Compaction, OffLeavesTheFileToTheStatement) {
     const uint64_t grown = n.file_bytes();
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a check or more: none may run
     EXPECT_EQ(n.file_bytes(), grown);
-    EXPECT_EQ(n.metrics().find(R"(trigger="auto")"), std::string::npos);
+    const std::string m = n.metrics();
+    EXPECT_NE(m.find(R"(fenec_compactions_total{trigger="auto",outcome="ok"} 0)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find(R"(fenec_compactions_total{trigger="auto",outcome="failed"} 0)"),
+              std::string::npos)
+        << m;
 
     auto compact = n.query("compact");
     ASSERT_EQ(compact.status, 200) << compact.body;

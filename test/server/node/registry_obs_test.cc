@@ -240,6 +240,24 @@ TEST(RegistryObs, TenantsWrittenOnceCountKilobytesEach) {
     EXPECT_LT(each, 64u << 10);
 }
 
+// The series the deploy kit's alerts read with rate() or increase() are there at 0 from the
+// start: a series born at 1 with its first event increases by nothing, and the alert on a
+// node's first failed compaction or first descriptor close never fired.
+TEST(RegistryObs, TheAlertsCountersAreThereAtZeroFromTheStart) {
+    TempDir dir;
+    auto node = start_node(dir, {});
+    Client c(node->port(), reply_timeout_ms);
+    auto m = c.request("GET", "/_metrics", {}, bearer(A));
+    ASSERT_TRUE(m);
+    for (const char* series : {R"(fenec_compactions_total{trigger="auto",outcome="failed"})",
+                               R"(fenec_compactions_total{trigger="statement",outcome="ok"})",
+                               R"(fenec_tenant_closes_total{reason="descriptors"})",
+                               R"(fenec_tenant_closes_total{reason="latched"})",
+                               R"(fenec_writes_refused_total{reason="lease-elsewhere"})"}) {
+        EXPECT_EQ(metric(m->body, series), 0.0) << series << "\n" << m->body;
+    }
+}
+
 TEST(RegistryObs, AWriteCountsAtOnceNotAtTheNextSweep) {
     TempDir dir;
     auto node = start_node(dir, {"--close-idle", "0"});
