@@ -482,6 +482,20 @@ TEST_F(RegionsChanges, ANodeOfOneRegionIsNotAddedToAnotherUnderItsName) {
     EXPECT_EQ(Json(on(eu_->port(), "GET", "/_shard/nodes/n2").body).text("zone"), "z1");
 }
 
+// A create asked of a region's router names its region for the global router only where the
+// body names none: one naming a region that is not a string is sent as it is and refused 400, as
+// on the global router. Before, the region's own name was put in front of it, read first, and the
+// tenant created.
+TEST_F(RegionsChanges, ACreateWithARegionThatIsNoStringIsRefusedOnARegionsRouter) {
+    const std::string t = tenant("t");
+    Reply put = on(eu_->port(), "PUT", "/_shard/tenants/" + t, R"({"region":5})");
+    EXPECT_EQ(put.status, 400) << put.body;
+    EXPECT_NE(put.body.find("`region`"), std::string::npos) << put.body;
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + t).status, 404);
+    EXPECT_EQ(on(eu_->port(), "PUT", "/_shard/tenants/" + t, "{}").status, 201);
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("region"), "eu");
+}
+
 // §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
 // router gone, a create lands on the next; that one is asked first from then on, the first back
 // or not.
