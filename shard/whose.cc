@@ -112,7 +112,16 @@ Whose whose_change(const ChangeContext& at, const ChangeAsked& change) {
             }
             case Level::move_across: {
                 const std::optional<std::string> r = region_named(change.body);
-                if (on_region) return r && *r != scope ? to_global(at) : Whose{};
+                if (on_region) {
+                    if (r && *r != scope) return to_global(at);
+                    // A tenant this directory does not place (another region's, or none): the
+                    // global router knows its home, and moves it there or across.
+                    const auto t = at.own.tenants.find(change.name);
+                    if (t == at.own.tenants.end() || home_region(t->second.node)) {
+                        return to_global(at);
+                    }
+                    return {};
+                }
                 const std::optional<std::string> home = home_of(at, change.name);
                 if (!home || (r && *r != *home)) return {};  // across regions: the global's
                 if (std::optional<RelayTo> to = keeping(at, *home)) {

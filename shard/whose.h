@@ -2,18 +2,21 @@
 // table, so every change a router takes is either its own or relayed, once, to the router that
 // owns it.
 //
-// | change                                   | on a region's router        | on the global router |
-// |------------------------------------------|-----------------------------|---------------------------|
-// | a node added, changed or removed; a pair | here, or the region its     | the region its body
-// names | |                                          | body names                  | where that one
-// keeps its  | |                                          |                             | own
-// directory, else here  | | a failover by hand                       | here | here | | a tenant's
-// quota (read too); a move      | here; a move naming another | the tenant's home region  | | |
-// region: the global router   | (`@<r>`); a move naming   | | |                             |
-// another region: here      | | a repair (`POST /_shard/replicas`)       | here | the region its
-// body names | | a create, a delete                       | the global router; relayed  | here (two
-// levels where    | |                                          | from it: here               | the
-// region keeps its own) | | `regions` rows                           | the global router | here |
+// - A node added, changed or removed, or a pair: on a region's router, here, or the region its
+//   body names (a node this directory keeps is here whatever it names: the API refuses it); on
+//   the global router, the region its body names where that one keeps its own directory, else
+//   here.
+// - A failover by hand: here, on either.
+// - A tenant's quota (read too): here on a region's router; on the global router, the tenant's
+//   home region (`@<r>`).
+// - A move: on a region's router, here for a tenant this directory places, else (another
+//   region's, or one naming another region) the global router; on the global router, the
+//   tenant's home region, or here for a move naming another region.
+// - A repair (`POST /_shard/replicas`): here on a region's router; the region its body names on
+//   the global router.
+// - A create or a delete: the global router, from a region's router (relayed back from it: here);
+//   here on the global router (in two levels where the region keeps its own).
+// - `regions` rows: the global router's.
 //
 // A region "keeping its own directory" is one with a `regions` row in the global directory (the
 // global router's own, or a region's router's copy of it). Reads are always here.

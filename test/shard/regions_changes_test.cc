@@ -496,6 +496,25 @@ TEST_F(RegionsChanges, ACreateWithARegionThatIsNoStringIsRefusedOnARegionsRouter
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("region"), "eu");
 }
 
+// §11.4: either router takes every change. A move of us's tenant into eu, asked of eu's router
+// (whose directory does not place it), goes to the global router, which moves it across. Before,
+// eu's router took it for its own and answered 404 "not in the directory".
+TEST_F(RegionsChanges, AMoveOfAnotherRegionsTenantAskedOfARegionsRouterGoesToTheGlobalRouter) {
+    const std::string t = tenant("t");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + t, R"({"region":"us"})").status, 201);
+    ASSERT_TRUE(eventually([&] { return node_of(eu_->port(), t) == "@us"; }))
+        << on(eu_->port(), "GET", "/_shard/tenants/" + t).body;
+    Reply moved = on(eu_->port(), "POST", "/_shard/tenants/" + t + "/move", R"({"region":"eu"})");
+    EXPECT_EQ(moved.status, 200) << moved.body;
+    EXPECT_TRUE(eventually([&] { return node_of(eu_->port(), t) == "n2"; }))
+        << on(eu_->port(), "GET", "/_shard/tenants/" + t).body;
+    EXPECT_EQ(node_of(g_port_, t), "@eu");
+    // A tenant no directory has: the global router's 404, through eu's router.
+    Reply none = on(eu_->port(), "POST", "/_shard/tenants/" + tenant("none") + "/move",
+                    R"({"region":"eu"})");
+    EXPECT_EQ(none.status, 404) << none.body;
+}
+
 // §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
 // router gone, a create lands on the next; that one is asked first from then on, the first back
 // or not.
