@@ -946,8 +946,16 @@ class Api {
         }
         if (maps->tenants.contains(name)) {
             // `exists`: a two-level create keeps the name where the region says so (§11.4).
-            Response r = Router::error(409, "tenant `" + name + "` exists, on node `" +
-                                                maps->tenants.at(name).node + "`");
+            // One half-way through a create or delete in two levels says so: it may not be there
+            // yet (or any more), and its settling says which within a minute (§11.4).
+            const TenantRow& row = maps->tenants.at(name);
+            const bool halfway = row.state == "creating" || row.state == "deleting";
+            Response r = Router::error(
+                409, "tenant `" + name + "` exists, on node `" + row.node + "`" +
+                         (halfway ? ", " + row.state +
+                                        ": its outcome is not known yet, and the row is settled "
+                                        "within a minute (send the create again then)"
+                                  : ""));
             r.body.pop_back();
             r.body += ",\"exists\":true}";
             return r;

@@ -411,6 +411,11 @@ TEST_F(RegionsChanges, ASettlingAsksTheRegionsPrimaryNotAStandbyBehindIt) {
     Reply row = shard("GET", "/_shard/tenants/" + made);
     EXPECT_EQ(row.status, 200) << row.body;
     EXPECT_EQ(Json(row.body).text("state"), "creating") << row.body;
+    // The create sent again meanwhile: 409, saying the row is half-way and settled later.
+    Reply again = shard("PUT", "/_shard/tenants/" + made, R"({"region":"us"})");
+    EXPECT_EQ(again.status, 409) << again.body;
+    EXPECT_NE(again.body.find("creating: its outcome is not known yet"), std::string::npos)
+        << again.body;
 
     // U back: it has the tenant, so the row is active.
     us_ = region_router("us", "us.fenec", u_listen);
