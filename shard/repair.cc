@@ -403,6 +403,20 @@ http::Response serve_replicas(Router& router, const server::Request& request,
             region = std::string(s);
         }
     }
+    if (region && !region->empty()) {
+        // A region this directory has no node of: a repair there would answer nothing to do,
+        // which reads as all well (as a create and a move answer it, 404).
+        const auto maps = router.directory().maps();
+        const bool known =
+            maps->scope == *region || std::ranges::any_of(maps->nodes, [&](const auto& n) {
+                return n.second.region == *region;
+            });
+        if (!known) {
+            return Router::error(404, "no region `" + *region +
+                                          "`: no node of this router's "
+                                          "directory is in it");
+        }
+    }
     RepairReport report = router.copies().repair_now(region, a.request_id);
     http::Response r;
     r.status = report.failed.empty() ? 200 : 502;

@@ -713,6 +713,10 @@ TEST_F(Repair, PrefersANodeHoldingACopy) {
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.body.find(R"("replicated":[])"), std::string::npos) << r.body;
     EXPECT_EQ(shard("POST", "/_shard/replicas", R"({"zone":"x"})").status, 400);
+    // A region no node is in: 404, not an answer of nothing to do.
+    r = shard("POST", "/_shard/replicas", R"({"region":"zz"})");
+    EXPECT_EQ(r.status, 404) << r.body;
+    EXPECT_NE(r.body.find("no region `zz`"), std::string::npos) << r.body;
 }
 
 // §8.3 step 4: a file of another lineage put in the primary's place, which the copy following
