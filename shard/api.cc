@@ -1024,8 +1024,23 @@ class Api {
                                         const NodeRow*& out) {
         if (node_name) {
             auto it = maps.nodes.find(*node_name);
-            if (it == maps.nodes.end()) return Router::error(404, "no node `" + *node_name + "`");
-            if (region && it->second.region != *region) {
+            if (it == maps.nodes.end()) {
+                // With a region named whose nodes this directory keeps (a region's router's own,
+                // or one the global directory keeps), a node not here is not in that region: the
+                // two disagree (409), whether or not the node is another region's.
+                if (region &&
+                    (maps.scope == *region || std::ranges::any_of(maps.nodes, [&](const auto& n) {
+                         return n.second.region == *region;
+                     }))) {
+                    return Router::error(
+                        409, "node `" + *node_name + "` is not in region `" + *region + "`");
+                }
+                return Router::error(404, "no node `" + *node_name + "`");
+            }
+            // A region's router keeps its region's nodes, a node recorded with none among them.
+            const bool in_region = region && (it->second.region == *region ||
+                                              (it->second.region.empty() && maps.scope == *region));
+            if (region && !in_region) {
                 return Router::error(409, "node `" + *node_name + "` is in region `" +
                                               it->second.region + "`, not `" + *region + "`");
             }

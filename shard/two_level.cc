@@ -83,9 +83,11 @@ http::Response TwoLevel::create(const std::string& tenant, const RelayTo& region
     {
         json::Writer w(body);
         w.begin_object();
-        if (node) {
+        if (node) {  // with its region, so a node of another region is refused 409 there
             w.key("node");
             w.string(*node);
+            w.key("region");
+            w.string(region.scope);
         }
         if (schema) {
             w.key("schema");

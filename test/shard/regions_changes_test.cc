@@ -520,6 +520,21 @@ TEST_F(RegionsChanges, AMoveOfAnotherRegionsTenantAskedOfARegionsRouterGoesToThe
     EXPECT_EQ(none.status, 404) << none.body;
 }
 
+// A create naming a region and a node of another region: the two disagree, 409 (http-router.md),
+// asked of the global router or of a region's router. Before, the region's router that took it
+// answered 404 "no node", the node being in a directory it does not read.
+TEST_F(RegionsChanges, ACreateNamingAnotherRegionsNodeIs409) {
+    const std::string t = tenant("t");
+    for (uint16_t port : {g_port_, eu_->port()}) {
+        Reply put = on(port, "PUT", "/_shard/tenants/" + t, R"({"region":"eu","node":"n1"})");
+        EXPECT_EQ(put.status, 409) << put.body;
+        EXPECT_NE(put.body.find("node `n1` is not in region `eu`"), std::string::npos) << put.body;
+    }
+    EXPECT_EQ(shard("GET", "/_shard/tenants/" + t).status, 404);
+    Reply none = shard("PUT", "/_shard/tenants/" + t, R"({"node":"nowhere"})");
+    EXPECT_EQ(none.status, 404) << none.body;
+}
+
 // §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
 // router gone, a create lands on the next; that one is asked first from then on, the first back
 // or not.
