@@ -13,6 +13,7 @@
 
 #include "engine/aligned_bytes.h"
 #include "engine/database.h"
+#include "engine/format.h"
 #include "test/support/engine_fixture.h"
 
 namespace fenec::test::image_install_test {
@@ -125,6 +126,65 @@ TEST(ImageInstall, ADamagedImageGetsTheVerdictTheWholeInstallGives) {
             EXPECT_FALSE(env2.fs.has(kInstallTarget));
         }
     }
+}
+
+// The offset of the record of `bytes` (a built image: header, then records) that holds byte `at`.
+uint64_t record_holding(const std::vector<std::byte>& bytes, uint64_t at) {
+    uint64_t p = format::kHeaderBytes;
+    while (p < bytes.size()) {
+        const uint64_t next = p + format::framed_size(format::load_u32(bytes.data() + p));
+        if (at < next) return p;
+        p = next;
+    }
+    return bytes.size();
+}
+
+// A byte flipped inside an image the file holds whole is that record's checksum mismatch at its
+// offset, never "image cut short at N of N bytes": not when the damaged record is the image's
+// last and ends at the end of the file (as a backup's image does), nor when zeros follow the
+// damage. `fenec verify`, `fenec restore` and a node's install all say what this replay says.
+TEST(ImageInstall, AFlippedByteInAWholeImageIsAChecksumMismatchAtItsRecord) {
+    EngineEnv env;
+    const std::vector<std::byte> bytes = source_image(env, 300);
+    ASSERT_FALSE(bytes.empty());
+    for (size_t at : {bytes.size() / 2, bytes.size() - 20}) {
+        const uint64_t record = record_holding(bytes, at);
+        ASSERT_LT(record + format::kRecordHeadBytes, at) << "the flip must land in a body";
+        const std::string mismatch = "record checksum mismatch at offset " + std::to_string(record);
+        std::vector<std::byte> flipped = bytes;
+        flipped[at] ^= std::byte{0x20};
+        std::vector<std::byte> zeroed = flipped;
+        std::fill(zeroed.begin() + static_cast<ptrdiff_t>(at) + 1, zeroed.end(), std::byte{0});
+        for (const auto& [what, image] : {std::pair{"flipped", flipped}, {"zeros after", zeroed}}) {
+            SCOPED_TRACE(std::string(what) + " at " + std::to_string(at));
+            for (size_t slice : {size_t{0}, size_t{4096}}) {
+                EngineEnv env2;
+                ImageInfo info;
+                auto db = install_fed(env2, image, slice, info);
+                ASSERT_FALSE(db.is_ok()) << "slices of " << slice;
+                EXPECT_EQ(db.status().code(), Code::corruption) << why(db.status());
+                EXPECT_EQ(db.status().message(), mismatch) << why(db.status());
+                EXPECT_EQ(db.status().detail().offset, record) << why(db.status());
+            }
+            EngineEnv env3;
+            env3.fs.set_contents(kInstallIncoming, image);
+            auto verified = Database::verify_image(env3.fs, kInstallIncoming);
+            ASSERT_FALSE(verified.is_ok());
+            EXPECT_EQ(verified.status().message(), mismatch) << why(verified.status());
+            EXPECT_EQ(verified.status().detail().offset, record);
+        }
+    }
+    // An image that really ends early is still cut short, with both lengths.
+    EngineEnv env4;
+    const std::vector<std::byte> cut(bytes.begin(), bytes.end() - 100);
+    env4.fs.set_contents(kInstallIncoming, cut);
+    auto verified = Database::verify_image(env4.fs, kInstallIncoming);
+    ASSERT_FALSE(verified.is_ok());
+    EXPECT_EQ(verified.status().message(), "image cut short at " + std::to_string(cut.size()) +
+                                               " of " + std::to_string(bytes.size()) +
+                                               " bytes at offset " +
+                                               std::to_string(format::kHeaderBytes))
+        << why(verified.status());
 }
 
 }  // namespace
