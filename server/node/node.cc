@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <limits>
 #include <random>
 
@@ -246,6 +247,12 @@ void Node::init_metrics() {
         "--slow-ms lines dropped: the queue full, or given up at a stop", [this] {
             return slow_ ? static_cast<double>(slow_->lines_dropped() + slow_->lines_failed()) : 0;
         });
+    m.counter_fn(
+        "fenec_log_lines_dropped_total",
+        "the node's own stderr lines dropped: the queue full, or given up at a stop", [this] {
+            return lines_ ? static_cast<double>(lines_->lines_dropped() + lines_->lines_failed())
+                          : 0;
+        });
     m.counter_fn("fenec_audit_lines_total", "audit lines written",
                  [this] { return audit_ ? static_cast<double>(audit_->lines_written()) : 0; });
     // NaN, not 0, when the directory cannot be listed (out of descriptors): a count it cannot tell.
@@ -295,6 +302,7 @@ Node::~Node() {
     if (audit_) audit_->close();
     if (access_) access_->close();
     if (slow_) slow_->close();
+    if (lines_) lines_->close();
 }
 
 std::string Node::prepare() {
@@ -352,6 +360,11 @@ std::string Node::prepare() {
         if (!log.is_ok()) return "--trace " + *options_.trace + ": " + log.status().to_string();
         trace_ = std::move(log.value());
     }
+    if (!lines_) {
+        auto log = obs::LineLog::open("-");
+        if (!log.is_ok()) return "stderr: " + log.status().to_string();
+        lines_ = std::move(log.value());
+    }
     if (options_.slow_ms) {
         obs::LineLogOptions lo;
         lo.queue_lines_max =
@@ -402,6 +415,9 @@ std::string Node::prepare() {
     ro.on_graphs = [this](std::string_view how, uint64_t graphs) {
         counters_.graphs_opened->with({how}).inc(graphs);
     };
+    // Its requests are answered 500 (or 503) with the same words; stderr is where an operator
+    // who reads no answers learns a file is damaged.
+    ro.on_open_failed = [this](std::string_view, const std::string& why) { say(why); };
     ro.feed_bytes = options_.feed_buffer_mib << 20;
     registry_ = std::make_unique<Registry>(std::move(ro));
     // Before anything opens a tenant (replication_->start below resumes the copies that follow):
@@ -531,6 +547,7 @@ void Node::drain() {
     if (access_) access_->close();
     if (trace_) trace_->close();
     if (slow_) slow_->close();
+    if (lines_) lines_->close();
 }
 
 http::Response Node::refusal(int status, std::string_view message, std::string_view reason,
@@ -1055,6 +1072,14 @@ void Node::span(const Call& call, int status, double seconds) {
     if (!call.tenant.empty()) s.attrs.push_back({"tenant", call.tenant});
     s.attrs.push_back({"status", status});
     if (trace_->write(obs::span_line(s))) counters_.spans->inc();
+}
+
+void Node::say(const std::string& line) {
+    if (lines_) {
+        (void)lines_->write("fenec-node: " + line);  // dropped and counted when the queue is full
+        return;
+    }
+    std::cerr << ("fenec-node: " + line + "\n");  // one write: lines from threads stay whole
 }
 
 void Node::slow_log(const Call& call, int status, double seconds) {

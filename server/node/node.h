@@ -205,6 +205,8 @@ private:
     bool admin_credential(const http::RequestHead& head);
     void audit_refusal(const Call& call, int status, std::string_view why);
     void slow_log(const Call& call, int status, double seconds);
+    // One line on stderr, "fenec-node: " before it (lines_; straight to stderr before prepare).
+    void say(const std::string& line);
     void span(const Call& call, int status, double seconds);
     http::Response preflight() const;
     void init_metrics();
@@ -225,6 +227,10 @@ private:
     std::unique_ptr<Leases> leases_;
     std::unique_ptr<engine::Flusher> flusher_;
     std::unique_ptr<engine::Syncer> syncer_;  // before registry_: its databases leave it on close
+    // The node's own lines for people on stderr (a tenant that cannot be opened), through a
+    // queue, so a full stderr pipe drops them (counted) rather than blocking the worker that
+    // opened the tenant. Before registry_: its on_open_failed writes here.
+    std::unique_ptr<obs::LineLog> lines_;
     std::unique_ptr<Registry> registry_;
     std::unique_ptr<server::WorkerPool> workers_;
     std::unique_ptr<server::HttpServer> server_;

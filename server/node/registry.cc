@@ -200,9 +200,10 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
             return Acquired{nullptr, AcquireError::not_found,
                             "tenant `" + std::string(name) + "` not found"};
         }
-        return Acquired{
-            nullptr, AcquireError::unavailable,  // asked again next time
-            "tenant `" + std::string(name) + "` cannot be opened: " + size.status().to_string()};
+        return open_failed_locked(  // asked again next time
+            slot, AcquireError::unavailable,
+            "tenant `" + std::string(name) + "` cannot be opened: " + size.status().to_string(),
+            now);
     }
     // What it was given beside its file: a replica opens a follower, a frozen tenant frozen. A
     // mark that cannot be asked about (an I/O error, out of descriptors) is not taken as absent:
@@ -210,9 +211,10 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     engine::Result<bool> follows = sidecar_there(name, sidecar_follows);
     engine::Result<bool> frozen = follows.is_ok() ? sidecar_there(name, sidecar_frozen) : follows;
     if (!frozen.is_ok()) {
-        return Acquired{
-            nullptr, AcquireError::unavailable,
-            "tenant `" + std::string(name) + "` cannot be opened: " + frozen.status().to_string()};
+        return open_failed_locked(
+            slot, AcquireError::unavailable,
+            "tenant `" + std::string(name) + "` cannot be opened: " + frozen.status().to_string(),
+            now);
     }
     const uint64_t file_bytes = *size;
     // One being opened counts twice its file until open (§11): reserved before the bound is
@@ -251,11 +253,9 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
         if (db.status().code() == engine::Code::io_error) {
             // Out of descriptors, a failed read or fsync: not the file's fault, asked again next
             // time rather than refused for open_failure_kept_ms.
-            return Acquired{nullptr, AcquireError::unavailable, why};
+            return open_failed_locked(slot, AcquireError::unavailable, why, now);
         }
-        slot.failed_ms = now;
-        slot.failure = why;
-        return Acquired{nullptr, AcquireError::open_failed, slot.failure};
+        return open_failed_locked(slot, AcquireError::open_failed, why, now);
     }
     // A tenant frozen before a restart opens frozen (§8.2: the mark is `<t>.frozen`).
     if (*frozen) (void)(*db)->freeze();
@@ -263,15 +263,14 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     if (engine::Status st = run_on_open(*tenant); !st.is_ok()) {
         const std::string why =
             "tenant `" + std::string(name) + "` cannot be opened: " + st.to_string();
-        if (st.code() == engine::Code::io_error) {
-            return Acquired{nullptr, AcquireError::unavailable, why};  // asked again next time
+        if (st.code() == engine::Code::io_error) {  // asked again next time
+            return open_failed_locked(slot, AcquireError::unavailable, why, now);
         }
-        slot.failed_ms = now;
-        slot.failure = why;
-        return Acquired{nullptr, AcquireError::open_failed, slot.failure};
+        return open_failed_locked(slot, AcquireError::open_failed, why, now);
     }
     tenant->refresh_memory();
     slot.failure.clear();
+    slot.told.clear();  // opened: a later failure of it is news again
     {
         std::lock_guard lock(mu_);  // slot tenants change under both locks (registry.h)
         fill(slot, tenant);
@@ -279,6 +278,21 @@ Acquired Registry::open_locked(Slot& slot, std::string_view name) {
     ++opens_;
     count_graphs(*tenant);
     return Acquired{tenant, AcquireError::none, {}};
+}
+
+Acquired Registry::open_failed_locked(Slot& slot, AcquireError error, std::string why,
+                                      int64_t now) {
+    if (error == AcquireError::open_failed) {
+        slot.failed_ms = now;
+        slot.failure = why;
+    }
+    // A damaged file is asked for by every request and opened again each time its kept failure
+    // lapses: an operator is told the failure once, not once per request or per retry.
+    if (options_.on_open_failed && slot.told != why) {
+        slot.told = why;
+        options_.on_open_failed(slot.name, why);
+    }
+    return Acquired{nullptr, error, std::move(why)};
 }
 
 void Registry::count_graphs(Tenant& tenant) const {

@@ -66,6 +66,12 @@ struct RegistryOptions {
     // An open's vector graphs (engine.md §6.3), counted by how each came to be: `restored` from
     // its record, `caught_up` (restored, the writes since applied), `rebuilt` from the documents.
     std::function<void(std::string_view how, uint64_t graphs)> on_graphs;
+    // An open that failed (open_failed, or unavailable for an I/O error; never a refusal for the
+    // memory or descriptor budget, which is load, not a failure), with the message a request is
+    // answered with. Told once per tenant per failure: not again while the same failure recurs
+    // (every request of a damaged file, or each retry once the kept failure lapses), again when
+    // the failure changes or after the tenant has opened. Runs under the tenant's slot lock.
+    std::function<void(std::string_view tenant, const std::string& why)> on_open_failed;
     uint64_t feed_bytes = 64ull << 20;  // --feed-buffer (engine.md §11)
 };
 
@@ -320,6 +326,8 @@ private:
         bool out = false;                 // out of service (under both locks): new requests 404
         int64_t failed_ms = 0;            // an open failure kept 10 s
         std::string failure;
+        // The failure last told to on_open_failed ("": none since the tenant last opened).
+        std::string told;
         // On the least-recently-used list while `tenant` is set (under mu_).
         Slot* older = nullptr;
         Slot* newer = nullptr;
@@ -335,6 +343,9 @@ private:
     std::shared_ptr<Slot> slot_of(std::string_view name);
 
     Acquired open_locked(Slot& slot, std::string_view name);
+    // Under slot.mu: an open that failed with `why`. open_failed is kept in the slot for
+    // open_failure_kept_ms; either kind is told to on_open_failed unless it was the last told.
+    Acquired open_failed_locked(Slot& slot, AcquireError error, std::string why, int64_t now);
     bool room_for_one_more(int64_t now);
     // RegistryOptions::on_open on a tenant just attached; on an error its file is closed.
     engine::Status run_on_open(Tenant& tenant);

@@ -404,6 +404,58 @@ TEST(RegistryObs, AStderrNobodyReadsDropsSlowLinesAndBlocksNoAnswer) {
     ::close(reader);
 }
 
+// A tenant whose file cannot be opened (a byte flipped in its image region) is answered 500 with
+// the open's verdict, and the node says the same on stderr, where operations.md promises its
+// failures: once, however many requests meet the kept failure, and not mixed into another line.
+TEST(RegistryObs, ATenantThatCannotBeOpenedIsSaidOnStderrOnce) {
+    TempDir dir;
+    const std::string err = dir.path() + "/stderr.log";
+    {
+        auto node = start_node(dir);
+        make_tenant(node->port(), "acme");
+        Client c(node->port(), reply_timeout_ms);
+        auto put = c.request("POST", "/t/acme/query",
+                             R"({"query":"put notes {title: \"a\", year: 2021}"})", bearer(D));
+        ASSERT_TRUE(put);
+        ASSERT_EQ(put->status, 200) << put->body;
+        ASSERT_EQ(node->kill(SIGTERM), 0);  // a clean stop: the file closes on a checkpoint
+    }
+    {
+        // The first record's body, inside the image the close wrote: corruption, never a tear.
+        std::fstream f(dir.path() + "/acme.fenec", std::ios::in | std::ios::out | std::ios::binary);
+        ASSERT_TRUE(f);
+        f.seekg(84);
+        char b = 0;
+        f.read(&b, 1);
+        f.seekp(84);
+        b = static_cast<char>(b ^ 0x20);
+        f.write(&b, 1);
+    }
+    auto node = start_node(dir, {}, err);
+    Client c(node->port(), reply_timeout_ms);
+    for (int i = 0; i < 5; ++i) {
+        auto r = c.request("POST", "/t/acme/query", R"({"query":"get notes"})", bearer(D));
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 500) << r->body;
+        ASSERT_NE(r->body.find("tenant `acme` cannot be opened: corruption:"), std::string::npos)
+            << r->body;
+    }
+    const std::string text = wait_for_file(err, "cannot be opened", 1500);
+    const std::string line = line_with(text, {"fenec-node: tenant `acme` cannot be opened: "});
+    ASSERT_FALSE(line.empty()) << text;
+    EXPECT_NE(line.find("corruption: "), std::string::npos) << line;
+    EXPECT_NE(line.find(" at offset "), std::string::npos) << line;
+    // Lines reach stderr within 200 ms: wait past that, then count.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const std::string later = slurp(err);
+    size_t said = 0;
+    for (size_t at = later.find("cannot be opened"); at != std::string::npos;
+         at = later.find("cannot be opened", at + 1)) {
+        ++said;
+    }
+    EXPECT_EQ(said, 1u) << later;
+}
+
 // ---------------------------------------------------------------------------------------------
 // §2-§4 details, one node without --cors.
 

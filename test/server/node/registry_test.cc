@@ -307,6 +307,68 @@ TEST(RegistryClose, ATenantClosedSyncedReopensWithoutASync) {
     EXPECT_EQ(a.tenant->db().usage().collections, 1u);
 }
 
+// A wall clock that stands still until the test moves it.
+class SetClock final : public engine::Clock {
+  public:
+    int64_t wall_ms() const override { return ms.load(); }
+    int64_t steady_ns() const override { return ms.load() * 1'000'000; }
+    std::atomic<int64_t> ms{1'000'000};
+};
+
+// A failed open is told to on_open_failed once per failure: not again for the requests that meet
+// the kept failure, nor for the open tried again once it lapses and failing the same way; again
+// for another failure, and for the same one after the tenant has opened in between.
+TEST(RegistryOpenFailed, AFailureIsToldOnceUntilItChangesOrTheTenantOpens) {
+    FaultFs fs;
+    SetClock clock;
+    RegistryOptions o = options_on(fs, clock);
+    std::vector<std::string> told;
+    o.on_open_failed = [&](std::string_view tenant, const std::string& why) {
+        told.push_back(std::string(tenant) + " | " + why);
+    };
+    Registry r(o);
+    create_with_collection(r, "acme");
+    auto close_all_idle = [&] {
+        clock.ms += 10;  // past close_idle_ms
+        r.sweep();
+        ASSERT_EQ(r.open_count(), 0u);
+    };
+    close_all_idle();
+    const std::string file = "/data/acme.fenec";
+    const std::vector<std::byte> good = fs.contents(file);
+    std::vector<std::byte> damaged = good;
+    damaged[84] ^= std::byte{0x20};  // the first record's body: corruption, never a tear
+    std::vector<std::byte> not_ours = good;
+    not_ours[0] ^= std::byte{0x20};  // the magic
+
+    fs.set_contents(file, damaged);
+    for (int i = 0; i < 3; ++i) {  // the kept failure, answered without an open
+        Acquired a = r.acquire("acme");
+        ASSERT_FALSE(a.tenant);
+        EXPECT_EQ(a.error, AcquireError::open_failed) << a.message;
+    }
+    clock.ms += 10'001;  // the kept failure lapses: opened again, failing the same way
+    EXPECT_FALSE(r.acquire("acme").tenant);
+    ASSERT_EQ(told.size(), 1u);
+    EXPECT_TRUE(told[0].starts_with("acme | tenant `acme` cannot be opened: corruption: "))
+        << told[0];
+
+    fs.set_contents(file, not_ours);  // another failure: told
+    clock.ms += 10'001;
+    EXPECT_FALSE(r.acquire("acme").tenant);
+    ASSERT_EQ(told.size(), 2u);
+    EXPECT_NE(told[1].find("bad magic"), std::string::npos) << told[1];
+
+    fs.set_contents(file, good);  // opens, so the first failure is news again
+    clock.ms += 10'001;
+    ASSERT_TRUE(r.acquire("acme").tenant);
+    close_all_idle();
+    fs.set_contents(file, damaged);
+    EXPECT_FALSE(r.acquire("acme").tenant);
+    ASSERT_EQ(told.size(), 3u);
+    EXPECT_EQ(told[2], told[0]);
+}
+
 // A stop closes close_threads written tenants at once: each close is a checkpoint, and the
 // checkpoints' fsyncs are in flight together (one after another, 9,456 tenants took 119-201 s to
 // stop). Every tenant is closed when close_all returns, and each reopens whole after a power cut.
