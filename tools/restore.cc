@@ -9,6 +9,11 @@
 // the body) unless `--replace`, which replaces it in place: `DELETE …/file` (its quota and other
 // side files kept) then the same PUT.
 //
+// A copy that follows a primary elsewhere (a replica) is never restored in place: the node would
+// install the image as a primary following nothing, cutting the replication the router set up
+// while the router still counts the copy as the tenant's replica. Every tenant named is looked up
+// on a node URL before anything is installed, and a replica refuses the whole restore.
+//
 // Through a router: a tenant in its directory is installed on the node the directory names; one
 // missing from it is created through the router first (`PUT /_shard/tenants/<t>`, on `--node` or
 // the node the router picks), so it is placed and routed as any tenant, and the empty file that
@@ -18,6 +23,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "engine/database.h"
 #include "engine/format.h"
@@ -104,6 +111,42 @@ std::string install(Remote& remote, const NodeRef& node, const Source& s, bool r
         return "node " + node.name + " did not install `" + s.tenant + "`: " + r.said();
     }
     return check_installed(r, s);
+}
+
+// What `node` says each copy of `tenants` follows: tenant to its primary's address ("" when the
+// node does not say), for the copies that are replicas there. nullopt (with `why`) when the node
+// did not list its tenants: a restore that cannot tell a replica from a primary does not start.
+std::optional<std::map<std::string, std::string>> replicas_among(Remote& remote,
+                                                                 const NodeRef& node,
+                                                                 const std::vector<Source>& sources,
+                                                                 std::string& why) {
+    Reply r = remote.call(node.addr, "GET", "/_admin/tenants", node.token);
+    simdjson::dom::parser parser;
+    simdjson::dom::array list;
+    if (!r.answered() || r.status != 200 || parser.parse(r.body).get(list)) {
+        why = "node " + node.name + " did not list its tenants: " + r.said();
+        return std::nullopt;
+    }
+    std::set<std::string> named;
+    for (const Source& s : sources) named.insert(s.tenant);
+    std::map<std::string, std::string> out;
+    for (simdjson::dom::element t : list) {
+        std::string_view name, role;
+        if (t["name"].get_string().get(name) || t["role"].get_string().get(role)) continue;
+        if (role != "replica" || !named.count(std::string(name))) continue;
+        // The list opens no tenant; the primary's address is in the copy's own description.
+        std::string from;
+        Reply d = remote.call(node.addr, "GET", "/_admin/tenants/" + std::string(name), node.token);
+        simdjson::dom::parser dp;
+        simdjson::dom::element doc;
+        std::string_view f;
+        if (d.answered() && d.status == 200 && !dp.parse(d.body).get(doc) &&
+            !doc["following"]["from"].get_string().get(f)) {
+            from = f;
+        }
+        out.emplace(std::string(name), from);
+    }
+    return out;
 }
 
 // The tenant created through the router at `router`, on `node_name` when given; its node.
@@ -234,6 +277,19 @@ int restore_main(int argc, char** argv) {
     std::optional<bool> router = remote.is_router(url->addr, why);
     if (!router) return failed(c.name, why);
     if (!*router && args.has("--node")) return usage_error(c, "--node is for a router's URL");
+    if (!*router) {  // through a router, each tenant goes to the node its directory names primary
+        auto replicas =
+            replicas_among(remote, NodeRef{url->addr, url->addr, tokens->admin}, *images, why);
+        if (!replicas) return failed(c.name, why);
+        for (const auto& [tenant, from] : *replicas) {
+            failed(c.name, tenant + ": node " + url->addr + " holds `" + tenant +
+                               "` as a replica following " +
+                               (from.empty() ? "its primary" : "the primary at " + from) +
+                               ": restore it on that primary (or through the router), which " +
+                               "this copy then follows; nothing was restored");
+        }
+        if (!replicas->empty()) return exit_failed;
+    }
     bool all_installed = true;
     for (const Source& s : *images) {
         std::optional<NodeRef> node;

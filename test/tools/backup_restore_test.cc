@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "test/shard/shard_fixture.h"
+#include "test/support/wait.h"
 #include "test/tools/run_tool.h"
 
 namespace fenec::test {
@@ -161,6 +162,58 @@ TEST_F(NodeBackup, AWrongTokenIsRefused) {
 }
 
 // Two nodes behind a router: acme on n1, beta on n2, each node with its own admin token.
+// A copy that follows a primary elsewhere is not restored in place, --replace or not: the node
+// would install the image as a primary following nothing, cutting the replication the router set
+// up. The restore names the primary, says to restore there, and changes nothing: the copy still
+// follows and takes the primary's next write.
+TEST(ReplicaRestore, ACopyFollowingAPrimaryIsRefusedBeforeAnythingChanges) {
+    const std::vector<std::string> flags = {"--admin-token",       "adm", "--token", "data",
+                                            "--replication-token", "repl"};
+    TempDir primary_data, replica_data, out;
+    NodeProcess primary{primary_data.path(), flags};
+    NodeProcess replica{replica_data.path(), flags};
+    ASSERT_NE(primary.port(), 0);
+    ASSERT_NE(replica.port(), 0);
+    Client c(primary.port());
+    auto made = c.request("PUT", "/_admin/tenants/acme", schema, bearer("adm"));
+    ASSERT_TRUE(made && made->status == 201) << (made ? made->body : "no answer");
+    insert(primary.port(), "acme", "Dune", 1965);
+    const ToolRun b = fenec("backup " + addr(primary.port()) + "/t/acme -o '" + out.path() + "'",
+                            "FENEC_ADMIN_TOKEN=adm");
+    ASSERT_EQ(b.status, 0) << b.err;
+    insert(primary.port(), "acme", "Emma", 1815);
+    Client r(replica.port());
+    auto f =
+        r.request("POST", "/_admin/tenants/acme/follow",
+                  "{\"from\":\"" + addr(primary.port()) + "\",\"wait_ms\":3000}", bearer("adm"));
+    ASSERT_TRUE(f && f->status == 200) << (f ? f->body : "no answer");
+    const std::string both = rows(primary.port(), "acme");
+    ASSERT_TRUE(wait_until([&] { return rows(replica.port(), "acme") == both; }))
+        << rows(replica.port(), "acme");
+    const std::string file = replica_data.path() + "/acme.fenec";
+    const ino_t inode = inode_of(file);
+
+    const ToolRun refused =
+        fenec("restore '" + out.path() + "' " + addr(replica.port()) + "/t/acme --replace",
+              "FENEC_ADMIN_TOKEN=adm");
+    EXPECT_EQ(refused.status, 1) << refused.out << refused.err;
+    EXPECT_NE(refused.err.find("as a replica following the primary at " + addr(primary.port())),
+              std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("restore it on that primary"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.out.find("restored acme"), std::string::npos) << refused.out;
+
+    // Nothing changed: the same file, still a replica, and it follows on.
+    EXPECT_EQ(inode_of(file), inode);
+    auto d = r.request("GET", "/_admin/tenants/acme", {}, bearer("adm"));
+    ASSERT_TRUE(d && d->status == 200);
+    EXPECT_NE(d->body.find("\"role\":\"replica\""), std::string::npos) << d->body;
+    insert(primary.port(), "acme", "Kim", 1901);
+    const std::string three = rows(primary.port(), "acme");
+    EXPECT_TRUE(wait_until([&] { return rows(replica.port(), "acme") == three; }))
+        << rows(replica.port(), "acme");
+}
+
 TEST(RouterBackup, EveryTenantBackedUpDeletedAndRestoredThroughTheRouter) {
     TempDir d1, d2, dr, out;
     NodeProcess n1(d1.path(), {"--admin-token", "n1-admin", "--token", "data"});
