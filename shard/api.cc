@@ -1062,6 +1062,14 @@ class Api {
         }
         switch (std::get<NoTenantPlace>(placed)) {
             case NoTenantPlace::no_node:
+                if (!region && !maps.regions.empty()) {
+                    // Every node is in a region keeping its own directory: which one is the
+                    // caller's to say (the global directory knows none of their nodes' bytes).
+                    return Router::error(
+                        409, "there is no node in the global directory to place `" + name +
+                                 "` on: every region keeps its own directory, so name one "
+                                 "(`region`), or start the router with --default-region");
+                }
                 if (!region) {
                     return Router::error(409, "there is no node to place `" + name +
                                                   "` on: add one with PUT /_shard/nodes/<n>");

@@ -215,8 +215,11 @@ Response RegionMove::unsettled(const std::string& why) {
     Response r = Router::error(
         503, "region `" + from_ + "` did not answer the release of `" + tenant_ + "` (" + why +
                  "), nor say whether it ran: its router thaws the tenant in place if it did not, "
-                 "and region `" + to_ + "`'s router takes it within 2 x --upstream-timeout if "
-                 "it did");
+                 "and region `" +
+                 to_ +
+                 "`'s router takes it at its next settling (at start "
+                 "and every minute) once the import is older than twice its "
+                 "--upstream-timeout, if it did");
     r.header("Retry-After", std::string(region_retry_after_s));
     r.body.pop_back();
     r.body += ",\"region\":\"" + from_ + "\",\"step\":\"release\"}";

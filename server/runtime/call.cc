@@ -86,7 +86,7 @@ CallError call_error(const CallRequest& request, Mishap what, std::string_view d
             return error(CallFailure::may_have_run, CallPhase::awaiting_head, true,
                          peer_name(request) +
                              " ended the connection after the request was sent: it may have "
-                             "run; send it again with an Idempotency-Key");
+                             "run");
         case Mishap::answer_cut:
             return error(CallFailure::cut, CallPhase::answer, true,
                          who(request) + " ended its answer part-way");

@@ -533,6 +533,13 @@ TEST_F(RegionsChanges, ACreateNamingAnotherRegionsNodeIs409) {
     EXPECT_EQ(shard("GET", "/_shard/tenants/" + t).status, 404);
     Reply none = shard("PUT", "/_shard/tenants/" + t, R"({"node":"nowhere"})");
     EXPECT_EQ(none.status, 404) << none.body;
+    // Neither named, on a global router whose regions all keep their own directories and with
+    // no --default-region: 409 asking for a region (it knows none of their nodes).
+    Reply neither = shard("PUT", "/_shard/tenants/" + t, "{}");
+    EXPECT_EQ(neither.status, 409) << neither.body;
+    EXPECT_NE(neither.body.find("every region keeps its own directory, so name one"),
+              std::string::npos)
+        << neither.body;
 }
 
 // §11.4, §11.6: a region's routers are tried the one that answered last first: with its first
