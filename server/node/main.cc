@@ -41,8 +41,8 @@ void warn_if_open_to_others(const std::string& data_dir) {
     auto bits = engine::others_may_access(data_dir);
     if (!bits.is_ok() || *bits == 0) return;
     std::fprintf(stderr,
-                 "fenec-node: warning: --data-dir %s is open to other local users (mode %03o "
-                 "& 077): its tenant files and side files should be the node's alone "
+                 "fenec-node: warning: --data-dir %s is open to other local users (its mode "
+                 "gives them %03o): its tenant files and side files should be the node's alone "
                  "(chmod 700 it)\n",
                  data_dir.c_str(), *bits);
 }
