@@ -214,11 +214,14 @@
     // A list the operator has open is not pulled from under them: this table waits a refresh.
     if (body.contains(document.activeElement) && document.activeElement.tagName === 'SELECT') return;
     const sizes = new Map(status.tenants.map((t) => [t.name, t.bytes]));
-    const standbys = new Set(nodes.filter((n) => n.standby_of).map((n) => n.name));
+    // Not offered: a standby, and a node failed over and not heard from since (a move there
+    // waits out the router's --upstream-timeout, then is refused).
+    const unoffered = new Set(nodes.filter((n) => n.standby_of || (n.lease && n.lease.failed_over))
+      .map((n) => n.name));
     regionOf.clear();
     for (const n of nodes) regionOf.set(n.name, n.region || '');
     fill(body, tenants.map((t) => {
-      const targets = nodes.map((n) => n.name).filter((n) => n !== t.node && !standbys.has(n));
+      const targets = nodes.map((n) => n.name).filter((n) => n !== t.node && !unoffered.has(n));
       // A node of another region is named with it: moving there is a move across regions.
       const label = (n) => regionOf.get(n) !== regionOf.get(t.node) && regionOf.get(n)
         ? n + ' (' + regionOf.get(n) + ')' : n;
