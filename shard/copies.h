@@ -250,8 +250,9 @@ class Copies {
                          RepairReport& report, std::string_view request_id);
     // A primary copy of `tenant` on `node` (not its node) that a failover left there (§9.11),
     // deleted under drop_unrecorded's condition where the router's leases say the node is its.
+    // `live`: the survey's word of the tenant's primary on its own node.
     void drop_old_primary(const TenantRow& tenant, const NodeRow& node, const CopyInfo& copy,
-                          RepairReport& report, std::string_view request_id);
+                          const CopyInfo& live, RepairReport& report, std::string_view request_id);
     // A look at `tenant` scheduled (RepairSchedule's first step), unless it had
     // catch_up_looks_max in a row: false then.
     bool schedule_look(const std::string& tenant);

@@ -273,7 +273,9 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
         const auto node = maps->nodes.find(name);
         if (!c || node == maps->nodes.end()) continue;
         if (!c->following) {
-            drop_old_primary(t->second, node->second, *c, report, request_id);
+            const auto ps = survey.find(t->second.node);
+            const CopyInfo* live = ps == survey.end() ? nullptr : ps->second.find(tenant.name);
+            if (live) drop_old_primary(t->second, node->second, *c, *live, report, request_id);
             continue;
         }
         if (c->following->from != from) continue;
@@ -304,15 +306,29 @@ void Copies::drop_unrecorded(const TenantRow& tenant,
 // term holds it, and its list names the tenant nowhere). Without leases nothing says whose the
 // node is: the runbook has the operator delete them.
 void Copies::drop_old_primary(const TenantRow& tenant, const NodeRow& node, const CopyInfo& copy,
-                              RepairReport& report, std::string_view request_id) {
+                              const CopyInfo& live, RepairReport& report,
+                              std::string_view request_id) {
     const Leases* leases = router_.cluster().leases();
     if (!leases || !leases->started() || tenant.lineage.empty()) return;
     if (copy.role != "primary" || copy.lineage != tenant.lineage) return;
+    // Only a copy the live primary has forked past: the primary the directory names holds the
+    // tenant, a primary of its lineage, and the copy's history is one of the primary's earlier
+    // forks (a failover promoted a copy that had followed it). A copy of the same history is no
+    // old one: a move a router the directory no longer heeds made, say, which put the tenant's
+    // only primary there and deleted the file the directory names.
+    if (live.role != "primary" || live.lineage != tenant.lineage || copy.history.empty() ||
+        live.history == copy.history ||
+        std::ranges::find(live.forks, copy.history) == live.forks.end()) {
+        return;
+    }
     const std::optional<LeaseView> v = leases->view(node.name);
     if (!v || !v->takes || v->fenced || v->failed_over) return;
     // Asked again just before, as drop_unrecorded does: a copy told to follow since is left.
     const DescribeReply d = calls().describe(node, tenant.name, request_id);
-    if (!d.read || !d.found || !d.following.empty() || d.lineage != tenant.lineage) return;
+    if (!d.read || !d.found || !d.following.empty() || d.lineage != tenant.lineage ||
+        d.history != copy.history) {
+        return;
+    }
     NodeAnswer a = calls().remove(node, tenant.name, request_id);
     if (a.ok()) {
         log_line("deleted the old primary copy of `" + tenant.name + "` on `" + node.name +

@@ -245,6 +245,45 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTe
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), third_name);
 }
 
+// The other side of the case above: a primary copy of the tenant's history on another node is
+// no old one while the node the directory names has lost its file (a move a fenced router made
+// put the tenant's only primary there, say). The repair deletes it only where the primary the
+// directory names holds the tenant and has forked past the copy's history; here it keeps it.
+// Before, the replica still following the emptied node was taken for proof enough, and the
+// tenant's only primary copy was deleted.
+TEST_F(FailoverOnLeaseWithAThirdNode, ARepairKeepsAPrimaryCopyOfTheSameHistoryElsewhere) {
+    start_router({"--auto-failover", "5", "--replicas"});
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("same");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string replica = Json(made.body).text("replica_on");
+    const int other = replica == "n2" ? 2 : 1;
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    // n1's file put on the other node as it stands, then deleted on n1, as a router no longer
+    // heeded would move it.
+    Reply image = node(0, "GET", "/_admin/tenants/" + t + "/file");
+    ASSERT_EQ(image.status, 200);
+    Client c(nodes_->port(other));
+    auto headers = bearer(node_admin_token(other));
+    headers.push_back({"Content-Type", "application/octet-stream"});
+    for (const char* h : {"Fenec-Seq", "Fenec-Lineage", "Fenec-Image-Digest"}) {
+        headers.push_back({h, image.header(h).value_or("")});
+    }
+    Reply put =
+        c.request("PUT", "/_admin/tenants/" + t + "/file", image.body, headers).value_or(Reply{});
+    ASSERT_EQ(put.status, 201) << put.body;
+    ASSERT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status / 100, 2);
+
+    Reply repaired = shard("POST", "/_shard/replicas", "{}");
+    EXPECT_EQ(repaired.body.find(R"("node":"n)" + std::to_string(other + 1) + R"("})"),
+              std::string::npos)
+        << repaired.body;
+    EXPECT_EQ(copy_on(other, t).status, 200) << "the tenant's only primary copy was deleted";
+    EXPECT_EQ(count_on(other, t), counted(1));
+}
+
 // §9.10: a request looked up on the old node just before a failover, and put among the requests
 // out to it just after the failover took them (FENEC_TEST_FORWARD_STALL holds it between the two),
 // is not sent there but to the new primary. Before, the failover's cut had found nothing of it,
