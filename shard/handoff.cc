@@ -1226,7 +1226,7 @@ std::optional<Response> install_image(Router& router, const NodeRow& node,
     put.headers.push_back({"Content-Type", "application/octet-stream"});
     put.body = body;
     put.close = true;
-    const std::string bytes = admin_request(node, request_id, put);
+    const std::string bytes = admin_request(node, request_id, put, router.upstream().fence());
     for (bool again = false;; again = true) {
         server::CallError error;
         auto conn = router.upstream().blocking().connect(to_node(node), {}, error);

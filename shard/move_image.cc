@@ -87,7 +87,7 @@ std::optional<MoveFailure> open_target(Upstream& up, const ImageMove& m, const C
     put.body_bytes = image.bytes;
     put.expect_continue = true;
     put.close = true;
-    const std::string head_bytes = admin_request(m.to, m.request_id, put);
+    const std::string head_bytes = admin_request(m.to, m.request_id, put, up.fence());
     for (bool again = false;; again = true) {
         server::CallError error;
         target = up.blocking().connect(to_node(m.to), {}, error);

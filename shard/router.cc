@@ -345,6 +345,13 @@ std::string Router::open_parts() {
     std::string error;
     upstream_ = Upstream::create(upstream_options_, error);
     if (!upstream_) return "the upstream loops: " + error;
+    // §9.5: every change this router asks of a node names its term, so a node refuses one from
+    // a router a standby was promoted over (the directory's term raised by the promotion).
+    upstream_->set_fence([directory = directory_.get()] {
+        const auto maps = directory->maps();
+        return maps->id.empty() ? std::string()
+                                : maps->authority() + " " + std::to_string(maps->term);
+    });
     node_calls_ = std::make_unique<NodeCalls>(*upstream_);
     relays_ = std::make_unique<Relays>(options_.token, options_.upstream_timeout_ms);
     copies_ = std::make_unique<Copies>(*this, registry_);

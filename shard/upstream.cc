@@ -85,7 +85,7 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     r.timeout_ms = call.timeout_ms;
     http::OutRequest out{.method = call.method, .target = call.target, .body = call.body};
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
-    r.bytes = admin_request(node, call.request_id, std::move(out));
+    r.bytes = admin_request(node, call.request_id, std::move(out), fence());
     return blocking_->call(r, call.until);
 }
 
@@ -101,11 +101,13 @@ server::CallRequest to_node(const NodeRow& node) {
     return r;
 }
 
-std::string admin_request(const NodeRow& node, std::string_view request_id, http::OutRequest r) {
+std::string admin_request(const NodeRow& node, std::string_view request_id, http::OutRequest r,
+                          std::string_view fence) {
     const std::string bearer = "Bearer " + node.token;
     r.host = node.addr;
     r.headers.insert(r.headers.begin(), {http::Header{"Authorization", bearer},
                                          http::Header{"X-Request-Id", request_id}});
+    if (!fence.empty()) r.headers.push_back({"Fenec-Fence", fence});  // a view: `fence` outlives it
     std::string out;
     http::write_request(r, out);
     return out;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,12 @@ class Upstream {
     // The blocking client itself, for a caller that relays a body (a move's image).
     server::BlockingClient& blocking() { return *blocking_; }
 
+    // The router's `Fenec-Fence` value, `<authority> <term>` of its directory as it stands (""
+    // for none): sent on every admin call and every image put, so a node refuses a change from a
+    // router a standby was promoted over (§9.5). Set once, before any call.
+    void set_fence(std::function<std::string()> fence) { fence_ = std::move(fence); }
+    std::string fence() const { return fence_ ? fence_() : std::string(); }
+
     // Stops the loops. Idempotent.
     void stop();
 
@@ -82,6 +89,7 @@ class Upstream {
     std::shared_ptr<server::ConnectionPool> pool_;
     std::unique_ptr<server::RingClient> ring_;
     std::unique_ptr<server::BlockingClient> blocking_;
+    std::function<std::string()> fence_;
 };
 
 // A call to `node` with no bytes yet: its name (counts, finding calls), how messages name it
@@ -89,7 +97,9 @@ class Upstream {
 server::CallRequest to_node(const NodeRow& node);
 
 // `r` written as a request of the admin plane to `node` (§13): Host is the node's address, and
-// `Authorization: Bearer <its admin token>` and `X-Request-Id` go before r's own headers.
-std::string admin_request(const NodeRow& node, std::string_view request_id, http::OutRequest r);
+// `Authorization: Bearer <its admin token>` and `X-Request-Id` go before r's own headers, and
+// `Fenec-Fence` when `fence` is given (Upstream::fence).
+std::string admin_request(const NodeRow& node, std::string_view request_id, http::OutRequest r,
+                          std::string_view fence = {});
 
 }  // namespace fenec::shard

@@ -283,6 +283,13 @@ FenceOutcome Leases::fence(std::string_view authority, uint64_t term,
     return out;
 }
 
+FenceOutcome Leases::check_fence(std::string_view authority, uint64_t term) const {
+    FenceOutcome out;
+    std::lock_guard lock(mu_);
+    out.fenced = term_refusal(authority, term, std::nullopt);
+    return out;
+}
+
 std::optional<Holder> Leases::holder() const {
     std::lock_guard lock(mu_);
     if (!from_) return std::nullopt;

@@ -154,6 +154,11 @@ public:
     // returns. Without `authority` the caller does not call this (an operator's call).
     FenceOutcome fence(std::string_view authority, uint64_t term,
                        std::optional<std::string_view> history = std::nullopt);
+    // The refusal alone, nothing raised or persisted: a router's change to a tenant (a create, a
+    // delete, an image, a freeze, a quota) carrying `Fenec-Fence: <authority> <term>` is refused
+    // when a higher term of that authority is known here (a standby router promoted over the
+    // router that sent it). Grants, follows and promotions raise the term; a change only asks.
+    FenceOutcome check_fence(std::string_view authority, uint64_t term) const;
 
     LeaseView view() const;
     // The holder `GET /_admin/hello` names: the authority the list or lease was last taken from,

@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -654,6 +655,32 @@ server::HeadVerdict Node::check_head(const server::Request& request) {
     };
     if (h.transfer_encoding) {
         return refuse(411, "Transfer-Encoding is not taken: send the body with Content-Length");
+    }
+    // §9.5 for a router's changes: one to a tenant carrying the term of a router since promoted
+    // over is refused here, before its body (an image) is read. Grants were fenced so, but a
+    // fenced router's move, delete or create still ran (a black-box pass: a tenant's file
+    // deleted under the router that leads). Only the admin's: anyone else gets authorize's 401.
+    if (h.method != http::Method::get && h.method != http::Method::head &&
+        h.path.starts_with("/_admin/tenants/")) {
+        if (const auto fence = h.header("Fenec-Fence"); fence && admin_credential(h)) {
+            const std::string_view f = *fence;
+            const size_t space = f.rfind(' ');
+            uint64_t term = 0;
+            const std::string_view digits =
+                space == std::string_view::npos ? "" : f.substr(space + 1);
+            auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), term);
+            if (space == 0 || space == std::string_view::npos || digits.empty() ||
+                ec != std::errc() || end != digits.data() + digits.size()) {
+                return refuse(400, "Fenec-Fence must be `<authority> <term>`");
+            }
+            const FenceOutcome out = fencing().check_fence(f.substr(0, space), term);
+            if (!out.ok()) {
+                http::Response r = fence_refusal(*this, out);
+                r.close = true;
+                v.refuse = std::move(r);
+                return v;
+            }
+        }
     }
     // An image install (§8.3) takes application/octet-stream up to --max-image, and is refused
     // 409 before its body when the tenant has a file. Anyone but the admin gets --max-body, so

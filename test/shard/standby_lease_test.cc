@@ -209,6 +209,49 @@ TEST_F(StandbyUnderLeases, AnOldPrimaryRestartedAfterAPromotionRefusesToLead) {
     standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
 }
 
+// §9.5 for changes as for grants: R stopped, S promoted and leasing the nodes at term 1, then R
+// back. R's grants are refused (it is fenced), and so now is every change it asks of a node: a
+// delete, a move's freeze and image, a create. Before, only grants were: a fenced router moved a
+// tenant off the node S routes it to and deleted another's file (a black-box pass), and clients
+// of S got 404 until a failover by hand.
+TEST_F(StandbyUnderLeases, ARouterPromotedOverAsksNoNodeForAChange) {
+    const std::string t = tenant("fenced");
+    ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr, {"--auto-failover", "2"}));
+    router_->signal(SIGSTOP);
+    ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
+    for (int i : {0, 1}) {  // S leases both nodes at term 1
+        ASSERT_TRUE(eventually(
+            [&] {
+                Json j(node(i, "GET", "/_admin/lease").body);
+                int64_t term = -1;
+                return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
+            },
+            5000))
+            << node(i, "GET", "/_admin/lease").body;
+    }
+    router_->signal(SIGCONT);
+
+    const Reply moved = on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_NE(moved.status, 200) << moved.body;
+    const Reply deleted = on_r("DELETE", "/_shard/tenants/" + t);
+    EXPECT_NE(deleted.status / 100, 2) << deleted.body;
+    EXPECT_NE(deleted.body.find("term"), std::string::npos) << deleted.body;
+    const std::string other = tenant("fenced-new");
+    const Reply made = on_r("PUT", "/_shard/tenants/" + other,
+                            R"J({"node":"n2","schema":["create collection notes (title text)"]})J");
+    EXPECT_NE(made.status, 201) << made.body;
+    // Nothing changed on the nodes: t on n1 as S routes it, taking writes there; no `other`.
+    EXPECT_EQ(copy_on(0, t).status, 200) << copy_on(0, t).body;
+    EXPECT_FALSE(Json(copy_on(0, t).body).boolean("frozen")) << copy_on(0, t).body;
+    EXPECT_EQ(copy_on(1, t).status, 404) << copy_on(1, t).body;
+    EXPECT_EQ(copy_on(1, other).status, 404) << copy_on(1, other).body;
+    EXPECT_TRUE(eventually([&] {
+        return on_s("POST", "/t/" + t + "/c/notes", R"({"title":"b"})", kData).status == 201;
+    }));
+    router_->signal(SIGKILL);
+    standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 // Under leases a move's target is granted its tenant only once every standby keeping up was
 // sent the flip (R's feed holds each change 300 ms here). The first write through R that the
 // target acknowledges is followed by R's loss and S's promotion: S has the flip, routes to the

@@ -218,6 +218,40 @@ TEST_F(Leases, ALowerTermIsFencedAlsoAfterARestart) {  // case 72
     EXPECT_EQ(admin("DELETE", "/_admin/lease", "{\"authority\":\"" + D1 + "\",\"term\":3}").status, 409);
 }
 
+// §9.5 for a router's changes: one carrying `Fenec-Fence: <authority> <term>` below the term this
+// node holds of that authority is refused 409 naming the holder, before anything is done (an
+// image's body unread); the term held, another authority, or none sent goes through (an
+// operator's call carries none). A change only asks: it raises nothing. A malformed one is 400.
+TEST_F(Leases, AChangeFromALowerTermIsFenced) {
+    start(true);
+    ASSERT_EQ(grant(grant_body(1, 0, 5000, 1, "[\"acme\"]", 4)).status, 200);
+    auto change = [&](std::string_view method, const std::string& target, const std::string& fence,
+                      std::string_view body = {}) {
+        auto h = bearer(A);
+        h.push_back({"Fenec-Fence", fence});
+        return call(method, target, body, h);
+    };
+    Reply r = change("PUT", "/_admin/tenants/acme", D1 + " 3");
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_TRUE(has(r.body, "n1 is held by " + D1 + " at term 4")) << r.body;
+    EXPECT_EQ(admin("GET", "/_admin/tenants/acme").status, 404) << "nothing was created";
+    r = change("PUT", "/_admin/tenants/acme/file", D1 + " 3", "not an image");
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(change("PUT", "/_admin/tenants/acme", D1 + " 4").status, 201);
+    EXPECT_EQ(change("DELETE", "/_admin/tenants/acme", D1 + " 2").status, 409);
+    EXPECT_EQ(change("POST", "/_admin/tenants/acme/freeze", D1 + " 3").status, 409);
+    EXPECT_EQ(admin("GET", "/_admin/tenants/acme").status, 200) << "not deleted";
+    EXPECT_EQ(change("GET", "/_admin/tenants/acme", D1 + " 1").status, 200)
+        << "a read asks nothing";
+    EXPECT_EQ(change("PUT", "/_admin/tenants/other", "a1b2c3d4e5f60718/us 0").status, 201);
+    EXPECT_EQ(change("DELETE", "/_admin/tenants/other", D1 + " 9").status / 100, 2);
+    // Asked, not raised: term 4 still takes a change.
+    EXPECT_EQ(change("DELETE", "/_admin/tenants/acme", D1 + " 4").status / 100, 2);
+    for (const char* bad : {"", "noterm", D1.c_str(), " 4", "x 4x", "x -1"}) {
+        EXPECT_EQ(change("PUT", "/_admin/tenants/b", bad).status, 400) << "`" << bad << "`";
+    }
+}
+
 TEST_F(Leases, ARestartedNodeNeedsTwoGrantsAgain) {  // case 77
     start(true);
     create("acme");
