@@ -101,8 +101,9 @@ std::unique_ptr<Authenticator> Authenticator::create(const AuthConfig& config, s
     a->admin_digest_ = digest_of(config.admin_token);
     a->replication_digest_ = digest_of(config.replication_token);
 
-    a->jwt_ =
-        JwtVerifier::create({config.jwt_secret, config.jwt_secret_path, config.jwks_path}, error);
+    a->jwt_ = JwtVerifier::create(
+        {config.jwt_secret, config.jwt_secret_path, config.jwks_path, config.on_jwks_reload},
+        error);
     if (!a->jwt_) return nullptr;
     return a;
 }

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -45,6 +46,8 @@ struct AuthConfig {
     // written by `echo` holds the secret typed. Exclusive with jwt_secret.
     std::optional<std::string> jwt_secret_path;
     std::optional<std::string> jwks_path;  // --jwt-jwks
+    // A line for people on each reload of --jwt-jwks that took keys or was refused.
+    std::function<void(const std::string&)> on_jwks_reload;
 };
 
 struct Verdict {

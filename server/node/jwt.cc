@@ -226,7 +226,8 @@ std::optional<Key> parse_jwk(simdjson::dom::element jwk, std::string& why) {
 }
 
 // Appends the usable keys of a JWKS document to `out`; `error` names the first problem.
-size_t parse_jwks(std::string_view json, std::vector<Key>& out, std::string& error) {
+size_t parse_jwks(std::string_view json, std::vector<Key>& out, std::string& error,
+                  bool* empty = nullptr) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     simdjson::dom::array keys;
@@ -238,6 +239,7 @@ size_t parse_jwks(std::string_view json, std::vector<Key>& out, std::string& err
         error = "has no \"keys\" array";
         return 0;
     }
+    if (empty) *empty = keys.size() == 0;
     size_t usable = 0, index = 0;
     for (simdjson::dom::element jwk : keys) {
         ++index;
@@ -455,6 +457,7 @@ std::unique_ptr<JwtVerifier> JwtVerifier::create(const JwtConfig& config, std::s
         }
         for (Key& k : jwks) keys->keys.push_back(std::move(k));
         v->jwks_path_ = config.jwks_path;
+        v->on_reload_ = config.on_reload;
     }
     v->configured_ = !keys->keys.empty();
     v->cache_generation_ = keys->generation;
@@ -486,20 +489,29 @@ bool JwtVerifier::maybe_reload(int64_t now_ms) {
     next_check_ms_.store(now_ms + jwks_recheck_ms, std::memory_order_relaxed);
     FileStamp now_stamp;
     std::string text, why;
+    // Said once a change: a file gone stays gone until its stamp changes.
+    auto refused = [&](std::string line) {
+        {
+            std::lock_guard lock(keys_mu_);
+            if (line == last_reload_error_) return false;
+            last_reload_error_ = line;
+        }
+        if (on_reload_) on_reload_(line);
+        return false;
+    };
     if (!stamp_file(*jwks_path_, now_stamp.ino, now_stamp.size, now_stamp.mtime_ns)) {
         int err = errno;
         stamp_ = FileStamp{};  // read it again once it is back, whatever its stamp
-        std::lock_guard lock(keys_mu_);
-        last_reload_error_ = "--jwt-jwks: cannot stat " + *jwks_path_ + ": " + std::strerror(err);
-        return false;
+        return refused("--jwt-jwks: cannot stat " + *jwks_path_ + ": " + std::strerror(err) +
+                       "; the last good keys stay in force");
     }
     if (now_stamp == stamp_) return false;
     stamp_ = now_stamp;
     std::vector<Key> jwks;
-    if (!read_file(*jwks_path_, jwks_bytes_max, text, why) || parse_jwks(text, jwks, why) == 0) {
-        std::lock_guard lock(keys_mu_);
-        last_reload_error_ = "--jwt-jwks: " + *jwks_path_ + " kept its last good keys: " + why;
-        return false;
+    bool empty = false;
+    if (!read_file(*jwks_path_, jwks_bytes_max, text, why) ||
+        (parse_jwks(text, jwks, why, &empty) == 0 && !empty)) {
+        return refused("--jwt-jwks: " + *jwks_path_ + " kept its last good keys: " + why);
     }
     auto fresh = std::make_shared<KeySet>();
     if (secret_) fresh->keys.push_back(Key{"", Alg::hs256, *secret_, nullptr});
@@ -509,6 +521,11 @@ bool JwtVerifier::maybe_reload(int64_t now_ms) {
         fresh->generation = keys_->generation + 1;
         keys_ = fresh;
         last_reload_error_.clear();
+    }
+    if (on_reload_) {
+        on_reload_("--jwt-jwks: " + *jwks_path_ + " read again: " + std::to_string(jwks.size()) +
+                   (jwks.size() == 1 ? " key" : " keys") + " in force" +
+                   (jwks.empty() ? ", every JWT its old keys signed refused" : ""));
     }
     std::lock_guard lock(cache_mu_);
     cache_.clear();

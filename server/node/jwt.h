@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,9 @@ struct JwtConfig {
     std::optional<std::string> secret;       // --jwt-secret
     std::optional<std::string> secret_path;  // --jwt-secret-file (see AuthConfig)
     std::optional<std::string> jwks_path;    // --jwt-jwks
+    // A line for people on each reload of the JWKS file that changed what is in force or was
+    // refused (the node's stderr): the keys taken, or why the last good ones stay.
+    std::function<void(const std::string&)> on_reload;
 };
 
 class JwtVerifier {
@@ -79,7 +83,9 @@ class JwtVerifier {
 
     // Rereads the JWKS file if jwks_recheck_ms passed since the last look and its inode, size or
     // mtime changed. A file that no longer yields a usable key leaves the last good keys in force
-    // (last_reload_error() says why). New keys drop the cache. Returns true when keys changed.
+    // (last_reload_error() says why, and on_reload): one half-written, or gone, is no revocation.
+    // A JWKS whose "keys" array is empty is one: its keys are dropped (a --jwt-secret stays), and
+    // every JWT they signed is refused. New keys drop the cache. Returns true when keys changed.
     bool maybe_reload(int64_t now_ms);
     std::string last_reload_error() const;  // "" after a good read
     size_t cached_tokens() const;           // entries in the cache (tests, metrics)
@@ -91,6 +97,7 @@ class JwtVerifier {
     bool configured_ = false;
     std::optional<std::string> secret_;  // the kid-less HS256 key of --jwt-secret(-file)
     std::optional<std::string> jwks_path_;
+    std::function<void(const std::string&)> on_reload_;
 
     mutable std::mutex keys_mu_;  // guards keys_ and last_reload_error_
     std::shared_ptr<const KeySet> keys_;

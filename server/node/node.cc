@@ -338,6 +338,9 @@ std::string Node::prepare() {
     ac.replication_token = options_.replication_token;
     ac.jwt_secret = options_.jwt_secret;
     ac.jwks_path = options_.jwt_jwks;
+    // A key file rotated, emptied or broken is said where an operator looks (say: straight to
+    // stderr until lines_ opens below).
+    ac.on_jwks_reload = [this](const std::string& line) { say(line); };
     std::string error;
     auth_ = auth::Authenticator::create(ac, error);
     if (!auth_) return error;

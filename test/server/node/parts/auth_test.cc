@@ -412,6 +412,41 @@ TEST_F(AuthTest, JwksReloadsAndKeepsLastGoodKeys) {
     EXPECT_TRUE(a->identify(t2, now_ms + 4000).ok);
 }
 
+// A JWKS emptied on purpose (`{"keys":[]}`) is a revocation: every JWT its keys signed is
+// refused, a --jwt-secret's stay good. A broken or missing file keeps the last good keys. Each
+// reload that changed what is in force, or was refused, is said once (the node's stderr).
+// Before, an emptied file was taken for a broken one: its keys stayed in force, and nothing said
+// so.
+TEST_F(AuthTest, AnEmptiedJwksRevokesItsKeysAndEveryReloadIsSaid) {
+    std::vector<std::string> said;
+    AuthConfig c;
+    c.jwt_secret = secret;
+    c.jwks_path = write("jwks.json", jwks({rsa_jwk(*k1_, "k1")}));
+    c.on_jwks_reload = [&](const std::string& line) { said.push_back(line); };
+    auto a = make(c);
+    const std::string rs = bearer(sign_rs256(k1_->pem, payload("acme", now_s + 3600), "k1"));
+    const std::string hs = bearer(sign_hs256(secret, payload("acme", now_s + 3600)));
+    EXPECT_TRUE(a->identify(rs, now_ms).ok);
+
+    write("jwks.json", "garbage");
+    EXPECT_TRUE(a->identify(rs, now_ms + 1000).ok) << "a broken file keeps the last good keys";
+    EXPECT_TRUE(a->identify(rs, now_ms + 2000).ok);
+    ASSERT_EQ(said.size(), 1u) << "said once, not on every look";
+    EXPECT_NE(said[0].find("kept its last good keys"), std::string::npos) << said[0];
+
+    write("jwks.json", R"({"keys":[]})");
+    EXPECT_FALSE(a->identify(rs, now_ms + 3000).ok) << "emptied: its keys are revoked";
+    EXPECT_TRUE(a->identify(hs, now_ms + 3000).ok) << "the secret is not the file's";
+    ASSERT_EQ(said.size(), 2u);
+    EXPECT_NE(said[1].find("0 keys in force"), std::string::npos) << said[1];
+    EXPECT_TRUE(a->has_jwt_key()) << "the plane stays guarded";
+
+    write("jwks.json", jwks({rsa_jwk(*k1_, "k1")}));
+    EXPECT_TRUE(a->identify(rs, now_ms + 4000).ok);
+    ASSERT_EQ(said.size(), 3u);
+    EXPECT_NE(said[2].find("1 key in force"), std::string::npos) << said[2];
+}
+
 TEST_F(AuthTest, JwksWithSecretKeepsTheSecretAcrossReloads) {
     AuthConfig c;
     c.jwt_secret = secret;
