@@ -284,6 +284,19 @@ struct Claims {
     int64_t nbf_ms = std::numeric_limits<int64_t>::min();
 };
 
+// A member name an object holds twice (RFC 7515 §4, RFC 7519 §4), or none. A JWT is at most
+// 8 KiB, so its members are few.
+std::optional<std::string> named_twice(simdjson::dom::object obj) {
+    std::vector<std::string_view> names;
+    for (auto field : obj) {
+        if (std::find(names.begin(), names.end(), field.key) != names.end()) {
+            return std::string(field.key);
+        }
+        names.push_back(field.key);
+    }
+    return std::nullopt;
+}
+
 // The header's alg and kid, once it is known to be a JSON object. "" why = fine.
 std::string read_header(simdjson::dom::parser& parser, std::string_view header_json,
                         std::string& alg, std::optional<std::string>& kid) {
@@ -293,6 +306,7 @@ std::string read_header(simdjson::dom::parser& parser, std::string_view header_j
         doc.get_object().get(obj) != simdjson::SUCCESS) {
         return "JWT header is not a JSON object";
     }
+    if (auto twice = named_twice(obj)) return "JWT header names `" + *twice + "` twice";
     bool bad = false;
     auto a = string_member(obj, "alg", bad);
     auto k = string_member(obj, "kid", bad);
@@ -316,6 +330,10 @@ std::string read_claims(simdjson::dom::parser& parser, std::string_view payload_
         doc.get_object().get(obj) != simdjson::SUCCESS) {
         return "JWT payload is not a JSON object";
     }
+    // RFC 7519 §4: a claim named twice is refused. The parser reads the first; an issuer's
+    // library most often writes the last, and the two would disagree on the tenant, the expiry
+    // or the scope.
+    if (auto twice = named_twice(obj)) return "JWT payload names the claim `" + *twice + "` twice";
     simdjson::dom::element v;
     if (obj.at_key("exp").get(v) != simdjson::SUCCESS) return "JWT has no exp";
     std::optional<int64_t> exp = numeric_date_ms(v);

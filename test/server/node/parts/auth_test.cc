@@ -330,6 +330,16 @@ TEST_F(AuthTest, Hs256Refusals) {
     EXPECT_EQ(why(sign_hs256(secret, "{\"sub\":5,\"exp\":" + std::to_string(now_s + 60) + "}")),
               "JWT sub is not a string");
     EXPECT_EQ(why(std::string(9000, 'a') + ".b.c"), "JWT longer than 8192 bytes");
+    // A claim or header member named twice (RFC 7519 §4): the parser would read the first, an
+    // issuer's library most often means the last.
+    const std::string exp = std::to_string(now_s + 60);
+    EXPECT_EQ(
+        why(sign_hs256(secret, "{\"tenant\":\"beta\",\"tenant\":\"acme\",\"exp\":" + exp + "}")),
+        "JWT payload names the claim `tenant` twice");
+    EXPECT_EQ(why(sign_hs256(secret, "{\"tenant\":\"acme\",\"exp\":" + exp + ",\"exp\":1}")),
+              "JWT payload names the claim `exp` twice");
+    EXPECT_EQ(why(b64("{\"alg\":\"HS256\",\"alg\":\"none\"}") + body),
+              "JWT header names `alg` twice");
     // Not two dots: never a JWT.
     EXPECT_EQ(why(hs + ".x"), "the bearer value is not a credential of this node");
     EXPECT_EQ(a->cached_tokens(), 0u);  // refusals are never cached
