@@ -15,6 +15,7 @@
 #include "ql/executor.h"
 #include "ql/parser.h"
 #include "server/node/handlers.h"
+#include "server/node/jwt.h"
 #include "server/node/quota.h"
 #include "server/node/rest_filter.h"
 
@@ -115,7 +116,10 @@ class Subscription final : public ChangeWatcher, public std::enable_shared_from_
     void tick(int64_t now_ms) {
         std::lock_guard lock(mu_);
         if (ended_) return;
-        if (call_->who.credential == auth::Credential::jwt && call_->who.exp_ms <= now_ms) {
+        // The door's judgement (auth::expired, with the skew): a stream ended at `exp` itself
+        // was admitted inside the skew, seeded, and cut at once, and an EventSource client came
+        // back for a seed in a loop.
+        if (call_->who.credential == auth::Credential::jwt && auth::expired(call_->who, now_ms)) {
             return end_locked("expired", "the JWT expired", 401);
         }
         if (now_ms - last_write_ms_ >= int64_t{node_.options().keepalive_s} * 1000) {

@@ -675,11 +675,23 @@ TEST_F(DataPlane, SubscriptionKeepaliveAndJwtExpiry) {
     auto s = subscribe(node_->port(), "/t/acme/c/notes/changes");
     std::string got = s->read_until(": keepalive", 3500);
     EXPECT_NE(got.find(": keepalive"), std::string::npos);
+    // A stream ends as the door judges a JWT: past `exp` by more than the 30 s skew. One 28 s
+    // past it is taken and ends within a few seconds; one 20 s past it is taken and still runs
+    // 3 s later. Before, a stream ended at `exp` itself: admitted inside the skew, seeded, cut.
     auto c = std::make_unique<Client>(node_->port());
-    c->send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nAuthorization: Bearer " + jwt("acme", 2) + "\r\n\r\n");
+    c->send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nAuthorization: Bearer " +
+                jwt("acme", -28) + "\r\n\r\n");
     std::string ended = c->read_until("\"status\":401", 6000);
+    EXPECT_NE(ended.find("event: seed"), std::string::npos) << ended;
     EXPECT_NE(ended.find("event: error"), std::string::npos) << ended;
     EXPECT_NE(ended.find("\"reason\":\"expired\""), std::string::npos) << ended;
+    auto inside = std::make_unique<Client>(node_->port());
+    inside->send_raw("GET /t/acme/c/notes/changes HTTP/1.1\r\nAuthorization: Bearer " +
+                     jwt("acme", -20) + "\r\n\r\n");
+    std::string running = inside->read_until("\"status\":401", 3000);
+    EXPECT_NE(running.find("event: seed"), std::string::npos) << running;
+    EXPECT_EQ(running.find("event: error"), std::string::npos) << running;
+    EXPECT_NE(running.find(": keepalive"), std::string::npos) << running;
 }
 
 TEST_F(DataPlane, TenantStreamsLimit) {
