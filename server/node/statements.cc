@@ -365,11 +365,17 @@ void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::sh
     if (ra.after) return node.answer(*call, node.refusal(400, "Fenec-After is for reads; this request writes"));
     Tenant::WriteTicket ticket = t->admit_write();  // until answered (§8.2)
     if (auto r = write_refusal(node, *t)) return node.answer(*call, std::move(*r));
+    // `compact` lands no block, so there is nothing a key could record and answer again: said as
+    // the key's refusal (the executor's "runs alone" named the statement, not the key).
+    if (s->compact && call->request.head.header("Idempotency-Key")) {
+        return node.answer(
+            *call,
+            node.refusal(400, s->parsed.size() > 1 ? "a batch holding `compact` lands statement by "
+                                                     "statement and takes no Idempotency-Key"
+                                                   : "`compact` lands no block, so it takes no "
+                                                     "Idempotency-Key: send it without one"));
+    }
     if (s->compact && s->parsed.size() > 1) {
-        if (call->request.head.header("Idempotency-Key")) {
-            return node.answer(*call, node.refusal(400, "a batch holding `compact` lands statement by "
-                                                        "statement and takes no Idempotency-Key"));
-        }
         return run_one_by_one(node, *call, *t, *s);
     }
     if (ra.wait_ms && *ra.wait_ms > 0) {

@@ -138,6 +138,15 @@ TEST(Compaction, OffLeavesTheFileToTheStatement) {
               std::string::npos)
         << m;
 
+    // With an Idempotency-Key it is refused naming the key (it lands no block a key could
+    // record): before, it was "runs alone", which named the statement.
+    auto keyed = n.client->request("POST", "/t/acme/query", R"({"query":"compact"})",
+                                   {{"Authorization", "Bearer " + D}, {"Idempotency-Key", "c1"}});
+    ASSERT_TRUE(keyed);
+    EXPECT_EQ(keyed->status, 400) << keyed->body;
+    EXPECT_NE(keyed->body.find("takes no Idempotency-Key"), std::string::npos) << keyed->body;
+    EXPECT_EQ(n.file_bytes(), grown);
+
     auto compact = n.query("compact");
     ASSERT_EQ(compact.status, 200) << compact.body;
     EXPECT_LT(n.file_bytes(), grown * 6 / 10);
