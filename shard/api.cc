@@ -804,7 +804,8 @@ class Api {
             return Router::error(500, "the directory could not forget node `" + name +
                                           "`: " + st.to_string());
         }
-        const std::vector<std::string> unreplicated = router_.copies().node_removed(*maps, name);
+        const std::vector<std::string> unreplicated =
+            router_.copies().node_removed(*maps, name, a_.request_id);
         // Under --replicas the tenants whose copy it kept get another, as after a failover.
         if (router_.options().replicas && !unreplicated.empty()) {
             router_.copies().repair("node `" + name + "` removed", maps->nodes.at(name).region);

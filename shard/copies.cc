@@ -566,13 +566,36 @@ std::vector<std::string> Copies::unpaired(const std::string& node, const std::st
     return unreplicated;
 }
 
-std::vector<std::string> Copies::node_removed(const DirectoryMaps& before,
-                                              const std::string& node) {
+std::vector<std::string> Copies::node_removed(const DirectoryMaps& before, const std::string& node,
+                                              std::string_view request_id) {
     std::vector<std::string> out;
     for (const auto& [name, t] : before.tenants) {
         if (before.copy_of(t) != node) continue;
         remember(name, "its copy's node `" + node + "` was removed from the directory");
         out.push_back(name);
+    }
+    // Its copies there go too: no row names them now, and each would stream from its primary
+    // for ever, the primary's writes waiting on it while it keeps up (a black-box pass found them
+    // following after the DELETE). The node is asked once what it holds, so a dead one costs one
+    // --upstream-timeout, not one a tenant; one that does not answer keeps its files, which a
+    // repair deletes once the node is registered again (drop_unrecorded). Only a copy that
+    // follows the tenant's primary as the directory had it is deleted.
+    const auto removed = before.nodes.find(node);
+    if (out.empty() || removed == before.nodes.end()) return out;
+    const SurveyReply held = calls().tenants(removed->second, true, request_id);
+    if (held.status != 200) return out;
+    for (const std::string& name : out) {
+        const CopyInfo* c = held.find(name);
+        const TenantRow& t = before.tenants.at(name);
+        const auto primary = before.nodes.find(t.node);
+        if (!c || !c->following || primary == before.nodes.end() ||
+            c->following->from != url_of(primary->second)) {
+            continue;
+        }
+        if (calls().remove(removed->second, name, request_id).ok()) {
+            log_line("deleted the copy of `" + name + "` on `" + node +
+                     "`, removed from the directory");
+        }
     }
     return out;
 }

@@ -218,9 +218,11 @@ class Copies {
     std::vector<std::string> unpaired(const std::string& node, const std::string& old_standby,
                                       const std::vector<std::string>& kept,
                                       std::string_view request_id);
-    // §6.3 DELETE of `node`, before the directory forgets it: the tenants whose copy it kept,
-    // each then answering why it has none.
-    std::vector<std::string> node_removed(const DirectoryMaps& before, const std::string& node);
+    // §6.3 DELETE of `node`, once the directory forgot it (`before`: the maps with it): the
+    // tenants whose copy it kept, each then answering why it has none. Its copies there that
+    // follow their primary are deleted, where it answers.
+    std::vector<std::string> node_removed(const DirectoryMaps& before, const std::string& node,
+                                          std::string_view request_id);
 
     // §8.3: a repair on the worker, of `region` or of every region. `reason` is logged. A
     // repair asked for while one of the same scope waits is that one. Any thread; never waits.

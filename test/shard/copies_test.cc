@@ -643,9 +643,12 @@ TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
     EXPECT_EQ(copy_on(1, b).status, 404) << "the replica went with the tenant";
     EXPECT_EQ(copy_on(0, b).status, 404);
 
+    EXPECT_TRUE(follows(1, a, 0)) << copy_on(1, a).body;
     Reply r = shard("DELETE", "/_shard/nodes/eu2");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.body.find("\"unreplicated\":[\"" + a + "\"]"), std::string::npos) << r.body;
+    // Its copy there goes with it: no row names it, and it would follow eu1 for ever.
+    EXPECT_EQ(copy_on(1, a).status, 404) << copy_on(1, a).body;
     Reply got = shard("GET", "/_shard/tenants/" + a);
     EXPECT_FALSE(Json(got.body).has("replica")) << got.body;
     // Said so, or, once the repair the removal runs has looked, that no node is left to keep it.
