@@ -149,6 +149,21 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     auto primary = maps->nodes.find(row.node);
     if (primary == maps->nodes.end()) return;
     const std::string from = url_of(primary->second);
+    // The node the directory names holds no file of it (deleted by hand, or by a router a
+    // standby was promoted over before nodes fenced its changes): nothing to copy from, and every
+    // request for it is the node's 404. Said, so an operator restores it or fails the node over;
+    // asked again first, since the survey may be older than a move that brought it there.
+    if (auto ps = survey.find(row.node); ps != survey.end() && !ps->second.find(row.name)) {
+        const DescribeReply d = calls().describe(primary->second, row.name, request_id);
+        if (d.read && !d.found) {
+            const std::string why = "its node `" + row.node +
+                                    "` holds no file of it: restore it there, or fail the node "
+                                    "over onto its copy";
+            log_line("`" + row.name + "`: " + why);
+            report.failed.push_back({row.name, why});
+            return;
+        }
+    }
     // 2. A copy recorded (the pair's standby, or its own replica) that the survey shows missing
     // or following another node is attached again where it is. On a paired node the standby is
     // attached first; once it has the tenant, its own replica (one the pair could not replace)

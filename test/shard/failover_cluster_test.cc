@@ -246,11 +246,11 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTe
 }
 
 // The other side of the case above: a primary copy of the tenant's history on another node is
-// no old one while the node the directory names has lost its file (a move a fenced router made
-// put the tenant's only primary there, say). The repair deletes it only where the primary the
-// directory names holds the tenant and has forked past the copy's history; here it keeps it.
-// Before, the replica still following the emptied node was taken for proof enough, and the
-// tenant's only primary copy was deleted.
+// no old one (a move a fenced router made put it there, say). The repair deletes such a copy
+// only where the primary the directory names holds the tenant and has forked past the copy's
+// history; here it keeps it. Before, the replica following the primary was taken for proof
+// enough, and the copy deleted: once the fenced router had deleted the primary's file too, it
+// was the tenant's only one. That primary's file gone, the repair says so (502, `failed`).
 TEST_F(FailoverOnLeaseWithAThirdNode, ARepairKeepsAPrimaryCopyOfTheSameHistoryElsewhere) {
     start_router({"--auto-failover", "5", "--replicas"});
     for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
@@ -261,8 +261,7 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ARepairKeepsAPrimaryCopyOfTheSameHistoryEl
     const int other = replica == "n2" ? 2 : 1;
     ASSERT_TRUE(eventually(
         [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
-    // n1's file put on the other node as it stands, then deleted on n1, as a router no longer
-    // heeded would move it.
+    // n1's file put on the other node as it stands, as a router no longer heeded would move it.
     Reply image = node(0, "GET", "/_admin/tenants/" + t + "/file");
     ASSERT_EQ(image.status, 200);
     Client c(nodes_->port(other));
@@ -274,11 +273,18 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ARepairKeepsAPrimaryCopyOfTheSameHistoryEl
     Reply put =
         c.request("PUT", "/_admin/tenants/" + t + "/file", image.body, headers).value_or(Reply{});
     ASSERT_EQ(put.status, 201) << put.body;
-    ASSERT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status / 100, 2);
 
     Reply repaired = shard("POST", "/_shard/replicas", "{}");
     EXPECT_EQ(repaired.body.find(R"("node":"n)" + std::to_string(other + 1) + R"("})"),
               std::string::npos)
+        << repaired.body;
+    EXPECT_EQ(copy_on(other, t).status, 200) << "a primary copy of the same history was deleted";
+
+    // Then n1's file deleted, as the same router's move would: the repair says so.
+    ASSERT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status / 100, 2);
+    repaired = shard("POST", "/_shard/replicas", "{}");
+    EXPECT_EQ(repaired.status, 502) << repaired.body;
+    EXPECT_NE(repaired.body.find("its node `n1` holds no file of it"), std::string::npos)
         << repaired.body;
     EXPECT_EQ(copy_on(other, t).status, 200) << "the tenant's only primary copy was deleted";
     EXPECT_EQ(count_on(other, t), counted(1));
