@@ -25,6 +25,7 @@
 #include "server/node/subscriptions.h"
 #include "server/runtime/flags.h"
 #include "server/runtime/host.h"
+#include "server/runtime/loop.h"
 #include "server/runtime/mark.h"
 
 namespace fenec::node {
@@ -580,7 +581,13 @@ http::Response Node::over_capacity(std::string_view reason) {
         per_address
             ? "the node is at --max-connections-per-address (" +
                   std::to_string(options_.max_connections_per_address) + ") for this client address"
-            : "the node is at --max-connections (" + std::to_string(options_.max_connections) + ")",
+            : "the node is at --max-connections (" + std::to_string(options_.max_connections) +
+                  "), or at its share for connections yet to send a whole request (" +
+                  std::to_string(uint64_t{options_.max_connections} *
+                                 (100 - std::min<uint32_t>(options_.reserved_connections_pct,
+                                                           server::connections_reserved_pct_max)) /
+                                 100) +
+                  ")",
         std::string(reason));
     r.header("X-Request-Id", obs::request_id(std::nullopt, next_random()));
     r.close = true;

@@ -129,6 +129,12 @@ TEST(Transport, OverMaxConnectionsIsAnswered503) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 503);
     EXPECT_EQ(r->header("Retry-After"), "1");
+    // It names both bounds: the whole, and the share of connections yet to send a request
+    // (2 less 25%: 1), which is the one a burst of silent newcomers meets.
+    EXPECT_NE(r->body.find("--max-connections (2), or at its share for connections yet to send a "
+                           "whole request (1)"),
+              std::string::npos)
+        << r->body;
 }
 
 TEST(Transport, IdleTenantIsClosedAndReopened) {
