@@ -309,6 +309,17 @@ Node::~Node() {
 
 std::string Node::prepare() {
     engine::Fs& fs = env_.fs;
+    // A --max-connections the descriptor limit cannot hold: past the descriptors, accept fails and
+    // a newcomer waits in the kernel's backlog, answered nothing (a black-box pass under
+    // prlimit --nofile=64). Lowered to half the descriptors, the rest kept for tenants and the
+    // node's own, so a newcomer past it is accepted and answered 503; said on stderr.
+    if (env_.descriptors != 0 && options_.max_connections > env_.descriptors / 2) {
+        const uint32_t fit = static_cast<uint32_t>(std::max<uint64_t>(1, env_.descriptors / 2));
+        say("--max-connections " + std::to_string(options_.max_connections) +
+            " does not fit under the descriptor limit " + std::to_string(env_.descriptors) +
+            ": lowered to " + std::to_string(fit) + " (raise the limit, or set it lower)");
+        options_.max_connections = fit;
+    }
     if (engine::Status st = fs.make_dirs(options_.data_dir); !st.is_ok()) {
         return "--data-dir " + options_.data_dir + ": " + st.to_string();
     }

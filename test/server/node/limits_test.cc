@@ -5,9 +5,9 @@
 // (counted as closes for `descriptors`), where before the 200-somethingth create answered 500
 // "Too many open files".
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -18,6 +18,44 @@ namespace {
 
 const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A --max-connections the descriptor limit cannot hold (1024, the default, under 64) is lowered
+// to half the descriptors and said on stderr, so a newcomer past it is accepted and answered
+// 503, not left in the kernel's backlog unanswered as before (a black-box pass under prlimit).
+TEST(Limits, MaxConnectionsIsLoweredToFitTheDescriptors) {
+    TempDir dir;
+    const std::string err = dir.path() + "/stderr.log";
+    NodeProcess node(dir.path() + "/data", {"--token", D, "--admin-token", A, "--auth-delay", "0"},
+                     err, FENEC_NODE_BIN, [] {
+                         rlimit r{64, 64};
+                         ::setrlimit(RLIMIT_NOFILE, &r);
+                     });
+    ASSERT_NE(node.port(), 0) << node.first_line();
+    EXPECT_NE(read_file(err).find("--max-connections 1024 does not fit under the descriptor limit "
+                                  "64: lowered to 32"),
+              std::string::npos)
+        << read_file(err);
+    std::vector<std::unique_ptr<Client>> held;
+    int answered = 0, refused = 0, silent = 0;
+    for (int i = 0; i < 70; ++i) {  // past the descriptors: before, the last ones hung
+        held.push_back(std::make_unique<Client>(node.port(), 2000));
+        auto r = held.back()->request("GET", "/_health");
+        if (!r)
+            ++silent;
+        else if (r->status == 200)
+            ++answered;
+        else if (r->status == 503)
+            ++refused;
+    }
+    EXPECT_LE(answered, 32);
+    EXPECT_GT(refused, 0) << answered << " answered, " << silent << " silent";
+    EXPECT_EQ(silent, 0) << answered << " answered, " << refused << " refused";
+}
 
 TEST(Limits, DescriptorsBoundOpenTenants) {
     TempDir dir;
