@@ -443,8 +443,10 @@ Response Step::import_image() {
     if (const std::string* named = h.query_value("node")) {
         auto n = maps->nodes.find(*named);
         if (n == maps->nodes.end()) {
+            // This router keeps every node of its region: one not here is not in it, so the move's
+            // node and region disagree (409, as a create's), whether or not the node is another's.
             return Router::error(
-                404, "no node `" + std::string(*named) + "` in region `" + maps->scope + "`");
+                409, "node `" + std::string(*named) + "` is not in region `" + maps->scope + "`");
         }
         if (maps->is_standby(n->first)) {
             return Router::error(409, "node `" + n->first + "` is a standby in a pair");

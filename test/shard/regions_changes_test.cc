@@ -533,6 +533,15 @@ TEST_F(RegionsChanges, ACreateNamingAnotherRegionsNodeIs409) {
     EXPECT_EQ(shard("GET", "/_shard/tenants/" + t).status, 404);
     Reply none = shard("PUT", "/_shard/tenants/" + t, R"({"node":"nowhere"})");
     EXPECT_EQ(none.status, 404) << none.body;
+    // A move the same way: eu's tenant into us, onto eu's node. Before, us's import said 404.
+    const std::string in_eu = tenant("in-eu");
+    ASSERT_EQ(shard("PUT", "/_shard/tenants/" + in_eu, R"({"region":"eu"})").status, 201);
+    Reply moved =
+        shard("POST", "/_shard/tenants/" + in_eu + "/move", R"({"region":"us","to":"n2"})");
+    EXPECT_EQ(moved.status, 409) << moved.body;
+    EXPECT_NE(moved.body.find("node `n2` is not in region `us`"), std::string::npos) << moved.body;
+    EXPECT_EQ(node_of(g_port_, in_eu), "@eu") << "left where it was";
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + in_eu).body).text("state"), "active");
     // Neither named, on a global router whose regions all keep their own directories and with
     // no --default-region: 409 asking for a region (it knows none of their nodes).
     Reply neither = shard("PUT", "/_shard/tenants/" + t, "{}");
