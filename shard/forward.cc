@@ -419,19 +419,6 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
             row = &t->second;
         }
     }
-    // A read of an import not yet activated (shard/handoff.h) goes where the global directory
-    // places the tenant while its home there is not this region: a move across regions undone,
-    // its import left here until its settling, would answer it from a frozen copy the source has
-    // written past since. A write is refused here as before (importing_refusal).
-    const bool read = h.method == http::Method::get || h.method == http::Method::head;
-    if (read && row && row->state == importing_state && global_ && !relay_in && global_->ready()) {
-        std::shared_ptr<const DirectoryMaps> global = global_->maps();
-        auto t = global->tenants.find(tenant);
-        if (t != global->tenants.end() && home_region(t->second.node) != scope) {
-            maps = std::move(global);
-            row = &t->second;
-        }
-    }
     if (!row && relay_in && global_) {
         // §11.6: relayed here by another router, and placed by no directory of this region's.
         return answer(*exchange, a,

@@ -42,6 +42,8 @@ namespace {
 
 using Response = http::Response;
 
+// Issue 20: the state of a target's row between its import and its activation.
+constexpr std::string_view importing_state = "importing";
 // What an import's settling names its claim (held_by answers it).
 constexpr std::string_view settle_claim = "settle";
 

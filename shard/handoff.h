@@ -83,9 +83,6 @@
 
 namespace fenec::shard {
 
-// Issue 20: the state of a target's row between its import and its activation.
-inline constexpr std::string_view importing_state = "importing";
-
 // The node's part of an export (step 1), shared by a region's router and by the global router
 // moving a tenant out of a region it keeps itself (shard/region_move.h); the tenant's row is the
 // caller's. `tenant` frozen on `node` and its image taken whole, checked against the freeze's seq

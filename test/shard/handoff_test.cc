@@ -762,26 +762,6 @@ TEST_F(HandoffImport, TakesNoWriteUntilActivated) {
     EXPECT_EQ(data_on(nodes_->port(kN2), "GET", notes + "?count").body, R"({"count":2})");
 }
 
-// A move across regions undone after its import (the source thawed, the global directory's home
-// still eu): until its settling deletes the import, the target region's router answers the
-// tenant's reads where the global directory places it, not from the frozen copy the source has
-// since written past. Before, a read through U answered from n2's copy and missed the write
-// acknowledged after the undo, for up to a minute.
-TEST_F(HandoffImport, AnUndoneImportAnswersNoReadFromItsFrozenCopy) {
-    const std::string t = tenant("acme");
-    ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    Reply imported = export_and_import(t);
-    ASSERT_EQ(imported.status, 201) << imported.body;
-    Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
-    ASSERT_EQ(undo.status, 200) << undo.body;
-    ASSERT_TRUE(eventually([&] { return write(t, 2).status == 201; }, 5000));
-    const std::string count = "/t/" + t + "/c/notes?count";
-    EXPECT_EQ(data("GET", count).body, R"({"count":2})");
-    EXPECT_EQ(row_on(us_->port(), t), std::make_pair(std::string("n2"), std::string("importing")));
-    EXPECT_EQ(data_on(nodes_->port(kN2), "GET", count).body, R"({"count":1})") << "the frozen copy";
-    EXPECT_EQ(data_on(us_->port(), "GET", count).body, R"({"count":2})");
-}
-
 // Issue 20, on nodes that take no lease: no lease refuses a write sent to the imported copy's node
 // straight, so the import installs it frozen: such a write is 503 `frozen` (nothing an undo of
 // the import could discard), reads are answered, and the activate thaws it before the row turns
