@@ -88,8 +88,12 @@ RepairReport Copies::run_repair(const Scope& scope, std::string_view request_id)
         if (halt_) return report;
         if (scope.region && node.region != *scope.region) continue;
         if (leases) {
-            if (const std::optional<LeaseView> v = leases->view(name); v && v->failed_over)
+            // Only one still leasing: a node back without --lease, or held by another term,
+            // answers no grant that would clear the mark, and would be silent for good.
+            if (const std::optional<LeaseView> v = leases->view(name);
+                v && v->failed_over && v->takes && !v->fenced) {
                 continue;
+            }
         }
         SurveyReply s = calls().tenants(node, true, request_id);
         if (s.answered && s.status == 200) {
