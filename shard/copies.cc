@@ -582,14 +582,29 @@ std::vector<std::string> Copies::node_removed(const DirectoryMaps& before, const
     // follows the tenant's primary as the directory had it is deleted.
     const auto removed = before.nodes.find(node);
     if (out.empty() || removed == before.nodes.end()) return out;
+    // Only where the primary answers and holds the tenant as a primary of its lineage: with the
+    // primary down, or its file gone, the copy here may be the only data left. Under the tenant's
+    // claim, the maps and both nodes read again just before (a failover promoting the tenant onto
+    // this node meanwhile makes it the tenant's primary).
     const SurveyReply held = calls().tenants(removed->second, true, request_id);
     if (held.status != 200) return out;
     for (const std::string& name : out) {
         const CopyInfo* c = held.find(name);
-        const TenantRow& t = before.tenants.at(name);
-        const auto primary = before.nodes.find(t.node);
-        if (!c || !c->following || primary == before.nodes.end() ||
-            c->following->from != url_of(primary->second)) {
+        if (!c || !c->following) continue;
+        TenantClaim claim(router_, name, "node removal");
+        if (!claim.held) continue;
+        const auto now = router_.directory().maps();
+        const auto t = now->tenants.find(name);
+        if (t == now->tenants.end() || t->second.node == node) continue;
+        const auto primary = now->nodes.find(t->second.node);
+        if (primary == now->nodes.end()) continue;
+        const DescribeReply p = calls().describe(primary->second, name, request_id);
+        if (!p.read || !p.found || !p.following.empty() ||
+            (!t->second.lineage.empty() && p.lineage != t->second.lineage)) {
+            continue;
+        }
+        if (follows_primary(t->second, primary->second, removed->second, request_id) !=
+            Follows::yes) {
             continue;
         }
         if (calls().remove(removed->second, name, request_id).ok()) {

@@ -658,6 +658,24 @@ TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
         << got.body;
 }
 
+// A node removed while its tenants' primary is down keeps its copies: they may be the only data
+// left (no failover ran). Only a copy whose primary answers, holding the tenant, is deleted.
+TEST_F(Copies, ANodeRemovedKeepsItsCopiesWhereThePrimaryDoesNotAnswer) {
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("x");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_EQ(Json(made.body).text("replica_on"), "n2") << made.body;
+    ASSERT_TRUE(eventually([&] { return follows(1, t, 0); })) << copy_on(1, t).body;
+    const uint16_t port = nodes_->port(0);
+    nodes_->procs[0]->kill(SIGKILL);
+    Reply r = shard("DELETE", "/_shard/nodes/n2");
+    nodes_->start(0, port);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(copy_on(1, t).status, 200) << "the copy of a tenant whose primary was down went";
+}
+
 // Under --replicas, a node removed that kept tenants' copies (here a pair's standby) runs a
 // repair, which gives each of them a replica on a node left. Before, they stayed without a copy
 // until a repair was asked for.
