@@ -68,7 +68,14 @@ engine::Status Leases::load() {
     }
     std::lock_guard lock(mu_);
     terms_ = std::move(terms);
+    publish_terms();
     return engine::Status::ok();
+}
+
+void Leases::publish_terms() {
+    auto seen = std::make_shared<const std::map<std::string, Holder, std::less<>>>(terms_);
+    std::lock_guard lock(terms_seen_mu_);
+    terms_seen_ = std::move(seen);
 }
 
 std::string Leases::refusal_message(engine::LeaseVerdict verdict, std::string_view tenant) const {
@@ -121,6 +128,7 @@ engine::Status Leases::raise(std::string_view authority, uint64_t term,
     next[std::string(authority)] = Holder{std::string(authority), term, h};
     FENEC_RETURN_IF_ERROR(persist(next));
     terms_ = std::move(next);
+    publish_terms();
     return engine::Status::ok();
 }
 
@@ -284,9 +292,17 @@ FenceOutcome Leases::fence(std::string_view authority, uint64_t term,
 }
 
 FenceOutcome Leases::check_fence(std::string_view authority, uint64_t term) const {
+    // On a loop thread: the terms as last persisted, never mu_ (held across a raise's fsync). A
+    // term raised but not yet persisted is not yet taken, so it fences nothing yet either.
+    std::shared_ptr<const std::map<std::string, Holder, std::less<>>> seen;
+    {
+        std::lock_guard lock(terms_seen_mu_);
+        seen = terms_seen_;
+    }
     FenceOutcome out;
-    std::lock_guard lock(mu_);
-    out.fenced = term_refusal(authority, term, std::nullopt);
+    if (auto it = seen->find(authority); it != seen->end() && term < it->second.term) {
+        out.fenced = held_by(it->second);
+    }
     return out;
 }
 

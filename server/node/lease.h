@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -197,6 +198,12 @@ private:
 
     mutable std::mutex mu_;
     std::map<std::string, Holder, std::less<>> terms_;  // authority -> highest term taken
+    // terms_ as last persisted, for check_fence on a loop thread: mu_ is held across a raise's
+    // fsync, and a change's head must not wait on it. Swapped under its own short lock.
+    mutable std::mutex terms_seen_mu_;
+    std::shared_ptr<const std::map<std::string, Holder, std::less<>>> terms_seen_ =
+        std::make_shared<const std::map<std::string, Holder, std::less<>>>();
+    void publish_terms();  // under mu_: terms_seen_ made terms_
     std::map<WindowKey, Window> windows_;
     uint64_t window_uses_ = 0;
     // The list held and the authority it (and any lease) was taken from; none before a grant.
