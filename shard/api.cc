@@ -1029,10 +1029,7 @@ class Api {
                 // With a region named whose nodes this directory keeps (a region's router's own,
                 // or one the global directory keeps), a node not here is not in that region: the
                 // two disagree (409), whether or not the node is another region's.
-                if (region &&
-                    (maps.scope == *region || std::ranges::any_of(maps.nodes, [&](const auto& n) {
-                         return n.second.region == *region;
-                     }))) {
+                if (region && maps.keeps_nodes_of(*region)) {
                     return Router::error(
                         409, "node `" + *node_name + "` is not in region `" + *region + "`");
                 }

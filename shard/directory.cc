@@ -877,6 +877,14 @@ const std::string* DirectoryMaps::standby_of(std::string_view node) const {
     return it == pairs.end() ? nullptr : &it->second;
 }
 
+bool DirectoryMaps::keeps_nodes_of(std::string_view region) const {
+    if (scope == region) return true;
+    for (const auto& [name, n] : nodes) {
+        if (n.region == region) return true;
+    }
+    return false;
+}
+
 bool DirectoryMaps::is_standby(std::string_view node) const {
     for (const auto& [n, s] : pairs) {
         if (s == node) return true;

@@ -106,6 +106,9 @@ struct DirectoryMaps {
     const std::string* standby_of(std::string_view node) const;
     // Whether `node` is some node's standby.
     bool is_standby(std::string_view node) const;
+    // Whether this directory keeps the nodes of `region`: a region's router's own region, or one
+    // a node here is in. A node of that region not here is in no region's directory.
+    bool keeps_nodes_of(std::string_view region) const;
     // The node keeping `tenant`'s copy: its own replica while it has one (on a paired node, one the
     // standby has not taken over), else its node's standby; "" for none.
     std::string copy_of(const TenantRow& tenant) const;

@@ -441,12 +441,7 @@ http::Response serve_replicas(Router& router, const server::Request& request,
     if (region && !region->empty()) {
         // A region this directory has no node of: a repair there would answer nothing to do,
         // which reads as all well (as a create and a move answer it, 404).
-        const auto maps = router.directory().maps();
-        const bool known =
-            maps->scope == *region || std::ranges::any_of(maps->nodes, [&](const auto& n) {
-                return n.second.region == *region;
-            });
-        if (!known) {
+        if (!router.directory().maps()->keeps_nodes_of(*region)) {
             return Router::error(404, "no region `" + *region +
                                           "`: no node of this router's "
                                           "directory is in it");
