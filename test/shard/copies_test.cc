@@ -457,6 +457,15 @@ TEST_F(Copies, ATenantTheStandbyDidNotTakeFailsOverOntoItsOwnReplica) {
 class CopiesHandOver : public Copies {
   protected:
     void SetUp() override {}
+    // The router started with its hand-overs held 1.5 s at `step`, n1–n4 added, `t` on n1 with its
+    // replica, and the two other nodes as standbys to be (two_standbys).
+    void held_at(const std::string& step, const std::string& t, std::string& replica, Standbys& s) {
+        ::setenv("FENEC_TEST_HANDOVER_STALL", (step + ":1500").c_str(), 1);
+        start_router({"--replicas"});
+        ::unsetenv("FENEC_TEST_HANDOVER_STALL");
+        ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
+        s = two_standbys(replica);
+    }
     // With the hook at `step`: `t` on n1, and `prepare` (a pair made, a node killed, ...); then a
     // repair held at `step`, n1 paired with `next` meanwhile. Returns the pair's answer.
     Reply pair_changed_during(const std::string& step, const std::string& t,
@@ -507,13 +516,10 @@ class CopiesHandOver : public Copies {
 };
 
 TEST_F(CopiesHandOver, APairChangedBeforeARepairsHandOverKeepsTheOldStandbysRow) {
-    ::setenv("FENEC_TEST_HANDOVER_STALL", "repair:1500", 1);
-    start_router({"--replicas"});
-    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
     const std::string t = tenant("x");
     std::string replica;
-    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const Standbys s = two_standbys(replica);
+    Standbys s{};
+    ASSERT_NO_FATAL_FAILURE(held_at("repair", t, replica, s));
     ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));  // the pair's copy on s.first
     const Reply paired = pair_changed_during("repair", t, s.second_name);
     ASSERT_EQ(paired.status, 200) << paired.body;
@@ -522,13 +528,10 @@ TEST_F(CopiesHandOver, APairChangedBeforeARepairsHandOverKeepsTheOldStandbysRow)
 }
 
 TEST_F(CopiesHandOver, APairChangedOnceTheStandbyCaughtUpKeepsTheOwnReplica) {
-    ::setenv("FENEC_TEST_HANDOVER_STALL", "caught-up:1500", 1);
-    start_router({"--replicas"});
-    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
     const std::string t = tenant("x");
     std::string replica;
-    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const Standbys s = two_standbys(replica);
+    Standbys s{};
+    ASSERT_NO_FATAL_FAILURE(held_at("caught-up", t, replica, s));
     // Paired while the standby is down: the tenant keeps its own replica.
     const uint16_t port = nodes_->port(s.first);
     nodes_->procs[s.first]->kill(SIGKILL);
@@ -548,13 +551,10 @@ TEST_F(CopiesHandOver, APairChangedOnceTheStandbyCaughtUpKeepsTheOwnReplica) {
 // asked again just before, and a copy that no longer follows is left alone. Before, the survey's
 // word was taken and the node's primary copy deleted.
 TEST_F(CopiesHandOver, ARepairLeavesAnUnrecordedCopyPromotedSinceItsSurvey) {
-    ::setenv("FENEC_TEST_HANDOVER_STALL", "repair:1500", 1);
-    start_router({"--replicas"});
-    ::unsetenv("FENEC_TEST_HANDOVER_STALL");
     const std::string t = tenant("x");
     std::string replica;
-    ASSERT_NO_FATAL_FAILURE(four_nodes_and_a_replica(t, replica));
-    const Standbys s = two_standbys(replica);
+    Standbys s{};
+    ASSERT_NO_FATAL_FAILURE(held_at("repair", t, replica, s));
     ASSERT_NO_FATAL_FAILURE(paired_and_loaded(t, s.first_name));
     // The old standby down while the pair moves on: its copy, unrecorded, follows again after.
     const uint16_t port = nodes_->port(s.first);

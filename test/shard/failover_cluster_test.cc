@@ -202,19 +202,28 @@ TEST_F(FailoverOnLease, ALapsedLeaseFailsTheNodeOver) {
 // repair its return starts deletes it, listed among the dropped: n1's lease names the tenant
 // nowhere, and the recorded copy follows the new primary. Before, n1 kept it as a primary for
 // good: its reads answered as they stood at the failover, and a backup of n1 took it.
-using FailoverOnLeaseWithAThirdNode = LeasedClusterTest<3>;
+class FailoverOnLeaseWithAThirdNode : public LeasedClusterTest<3> {
+  protected:
+    // A router failing over at `lease` s under --replicas, n1–n3 added, `t` created on n1 (its
+    // replica's node in `replica`, as the create answered) and written once.
+    void written_on_n1(const std::string& lease, const std::string& t, std::string& replica) {
+        start_router({"--auto-failover", lease, "--replicas"});
+        for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+        Reply made = create(t, "n1");
+        ASSERT_EQ(made.status, 201) << made.body;
+        replica = Json(made.body).text("replica_on");
+        ASSERT_TRUE(eventually([&] {
+            return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201;
+        }));
+    }
+};
 
 TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTenantHasAnother) {
-    start_router({"--auto-failover", "1", "--replicas"});
-    for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
     const std::string t = tenant("back");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const std::string replica = Json(made.body).text("replica_on");
-    ASSERT_FALSE(replica.empty()) << made.body;
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(written_on_n1("1", t, replica));
+    ASSERT_FALSE(replica.empty()) << shard("GET", "/_shard/tenants/" + t).body;
     const int promoted = replica == "n2" ? 1 : 2, third = 3 - promoted;
-    ASSERT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
     ASSERT_TRUE(eventually([&] { return count_on(promoted, t) == counted(1); }));
 
     nodes_->procs[0]->signal(SIGSTOP);
@@ -252,15 +261,10 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTe
 // enough, and the copy deleted: once the fenced router had deleted the primary's file too, it
 // was the tenant's only one. That primary's file gone, the repair says so (502, `failed`).
 TEST_F(FailoverOnLeaseWithAThirdNode, ARepairKeepsAPrimaryCopyOfTheSameHistoryElsewhere) {
-    start_router({"--auto-failover", "5", "--replicas"});
-    for (int i = 0; i < 3; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
     const std::string t = tenant("same");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const std::string replica = Json(made.body).text("replica_on");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(written_on_n1("5", t, replica));
     const int other = replica == "n2" ? 2 : 1;
-    ASSERT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
     // n1's file put on the other node as it stands, as a router no longer heeded would move it.
     Reply image = node(0, "GET", "/_admin/tenants/" + t + "/file");
     ASSERT_EQ(image.status, 200);

@@ -24,19 +24,6 @@
 namespace fenec::test::move_region_test {
 namespace {
 
-// The moves counted over every series of fenec_router_moves_total (each there at 0 from start).
-double moves_counted(const std::string& metrics) {
-    double n = 0;
-    const std::string family = "\nfenec_router_moves_total{";
-    for (size_t at = metrics.find(family); at != std::string::npos;
-         at = metrics.find(family, at + 1)) {
-        const size_t end = metrics.find('\n', at + 1);
-        const size_t space = metrics.rfind(' ', end);
-        n += std::stod(metrics.substr(space + 1, end - space - 1));
-    }
-    return n;
-}
-
 constexpr int kEu1 = 0, kEu2 = 1, kUs1 = 2, kUs2 = 3;
 
 // The router's environment for one start: FENEC_TEST_MOVE_STALL set while it forks, then cleared.

@@ -19,19 +19,6 @@
 namespace fenec::test::move_test {
 namespace {
 
-// The moves counted over every series of fenec_router_moves_total (each there at 0 from start).
-double moves_counted(const std::string& metrics) {
-    double n = 0;
-    const std::string family = "\nfenec_router_moves_total{";
-    for (size_t at = metrics.find(family); at != std::string::npos;
-         at = metrics.find(family, at + 1)) {
-        const size_t end = metrics.find('\n', at + 1);
-        const size_t space = metrics.rfind(' ', end);
-        n += std::stod(metrics.substr(space + 1, end - space - 1));
-    }
-    return n;
-}
-
 const std::string ROOT = "root";
 const std::string D = "data-token";
 std::string admin(int i) { return "admin-token-of-node-" + std::to_string(i + 1); }

@@ -256,6 +256,21 @@ class RegionsForwarding : public ClusterTest<2> {
         Client c(port);
         return c.request(method, target, body, bearer(token)).value_or(Reply{});
     }
+    // us's router, following the global router at `g_port` (its port 0 when it did not start).
+    std::unique_ptr<RouterProcess> start_us(uint16_t g_port) {
+        return std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us.fenec"),
+                                     "--region", "us", "--global", url_of(g_port),
+                                     "--replication-token", kReplication, "--auth-delay", "0"},
+            dir_.file("us.err"));
+    }
+    // n1 registered in region us on us's router.
+    Reply n1_in_us(const RouterProcess& us) {
+        return on(us.port(), "PUT", "/_shard/nodes/n1",
+                  "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(0)) + "\",\"token\":\"" +
+                      node_admin_token(0) + "\",\"region\":\"us\"}",
+                  kRoot);
+    }
 };
 
 // §5.5 across the levels: a write G relays to a region's router that takes it and then answers
@@ -265,17 +280,10 @@ class RegionsForwarding : public ClusterTest<2> {
 // named the router twice.
 TEST_F(RegionsForwarding, AWriteToASilentRegionsRouterIsAnsweredOutcomeUnknown) {
     start_router({"--replication-token", kReplication, "--upstream-timeout", "2"});
-    RouterProcess us(
-        {"--token", kRoot, "--directory", dir_.file("us.fenec"), "--region", "us", "--global",
-         url_of(router_->port()), "--replication-token", kReplication, "--auth-delay", "0"},
-        dir_.file("us.err"));
+    const std::unique_ptr<RouterProcess> us_router = start_us(router_->port());
+    RouterProcess& us = *us_router;
     ASSERT_NE(us.port(), 0) << read_file(dir_.file("us.err"));
-    ASSERT_EQ(on(us.port(), "PUT", "/_shard/nodes/n1",
-                 "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(0)) + "\",\"token\":\"" +
-                     node_admin_token(0) + "\",\"region\":\"us\"}",
-                 kRoot)
-                  .status,
-              201);
+    ASSERT_EQ(n1_in_us(us).status, 201);
     ASSERT_EQ(
         shard("PUT", "/_shard/regions/us", "{\"routers\":[\"" + url_of(us.port()) + "\"]}").status,
         201);
@@ -360,19 +368,12 @@ TEST_F(RegionsGlobalFailover, ARegionsRouterCutsWhatIsOutToANodeTheGlobalRouterF
 TEST_F(RegionsForwarding, RequestsCrossTheLevelsToTheTenantsNode) {
     start_router({"--replication-token", kReplication});
     const uint16_t g_port = router_->port();
-    RouterProcess us(
-        {"--token", kRoot, "--directory", dir_.file("us.fenec"), "--region", "us", "--global",
-         url_of(g_port), "--replication-token", kReplication, "--auth-delay", "0"},
-        dir_.file("us.err"));
+    const std::unique_ptr<RouterProcess> us_router = start_us(g_port);
+    RouterProcess& us = *us_router;
     ASSERT_NE(us.port(), 0) << read_file(dir_.file("us.err"));
     const std::string acme = tenant("acme"), beta = tenant("beta"), gone = tenant("gone");
     const std::string schema = R"J(,"schema":["create collection notes (title text)"]})J";
-    ASSERT_EQ(on(us.port(), "PUT", "/_shard/nodes/n1",
-                 "{\"addr\":\"127.0.0.1:" + std::to_string(nodes_->port(0)) + "\",\"token\":\"" +
-                     node_admin_token(0) + "\",\"region\":\"us\"}",
-                 kRoot)
-                  .status,
-              201);
+    ASSERT_EQ(n1_in_us(us).status, 201);
     ASSERT_EQ(add(1, "n2").status, 201);
     ASSERT_EQ(create(beta, "n2").status, 201);
     ASSERT_EQ(

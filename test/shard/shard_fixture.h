@@ -128,6 +128,19 @@ inline std::string read_file(const std::string& path) {
     return s.str();
 }
 
+// The moves counted over every series of fenec_router_moves_total (each there at 0 from start).
+inline double moves_counted(const std::string& metrics) {
+    double n = 0;
+    const std::string family = "\nfenec_router_moves_total{";
+    for (size_t at = metrics.find(family); at != std::string::npos;
+         at = metrics.find(family, at + 1)) {
+        const size_t end = metrics.find('\n', at + 1);
+        const size_t space = metrics.rfind(' ', end);
+        n += std::stod(metrics.substr(space + 1, end - space - 1));
+    }
+    return n;
+}
+
 // Answers GET /_admin/… with 200 `[]` and PUT /_admin/tenants/… with 201; every other request is
 // read whole (head and Content-Length body) and its connection closed with no answer byte (or
 // held open, with `hang`).
