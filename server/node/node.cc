@@ -60,10 +60,22 @@ constexpr uint64_t descriptors_reserved = 64;
 constexpr uint64_t descriptors_per_tenant = 2;
 constexpr size_t open_tenants_min = 16;  // fewer would close tenants on every request
 
-// Open tenants at once under `descriptors` (0: no bound) beside `connections_max` connections.
+// Newcomers past --max-connections answered 503 at once (ServerOptions::refusals_max), each on a
+// descriptor until its client reads: an eighth of `descriptors` (0: no bound), at most the
+// server's own bound. With more, a burst ran the node out of descriptors, and newcomers waited
+// in the kernel's backlog answered nothing (seen under prlimit --nofile=64).
+uint32_t refusals_max(uint64_t descriptors) {
+    const uint32_t bound = server::ServerOptions{}.refusals_max;
+    if (descriptors == 0) return bound;
+    return static_cast<uint32_t>(std::clamp<uint64_t>(descriptors / 8, 1, bound));
+}
+
+// Open tenants at once under `descriptors` (0: no bound) beside `connections_max` connections
+// and the refusals.
 size_t open_tenants_max(uint64_t descriptors, uint64_t connections_max) {
     if (descriptors == 0) return 0;
-    const uint64_t others = descriptors_reserved + (connections_max ? connections_max : descriptors / 2);
+    const uint64_t others = descriptors_reserved + refusals_max(descriptors) +
+                            (connections_max ? connections_max : descriptors / 2);
     const uint64_t left = descriptors > others ? descriptors - others : 0;
     return std::max<size_t>(open_tenants_min, left / descriptors_per_tenant);
 }
@@ -470,6 +482,7 @@ std::string Node::serve() {
     so.body_bytes_per_s_min = options_.body_rate_min;
     so.connections_per_peer_max = options_.max_connections_per_address;
     so.connections_reserved_pct = options_.reserved_connections_pct;
+    so.refusals_max = refusals_max(env_.descriptors);
     so.report_answers = access_ != nullptr;
     std::string error;
     server_ = server::HttpServer::bind(so, *this, error);

@@ -476,10 +476,10 @@ void ServerImpl::accepted(int fd) {
     if (!target->loop->post(*handoff)) Handoff::run_it(*handoff, true);
 }
 
-// Answered 503 on loop 0 and closed; past refusals_in_flight_max closed unanswered.
+// Answered 503 on loop 0 and closed; past ServerOptions::refusals_max closed unanswered.
 void ServerImpl::refuse(int fd, std::string peer, std::string_view reason) {
     LoopState& first = *loops[0];
-    if (refusals_ >= refusals_in_flight_max) {
+    if (refusals_ >= options.refusals_max) {
         ::close(fd);
         return;
     }

@@ -188,6 +188,11 @@ struct ServerOptions {
     // Share of connections_max (percent, at most connections_reserved_pct_max) that connections
     // which have not sent a whole request yet may not take.
     uint32_t connections_reserved_pct = 25;
+    // Newcomers past connections_max answered 503 at once, each on a descriptor of its own until
+    // its client has read the answer (at most linger_ms); more are closed unanswered at once. A
+    // process with few descriptors sets it lower: a burst that ran it out of descriptors would
+    // leave newcomers in the kernel's backlog, answered nothing until one frees.
+    uint32_t refusals_max = 64;
     size_t stream_buffer_max = 1 << 20;  // bytes a stream may hold unsent (node-http.md §5.4)
     std::string server_header = "fenec-node/" + std::string(fenec_version);
     // Each loop polls for completions this long after a turn before it sleeps (Loop::create):

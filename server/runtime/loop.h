@@ -21,10 +21,10 @@
 //                         a streamed one (stream_body) body_chunk_bytes_max at a time.
 //   answer                one at a time per connection (pipelined heads wait unparsed).
 //   stream                ServerOptions::stream_buffer_max unsent (+ one write that began it).
-//   connections           ServerOptions::connections_max, plus refusals_in_flight_max being
-//                         answered 503; past both a connection is closed unanswered. A newcomer
-//                         admitted by evicting an unproven connection may exceed it by at most
-//                         evictions_in_flight_max until those evictions have run.
+//   connections           ServerOptions::connections_max, plus ServerOptions::refusals_max
+//                         being answered 503; past both a connection is closed unanswered. A
+//                         newcomer admitted by evicting an unproven connection may exceed it by at
+//                         most evictions_in_flight_max until those evictions have run.
 //                         ServerOptions::connections_per_peer_max from one address.
 //   slow clients          a head whole within head_timeout_ms (at most head_timeout_ms_max) of
 //                         its first byte; a body at body_bytes_per_s_min on average.
@@ -70,8 +70,6 @@ inline constexpr size_t body_chunk_bytes_max = body_recv_bytes_max;
 // this long and this many bytes.
 inline constexpr uint32_t linger_ms = 2'000;
 inline constexpr size_t linger_bytes_max = 1 << 20;
-// Connections over connections_max being answered 503 at once; more are closed unanswered.
-inline constexpr uint32_t refusals_in_flight_max = 64;
 // Newcomers admitted while the evictions making room for them are still posted to their loops:
 // each may overshoot connections_max by one for a turn; past this many a newcomer gets the 503.
 inline constexpr uint32_t evictions_in_flight_max = 64;
