@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "server/obs/metrics.h"
 
@@ -48,6 +49,10 @@ struct Leases::Node {
     // lease, doubling to retry_max_ms; 0 when none is due. Cleared when the node answers.
     int64_t retry_at_ns = 0;
     int64_t retry_after_ms = 0;
+    // Nothing judged the leases for more than a grant's period before this instant (held_locked):
+    // the node is judged again only once a grant sent since has come back or been given up on.
+    // 0: no such hold.
+    int64_t judge_from_ns = 0;
     obs::Gauge* age = nullptr;
     obs::Gauge* failed_over = nullptr;
 };
@@ -307,8 +312,11 @@ void Leases::run(Node& n) {
         // lease ever failed over by us: its grants have their third too. Cut at a lapse point
         // long past, every answer it gave once it took our grants again (another authority's
         // lease over) was counted as none, and it was never leased again.
+        // After the judge was held (judge_from_ns), the grant has its third too: it is what the
+        // judge waits for, and cut at a lapse point long past it would ask nothing.
         const int64_t due =
-            n.book.failed_over() || n.book.standing() != LeaseStanding::leasing
+            n.book.failed_over() || n.book.standing() != LeaseStanding::leasing ||
+                    n.judge_from_ns != 0
                 ? sent + bound_ns
                 : std::min(sent + bound_ns,
                            n.book.lapse_point_ns(lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms));
@@ -317,6 +325,7 @@ void Leases::run(Node& n) {
         const int64_t back = clock_.steady_ns();
         lock.lock();
         if (back > due) reply = silent();  // not back in time: counted as nothing
+        if (n.judge_from_ns != 0 && sent >= n.judge_from_ns) n.judge_from_ns = 0;
         const GrantEffect e = n.book.answered(reply, back);
         n.next_due_ns = e.again_now ? back : sent + bound_ns;
         const bool counted = reply.kind == GrantReply::Kind::taken;
@@ -357,6 +366,17 @@ void Leases::judge() {
         judge_cv_.wait_for(lock, std::chrono::milliseconds(every_ms));
         if (stopping_) break;
         const int64_t now = clock_.steady_ns();
+        (void)held_locked(now);
+        if (held_ms_to_say_ != 0) {
+            const int64_t held_ms = std::exchange(held_ms_to_say_, 0);
+            lock.unlock();
+            host_.note("nothing judged the leases for " + std::to_string(held_ms) +
+                           " ms (this router stopped or starved): each node is judged again once "
+                           "a grant sent since has come back or been given up on",
+                       "", {});
+            lock.lock();
+            continue;
+        }
         std::vector<std::string> lapsed;
         for (auto& [name, n] : nodes_) {
             n->age->set(static_cast<double>(now - n->book.last_answer_ns()) / 1e9);
@@ -370,7 +390,18 @@ void Leases::judge() {
     }
 }
 
+bool Leases::held_locked(int64_t now_ns) {
+    const int64_t held_ns = judged_ns_ != 0 ? now_ns - judged_ns_ : 0;
+    judged_ns_ = std::max(judged_ns_, now_ns);
+    if (held_ns <= lease_ms_ * ns_per_ms / 3) return false;
+    for (auto& [name, n] : nodes_) n->judge_from_ns = now_ns;
+    held_ms_to_say_ = held_ns / ns_per_ms;
+    return true;
+}
+
 bool Leases::judge_locked(Node& n, int64_t now_ns) {
+    // Held (held_locked): no node is judged before a grant sent since has come back.
+    if (held_locked(now_ns) || n.judge_from_ns != 0) return false;
     if (n.book.failed_over()) {
         // Judged again only for a failover that left tenants there, once its retry is due, and
         // under the same test as the first time: the node has certainly lapsed.
