@@ -64,6 +64,13 @@ GrantReply Cluster::grant(const NodeRow& node, const GrantWire& grant, int64_t d
     // The lease's clock is the router's (injected); the client's deadline is steady_clock's.
     const int64_t left_ns = deadline_ns - router_.clock().steady_ns();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(left_ns);
+    if (router_.is_superseded()) {
+        // Leads nothing: no grant goes, and the node counts as fenced, never failed over.
+        GrantReply fenced;
+        fenced.kind = GrantReply::Kind::fenced;
+        fenced.holder = "the router promoted over this one";
+        return fenced;
+    }
     return router_.node_calls().grant(node, grant, deadline, lease_request_id);
 }
 
@@ -73,7 +80,11 @@ engine::Status Cluster::put_lease_record(const LeaseRecord& record) {
 
 void Cluster::wait_for_standbys(int64_t bound_ms) { router_.standby().wait_for_standbys(bound_ms); }
 
-void Cluster::lapsed(const std::string& node) { failover_->lapsed(node); }
+void Cluster::lapsed(const std::string& node) {
+    // Promoted over (Router::superseded): no failover, the judge's marks undone as after one.
+    if (router_.is_superseded()) return failover_ended(node);
+    failover_->lapsed(node);
+}
 
 void Cluster::answered(const std::string& node, bool returned) {
     router_.copies().node_answered(node);
@@ -128,7 +139,9 @@ void Cluster::restore(const std::string& node, const std::string& tenant) {
     if (leases_) leases_->restore(node, tenant);
 }
 
-void Cluster::repair(std::string_view why) { router_.copies().repair(std::string(why)); }
+void Cluster::repair(std::string_view why) {
+    if (!router_.is_superseded()) router_.copies().repair(std::string(why));
+}
 
 void Cluster::note(const std::string& line, std::string_view event,
                    std::vector<obs::JsonField> fields) {

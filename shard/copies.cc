@@ -683,7 +683,7 @@ void Copies::stop() {
 bool Copies::post(std::string key, std::function<void()> job) {
     {
         std::lock_guard lock(mu_);
-        if (stopping_) return false;
+        if (stopping_ || router_.is_superseded()) return false;
         if (queued_.contains(key)) return true;  // the one waiting does it
         if (jobs_.size() >= copies_queue_max) {
             log_line("the copies' worker has " + std::to_string(copies_queue_max) + " jobs waiting: `" +
@@ -700,6 +700,13 @@ bool Copies::post(std::string key, std::function<void()> job) {
 void Copies::work() {
     std::unique_lock lock(mu_);
     while (!stopping_) {
+        if (router_.is_superseded()) {
+            // Leads nothing (Router::superseded): what is queued is the promoted router's to do.
+            jobs_.clear();
+            queued_.clear();
+            wake_.wait(lock, [&] { return stopping_; });
+            continue;
+        }
         if (!jobs_.empty()) {
             auto [key, job] = std::move(jobs_.front());
             jobs_.pop_front();

@@ -280,6 +280,13 @@ class RelaySink final : public server::CallSink {
           resendable_(resendable) {}
 
     void on_answer(server::Answer answer) override {
+        if (answer.status == 503 && answer.header(superseded_header)) {
+            // A router promoted over refuses unrun (Router::superseded): the next one is asked,
+            // as one out of reach is.
+            return router_.forward_to_region(std::move(f_), std::move(exchange_), std::move(a_),
+                                             std::move(tenant_), std::move(region_),
+                                             std::move(routers_), at_ + 1);
+        }
         router_.relays().answered(region_, routers_[at_]);
         http::Response r = passed_back(answer, a_.request_id);
         router_.count(a_, answer.status);

@@ -819,7 +819,8 @@ void Handoffs::start_settling(int64_t period_ms) {
 }
 
 void Handoffs::settle_imports() {
-    if (router_.standby().following()) return;  // its primary's to settle
+    // Its primary's to settle, or the router's promoted over it.
+    if (router_.standby().following() || router_.is_superseded()) return;
     const GlobalCopy* copy = router_.global_copy();
     if (!copy || !copy->ready()) return;  // no home to read yet
     std::vector<std::string> left;
@@ -883,7 +884,8 @@ bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
 }
 
 void Handoffs::settle_moving() {
-    if (router_.standby().following()) return;  // its primary's to settle
+    // Its primary's to settle, or the router's promoted over it.
+    if (router_.standby().following() || router_.is_superseded()) return;
     std::vector<std::string> left;
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if (t.state == "moving" && home_region(t.moving_to)) left.push_back(name);
@@ -1024,7 +1026,11 @@ void Handoffs::run() {
         }
         if (!due.empty()) {
             lock.unlock();
-            for (const auto& [name, e] : due) lapse(name, e);
+            // A router promoted over thaws nothing: the nodes would refuse it, and the export is
+            // the promoted router's to settle (its settle_moving).
+            if (!router_.is_superseded()) {
+                for (const auto& [name, e] : due) lapse(name, e);
+            }
             lock.lock();
             continue;
         }

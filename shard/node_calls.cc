@@ -279,6 +279,17 @@ NodeAnswer NodeCalls::exchange(const NodeRow& node, std::string_view method,
     a.status = got.answer->status;
     a.body = std::move(got.answer->body);
     if (!a.ok()) a.error = node_answers::error_of(a.body);
+    if (a.status == 409 && on_holder_) {
+        simdjson::dom::parser parser;
+        simdjson::dom::element doc;
+        std::string_view authority;
+        int64_t term = 0;
+        if (!parser.parse(a.body).get(doc) &&
+            !doc["holder"]["authority"].get_string().get(authority) &&
+            !doc["holder"]["term"].get_int64().get(term)) {
+            on_holder_(node, authority, term);
+        }
+    }
     return a;
 }
 

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -132,6 +133,12 @@ class NodeCalls {
   public:
     explicit NodeCalls(Upstream& upstream) : upstream_(upstream) {}
 
+    // Called with the holder (authority, term) that a node names in any 409 it answers to one
+    // of these calls (§9.8: a grant, a promotion, a change fenced by its `Fenec-Fence`): how the
+    // router learns it was promoted over (Router::heard_holder). Set once, before any call.
+    using HolderHeard = std::function<void(const NodeRow&, std::string_view, int64_t)>;
+    void on_holder(HolderHeard f) { on_holder_ = std::move(f); }
+
     // `GET /_admin/hello` with `token` (the new one of a PUT, or the recorded one). A node from
     // before hello answers 404, and then `GET /_admin/tenants` proves the token and gives the
     // bytes as their sum.
@@ -178,6 +185,7 @@ class NodeCalls {
                             std::chrono::steady_clock::time_point::max());
 
     Upstream& upstream_;
+    HolderHeard on_holder_;
 };
 
 // Reading answers, apart from the I/O so the shapes are tested on their own.

@@ -52,14 +52,12 @@ struct RegionAnswer {
     std::string why;  // not answered
 };
 
-// Whether a 409 is a standby's (§6.1: it names the primary it follows).
+// Whether a 409 is a standby's (§6.1: it names the primary it follows), or a router's promoted
+// over (Router::superseded): either refused the step unrun, and the next router is asked.
 bool standby_refusal(int status, std::string_view body) {
     if (status != 409) return false;
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view primary;
-    return !parser.parse(body.data(), body.size()).get(doc) &&
-           !doc["primary"].get_string().get(primary);
+    const RelayAnswer said = parse_relay_answer(body);
+    return !said.primary.empty() || said.superseded;
 }
 
 class RegionMove {

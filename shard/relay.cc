@@ -79,10 +79,15 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
             out.may_have_run = got.error.sent_whole;
             return out;
         }
-        // A standby refuses changes naming its primary (§6.1): the next router is asked.
-        if (got.answer->status == 409 && !parse_relay_answer(got.answer->body).primary.empty()) {
-            out.why += (out.why.empty() ? "" : "; ") + url + " is a standby";
-            continue;
+        // A standby refuses changes naming its primary (§6.1), and a router promoted over
+        // refuses everything unrun: the next router is asked.
+        if (got.answer->status == 409) {
+            const RelayAnswer said = parse_relay_answer(got.answer->body);
+            if (!said.primary.empty() || said.superseded) {
+                out.why += (out.why.empty() ? "" : "; ") + url +
+                           (said.superseded ? " was promoted over" : " is a standby");
+                continue;
+            }
         }
         answered(to.scope, url);
         out.answered = true;
@@ -131,6 +136,8 @@ RelayAnswer parse_relay_answer(std::string_view body) {
     if (!o["primary"].get_string().get(primary)) out.primary = std::string(primary);
     bool exists = false;
     if (!o["exists"].get_bool().get(exists)) out.exists = exists;
+    bool superseded = false;
+    if (!o["superseded"].get_bool().get(superseded)) out.superseded = superseded;
     return out;
 }
 

@@ -110,6 +110,7 @@ http::Response passed_on(const Relayed& r);
 struct RelayAnswer {
     std::string primary;
     bool exists = false;
+    bool superseded = false;  // a router promoted over (Router::superseded): it took nothing
 };
 RelayAnswer parse_relay_answer(std::string_view body);
 
@@ -138,5 +139,8 @@ inline constexpr std::string_view relay_via = "1.1 fenec-shard";
 // A `/_shard/` read only a primary answers (router.md §6.1 [ours]): `Fenec-Read: primary`.
 inline constexpr std::string_view read_header = "Fenec-Read";
 inline constexpr std::string_view read_from_primary = "primary";
+// On every refusal of a router promoted over (Router::superseded), with `"superseded":true` in
+// its body: refused unrun, so a relay or a forward across the levels asks the next router.
+inline constexpr std::string_view superseded_header = "Fenec-Superseded";
 
 }  // namespace fenec::shard

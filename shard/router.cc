@@ -246,6 +246,8 @@ void Router::init_metrics() {
     m.gauge_fn("fenec_router_following", "1 on a standby", [this] {
         return standby_ && standby_->following() ? 1.0 : 0.0;
     });
+    m.gauge_fn("fenec_router_superseded", "1 once a standby was promoted over this router",
+               [this] { return is_superseded() ? 1.0 : 0.0; });
     m.gauge_fn("fenec_router_directory_term", "the directory's term", [this] {
         return directory_ ? static_cast<double>(directory_->maps()->term) : 0;
     });
@@ -353,6 +355,9 @@ std::string Router::open_parts() {
                                 : maps->authority() + " " + std::to_string(maps->term);
     });
     node_calls_ = std::make_unique<NodeCalls>(*upstream_);
+    node_calls_->on_holder([this](const NodeRow& node, std::string_view authority, int64_t term) {
+        heard_holder(node.name, authority, term);
+    });
     relays_ = std::make_unique<Relays>(options_.token, options_.upstream_timeout_ms);
     copies_ = std::make_unique<Copies>(*this, registry_);
     copies_->start();
@@ -492,6 +497,45 @@ void Router::audit(obs::AuditLine line, std::string_view peer, std::string_view 
     line.peer = peer;
     line.request_id = request_id;
     audit_->write(obs::audit_line(line));
+}
+
+std::string Router::superseded() const {
+    std::lock_guard lock(superseded_mu_);
+    return superseded_;
+}
+
+void Router::heard_holder(const std::string& node, std::string_view authority, int64_t term) {
+    const auto maps = directory_->maps();
+    if (maps->id.empty() || authority != maps->authority() || term <= maps->term) return;
+    const std::string why =
+        "a standby was promoted over this router: node `" + node +
+        "` is held by this directory's authority `" + std::string(authority) + "` at term " +
+        std::to_string(term) + ", above this router's term " + std::to_string(maps->term) +
+        "; send requests to the promoted router, and restart this one with --replica-of it";
+    {
+        std::lock_guard lock(superseded_mu_);
+        if (!superseded_.empty()) return;
+        superseded_ = why;
+        superseded_flag_.store(true, std::memory_order_release);
+    }
+    log_line("superseded: " + why + "; this router leads nothing from now on");
+    standby_->superseded();
+    obs::AuditLine line;
+    line.event = obs::AuditEvent::fenced;
+    line.fields = {{"node", node},
+                   {"authority", std::string(authority)},
+                   {"term", term},
+                   {"superseded", true}};
+    audit(std::move(line), "", "");
+}
+
+http::Response Router::refused_superseded(int status) {
+    http::Response r = error(status, "this router no longer leads: " + superseded());
+    r.body.pop_back();
+    r.body += ",\"superseded\":true}";  // a relay asks the next router (shard/relay.cc)
+    r.header(std::string(superseded_header), "true");
+    r.close = true;  // a client keeping its connection would come back here
+    return r;
 }
 
 void Router::after_refusal(std::string_view peer, std::function<void()> fn) {
@@ -727,6 +771,9 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
     switch (a.route) {
         case Route::tenant:
             if (!directory_->serving()) return answer(*exchange, a, directory_waiting());
+            // Its directory is no longer the one the nodes follow: a forward could reach a copy
+            // the promoted router moved away or failed over from.
+            if (is_superseded()) return answer(*exchange, a, refused_superseded(503));
             return forward(std::move(request), std::move(exchange), std::move(a));
         case Route::replication:
             return standby_->serve(std::move(request), std::move(exchange), a,
@@ -736,6 +783,7 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
         case Route::query:
             // Across tenants too: an empty directory is unknown, not zero tenants (§5.1).
             if (!directory_->serving()) return answer(*exchange, a, directory_waiting());
+            if (is_superseded()) return answer(*exchange, a, refused_superseded(503));
             return serve_query(request, std::move(exchange), a);
         case Route::shard: {
             const http::Method m = request.head.method;
@@ -749,6 +797,9 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
             }
             if (standby_->following() && (!read || wanted)) {
                 return answer(*exchange, a, refused_on_standby(read));
+            }
+            if (is_superseded() && (!read || wanted)) {  // its reads say what it had
+                return answer(*exchange, a, refused_superseded(409));
             }
             if (standby_->promoting() && !read) {
                 http::Response r = error(503,
@@ -781,12 +832,20 @@ void Router::handle(server::Request request, std::shared_ptr<server::Exchange> e
                 return answer(*exchange, a, std::move(*refused));
             }
             http::Response r;
+            const std::string superseded = this->superseded();
+            if (!superseded.empty()) r.status = 503;  // a balancer's check drops it
             json::Writer w(r.body);
             w.begin_object();
             w.key("ok");
-            w.boolean(true);
+            w.boolean(superseded.empty());
             w.key("role");
-            w.string(standby_->following() ? "standby" : "primary");
+            w.string(standby_->following() ? "standby"
+                     : !superseded.empty() ? "superseded"
+                                           : "primary");
+            if (!superseded.empty()) {
+                w.key("superseded");
+                w.string(superseded);
+            }
             // A standby waiting for its first image has no row yet: it keeps its flags' scope.
             w.key("scope");
             w.string(scope_of(options_));

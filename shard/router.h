@@ -279,6 +279,22 @@ class Router final : public server::Handler {
   public:
     Standby& standby() { return *standby_; }
 
+    // §9.8 while running: a standby promoted over this router, as a node's refusal of a grant or
+    // a promotion says (it holds this directory's authority at a term above the file's; the
+    // start refuses the same, Standby::superseded_at_nodes). From then on, for good, this router
+    // leads nothing: no grant, failover, repair or settling; its changes are refused 409, its
+    // forwards and queries 503, its /_health 503, each naming why, so clients and balancers go
+    // to the promoted router and an operator restarts this one with --replica-of it. "" while
+    // not.
+    std::string superseded() const;
+    bool is_superseded() const { return superseded_flag_.load(std::memory_order_acquire); }
+    // A holder node `node` named in a refusal: this router is superseded where it is this
+    // directory's authority at a higher term. Logged and audited once.
+    void heard_holder(const std::string& node, std::string_view authority, int64_t term);
+    // The refusal of everything once superseded: `status` (409 for a change, 503 otherwise),
+    // the reason, `"superseded":true` and the Fenec-Superseded header, the connection closed.
+    http::Response refused_superseded(int status);
+
     // A region's router's copy of the global directory (§11.3, shard/global_copy.h), read-only;
     // nullptr on a router without --region. Made in prepare(), stopped before the directory.
     const GlobalCopy* global_copy() const { return global_.get(); }
@@ -297,6 +313,9 @@ class Router final : public server::Handler {
     http::Response refused_on_standby(bool read);
     http::Response directory_waiting();
     std::unique_ptr<Standby> standby_;
+    mutable std::mutex superseded_mu_;
+    std::string superseded_;  // under superseded_mu_
+    std::atomic<bool> superseded_flag_{false};
     std::unique_ptr<GlobalCopy> global_;
     std::unique_ptr<Handoffs> handoffs_;
     std::unique_ptr<Relays> relays_;

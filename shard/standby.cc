@@ -519,6 +519,10 @@ void Standby::serve(server::Request request, std::shared_ptr<server::Exchange> e
                                    "/promote"));
     }
     if (auto r = method_refusal(h)) return router_.answer(*exchange, a, std::move(*r));
+    if (router_.is_superseded() && row->id != ShardRouteId::status) {
+        // No feed, tokens or promotion from a directory no longer the primary's.
+        return router_.answer(*exchange, a, router_.refused_superseded(503));
+    }
     switch (row->id) {
         case ShardRouteId::status:
             return router_.answer(*exchange, a, status());
@@ -574,6 +578,10 @@ http::Response Standby::tokens() const {
     return r;
 }
 
+void Standby::superseded() {
+    if (feed_) feed_->stop();
+}
+
 http::Response Standby::status() const {
     Directory& d = router_.directory();
     auto maps = d.maps();
@@ -582,7 +590,7 @@ http::Response Standby::status() const {
     json::Writer w(r.body);
     w.begin_object();
     w.key("role");
-    w.string(following() ? "standby" : "primary");
+    w.string(following() ? "standby" : router_.is_superseded() ? "superseded" : "primary");
     w.key("scope");
     w.string(scope_of(router_.options()));
     w.key("term");

@@ -190,6 +190,9 @@ class Standby {
     void start();
     // Ends the streams served and the follower; before the directory closes. Idempotent.
     void stop();
+    // This router was promoted over (Router::superseded): the streams served end, so its
+    // followers move to the next router they know, and none is served again.
+    void superseded();
 
     // A standby not promoted: every change is refused 409 naming `primary()` (§6.1).
     bool following() const;

@@ -270,8 +270,15 @@ http::Response serve_status(Router& router, const server::Request& request,
     http::Response r;
     json::Writer w(r.body);
     w.begin_object();
+    const std::string superseded = router.superseded();
     w.key("role");
-    w.string(router.standby().following() ? "standby" : "primary");
+    w.string(router.standby().following() ? "standby"
+             : !superseded.empty()        ? "superseded"
+                                          : "primary");
+    if (!superseded.empty()) {
+        w.key("superseded");
+        w.string(superseded);
+    }
     w.key("term");
     w.int64(maps->term);
     w.key("at");

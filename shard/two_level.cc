@@ -361,7 +361,8 @@ void TwoLevel::settle_import(const std::string& tenant) {
 }
 
 void TwoLevel::settle() {
-    if (router_.standby().following()) return;  // a standby's rows are its primary's to settle
+    // A standby's rows are its primary's to settle; a superseded router's, the promoted one's.
+    if (router_.standby().following() || router_.is_superseded()) return;
     std::vector<std::string> left, imports, moves;
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if ((t.state == "creating" || t.state == "deleting") && home_region(t.node)) {

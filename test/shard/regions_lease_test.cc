@@ -240,6 +240,68 @@ TEST_F(RegionsLeased, AMoveAcrossRegionsIsLeaseSafe) {
     EXPECT_GT(rec.writes(), 10u);
 }
 
+// us's routers are U and US, its standby, both recorded on G. U stopped while US is promoted (US
+// leasing n2 at term 1), then woken: n2 refuses U's grant, and U steps down (Router::superseded),
+// refusing everything with `"superseded":true`. G, which U answered last, still tries U first:
+// a write to a tenant at home in us, and a create there relayed by G, go on to US and are taken,
+// where before they were answered with U's refusal.
+TEST_F(RegionsLeased, ARegionsRouterPromotedOverIsPassedOverForTheNextOne) {
+    const std::string t = tenant("acme"), u = tenant("in-us");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    auto us_standby = std::make_unique<RouterProcess>(
+        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
+                                 "--region", "us", "--global", url_of(router_->port()),
+                                 "--replica-of", url_of(us_->port()), "--replication-token",
+                                 kReplication, "--auto-failover", kLease, "--auth-delay", "0"},
+        dir_.file("us-s.err"));
+    ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
+    Reply r = shard(
+        "PUT", "/_shard/regions/us",
+        "{\"routers\":[\"" + url_of(us_->port()) + "\",\"" + url_of(us_standby->port()) + "\"]}");
+    ASSERT_EQ(r.status / 100, 2) << r.body;
+    Reply made = shard("PUT", "/_shard/tenants/" + u,
+                       R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(u).status == 201; }, 8000)) << write(u).body;
+    Client s(us_standby->port());
+    ASSERT_TRUE(eventually([&] {
+        return Json(s.request("GET", "/_shard/tenants/" + u, {}, bearer(kRoot))
+                        .value_or(Reply{})
+                        .body)
+                   .text("node") == "n2";
+    })) << read_file(dir_.file("us.err"));
+
+    us_->signal(SIGSTOP);
+    Reply promoted =
+        s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    ASSERT_EQ(promoted.status, 200) << promoted.body;
+    ASSERT_TRUE(eventually(
+        [&] {
+            Json j(node(kN2, "GET", "/_admin/lease").body);
+            int64_t term = -1;
+            return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
+        },
+        8000))
+        << node(kN2, "GET", "/_admin/lease").body;
+    us_->signal(SIGCONT);
+    Client uc(us_->port());
+    ASSERT_TRUE(eventually(
+        [&] { return uc.request("GET", "/_health").value_or(Reply{}).status == 503; }, 5000))
+        << read_file(dir_.file("us.err"));
+
+    EXPECT_EQ(write(u).status, 201) << write(u).body;
+    const std::string v = tenant("in-us-after");
+    Reply again = shard("PUT", "/_shard/tenants/" + v,
+                        R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+    EXPECT_EQ(again.status, 201) << again.body;
+    EXPECT_EQ(
+        Json(s.request("GET", "/_shard/tenants/" + v, {}, bearer(kRoot)).value_or(Reply{}).body)
+            .text("node"),
+        "n2");
+    us_->kill(SIGKILL);
+    us_standby.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 // §11.7: each step failed on purpose is undone and t stays on n1 (or, a failed drop failing
 // nothing, is on n2); under the writer, the checker finds every run safe.
 class RegionsLeasedStepFails : public RegionsLeased,

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <future>
+#include <thread>
 
 #include "test/shard/recorded_writes.h"
 #include "test/shard/standby_fixture.h"
@@ -248,6 +249,66 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverAsksNoNodeForAChange) {
     EXPECT_TRUE(eventually([&] {
         return on_s("POST", "/t/" + t + "/c/notes", R"({"title":"b"})", kData).status == 201;
     }));
+    router_->signal(SIGKILL);
+    standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
+// R stopped for 3 s, past 1.1 of its 2 s lease, while S is promoted (S leasing both nodes at term
+// 1), then woken: the nodes refuse R's grants naming R's own authority at term 1, above R's 0, and
+// R steps down for good. Its /_health is 503 `superseded` (a balancer drops it), its forwards 503
+// and its changes 409 naming why, its status says so, and the gauge is 1; what S routes still
+// takes writes. Nor does R, woken with every lapse point long past, fail n1 over to its standby
+// n2 before a grant has told it: its judge, held 3 s, waits for one grant to each node first.
+TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant) {
+    const std::string t = tenant("stepped");
+    ASSERT_NO_FATAL_FAILURE(start(t, true, "2", nullptr, {"--auto-failover", "2"}));
+    EXPECT_EQ(on_r("GET", "/_health").status, 200);
+    const auto stopped = std::chrono::steady_clock::now();
+    router_->signal(SIGSTOP);
+    ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
+    for (int i : {0, 1}) {
+        ASSERT_TRUE(eventually(
+            [&] {
+                Json j(node(i, "GET", "/_admin/lease").body);
+                int64_t term = -1;
+                return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
+            },
+            5000))
+            << node(i, "GET", "/_admin/lease").body;
+    }
+    std::this_thread::sleep_until(stopped + 3s);  // the stop's length is the case
+    router_->signal(SIGCONT);
+    ASSERT_TRUE(eventually([&] { return on_r("GET", "/_health").status == 503; }, 5000))
+        << on_r("GET", "/_health").body << read_file(dir_.file("router.err"));
+    const Reply health = on_r("GET", "/_health");
+    EXPECT_EQ(Json(health.body).text("role"), "superseded") << health.body;
+    EXPECT_NE(health.body.find("at term 1, above this router's term 0"), std::string::npos)
+        << health.body;
+    EXPECT_EQ(Json(on_r("GET", "/_shard/status").body).text("role"), "superseded");
+    EXPECT_EQ(sample(metrics(), "fenec_router_superseded"), "1");
+    const Reply w = data("POST", "/t/" + t + "/c/notes", R"({"title":"zombie"})");
+    EXPECT_EQ(w.status, 503) << w.body;
+    EXPECT_NE(w.body.find("promoted over this router"), std::string::npos) << w.body;
+    const Reply made = on_r("PUT", "/_shard/tenants/" + tenant("after"),
+                            R"J({"node":"n2","schema":["create collection notes (title text)"]})J");
+    EXPECT_EQ(made.status, 409) << made.body;
+    EXPECT_NE(made.body.find("no longer leads"), std::string::npos) << made.body;
+    EXPECT_TRUE(logged(dir_.file("router.err"), "superseded: a standby was promoted over"))
+        << read_file(dir_.file("router.err"));
+    const std::string m = metrics();
+    for (const char* outcome : {"done", "failed"}) {
+        EXPECT_EQ(
+            sample(m, std::string("fenec_router_failovers_total{trigger=\"lease\",outcome=\"") +
+                          outcome + "\"}"),
+            "0")
+            << read_file(dir_.file("router.err"));
+    }
+    EXPECT_TRUE(logged(dir_.file("router.err"), "nothing judged the leases for"))
+        << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] {
+        return on_s("POST", "/t/" + t + "/c/notes", R"({"title":"b"})", kData).status == 201;
+    }));
+    EXPECT_EQ(on_s("GET", "/_health").status, 200);
     router_->signal(SIGKILL);
     standby_.reset();  // its lease on the shared nodes runs out before the next case's grants
 }
