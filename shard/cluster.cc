@@ -102,6 +102,12 @@ std::string Cluster::held_by(const std::string& tenant) { return router_.held_by
 
 PromoteReply Cluster::promote(const NodeRow& node, const std::string& tenant,
                               const PromoteWire& ask) {
+    if (router_.is_superseded()) {
+        // A failover posted before the router learnt it (Cluster::lapsed): it promotes nothing.
+        PromoteReply r;
+        r.error = "this router was promoted over: it promotes nothing";
+        return r;
+    }
     return router_.node_calls().promote(node, tenant, ask, failover_request_id);
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <utility>
 
 #include "server/obs/metrics.h"
 
@@ -49,10 +48,10 @@ struct Leases::Node {
     // lease, doubling to retry_max_ms; 0 when none is due. Cleared when the node answers.
     int64_t retry_at_ns = 0;
     int64_t retry_after_ms = 0;
-    // Nothing judged the leases for more than a grant's period before this instant (held_locked):
-    // the node is judged again only once a grant sent since has come back or been given up on.
-    // 0: no such hold.
-    int64_t judge_from_ns = 0;
+    // A grant to the node went out at this instant more than a grant's period past its due time
+    // (this router stopped, or the thread starved): the node is judged again only once that
+    // grant has come back or been given up on (overdue_locked). 0: no such grant out.
+    int64_t late_sent_ns = 0;
     obs::Gauge* age = nullptr;
     obs::Gauge* failed_over = nullptr;
 };
@@ -303,6 +302,8 @@ void Leases::run(Node& n) {
             n.book.next(maps->authority(), maps->term, maps->history, lease_ms_);
         const int64_t bound_ns = lease_ms_ * ns_per_ms / 3;  // the whole call (§9.9)
         const int64_t sent = clock_.steady_ns();
+        const int64_t late_ns = n.next_due_ns != 0 ? sent - n.next_due_ns : 0;
+        if (late_ns > bound_ns) n.late_sent_ns = sent;
         // Never past the lapse point while the node is not failed over: a grant still out there
         // would keep the judge from failing over a node whose lease has certainly lapsed, up to
         // a third of a lease late. Giving up on it there is safe: an answer to it would run the
@@ -312,20 +313,30 @@ void Leases::run(Node& n) {
         // lease ever failed over by us: its grants have their third too. Cut at a lapse point
         // long past, every answer it gave once it took our grants again (another authority's
         // lease over) was counted as none, and it was never leased again.
-        // After the judge was held (judge_from_ns), the grant has its third too: it is what the
-        // judge waits for, and cut at a lapse point long past it would ask nothing.
+        // A grant sent late (late_sent_ns) has its third too: it is what the judge waits for,
+        // and cut at a lapse point long past it would ask nothing.
         const int64_t due =
             n.book.failed_over() || n.book.standing() != LeaseStanding::leasing ||
-                    n.judge_from_ns != 0
+                    n.late_sent_ns == sent
                 ? sent + bound_ns
                 : std::min(sent + bound_ns,
                            n.book.lapse_point_ns(lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms));
+        const bool say_late = late_ns > bound_ns && sent - late_said_ns_ > lease_ms_ * ns_per_ms;
+        if (say_late) late_said_ns_ = sent;
         lock.unlock();
+        if (say_late) {
+            host_.note("the grant to `" + n.name + "` went out " +
+                           std::to_string(late_ns / ns_per_ms) +
+                           " ms past its time (this router stopped or starved): each node is "
+                           "judged again only once a grant sent to it since has come back or been "
+                           "given up on",
+                       "", {});
+        }
         GrantReply reply = host_.grant(node, grant, due);
         const int64_t back = clock_.steady_ns();
         lock.lock();
         if (back > due) reply = silent();  // not back in time: counted as nothing
-        if (n.judge_from_ns != 0 && sent >= n.judge_from_ns) n.judge_from_ns = 0;
+        if (n.late_sent_ns == sent) n.late_sent_ns = 0;
         const GrantEffect e = n.book.answered(reply, back);
         n.next_due_ns = e.again_now ? back : sent + bound_ns;
         const bool counted = reply.kind == GrantReply::Kind::taken;
@@ -366,17 +377,6 @@ void Leases::judge() {
         judge_cv_.wait_for(lock, std::chrono::milliseconds(every_ms));
         if (stopping_) break;
         const int64_t now = clock_.steady_ns();
-        (void)held_locked(now);
-        if (held_ms_to_say_ != 0) {
-            const int64_t held_ms = std::exchange(held_ms_to_say_, 0);
-            lock.unlock();
-            host_.note("nothing judged the leases for " + std::to_string(held_ms) +
-                           " ms (this router stopped or starved): each node is judged again once "
-                           "a grant sent since has come back or been given up on",
-                       "", {});
-            lock.lock();
-            continue;
-        }
         std::vector<std::string> lapsed;
         for (auto& [name, n] : nodes_) {
             n->age->set(static_cast<double>(now - n->book.last_answer_ns()) / 1e9);
@@ -390,18 +390,14 @@ void Leases::judge() {
     }
 }
 
-bool Leases::held_locked(int64_t now_ns) {
-    const int64_t held_ns = judged_ns_ != 0 ? now_ns - judged_ns_ : 0;
-    judged_ns_ = std::max(judged_ns_, now_ns);
-    if (held_ns <= lease_ms_ * ns_per_ms / 3) return false;
-    for (auto& [name, n] : nodes_) n->judge_from_ns = now_ns;
-    held_ms_to_say_ = held_ns / ns_per_ms;
-    return true;
+bool Leases::overdue_locked(const Node& n, int64_t now_ns) const {
+    if (n.late_sent_ns != 0) return true;  // that grant is out: judged once it is back
+    const int64_t bound_ns = lease_ms_ * ns_per_ms / 3;
+    return n.next_due_ns != 0 && now_ns - n.next_due_ns > bound_ns;
 }
 
 bool Leases::judge_locked(Node& n, int64_t now_ns) {
-    // Held (held_locked): no node is judged before a grant sent since has come back.
-    if (held_locked(now_ns) || n.judge_from_ns != 0) return false;
+    if (overdue_locked(n, now_ns)) return false;
     if (n.book.failed_over()) {
         // Judged again only for a failover that left tenants there, once its retry is due, and
         // under the same test as the first time: the node has certainly lapsed.

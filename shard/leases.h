@@ -136,13 +136,12 @@ class Leases {
     void judge();
     // Whether `node` lapsed at `now_ns` and was not failed over yet; marks it so (§9.4).
     bool judge_locked(Node& node, int64_t now_ns);
-    // Whether nothing judged the leases for more than a grant's period before `now_ns` (this
-    // router stopped or starved of CPU): every node then waits to be judged until a grant sent
-    // from now has come back or been given up on (Node::judge_from_ns), and the hold is kept for
-    // the judge to say. A router woken past its lease after its standby was promoted would
-    // otherwise fail every node over before the first grant's refusal told it
-    // (Router::superseded); one merely starved would judge nodes it had no chance to grant.
-    bool held_locked(int64_t now_ns);
+    // Whether `node`'s grant is overdue at `now_ns`: not sent for more than a grant's period past
+    // its due time, or sent that late and not back yet (this router stopped, or its thread
+    // starved). Such a node is not judged: a router woken past its lease after its standby was
+    // promoted would fail every node over before the first grant's refusal told it
+    // (Router::superseded), and one merely starved would judge nodes it had no chance to grant.
+    bool overdue_locked(const Node& node, int64_t now_ns) const;
     // Starts a thread for each node the directory gained, retires those of nodes it lost.
     void sync_nodes_locked();
     // The tenants `node`'s grants name: placed there (active or moving), none withheld.
@@ -159,8 +158,7 @@ class Leases {
     bool record_lowered_ = false;
     int64_t started_ns_ = 0;
     uint64_t starts_ = 0;
-    int64_t judged_ns_ = 0;       // under mu_: the last look of the judge or a lease thread
-    int64_t held_ms_to_say_ = 0;  // under mu_: a hold held_locked found, for the judge to say
+    int64_t late_said_ns_ = 0;  // under mu_: the last late grant said on stderr (once a lease)
 
     mutable std::mutex mu_;
     std::condition_variable judge_cv_;

@@ -506,6 +506,7 @@ std::string Router::superseded() const {
 
 void Router::heard_holder(const std::string& node, std::string_view authority, int64_t term) {
     const auto maps = directory_->maps();
+    if (standby_->following()) return;  // a standby leads nothing to step down from
     if (maps->id.empty() || authority != maps->authority() || term <= maps->term) return;
     const std::string why =
         "a standby was promoted over this router: node `" + node +
