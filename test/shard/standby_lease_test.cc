@@ -286,6 +286,12 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant)
         << health.body;
     EXPECT_EQ(Json(on_r("GET", "/_shard/status").body).text("role"), "superseded");
     EXPECT_EQ(sample(metrics(), "fenec_router_superseded"), "1");
+    // No feed or tokens from a directory no longer the primary's; its status says why.
+    const Reply tokens = on_r("GET", "/_replication/tokens", {}, kReplication);
+    EXPECT_EQ(tokens.status, 503) << tokens.body;
+    EXPECT_TRUE(tokens.header("Fenec-Superseded").has_value());
+    EXPECT_EQ(Json(on_r("GET", "/_replication/status", {}, kReplication).body).text("role"),
+              "superseded");
     const Reply w = data("POST", "/t/" + t + "/c/notes", R"({"title":"zombie"})");
     EXPECT_EQ(w.status, 503) << w.body;
     EXPECT_NE(w.body.find("promoted over this router"), std::string::npos) << w.body;
