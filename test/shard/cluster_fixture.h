@@ -209,6 +209,16 @@ class ClusterTest : public ::testing::Test {
         return c.request(method, target, body, bearer(token.empty() ? node_admin_token(i) : token))
             .value_or(Reply{});
     }
+    // Whether node i names a lease holder at `term` (GET /_admin/lease), within `ms`.
+    bool held_at_term(int i, int64_t term, int ms = 5000) {
+        return eventually(
+            [&] {
+                Json j(node(i, "GET", "/_admin/lease").body);
+                int64_t t = -1;
+                return j.ok && !j.doc["holder"]["term"].get_int64().get(t) && t == term;
+            },
+            ms);
+    }
     // Node i registered as `name`, in `region` and `zone` ("" leaves them unrecorded).
     Reply add(int i, const std::string& name, const std::string& region = "",
               const std::string& zone = "") {

@@ -275,14 +275,7 @@ TEST_F(RegionsLeased, ARegionsRouterPromotedOverIsPassedOverForTheNextOne) {
     Reply promoted =
         s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
     ASSERT_EQ(promoted.status, 200) << promoted.body;
-    ASSERT_TRUE(eventually(
-        [&] {
-            Json j(node(kN2, "GET", "/_admin/lease").body);
-            int64_t term = -1;
-            return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
-        },
-        8000))
-        << node(kN2, "GET", "/_admin/lease").body;
+    ASSERT_TRUE(held_at_term(kN2, 1, 8000)) << node(kN2, "GET", "/_admin/lease").body;
     us_->signal(SIGCONT);
     Client uc(us_->port());
     ASSERT_TRUE(eventually(

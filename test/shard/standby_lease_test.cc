@@ -189,14 +189,7 @@ TEST_F(StandbyUnderLeases, AnOldPrimaryRestartedAfterAPromotionRefusesToLead) {
     router_->signal(SIGKILL);
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
     // S leases the nodes at term 1: n1 names it as its holder.
-    ASSERT_TRUE(eventually(
-        [&] {
-            Json j(node(0, "GET", "/_admin/lease").body);
-            int64_t term = -1;
-            return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
-        },
-        5000))
-        << node(0, "GET", "/_admin/lease").body;
+    ASSERT_TRUE(held_at_term(0, 1)) << node(0, "GET", "/_admin/lease").body;
     client_.reset();
     router_ = std::make_unique<RouterProcess>(
         std::vector<std::string>{"--token", kRoot, "--directory", dir_.path() + "/shard.fenec",
@@ -221,14 +214,7 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverAsksNoNodeForAChange) {
     router_->signal(SIGSTOP);
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
     for (int i : {0, 1}) {  // S leases both nodes at term 1
-        ASSERT_TRUE(eventually(
-            [&] {
-                Json j(node(i, "GET", "/_admin/lease").body);
-                int64_t term = -1;
-                return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
-            },
-            5000))
-            << node(i, "GET", "/_admin/lease").body;
+        ASSERT_TRUE(held_at_term(i, 1)) << node(i, "GET", "/_admin/lease").body;
     }
     router_->signal(SIGCONT);
 
@@ -267,14 +253,7 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant)
     router_->signal(SIGSTOP);
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
     for (int i : {0, 1}) {
-        ASSERT_TRUE(eventually(
-            [&] {
-                Json j(node(i, "GET", "/_admin/lease").body);
-                int64_t term = -1;
-                return j.ok && !j.doc["holder"]["term"].get_int64().get(term) && term == 1;
-            },
-            5000))
-            << node(i, "GET", "/_admin/lease").body;
+        ASSERT_TRUE(held_at_term(i, 1)) << node(i, "GET", "/_admin/lease").body;
     }
     std::this_thread::sleep_until(stopped + 3s);  // the stop's length is the case
     router_->signal(SIGCONT);
