@@ -5,9 +5,7 @@
 // answer's X-Request-Id and the tenant; no token and no filter value in the file.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "test/server/node/node_fixture.h"
 #include "test/support/json_value.h"
@@ -28,13 +26,6 @@ int64_t int_of(const engine::Value& line, std::string_view key) {
     const engine::Value* v = json_member(line, key);
     const auto* i = v ? std::get_if<int64_t>(&v->rep) : nullptr;
     return i ? *i : -1;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
 }
 
 // The log's lines, parsed (a line that is not JSON fails the test).

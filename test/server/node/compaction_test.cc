@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,11 +76,6 @@ std::string seq_of(const std::string& body) {
     return body.substr(at + 6, body.find_first_of(",}", at) - at - 6);
 }
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST(Compaction, BackgroundCompactsATenantPastItsDeadShare) {
     TempDir logs;
     const std::string audit = logs.path() + "/audit.log";
@@ -109,7 +103,7 @@ TEST(Compaction, BackgroundCompactsATenantPastItsDeadShare) {
     EXPECT_EQ(m.find("fenec_compaction_reclaimed_bytes_total 0"), std::string::npos) << m;
     std::string text;
     EXPECT_TRUE(wait_until([&] {  // the log is flushed within a second (§13.3)
-        text = read_all(audit);
+        text = read_file(audit);
         return text.find(R"("event":"compact")") != std::string::npos;
     })) << text;
     EXPECT_NE(text.find(R"("tenant":"acme","trigger":"auto")"), std::string::npos) << text;

@@ -8,7 +8,6 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -19,11 +18,6 @@ namespace {
 
 const std::string D = "data-token-d";
 const std::string A = "admin-token-a";
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // A --max-connections the descriptor limit cannot hold (1024, the default, under 64) is lowered
 // to half the descriptors and said on stderr, so a newcomer past it is accepted and answered

@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -31,6 +33,12 @@
 #include "test/support/wait.h"
 
 namespace fenec::test {
+
+// A file's bytes, "" when it cannot be read (a log, a process's stderr).
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 struct Reply {
     int status = 0;
