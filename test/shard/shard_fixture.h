@@ -121,13 +121,6 @@ private:
     uint16_t port_ = 0;
 };
 
-inline std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 // The moves counted over every series of fenec_router_moves_total (each there at 0 from start).
 inline double moves_counted(const std::string& metrics) {
     double n = 0;
