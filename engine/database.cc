@@ -107,7 +107,12 @@ Status Database::refusal_locked() const {
 }
 
 Result<Block> Database::begin(BlockOptions options) {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    std::unique_lock<std::shared_mutex> lock(mu_, std::defer_lock);
+    if (!options.no_wait) {
+        lock.lock();
+    } else if (!lock.try_lock()) {
+        return Status::error(Code::busy, "the writer lock is held");
+    }
     FENEC_RETURN_IF_ERROR(refusal_locked());
     if (options_.gate) {
         const LeaseVerdict v = options_.gate->check(options_.tenant);
@@ -367,10 +372,7 @@ void Database::thaw() {
     frozen_ = false;
 }
 
-bool Database::frozen() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    return frozen_;
-}
+bool Database::frozen() const { return frozen_.load(); }
 
 void Database::set_limit(const Limits& limits) {
     std::unique_lock<std::shared_mutex> lock(mu_);

@@ -111,6 +111,10 @@ struct BlockOptions {
     // than after its fsync, and the caller must not answer for the block before when_durable
     // (or wait_durable) says an fsync covers it. No effect under the other policies.
     bool defer_durable = false;
+    // begin() refuses with `busy`, nothing run, where another holds the writer lock (or readers
+    // hold it shared), rather than waiting for it: a thread that must not wait (the node's event
+    // loop) tries, and hands the block to one that may.
+    bool no_wait = false;
 };
 
 struct Landed {
@@ -462,7 +466,9 @@ private:
     uint64_t file_memory_bytes_ = 0;
     uint64_t dead_bytes_ = 0;
     uint64_t peak_buffer_bytes_ = 0;
-    bool frozen_ = false;
+    // Written under the writer lock; read without it by frozen(), which the node's event loop asks
+    // (a write's refusal) while a block may hold the lock.
+    std::atomic<bool> frozen_{false};
     bool read_only_ = false;
     std::optional<uint64_t> torn_at_;  // a read-only open's tear, left in the file
     bool rewriting_ = false;

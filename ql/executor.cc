@@ -211,9 +211,16 @@ BlockOutcome Executor::run_writes(std::span<const Item> items, const RunOptions&
         last_write = i;
     }
     engine::Result<engine::Block> begun =
-        db_.begin(engine::BlockOptions{
-        .internal = false, .now_ms = now_of(options), .defer_durable = options.defer_durable});
+        db_.begin(engine::BlockOptions{.internal = false,
+                                       .now_ms = now_of(options),
+                                       .defer_durable = options.defer_durable,
+                                       .no_wait = options.no_wait});
     if (!begun.is_ok()) {
+        if (options.no_wait && begun.status().code() == engine::Code::busy) {
+            BlockOutcome out;
+            out.busy = true;
+            return out;
+        }
         return failed(engine_error(begun.status(), collection_of(statement_of(items[first_write]))),
                       first_write);
     }

@@ -32,6 +32,9 @@ struct RunOptions {
     // defer_durable): BlockOutcome::durable may be false, and the caller waits for it
     // (Database::when_durable) before answering.
     bool defer_durable = false;
+    // The block begins only if the writer lock is free now (engine::BlockOptions::no_wait);
+    // otherwise nothing runs and BlockOutcome::busy says so.
+    bool no_wait = false;
 };
 
 // One statement of a block and its parameters; both must outlive the run_block call.
@@ -57,6 +60,8 @@ struct BlockOutcome {
     // but its fsync failed, the outcome unknown to the client (node-http.md §5.8).
     bool landed = false;
     bool durable = false;  // an fsync covers `seq`
+    // RunOptions::no_wait and the writer lock was held: nothing ran, no error, nothing landed.
+    bool busy = false;
 };
 
 // Called once every statement of a write block ran, before its commit, with their answers: the

@@ -11,15 +11,19 @@
 // - with a flush of the whole file system (a group round, --sync-scope fs), databases queued
 //   together are covered by one flush and no fsync of their own; a failed flush latches every one
 //   it covered, and a file's own write-back error only its database;
-// - without a Syncer, when_durable waits in its caller.
+// - without a Syncer, when_durable waits in its caller;
+// - a writer that must not wait is refused `busy` while the writer lock is held, and whether the
+//   database is frozen is told without it.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -529,6 +533,66 @@ TEST(GroupCommit, WithoutASyncerTheCallerWaits) {
     EXPECT_TRUE(t.status.is_ok()) << why(t.status);
     EXPECT_TRUE(t.covered);
     EXPECT_EQ(t.synced, t.file);
+}
+
+// A writer that must not wait (the node's event loop, serve_inline_write) begins a block only if
+// the writer lock is free: `busy`, nothing written, while another block holds it or a reader
+// holds it shared; and it begins once both let go. Tried from another thread, so a begin that
+// waited is seen as one that does not return, not as a thread waiting on its own lock.
+TEST(GroupCommit, ABlockThatMustNotWaitIsRefusedBusyWhileTheLockIsHeld) {
+    EngineEnv env;
+    std::unique_ptr<Database> db = create(env, kPath, nullptr);
+    ASSERT_TRUE(db);
+    const Seq at = db->seq();
+    auto try_begin = [&db] {
+        return std::async(std::launch::async, [&db] {
+            Result<Block> b = db->begin(BlockOptions{.no_wait = true});
+            return b.is_ok() ? Code::ok : b.status().code();
+        });
+    };
+    {
+        Result<Block> held = db->begin();
+        ASSERT_TRUE(held.is_ok()) << why(held);
+        std::future<Code> tried = try_begin();
+        const bool returned = tried.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+        held->rollback();
+        EXPECT_TRUE(returned) << "begin waited for the block";
+        EXPECT_EQ(tried.get(), Code::busy);
+    }
+    {
+        std::optional<ReadView> view = db->read();
+        std::future<Code> tried = try_begin();
+        const bool returned = tried.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+        view.reset();
+        EXPECT_TRUE(returned) << "begin waited for the reader";
+        EXPECT_EQ(tried.get(), Code::busy);
+    }
+    EXPECT_EQ(db->seq().v, at.v);
+    Result<Block> b = db->begin(BlockOptions{.no_wait = true});
+    ASSERT_TRUE(b.is_ok()) << why(b);
+    ASSERT_TRUE(b->insert(CollectionId{1}, std::nullopt, row(1)).is_ok());
+    Result<Landed> l = b->commit();
+    ASSERT_TRUE(l.is_ok()) << why(l);
+    EXPECT_EQ(db->seq().v, at.v + 1);
+}
+
+// Whether a database is frozen is told without its lock: the node's event loop asks it before a
+// write begins (a write's refusal), while another block may hold the lock for long.
+TEST(GroupCommit, FrozenIsToldWhileABlockHoldsTheLock) {
+    EngineEnv env;
+    std::unique_ptr<Database> db = create(env, kPath, nullptr);
+    ASSERT_TRUE(db);
+    Result<Block> held = db->begin();
+    ASSERT_TRUE(held.is_ok()) << why(held);
+    std::future<bool> frozen = std::async(std::launch::async, [&db] { return db->frozen(); });
+    const bool returned = frozen.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    held->rollback();
+    EXPECT_TRUE(returned) << "frozen() waited for the block";
+    EXPECT_FALSE(frozen.get());
+    ASSERT_TRUE(db->freeze().is_ok());
+    EXPECT_TRUE(db->frozen());
+    db->thaw();
+    EXPECT_FALSE(db->frozen());
 }
 
 }  // namespace
