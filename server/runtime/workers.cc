@@ -1,7 +1,8 @@
 // server/runtime/workers.cc: the bounded, fair worker pool (server/runtime/workers.h). One FIFO
 // per key; a ring of the keys with jobs waiting; a free worker serves the key with the fewest
 // jobs running, first in the ring among equals, then moves it to the ring's back. The queues
-// never hold more than queue_max_ jobs together; shutdown drains what was accepted, then joins.
+// never hold more than queue_max_ jobs together but for those taken past the bound
+// (submit_past_bound); shutdown drains what was accepted, then joins.
 #include "server/runtime/workers.h"
 
 #include <algorithm>
@@ -19,9 +20,17 @@ WorkerPool::WorkerPool(size_t threads, size_t queue_max)
 WorkerPool::~WorkerPool() { shutdown(); }
 
 bool WorkerPool::submit(uint64_t key, std::function<void()> job) {
+    return push(key, std::move(job), queue_max_);
+}
+
+bool WorkerPool::submit_past_bound(uint64_t key, std::function<void()> job) {
+    return push(key, std::move(job), SIZE_MAX);
+}
+
+bool WorkerPool::push(uint64_t key, std::function<void()> job, size_t queue_max) {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_ || queued_ >= queue_max_) return false;
+        if (stopping_ || queued_ >= queue_max) return false;
         Lane& lane = lanes_[key];
         if (lane.jobs.empty()) ring_.push_back(key);
         lane.jobs.push_back(std::move(job));

@@ -35,6 +35,9 @@ class WorkerPool {
     // Queues `job` under `key`; false, and `job` dropped, when `queue_max` jobs wait or after
     // shutdown().
     bool submit(uint64_t key, std::function<void()> job);
+    // As submit, taken past `queue_max` too: for a job that finishes what has already happened (a
+    // landed write's answer) and whose count something else bounds. False only after shutdown().
+    bool submit_past_bound(uint64_t key, std::function<void()> job);
     // Under key 0.
     bool submit(std::function<void()> job) { return submit(0, std::move(job)); }
     // Refuses new jobs, runs the ones already queued, joins the threads. Idempotent; not from a
@@ -51,6 +54,8 @@ class WorkerPool {
         size_t running = 0;
     };
 
+    // Queues `job` under `key` while fewer than `queue_max` wait; false after shutdown().
+    bool push(uint64_t key, std::function<void()> job, size_t queue_max);
     void work();
     // The next job to run, its lane's running count raised; under mutex_, with a job waiting.
     std::function<void()> take(uint64_t& key);
@@ -60,7 +65,7 @@ class WorkerPool {
     std::condition_variable ready_;
     std::unordered_map<uint64_t, Lane> lanes_;  // keys with jobs waiting or running
     std::list<uint64_t> ring_;                  // each key with jobs waiting once, in turn order
-    size_t queued_ = 0;                         // at most queue_max_
+    size_t queued_ = 0;  // at most queue_max_, but for jobs taken past the bound
     uint64_t started_ = 0;
     bool stopping_ = false;
     std::vector<std::thread> threads_;

@@ -2,7 +2,8 @@
 // (server/runtime/workers.h) without timing anything: jobs block on latches, and the order in
 // which they start is the evidence. Keys waiting are served round-robin; a key holding workers
 // waits behind a key holding none; a key alone takes every worker; one key's jobs keep their
-// order; the queue bound counts every key's jobs together.
+// order; the queue bound counts every key's jobs together, and a job past the bound is taken
+// beyond it.
 #include "server/runtime/workers.h"
 
 #include <gtest/gtest.h>
@@ -106,6 +107,24 @@ TEST(WorkerPool, QueueBoundCountsEveryKey) {
     gate.count_down();
     pool.shutdown();
     EXPECT_EQ(ran, 3);
+}
+
+// A job past the bound (a landed write's answer, which must neither wait nor be dropped) is taken
+// with the queue full, and runs; after shutdown it is refused like any other.
+TEST(WorkerPool, AJobPastTheBoundIsTakenWithTheQueueFullButNotAfterShutdown) {
+    WorkerPool pool(1, 1);
+    std::latch gate(1);
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.submit(1, [&] { gate.wait(); }));
+    ASSERT_TRUE(fenec::test::wait_until([&] { return pool.queued() == 0; }));
+    EXPECT_TRUE(pool.submit(1, [&] { ran++; }));
+    EXPECT_FALSE(pool.submit(2, [&] { ran++; }));  // full
+    EXPECT_TRUE(pool.submit_past_bound(2, [&] { ran += 10; }));
+    EXPECT_EQ(pool.queued(), 2u);
+    gate.count_down();
+    pool.shutdown();
+    EXPECT_EQ(ran, 11);
+    EXPECT_FALSE(pool.submit_past_bound(2, [&] { ran += 100; }));
 }
 
 }  // namespace
