@@ -1,7 +1,8 @@
 // server/node/data.cc: the data plane's statements (node-http.md §5.1, §5.2, §5.5, §5.6, §5.8):
 // `/t/<t>/query` and `/t/<t>/batch`, the tenant's description, and the dispatch of `/t/<t>/...`
-// to REST (rest.cc) and subscriptions (subscriptions.cc). A call arrives here on a worker,
-// its credential checked; it leaves through Node::answer.
+// to REST (rest.cc) and subscriptions (subscriptions.cc). A call arrives here on a worker, or on
+// its loop for a point read or a small write (serve_inline, serve_inline_write), its credential
+// checked; it leaves through Node::answer.
 #include <algorithm>
 #include <charconv>
 
@@ -15,6 +16,7 @@
 #include "server/node/quota.h"
 #include "server/node/routes.h"
 #include "server/node/subscriptions.h"
+#include "server/node/test_hooks.h"
 
 namespace fenec::node {
 
@@ -224,12 +226,75 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     return true;
 }
 
+namespace {
+
+// A request to an open tenant, on a worker (serve_data) or on the loop (serve_inline_write).
+void serve_open(Node& node, const std::shared_ptr<Call>& call, std::shared_ptr<Tenant> t);
+
+}  // namespace
+
 void serve_data(Node& node, const std::shared_ptr<Call>& call) {
     Acquired a = node.registry().acquire(call->tenant);
     if (!a.tenant) {
         return node.answer(*call, acquire_refusal(node, a));
     }
-    std::shared_ptr<Tenant> t = std::move(a.tenant);
+    serve_open(node, call, std::move(a.tenant));
+}
+
+// A durable single write's own work is small: its body parsed, a few index entries, an append to
+// the page cache. What it crossed to a worker for cost more than that on these machines (a
+// wake-up and a context switch a write, docs/benchmarks.md, node-bench ARGS=writes), and under
+// --sync always the answer waits for the Syncer anyway, whose thread gives it (outcome.cc). So a
+// write that cannot run long is landed here, on the loop, as a point read is answered
+// (serve_inline): a REST write to an open tenant, its body at most inline_write_body_max, into a
+// collection without text or vector indexes (whose upkeep grows with the document), and nothing
+// that waits: no Idempotency-Key (a key in flight waits for its twin), no Fenec-After/Wait/History,
+// no `requests` quota, no test stall. Its block begins only if the writer lock is free
+// (RunOptions::no_wait): where another block holds it, the call goes to the pool (rest.cc).
+// Under --sync <ms> or off there is no Syncer, and an answer may wait for the followers' streams
+// on the thread that lands it (outcome.cc): those writes stay on the pool.
+bool serve_inline_write(Node& node, const std::shared_ptr<Call>& call) {
+    constexpr size_t inline_write_body_max = 8 << 10;
+    if (!node.syncer() || call->route != Route::rest) return false;
+    const http::RequestHead& h = call->request.head;
+    const std::vector<std::string>& rest = call->rest;
+    const bool insert = rest.size() == 2 && h.method == http::Method::post;
+    const bool change =
+        rest.size() == 3 && (h.method == http::Method::put || h.method == http::Method::patch ||
+                             h.method == http::Method::del);
+    if ((!insert && !change) || rest[0] != "c") return false;
+    if (call->request.body.size() > inline_write_body_max) return false;
+    if (h.header("Idempotency-Key") || h.header("Fenec-After") || h.header("Fenec-Wait") ||
+        h.header("Fenec-History") || test_hooks::stalls_landed(h)) {
+        return false;
+    }
+    std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
+    if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
+    {
+        std::optional<engine::ReadView> view = t->db().try_read();
+        if (!view) return false;
+        engine::Result<engine::CollectionId> c = view->find(rest[1]);
+        if (c.is_ok()) {
+            auto grows = [](const engine::IndexDesc& i) {
+                return i.kind == engine::IndexKind::text || i.kind == engine::IndexKind::hnsw;
+            };
+            for (const engine::FieldDesc& f : view->schema(*c)->fields) {
+                if (f.dropped) continue;
+                if (grows(f.index)) return false;
+                for (const engine::PathIndex& p : f.paths) {
+                    if (grows(p.index)) return false;
+                }
+            }
+        }
+    }
+    call->on_loop = true;
+    serve_open(node, call, std::move(t));
+    return true;
+}
+
+namespace {
+
+void serve_open(Node& node, const std::shared_ptr<Call>& call, std::shared_ptr<Tenant> t) {
     if (auto refused = admit_request(node, *call, t)) {
         return node.answer(*call, std::move(*refused));
     }
@@ -283,5 +348,7 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call) {
     }
     node.answer(*call, node.refusal(404, "no route " + h.path));
 }
+
+}  // namespace
 
 }  // namespace fenec::node

@@ -24,6 +24,9 @@ void serve_data(Node& node, const std::shared_ptr<Call>& call);
 // data.cc: a point read on an open tenant answered on the calling (loop) thread; false when the
 // call must go to the pool.
 bool serve_inline(Node& node, const std::shared_ptr<Call>& call);
+// data.cc: a small REST write to an open tenant under --sync always, landed on the calling (loop)
+// thread and answered by the Syncer once durable; false when the call must go to the pool.
+bool serve_inline_write(Node& node, const std::shared_ptr<Call>& call);
 // rest.cc: the statement reading one document of `collection` by `_id` ($1), as REST's GET
 // and the loop's point read both run it.
 std::string document_read(std::string_view collection);

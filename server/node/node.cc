@@ -272,8 +272,9 @@ void Node::init_metrics() {
     // NaN, not 0, when the directory cannot be listed (out of descriptors): a count it cannot tell.
     m.gauge_fn("fenec_tenants", "tenant files in --data-dir (NaN: it could not be listed)", [this] {
         if (!registry_) return 0.0;
-        auto tenants = registry_->list();
-        return tenants.is_ok() ? static_cast<double>(tenants->size())
+        // Names only: the loop renders this, and list() would wait for each open tenant's lock.
+        auto tenants = registry_->file_count();
+        return tenants.is_ok() ? static_cast<double>(*tenants)
                                : std::numeric_limits<double>::quiet_NaN();
     });
     m.gauge_fn("fenec_tenants_open", "open tenants",
@@ -866,7 +867,7 @@ void Node::dispatch(std::shared_ptr<Call> call) {
                                                       "` is not [a-z0-9_-]{1,64}"));
             }
             if (stopping_) return answer(*call, refusal(503, "the node is stopping", "stopping"));
-            if (serve_inline(*this, call)) return;
+            if (serve_inline(*this, call) || serve_inline_write(*this, call)) return;
             return submit(call, [this](const std::shared_ptr<Call>& c) { serve_data(*this, c); });
         case auth::Credential::admin:
             call->route = !served                                ? Route::admin
@@ -935,6 +936,10 @@ void Node::submit(const std::shared_ptr<Call>& call,
 
 bool Node::submit_task(const Call& call, std::function<void()> fn) {
     return workers_->submit(pool_key(call), std::move(fn));
+}
+
+bool Node::submit_answer(const Call& call, std::function<void()> fn) {
+    return workers_->submit_past_bound(pool_key(call), std::move(fn));
 }
 
 // §3.1: the credential a plane takes; 401 for none or an unknown one (delayed, §3.3), 403 for a

@@ -65,6 +65,9 @@ struct Call {
     std::string span_id;
     // quota.cc: the tenant's count of requests in flight, held until the call is answered.
     std::shared_ptr<void> admitted;
+    // Being served on its event loop (serve_inline_write), where nothing may wait: its block
+    // begins only if the writer lock is free, and goes to the pool otherwise (rest.cc).
+    bool on_loop = false;
 };
 
 // The peer an audit line names (§13.3): the client a verified router's mark names, else the
@@ -155,6 +158,9 @@ public:
     bool submit_task(std::function<void()> fn) { return workers_->submit(std::move(fn)); }
     // As submit_task, under `call`'s tenant's fair share (an answer that waited for its fsync).
     bool submit_task(const Call& call, std::function<void()> fn);
+    // As that, taken past the queue's bound (WorkerPool::submit_past_bound): the answer of a write
+    // landed on the loop, which must neither wait nor be dropped. False only as the node stops.
+    bool submit_answer(const Call& call, std::function<void()> fn);
     // The group commit's threads for writes answered after their fsync (engine/syncer.h); null
     // unless --sync always.
     engine::Syncer* syncer() { return syncer_.get(); }

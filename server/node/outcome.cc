@@ -5,6 +5,8 @@
 // it — the client is told the outcome is unknown, with the seq and history to settle it by
 // (§5.6), and never a Fenec-Seq it would take as its own position.
 #include <cassert>
+#include <optional>
+#include <thread>
 
 #include "server/node/handlers.h"
 #include "server/node/lease.h"
@@ -104,8 +106,10 @@ void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant&
                           ql::BlockOutcome o, const Respond& respond,
                           std::optional<BatchPlace> place, Tenant::WriteTicket ticket) {
     // Only a block run with defer_durable waits here: under --sync <ms> or off (no Syncer) a
-    // write is answered at landing, as the operator chose.
-    if (!node.syncer() || !o.landed || o.error || o.durable) {
+    // write is answered at landing, as the operator chose. A write landed on the loop
+    // (serve_inline_write) goes through when_durable even if an fsync covered it already, since
+    // answer_write may wait for the followers' streams and the loop must not.
+    if (!node.syncer() || !o.landed || o.error || (o.durable && !call->on_loop)) {
         return answer_write(node, *call, tenant, std::move(o), respond, place);
     }
     const engine::Seq seq = o.seq;
@@ -126,14 +130,26 @@ void answer_write_durable(Node& node, const std::shared_ptr<Call>& call, Tenant&
     // The Deferred's tenant reference may be let go on this thread either way: never a tenant's
     // last with its database attached, as the registry detaches and closes every database before
     // it drops the tenant (a close here would wait on this round).
-    tenant.db().when_durable(seq, [&node, d](const engine::Status& synced) {
+    // when_durable calls back at once, on this thread, when an fsync covered the block already:
+    // for a write landed on the loop, that is the loop, which may not wait. Its job is then taken
+    // past the pool's bound (the writes landed on a loop and waiting are bounded by its
+    // connections); refused only as the node stops, its wait for the streams is one of none
+    // (Replication::lag_short), as if --replica-wait had run out.
+    const std::optional<std::thread::id> loop =
+        call->on_loop ? std::optional(std::this_thread::get_id()) : std::nullopt;
+    tenant.db().when_durable(seq, [&node, d, loop](const engine::Status& synced) {
         const bool waits =
             synced.is_ok() && (test_hooks::stalls_landed(d->call->request.head) ||
                                !node.replication().handed(d->tenant->name(), d->outcome.seq.v));
-        if (waits && node.submit_task(*d->call, [&node, d, synced] {
-                answer_deferred(node, *d, synced, true);
-            })) {
+        const bool on_loop = loop == std::this_thread::get_id();
+        auto job = [&node, d, synced] { answer_deferred(node, *d, synced, true); };
+        if (waits &&
+            (on_loop ? node.submit_answer(*d->call, job) : node.submit_task(*d->call, job))) {
             return;
+        }
+        if (waits && on_loop) {
+            node.replication().lag_short(d->tenant->name(), d->outcome.seq.v);
+            return answer_deferred(node, *d, synced, false);
         }
         answer_deferred(node, *d, synced, waits);
     });

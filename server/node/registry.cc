@@ -383,6 +383,16 @@ engine::Status Registry::create(std::string_view name,
     return engine::Status::ok();
 }
 
+engine::Result<size_t> Registry::file_count() const {
+    auto files = options_.fs->list(options_.data_dir);
+    if (!files.is_ok()) return files.status();
+    size_t n = 0;
+    for (const std::string& file : *files) {
+        n += file.ends_with(".fenec") && valid_tenant_name(file.substr(0, file.size() - 6));
+    }
+    return n;
+}
+
 engine::Result<std::vector<TenantInfo>> Registry::list() const {
     std::vector<TenantInfo> out;
     // The data directory the node created and locked, so a failure is the process's (out of

@@ -259,6 +259,10 @@ public:
     // detail: EMFILE at the descriptor limit) when the directory cannot be listed: never an empty
     // or partial list, which a caller would answer as the tenants this node has.
     engine::Result<std::vector<TenantInfo>> list() const;
+    // How many tenant files the data directory holds, counted by their names
+    // alone: no open tenant's lock is taken, so the event loop may ask (the `fenec_tenants` gauge)
+    // while a block holds a tenant's writer lock. The same errors as list().
+    engine::Result<size_t> file_count() const;
     // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
     // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
     // requests so they answer), again every leave_repeat_ms, until the registry holds the only

@@ -466,7 +466,10 @@ void Replication::wait_handed(std::string_view tenant, uint64_t seq) {
         std::lock_guard lock(mu_);
         return all_handed_locked(tenant, seq);
     });
-    if (sent) return;
+    if (!sent) lag_short(tenant, seq);
+}
+
+void Replication::lag_short(std::string_view tenant, uint64_t seq) {
     std::lock_guard lock(mu_);
     for (const auto& s : streams_) {
         Stream& st = *s.stream;

@@ -103,6 +103,10 @@ public:
     // is short of `seq` (none live, or every one has sent it). Never blocks: a Syncer thread
     // answers a durable write itself, without wait_handed, when this holds (outcome.cc).
     bool handed(std::string_view tenant, uint64_t seq) const;
+    // What wait_handed does when its wait runs out: every stream of `tenant` still short of `seq`
+    // marked lagging up to it, so later writes do not wait for it either. For a thread that may
+    // not wait at all (the event loop, outcome.cc): a wait of none.
+    void lag_short(std::string_view tenant, uint64_t seq);
 
     // Ends every feed stream of `tenant` with `E {"reason"}` (§10.2: `deleted`, `demoted`,
     // `closing`) within one feed wait (200 ms); a stream's thread lets its tenant go as it ends.

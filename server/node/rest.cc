@@ -93,9 +93,19 @@ void run_rest_write(Node& node, const std::shared_ptr<Call>& call, Tenant& t, co
     }
     // Answered once an fsync covers it, the worker going on meanwhile (answer_write_durable);
     // a keyed write waits here, so its key is released only once its answer is durable.
-    ql::BlockOutcome o = ex.run_block(
-        items, ql::RunOptions{.budget = statement_budget(node), .defer_durable = defer_durable(node, key)},
-        before);
+    ql::BlockOutcome o = ex.run_block(items,
+                                      ql::RunOptions{.budget = statement_budget(node),
+                                                     .defer_durable = defer_durable(node, key),
+                                                     .no_wait = call->on_loop},
+                                      before);
+    if (o.busy) {
+        // On the loop (serve_inline_write) with another block holding the writer lock: nothing
+        // ran; a worker runs the request from the start and waits its turn. Its admission and
+        // this ticket are let go as this returns; the worker takes its own.
+        call->on_loop = false;
+        call->admitted.reset();
+        return node.submit(call, [&node](const std::shared_ptr<Call>& c) { serve_data(node, c); });
+    }
     if (key) finish_key(t, *key, !o.error);
     node.counters().statements->with({"write"}).inc();
     answer_write_durable(

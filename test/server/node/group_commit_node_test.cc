@@ -4,6 +4,8 @@
 // - writes from more connections than the node has workers share fsyncs beyond the workers (a
 //   worker no longer waits through an fsync: answer_write_durable), every one is answered 201,
 //   and every one answered is there after a power cut;
+// - a small REST write is landed on the event loop, no worker job, and one that finds the
+//   tenant's lock held (by a reader or a block) goes to a worker while the loop goes on;
 // - a failed fsync answers every write waiting on it 500 "outcome":"unknown", never 201, and
 //   none of them is there after a power cut;
 // - under --sync-scope fs, writes to many tenants at once are made durable by flushes of the
@@ -13,7 +15,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +100,105 @@ TEST_F(FaultFsNode, ADurableWriteWithNoFollowerIsAnsweredWithoutASecondWorkerJob
     auto r = call("POST", "/t/acme/query", count_body());
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(has(r.body, ":" + std::to_string(kWrites) + "}")) << r.body;
+}
+
+// A small REST write to an open tenant is landed on the event loop and answered by the Syncer once
+// durable (serve_inline_write): no worker job at all. Writes that could wait or run long go to the
+// pool as before, one job each: an Idempotency-Key, a body past 8 KiB, a collection with a text
+// index. Every one is answered after its fsync, so a power cut keeps them all.
+TEST_F(FaultFsNode, ASmallRestWriteIsLandedOnTheLoopAndOthersOnTheWorkers) {
+    start();
+    create("acme", R"J({"schema":["create collection notes (title text)",
+                                  "create collection pages (body text @text)"]})J");
+    auto jobs = [&] {
+        return metric_value(call("GET", "/_metrics").body, "fenec_worker_jobs_total");
+    };
+    uint64_t before = jobs();
+    constexpr int kWrites = 40;
+    for (int i = 0; i < kWrites; ++i) {
+        auto r = call("POST", "/t/acme/c/notes", "{\"title\":\"t" + std::to_string(i) + "\"}");
+        ASSERT_EQ(r.status, 201) << r.body;
+        ASSERT_TRUE(r.header("Fenec-Seq").has_value());
+    }
+    EXPECT_EQ(jobs() - before, 0u);  // /_metrics is answered on the loop too
+
+    before = jobs();
+    auto keyed =
+        call("POST", "/t/acme/c/notes", R"J({"title":"keyed"})J", {{"Idempotency-Key", "k1"}});
+    ASSERT_EQ(keyed.status, 201) << keyed.body;
+    EXPECT_EQ(jobs() - before, 1u) << "a keyed write";
+    before = jobs();
+    auto large = call("POST", "/t/acme/c/notes", "{\"title\":\"" + std::string(9000, 'x') + "\"}");
+    ASSERT_EQ(large.status, 201) << large.body;
+    EXPECT_EQ(jobs() - before, 1u) << "a body past 8 KiB";
+    before = jobs();
+    auto indexed = call("POST", "/t/acme/c/pages", R"J({"body":"the quick brown fox"})J");
+    ASSERT_EQ(indexed.status, 201) << indexed.body;
+    EXPECT_EQ(jobs() - before, 1u) << "a collection with a text index";
+
+    fs_.crash(FaultFs::CrashMode::synced_only);
+    stop();
+    start();
+    auto r = call("POST", "/t/acme/query", count_body());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, ":" + std::to_string(kWrites + 2) + "}")) << r.body;
+    r = call("POST", "/t/acme/query", R"J({"query":"get pages select count(*)"})J");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, ":1}")) << r.body;
+}
+
+// The loop never waits for a tenant's lock. A small write that finds it held goes to a worker,
+// which waits its turn, while the loop goes on answering; once the lock is let go the write lands
+// and is answered. Held two ways, as a worker holds it: shared by a reader (a long query), which
+// the loop's own look at the schema passes and the block's begin finds (RunOptions::no_wait, the
+// call handed over from rest.cc); and by another block, which that look already finds.
+TEST_F(FaultFsNode, ASmallWriteFindingTheTenantsLockHeldGoesToAWorkerAndTheLoopGoesOn) {
+    start();
+    create("acme");
+    ASSERT_EQ(call("POST", "/t/acme/c/notes", R"J({"title":"first"})J").status, 201);
+    std::shared_ptr<node::Tenant> t = node_->registry().try_get("acme");
+    ASSERT_TRUE(t);
+    // Every probe is answered on the loop; a loop waiting for the lock would time them out.
+    Client probe(node_->port(), 2'000);
+    auto jobs = [&]() -> std::optional<uint64_t> {
+        auto r = probe.request("GET", "/_metrics");
+        if (!r || r->status != 200) return std::nullopt;
+        return metric_value(r->body, "fenec_worker_jobs_total");
+    };
+    // One write sent while the lock is held, `release` letting it go.
+    auto write_while_held = [&](const std::string& held_by, const std::function<void()>& release) {
+        SCOPED_TRACE("the lock held by " + held_by);
+        const std::optional<uint64_t> before = jobs();
+        std::atomic<int> status{-1};
+        std::thread writer([&] {
+            Client c(node_->port());
+            auto r = c.request("POST", "/t/acme/c/notes", R"J({"title":"held"})J");
+            status = r ? r->status : 0;
+        });
+        // A worker took it (and waits for the lock) while the loop answered every probe.
+        bool probes_answered = before.has_value();
+        const bool taken = wait_until([&] {
+            std::optional<uint64_t> n = jobs();
+            probes_answered &= n.has_value();
+            return !n || !before || *n == *before + 1;
+        });
+        EXPECT_TRUE(probes_answered) << "the loop stopped answering while the lock was held";
+        EXPECT_TRUE(taken) << "no worker took the write";
+        EXPECT_EQ(status.load(), -1) << "answered while the lock was held";
+        auto health = probe.request("GET", "/_health");
+        EXPECT_EQ(health ? health->status : 0, 200);
+        release();
+        writer.join();
+        EXPECT_EQ(status.load(), 201);
+    };
+    std::optional<engine::ReadView> view = t->db().read();
+    write_while_held("a reader", [&] { view.reset(); });
+    engine::Result<engine::Block> block = t->db().begin();
+    ASSERT_TRUE(block.is_ok());
+    write_while_held("a block", [&] { block->rollback(); });
+    auto r = call("POST", "/t/acme/query", count_body());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(has(r.body, ":3}")) << r.body;
 }
 
 TEST_F(FaultFsNode, AFailedFsyncAnswersEveryWriteWaitingOnItUnknown) {
