@@ -166,6 +166,24 @@ http::Response not_held(Node& node, Tenant& t, uint64_t after, std::optional<uin
 void run_statements(Node& node, const std::shared_ptr<Call>& call, const std::shared_ptr<Tenant>& t,
                     std::vector<QueryBody> bodies, bool batch);
 
+namespace {
+
+// The tenant a call may be served for on its event loop (serve_inline, serve_inline_write), or
+// null: open now (try_get never waits on an open or a close), with no `requests` quota (it counts
+// every request, quota.h: the pool's path), and the call waiting on no later write (Fenec-After,
+// Fenec-Wait, Fenec-History).
+std::shared_ptr<Tenant> loop_tenant(Node& node, const Call& call) {
+    const http::RequestHead& h = call.request.head;
+    if (h.header("Fenec-After") || h.header("Fenec-Wait") || h.header("Fenec-History")) {
+        return nullptr;
+    }
+    std::shared_ptr<Tenant> t = node.registry().try_get(call.tenant);
+    if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return nullptr;
+    return t;
+}
+
+}  // namespace
+
 // Point reads on an open tenant are answered on the event loop (§2.1 keeps statements off the
 // loop so a long one never stalls it; these cost what a hash lookup costs, and a worker hop costs
 // more than they do). Anything else, or a tenant not open, or a writer holding the lock: false,
@@ -177,10 +195,8 @@ bool serve_inline(Node& node, const std::shared_ptr<Call>& call) {
     const bool document = call->route == Route::rest && h.method == http::Method::get &&
                           call->rest.size() == 3 && call->rest[0] == "c";
     if (!query && !document) return false;
-    if (h.header("Fenec-After") || h.header("Fenec-Wait") || h.header("Fenec-History")) return false;
-    std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
-    // A tenant with a `requests` quota counts every request (quota.h): the pool's path.
-    if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
+    std::shared_ptr<Tenant> t = loop_tenant(node, *call);
+    if (!t) return false;
     ql::Executor ex(t->db(), t->indexes());
     ql::BlockOutcome o;
     if (query) {
@@ -264,12 +280,9 @@ bool serve_inline_write(Node& node, const std::shared_ptr<Call>& call) {
                              h.method == http::Method::del);
     if ((!insert && !change) || rest[0] != "c") return false;
     if (call->request.body.size() > inline_write_body_max) return false;
-    if (h.header("Idempotency-Key") || h.header("Fenec-After") || h.header("Fenec-Wait") ||
-        h.header("Fenec-History") || test_hooks::stalls_landed(h)) {
-        return false;
-    }
-    std::shared_ptr<Tenant> t = node.registry().try_get(call->tenant);
-    if (!t || t->requests_max.load(std::memory_order_relaxed) != Tenant::quota_none) return false;
+    if (h.header("Idempotency-Key") || test_hooks::stalls_landed(h)) return false;
+    std::shared_ptr<Tenant> t = loop_tenant(node, *call);
+    if (!t) return false;
     {
         std::optional<engine::ReadView> view = t->db().try_read();
         if (!view) return false;

@@ -33,6 +33,19 @@ bool valid_tenant_name(std::string_view name) {
     });
 }
 
+namespace {
+
+// The tenant a file of the data directory holds (`<t>.fenec`, a valid name), or nullopt.
+std::optional<std::string_view> tenant_of_file(std::string_view file) {
+    constexpr std::string_view suffix = ".fenec";
+    if (!file.ends_with(suffix)) return std::nullopt;
+    const std::string_view name = file.substr(0, file.size() - suffix.size());
+    if (!valid_tenant_name(name)) return std::nullopt;
+    return name;
+}
+
+}  // namespace
+
 Registry::Registry(RegistryOptions options) : options_(std::move(options)) {}
 
 Registry::~Registry() { close_all(); }
@@ -388,7 +401,7 @@ engine::Result<size_t> Registry::file_count() const {
     if (!files.is_ok()) return files.status();
     size_t n = 0;
     for (const std::string& file : *files) {
-        n += file.ends_with(".fenec") && valid_tenant_name(file.substr(0, file.size() - 6));
+        n += tenant_of_file(file).has_value();
     }
     return n;
 }
@@ -400,9 +413,9 @@ engine::Result<std::vector<TenantInfo>> Registry::list() const {
     auto files = options_.fs->list(options_.data_dir);
     if (!files.is_ok()) return files.status();
     for (const std::string& file : *files) {
-        if (!file.ends_with(".fenec")) continue;
-        std::string name = file.substr(0, file.size() - 6);
-        if (!valid_tenant_name(name)) continue;
+        const std::optional<std::string_view> tenant = tenant_of_file(file);
+        if (!tenant) continue;
+        std::string name(*tenant);
         auto size = options_.fs->file_size(path_of(name));
         if (!size.is_ok()) continue;  // removed since it was listed
         TenantInfo info{name, *size, false, false};
@@ -730,9 +743,9 @@ engine::Status Registry::mark_durable_at_start() {
     // writes these files meanwhile (the node holds the data directory's lock and opens nothing
     // before this returns).
     for (const std::string& file : *files) {
-        if (!file.ends_with(".fenec")) continue;
-        const std::string_view name = std::string_view(file).substr(0, file.size() - 6);
-        if (!valid_tenant_name(name)) continue;
+        const std::optional<std::string_view> tenant = tenant_of_file(file);
+        if (!tenant) continue;
+        const std::string_view name = *tenant;
         auto size = options_.fs->file_size(path_of(name));
         if (!size.is_ok()) continue;  // its first open syncs it
         marks.emplace_back(std::hash<std::string_view>{}(name), *size);
