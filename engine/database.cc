@@ -94,7 +94,7 @@ std::optional<ReadView> Database::try_read(std::optional<int64_t> now_ms) const 
 
 Status Database::refusal_locked() const {
     if (auto f = failure()) {
-        return Status::error(Code::io_error,
+        return Status::error(Code::latched,
                              "the tenant is read-only after a failed write: " + f->to_string(),
                              f->detail());
     }

@@ -208,7 +208,7 @@ Status Database::rewrite(bool compact) {
     {
         std::unique_lock<std::shared_mutex> lock(mu_);
         // A frozen tenant and a replica may still be rewritten; a latched or read-only one not.
-        if (auto f = failure()) return Status::error(Code::io_error, f->to_string(), f->detail());
+        if (auto f = failure()) return Status::error(Code::latched, f->to_string(), f->detail());
         if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
         if (rewriting_) return Status::error(Code::busy, "a rewrite is already running");
         rewriting_ = true;

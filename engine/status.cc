@@ -19,6 +19,8 @@ std::string_view code_name(Code c) {
         case Code::busy: return "busy";
         case Code::corruption: return "corruption";
         case Code::io_error: return "io_error";
+        case Code::latched:
+            return "latched";
     }
     return "unknown";
 }

@@ -28,6 +28,9 @@ enum class Code : uint8_t {
     busy,
     corruption,
     io_error,
+    // A write refused, nothing of it landed: an earlier write failed and latched the database
+    // read-only until it is opened again (INVARIANTS I5). detail.err_no is that failure's.
+    latched,
 };
 
 std::string_view code_name(Code);
@@ -45,7 +48,7 @@ struct Detail {
     double limit = 0;             // quota_exceeded: the limit (never the usage)
     int64_t retry_after_ms = 0;   // rate_limited
     LeaseVerdict lease = LeaseVerdict::ok;  // not_leased
-    int err_no = 0;               // io_error
+    int err_no = 0;                         // io_error, latched
     uint64_t id = 0;              // duplicate / not_found: the document id
 };
 

@@ -44,6 +44,7 @@ Error engine_error(const engine::Status& st, const std::string& collection) {
         case Code::not_leased:
         case Code::frozen:
         case Code::read_only:
+        case Code::latched:
             e.status_code = 503;
             break;
         case Code::busy:

@@ -33,6 +33,8 @@ std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
                    : lease == engine::LeaseVerdict::not_named ? "lease-elsewhere"
                                                               : "lease-none";
         case engine::Code::read_only: return "replica";
+        case engine::Code::latched:
+            return "latched";
         default: return "";
     }
 }
@@ -82,7 +84,15 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
     }
     if (more) more(w);
     w.end_object();
-    if (r.status == 503) r.header("Retry-After", "1");
+    if (r.status == 503) {
+        // A latched tenant is told when it will be open again (§5.8): a write sent again before
+        // then is refused the same way.
+        int64_t ms = 1000;
+        if (code == engine::Code::latched && !tenant.empty()) {
+            ms = node.registry().latch_wait_left_ms(tenant);
+        }
+        r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));
+    }
     if (r.status == 429) {
         int64_t ms = e.engine_detail ? e.engine_detail->retry_after_ms : 1000;
         r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));

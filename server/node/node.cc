@@ -492,7 +492,7 @@ std::string Node::serve() {
     compactor_->start();
     ticker_ = std::thread([this] {
         while (!stopping_) {
-            for (int i = 0; i < 10 && !stopping_; ++i) {
+            for (int i = 0; i < Registry::sweep_period_ms / 100 && !stopping_; ++i) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
             if (!stopping_) tick();

@@ -836,6 +836,22 @@ bool Registry::latch_due(const std::string& name, int64_t now) {
     return now - b.seen_ms >= b.delay_ms;
 }
 
+int64_t Registry::latch_wait_left_ms(std::string_view name) const {
+    const int64_t now = now_ms();
+    std::lock_guard lock(mu_);
+    auto b = latch_backoff_.find(name);
+    if (b == latch_backoff_.end()) return sweep_period_ms;  // closed at the next sweep
+    int64_t left = 0;
+    if (b->second.seen_ms != 0) {
+        left = b->second.seen_ms + b->second.delay_ms - now;
+    } else if (b->second.closed_ms != 0 && now - b->second.closed_ms < latch_backoff_reset_ms) {
+        // Not seen by a sweep yet: the one that sees it sets the wait as latch_due does.
+        left = std::min(latch_backoff_max_ms,
+                        std::max(latch_backoff_first_ms, b->second.delay_ms * 2));
+    }
+    return std::max<int64_t>(0, left) + sweep_period_ms;
+}
+
 void Registry::latch_closed(const std::string& name, int64_t now) {
     std::lock_guard lock(mu_);
     LatchBackoff& b = latch_backoff_[name];

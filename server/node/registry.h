@@ -292,6 +292,11 @@ public:
     // `followed`: whether a copy's follower runs, which reopens a latched copy itself
     // (Follower::run); such a copy is not taken out of its slot here.
     std::vector<std::string> sweep(const std::function<bool(std::string_view)>& followed = {});
+    // How long until `name`, latched now, is opened again: what is left of its latch's wait
+    // (LatchBackoff), or the wait the next sweep will give it, and one sweep's period. What a
+    // write refused `latched` is told to wait (Retry-After).
+    int64_t latch_wait_left_ms(std::string_view name) const;
+    static constexpr int64_t sweep_period_ms = 1'000;  // Node::tick's
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.
     void close_all();
 

@@ -353,6 +353,48 @@ TEST_F(FaultFsNode, APrimaryLatchedUnderSteadyAndHeldReadsIsOpenedAgain) {
     EXPECT_NE(answer.find(" 504 "), std::string::npos) << answer;
 }
 
+// node-http.md §5.8: the write whose fsync failed is 500 (it is in the file, its outcome
+// unknown), but a write refused because the tenant is latched landed nothing: 503 `latched`, with
+// Retry-After the wait until its reopen, so a client sends it again then. Latched again soon after
+// its reopen (a disk that stays full), a tenant waits 2 s before it is opened again, and the
+// refusal says so. Before, every write until the reopen was 500 with no Retry-After.
+TEST_F(FaultFsNode, AWriteRefusedWhileTheTenantIsLatchedIs503WithTheWaitForItsReopen) {
+    start();
+    create("acme");
+    // Written once the tenant is opened again, the node's wall clock moved on meanwhile.
+    auto write_after = [&](const std::string& title) {
+        Reply w;
+        EXPECT_TRUE(wait_until(
+            [&] {
+                clock_.advance_ms(200);
+                w = put("acme", title);
+                return w.status == 200;
+            },
+            std::chrono::milliseconds(8000)))
+            << w.status << " " << w.body;
+    };
+    fs_.fail_sync(1, ENOSPC);
+    ASSERT_EQ(put("acme", "unsure").status, 500);
+    write_after("reopened");
+    fs_.fail_sync(1, ENOSPC);
+    const Reply failed = put("acme", "unsure again");
+    ASSERT_EQ(failed.status, 500) << failed.body;
+    EXPECT_TRUE(has(failed.body, "\"outcome\":\"unknown\"")) << failed.body;
+    // The statement and the REST write alike, each refused whole.
+    for (const Reply& r :
+         {put("acme", "refused"), call("POST", "/t/acme/c/notes", R"({"title":"refused too"})")}) {
+        EXPECT_EQ(r.status, 503) << r.body;
+        EXPECT_TRUE(has(r.body, "\"reason\":\"latched\"")) << r.body;
+        EXPECT_TRUE(has(r.body, "after a failed write")) << r.body;
+        // The clock stands still here: 2 s to wait, and a sweep's second.
+        EXPECT_EQ(r.header("Retry-After").value_or(""), "3") << r.body;
+    }
+    write_after("reopened again");
+    const Reply all = call("POST", "/t/acme/query", R"({"query":"get notes"})");
+    EXPECT_TRUE(has(all.body, "reopened again")) << all.body;
+    EXPECT_FALSE(has(all.body, "refused")) << "a refused write landed: " << all.body;
+}
+
 // A promotion whose `.follows` could not be unlinked (500, the copy promoted): asked again, it
 // removes the file and answers 200 without forking a second time, so neither a restart nor an
 // idle reopen makes the promoted copy follow its old primary again. Before, every retry was 500

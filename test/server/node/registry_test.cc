@@ -564,10 +564,14 @@ TEST(RegistryLatched, ALatchFoundAgainSoonAfterItsReopenWaitsLongerEachTime) {
         ASSERT_TRUE(a.tenant->db().failure().has_value());
     };
     // Swept until it is closed, the clock moved `step_ms` after each sweep that leaves it: the
-    // time it was left latched.
-    auto closed_after_ms = [&](int64_t step_ms) {
+    // time it was left latched. Before each sweep, the wait a refused write is told (Retry-After)
+    // is checked against `expect_ms`, the wait this latch should get, and one sweep's period.
+    auto closed_after_ms = [&](int64_t step_ms, int64_t expect_ms) {
         int64_t waited = 0;
         for (int i = 0; i < 100; ++i) {
+            EXPECT_EQ(r.latch_wait_left_ms("acme"),
+                      std::max<int64_t>(0, expect_ms - waited) + Registry::sweep_period_ms)
+                << "after " << waited << " ms";
             EXPECT_TRUE(r.sweep().empty());
             if (r.open_count() == 0) return waited;
             EXPECT_TRUE(r.try_get("acme")) << "left latched, and served";
@@ -577,14 +581,14 @@ TEST(RegistryLatched, ALatchFoundAgainSoonAfterItsReopenWaitsLongerEachTime) {
         return int64_t{-1};
     };
     ASSERT_NO_FATAL_FAILURE(latch());
-    EXPECT_EQ(closed_after_ms(500), 0) << "the first latch is closed at once";
+    EXPECT_EQ(closed_after_ms(500, 0), 0) << "the first latch is closed at once";
     ASSERT_NO_FATAL_FAILURE(latch());
-    EXPECT_EQ(closed_after_ms(500), 2'000);
+    EXPECT_EQ(closed_after_ms(500, 2'000), 2'000);
     ASSERT_NO_FATAL_FAILURE(latch());
-    EXPECT_EQ(closed_after_ms(500), 4'000);
+    EXPECT_EQ(closed_after_ms(500, 4'000), 4'000);
     clock.advance_ms(120'000);
     ASSERT_NO_FATAL_FAILURE(latch());
-    EXPECT_EQ(closed_after_ms(500), 0) << "two minutes without a latch: at once again";
+    EXPECT_EQ(closed_after_ms(500, 0), 0) << "two minutes without a latch: at once again";
     Acquired again = r.acquire("acme");
     ASSERT_TRUE(again.tenant) << again.message;
     EXPECT_TRUE(land_collection(again.tenant->db(), "after").is_ok());
