@@ -227,7 +227,8 @@ Copies::Handed Copies::handed_to_standby(const std::string& tenant, const std::s
 
 CopyOutcome Copies::place(const std::string& tenant,
                           const std::set<std::string, std::less<>>& holding,
-                          std::set<std::string> unwanted, std::string_view request_id) {
+                          std::set<std::string> unwanted, std::string_view request_id,
+                          bool look_again) {
     CopyOutcome out;
     out.asked = true;
     // Twice at most: the best node, and the next when the best did not take it.
@@ -266,6 +267,14 @@ CopyOutcome Copies::place(const std::string& tenant,
         unwanted.insert(p.node);
     }
     remember(tenant, out.unreplicated);
+    if (out.refused && look_again) {
+        {
+            std::lock_guard lock(mu_);
+            schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
+        }
+        wake_.notify_one();
+        log_line("`" + tenant + "` is looked at again in 10 s for a replica");
+    }
     return out;
 }
 

@@ -274,9 +274,15 @@ class Copies {
     // standby_catch_up_ms_max. False with the reason otherwise.
     bool caught_up(const std::string& tenant, const NodeRow& primary, const NodeRow& copy,
                    std::string_view request_id, std::string& why);
-    // A replica of its own placed and attached; `unwanted` nodes are never chosen.
+    // A replica of its own placed and attached; `unwanted` nodes are never chosen. Two nodes are
+    // tried at most, so a request that places one waits for two calls at most. Where both refused
+    // or did not answer, `look_again` schedules a look at the tenant (RepairSchedule), whose
+    // survey leaves out the nodes that do not answer: a tenant whose first-ranked nodes are down
+    // gets a replica on another by itself. A repair's own placing passes false: its tenants are
+    // on the schedule already, or asked for.
     CopyOutcome place(const std::string& tenant, const std::set<std::string, std::less<>>& holding,
-                      std::set<std::string> unwanted, std::string_view request_id);
+                      std::set<std::string> unwanted, std::string_view request_id,
+                      bool look_again = true);
     RepairReport run_repair(const Scope& scope, std::string_view request_id);
     // One tenant's part of a repair.
     void repair_tenant(const TenantRow& t, const Scope& scope,

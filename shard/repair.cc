@@ -250,7 +250,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     for (const auto& [name, node] : maps->nodes) {
         if (!survey.contains(name)) silent.insert(name);
     }
-    CopyOutcome out = place(row.name, holding, std::move(silent), request_id);
+    CopyOutcome out = place(row.name, holding, std::move(silent), request_id, false);
     if (!out.node.empty()) {
         report.replicated.push_back({row.name, out.node, out.same_zone});
     } else if (out.refused) {

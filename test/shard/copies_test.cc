@@ -135,6 +135,37 @@ TEST_F(Copies, SameZoneCopyIsAnsweredAndCounted) {
     EXPECT_EQ(sample(metrics(), R"(fenec_router_same_zone_copies{region="eu"})"), "0");
 }
 
+// A create tries two nodes for the replica, so a request waits for two calls at most. With both
+// first-ranked nodes down (another zone, no leases: nothing fails them over), the tenant is left
+// unreplicated, and looked at again 10 s later by a repair whose survey leaves the silent nodes
+// out: the replica goes to the node left, in the primary's zone. Before, it stayed unreplicated
+// until a repair was asked for.
+TEST_F(Copies, ATenantWhoseFirstRankedNodesAreDownGetsAReplicaByALookAfter) {
+    ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
+    ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
+    ASSERT_EQ(add(2, "eu3", "eu", "ams").status, 201);
+    ASSERT_EQ(add(3, "eu4", "eu", "fra").status, 201);
+    const uint16_t port1 = nodes_->port(1), port2 = nodes_->port(2);
+    nodes_->procs[1]->kill(SIGKILL);
+    nodes_->procs[2]->kill(SIGKILL);
+    const std::string t = tenant("acme");
+    Reply r = create(t, "eu1");
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_TRUE(Json(r.body).has("unreplicated")) << r.body;
+    EXPECT_EQ(copy_on(3, t).status, 404) << "eu4 was the third choice";
+    const bool placed = eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("replica") == "eu4"; },
+        20'000);
+    nodes_->start(1, port1);
+    nodes_->start(2, port2);
+    ASSERT_TRUE(placed) << shard("GET", "/_shard/tenants/" + t).body;
+    Json got(shard("GET", "/_shard/tenants/" + t).body);
+    EXPECT_TRUE(got.boolean("same_zone"));
+    EXPECT_FALSE(got.has("unreplicated"));
+    EXPECT_TRUE(follows(3, t, 0)) << copy_on(3, t).body;
+    EXPECT_EQ(sample(metrics(), R"(fenec_router_unreplicated_tenants{region="eu"})"), "0");
+}
+
 // Case 52: a region with no other node gives none, with the reason, until a node added there
 // runs a repair that gives it one.
 TEST_F(Copies, UnreplicatedUntilANodeIsAdded) {
