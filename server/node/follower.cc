@@ -341,9 +341,18 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
             return heard;
         }
         if (r == FrameRead::more) {
-            // Stopped for a promotion: what has arrived, then no more (Follower::stop).
+            // Stopped for a promotion (Follower::stop): what has arrived, and where a block is
+            // part-way in (its rest still on the wire, or in the primary's send queue behind this
+            // node's full receive window), its rest up to keep_received_ms_max (R22). Between
+            // blocks, an empty socket ends it: a primary cut off sends nothing more.
             if (keep_received_) {
-                if (feed.read_now(buf) != server::Connection::Read::data) return heard;
+                uint64_t wait_ms = 0;
+                if (!buf.empty() || joiner.held_bytes() > 0) {
+                    std::lock_guard lock(mu_);
+                    wait_ms = static_cast<uint64_t>(
+                        std::max<int64_t>(0, keep_until_ms_ - repl_.node().now_ms()));
+                }
+                if (feed.read_now(buf, wait_ms) != server::Connection::Read::data) return heard;
                 continue;
             }
             const server::Connection::Read got = feed.read_some(buf, read_ms);

@@ -32,11 +32,12 @@ public:
     void begin();
     // Stops at once: a pending connect or read is cut (the socket shut down); joins the thread.
     // With `keep_received` (a promotion, node-http.md §8.6), what the primary's stream already
-    // delivered to this node's socket is applied first, never waiting for more: a block the
-    // primary sent before it answered the write is kept even if it stopped or was cut off
-    // right after. All that had reached the socket when the drain began is applied, however
-    // slow the apply; what arrives after it only within keep_received_ms_max (1 s), so a
-    // primary still sending cannot hold the promotion.
+    // delivered to this node's socket is applied first: a block the primary sent before it
+    // answered the write is kept even if it stopped or was cut off right after. All that had
+    // reached the socket when the drain began is applied, however slow the apply; what arrives
+    // after it only within keep_received_ms_max (1 s), so a primary still sending cannot hold
+    // the promotion. It waits for more only where a block is part-way in (the rest of a large
+    // block behind this node's full receive window); between blocks an empty socket ends it.
     void stop(bool keep_received = false);
     // Waits up to `ms` for a hello: true when heard; false with `error` when the primary refused
     // or was not reached (or the wait ran out: error empty).

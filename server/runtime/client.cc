@@ -219,12 +219,13 @@ Connection::Read Connection::read_some(std::string& out, uint64_t timeout_ms) {
     }
 }
 
-Connection::Read Connection::read_now(std::string& out) {
+Connection::Read Connection::read_now(std::string& out, uint64_t wait_ms) {
     if (!in_.empty()) {
         out.append(in_);
         in_.clear();
         return Read::data;
     }
+    const Clock::time_point until = Clock::now() + std::chrono::milliseconds(wait_ms);
     char buf[recv_bytes];
     for (;;) {
         const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
@@ -233,7 +234,13 @@ Connection::Read Connection::read_now(std::string& out) {
             return Read::data;
         }
         if (n == 0) return Read::end;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return Read::timed_out;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            // No Cancel here: the caller was cancelled, and reads on regardless.
+            if (wait_ms == 0 || wait_for(fd_, POLLIN, until, nullptr) == Wait::timed_out) {
+                return Read::timed_out;
+            }
+            continue;
+        }
         if (errno != EINTR) return Read::failed;
     }
 }

@@ -67,10 +67,11 @@ class Connection {
     // or the far end ended it, or nothing came within `timeout_ms` (0: no bound but the call's
     // deadline), or the call was cancelled, or the connection failed.
     Read read_some(std::string& out, uint64_t timeout_ms);
-    // What has already arrived, appended to `out` without waiting and whatever the call's Cancel
-    // says: data, or timed_out when nothing waits, or end, or failed. A follower being promoted
-    // keeps what its primary put on the wire before it stopped (node-http.md §8.6).
-    Read read_now(std::string& out);
+    // What has already arrived, appended to `out` whatever the call's Cancel says: data, or
+    // timed_out when nothing came, or end, or failed. Waits up to `wait_ms` for bytes when none
+    // have arrived (0: not at all). A follower being promoted keeps what its primary put on the
+    // wire before it stopped (node-http.md §8.6), and the rest of a frame part-way in.
+    Read read_now(std::string& out, uint64_t wait_ms = 0);
     // Bytes this end has received and not yet handed out: what read_now would give without the
     // far end sending more (FIONREAD on the socket, and what was read past the last answer).
     size_t received_unread() const;
