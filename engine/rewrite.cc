@@ -271,8 +271,8 @@ Status Database::replace_with_side_file_locked(const Snapshot& snap, const std::
         fs_->remove(side).ignore();
         return st;
     };
-    if (auto f = failure())
-        return discard(Status::error(Code::io_error, f->to_string(), f->detail()));
+    if (auto f = failure())  // latched while the side file was written: nothing replaced
+        return discard(Status::error(Code::latched, f->to_string(), f->detail()));
     if (end > snap.file_end) {
         std::vector<std::byte> tail(end - snap.file_end);
         if (Status st = file_->read_at(snap.file_end, tail); !st.is_ok()) return discard(st);

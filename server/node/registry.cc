@@ -840,7 +840,7 @@ int64_t Registry::latch_wait_left_ms(std::string_view name) const {
     const int64_t now = now_ms();
     std::lock_guard lock(mu_);
     auto b = latch_backoff_.find(name);
-    if (b == latch_backoff_.end()) return sweep_period_ms;  // closed at the next sweep
+    if (b == latch_backoff_.end()) return 2 * sweep_period_ms;  // closed at the next sweeps
     int64_t left = 0;
     if (b->second.seen_ms != 0) {
         left = b->second.seen_ms + b->second.delay_ms - now;
@@ -849,7 +849,9 @@ int64_t Registry::latch_wait_left_ms(std::string_view name) const {
         left = std::min(latch_backoff_max_ms,
                         std::max(latch_backoff_first_ms, b->second.delay_ms * 2));
     }
-    return std::max<int64_t>(0, left) + sweep_period_ms;
+    // The sweep that finds it due closes it if nothing holds it, else the one after (Node::tick
+    // ends what held it meanwhile).
+    return std::max<int64_t>(0, left) + 2 * sweep_period_ms;
 }
 
 void Registry::latch_closed(const std::string& name, int64_t now) {

@@ -292,9 +292,10 @@ public:
     // `followed`: whether a copy's follower runs, which reopens a latched copy itself
     // (Follower::run); such a copy is not taken out of its slot here.
     std::vector<std::string> sweep(const std::function<bool(std::string_view)>& followed = {});
-    // How long until `name`, latched now, is opened again: what is left of its latch's wait
-    // (LatchBackoff), or the wait the next sweep will give it, and one sweep's period. What a
-    // write refused `latched` is told to wait (Retry-After).
+    // How long until `name`, latched now, is opened again at the latest: what is left of its
+    // latch's wait (LatchBackoff), or the wait the next sweep will give it, and two sweeps'
+    // periods (a held tenant is closed at the second). What a write refused `latched` is told to
+    // wait (Retry-After).
     int64_t latch_wait_left_ms(std::string_view name) const;
     static constexpr int64_t sweep_period_ms = 1'000;  // Node::tick's
     // Syncs, checkpoints and closes every open tenant (SIGTERM), close_threads at once.

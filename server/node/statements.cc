@@ -138,7 +138,11 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
         if (compacting) count_compact(node, t, before, o);
         if (o.error) {
             o.failed_at = 0;
-            if (!o.landed && all.landed && o.error->engine_code == engine::Code::not_leased) {
+            // A later statement refused for the lease, or for a latch (an earlier one's fsync
+            // failed): what landed before it may not survive, so the outcome is unknown.
+            const std::optional<engine::Code> code = o.error->engine_code;
+            if (!o.landed && all.landed &&
+                (code == engine::Code::not_leased || code == engine::Code::latched)) {
                 o.landed = true;
                 o.seq = all.seq;
                 o.history = all.history;

@@ -386,8 +386,8 @@ TEST_F(FaultFsNode, AWriteRefusedWhileTheTenantIsLatchedIs503WithTheWaitForItsRe
         EXPECT_EQ(r.status, 503) << r.body;
         EXPECT_TRUE(has(r.body, "\"reason\":\"latched\"")) << r.body;
         EXPECT_TRUE(has(r.body, "after a failed write")) << r.body;
-        // The clock stands still here: 2 s to wait, and a sweep's second.
-        EXPECT_EQ(r.header("Retry-After").value_or(""), "3") << r.body;
+        // The clock stands still here: 2 s to wait, and two sweeps' seconds.
+        EXPECT_EQ(r.header("Retry-After").value_or(""), "4") << r.body;
     }
     write_after("reopened again");
     const Reply all = call("POST", "/t/acme/query", R"({"query":"get notes"})");
