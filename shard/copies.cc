@@ -228,11 +228,11 @@ Copies::Handed Copies::handed_to_standby(const std::string& tenant, const std::s
 CopyOutcome Copies::place(const std::string& tenant,
                           const std::set<std::string, std::less<>>& holding,
                           std::set<std::string> unwanted, std::string_view request_id,
-                          bool look_again) {
+                          Placing how) {
     CopyOutcome out;
     out.asked = true;
-    // Twice at most: the best node, and the next when the best did not take it.
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    // The best node, then the next when it did not take it, up to `how.tries` of them.
+    for (size_t attempt = 0; attempt < how.tries; ++attempt) {
         auto maps = router_.directory().maps();
         auto t = maps->tenants.find(tenant);
         if (t == maps->tenants.end()) {
@@ -267,7 +267,7 @@ CopyOutcome Copies::place(const std::string& tenant,
         unwanted.insert(p.node);
     }
     remember(tenant, out.unreplicated);
-    if (out.refused && look_again) {
+    if (out.refused && how.schedule) {
         {
             std::lock_guard lock(mu_);
             schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));

@@ -65,6 +65,17 @@ inline constexpr int64_t standby_catch_up_ms_max = 500;
 // The scheduled looks in a row at a tenant whose pair's standby is still behind.
 inline constexpr int catch_up_looks_max = 5;
 
+// How Copies::place goes about a replica. A request waits for its two calls at most; where both
+// nodes refused or did not answer, a look at the tenant is scheduled (RepairSchedule), whose
+// survey leaves out the nodes that do not answer and which tries every node left: a tenant whose
+// first-ranked nodes are down or refuse gets a replica on another by itself. A repair's own
+// placing (those looks among them) tries them all and schedules nothing: its tenant keeps its
+// place on the schedule (Copies::repair_tenant).
+struct Placing {
+    size_t tries = 2;
+    bool schedule = true;
+};
+
 // Where a tenant's copy went, or why it has none.
 struct CopyOutcome {
     bool asked = false;        // a copy was wanted: the node is in a pair, or --replicas
@@ -274,15 +285,11 @@ class Copies {
     // standby_catch_up_ms_max. False with the reason otherwise.
     bool caught_up(const std::string& tenant, const NodeRow& primary, const NodeRow& copy,
                    std::string_view request_id, std::string& why);
-    // A replica of its own placed and attached; `unwanted` nodes are never chosen. Two nodes are
-    // tried at most, so a request that places one waits for two calls at most. Where both refused
-    // or did not answer, `look_again` schedules a look at the tenant (RepairSchedule), whose
-    // survey leaves out the nodes that do not answer: a tenant whose first-ranked nodes are down
-    // gets a replica on another by itself. A repair's own placing passes false: its tenants are
-    // on the schedule already, or asked for.
+    // A replica of its own placed and attached (Placing says how); `unwanted` nodes are never
+    // chosen.
     CopyOutcome place(const std::string& tenant, const std::set<std::string, std::less<>>& holding,
                       std::set<std::string> unwanted, std::string_view request_id,
-                      bool look_again = true);
+                      Placing how = {});
     RepairReport run_repair(const Scope& scope, std::string_view request_id);
     // One tenant's part of a repair.
     void repair_tenant(const TenantRow& t, const Scope& scope,

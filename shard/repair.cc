@@ -134,12 +134,22 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                               "2 min and 5 min after, and POST /_shard/replicas at once"});
         return;
     }
-    {
-        std::lock_guard lock(mu_);
-        schedule_.settled(tenant.name);
-    }
+    // Off the schedule once this look settles it. One left without the copy it should have (its
+    // claim held by another operation, no node taking it) keeps its next look.
+    bool look_later = false;
+    struct Settle {
+        Copies& copies;
+        const std::string& tenant;
+        const bool& later;
+        ~Settle() {
+            if (later) return;
+            std::lock_guard lock(copies.mu_);
+            copies.schedule_.settled(tenant);
+        }
+    } settle{*this, tenant.name, look_later};
     TenantClaim held(router_, tenant.name, "repair");
     if (!held.held) {
+        look_later = true;
         report.unreplicated.push_back({tenant.name, "another operation holds it (" +
                                                         router_.held_by(tenant.name) +
                                                         "): the next repair looks again"});
@@ -234,6 +244,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         } else {
             remember(row.name, "node `" + copy + "` did not take it: " + a.why);
             report.failed.push_back({row.name, a.why});
+            look_later = true;
         }
         return;
     }
@@ -250,13 +261,17 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     for (const auto& [name, node] : maps->nodes) {
         if (!survey.contains(name)) silent.insert(name);
     }
-    CopyOutcome out = place(row.name, holding, std::move(silent), request_id, false);
+    // Every node left is tried: each answered the survey, so none holds the repair for a timeout.
+    CopyOutcome out = place(row.name, holding, std::move(silent), request_id,
+                            {.tries = maps->nodes.size(), .schedule = false});
     if (!out.node.empty()) {
         report.replicated.push_back({row.name, out.node, out.same_zone});
     } else if (out.refused) {
         report.failed.push_back({row.name, out.unreplicated});
+        look_later = true;
     } else {
         report.unreplicated.push_back({row.name, out.unreplicated});
+        look_later = true;
     }
 }
 
