@@ -144,7 +144,8 @@ void Follower::stop(bool keep_received) {
         std::lock_guard lock(mu_);
         stop_ = true;
         if (keep_received) {
-            keep_until_ms_ = repl_.node().now_ms() + keep_received_ms_max;
+            keep_until_ =
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(keep_received_ms_max);
             keep_received_ = true;
         }
     }
@@ -349,8 +350,9 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
                 uint64_t wait_ms = 0;
                 if (!buf.empty() || joiner.held_bytes() > 0) {
                     std::lock_guard lock(mu_);
-                    wait_ms = static_cast<uint64_t>(
-                        std::max<int64_t>(0, keep_until_ms_ - repl_.node().now_ms()));
+                    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        keep_until_ - std::chrono::steady_clock::now());
+                    wait_ms = static_cast<uint64_t>(std::max<int64_t>(0, left.count()));
                 }
                 if (feed.read_now(buf, wait_ms) != server::Connection::Read::data) return heard;
                 continue;
@@ -376,7 +378,9 @@ bool Follower::follow_feed(server::Connection& feed, std::string& error) {
             if (stop_) {
                 if (!keep_received_) return heard;
                 if (!owed_to) owed_to = taken + buf.size() + feed.received_unread();
-                if (taken >= *owed_to && repl_.node().now_ms() > keep_until_ms_) return heard;
+                if (taken >= *owed_to && std::chrono::steady_clock::now() > keep_until_) {
+                    return heard;
+                }
             }
             last_contact_ms_ = repl_.node().now_ms();
             if (heard) error_.clear();

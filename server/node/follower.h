@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,8 @@ private:
     Follows follows_;
     bool stop_ = false;
     std::atomic<bool> keep_received_{false};  // stop(true): the socket's bytes applied first
-    int64_t keep_until_ms_ = 0;               // under mu_: when draining them gives up
+    // Under mu_: when draining them gives up (the OS's clock, as every socket wait).
+    std::chrono::steady_clock::time_point keep_until_{};
     server::Cancel cancel_;          // ends the feed's connect or read at once (stop)
     server::BlockingClient client_;  // no pool: the feed is one connection, its own
     bool connected_ = false;

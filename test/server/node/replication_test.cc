@@ -430,7 +430,7 @@ class HoldingProxy {
 
 // INVARIANTS R22: a promotion waits, up to the drain's second, for the rest of a block part-way
 // in its socket, and applies it. Here a proxy passes the first 100 bytes of a 64 KB block and
-// holds the rest for 300 ms. Before, the drain stopped at the momentarily empty socket, and the
+// holds the rest for 500 ms. Before, the drain stopped at the momentarily empty socket, and the
 // write the primary had answered was missing from the promoted copy.
 TEST_F(Replication, APromotionWaitsForTheRestOfABlockPartWayInItsSocket) {
     HoldingProxy proxy(n.port());
@@ -443,7 +443,7 @@ TEST_F(Replication, APromotionWaitsForTheRestOfABlockPartWayInItsSocket) {
     ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + big + "\"]").status, 200);
     ASSERT_TRUE(eventually([&] { return proxy.holding(); })) << "the block never reached the proxy";
     std::thread later([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
         proxy.release();
     });
     auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
