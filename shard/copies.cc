@@ -162,7 +162,8 @@ bool Copies::schedule_look(const std::string& tenant) {
         if (++catch_up_looks_[tenant] > catch_up_looks_max) {
             catch_up_looks_.erase(tenant);
             again = false;
-        } else {
+        } else {  // from the first step again: the next look in 10 s
+            schedule_.settled(tenant);
             schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
         }
     }

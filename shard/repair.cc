@@ -134,8 +134,17 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                               "2 min and 5 min after, and POST /_shard/replicas at once"});
         return;
     }
-    // Off the schedule once this look settles it. One left without the copy it should have (its
-    // claim held by another operation, no node taking it) keeps its next look.
+    TenantClaim held(router_, tenant.name, "repair");
+    if (!held.held) {  // kept on the schedule, if it is on it
+        report.unreplicated.push_back({tenant.name, "another operation holds it (" +
+                                                        router_.held_by(tenant.name) +
+                                                        "): the next repair looks again"});
+        return;
+    }
+    // Off the schedule once this look settles it, while the claim is held (so no operation's own
+    // look is taken off meanwhile). One left without the copy it should have (no node taking it,
+    // a standby behind or silent) keeps its next look; one given a look of its own here
+    // (schedule_look) keeps that one.
     bool look_later = false;
     struct Settle {
         Copies& copies;
@@ -147,14 +156,6 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
             copies.schedule_.settled(tenant);
         }
     } settle{*this, tenant.name, look_later};
-    TenantClaim held(router_, tenant.name, "repair");
-    if (!held.held) {
-        look_later = true;
-        report.unreplicated.push_back({tenant.name, "another operation holds it (" +
-                                                        router_.held_by(tenant.name) +
-                                                        "): the next repair looks again"});
-        return;
-    }
     learn_lineage(tenant, survey);
     auto maps = router_.directory().maps();  // after the claim: what the tenant is now
     auto t = maps->tenants.find(tenant.name);
@@ -188,6 +189,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
         // Not surveyed (silent): nothing is known of what it holds, so nothing is handed to it
         // (that could delete the tenant's only copy); only an own replica elsewhere is mended.
         if (!survey.contains(*standby)) {
+            look_later = true;
             if (!own_elsewhere) return;
         } else {
             auto s = maps->nodes.find(*standby);
@@ -213,15 +215,18 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
             }
             if (h == Handed::pair_changed) {  // looked at again under the pair as it is then
                 look_after_pair_change(row.name, not_yet);
+                look_later = true;
                 return;
             }
             if (taken) {
                 // Following, not caught up: its own replica stays its copy, mended below, and
                 // is handed over on a later repair.
                 look_again(row.name, *standby, not_yet);
+                look_later = true;
             } else if (!own_elsewhere) {
                 remember(row.name, "its node's standby `" + *standby + "` did not take it: " + why);
                 report.failed.push_back({row.name, why});
+                look_later = true;
                 return;
             } else {
                 log_line("`" + row.name + "` keeps its replica on `" + replica->second +
