@@ -25,6 +25,11 @@ std::string_view lease_word(engine::LeaseVerdict v) {
     }
 }
 
+// Retry-After's whole seconds for a wait of `ms`: rounded up, at least 1.
+std::string retry_after_seconds(int64_t ms) {
+    return std::to_string(std::max<int64_t>(1, (ms + 999) / 1000));
+}
+
 std::string_view reason_of(engine::Code code, engine::LeaseVerdict lease) {
     switch (code) {
         case engine::Code::frozen: return "frozen";
@@ -91,11 +96,11 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
         if (code == engine::Code::latched && !tenant.empty()) {
             ms = node.registry().latch_wait_left_ms(tenant);
         }
-        r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));
+        r.header("Retry-After", retry_after_seconds(ms));
     }
     if (r.status == 429) {
-        int64_t ms = e.engine_detail ? e.engine_detail->retry_after_ms : 1000;
-        r.header("Retry-After", std::to_string(std::max<int64_t>(1, (ms + 999) / 1000)));
+        r.header("Retry-After",
+                 retry_after_seconds(e.engine_detail ? e.engine_detail->retry_after_ms : 1000));
     }
     if (code == engine::Code::not_leased) r.header("Fenec-Lease", std::string(lease_word(lease)));
     return r;
@@ -110,6 +115,15 @@ http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::stri
     e.engine_code = engine::Code::not_leased;
     e.engine_detail = engine::Detail{.lease = verdict};
     return error_response(node, e, more);
+}
+
+http::Response latched_refusal(Node& node, std::string_view tenant) {
+    http::Response r = node.refusal(
+        503, "tenant `" + std::string(tenant) + "`'s storage failed: it is being opened again",
+        "latched");
+    std::erase_if(r.headers, [](const auto& h) { return h.first == "Retry-After"; });
+    r.header("Retry-After", retry_after_seconds(node.registry().latch_wait_left_ms(tenant)));
+    return r;
 }
 
 http::Response acquire_refusal(const Node& node, const Acquired& a) {

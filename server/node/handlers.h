@@ -87,6 +87,9 @@ http::Response error_response(Node& node, std::string_view tenant, const ql::Err
 // As above, for a refusal on no tenant's behalf (a parse error, an admin route's).
 http::Response error_response(Node& node, const ql::Error& error,
                               const std::function<void(json::Writer&)>& more = {});
+// A stream or subscription refused while `tenant` is latched by a failed write (§5.8): 503,
+// `"reason":"latched"`, Retry-After the seconds until its reopen at the latest.
+http::Response latched_refusal(Node& node, std::string_view tenant);
 // A write refused for the lease (§9.4): 503, Retry-After: 1, Fenec-Lease and the reason by
 // `verdict`, the message naming the node (and `tenant` for lease-elsewhere).
 http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::string_view tenant,

@@ -213,12 +213,7 @@ void Replication::run_stream(std::shared_ptr<Call> call, std::shared_ptr<Stream>
     engine::Database& db = tenant->db();
     // Latched by a failed write: about to be closed and opened again (Node::tick), which a stream
     // would hold off for good. The follower asks again at its backoff's pace.
-    if (db.failure()) {
-        http::Response r = node_.refusal(
-            503, "tenant `" + call->tenant + "`'s storage failed: it is being opened again");
-        r.header("Retry-After", "1");
-        return node_.answer(*call, std::move(r));
-    }
+    if (db.failure()) return node_.answer(*call, latched_refusal(node_, call->tenant));
     const http::RequestHead& h = call->request.head;
     std::optional<uint64_t> since, history, lineage;
     if (auto v = h.query_value("since")) {

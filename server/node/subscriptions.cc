@@ -371,14 +371,9 @@ void Subscriptions::open(const std::shared_ptr<Call>& call, const std::shared_pt
                             node_.refusal(400, "a subscription takes `since`, not Fenec-After"));
     }
     // A copy latched by a failed write is about to be closed and opened again (Node::tick), which
-    // a subscription would hold off for good: asked again in a second, it opens on the reopened
-    // file.
-    if (tenant->db().failure()) {
-        http::Response r = node_.refusal(
-            503, "tenant `" + tenant->name() + "`'s storage failed: it is being opened again");
-        r.header("Retry-After", "1");
-        return node_.answer(*call, std::move(r));
-    }
+    // a subscription would hold off for good: asked again after its Retry-After, it opens on the
+    // reopened file.
+    if (tenant->db().failure()) return node_.answer(*call, latched_refusal(node_, tenant->name()));
     // The shape: §5.3's filters and select; the cursor keys are the stream's own.
     QueryPairs pairs;
     std::optional<std::string> since, history;

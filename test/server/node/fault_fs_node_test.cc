@@ -380,12 +380,14 @@ TEST_F(FaultFsNode, AWriteRefusedWhileTheTenantIsLatchedIs503WithTheWaitForItsRe
     const Reply failed = put("acme", "unsure again");
     ASSERT_EQ(failed.status, 500) << failed.body;
     EXPECT_TRUE(has(failed.body, "\"outcome\":\"unknown\"")) << failed.body;
-    // The statement and the REST write alike, each refused whole.
+    // The statement and the REST write alike, each refused whole; and a subscription, which
+    // would hold the tenant off its reopen.
     for (const Reply& r :
-         {put("acme", "refused"), call("POST", "/t/acme/c/notes", R"({"title":"refused too"})")}) {
+         {put("acme", "refused"), call("POST", "/t/acme/c/notes", R"({"title":"refused too"})"),
+          call("GET", "/t/acme/c/notes/changes")}) {
         EXPECT_EQ(r.status, 503) << r.body;
         EXPECT_TRUE(has(r.body, "\"reason\":\"latched\"")) << r.body;
-        EXPECT_TRUE(has(r.body, "after a failed write")) << r.body;
+        EXPECT_TRUE(has(r.body, "failed write") || has(r.body, "storage failed")) << r.body;
         // The clock stands still here: 2 s to wait, and two sweeps' seconds.
         EXPECT_EQ(r.header("Retry-After").value_or(""), "4") << r.body;
     }
