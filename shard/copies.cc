@@ -171,6 +171,14 @@ bool Copies::schedule_look(const std::string& tenant) {
     return again;
 }
 
+void Copies::schedule_silent(const std::string& tenant) {
+    {
+        std::lock_guard lock(mu_);
+        schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
+    }
+    wake_.notify_one();
+}
+
 void Copies::look_again(const std::string& tenant, const std::string& standby,
                         const std::string& why) {
     const bool again = schedule_look(tenant);
@@ -269,11 +277,7 @@ CopyOutcome Copies::place(const std::string& tenant,
     }
     remember(tenant, out.unreplicated);
     if (out.refused && how.schedule) {
-        {
-            std::lock_guard lock(mu_);
-            schedule_.silent(tenant, static_cast<int64_t>(router_.now_ms()));
-        }
-        wake_.notify_one();
+        schedule_silent(tenant);
         log_line("`" + tenant + "` is looked at again in 10 s for a replica");
     }
     return out;

@@ -269,6 +269,8 @@ class Copies {
     // A look at `tenant` scheduled (RepairSchedule's first step), unless it had
     // catch_up_looks_max in a row: false then.
     bool schedule_look(const std::string& tenant);
+    // `tenant` put on the schedule (kept where it is if it is on it already), the worker woken.
+    void schedule_silent(const std::string& tenant);
     // A repair's outcome on stderr: `what` ran, and what it attached, failed and left; one
     // that did nothing only when `asked` (POST /_shard/replicas).
     void log_repair(const std::string& what, const RepairReport& r, bool asked);

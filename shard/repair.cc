@@ -123,11 +123,7 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
     if (!survey.contains(tenant.node)) {
         auto maps = router_.directory().maps();
         if (!placing || !maps->copy_of(tenant).empty()) return;
-        {
-            std::lock_guard lock(mu_);
-            schedule_.silent(tenant.name, static_cast<int64_t>(router_.now_ms()));
-        }
-        wake_.notify_one();
+        schedule_silent(tenant.name);
         report.unreplicated.push_back(
             {tenant.name, "its node `" + tenant.node +
                               "` did not answer: the repair looks again 10 s, 30 s, 1 min, "

@@ -118,12 +118,11 @@ http::Response lease_refusal(Node& node, engine::LeaseVerdict verdict, std::stri
 }
 
 http::Response latched_refusal(Node& node, std::string_view tenant) {
-    http::Response r = node.refusal(
-        503, "tenant `" + std::string(tenant) + "`'s storage failed: it is being opened again",
-        "latched");
-    std::erase_if(r.headers, [](const auto& h) { return h.first == "Retry-After"; });
-    r.header("Retry-After", retry_after_seconds(node.registry().latch_wait_left_ms(tenant)));
-    return r;
+    ql::Error e;
+    e.status_code = 503;
+    e.message = "tenant `" + std::string(tenant) + "`'s storage failed: it is being opened again";
+    e.engine_code = engine::Code::latched;
+    return error_response(node, tenant, e);
 }
 
 http::Response acquire_refusal(const Node& node, const Acquired& a) {

@@ -430,8 +430,9 @@ class HoldingProxy {
 
 // INVARIANTS R22: a promotion waits, up to the drain's second, for the rest of a block part-way
 // in its socket, and applies it. Here a proxy passes the first 100 bytes of a 64 KB block and
-// holds the rest for 500 ms. Before, the drain stopped at the momentarily empty socket, and the
-// write the primary had answered was missing from the promoted copy.
+// holds the rest until the promotion has taken n2's follower off (it drains from then on). Before,
+// the drain stopped at the momentarily empty socket, and the write the primary had answered was
+// missing from the promoted copy.
 TEST_F(Replication, APromotionWaitsForTheRestOfABlockPartWayInItsSocket) {
     HoldingProxy proxy(n.port());
     auto r = n2.admin("POST", "/_admin/tenants/acme/follow",
@@ -443,7 +444,9 @@ TEST_F(Replication, APromotionWaitsForTheRestOfABlockPartWayInItsSocket) {
     ASSERT_EQ(n.query("put notes {title: $1}", "[\"" + big + "\"]").status, 200);
     ASSERT_TRUE(eventually([&] { return proxy.holding(); })) << "the block never reached the proxy";
     std::thread later([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        (void)eventually([&] {
+            return member(n2.admin("GET", "/_admin/tenants/acme").body, "following") == "null";
+        });
         proxy.release();
     });
     auto p = n2.admin("POST", "/_admin/tenants/acme/promote", "{\"lineage\":\"" + lineage + "\"}");
