@@ -276,6 +276,13 @@ public:
     Status sync();
     Status checkpoint();
     Status compact();
+    // Asks a rewrite in progress (a checkpoint's or a compaction's) to stop before its rename:
+    // it removes its side file and returns `cancelled`, the file as it was. For a tenant
+    // leaving service (deleted, or replaced by an install), whose file the rewrite would
+    // replace for nothing while holding the tenant. A no-op when none runs: the next rewrite
+    // starts afresh. Between steps of up to one image_docs record (~16 MiB), the side file's
+    // one write and its sync; a graph rebuild under the writer lock is not stopped.
+    void cancel_rewrite();
     Result<Image> image();
     // The file itself as the image, where it may stand for one (engine/file_image.cc): the
     // database frozen, a primary's, not latched, its graph records current (written now if
@@ -413,8 +420,11 @@ private:
     Snapshot snapshot_locked() const;
     void rebuild_retired_graphs_locked();
     uint64_t written_seq_locked(CollectionId collection) const;  // written_seq_'s, 0 if none
-    Result<std::vector<std::byte>> build_image(const Snapshot& snap) const;
+    // `stop`, where given, is asked between records: set, the build ends `cancelled`.
+    Result<std::vector<std::byte>> build_image(const Snapshot& snap,
+                                               const std::atomic<bool>* stop = nullptr) const;
     Status rewrite(bool compact);
+    Status cancelled_if_asked() const;  // `cancelled` once cancel_rewrite() was called
     // rewrite()'s steps after its snapshot (rewrite.cc).
     Result<std::unique_ptr<File>> write_side_file(const Snapshot& snap, const std::string& side,
                                                   uint64_t& image_bytes);
@@ -472,6 +482,7 @@ private:
     bool read_only_ = false;
     std::optional<uint64_t> torn_at_;  // a read-only open's tear, left in the file
     bool rewriting_ = false;
+    std::atomic<bool> rewrite_cancel_{false};  // cancel_rewrite(); cleared as a rewrite starts
     bool following_ = false;           // opened as Role::follower and not promoted since
     std::mutex promote_mu_;            // promote()'s check and its fork, one call at a time
     std::optional<History> pending_forks_;  // a primary's forks past this file's seq (apply.cc)

@@ -110,10 +110,10 @@ void append_collection_state(std::vector<std::byte>& out, CollectionId id, const
 
 // A collection's documents as image_docs records, one per ~16 MiB of bodies, null written into
 // the `dropped` slots. Bodies are copied from their segments straight into the record being
-// built, then once into the image.
-void append_image_docs(std::vector<std::byte>& out, CollectionId id,
+// built, then once into the image. False, with the records so far, once `stop` is set.
+bool append_image_docs(std::vector<std::byte>& out, CollectionId id,
                        const std::vector<std::pair<uint64_t, DocRef>>& docs,
-                       const std::vector<uint16_t>& dropped) {
+                       const std::vector<uint16_t>& dropped, const std::atomic<bool>* stop) {
     // One builder for every record of the collection: Clear() keeps its memory, so its ~16 MiB
     // are faulted in once, not once a record.
     uint64_t coll_bytes = 4096 + docs.size() * 12;
@@ -125,6 +125,7 @@ void append_image_docs(std::vector<std::byte>& out, CollectionId id,
     std::vector<std::vector<std::byte>> cleaned;  // bodies with dropped slots nulled
     size_t i = 0;
     while (i < docs.size()) {
+        if (stop && stop->load(std::memory_order_relaxed)) return false;
         ids.clear();
         ends.clear();
         cleaned.clear();
@@ -156,13 +157,15 @@ void append_image_docs(std::vector<std::byte>& out, CollectionId id,
         b.Finish(fb::CreateImageDocs(b, id.v, iv, ev, bv));
         format::append_record(out, format::Kind::image_docs, codec::body_of(b));
     }
+    return true;
 }
 
 }  // namespace
 
 // Writes the image into one buffer sized once: a prefix set aside for the header and the
 // checkpoint (which holds the length of what follows it), then the records, then the prefix.
-Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const {
+Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap,
+                                                     const std::atomic<bool>* stop) const {
     // The bytes the image will take, a little over: reserved once so no append reallocates (a
     // 69 MB image grown by doubling copied ~130 MB more and faulted in twice the pages).
     uint64_t estimate = 64 << 10;
@@ -180,7 +183,8 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
     append_history(out, snap.history);
     for (const Snapshot::Coll& c : snap.collections) {
         append_collection_state(out, c.id, c.name, c.schema, c.next_id, c.docs.size());
-        append_image_docs(out, c.id, c.docs, dropped_slots(c.schema));
+        if (!append_image_docs(out, c.id, c.docs, dropped_slots(c.schema), stop))
+            return cancelled_if_asked();
         for (const auto& [slot, graph] : c.graphs) {
             format::append_record(out, format::Kind::graph, graph);
         }
@@ -202,6 +206,14 @@ Result<std::vector<std::byte>> Database::build_image(const Snapshot& snap) const
     return out;
 }
 
+void Database::cancel_rewrite() { rewrite_cancel_.store(true, std::memory_order_relaxed); }
+
+Status Database::cancelled_if_asked() const {
+    if (!rewrite_cancel_.load(std::memory_order_relaxed)) return Status::ok();
+    return Status::error(Code::cancelled,
+                         "the rewrite was cancelled: the tenant is leaving service");
+}
+
 Status Database::rewrite(bool compact) {
     // 1. Under the writer lock: the snapshot.
     Snapshot snap;
@@ -212,6 +224,7 @@ Status Database::rewrite(bool compact) {
         if (read_only_) return Status::error(Code::read_only, "the tenant is open read-only");
         if (rewriting_) return Status::error(Code::busy, "a rewrite is already running");
         rewriting_ = true;
+        rewrite_cancel_.store(false, std::memory_order_relaxed);  // a cancel asked before: moot
         if (compact) rebuild_retired_graphs_locked();
         snap = snapshot_locked();
     }
@@ -240,23 +253,27 @@ Status Database::rewrite(bool compact) {
     return Status::ok();
 }
 
-// The image built and written to `side` and synced (a failed sync latches); on any failure the
-// side file is removed and the old file is untouched.
+// The image built and written to `side` and synced (a failed sync latches); on any failure,
+// and on a cancel (cancel_rewrite) between the steps, the side file is removed and the old file
+// is untouched.
 Result<std::unique_ptr<File>> Database::write_side_file(const Snapshot& snap,
                                                         const std::string& side,
                                                         uint64_t& image_bytes) {
-    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> image, build_image(snap));
+    FENEC_ASSIGN_OR_RETURN(std::vector<std::byte> image, build_image(snap, &rewrite_cancel_));
     peak_buffer_bytes_ = std::max<uint64_t>(peak_buffer_bytes_, image.size());
+    FENEC_RETURN_IF_ERROR(cancelled_if_asked());
     FENEC_ASSIGN_OR_RETURN(std::unique_ptr<File> out, fs_->open(side, OpenMode::create_truncate));
-    if (Status st = out->append(image); !st.is_ok()) {
+    auto discard = [&](Status st) {
         fs_->remove(side).ignore();
         return st;
-    }
+    };
+    if (Status st = out->append(image); !st.is_ok()) return discard(st);
+    if (Status st = cancelled_if_asked(); !st.is_ok()) return discard(st);
     if (Status st = out->sync(); !st.is_ok()) {
         latch(st);
-        fs_->remove(side).ignore();
-        return st;
+        return discard(st);
     }
+    if (Status st = cancelled_if_asked(); !st.is_ok()) return discard(st);
     image_bytes = image.size();
     return out;
 }
@@ -273,6 +290,7 @@ Status Database::replace_with_side_file_locked(const Snapshot& snap, const std::
     };
     if (auto f = failure())  // latched while the side file was written: nothing replaced
         return discard(Status::error(Code::latched, f->to_string(), f->detail()));
+    if (Status st = cancelled_if_asked(); !st.is_ok()) return discard(st);
     if (end > snap.file_end) {
         std::vector<std::byte> tail(end - snap.file_end);
         if (Status st = file_->read_at(snap.file_end, tail); !st.is_ok()) return discard(st);
@@ -282,6 +300,7 @@ Status Database::replace_with_side_file_locked(const Snapshot& snap, const std::
         latch(st);
         return discard(st);
     }
+    if (Status st = cancelled_if_asked(); !st.is_ok()) return discard(st);  // the last point
     if (Status st = fs_->lock(out); !st.is_ok()) return discard(st);
     // A failed rename leaves the old file whole: no latch.
     if (Status st = fs_->rename(side, path_, true); !st.is_ok()) return discard(st);

@@ -21,6 +21,8 @@ std::string_view code_name(Code c) {
         case Code::io_error: return "io_error";
         case Code::latched:
             return "latched";
+        case Code::cancelled:
+            return "cancelled";
     }
     return "unknown";
 }

@@ -31,6 +31,9 @@ enum class Code : uint8_t {
     // A write refused, nothing of it landed: an earlier write failed and latched the database
     // read-only until it is opened again (INVARIANTS I5). detail.err_no is that failure's.
     latched,
+    // A rewrite stopped on purpose before its rename (Database::cancel_rewrite: the tenant is
+    // leaving service): nothing was replaced, the file is as it was.
+    cancelled,
 };
 
 std::string_view code_name(Code);

@@ -48,6 +48,7 @@ Error engine_error(const engine::Status& st, const std::string& collection) {
             e.status_code = 503;
             break;
         case Code::busy:
+        case Code::cancelled:
             e.status_code = 409;
             break;
         case Code::corruption:

@@ -18,7 +18,8 @@ Compactor::Compactor(Registry& registry, obs::Registry& metrics, obs::LineLog* a
                          "tenant files compacted, by trigger and outcome", {"trigger", "outcome"});
     // At 0 from the start, so an alert on increase() sees the first (a series born at 1 does not).
     for (const char* trigger : {"auto", "statement"}) {
-        for (const char* outcome : {"ok", "failed"}) compactions_->with({trigger, outcome});
+        for (const char* outcome : {"ok", "failed", "cancelled"})
+            compactions_->with({trigger, outcome});
     }
     reclaimed_bytes_ = &metrics
                             .counter("fenec_compaction_reclaimed_bytes_total",
@@ -59,16 +60,24 @@ void Compactor::run() {
         std::shared_ptr<Tenant> t = registry_.compaction_candidate(
             options_.dead_share_min, options_.file_bytes_min,
             [this](const std::string& name) { return failed_until_ms_.contains(name); });
-        if (t && !compact(*t)) failed_until_ms_[t->name()] = now + options_.retry_after_failure_ms;
+        if (t && compact(*t) == Outcome::failed)
+            failed_until_ms_[t->name()] = now + options_.retry_after_failure_ms;
         checks_.fetch_add(1, std::memory_order_relaxed);
     }
 }
 
-bool Compactor::compact(Tenant& t) {
+Compactor::Outcome Compactor::outcome_of(std::optional<engine::Code> error) {
+    if (!error) return Outcome::ok;
+    return *error == engine::Code::cancelled ? Outcome::cancelled : Outcome::failed;
+}
+
+Compactor::Outcome Compactor::compact(Tenant& t) {
     const uint64_t before = t.db().usage().file_bytes;
     const engine::Status st = t.db().compact();
     const uint64_t after = st.is_ok() ? t.db().usage().file_bytes : before;
-    count("auto", st.is_ok(), before, after);
+    const Outcome outcome =
+        outcome_of(st.is_ok() ? std::nullopt : std::optional<engine::Code>(st.code()));
+    count("auto", outcome, before, after);
     if (st.is_ok()) t.refresh_memory();
     if (audit_) {
         obs::AuditLine line;
@@ -81,16 +90,22 @@ bool Compactor::compact(Tenant& t) {
                        {"status", st.is_ok() ? "ok" : st.to_string()}};
         audit_->write(obs::audit_line(line));
     }
-    return st.is_ok();
+    return outcome;
 }
 
-void Compactor::count_statement(bool ok, uint64_t before_bytes, uint64_t after_bytes) {
-    count("statement", ok, before_bytes, after_bytes);
+void Compactor::count_statement(std::optional<engine::Code> error, uint64_t before_bytes,
+                                uint64_t after_bytes) {
+    count("statement", outcome_of(error), before_bytes, after_bytes);
 }
 
-void Compactor::count(const char* trigger, bool ok, uint64_t before_bytes, uint64_t after_bytes) {
-    compactions_->with({trigger, ok ? "ok" : "failed"}).inc();
-    if (ok && after_bytes < before_bytes) reclaimed_bytes_->inc(before_bytes - after_bytes);
+void Compactor::count(const char* trigger, Outcome outcome, uint64_t before_bytes,
+                      uint64_t after_bytes) {
+    const char* name = outcome == Outcome::ok          ? "ok"
+                       : outcome == Outcome::cancelled ? "cancelled"
+                                                       : "failed";
+    compactions_->with({trigger, name}).inc();
+    if (outcome == Outcome::ok && after_bytes < before_bytes)
+        reclaimed_bytes_->inc(before_bytes - after_bytes);
 }
 
 }  // namespace fenec::node

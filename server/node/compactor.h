@@ -18,9 +18,11 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "engine/status.h"
 #include "server/obs/metrics.h"
 
 namespace fenec::obs {
@@ -56,14 +58,20 @@ class Compactor {
     // Stops the thread after the compaction in progress, if any, ends. Idempotent.
     void stop();
 
-    // A `compact` statement's outcome, counted beside the background's (trigger="statement").
-    void count_statement(bool ok, uint64_t before_bytes, uint64_t after_bytes);
+    // A `compact` statement's outcome, counted beside the background's (trigger="statement"):
+    // `error` its engine code, nullopt when it succeeded.
+    void count_statement(std::optional<engine::Code> error, uint64_t before_bytes,
+                         uint64_t after_bytes);
 
   private:
+    // A rewrite cancelled (its tenant left service: a delete, an install) is no failure: the
+    // tenant is not set aside for retry_after_failure_ms.
+    enum class Outcome { ok, failed, cancelled };
+    static Outcome outcome_of(std::optional<engine::Code> error);
     void run();
-    // Compacts `t` now: counted, audited; returns whether the rewrite succeeded.
-    bool compact(Tenant& t);
-    void count(const char* trigger, bool ok, uint64_t before_bytes, uint64_t after_bytes);
+    // Compacts `t` now: counted, audited.
+    Outcome compact(Tenant& t);
+    void count(const char* trigger, Outcome outcome, uint64_t before_bytes, uint64_t after_bytes);
 
     Registry& registry_;
     obs::LineLog* audit_;

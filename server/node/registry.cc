@@ -516,6 +516,8 @@ Registry::TakenOut Registry::take_out(std::string_view name, int64_t wait_ms,
                             nullptr, nullptr};
         }
         if (now - asked_ms >= leave_repeat_ms) {
+            // A compaction or checkpoint holding it would only replace a file that is leaving.
+            tenant->db().cancel_rewrite();
             if (leave) leave(*tenant);
             asked_ms = now;
         }

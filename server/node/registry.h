@@ -266,8 +266,10 @@ public:
     // Takes `name` out of service (OutOfService above), whether a file is there or not. If it is
     // open: it is marked leaving and `leave` is called with it (end its streams, wake its held
     // requests so they answer), again every leave_repeat_ms, until the registry holds the only
-    // reference; then it is closed. Past `wait_ms` with references left → in_use, the tenant
-    // still open and served. Another holder already has it out → busy. Blocks: call from a
+    // reference; then it is closed. A rewrite of its file in progress (a compaction, a
+    // checkpoint) is cancelled each time too (engine::Database::cancel_rewrite), so it lets go
+    // within a step rather than at its end. Past `wait_ms` with references left → in_use, the
+    // tenant still open and served. Another holder already has it out → busy. Blocks: call from a
     // worker.
     TakenOut take_out(std::string_view name, int64_t wait_ms,
                       const std::function<void(Tenant&)>& leave);

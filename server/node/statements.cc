@@ -119,7 +119,8 @@ void count_statements(Node& node, const Statements& s) {
 // A client's `compact`, counted beside the background's (compactor.h); `before`: the file's
 // bytes before it ran.
 void count_compact(Node& node, Tenant& t, uint64_t before, const ql::BlockOutcome& o) {
-    node.compactor().count_statement(!o.error, before, o.error ? before : t.db().usage().file_bytes);
+    node.compactor().count_statement(o.error ? o.error->engine_code : std::nullopt, before,
+                                     o.error ? before : t.db().usage().file_bytes);
 }
 
 // A batch holding `compact` runs each statement alone, stopping at the first failure (§5.2).

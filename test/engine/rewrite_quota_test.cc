@@ -310,6 +310,41 @@ TEST(RewriteCrash, FailedRenameKeepsTheOldFileWithoutLatching) {
     EXPECT_EQ(dump(*db), live);
 }
 
+// A tenant leaving service (a delete) cancels the compaction holding it: the rewrite stops at
+// its next step, removes its side file and leaves the old file whole, with nothing latched; the
+// next compaction is not cancelled by the old request.
+TEST(RewriteCancel, ACancelledCompactionLeavesTheOldFileAndNoSideFile) {
+    EngineEnv env;
+    Prepared p = prepare(env);
+    ASSERT_NE(p.db, nullptr);
+    const uint64_t renames = env.fs.renames();
+    env.fs.stall_syncs(true);
+    Status compacted;
+    std::thread compactor([&] { compacted = p.db->compact(); });
+    ASSERT_TRUE(env.fs.wait_for_stalled_syncs(1, std::chrono::seconds(10)))
+        << "the side file's sync";
+    p.db->cancel_rewrite();
+    env.fs.release_syncs();
+    compactor.join();
+    ASSERT_FALSE(compacted.is_ok());
+    EXPECT_EQ(compacted.code(), Code::cancelled) << why(compacted);
+    EXPECT_EQ(env.fs.renames(), renames) << "nothing renamed over the file";
+    EXPECT_TRUE(env.fs.contents(kPath) == p.bytes) << "the old file is whole";
+    EXPECT_FALSE(env.fs.has(kSide)) << "the side file is removed";
+    EXPECT_FALSE(p.db->failure().has_value()) << "a cancel does not latch";
+    EXPECT_EQ(dump(*p.db), p.dump);
+    EXPECT_GT(p.db->usage().dead_bytes, 0u) << "nothing was reclaimed";
+    // Writes go on, and the next compaction runs to its end.
+    land(*p.db,
+         [&](Block& b) { ASSERT_OK(b.insert(*b.find("items"), std::nullopt, item(1, "later"))); });
+    ASSERT_OK(p.db->compact());
+    EXPECT_EQ(p.db->usage().dead_bytes, 0u);
+    const std::string live = dump(*p.db);
+    p.db = reopen(env, std::move(p.db));
+    ASSERT_NE(p.db, nullptr);
+    EXPECT_EQ(dump(*p.db), live);
+}
+
 TEST(RewriteCrash, FailedSideFileSyncLatchesAndKeepsTheOldFile) {
     for (int nth : {1, 2}) {  // the side file's fsync after the image, then after the tail
         SCOPED_TRACE("failing sync " + std::to_string(nth));

@@ -532,6 +532,44 @@ TEST_F(FaultFsNode, ABackgroundCompactionThatFailsLeavesTheTenantServed) {
     EXPECT_TRUE(has(count.body, "51")) << count.body;
 }
 
+// A delete of a tenant a background compaction holds cancels the compaction (engine::Database::
+// cancel_rewrite): the delete goes through as soon as the rewrite's step in progress (here its
+// side file's fsync, held back) ends, the rewrite renames nothing over the file and leaves no
+// side file, and it is counted `cancelled`, not ok and not failed. Before, the compaction ran to
+// its end while the delete waited, and a delete past 5 s of it was refused 409.
+TEST_F(FaultFsNode, ADeleteCancelsTheCompactionHoldingItsTenant) {
+    options_ = [](node::NodeOptions& o) {
+        o.compact_dead = 0.3;
+        o.compact_min_mib = 0;
+    };
+    start();
+    create("acme");
+    const std::string pad(400, 'x');
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(put("acme", pad + std::to_string(i)).status, 200);
+    const uint64_t renames = fs_.renames();
+    // The set makes most of the file dead; its fsync is done once it is answered, so the next
+    // sync held back is the compaction's (the compactor looks once a second).
+    auto set = call("POST", "/t/acme/query",
+                    R"J({"query":"set notes {title: \"u\"} where title != \"\""})J");
+    ASSERT_EQ(set.status, 200) << set.body;
+    fs_.stall_syncs(true);
+    ASSERT_TRUE(fs_.wait_for_stalled_syncs(1, std::chrono::seconds(10))) << "no compaction began";
+    ASSERT_TRUE(fs_.has(dir_ + "/acme.fenec.rewrite")) << "the stalled sync is the side file's";
+    int deleted = 0;
+    std::thread del([&] { deleted = call("DELETE", "/_admin/tenants/acme").status; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the delete has asked
+    fs_.release_syncs();
+    del.join();
+    EXPECT_EQ(deleted, 204);
+    std::string m = call("GET", "/_metrics").body;
+    EXPECT_TRUE(has(m, R"(fenec_compactions_total{trigger="auto",outcome="cancelled"} 1)")) << m;
+    EXPECT_TRUE(has(m, R"(fenec_compactions_total{trigger="auto",outcome="ok"} 0)")) << m;
+    EXPECT_TRUE(has(m, R"(fenec_compactions_total{trigger="auto",outcome="failed"} 0)")) << m;
+    EXPECT_EQ(fs_.renames(), renames + 1) << "the delete's own rename to the trash, nothing else";
+    EXPECT_FALSE(fs_.has(dir_ + "/acme.fenec.rewrite")) << "the side file is removed";
+    EXPECT_FALSE(fs_.has(dir_ + "/acme.fenec"));
+}
+
 // The `id` of the last `seed` or `change` event in `bytes`; empty if none.
 std::string last_event_id(const std::string& bytes) {
     std::string id;
