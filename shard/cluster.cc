@@ -80,9 +80,15 @@ engine::Status Cluster::put_lease_record(const LeaseRecord& record) {
 
 void Cluster::wait_for_standbys(int64_t bound_ms) { router_.standby().wait_for_standbys(bound_ms); }
 
+bool Cluster::superseded() const { return router_.is_superseded(); }
+
 void Cluster::lapsed(const std::string& node) {
-    // Promoted over (Router::superseded): no failover, the judge's marks undone as after one.
-    if (router_.is_superseded()) return failover_ended(node);
+    // Promoted over (Router::superseded) since the judge looked: no failover, and the node is
+    // not counted failed over (its gauge back to 0).
+    if (router_.is_superseded()) {
+        if (leases_) leases_->lapse_undone(node);
+        return;
+    }
     failover_->lapsed(node);
 }
 

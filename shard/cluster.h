@@ -54,6 +54,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     engine::Status put_lease_record(const LeaseRecord& record) override;
     void wait_for_standbys(int64_t bound_ms) override;
     void lapsed(const std::string& node) override;
+    bool superseded() const override;
     void answered(const std::string& node, bool returned) override;
     bool claim(const std::string& tenant, std::string_view what) override;
     void release(const std::string& tenant) override;

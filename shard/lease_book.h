@@ -103,6 +103,7 @@ class LeaseBook {
 
     // A failover took the node's tenants: the gauge reads 1 until it answers again (§9.11).
     void mark_failed_over() { failed_over_ = true; }
+    void clear_failed_over() { failed_over_ = false; }  // a lapse no failover followed
     bool failed_over() const { return failed_over_; }
 
     bool out() const { return out_.has_value(); }

@@ -52,6 +52,9 @@ struct Leases::Node {
     // (this router stopped, or the thread starved): the node is judged again only once that
     // grant has come back or been given up on (overdue_locked). 0: no such grant out.
     int64_t late_sent_ns = 0;
+    // The lapse in progress (failing_over) was the node's first since it last answered, which
+    // marked it failed over; false for a retry of a failover that ran (lapse_undone keeps that).
+    bool lapse_marked = false;
     obs::Gauge* age = nullptr;
     obs::Gauge* failed_over = nullptr;
 };
@@ -398,6 +401,7 @@ bool Leases::overdue_locked(const Node& n, int64_t now_ns) const {
 
 bool Leases::judge_locked(Node& n, int64_t now_ns) {
     if (overdue_locked(n, now_ns)) return false;
+    if (host_.superseded()) return false;  // it fails nothing over: nothing lapses for it
     if (n.book.failed_over()) {
         // Judged again only for a failover that left tenants there, once its retry is due, and
         // under the same test as the first time: the node has certainly lapsed.
@@ -409,12 +413,14 @@ bool Leases::judge_locked(Node& n, int64_t now_ns) {
                                       [&](const auto& t) { return t.second.node == n.name; });
         if (!left) return false;
         n.failing_over = true;
+        n.lapse_marked = false;
         return true;
     }
     if (!n.book.lapsed(now_ns, lease_ms_ * ns_per_ms, record_ms_ * ns_per_ms)) return false;
     n.book.mark_failed_over();
     n.failed_over->set(1);
     n.failing_over = true;
+    n.lapse_marked = true;
     return true;
 }
 
@@ -431,6 +437,22 @@ void Leases::failover_ended(const std::string& node) {
         n.retry_at_ns = clock_.steady_ns() + n.retry_after_ms * ns_per_ms;
     }
     it->second->cv.notify_all();
+}
+
+void Leases::lapse_undone(const std::string& node) {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || !it->second->failing_over) return;
+    Node& n = *it->second;
+    n.failing_over = false;
+    // A retry of a failover that ran leaves it failed over (it was), and is tried no more.
+    if (n.lapse_marked) {
+        n.book.clear_failed_over();
+        n.failed_over->set(0);
+    }
+    n.retry_at_ns = 0;
+    n.retry_after_ms = 0;
+    n.cv.notify_all();
 }
 
 void Leases::count(const std::string& node, std::string_view outcome) {

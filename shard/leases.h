@@ -59,6 +59,9 @@ class LeaseHost {
     virtual void wait_for_standbys(int64_t bound_ms) = 0;
     // The node's lease has certainly lapsed: fail it over (on a worker; do not block).
     virtual void lapsed(const std::string& node) = 0;
+    // This router was promoted over (Router::superseded): it fails nothing over, so no node is
+    // judged lapsed (nor marked failed over) from then on.
+    virtual bool superseded() const { return false; }
     // The node answered a grant: `returned` when it is its first counted answer since a failover
     // (§9.11: a repair has its stale copies follow the new primaries).
     virtual void answered(const std::string& node, bool returned) = 0;
@@ -114,6 +117,11 @@ class Leases {
     // after a lease (doubling to a minute on each failover that ends so): where tenants are left
     // there (a promotion that failed) and it has certainly lapsed, its failover runs again.
     void failover_ended(const std::string& node);
+    // The lapse of `node` was judged by a router promoted over before it could act on it
+    // (LeaseHost::superseded turned true in between): no failover ran, so the node is not
+    // failed over. Its mark and gauge are undone (a retry's, of a failover that ran, kept) and no
+    // retry is due.
+    void lapse_undone(const std::string& node);
     // §9.3: a tenant waiting for another operation while its node is failed over is named by
     // none of that node's grants meanwhile.
     void withhold(const std::string& node, const std::string& tenant);

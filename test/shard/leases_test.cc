@@ -116,6 +116,8 @@ class FakeHost final : public LeaseHost {
         return engine::Status::ok();
     }
     void wait_for_standbys(int64_t) override {}
+    bool superseded() const override { return superseded_.load(); }
+    void set_superseded() { superseded_ = true; }
     void lapsed(const std::string& node) override {
         std::lock_guard lock(mu_);
         lapsed_.push_back({node, clock_.steady_ns(), last_answer_ns_[node]});
@@ -187,6 +189,7 @@ class FakeHost final : public LeaseHost {
     std::vector<Lapse> lapsed_;
     std::vector<int64_t> records_;
     bool record_after_grant_ = false;
+    std::atomic<bool> superseded_{false};
     std::vector<std::string> notes_;
     std::vector<std::string> returned_;
     std::map<std::string, size_t> answers_;
@@ -458,6 +461,35 @@ TEST(Leases, ANodeBackFromAFailoverIsReturnedOnce) {
     f.leases->stop();
     EXPECT_EQ(f.host.returned(), std::vector<std::string>{"n1"});
     EXPECT_FALSE(f.leases->view("n1")->failed_over);
+}
+
+// A router promoted over after its judge found n1 lapsed, before the failover began
+// (Cluster::lapsed): no failover runs, so n1 is not failed over (the gauge an alert watches back
+// to 0), and from then on no node is judged lapsed, n1 again or n2 gone silent.
+TEST(Leases, ALapseARouterPromotedOverNeverActedOnIsUndoneAndNoneFollows) {
+    Fixture f;
+    f.host.add_node("n1", Mode::ran);
+    f.host.add_node("n2", Mode::ran);
+    f.host.add_tenant("acme", "n1");
+    f.start();
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n2").size() >= 2; }));
+    f.host.set_mode("n1", Mode::silent);
+    ASSERT_TRUE(eventually([&] { return !f.host.lapses().empty(); }));
+    EXPECT_TRUE(f.leases->view("n1")->failed_over);
+    EXPECT_NE(f.metrics.render().find("fenec_router_node_failed_over{node=\"n1\"} 1"),
+              std::string::npos);
+    f.host.set_superseded();
+    f.leases->lapse_undone("n1");
+    EXPECT_FALSE(f.leases->view("n1")->failed_over);
+    EXPECT_NE(f.metrics.render().find("fenec_router_node_failed_over{node=\"n1\"} 0"),
+              std::string::npos)
+        << f.metrics.render();
+    f.host.set_mode("n2", Mode::silent);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * lease_ms));  // past both lapses
+    f.leases->stop();
+    EXPECT_EQ(f.host.lapses().size(), 1u) << "neither n1 again nor n2";
+    EXPECT_FALSE(f.leases->view("n1")->failed_over);
+    EXPECT_FALSE(f.leases->view("n2")->failed_over);
 }
 
 // A node judged lapsed and heard again while its failover runs takes no lease for its tenants:
