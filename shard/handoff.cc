@@ -886,6 +886,7 @@ bool Handoffs::ask_home(const std::string& tenant, std::string_view from) {
 void Handoffs::settle_moving() {
     // Its primary's to settle, or the router's promoted over it.
     if (router_.standby().following() || router_.is_superseded()) return;
+    settle_moves_left(router_);  // moves within this directory a promotion left for their target
     std::vector<std::string> left;
     for (const auto& [name, t] : router_.directory().maps()->tenants) {
         if (t.state == "moving" && home_region(t.moving_to)) left.push_back(name);
@@ -910,7 +911,7 @@ void Handoffs::settle_moving() {
         const auto maps = router_.directory().maps();
         const auto t = maps->tenants.find(tenant);
         if (t == maps->tenants.end() || t->second.state != "moving" || in_flight()) continue;
-        settle_move(router_, tenant, t->second);  // thawed, and its row put back once it is
+        settle_move(router_, tenant, t->second, MoveRows::own);  // thawed, its row put back
         // Its node did not answer the thaw: the pass ends here rather than wait out a timeout a
         // tenant on this thread, which also lapses exports (Handoffs::run).
         const auto now = router_.directory().maps();

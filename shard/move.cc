@@ -503,27 +503,64 @@ std::optional<std::string> finished_there(Router& router, const std::string& nam
            "; the frozen copy on `" + t.node + "` is left frozen and unrouted";
 }
 
+constexpr std::chrono::seconds settle_ask_bound{1};
+
 // A move within this directory left `moving`: where its target holds the tenant unfrozen, on the
 // source's history and further on than the source (or alone), the flip went through under a router
 // before this one (a standby promoted that had not been sent it) and writes were acknowledged
-// there; thawing the source would lose them. The row is then pointed at the target. nullopt:
-// nothing shows it, go on and thaw the source (a target at the source's seq took no write: either
-// copy will do).
+// there; thawing the source would lose them. The row is then pointed at the target, as it is where
+// the target is silent and the source has the tenant no more (it is deleted only after the flip)
+// on rows inherited through a promotion; a target that does not answer there otherwise: left
+// moving, the source frozen, asked again each settling round. nullopt: nothing shows it, go on and
+// thaw the source (a target at the source's seq took no write: either copy will do; on the router's
+// own rows a silent target took none, the flip being written here first).
 std::optional<std::string> went_through_here(Router& router, const std::string& name,
-                                             const TenantRow& t, const DirectoryMaps& maps) {
+                                             const TenantRow& t, const DirectoryMaps& maps,
+                                             MoveRows rows) {
     if (home_region(t.moving_to)) return std::nullopt;
     const auto from = maps.nodes.find(t.node);
     const auto to = maps.nodes.find(t.moving_to);
     if (to == maps.nodes.end()) return std::nullopt;
-    // What a node says of its copy, or nullopt where it did not say.
+    // What a node says of its copy, or nullopt where it did not say within settle_ask_bound (a
+    // promotion, a start or a settling round waits for no timeout per tenant).
     auto ask = [&](const NodeRow& node) -> std::optional<DescribeReply> {
         DescribeReply r =
-            router.node_calls().describe(node, name, router.new_request_id(std::nullopt));
+            router.node_calls().describe(node, name, router.new_request_id(std::nullopt),
+                                         std::chrono::steady_clock::now() + settle_ask_bound);
         if (!r.read) return std::nullopt;
         return r;
     };
+    auto routed_to_target = [&](const std::string& why) {
+        TenantRow moved = t;
+        moved.node = t.moving_to;
+        moved.state = "active";
+        moved.moving_to.clear();
+        engine::Status st = router.directory().put_tenant(moved);
+        // At a start or a promotion leasing begins after and grants from this row; in a later
+        // settling round it runs: both nodes are granted their new lists now.
+        if (Cluster* cluster = router.cluster_if_made(); cluster && st.is_ok()) {
+            cluster->changed(t.moving_to);
+            cluster->changed(t.node);
+        }
+        return why + ": the flip went through" +
+               (st.is_ok() ? "; routed to `" + t.moving_to + "`"
+                           : ", but the row was not written: " + st.to_string());
+    };
     const std::optional<DescribeReply> there = ask(to->second);
-    if (!there || !there->found || there->frozen) return std::nullopt;
+    if (!there) {
+        if (rows == MoveRows::own) return std::nullopt;
+        std::optional<DescribeReply> source;
+        if (from != maps.nodes.end()) source = ask(from->second);
+        if (source && !source->found) {
+            return routed_to_target("`" + t.moving_to + "` did not answer and the source has it " +
+                                    "no more (deleted after a flip)");
+        }
+        router.keep_settling_move(name);
+        return "`" + t.moving_to + "` did not answer, and the old primary may have flipped the " +
+               "move and had writes taken there: left moving, the source frozen; asked again " +
+               "each settling round";
+    }
+    if (!there->found || there->frozen) return std::nullopt;
     std::optional<DescribeReply> source;
     if (from != maps.nodes.end()) source = ask(from->second);
     if (!source) return std::nullopt;  // not said: the source's thaw below, as before
@@ -533,18 +570,11 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
         !source->found || (source->lineage == there->lineage && source->history == there->history &&
                            there->seq > source->seq);
     if (!ahead) return std::nullopt;
-    TenantRow moved = t;
-    moved.node = t.moving_to;
-    moved.state = "active";
-    moved.moving_to.clear();
-    // As finished_there: no grant is changed here; leasing, begun after, grants from this row.
-    engine::Status st = router.directory().put_tenant(moved);
-    return "`" + t.moving_to + "` has it at seq " + std::to_string(there->seq) + ", " +
-           (source->found ? "past the source's " + std::to_string(source->seq)
-                          : std::string("the source none")) +
-           ": the flip went through, writes landed there" +
-           (st.is_ok() ? "; routed to `" + t.moving_to + "`"
-                       : ", but the row was not written: " + st.to_string()) +
+    return routed_to_target("`" + t.moving_to + "` has it at seq " + std::to_string(there->seq) +
+                            ", " +
+                            (source->found ? "past the source's " + std::to_string(source->seq)
+                                           : std::string("the source none")) +
+                            ", writes landed there") +
            (source->found ? "; the frozen copy on `" + t.node + "` is left frozen and unrouted"
                           : "");
 }
@@ -585,11 +615,11 @@ std::optional<std::string> homed_elsewhere(Router& router, const std::string& na
 
 }  // namespace
 
-void settle_move(Router& router, const std::string& name, const TenantRow& t) {
+void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows) {
     auto maps = router.directory().maps();
     std::optional<std::string> decided = homed_elsewhere(router, name, t);
     if (!decided) decided = finished_there(router, name, t, *maps);
-    if (!decided) decided = went_through_here(router, name, t, *maps);
+    if (!decided) decided = went_through_here(router, name, t, *maps, rows);
     if (decided) {
         log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
                  "` by a stopped move: " + *decided);
@@ -635,14 +665,33 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t) {
                                        : "; move it again to finish"));
 }
 
-void settle_moves(Router& router) {
+void settle_moves_left(Router& router) {
+    // Each target is asked for a second at most (went_through_here), so a silent one holds the
+    // settling thread (which also lapses exports) that long a round.
+    for (const std::string& name : router.take_moves_to_settle()) {
+        TenantClaim claim(router, name, "settle");
+        if (!claim.held) {  // an operation on it (a move again): looked at next round
+            router.keep_settling_move(name);
+            continue;
+        }
+        const auto maps = router.directory().maps();
+        const auto it = maps->tenants.find(name);
+        if (it == maps->tenants.end() || it->second.state != "moving" ||
+            home_region(it->second.moving_to)) {
+            continue;  // moved, deleted or settled meanwhile
+        }
+        settle_move(router, name, it->second, MoveRows::inherited);
+    }
+}
+
+void settle_moves(Router& router, MoveRows rows) {
     auto maps = router.directory().maps();
     for (const auto& [name, t] : maps->tenants) {
         // On a region's router a row moving to another region is settled by asking the global
         // router (homed_elsewhere), which could hold a start or a promotion for a timeout a
         // row: the settling does it once the router is up (Handoffs::settle_moving).
         if (router.options().region && home_region(t.moving_to)) continue;
-        if (t.state == "moving") settle_move(router, name, t);
+        if (t.state == "moving") settle_move(router, name, t, rows);
     }
 }
 

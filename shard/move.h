@@ -31,14 +31,30 @@ namespace fenec::shard {
 http::Response serve_move(Router& router, const server::Request& request,
                           const Router::Answering& a, const std::string& tenant);
 
+// Whose rows a settling reads. `own`: a directory only ever led by this router's line of
+// starts (a start with term 0): a row still `moving` there was never flipped, since the flip is
+// written, synced, before the target is granted anything. `inherited`: a standby's copy as it is
+// promoted, or any directory promoted once (term above 0), whose rows may have been marked by an
+// old primary that flipped a move and had writes acknowledged on its target while the copy was
+// behind (§7.2 step 10 waits for the standbys a second at most): the target is asked.
+enum class MoveRows { own, inherited };
+
 // §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed, so it
 // takes writes where it is; it stays `moving` (and routed to the source) until moved again, but
 // for a move to another region's directory (`@<r>`), whose release never ran: its row goes back
 // `active`, which the target region's router reads to delete its import. One stderr line each.
-// Never fails the start: a source that does not answer is logged.
-void settle_moves(Router& router);
-// One such tenant, `t` its row: also the global router's settling, every period, of a row still
-// `moving` to `@<r>` with no move holding it (its source did not answer the thaw at start).
-void settle_move(Router& router, const std::string& name, const TenantRow& t);
+// Never fails the start: a source that does not answer is logged. A move within the directory
+// whose target holds the tenant past its source (or whose source is gone, deleted after the flip)
+// went through: routed to the target. An inherited one whose target does not answer is left
+// frozen on its source, and settled again each round until it does (Router::keep_settling_move).
+void settle_moves(Router& router, MoveRows rows);
+// One such tenant, `t` its row: also the settling, every period, of a row still `moving` to
+// `@<r>` with no move holding it (its source did not answer the thaw at start), and of an
+// inherited one left for its silent target.
+void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows);
+// The inherited moves left for their silent target, settled again, each under its claim (one an
+// operation holds is kept for the next round): the settling thread's, each round, on a router
+// that leads.
+void settle_moves_left(Router& router);
 
 }  // namespace fenec::shard

@@ -399,9 +399,11 @@ NodeAnswer NodeCalls::get_quota(const NodeRow& node, std::string_view tenant,
 }
 
 DescribeReply NodeCalls::describe(const NodeRow& node, std::string_view tenant,
-                                  std::string_view request_id) {
+                                  std::string_view request_id,
+                                  std::chrono::steady_clock::time_point deadline) {
     DescribeReply r;
-    static_cast<NodeAnswer&>(r) = exchange(node, "GET", tenant_path(tenant), "", true, request_id);
+    static_cast<NodeAnswer&>(r) =
+        exchange(node, "GET", tenant_path(tenant), "", true, request_id, deadline);
     node_answers::read_describe(r);
     return r;
 }

@@ -159,9 +159,11 @@ class NodeCalls {
                          const std::optional<Quota>& quota, std::string_view request_id);
     // `GET /_admin/tenants/<t>/quota`: limits and usage, in `body`.
     NodeAnswer get_quota(const NodeRow& node, std::string_view tenant, std::string_view request_id);
-    // `GET /_admin/tenants/<t>`.
+    // `GET /_admin/tenants/<t>`, within `deadline` where one is given (else --upstream-timeout).
     DescribeReply describe(const NodeRow& node, std::string_view tenant,
-                           std::string_view request_id);
+                           std::string_view request_id,
+                           std::chrono::steady_clock::time_point deadline =
+                               std::chrono::steady_clock::time_point::max());
     // `GET /_admin/lease`, the whole call within `deadline`.
     LeaseHolderReply lease_holder(const NodeRow& node, std::string_view request_id,
                                   std::chrono::steady_clock::time_point deadline);

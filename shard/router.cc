@@ -365,7 +365,9 @@ std::string Router::open_parts() {
     // nothing until it is promoted.
     if (!standby_->following()) {
         if (std::string over = standby_->superseded_at_nodes(); !over.empty()) return over;
-        settle_moves(*this);
+        // A directory once promoted (term above 0) may hold rows its old primary marked and
+        // flipped before this copy was sent the flip, unsettled still: they are inherited.
+        settle_moves(*this, directory_->maps()->term > 0 ? MoveRows::inherited : MoveRows::own);
     }
     // Leasing and failover (shard/cluster.h): a primary leases once bound (§2.3 step 5, below), a
     // standby once promoted, every node counted as answered then (§9.4); a standby cuts what it
@@ -570,6 +572,18 @@ std::string Router::held_by(const std::string& tenant) {
     std::lock_guard lock(claims_mu_);
     auto it = claims_.find(tenant);
     return it == claims_.end() ? "" : it->second;
+}
+
+void Router::keep_settling_move(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    moves_to_settle_.insert(tenant);
+}
+
+std::vector<std::string> Router::take_moves_to_settle() {
+    std::lock_guard lock(claims_mu_);
+    std::vector<std::string> out(moves_to_settle_.begin(), moves_to_settle_.end());
+    moves_to_settle_.clear();
+    return out;
 }
 
 void Router::release(const std::string& tenant) {

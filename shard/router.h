@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -135,6 +136,12 @@ class Router final : public server::Handler {
                      uint64_t bound_ms);
     void release(const std::string& tenant);
     std::string held_by(const std::string& tenant);
+    // Moves inherited `moving` through a promotion whose target did not say whether it took
+    // writes (shard/move.h, settle_move): left frozen on their source, settled again each round
+    // by the settling thread (TwoLevel::settle, Handoffs::settle_moving). take_moves_to_settle
+    // empties the set: settle_move keeps those it leaves again.
+    void keep_settling_move(const std::string& tenant);
+    std::vector<std::string> take_moves_to_settle();
 
     struct Metrics {
         obs::CounterFamily* requests = nullptr;
@@ -197,6 +204,7 @@ class Router final : public server::Handler {
     void cut(const std::string& tenant, const std::string& from);
     // Leasing and failover (shard/cluster.h), made in prepare().
     Cluster& cluster() { return *cluster_; }
+    Cluster* cluster_if_made() { return cluster_.get(); }  // null in prepare() before it is
     // A node's bytes on disk for placing a tenant (shard/placement.h): its `GET /_admin/hello`,
     // nullopt when it does not answer. A node this router's leases failed over (lapsed, not back)
     // is not asked: it is not a place for a tenant, and asking it would hold the create or move
@@ -259,6 +267,7 @@ class Router final : public server::Handler {
     std::mutex claims_mu_;
     std::condition_variable claims_released_;    // under claims_mu_: a claim let go
     std::map<std::string, std::string> claims_;  // tenant → what holds it
+    std::set<std::string> moves_to_settle_;      // under claims_mu_
 
     // Copies and quotas through the router (router.md §6.4, §8): the admin calls to nodes
     // (shard/node_calls.h) and the copies with their worker (shard/copies.h). Made in prepare()

@@ -700,7 +700,9 @@ http::Response Standby::promote(const server::Request& request, const Router::An
     }
     log_line("promoted: term " + std::to_string(p->term) + ", history " + p->history +
              " (followed " + primary_ + ")");
-    settle_moves(router_);  // §7.3: sources of moves left behind thawed, as a primary's start
+    // §7.3: sources of moves left behind thawed, as a primary's start, but for rows inherited:
+    // the old primary may have flipped one this copy was never sent.
+    settle_moves(router_, MoveRows::inherited);
     if (on_leading_) on_leading_();
     http::Response r;
     json::Writer w(r.body);

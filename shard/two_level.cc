@@ -386,8 +386,9 @@ void TwoLevel::settle() {
             !home_region(it->second.moving_to)) {
             continue;
         }
-        settle_move(router_, tenant, it->second);
+        settle_move(router_, tenant, it->second, MoveRows::own);
     }
+    settle_moves_left(router_);
 }
 
 void TwoLevel::start() {

@@ -96,5 +96,59 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipRoutesToTheTargetThatTookWrit
     EXPECT_EQ(read.body, R"({"count":2})") << read.status;
 }
 
+// As above, with the target n2 stopped when S is promoted: S cannot learn whether the flip went
+// through, so it leaves the tenant frozen on n1 (a write is refused, none taken there that the
+// target's acknowledged one would contradict) and asks again each settling round; once n2 answers
+// it routes there, the write R acknowledged on n2 kept. Before, S thawed n1 and routed there,
+// and the write acknowledged on n2 was gone.
+TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
+    const std::string t = tenant("silent");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"before"})").status, 201);
+    ::setenv("FENEC_TEST_FEED_STALL", "2000", 1);
+    ::setenv("FENEC_TEST_MOVE_STALL", "flipped:60000", 1);
+    start_router({"--replication-token", kReplication});
+    ::unsetenv("FENEC_TEST_FEED_STALL");
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    ::setenv("FENEC_TEST_SETTLE_MS", "300", 1);
+    start_standby();
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
+    auto move = std::async(std::launch::async, [&] {
+        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000));
+    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+    ASSERT_TRUE(eventually(
+        [&] { return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving"; },
+        8000));
+    router_->signal(SIGKILL);
+    (void)move.get();
+    nodes_->procs[1]->signal(SIGSTOP);  // n2 lost as S is promoted (TearDown continues it)
+    const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
+    ASSERT_EQ(p.status, 200) << p.body;
+    Reply row = on_s("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;
+    EXPECT_EQ(Json(row.body).text("state"), "moving") << row.body;
+    Client c(standby_->port());
+    const Reply refused =
+        c.request("POST", "/t/" + t + "/c/notes", R"({"title":"on n1"})", bearer(kData))
+            .value_or(Reply{});
+    EXPECT_EQ(refused.status, 503) << refused.body << " (the source is frozen)";
+
+    nodes_->procs[1]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] {
+            row = on_s("GET", "/_shard/tenants/" + t);
+            return Json(row.body).text("node") == "n2" && Json(row.body).text("state") == "active";
+        },
+        8000))
+        << row.body;
+    const Reply read =
+        c.request("GET", "/t/" + t + "/c/notes?count", {}, bearer(kData)).value_or(Reply{});
+    EXPECT_EQ(read.body, R"({"count":2})") << read.status;
+}
+
 }  // namespace
 }  // namespace fenec::test::standby_move_test
