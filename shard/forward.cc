@@ -283,6 +283,7 @@ class RelaySink final : public server::CallSink {
         if (answer.status == 503 && answer.header(superseded_header)) {
             // A router promoted over refuses unrun (Router::superseded): the next one is asked,
             // as one out of reach is.
+            ++f_.superseded_routers;
             return router_.forward_to_region(std::move(f_), std::move(exchange_), std::move(a_),
                                              std::move(tenant_), std::move(region_),
                                              std::move(routers_), at_ + 1);
@@ -426,6 +427,7 @@ void Router::forward_to_node(Forwarding f, std::shared_ptr<server::Exchange> exc
             row = &t->second;
         }
     }
+    f.by_global = row && maps != looked_up;
     if (!row && relay_in && global_) {
         // §11.6: relayed here by another router, and placed by no directory of this region's.
         return answer(*exchange, a,
@@ -527,6 +529,20 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
                                Answering a, std::string tenant, std::string region,
                                std::vector<std::string> routers, size_t at) {
     if (exchange->closed()) return;
+    if (at >= routers.size() && !routers.empty() &&
+        f.superseded_routers >= static_cast<int>(routers.size())) {
+        // Not out of reach: every router of the region answered, each refusing as promoted over,
+        // so its `regions` row names none that leads it now (a promotion the row was not told
+        // of). As a change no router takes (§11.4): 503, asked again once the row is put right.
+        // (Some not reached: the one leading may be among them, and 502 below says so.)
+        http::Response r = error(
+            503, "region `" + region + "`'s routers were each promoted over: its " +
+                     "`regions` row names none that leads it (PUT /_shard/regions/" + region + ")");
+        r.body.pop_back();
+        r.body += ",\"region\":\"" + region + "\"}";
+        r.header("Retry-After", std::string(relay_retry_after_s));
+        return answer(*exchange, a, std::move(r));
+    }
     if (at >= routers.size()) {
         // §11.10: a region out of reach is answered as a node out of reach is; the client asks
         // again.

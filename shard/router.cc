@@ -607,9 +607,12 @@ bool Router::ask_again_for_lease(const std::string& node, const std::string& ten
         ++f.lease_retries;
         forward_again(std::move(f), std::move(exchange), std::move(a), "lease");
     };
-    // Leading: this router's own grant is asked for. A standby's Leases (made for the
-    // --auto-failover it uses once promoted) grants nothing: it asks again by its copy (§9.12).
-    if (Leases* leases = cluster_ ? cluster_->leases() : nullptr; leases && leases->started()) {
+    // Leading: this router's own grant is asked for, where the node is its own to lease. A
+    // standby's Leases (made for the --auto-failover it uses once promoted) grants nothing, nor
+    // does a region's router to a node it forwards to by its copy of the global directory (the
+    // global router leases that one): each asks again by that copy (§9.12).
+    if (Leases* leases = cluster_ ? cluster_->leases() : nullptr;
+        !f.by_global && leases && leases->started()) {
         const auto bound = static_cast<int64_t>(
             std::min<uint64_t>(options_.auto_failover_ms, options_.upstream_timeout_ms));
         // Withheld from the node for now (a move's target or a failover's copy until the standby
@@ -629,8 +632,10 @@ bool Router::ask_again_for_lease(const std::string& node, const std::string& ten
             again();
         });
     }
-    if (!standby_ || !standby_->following() || exchange->closed()) return false;
-    const auto maps = directory_->maps();
+    const bool by_global = f.by_global && global_;
+    if (!(standby_ && standby_->following()) && !by_global) return false;
+    if (exchange->closed()) return false;
+    const auto maps = by_global ? global_->maps() : directory_->maps();
     if (!maps->lease_record) return false;  // no router has leased from this directory
     const int64_t window = std::min<int64_t>(maps->lease_record->ms * 2 / 3,
                                              static_cast<int64_t>(options_.upstream_timeout_ms));

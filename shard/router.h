@@ -173,13 +173,20 @@ class Router final : public server::Handler {
         // move across regions, passed there one more time (`Fenec-Relay-Hop: 2` on it, so the
         // router there passes it no further).
         bool passed_again = false;
+        // Routers of the region it is relayed to that refused it as promoted over (§10): every
+        // one of them so, not "out of reach" (502) but a `regions` row to put right (503).
+        int superseded_routers = 0;
+        // The tenant's row came from the copy of the global directory (a region's router): its
+        // node is the global router's to lease, never this router's (ask_again_for_lease).
+        bool by_global = false;
     };
     // Sends `f` again to where the directory places its tenant now; `reason` is counted in
     // fenec_router_retries_total. Nothing when the client is gone.
     void forward_again(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
                        std::string_view reason);
     // §11.6: `f` sent to region `region`'s routers, from the `at`th of `routers` on, the next
-    // tried when one cannot be reached; none answering is 502 naming the region (forward.cc).
+    // tried when one cannot be reached or refuses as promoted over; none answering is 502 naming
+    // the region, every one of them refusing as promoted over 503 naming it (forward.cc).
     void forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> exchange, Answering a,
                            std::string tenant, std::string region,
                            std::vector<std::string> routers, size_t at);
@@ -194,9 +201,10 @@ class Router final : public server::Handler {
     //   was granted its list now and answered (or a lease's time passed); while `tenant` is
     //   withheld from the node (a move's or a failover's wait for the standby routers), every
     //   standby_lease_ask_ms on the timers instead, uncounted, within the same bound.
-    // - A standby (§9.12), which grants nothing: every standby_lease_ask_ms, until two thirds of
-    //   the recorded lease or --upstream-timeout, whichever is sooner, has passed since the
-    //   first refusal, and only while the client is there.
+    // - A standby, or a region's router to a node of the global directory's (§9.12), which
+    //   grant nothing: every standby_lease_ask_ms, until two thirds of the lease recorded in
+    //   the directory placing the node or --upstream-timeout, whichever is sooner, has passed
+    //   since the first refusal, and only while the client is there.
     // Neither, or the workers full: false.
     bool ask_again_for_lease(const std::string& node, const std::string& tenant, Forwarding& f,
                              const std::shared_ptr<server::Exchange>& exchange, const Answering& a);

@@ -295,6 +295,58 @@ TEST_F(RegionsLeased, ARegionsRouterPromotedOverIsPassedOverForTheNextOne) {
     us_standby.reset();  // its lease on the shared nodes runs out before the next case's grants
 }
 
+// As above, but us's `regions` row names U alone: U's standby US is promoted and U steps down,
+// and the row was not put right. G's relay finds every router it has for us promoted over: it
+// answers 503 `Retry-After: 5` naming the region and the row to mend, not 502 "out of reach"
+// (every router it asked answered). Once the row names US, the write goes through.
+TEST_F(RegionsLeased, ARegionWhoseRecordedRoutersWereAllPromotedOverIs503NotOutOfReach) {
+    const std::string t = tenant("acme"), u = tenant("in-us");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t));
+    auto us_standby = std::make_unique<RouterProcess>(
+        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
+                                 "--region", "us", "--global", url_of(router_->port()),
+                                 "--replica-of", url_of(us_->port()), "--replication-token",
+                                 kReplication, "--auto-failover", kLease, "--auth-delay", "0"},
+        dir_.file("us-s.err"));
+    ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
+    Reply made = shard("PUT", "/_shard/tenants/" + u,
+                       R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_TRUE(eventually([&] { return write(u).status == 201; }, 8000)) << write(u).body;
+    Client s(us_standby->port());
+    ASSERT_TRUE(eventually([&] {
+        return Json(s.request("GET", "/_shard/tenants/" + u, {}, bearer(kRoot))
+                        .value_or(Reply{})
+                        .body)
+                   .text("node") == "n2";
+    })) << read_file(dir_.file("us.err"));
+
+    us_->signal(SIGSTOP);
+    Reply promoted =
+        s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+    ASSERT_EQ(promoted.status, 200) << promoted.body;
+    ASSERT_TRUE(held_at_term(kN2, 1, 8000)) << node(kN2, "GET", "/_admin/lease").body;
+    us_->signal(SIGCONT);
+    Client uc(us_->port());
+    ASSERT_TRUE(eventually(
+        [&] { return uc.request("GET", "/_health").value_or(Reply{}).status == 503; }, 5000))
+        << read_file(dir_.file("us.err"));
+
+    Reply refused = write(u);
+    EXPECT_EQ(refused.status, 503) << refused.body;
+    EXPECT_EQ(refused.header("Retry-After").value_or(""), "5") << refused.body;
+    EXPECT_EQ(Json(refused.body).text("region"), "us") << refused.body;
+    EXPECT_NE(refused.body.find("promoted over"), std::string::npos) << refused.body;
+    EXPECT_FALSE(refused.header("Fenec-Superseded").has_value()) << "G itself leads";
+
+    Reply r = shard("PUT", "/_shard/regions/us",
+                    "{\"routers\":[\"" + url_of(us_standby->port()) + "\"]}");
+    ASSERT_EQ(r.status / 100, 2) << r.body;
+    EXPECT_TRUE(eventually([&] { return write(u).status == 201; }, 5000)) << write(u).body;
+    us_->kill(SIGKILL);
+    us_standby.reset();  // its lease on the shared nodes runs out before the next case's grants
+}
+
 // §11.7: each step failed on purpose is undone and t stays on n1 (or, a failed drop failing
 // nothing, is on n2); under the writer, the checker finds every run safe.
 class RegionsLeasedStepFails : public RegionsLeased,

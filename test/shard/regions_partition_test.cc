@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <future>
 #include <thread>
 
 #include "shard/directory.h"
@@ -291,6 +292,42 @@ TEST_F(RegionsPartition, ChangesTouchingACutRegionAreRefusedThenGoThroughOnceThe
     EXPECT_EQ(deleted.status, 204) << deleted.body;
     EXPECT_EQ(shard("GET", "/_shard/tenants/" + acme_).status, 404);
     EXPECT_EQ(on_u("GET", "/_shard/tenants/" + acme_).status, 404);
+}
+
+// §9.12: U forwards a write for euro_, eu's tenant, to eu1 by its copy of the global directory;
+// G leases eu1. With G stopped, eu1 refuses for its lease. U, which leases us's nodes but not
+// eu1, asks again every 50 ms for two thirds of the lease G recorded, as a standby does, and the
+// write is taken once G grants again. Before, U took itself for eu1's leaser: it asked its own
+// (absent) grant twice at once and passed the refusal on within milliseconds.
+TEST_F(RegionsPartition, AWriteToANodeTheGlobalRouterLeasesIsAskedAgainThroughARegionsRouter) {
+    ASSERT_TRUE(eventually([&] { return write(u_->port(), euro_, "probe").status == 201; }, 8000))
+        << write(u_->port(), euro_, "probe").body;
+    router_->signal(SIGSTOP);  // G grants nothing: eu1's lease runs out
+    auto eu1_refuses = [&] {
+        Reply r = node(0, "POST", "/t/" + euro_ + "/c/notes", R"({"title":"direct"})", kData);
+        return r.status == 503 && r.header("Fenec-Lease").has_value();
+    };
+    ASSERT_TRUE(eventually(eu1_refuses, 5000));
+    auto retries = [&] {
+        const std::string v =
+            sample(on_u("GET", "/_metrics").body, "fenec_router_retries_total{reason=\"lease\"}");
+        return v.empty() ? 0.0 : std::stod(v);
+    };
+    const double before = retries();
+    const auto began = std::chrono::steady_clock::now();
+    const Reply refused = write(u_->port(), euro_, "refused");
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(refused.status, 503) << refused.body;
+    EXPECT_TRUE(refused.header("Fenec-Lease").has_value()) << refused.body;
+    EXPECT_GE(took, std::chrono::milliseconds(550)) << "two thirds of G's 1 s lease: 667 ms";
+
+    const double asked = retries();
+    EXPECT_GE(asked - before, 5) << "asked again every 50 ms, not twice at once";
+    auto taken = std::async(std::launch::async, [&] { return write(u_->port(), euro_, "taken"); });
+    ASSERT_TRUE(eventually([&] { return retries() > asked; }, 2000));  // refused, asking again
+    router_->signal(SIGCONT);  // G's next grant names euro_ on eu1 again
+    const Reply r = taken.get();
+    EXPECT_EQ(r.status, 201) << r.body;
 }
 
 // §11.8: each directory leases the nodes it keeps under its own authority and term; us's standby
