@@ -93,6 +93,48 @@ class RegionsLeased : public LeasedClusterTest<2> {
     Reply write(const std::string& t) {
         return data("POST", "/t/" + t + "/c/notes", R"({"title":"probe"})");
     }
+    // US, a standby router of U's, started; the `regions` row names U then US where `row_both`,
+    // else U alone as two_regions left it; `u` created at home in us through G and seen on n2 by
+    // US. Then US promoted over a stopped U (leasing n2 at term 1), and U woken: n2 refuses U's
+    // grant and U steps down (its /_health 503).
+    void us_promoted_over_u(const std::string& u, bool row_both,
+                            std::unique_ptr<RouterProcess>& us_standby) {
+        us_standby = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
+                                     "--region", "us", "--global", url_of(router_->port()),
+                                     "--replica-of", url_of(us_->port()), "--replication-token",
+                                     kReplication, "--auto-failover", kLease, "--auth-delay", "0"},
+            dir_.file("us-s.err"));
+        ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
+        if (row_both) {
+            Reply r = shard("PUT", "/_shard/regions/us",
+                            "{\"routers\":[\"" + url_of(us_->port()) + "\",\"" +
+                                url_of(us_standby->port()) + "\"]}");
+            ASSERT_EQ(r.status / 100, 2) << r.body;
+        }
+        Reply made =
+            shard("PUT", "/_shard/tenants/" + u,
+                  R"J({"region":"us","schema":["create collection notes (title text)"]})J");
+        ASSERT_EQ(made.status, 201) << made.body;
+        ASSERT_TRUE(eventually([&] { return write(u).status == 201; }, 8000)) << write(u).body;
+        Client s(us_standby->port());
+        ASSERT_TRUE(eventually([&] {
+            return Json(s.request("GET", "/_shard/tenants/" + u, {}, bearer(kRoot))
+                            .value_or(Reply{})
+                            .body)
+                       .text("node") == "n2";
+        })) << read_file(dir_.file("us.err"));
+        us_->signal(SIGSTOP);
+        Reply promoted =
+            s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
+        ASSERT_EQ(promoted.status, 200) << promoted.body;
+        ASSERT_TRUE(held_at_term(kN2, 1, 8000)) << node(kN2, "GET", "/_admin/lease").body;
+        us_->signal(SIGCONT);
+        Client uc(us_->port());
+        ASSERT_TRUE(eventually(
+            [&] { return uc.request("GET", "/_health").value_or(Reply{}).status == 503; }, 5000))
+            << read_file(dir_.file("us.err"));
+    }
     std::vector<RecordedWrites::Node> both_nodes() const {
         return {{"n1", nodes_->port(kN1), node_admin_token(kN1)},
                 {"n2", nodes_->port(kN2), node_admin_token(kN2)}};
@@ -248,39 +290,9 @@ TEST_F(RegionsLeased, AMoveAcrossRegionsIsLeaseSafe) {
 TEST_F(RegionsLeased, ARegionsRouterPromotedOverIsPassedOverForTheNextOne) {
     const std::string t = tenant("acme"), u = tenant("in-us");
     ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    auto us_standby = std::make_unique<RouterProcess>(
-        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
-                                 "--region", "us", "--global", url_of(router_->port()),
-                                 "--replica-of", url_of(us_->port()), "--replication-token",
-                                 kReplication, "--auto-failover", kLease, "--auth-delay", "0"},
-        dir_.file("us-s.err"));
-    ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
-    Reply r = shard(
-        "PUT", "/_shard/regions/us",
-        "{\"routers\":[\"" + url_of(us_->port()) + "\",\"" + url_of(us_standby->port()) + "\"]}");
-    ASSERT_EQ(r.status / 100, 2) << r.body;
-    Reply made = shard("PUT", "/_shard/tenants/" + u,
-                       R"J({"region":"us","schema":["create collection notes (title text)"]})J");
-    ASSERT_EQ(made.status, 201) << made.body;
-    ASSERT_TRUE(eventually([&] { return write(u).status == 201; }, 8000)) << write(u).body;
+    std::unique_ptr<RouterProcess> us_standby;
+    ASSERT_NO_FATAL_FAILURE(us_promoted_over_u(u, true, us_standby));
     Client s(us_standby->port());
-    ASSERT_TRUE(eventually([&] {
-        return Json(s.request("GET", "/_shard/tenants/" + u, {}, bearer(kRoot))
-                        .value_or(Reply{})
-                        .body)
-                   .text("node") == "n2";
-    })) << read_file(dir_.file("us.err"));
-
-    us_->signal(SIGSTOP);
-    Reply promoted =
-        s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
-    ASSERT_EQ(promoted.status, 200) << promoted.body;
-    ASSERT_TRUE(held_at_term(kN2, 1, 8000)) << node(kN2, "GET", "/_admin/lease").body;
-    us_->signal(SIGCONT);
-    Client uc(us_->port());
-    ASSERT_TRUE(eventually(
-        [&] { return uc.request("GET", "/_health").value_or(Reply{}).status == 503; }, 5000))
-        << read_file(dir_.file("us.err"));
 
     EXPECT_EQ(write(u).status, 201) << write(u).body;
     const std::string v = tenant("in-us-after");
@@ -302,35 +314,8 @@ TEST_F(RegionsLeased, ARegionsRouterPromotedOverIsPassedOverForTheNextOne) {
 TEST_F(RegionsLeased, ARegionWhoseRecordedRoutersWereAllPromotedOverIs503NotOutOfReach) {
     const std::string t = tenant("acme"), u = tenant("in-us");
     ASSERT_NO_FATAL_FAILURE(two_regions(t));
-    auto us_standby = std::make_unique<RouterProcess>(
-        std::vector<std::string>{"--token", kRoot, "--directory", dir_.file("us-s.fenec"),
-                                 "--region", "us", "--global", url_of(router_->port()),
-                                 "--replica-of", url_of(us_->port()), "--replication-token",
-                                 kReplication, "--auto-failover", kLease, "--auth-delay", "0"},
-        dir_.file("us-s.err"));
-    ASSERT_NE(us_standby->port(), 0) << read_file(dir_.file("us-s.err"));
-    Reply made = shard("PUT", "/_shard/tenants/" + u,
-                       R"J({"region":"us","schema":["create collection notes (title text)"]})J");
-    ASSERT_EQ(made.status, 201) << made.body;
-    ASSERT_TRUE(eventually([&] { return write(u).status == 201; }, 8000)) << write(u).body;
-    Client s(us_standby->port());
-    ASSERT_TRUE(eventually([&] {
-        return Json(s.request("GET", "/_shard/tenants/" + u, {}, bearer(kRoot))
-                        .value_or(Reply{})
-                        .body)
-                   .text("node") == "n2";
-    })) << read_file(dir_.file("us.err"));
-
-    us_->signal(SIGSTOP);
-    Reply promoted =
-        s.request("POST", "/_replication/promote", {}, bearer(kReplication)).value_or(Reply{});
-    ASSERT_EQ(promoted.status, 200) << promoted.body;
-    ASSERT_TRUE(held_at_term(kN2, 1, 8000)) << node(kN2, "GET", "/_admin/lease").body;
-    us_->signal(SIGCONT);
-    Client uc(us_->port());
-    ASSERT_TRUE(eventually(
-        [&] { return uc.request("GET", "/_health").value_or(Reply{}).status == 503; }, 5000))
-        << read_file(dir_.file("us.err"));
+    std::unique_ptr<RouterProcess> us_standby;
+    ASSERT_NO_FATAL_FAILURE(us_promoted_over_u(u, false, us_standby));
 
     Reply refused = write(u);
     EXPECT_EQ(refused.status, 503) << refused.body;

@@ -10,7 +10,43 @@
 namespace fenec::test::standby_move_test {
 namespace {
 
-class StandbyMove : public StandbyTest {};
+class StandbyMove : public StandbyTest {
+  protected:
+    // A move whose flip never reached S: R's feed holds each change 2 s and R holds 60 s once it
+    // flipped. `t` is made on n1 with a note, moved to n2 by R, and a second note is written
+    // through R, on n2; S has the mark, not the flip; then R is killed. S's settling runs every
+    // `settle_ms` where given.
+    void missed_flip(const std::string& t, const char* settle_ms = nullptr) {
+        ASSERT_EQ(create(t, "n1").status, 201);
+        ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"before"})").status, 201);
+        ::setenv("FENEC_TEST_FEED_STALL", "2000", 1);
+        ::setenv("FENEC_TEST_MOVE_STALL", "flipped:60000", 1);
+        start_router({"--replication-token", kReplication});
+        ::unsetenv("FENEC_TEST_FEED_STALL");
+        ::unsetenv("FENEC_TEST_MOVE_STALL");
+        if (settle_ms) ::setenv("FENEC_TEST_SETTLE_MS", settle_ms, 1);
+        start_standby();
+        ::unsetenv("FENEC_TEST_SETTLE_MS");
+        ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
+        auto move = std::async(std::launch::async, [&] {
+            return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+        });
+        // R flipped (and holds there); S has the mark, not the flip.
+        ASSERT_TRUE(eventually(
+            [&] { return Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; },
+            8000));
+        ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
+        ASSERT_EQ(count_on(1, t), R"({"count":2})");
+        ASSERT_TRUE(eventually(
+            [&] {
+                return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving";
+            },
+            8000));
+        ASSERT_EQ(Json(on_s("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+        router_->signal(SIGKILL);
+        (void)move.get();
+    }
+};
 
 // Case 45 (§7.2 step 10): a move deletes its source only once every standby keeping up was sent
 // the flip. R's feed holds each change 300 ms (FENEC_TEST_FEED_STALL): the mark and the flip reach
@@ -62,29 +98,7 @@ TEST_F(StandbyMove, AMoveDeletesItsSourceOnlyOnceStandbysWereSentTheFlip) {
 // Before, it thawed the source and routed there: the write acknowledged on the target was gone.
 TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipRoutesToTheTargetThatTookWrites) {
     const std::string t = tenant("missed");
-    ASSERT_EQ(create(t, "n1").status, 201);
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"before"})").status, 201);
-    ::setenv("FENEC_TEST_FEED_STALL", "2000", 1);
-    ::setenv("FENEC_TEST_MOVE_STALL", "flipped:60000", 1);
-    start_router({"--replication-token", kReplication});
-    ::unsetenv("FENEC_TEST_FEED_STALL");
-    ::unsetenv("FENEC_TEST_MOVE_STALL");
-    start_standby();
-    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
-    auto move = std::async(std::launch::async, [&] {
-        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
-    });
-    // R flipped (and holds there); S has the mark, not the flip.
-    ASSERT_TRUE(eventually(
-        [&] { return Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000));
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
-    ASSERT_EQ(count_on(1, t), R"({"count":2})");
-    ASSERT_TRUE(eventually(
-        [&] { return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving"; },
-        8000));
-    ASSERT_EQ(Json(on_s("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
-    router_->signal(SIGKILL);
-    (void)move.get();
+    ASSERT_NO_FATAL_FAILURE(missed_flip(t));
     const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
     ASSERT_EQ(p.status, 200) << p.body;
     const Reply row = on_s("GET", "/_shard/tenants/" + t);
@@ -103,28 +117,7 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipRoutesToTheTargetThatTookWrit
 // and the write acknowledged on n2 was gone.
 TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
     const std::string t = tenant("silent");
-    ASSERT_EQ(create(t, "n1").status, 201);
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"before"})").status, 201);
-    ::setenv("FENEC_TEST_FEED_STALL", "2000", 1);
-    ::setenv("FENEC_TEST_MOVE_STALL", "flipped:60000", 1);
-    start_router({"--replication-token", kReplication});
-    ::unsetenv("FENEC_TEST_FEED_STALL");
-    ::unsetenv("FENEC_TEST_MOVE_STALL");
-    ::setenv("FENEC_TEST_SETTLE_MS", "300", 1);
-    start_standby();
-    ::unsetenv("FENEC_TEST_SETTLE_MS");
-    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
-    auto move = std::async(std::launch::async, [&] {
-        return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
-    });
-    ASSERT_TRUE(eventually(
-        [&] { return Json(on_r("GET", "/_shard/tenants/" + t).body).text("node") == "n2"; }, 8000));
-    ASSERT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"after"})").status, 201);
-    ASSERT_TRUE(eventually(
-        [&] { return Json(on_s("GET", "/_shard/tenants/" + t).body).text("state") == "moving"; },
-        8000));
-    router_->signal(SIGKILL);
-    (void)move.get();
+    ASSERT_NO_FATAL_FAILURE(missed_flip(t, "300"));
     nodes_->procs[1]->signal(SIGSTOP);  // n2 lost as S is promoted (TearDown continues it)
     const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
     ASSERT_EQ(p.status, 200) << p.body;
