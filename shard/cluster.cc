@@ -130,8 +130,12 @@ void Cluster::cut(const std::string& tenant, const std::string& from) { router_.
 
 void Cluster::grant_now(const std::string& node) { changed(node); }
 
-void Cluster::failover_ended(const std::string& node) {
-    if (leases_) leases_->failover_ended(node);
+void Cluster::failover_ended(const std::string& node, bool promoted_any) {
+    if (!leases_) return;
+    // Promoted over while it ran (each promotion refused from then on), having promoted nothing:
+    // as a lapse never acted on, the node is not failed over.
+    if (router_.is_superseded() && !promoted_any) return leases_->lapse_undone(node);
+    leases_->failover_ended(node);
 }
 
 void Cluster::withhold(const std::string& node, const std::string& tenant) {

@@ -64,7 +64,7 @@ class Cluster final : public LeaseHost, public FailoverHost {
     bool send_quota(const NodeRow& node, const TenantRow& tenant) override;
     void cut(const std::string& tenant, const std::string& from) override;
     void grant_now(const std::string& node) override;
-    void failover_ended(const std::string& node) override;
+    void failover_ended(const std::string& node, bool promoted_any) override;
     void withhold(const std::string& node, const std::string& tenant) override;
     bool fence(const std::string& node, const std::vector<std::string>& tenants) override;
     void unfence(const std::string& node, const std::vector<std::string>& tenants) override;

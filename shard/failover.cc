@@ -112,7 +112,7 @@ void Failover::lapsed(const std::string& node) {
         if (r.status == 404 || r.status == 409) {
             host_.note("node `" + node + "` was not failed over on its lapse: " + r.error, "", {});
         }
-        host_.failover_ended(node);
+        host_.failover_ended(node, !r.promoted.empty());
     });
 }
 

@@ -76,8 +76,9 @@ class FailoverHost {
     virtual bool fence(const std::string& node, const std::vector<std::string>& tenants) = 0;
     // The fence ended: `tenants` back in `node`'s lists where the directory still places them.
     virtual void unfence(const std::string& node, const std::vector<std::string>& tenants) = 0;
-    // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it.
-    virtual void failover_ended(const std::string& node) = 0;
+    // A failover that a lapse started (Failover::lapsed) has ended, whatever came of it;
+    // `promoted_any`: it promoted a copy of at least one tenant.
+    virtual void failover_ended(const std::string& node, bool promoted_any) = 0;
     virtual void restore(const std::string& node, const std::string& tenant) = 0;
     // §7.2 step 10's wait: every standby router keeping up sent all the directory holds so far,
     // at most `bound_ms`. A promoted copy's node is granted its tenant only after it, so no

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "json/writer.h"
@@ -197,6 +198,15 @@ std::optional<Response> Move::check(const DirectoryMaps& maps, const std::string
     if (row_.state == "importing") {  // issue 20: a move across regions is not done with it
         return refuse(409, "tenant `" + tenant_ + "` is being moved into this region: move it "
                            "once that move is done");
+    }
+    if (router_.settling_move(tenant_)) {
+        // A move a promotion left for its silent target (settle_move): that target may hold
+        // writes the old primary acknowledged, which a move now (deleting its copy, or thawing
+        // the source on failing to reach it) would lose.
+        return refuse(409, "tenant `" + tenant_ + "` is left moving to `" + row_.moving_to +
+                               "`, which has not answered since this router's promotion: it "
+                               "may hold acknowledged writes; move it once `" +
+                               row_.moving_to + "` answers and the settling has routed it");
     }
     if (!to_name.empty() && !maps.nodes.contains(to_name)) {
         return refuse(404, "no node `" + to_name + "`");
@@ -542,9 +552,16 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
             cluster->changed(t.moving_to);
             cluster->changed(t.node);
         }
+        if (!st.is_ok()) router.keep_settling_move(name);  // written at the next round
         return why + ": the flip went through" +
                (st.is_ok() ? "; routed to `" + t.moving_to + "`"
                            : ", but the row was not written: " + st.to_string());
+    };
+    // Inherited, and not known either way: left for a later round, frozen on its source.
+    auto left_moving = [&](const std::string& why) {
+        router.keep_settling_move(name);
+        return why + ", and the old primary may have flipped the move and had writes taken " +
+               "there: left moving, the source frozen; asked again each settling round";
     };
     const std::optional<DescribeReply> there = ask(to->second);
     if (!there) {
@@ -555,15 +572,18 @@ std::optional<std::string> went_through_here(Router& router, const std::string& 
             return routed_to_target("`" + t.moving_to + "` did not answer and the source has it " +
                                     "no more (deleted after a flip)");
         }
-        router.keep_settling_move(name);
-        return "`" + t.moving_to + "` did not answer, and the old primary may have flipped the " +
-               "move and had writes taken there: left moving, the source frozen; asked again " +
-               "each settling round";
+        // A source not frozen was never flipped away from (it is frozen before the image is
+        // taken, and never thawed after a flip): its thaw below is a no-op.
+        if (source && !source->frozen) return std::nullopt;
+        return left_moving("`" + t.moving_to + "` did not answer");
     }
     if (!there->found || there->frozen) return std::nullopt;
     std::optional<DescribeReply> source;
     if (from != maps.nodes.end()) source = ask(from->second);
-    if (!source) return std::nullopt;  // not said: the source's thaw below, as before
+    if (!source) {                                       // not said
+        if (rows == MoveRows::own) return std::nullopt;  // the source's thaw below, as before
+        return left_moving("`" + t.moving_to + "` has it unfrozen and the source did not answer");
+    }
     // The move's image carries the source's history: a target of another (a stale copy a
     // failover left there, with writes of its own the source never got) is no sign of a flip.
     const bool ahead =
@@ -666,21 +686,25 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t, Mo
 }
 
 void settle_moves_left(Router& router) {
-    // Each target is asked for a second at most (went_through_here), so a silent one holds the
-    // settling thread (which also lapses exports) that long a round.
+    // Each node is asked for a second at most (went_through_here); a target that stayed silent
+    // is not asked again this round for its other tenants, so a dead node holds the settling
+    // thread (which also lapses exports) a second or two a round, not that a tenant.
+    std::set<std::string> silent;
     for (const std::string& name : router.take_moves_to_settle()) {
-        TenantClaim claim(router, name, "settle");
-        if (!claim.held) {  // an operation on it (a move again): looked at next round
-            router.keep_settling_move(name);
-            continue;
-        }
         const auto maps = router.directory().maps();
         const auto it = maps->tenants.find(name);
         if (it == maps->tenants.end() || it->second.state != "moving" ||
             home_region(it->second.moving_to)) {
             continue;  // moved, deleted or settled meanwhile
         }
-        settle_move(router, name, it->second, MoveRows::inherited);
+        TenantClaim claim(router, name, "settle");
+        if (!claim.held || silent.contains(it->second.moving_to)) {
+            router.keep_settling_move(name);  // looked at next round
+            continue;
+        }
+        const TenantRow row = it->second;
+        settle_move(router, name, row, MoveRows::inherited);
+        if (router.settling_move(name)) silent.insert(row.moving_to);
     }
 }
 

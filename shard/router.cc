@@ -579,6 +579,11 @@ void Router::keep_settling_move(const std::string& tenant) {
     moves_to_settle_.insert(tenant);
 }
 
+bool Router::settling_move(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    return moves_to_settle_.contains(tenant);
+}
+
 std::vector<std::string> Router::take_moves_to_settle() {
     std::lock_guard lock(claims_mu_);
     std::vector<std::string> out(moves_to_settle_.begin(), moves_to_settle_.end());

@@ -142,6 +142,7 @@ class Router final : public server::Handler {
     // empties the set: settle_move keeps those it leaves again.
     void keep_settling_move(const std::string& tenant);
     std::vector<std::string> take_moves_to_settle();
+    bool settling_move(const std::string& tenant);  // kept for a later round
 
     struct Metrics {
         obs::CounterFamily* requests = nullptr;

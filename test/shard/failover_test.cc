@@ -96,7 +96,7 @@ class FakeHost final : public FailoverHost {
         std::lock_guard lock(mu_);
         grants_.push_back(node);
     }
-    void failover_ended(const std::string& node) override {
+    void failover_ended(const std::string& node, bool) override {
         std::lock_guard lock(mu_);
         log_.push_back("ended " + node);
     }

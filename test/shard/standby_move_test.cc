@@ -112,7 +112,8 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipRoutesToTheTargetThatTookWrit
 
 // As above, with the target n2 stopped when S is promoted: S cannot learn whether the flip went
 // through, so it leaves the tenant frozen on n1 (a write is refused, none taken there that the
-// target's acknowledged one would contradict) and asks again each settling round; once n2 answers
+// target's acknowledged one would contradict; a move by hand is refused 409, since failing to
+// reach n2 it would thaw n1) and asks again each settling round; once n2 answers
 // it routes there, the write R acknowledged on n2 kept. Before, S thawed n1 and routed there,
 // and the write acknowledged on n2 was gone.
 TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
@@ -129,6 +130,9 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
         c.request("POST", "/t/" + t + "/c/notes", R"({"title":"on n1"})", bearer(kData))
             .value_or(Reply{});
     EXPECT_EQ(refused.status, 503) << refused.body << " (the source is frozen)";
+    // Nor may an operator's move take it on meanwhile: failing to reach n2 it would thaw n1.
+    const Reply moved = on_s("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_EQ(moved.status, 409) << moved.body;
 
     nodes_->procs[1]->signal(SIGCONT);
     EXPECT_TRUE(eventually(
