@@ -6,12 +6,12 @@
 // stand-in answering the query calls after a delay, many connections at once) shows the
 // concurrency bound, the timeout, and a tenant moved or deleted while the query runs.
 #include <gtest/gtest.h>
-
 #include <simdjson.h>
 
 #include <mutex>
 
 #include "test/shard/shard_fixture.h"
+#include "test/support/loopback_server.h"
 
 namespace fenec::test::query_test {
 namespace {
@@ -28,89 +28,71 @@ const char* kSchema =
 // connection, so calls overlap as the router sends them.
 class SlowNode {
 public:
-    SlowNode(int delay_ms, int status, std::string body)
-        : delay_ms_(delay_ms), status_(status), body_(std::move(body)) {
-        fd_ = listen_loopback(port_, 64);
-        accept_ = std::thread([this] { run(); });
-    }
-    ~SlowNode() {
-        stop_ = true;
-        ::shutdown(fd_, SHUT_RDWR);
-        accept_.join();
-        for (auto& t : threads_) t.join();
-        ::close(fd_);
-    }
-    uint16_t port() const { return port_; }
-    int max_at_once() const { return max_.load(); }
-    std::vector<std::string> asked() {
-        std::lock_guard l(mu_);
-        return asked_;
-    }
+  SlowNode(int delay_ms, int status, std::string body)
+      : delay_ms_(delay_ms),
+        status_(status),
+        body_(std::move(body)),
+        server_([this](int c) { serve(c); }, LoopbackServer::Threads::per_connection, 64) {}
+  uint16_t port() const { return server_.port(); }
+  int max_at_once() const { return max_.load(); }
+  std::vector<std::string> asked() {
+      std::lock_guard l(mu_);
+      return asked_;
+  }
 
 private:
-    void run() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            threads_.emplace_back([this, c] {
-                serve(c);
-                ::close(c);
-            });
-        }
-    }
-    void serve(int c) {
-        std::string in;
-        while (!stop_) {
-            http::RequestHead head;
-            size_t used = 0;
-            http::ParseError err;
-            const http::ParseStatus st = http::parse_request_head(in, head, used, err);
-            if (st == http::ParseStatus::error) return;
-            if (st == http::ParseStatus::need_more) {
-                if (!fill(c, in)) return;
-                continue;
-            }
-            const size_t need = used + head.content_length.value_or(0);
-            while (in.size() < need) {
-                if (!fill(c, in)) return;
-            }
-            in.erase(0, need);
-            int status = 200;
-            std::string body = "[]";
-            if (head.method == http::Method::put) {
-                status = 201;
-                body = R"J({"created":true,"lineage":"00000000000000aa"})J";
-            } else if (head.method == http::Method::del) {
-                status = 204;
-                body.clear();
-            } else if (head.path.ends_with("/query")) {
-                {
-                    std::lock_guard l(mu_);
-                    asked_.push_back(head.path.substr(16, head.path.size() - 22));
-                }
-                const int now = ++at_once_;
-                int seen = max_.load();
-                while (now > seen && !max_.compare_exchange_weak(seen, now)) {}
-                for (int waited = 0; waited < delay_ms_ && !stop_; waited += 10) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // its slowness
-                }
-                --at_once_;
-                status = status_;
-                body = body_;
-            }
-            std::string out = "HTTP/1.1 " + std::to_string(status) +
-                              " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
-            ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
-        }
+  void serve(int c) {
+      std::string in;
+      while (!server_.stopping()) {
+          http::RequestHead head;
+          size_t used = 0;
+          http::ParseError err;
+          const http::ParseStatus st = http::parse_request_head(in, head, used, err);
+          if (st == http::ParseStatus::error) return;
+          if (st == http::ParseStatus::need_more) {
+              if (!fill(c, in)) return;
+              continue;
+          }
+          const size_t need = used + head.content_length.value_or(0);
+          while (in.size() < need) {
+              if (!fill(c, in)) return;
+          }
+          in.erase(0, need);
+          int status = 200;
+          std::string body = "[]";
+          if (head.method == http::Method::put) {
+              status = 201;
+              body = R"J({"created":true,"lineage":"00000000000000aa"})J";
+          } else if (head.method == http::Method::del) {
+              status = 204;
+              body.clear();
+          } else if (head.path.ends_with("/query")) {
+              {
+                  std::lock_guard l(mu_);
+                  asked_.push_back(head.path.substr(16, head.path.size() - 22));
+              }
+              const int now = ++at_once_;
+              int seen = max_.load();
+              while (now > seen && !max_.compare_exchange_weak(seen, now)) {
+              }
+              for (int waited = 0; waited < delay_ms_ && !server_.stopping(); waited += 10) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // its slowness
+              }
+              --at_once_;
+              status = status_;
+              body = body_;
+          }
+          std::string out = "HTTP/1.1 " + std::to_string(status) +
+                            " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+          ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+      }
     }
     bool fill(int c, std::string& in) {
         for (;;) {
             pollfd p{c, POLLIN, 0};
             const int r = ::poll(&p, 1, 50);
-            if (stop_) return false;
+            if (server_.stopping()) return false;
             if (r <= 0) continue;
             char buf[16384];
             const ssize_t n = ::recv(c, buf, sizeof buf, 0);
@@ -123,15 +105,11 @@ private:
     const int delay_ms_;
     const int status_;
     const std::string body_;
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
     std::atomic<int> at_once_{0};
     std::atomic<int> max_{0};
     std::mutex mu_;
     std::vector<std::string> asked_;
-    std::thread accept_;
-    std::vector<std::thread> threads_;
+    LoopbackServer server_;  // last: its connections' threads joined before the rest goes
 };
 
 class Query : public ::testing::Test {

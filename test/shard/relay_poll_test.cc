@@ -18,6 +18,7 @@
 #include "server/runtime/http.h"
 #include "shard/directory.h"
 #include "test/shard/cluster_fixture.h"
+#include "test/support/loopback_server.h"
 
 namespace fenec::test::relay_poll_test {
 namespace {
@@ -26,22 +27,16 @@ namespace {
 // (release() counts answers it may send), anything else 200 `[]` at once. A thread a connection.
 class HeldPeer {
   public:
-    HeldPeer() {
-        fd_ = listen_loopback(port_, 16);
-        accepting_ = std::thread([this] { accept_all(); });
-    }
+    HeldPeer() : server_([this](int fd) { serve(fd); }, LoopbackServer::Threads::per_connection) {}
     ~HeldPeer() {
         {
             std::lock_guard lock(mu_);
             stop_ = true;
         }
-        cv_.notify_all();
-        ::shutdown(fd_, SHUT_RDWR);
-        accepting_.join();
-        for (std::thread& t : serving_) t.join();
-        ::close(fd_);
+        cv_.notify_all();  // a held answer's wait ends
+        server_.stop();
     }
-    std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+    std::string addr() const { return server_.addr(); }
     int held() const { return held_.load(); }  // `/t/` requests read whole so far
     void release() {
         {
@@ -52,14 +47,6 @@ class HeldPeer {
     }
 
   private:
-    void accept_all() {
-        while (!stopping()) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c >= 0) serving_.emplace_back([this, c] { serve(c); });
-        }
-    }
     void serve(int fd) {
         std::string in;
         while (!stopping()) {
@@ -91,22 +78,18 @@ class HeldPeer {
                 break;
             }
         }
-        ::close(fd);
     }
     bool stopping() {
         std::lock_guard lock(mu_);
         return stop_;
     }
 
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::thread accepting_;
-    std::vector<std::thread> serving_;  // joined at the end; a test makes a few connections
     std::mutex mu_;
     std::condition_variable cv_;
     bool stop_ = false;  // under mu_
     int released_ = 0;   // under mu_
     std::atomic<int> held_{0};
+    LoopbackServer server_;  // last, and stopped by the destructor once the waits are woken
 };
 
 // The threads of process `pid`, as /proc lists them.

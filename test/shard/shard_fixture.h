@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "test/server/node/node_fixture.h"
+#include "test/support/loopback_server.h"
 
 namespace fenec::test {
 
@@ -144,73 +145,57 @@ public:
   // `half_answer`: begin each data request's answer (its head and a byte of a longer body),
   // then close: an answer begun and cut short.
   explicit FaultNode(bool hang = false, bool half_answer = false)
-      : hang_(hang), half_answer_(half_answer) {
-      fd_ = listen_loopback(port_, 16);
-      thread_ = std::thread([this] { run(); });
-  }
-    ~FaultNode() {
-        stop_ = true;
-        ::shutdown(fd_, SHUT_RDWR);
-        thread_.join();
-        ::close(fd_);
-    }
-    uint16_t port() const { return port_; }
-    int cut() const { return cut_.load(); }  // data requests read whole and cut
+      : hang_(hang),
+        half_answer_(half_answer),
+        server_([this](int c) { serve(c); }, LoopbackServer::Threads::one) {}
+  uint16_t port() const { return server_.port(); }
+  int cut() const { return cut_.load(); }  // data requests read whole and cut
 
 private:
-    void run() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            serve(c);
-            ::close(c);
-        }
-    }
-    void serve(int c) {
-        std::string in;
-        for (;;) {
-            http::RequestHead head;
-            size_t used = 0;
-            http::ParseError err;
-            http::ParseStatus st = http::parse_request_head(in, head, used, err);
-            if (st == http::ParseStatus::error) return;
-            if (st == http::ParseStatus::done) {
-                const size_t need = used + head.content_length.value_or(0);
-                while (in.size() < need) {
-                    if (!fill(c, in)) return;
-                }
-                in.erase(0, need);
-                if (head.path.starts_with("/_admin/")) {
-                    const bool put = head.method == http::Method::put;
-                    const std::string body = put ? R"({"created":true,"lineage":"00000000000000aa"})" : "[]";
-                    std::string out = std::string("HTTP/1.1 ") + (put ? "201 Created" : "200 OK") +
-                                      "\r\nContent-Type: application/json\r\nContent-Length: " +
-                                      std::to_string(body.size()) + "\r\n\r\n" + body;
-                    ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
-                    continue;
-                }
-                ++cut_;
-                if (half_answer_) {
-                    const std::string half =
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json"
-                        "\r\nContent-Length: 50\r\n\r\n{";
-                    ::send(c, half.data(), half.size(), MSG_NOSIGNAL);
-                    return;
-                }
-                while (hang_ && !stop_) {
-                    pollfd p{c, POLLIN, 0};
-                    if (::poll(&p, 1, 50) > 0) {
-                        char b;
-                        if (::recv(c, &b, 1, 0) <= 0) return;  // the router let go of it
-                    }
-                }
-                return;  // read whole, answered nothing: the caller closes
-            }
-            if (!fill(c, in)) return;
-        }
-    }
+  void serve(int c) {
+      std::string in;
+      for (;;) {
+          http::RequestHead head;
+          size_t used = 0;
+          http::ParseError err;
+          http::ParseStatus st = http::parse_request_head(in, head, used, err);
+          if (st == http::ParseStatus::error) return;
+          if (st == http::ParseStatus::done) {
+              const size_t need = used + head.content_length.value_or(0);
+              while (in.size() < need) {
+                  if (!fill(c, in)) return;
+              }
+              in.erase(0, need);
+              if (head.path.starts_with("/_admin/")) {
+                  const bool put = head.method == http::Method::put;
+                  const std::string body =
+                      put ? R"({"created":true,"lineage":"00000000000000aa"})" : "[]";
+                  std::string out = std::string("HTTP/1.1 ") + (put ? "201 Created" : "200 OK") +
+                                    "\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+                  ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+                  continue;
+              }
+              ++cut_;
+              if (half_answer_) {
+                  const std::string half =
+                      "HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                      "\r\nContent-Length: 50\r\n\r\n{";
+                  ::send(c, half.data(), half.size(), MSG_NOSIGNAL);
+                  return;
+              }
+              while (hang_ && !server_.stopping()) {
+                  pollfd p{c, POLLIN, 0};
+                  if (::poll(&p, 1, 50) > 0) {
+                      char b;
+                      if (::recv(c, &b, 1, 0) <= 0) return;  // the router let go of it
+                  }
+              }
+              return;  // read whole, answered nothing: the caller closes
+          }
+          if (!fill(c, in)) return;
+      }
+  }
     static bool fill(int c, std::string& in) {
         pollfd p{c, POLLIN, 0};
         if (::poll(&p, 1, 5'000) <= 0) return false;
@@ -223,11 +208,8 @@ private:
 
     const bool hang_;
     const bool half_answer_;
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
     std::atomic<int> cut_{0};
-    std::thread thread_;
+    LoopbackServer server_;  // last: stopped before the rest goes
 };
 
 }  // namespace fenec::test

@@ -15,6 +15,7 @@
 #include "engine/format.h"
 #include "server/replication/frames.h"
 #include "test/server/node/node_fixture.h"
+#include "test/support/loopback_server.h"
 
 namespace fenec::test::replication_test {
 namespace {
@@ -354,48 +355,29 @@ TEST_F(Replication, APromotionAppliesEveryBlockInItsSocketHoweverSlowTheApply) {
 // full receive window, or slow on the wire).
 class HoldingProxy {
   public:
-    explicit HoldingProxy(uint16_t to) : to_(to) {
-        fd_ = listen_loopback(port_, 8);
-        thread_ = std::thread([this] { run(); });
-    }
-    ~HoldingProxy() {
-        stop_ = true;
-        ::shutdown(fd_, SHUT_RDWR);
-        thread_.join();
-        for (std::thread& t : pipes_) t.join();
-        ::close(fd_);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    explicit HoldingProxy(uint16_t to)
+        : to_(to), server_([this](int c) { pass(c); }, LoopbackServer::Threads::per_connection) {}
+    std::string url() const { return server_.url(); }
     void hold_after(uint64_t n) { limit_ = passed_ + n; }
     void release() { limit_ = UINT64_MAX; }
     // Bytes the node sent are held back now.
     bool holding() const { return held_ > 0; }
 
   private:
-    void run() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            const int u = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_port = htons(to_);
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (::connect(u, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-                ::close(u);
-                ::close(c);
-                continue;
-            }
-            pipes_.emplace_back([this, c, u] { pipe(c, u); });
+    // Client `c` and the node, until either ends or the proxy stops.
+    void pass(int c) {
+        const int u = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(to_);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(u, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(u);
+            return;
         }
-    }
-    // Client `c` and node `u`, until either ends or the proxy stops.
-    void pipe(int c, int u) {
         std::string pending;  // the node's bytes not yet passed on
         char buf[65536];
-        while (!stop_) {
+        while (!server_.stopping()) {
             const uint64_t room = limit_ > passed_ ? limit_ - passed_ : 0;
             if (!pending.empty() && room > 0) {
                 const size_t n = std::min<uint64_t>(room, pending.size());
@@ -416,16 +398,11 @@ class HoldingProxy {
                 pending.append(buf, static_cast<size_t>(n));
             }
         }
-        ::close(c);
         ::close(u);
     }
     const uint16_t to_;
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
     std::atomic<uint64_t> passed_{0}, limit_{UINT64_MAX}, held_{0};
-    std::thread thread_;
-    std::vector<std::thread> pipes_;  // the accepting thread's own
+    LoopbackServer server_;  // last: stopped, its connections' threads joined, before the rest goes
 };
 
 // INVARIANTS R22: a promotion waits, up to the drain's second, for the rest of a block part-way
@@ -547,51 +524,34 @@ TEST_F(Replication, AKeyedWriteSentAgainToThePromotedCopyIsAnsweredAsMade) {
 // connection is held until the follower lets go or the FakePrimary goes.
 class FakePrimary {
   public:
-    explicit FakePrimary(std::string frames) : frames_(std::move(frames)) {
-        fd_ = listen_loopback(port_, 8);
-        thread_ = std::thread([this] { run(); });
-    }
-    ~FakePrimary() {
-        stop_ = true;
-        ::shutdown(fd_, SHUT_RDWR);
-        thread_.join();
-        ::close(fd_);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    explicit FakePrimary(std::string frames)
+        : frames_(std::move(frames)),
+          server_([this](int c) { answer(c); }, LoopbackServer::Threads::one) {}
+    std::string url() const { return server_.url(); }
 
   private:
-    void run() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            std::string in;
-            char buf[4096];
-            while (in.find("\r\n\r\n") == std::string::npos) {
-                pollfd q{c, POLLIN, 0};
-                if (::poll(&q, 1, 2000) <= 0) break;
-                const ssize_t n = ::recv(c, buf, sizeof buf, 0);
-                if (n <= 0) break;
-                in.append(buf, static_cast<size_t>(n));
-            }
-            const std::string out =
-                "HTTP/1.1 200 OK\r\nContent-Type: application/x-fenec-feed\r\nConnection: "
-                "close\r\n\r\n" +
-                frames_;
-            ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
-            for (int i = 0; i < 20 && !stop_; ++i) {  // held: the follower ends it
-                pollfd q{c, POLLIN, 0};
-                if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
-            }
-            ::close(c);
+    void answer(int c) {
+        std::string in;
+        char buf[4096];
+        while (in.find("\r\n\r\n") == std::string::npos) {
+            pollfd q{c, POLLIN, 0};
+            if (::poll(&q, 1, 2000) <= 0) break;
+            const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            in.append(buf, static_cast<size_t>(n));
+        }
+        const std::string out =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-fenec-feed\r\nConnection: "
+            "close\r\n\r\n" +
+            frames_;
+        ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+        for (int i = 0; i < 20 && !server_.stopping(); ++i) {  // held: the follower ends it
+            pollfd q{c, POLLIN, 0};
+            if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
         }
     }
     const std::string frames_;
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
+    LoopbackServer server_;  // last: stopped before frames_ goes
 };
 
 // An image is installed only as its end frame says it is: the bytes and the XXH3-64 digest that

@@ -33,6 +33,7 @@
 #include "server/runtime/loop.h"
 #include "server/runtime/pool.h"
 #include "server/runtime/ring_client.h"
+#include "test/support/loopback_server.h"
 #include "test/support/ports.h"
 
 namespace fenec::server::client_test {
@@ -74,21 +75,19 @@ std::string answer_bytes(int status, std::string_view body, bool close = false) 
 class Peer {
   public:
     using Serve = std::function<void(Peer& peer, int fd, int n)>;
-    explicit Peer(Serve serve, int backlog = 16) : serve_(std::move(serve)) {
-        fd_ = fenec::test::listen_loopback(port_, backlog);
-        if (serve_) thread_ = std::thread([this] { run(); });
-    }
-    ~Peer() {
-        stop_ = true;
-        ::shutdown(fd_, SHUT_RDWR);
-        if (thread_.joinable()) thread_.join();
-        ::close(fd_);
-    }
-    std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+    explicit Peer(Serve serve, int backlog = 16)
+        : serve_(std::move(serve)),
+          server_(serve_ ? fenec::test::LoopbackServer::Serve([this](int c) {
+                      in_.clear();
+                      serve_(*this, c, connections_++);
+                  })
+                         : nullptr,
+                  fenec::test::LoopbackServer::Threads::one, backlog, [this] { ++closed_; }) {}
+    std::string addr() const { return server_.addr(); }
     int connections() const { return connections_.load(); }
     int requests() const { return requests_.load(); }
     int closed() const { return closed_.load(); }
-    bool stopping() const { return stop_.load(); }
+    bool stopping() const { return server_.stopping(); }
 
     // A whole request (head and Content-Length body) from `fd`; false when it ends first.
     bool read_request(int fd, http::RequestHead& head, std::string& body) {
@@ -110,27 +109,15 @@ class Peer {
     }
     // Holds `fd` open, reading nothing, until the test ends.
     void hold() {
-        while (!stop_) std::this_thread::sleep_for(5ms);
+        while (!server_.stopping()) std::this_thread::sleep_for(5ms);
     }
 
   private:
-    void run() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 20) <= 0) continue;
-            const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            in_.clear();
-            serve_(*this, c, connections_++);
-            ::close(c);
-            ++closed_;
-        }
-    }
     bool fill(int fd) {
         for (;;) {
             pollfd p{fd, POLLIN, 0};
             const int r = ::poll(&p, 1, 50);
-            if (stop_) return false;
+            if (server_.stopping()) return false;
             if (r <= 0) continue;
             char buf[65536];
             const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
@@ -141,14 +128,11 @@ class Peer {
     }
 
     Serve serve_;
-    int fd_ = -1;
-    uint16_t port_ = 0;
-    std::thread thread_;
     std::string in_;
-    std::atomic<bool> stop_{false};
     std::atomic<int> connections_{0};
     std::atomic<int> requests_{0};
     std::atomic<int> closed_{0};
+    fenec::test::LoopbackServer server_;  // last: stopped before the rest goes
 };
 
 // Counts what the clients report.
