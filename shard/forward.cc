@@ -546,10 +546,17 @@ void Router::forward_to_region(Forwarding f, std::shared_ptr<server::Exchange> e
     if (at >= routers.size()) {
         // §11.10: a region out of reach is answered as a node out of reach is; the client asks
         // again.
-        http::Response r = error(
-            502, routers.empty()
-                     ? "region `" + region + "` has no router recorded"
-                     : "region `" + region + "` is out of reach: none of its routers answered");
+        // Some answered promoted over and the rest were not reached: out of reach all the same
+        // (the one leading may be among those), but not "none answered".
+        const std::string what =
+            routers.empty() ? "region `" + region + "` has no router recorded"
+            : f.superseded_routers == 0
+                ? "region `" + region + "` is out of reach: none of its routers answered"
+                : "region `" + region +
+                      "` is out of reach: " + std::to_string(f.superseded_routers) + " of its " +
+                      std::to_string(routers.size()) +
+                      " routers answered as promoted over and the others did not answer";
+        http::Response r = error(502, what);
         r.body.pop_back();
         r.body += ",\"region\":\"" + region + "\"}";
         return answer(*exchange, a, std::move(r));
