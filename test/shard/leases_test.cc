@@ -484,8 +484,11 @@ TEST(Leases, ALapseARouterPromotedOverNeverActedOnIsUndoneAndNoneFollows) {
     EXPECT_NE(f.metrics.render().find("fenec_router_node_failed_over{node=\"n1\"} 0"),
               std::string::npos)
         << f.metrics.render();
+    const size_t sent = f.host.sent("n2").size();
     f.host.set_mode("n2", Mode::silent);
-    std::this_thread::sleep_for(std::chrono::milliseconds(3 * lease_ms));  // past both lapses
+    // Six more grants to n2, a third of a lease apart: past 1.1 leases of its silence, each
+    // answer judged as it came back, so a lapse of either node would have been found.
+    ASSERT_TRUE(eventually([&] { return f.host.sent("n2").size() >= sent + 6; }));
     f.leases->stop();
     EXPECT_EQ(f.host.lapses().size(), 1u) << "neither n1 again nor n2";
     EXPECT_FALSE(f.leases->view("n1")->failed_over);

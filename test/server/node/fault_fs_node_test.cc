@@ -552,12 +552,15 @@ TEST_F(FaultFsNode, ADeleteCancelsTheCompactionHoldingItsTenant) {
     auto set = call("POST", "/t/acme/query",
                     R"J({"query":"set notes {title: \"u\"} where title != \"\""})J");
     ASSERT_EQ(set.status, 200) << set.body;
+    // A subscriber, ended `gone` by the delete's ask to leave, which cancels the rewrite first.
+    auto sub = subscribe("");
+    ASSERT_NE(sub->read_until("event: seed", 5000).find("event: seed"), std::string::npos);
     fs_.stall_syncs(true);
     ASSERT_TRUE(fs_.wait_for_stalled_syncs(1, std::chrono::seconds(10))) << "no compaction began";
     ASSERT_TRUE(fs_.has(dir_ + "/acme.fenec.rewrite")) << "the stalled sync is the side file's";
     int deleted = 0;
     std::thread del([&] { deleted = call("DELETE", "/_admin/tenants/acme").status; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the delete has asked
+    EXPECT_NE(sub->read_until("gone", 5000).find("gone"), std::string::npos) << sub->buffer();
     fs_.release_syncs();
     del.join();
     EXPECT_EQ(deleted, 204);
