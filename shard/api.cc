@@ -1090,7 +1090,7 @@ class Api {
     // §6.4 Delete: the node first (204 or 404 is done), then its copies (best effort), then the
     // row, so a tenant is never unroutable while its file still serves.
     Response delete_tenant(const std::string& name) {
-        TenantClaim claim(router_, name, "delete");  // §6.1
+        AskedClaim claim(router_, name, "delete");  // §6.1
         if (!claim.held) return busy(name, "delete");
         auto maps = router_.directory().maps();
         auto it = maps->tenants.find(name);

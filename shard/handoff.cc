@@ -286,7 +286,9 @@ Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure 
 Response Step::export_image() {
     std::string to;
     if (auto refused = read_to(to)) return *refused;
-    if (!router_.claim(tenant_, "handoff")) return busy();
+    if (!router_.claim_after(tenant_, "handoff", {repair_claim}, repair_claim_wait_ms)) {
+        return busy();
+    }
     auto maps = router_.directory().maps();
     auto t = maps->tenants.find(tenant_);
     auto refuse = [&](int status, std::string message) {
@@ -372,7 +374,17 @@ Response Step::undo_export() {
             !home_region(t->second.moving_to)) {
             return answer("nothing");
         }
-        if (!router_.claim(tenant_, "handoff")) return busy();
+        if (!router_.claim_after(tenant_, "handoff", {repair_claim}, repair_claim_wait_ms)) {
+            return busy();
+        }
+        // Read again under the claim: a repair waited for may have learnt its lineage.
+        maps = router_.directory().maps();
+        t = maps->tenants.find(tenant_);
+        if (t == maps->tenants.end() || t->second.state != "moving" ||
+            !home_region(t->second.moving_to)) {
+            router_.release(tenant_);
+            return answer("nothing");
+        }
         TenantRow back = t->second;
         back.state = "active";
         back.moving_to.clear();
@@ -427,7 +439,7 @@ Response Step::import_image() {
     }
     if (request_.body.empty()) return Router::error(400, "an import needs the image as its body");
     if (test_hooks::fail_handoff_step("import")) return hooked("import");
-    TenantClaim claim(router_, tenant_, "handoff");
+    AskedClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     auto maps = router_.directory().maps();
     // A row `@<r>` is a move out of this region whose drop never came (its global router
@@ -506,7 +518,7 @@ Response Step::import_image() {
 
 // Step 2 undone: the copy and its copies deleted, the row removed.
 Response Step::delete_import() {
-    TenantClaim claim(router_, tenant_, "handoff");
+    AskedClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     return remove_import(router_, tenant_, a_.request_id);
 }
@@ -517,7 +529,7 @@ Response Step::activate() {
     // A settle of the same import in progress (it may be activating it this moment) is waited
     // for rather than refused: the global router would hear 409 and answer its move
     // `"activated": false` though the row turned active.
-    TenantClaim claim(router_, tenant_, "handoff", settle_claim,
+    TenantClaim claim(router_, tenant_, "handoff", {settle_claim, repair_claim},
                       router_.options().upstream_timeout_ms / 2);
     if (!claim.held) return busy();
     return activate_import(router_, tenant_);
@@ -592,7 +604,7 @@ Response Step::undo_release() {
     if (!e || e->state != Handoffs::Entry::State::released) {
         return Router::error(409, "tenant `" + tenant_ + "` was not released here");
     }
-    TenantClaim claim(router_, tenant_, "handoff");
+    AskedClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     // Thawed first: a row put back `active` over a copy still frozen would refuse every write
     // for good. Not thawed, the row reads `moving` back to its node, which the settling thaws.
@@ -630,7 +642,7 @@ Response Step::home() {
     if (test_hooks::fail_handoff_step("home-statement")) return hooked("home-statement");
     std::string to;
     if (auto refused = read_to(to)) return *refused;
-    TenantClaim claim(router_, tenant_, "handoff");
+    AskedClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     auto maps = router_.directory().maps();
     auto t = maps->tenants.find(tenant_);
@@ -677,7 +689,7 @@ Response Step::home() {
 // Step 5: the frozen source copy and its copies deleted, the row removed.
 Response Step::drop() {
     if (test_hooks::fail_handoff_step("drop")) return hooked("drop");
-    TenantClaim claim(router_, tenant_, "handoff");
+    AskedClaim claim(router_, tenant_, "handoff");
     if (!claim.held) return busy();
     auto maps = router_.directory().maps();
     auto t = maps->tenants.find(tenant_);

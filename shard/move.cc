@@ -139,7 +139,7 @@ Response Move::run(const server::Request& request) {
     // §7.1: the body and the checks; a refusal here counts as no move.
     std::string to_name;
     if (auto refused = read_target(request.body, to_name)) return *refused;
-    TenantClaim claim(router_, tenant_, "move");
+    AskedClaim claim(router_, tenant_, "move");
     if (!claim.held) return busy_answer(router_, tenant_);
     auto maps = router_.directory().maps();
     if (auto refused = check(*maps, to_name)) return *refused;

@@ -207,7 +207,7 @@ http::Response serve_quota(Router& router, const server::Request& request,
         quota = parse_quota(request.body, error);
         if (!quota) return Router::error(400, error);
     }
-    TenantClaim claim(router, tenant, "quota");
+    AskedClaim claim(router, tenant, "quota");
     if (!claim.held) return busy(router, tenant);
     if (!router.directory().maps()->tenants.contains(tenant)) return no_tenant(tenant);
     // The row first, synced: a quota sent is one a restart still knows (§6.4).

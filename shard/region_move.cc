@@ -300,10 +300,25 @@ std::optional<Response> RegionMove::run() {
     }
     if (!from_here_) from_routers_ = maps->regions.at(from_);
     if (!to_here_) to_routers_ = maps->regions.at(to_);
-    TenantClaim claim(router_, tenant_, "move");
+    AskedClaim claim(router_, tenant_, "move");
     if (!claim.held) {
         return Router::error(409, "another operation on `" + tenant_ +
                                       "` is in progress: " + router_.held_by(tenant_));
+    }
+    // The row again, under the claim: the steps write it back whole, and a repair waited for
+    // (AskedClaim) may have learnt its lineage, or an operation that ended before the claim
+    // moved it.
+    {
+        auto now = router_.directory().maps();
+        auto fresh = now->tenants.find(tenant_);
+        if (fresh == now->tenants.end()) {
+            return Router::error(404, "tenant `" + tenant_ + "` is not in the directory");
+        }
+        if (fresh->second.node != row_.node || fresh->second.state != row_.state) {
+            return Router::error(
+                409, "tenant `" + tenant_ + "` changed while this move waited for it: ask again");
+        }
+        row_ = fresh->second;
     }
     const uint64_t start = router_.now_ms();
     auto count = [&](std::string_view outcome) {

@@ -130,13 +130,14 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
                               "2 min and 5 min after, and POST /_shard/replicas at once"});
         return;
     }
-    TenantClaim held(router_, tenant.name, "repair");
+    TenantClaim held(router_, tenant.name, repair_claim);
     if (!held.held) {  // kept on the schedule, if it is on it
         report.unreplicated.push_back({tenant.name, "another operation holds it (" +
                                                         router_.held_by(tenant.name) +
                                                         "): the next repair looks again"});
         return;
     }
+    test_hooks::stall_repair_claim(tenant.name);
     // Off the schedule once this look settles it, while the claim is held (so no operation's own
     // look is taken off meanwhile). One left without the copy it should have (no node taking it,
     // a standby behind or silent) keeps its next look; one given a look of its own here

@@ -555,13 +555,15 @@ bool Router::claim(const std::string& tenant, std::string_view what) {
 }
 
 bool Router::claim_after(const std::string& tenant, std::string_view what,
-                         std::string_view waits_for, uint64_t bound_ms) {
+                         std::initializer_list<std::string_view> waits_for, uint64_t bound_ms) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
     std::unique_lock lock(claims_mu_);
     for (;;) {
         auto [it, fresh] = claims_.emplace(tenant, std::string(what));
         if (fresh) return true;
-        if (it->second != waits_for) return false;
+        if (std::find(waits_for.begin(), waits_for.end(), it->second) == waits_for.end()) {
+            return false;
+        }
         if (claims_released_.wait_until(lock, until) == std::cv_status::timeout) {
             return claims_.emplace(tenant, std::string(what)).second;
         }

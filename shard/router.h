@@ -130,10 +130,11 @@ class Router final : public server::Handler {
     // (create, delete, move) is what held_by answers while it holds the claim. A release lets a
     // failover that waited for the tenant go on (§9.3).
     bool claim(const std::string& tenant, std::string_view what = "");
-    // As claim, but where an operation named `waits_for` holds the tenant, waits up to `bound_ms`
-    // for it to let go first (one that does the same work, so the caller finds it done).
-    bool claim_after(const std::string& tenant, std::string_view what, std::string_view waits_for,
-                     uint64_t bound_ms);
+    // As claim, but where an operation named in `waits_for` holds the tenant, waits up to
+    // `bound_ms` in all for it to let go first (one that does the same work, so the caller finds
+    // it done; or a repair's step, AskedClaim).
+    bool claim_after(const std::string& tenant, std::string_view what,
+                     std::initializer_list<std::string_view> waits_for, uint64_t bound_ms);
     void release(const std::string& tenant);
     std::string held_by(const std::string& tenant);
     // Moves inherited `moving` through a promotion whose target did not say whether it took
@@ -349,14 +350,32 @@ struct TenantClaim {
     TenantClaim(Router& r, std::string t, std::string_view what)
         : router(r), tenant(std::move(t)), held(r.claim(tenant, what)) {}
     // Router::claim_after's: waits up to `bound_ms` while `waits_for` holds it.
-    TenantClaim(Router& r, std::string t, std::string_view what, std::string_view waits_for,
-                uint64_t bound_ms)
+    TenantClaim(Router& r, std::string t, std::string_view what,
+                std::initializer_list<std::string_view> waits_for, uint64_t bound_ms)
         : router(r), tenant(std::move(t)), held(r.claim_after(tenant, what, waits_for, bound_ms)) {}
     ~TenantClaim() {
         if (held) router.release(tenant);
     }
     TenantClaim(const TenantClaim&) = delete;
     TenantClaim& operator=(const TenantClaim&) = delete;
+};
+
+// What a repair's claim is named (`held_by`), and how long a change a client asked for waits for
+// one to be let go before it is refused 409 (§6.1, ours). A repair holds a tenant for its own
+// step alone (its lineage learnt, its copy asked about, attached or handed over: milliseconds
+// where the nodes answer), one tenant after another, and starts by itself when a node is added:
+// a move asked just after an add would otherwise be refused for housekeeping its client never
+// asked for. A repair that keeps it longer (a node slow to answer) still gets the 409, `held_by`
+// naming it.
+inline constexpr std::string_view repair_claim = "repair";
+inline constexpr uint64_t repair_claim_wait_ms = 2000;
+
+// The claim of a change a client asked for (a delete, move or quota change, or a step of a move
+// across regions another router asks for): as TenantClaim, past a repair's claim. A create needs
+// none: a repair claims only tenants already in the directory.
+struct AskedClaim : TenantClaim {
+    AskedClaim(Router& r, std::string t, std::string_view what)
+        : TenantClaim(r, std::move(t), what, {repair_claim}, repair_claim_wait_ms) {}
 };
 
 // A node's base URL, "http://<addr>".

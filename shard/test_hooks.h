@@ -20,7 +20,9 @@
 // fail its node over meanwhile; FENEC_TEST_HANDOVER_STALL=<step>:<ms> holds the first hand-over
 // of a tenant's copy to its node's standby that reaches the step named (`repair`: a repair about to
 // hand it over; `caught-up`: the standby found caught up, its own replica not yet detached), having
-// said so, so a test can change the pair meanwhile.
+// said so, so a test can change the pair meanwhile; FENEC_TEST_REPAIR_STALL=<ms> holds a repair's
+// claim of each tenant it looks at `ms`, having said so, so a test can ask for a change of it
+// meanwhile.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -63,5 +65,8 @@ void stall_forward(std::string_view tenant);
 // In a hand-over to a standby (Copies::handed_to_standby, and a repair before it): sleeps what
 // FENEC_TEST_HANDOVER_STALL asks for `step`, having said so.
 void stall_handover(std::string_view step, std::string_view tenant);
+// With a repair's claim of `tenant` taken (Copies::repair_tenant): says so on stderr and sleeps
+// FENEC_TEST_REPAIR_STALL ms.
+void stall_repair_claim(std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

@@ -15,5 +15,6 @@ void stall_first_settle(std::string_view) {}
 void stall_pair_tenant(std::string_view) {}
 void stall_forward(std::string_view) {}
 void stall_handover(std::string_view, std::string_view) {}
+void stall_repair_claim(std::string_view) {}
 
 }  // namespace fenec::shard::test_hooks

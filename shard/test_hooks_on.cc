@@ -88,6 +88,16 @@ void stall_pair_tenant(std::string_view tenant) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void stall_repair_claim(std::string_view tenant) {
+    const char* env = std::getenv("FENEC_TEST_REPAIR_STALL");
+    if (!env) return;
+    const long ms = std::strtol(env, nullptr, 10);
+    if (ms <= 0) return;
+    log_line("test hook: repair holding `" + std::string(tenant) + "` " + std::to_string(ms) +
+             " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void stall_forward(std::string_view tenant) {
     const char* env = std::getenv("FENEC_TEST_FORWARD_STALL");
     if (!env) return;

@@ -238,6 +238,54 @@ TEST_F(Copies, AMoveOntoItsReplicasNodePlacesTheReplicaOnTheSourceWhenNoOtherNod
     })) << read_file(dir_.path() + "/router.err");
 }
 
+// A node's arrival starts a repair, which claims each tenant it looks at for its own step. A
+// client's change of a tenant meanwhile waits that claim out (up to 2 s) rather than being refused
+// for housekeeping it never asked for; a repair holding it longer still gets the 409. Before, a
+// move asked just after a node was added was 409 `held_by: repair` whenever the repair came
+// first, as one did in CI.
+TEST_F(Copies, AClientsChangeWaitsOutARepairsClaimOfItsTenant) {
+    ::setenv("FENEC_TEST_REPAIR_STALL", "1200", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_REPAIR_STALL");
+    ASSERT_EQ(add(0, "n1").status, 201);
+    ASSERT_EQ(add(1, "n2").status, 201);
+    const std::string t = tenant("x");
+    Reply made = create(t, "n1");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_EQ(Json(made.body).text("replica_on"), "n2") << made.body;
+    // How many times a repair has claimed it (said as the claim is taken, within 200 ms).
+    auto claims = [&] {
+        const std::string err = read_file(dir_.path() + "/router.err");
+        const std::string holding = "test hook: repair holding `" + t + "`";
+        size_t n = 0;
+        for (size_t at = err.find(holding); at != std::string::npos;
+             at = err.find(holding, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    const size_t before = claims();  // a repair of n2's arrival may have looked at it already
+    ASSERT_EQ(add(2, "n3").status, 201);
+    ASSERT_TRUE(eventually([&] { return claims() > before; }))
+        << read_file(dir_.path() + "/router.err");
+    Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n3"})");
+    EXPECT_EQ(moved.status, 200) << moved.body;
+
+    // Held past the bound: the quota change is refused, naming the repair.
+    ::setenv("FENEC_TEST_REPAIR_STALL", "3000", 1);
+    start_router({"--replicas"});
+    ::unsetenv("FENEC_TEST_REPAIR_STALL");
+    auto repair = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c.request("POST", "/_shard/replicas", "{}", bearer(kRoot)).value_or(Reply{});
+    });
+    ASSERT_TRUE(eventually([&] { return claims() > 0; })) << read_file(dir_.path() + "/router.err");
+    Reply quota = shard("PUT", "/_shard/tenants/" + t + "/quota", R"({"rows":5})");
+    EXPECT_EQ(quota.status, 409) << quota.body;
+    EXPECT_EQ(Json(quota.body).text("held_by"), "repair") << quota.body;
+    EXPECT_EQ(repair.get().status, 200);
+}
+
 // §6.3: a node removed lists the tenants whose replica it kept, which then say why they have
 // none; a tenant's delete takes its replica with it (§6.4).
 // A pair gives each tenant of its node its copy on the standby, one tenant at a time, each
