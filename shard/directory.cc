@@ -34,7 +34,7 @@ constexpr std::string_view kSchema[] = {
     "lease text, token_env text, token_file text)",
     "create collection pairs (node text @unique, standby text)",
     "create collection tenants (name text @unique, node text @hash, state text, moving_to text, "
-    "lineage text, forked text, failed_from text, quota json, moving_from text)",
+    "lineage text, forked text, failed_from text, quota json, moving_from text, moving_term int)",
     "create collection replicas (tenant text @unique, node text)",
     "create collection regions (name text @unique, routers [text])",
     "create collection leases (name text @unique, ms int, at timestamp, `by` text)",
@@ -100,6 +100,8 @@ Value quota_value(const std::optional<Quota>& q) {
 }
 
 Value or_null(const std::string& s) { return s.empty() ? Value() : Value(s); }
+// A row's moving_term: null for none (-1).
+Value term_value(int64_t term) { return term < 0 ? Value() : Value(term); }
 
 Status ql_status(const ql::Error& e) {
     return Status::error(Code::invalid_argument, "the directory refused a statement: " + e.message);
@@ -302,7 +304,7 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
 }
 
 Status Directory::upgrade_locked() {
-    bool lacks_fields = false, lacks_moving_from = false;
+    bool lacks_fields = false, lacks_moving_from = false, lacks_moving_term = false;
     {
         const engine::ReadView view = db_->read();  // released before the write below
         auto nodes = view.find("nodes");
@@ -313,6 +315,7 @@ Status Directory::upgrade_locked() {
         if (!tenants.is_ok()) return tenants.status();
         const engine::Schema* t = view.schema(*tenants);
         lacks_moving_from = t == nullptr || !t->slot_of("moving_from");
+        lacks_moving_term = t == nullptr || !t->slot_of("moving_term");
     }
     std::vector<Statement> change;
     if (lacks_fields) {
@@ -322,6 +325,10 @@ Status Directory::upgrade_locked() {
     // A file written before an import recorded where it came from (the global router's settling).
     if (lacks_moving_from) {
         change.push_back({"alter collection tenants add field moving_from text", {}});
+    }
+    // A file written before a move's mark named the term it was made under (MoveRows::by_row).
+    if (lacks_moving_term) {
+        change.push_back({"alter collection tenants add field moving_term int", {}});
     }
     // Each secret reaches the sidecar, durably, before its row lets go of it.
     auto maps = this->maps();
@@ -453,6 +460,8 @@ Status Directory::load() {
         r.forked = text_of(t.at(i, "forked"));
         r.failed_from = text_of(t.at(i, "failed_from"));
         r.quota = quota_of(t.at(i, "quota"));
+        const Value& term = t.at(i, "moving_term");  // null in rows (and files) before it
+        r.moving_term = std::get_if<int64_t>(&term.rep) ? int_of(term) : -1;
         maps->tenants[r.name] = std::move(r);
     }
     auto pairs = run("get pairs");
@@ -579,9 +588,10 @@ Status Directory::put_tenant(const TenantRow& t) {
     Status st = write_locked(
         {{"del tenants where name = $1", {t.name}},
          {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
-          "failed_from: $7, quota: $8, moving_from: $9}",
+          "failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
           {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
-           or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from)}}});
+           or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
+           term_value(t.moving_term)}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     next->tenants[t.name] = t;
@@ -594,7 +604,8 @@ Status Directory::flip_tenant(std::string_view name, const std::string& to) {
     if (Status st = placeable(*maps(), to); !st.is_ok()) return st;
     Status st =
         write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
-                       "moving_from: null, failed_from: null} where name = $1 require 1",
+                       "moving_from: null, failed_from: null, moving_term: null} where name = $1 "
+                       "require 1",
                        {std::string(name), to}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
@@ -604,6 +615,7 @@ Status Directory::flip_tenant(std::string_view name, const std::string& to) {
         it->second.moving_to.clear();
         it->second.moving_from.clear();
         it->second.failed_from.clear();
+        it->second.moving_term = -1;
     }
     publish(std::move(next));
     return Status::ok();
@@ -620,7 +632,8 @@ Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
     const std::string state =
         row != now->tenants.end() && row->second.state == "importing" ? "importing" : "active";
     Status st = write_locked({{"set tenants {node: $2, state: $5, moving_to: null, "
-                               "failed_from: $3, forked: $4} where name = $1 require 1",
+                               "moving_term: null, failed_from: $3, forked: $4} where name = $1 "
+                               "require 1",
                                {tenant, to, from, or_null(history), state}},
                               {"del replicas where tenant = $1", {tenant}}});
     if (!st.is_ok()) return st;
@@ -629,6 +642,7 @@ Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
             it->second.node = to;
             it->second.state = state;
             it->second.moving_to.clear();
+            it->second.moving_term = -1;
             it->second.failed_from = from;
             it->second.forked = history;
         }
@@ -773,9 +787,10 @@ Status Directory::adopt_rows(const RegionRows& rows) {
         block.push_back({"del tenants where name = $1", {t.name}});
         block.push_back(
             {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
-             "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9}",
+             "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
              {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
-              or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from)}});
+              or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
+              term_value(t.moving_term)}});
     }
     if (Status st = write_locked(block); !st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {

@@ -73,6 +73,10 @@ struct TenantRow {
     // The node its last failover took it off, "" when none or a move since (§9.10, §9.12).
     std::string failed_from;
     std::optional<Quota> quota;  // none: no quota
+    // The directory's term when its move marked it `moving`; -1 when not moving, or for a row
+    // marked before the field was. A start tells its own stopped moves from inherited ones by it
+    // (shard/move.h, MoveRows::by_row).
+    int64_t moving_term = -1;
 };
 
 // The longest lease a router leasing from this directory may have granted (§9.7).

@@ -290,6 +290,7 @@ Response Move::steps(const DirectoryMaps& maps) {
     TenantRow moving = row_;
     moving.state = "moving";
     moving.moving_to = to_.name;
+    moving.moving_term = router_.directory().maps()->term;  // whose move it is, at a start
     if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
         return fail({500, "mark", "the directory could not mark `" + tenant_ +
                                       "` moving: " + st.to_string()});
@@ -715,7 +716,12 @@ void settle_moves(Router& router, MoveRows rows) {
         // router (homed_elsewhere), which could hold a start or a promotion for a timeout a
         // row: the settling does it once the router is up (Handoffs::settle_moving).
         if (router.options().region && home_region(t.moving_to)) continue;
-        if (t.state == "moving") settle_move(router, name, t, rows);
+        if (t.state != "moving") continue;
+        const bool own = maps->term == 0 || t.moving_term == maps->term;
+        settle_move(router, name, t,
+                    rows != MoveRows::by_row ? rows
+                    : own                    ? MoveRows::own
+                                             : MoveRows::inherited);
     }
 }
 

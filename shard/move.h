@@ -31,13 +31,16 @@ namespace fenec::shard {
 http::Response serve_move(Router& router, const server::Request& request,
                           const Router::Answering& a, const std::string& tenant);
 
-// Whose rows a settling reads. `own`: a directory only ever led by this router's line of
-// starts (a start with term 0): a row still `moving` there was never flipped, since the flip is
-// written, synced, before the target is granted anything. `inherited`: a standby's copy as it is
-// promoted, or any directory promoted once (term above 0), whose rows may have been marked by an
-// old primary that flipped a move and had writes acknowledged on its target while the copy was
-// behind (§7.2 step 10 waits for the standbys a second at most): the target is asked.
-enum class MoveRows { own, inherited };
+// Whose rows a settling reads. `own`: rows this directory's line of starts marked itself: one
+// still `moving` was never flipped, since the flip is written, synced, before the target is
+// granted anything. `inherited`: a standby's copy as it is promoted, whose rows may have been
+// marked by an old primary that flipped a move and had writes acknowledged on its target while
+// the copy was behind (§7.2 step 10 waits for the standbys a second at most): the target is
+// asked. `by_row`: a start's, each row by the term its move marked it under
+// (TenantRow::moving_term): own where that is the directory's term now (or the directory was
+// never promoted), inherited where an older term's router marked it, or a row marked before the
+// field was in a directory promoted since.
+enum class MoveRows { own, inherited, by_row };
 
 // §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed, so it
 // takes writes where it is; it stays `moving` (and routed to the source) until moved again, but

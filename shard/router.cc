@@ -366,8 +366,9 @@ std::string Router::open_parts() {
     if (!standby_->following()) {
         if (std::string over = standby_->superseded_at_nodes(); !over.empty()) return over;
         // A directory once promoted (term above 0) may hold rows its old primary marked and
-        // flipped before this copy was sent the flip, unsettled still: they are inherited.
-        settle_moves(*this, directory_->maps()->term > 0 ? MoveRows::inherited : MoveRows::own);
+        // flipped before this copy was sent the flip, unsettled still: they are inherited. Those
+        // marked under its term now are this router's own (TenantRow::moving_term).
+        settle_moves(*this, MoveRows::by_row);
     }
     // Leasing and failover (shard/cluster.h): a primary leases once bound (§2.3 step 5, below), a
     // standby once promoted, every node counted as answered then (§9.4); a standby cuts what it

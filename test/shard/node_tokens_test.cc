@@ -218,10 +218,11 @@ TEST(Directory, TokensInRowsMoveToTheSidecar) {
     EXPECT_EQ((*d)->maps()->nodes.at("n2").token_file, dir.path() + "/n2.token");
 }
 
-// A directory written before `tenants.moving_from` (an import's source, shard/two_level.h) has the
-// field added as it opens as a primary: a row that names it keeps it across a reopen, and rows
-// already there read it as "".
-TEST(Directory, AFileWrittenBeforeMovingFromTakesIt) {
+// A directory written before `tenants.moving_from` (an import's source, shard/two_level.h) and
+// `tenants.moving_term` (the term a move's mark was made under, shard/move.h) has the fields added
+// as it opens as a primary: a row that names them keeps them across a reopen, and rows already
+// there read them as "" and -1 (none).
+TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
     TempDir dir;
     const std::string path = dir.path() + "/shard.fenec";
     write_as_before(
@@ -250,6 +251,18 @@ TEST(Directory, AFileWrittenBeforeMovingFromTakesIt) {
         auto d = shard::Directory::open(path);
         ASSERT_TRUE(d.is_ok()) << d.status().to_string();
         EXPECT_EQ((*d)->maps()->tenants.at("old").moving_from, "");
+        EXPECT_EQ((*d)->maps()->tenants.at("old").moving_term, -1);
+        shard::NodeRow n1;
+        n1.name = "n1";
+        n1.addr = "127.0.0.1:1";
+        ASSERT_TRUE((*d)->put_node(n1).is_ok());
+        shard::TenantRow moving;
+        moving.name = "beta";
+        moving.node = "n1";
+        moving.state = "moving";
+        moving.moving_to = "n2";
+        moving.moving_term = 3;
+        ASSERT_TRUE((*d)->put_tenant(moving).is_ok());
         shard::TenantRow row;
         row.name = "acme";
         row.node = "@ap";
@@ -260,6 +273,8 @@ TEST(Directory, AFileWrittenBeforeMovingFromTakesIt) {
     auto d = shard::Directory::open(path);
     ASSERT_TRUE(d.is_ok()) << d.status().to_string();
     EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_from, "@us");
+    EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_term, -1);
+    EXPECT_EQ((*d)->maps()->tenants.at("beta").moving_term, 3);
     EXPECT_EQ((*d)->maps()->tenants.at("old").node, "@us");
 }
 

@@ -147,5 +147,53 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
     EXPECT_EQ(read.body, R"({"count":2})") << read.status;
 }
 
+// A router promoted once (term 1) that is killed in its own move before the flip, and started
+// again with the target down: the move is its own (marked under its term, TenantRow::moving_term),
+// and a move the directory shows unflipped was never flipped (the flip is written first), so the
+// source is thawed and takes writes, as on any router. Before, every row of a directory promoted
+// once counted as inherited: the source was left frozen, writes refused 503, until the target
+// answered.
+TEST_F(StandbyMove, ARouterPromotedOnceThawsTheSourceOfItsOwnStoppedMove) {
+    start_standby();
+    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
+    const Reply p = on_s("POST", "/_replication/promote", {}, kReplication);
+    ASSERT_EQ(p.status, 200) << p.body;
+    router_->signal(SIGKILL);
+    // S again, on its file (term 1), holding each move once the target has the image.
+    ::setenv("FENEC_TEST_MOVE_STALL", "installed:60000", 1);
+    start_standby({}, 1);
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    ASSERT_EQ(term_of(on_s("GET", "/_health")), 1);
+    const std::string t = tenant("own");
+    const Reply made = on_s("PUT", "/_shard/tenants/" + t,
+                            R"J({"node":"n1","schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    auto write = [&](const std::string& title) {
+        Client c(standby_->port());
+        return c
+            .request("POST", "/t/" + t + "/c/notes", "{\"title\":\"" + title + "\"}", bearer(kData))
+            .value_or(Reply{});
+    };
+    ASSERT_EQ(write("before").status, 201);
+    auto move = std::async(std::launch::async, [&] {
+        return on_s("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    });
+    ASSERT_TRUE(eventually([&] {
+        return read_file(sdir_.path() + "/standby.err").find("test hook: held after `installed`") !=
+               std::string::npos;
+    })) << read_file(sdir_.path() + "/standby.err");
+    standby_->signal(SIGKILL);
+    (void)move.get();
+
+    nodes_->procs[1]->signal(SIGSTOP);  // the target silent as S starts (TearDown continues it)
+    start_standby({}, 1);
+    const Reply row = on_s("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;
+    const Reply after = write("after");
+    EXPECT_EQ(after.status, 201) << after.body << " (the source thawed)\n"
+                                 << read_file(sdir_.path() + "/standby.err");
+    EXPECT_EQ(count_on(0, t), R"({"count":2})");
+}
+
 }  // namespace
 }  // namespace fenec::test::standby_move_test
