@@ -102,6 +102,12 @@ Value quota_value(const std::optional<Quota>& q) {
 Value or_null(const std::string& s) { return s.empty() ? Value() : Value(s); }
 // A row's moving_term: null for none (-1).
 Value term_value(int64_t term) { return term < 0 ? Value() : Value(term); }
+// A row as it is kept: a term only while `moving` (one copied from a row once moving and set
+// active again carries none).
+TenantRow kept(TenantRow t) {
+    if (t.state != "moving") t.moving_term = -1;
+    return t;
+}
 
 Status ql_status(const ql::Error& e) {
     return Status::error(Code::invalid_argument, "the directory refused a statement: " + e.message);
@@ -582,7 +588,8 @@ Status placeable(const DirectoryMaps& maps, const std::string& node) {
     return Status::error(Code::not_found, "node `" + node + "` is not in the directory");
 }
 
-Status Directory::put_tenant(const TenantRow& t) {
+Status Directory::put_tenant(const TenantRow& row) {
+    const TenantRow t = kept(row);
     std::lock_guard lock(write_mu_);
     if (Status st = placeable(*maps(), t.node); !st.is_ok()) return st;
     Status st = write_locked(
@@ -783,7 +790,8 @@ Status Directory::adopt_rows(const RegionRows& rows) {
         block.push_back({"del replicas where tenant = $1", {tenant}});
         block.push_back({"insert replicas {tenant: $1, node: $2}", {tenant, node}});
     }
-    for (const TenantRow& t : rows.tenants) {
+    for (const TenantRow& row : rows.tenants) {
+        const TenantRow t = kept(row);
         block.push_back({"del tenants where name = $1", {t.name}});
         block.push_back(
             {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
@@ -797,7 +805,7 @@ Status Directory::adopt_rows(const RegionRows& rows) {
         for (const NodeRow& n : rows.nodes) m.nodes[n.name] = n;
         for (const auto& [node, standby] : rows.pairs) m.pairs[node] = standby;
         for (const auto& [tenant, node] : rows.replicas) m.replicas[tenant] = node;
-        for (const TenantRow& t : rows.tenants) m.tenants[t.name] = t;
+        for (const TenantRow& t : rows.tenants) m.tenants[t.name] = kept(t);
     });
 }
 

@@ -133,6 +133,17 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
     // Nor may an operator's move take it on meanwhile: failing to reach n2 it would thaw n1.
     const Reply moved = on_s("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
     EXPECT_EQ(moved.status, 409) << moved.body;
+    // S killed and started again on its file (term 1), n2 still silent: the row was marked by R,
+    // under term 0, so a start finds it inherited too and leaves the source frozen.
+    standby_->signal(SIGKILL);
+    ::setenv("FENEC_TEST_SETTLE_MS", "300", 1);
+    start_standby({}, 1);
+    ::unsetenv("FENEC_TEST_SETTLE_MS");
+    Client again(standby_->port());
+    const Reply still =
+        again.request("POST", "/t/" + t + "/c/notes", R"({"title":"on n1"})", bearer(kData))
+            .value_or(Reply{});
+    EXPECT_EQ(still.status, 503) << still.body << " (the source is frozen still)";
 
     nodes_->procs[1]->signal(SIGCONT);
     EXPECT_TRUE(eventually(
@@ -143,7 +154,7 @@ TEST_F(StandbyMove, APromotedStandbyThatMissedAFlipToASilentTargetWaitsForIt) {
         8000))
         << row.body;
     const Reply read =
-        c.request("GET", "/t/" + t + "/c/notes?count", {}, bearer(kData)).value_or(Reply{});
+        again.request("GET", "/t/" + t + "/c/notes?count", {}, bearer(kData)).value_or(Reply{});
     EXPECT_EQ(read.body, R"({"count":2})") << read.status;
 }
 
@@ -189,6 +200,7 @@ TEST_F(StandbyMove, ARouterPromotedOnceThawsTheSourceOfItsOwnStoppedMove) {
     start_standby({}, 1);
     const Reply row = on_s("GET", "/_shard/tenants/" + t);
     EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;
+    EXPECT_EQ(Json(row.body).text("state"), "moving") << row.body;
     const Reply after = write("after");
     EXPECT_EQ(after.status, 201) << after.body << " (the source thawed)\n"
                                  << read_file(sdir_.path() + "/standby.err");
