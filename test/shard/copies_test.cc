@@ -27,6 +27,14 @@ class Copies : public ClusterTest<4> {
         replica = Json(made.body).text("replica_on");
         ASSERT_FALSE(replica.empty()) << made.body;
     }
+    // n1 and n2 added, and `t` created on n1, its replica on n2.
+    void two_nodes_and_a_replica(const std::string& t) {
+        ASSERT_EQ(add(0, "n1").status, 201);
+        ASSERT_EQ(add(1, "n2").status, 201);
+        Reply made = create(t, "n1");
+        ASSERT_EQ(made.status, 201) << made.body;
+        ASSERT_EQ(Json(made.body).text("replica_on"), "n2") << made.body;
+    }
     // The index of node `n` (n1–n4).
     static int index_of(const std::string& n) { return std::stoi(n.substr(1)) - 1; }
     // `t`'s seq on node `i`, 0 when it has no copy there.
@@ -247,12 +255,8 @@ TEST_F(Copies, AClientsChangeWaitsOutARepairsClaimOfItsTenant) {
     ::setenv("FENEC_TEST_REPAIR_STALL", "1200", 1);
     start_router({"--replicas"});
     ::unsetenv("FENEC_TEST_REPAIR_STALL");
-    ASSERT_EQ(add(0, "n1").status, 201);
-    ASSERT_EQ(add(1, "n2").status, 201);
     const std::string t = tenant("x");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    ASSERT_EQ(Json(made.body).text("replica_on"), "n2") << made.body;
+    ASSERT_NO_FATAL_FAILURE(two_nodes_and_a_replica(t));
     // How many times a repair has claimed it (said as the claim is taken, within 200 ms).
     auto claims = [&] {
         const std::string err = read_file(dir_.path() + "/router.err");
@@ -740,12 +744,8 @@ TEST_F(Copies, RemovedNodeListsItsReplicasAndDeleteTakesThem) {
 // A node removed while its tenants' primary is down keeps its copies: they may be the only data
 // left (no failover ran). Only a copy whose primary answers, holding the tenant, is deleted.
 TEST_F(Copies, ANodeRemovedKeepsItsCopiesWhereThePrimaryDoesNotAnswer) {
-    ASSERT_EQ(add(0, "n1").status, 201);
-    ASSERT_EQ(add(1, "n2").status, 201);
     const std::string t = tenant("x");
-    Reply made = create(t, "n1");
-    ASSERT_EQ(made.status, 201) << made.body;
-    ASSERT_EQ(Json(made.body).text("replica_on"), "n2") << made.body;
+    ASSERT_NO_FATAL_FAILURE(two_nodes_and_a_replica(t));
     ASSERT_TRUE(eventually([&] { return follows(1, t, 0); })) << copy_on(1, t).body;
     const uint16_t port = nodes_->port(0);
     nodes_->procs[0]->kill(SIGKILL);
