@@ -290,7 +290,7 @@ Response Move::steps(const DirectoryMaps& maps) {
     TenantRow moving = row_;
     moving.state = "moving";
     moving.moving_to = to_.name;
-    moving.moving_term = router_.directory().maps()->term;  // whose move it is, at a start
+    moving.moving_term = maps.term;  // whose move it is, at a start
     if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
         return fail({500, "mark", "the directory could not mark `" + tenant_ +
                                       "` moving: " + st.to_string()});

@@ -75,9 +75,7 @@ private:
               int seen = max_.load();
               while (now > seen && !max_.compare_exchange_weak(seen, now)) {
               }
-              for (int waited = 0; waited < delay_ms_ && !server_.stopping(); waited += 10) {
-                  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // its slowness
-              }
+              server_.wait_stopping(std::chrono::milliseconds(delay_ms_));  // its slowness
               --at_once_;
               status = status_;
               body = body_;

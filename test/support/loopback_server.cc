@@ -25,13 +25,22 @@ LoopbackServer::~LoopbackServer() { stop(); }
 void LoopbackServer::stop() {
     std::lock_guard lock(mu_);
     if (fd_ < 0) return;
-    stopping_ = true;
+    {
+        std::lock_guard wake(wake_mu_);
+        stopping_ = true;
+    }
+    woken_.notify_all();
     ::shutdown(fd_, SHUT_RDWR);
     if (accepting_.joinable()) accepting_.join();
     for (std::thread& t : serving_) t.join();
     serving_.clear();
     ::close(fd_);
     fd_ = -1;
+}
+
+bool LoopbackServer::wait_stopping(std::chrono::milliseconds most) {
+    std::unique_lock lock(wake_mu_);
+    return woken_.wait_for(lock, most, [this] { return stopping_.load(); });
 }
 
 void LoopbackServer::accept_loop() {

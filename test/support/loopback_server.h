@@ -6,6 +6,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -36,6 +38,9 @@ class LoopbackServer {
     // owner whose serve waits on something of its own wakes it before. Idempotent.
     void stop();
     bool stopping() const { return stopping_.load(); }
+    // Waits until the server stops or `most` has passed; whether it stops. A serve that holds its
+    // connection, or answers slowly, waits here, and is let go the moment the test stops it.
+    bool wait_stopping(std::chrono::milliseconds most = std::chrono::hours(1));
 
     uint16_t port() const { return port_; }
     std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -51,6 +56,8 @@ class LoopbackServer {
     uint16_t port_ = 0;
     std::atomic<bool> stopping_{false};
     std::mutex mu_;                     // stop()'s, once
+    std::mutex wake_mu_;                // wait_stopping()'s
+    std::condition_variable woken_;
     std::vector<std::thread> serving_;  // per_connection: the accepting thread's own
     std::thread accepting_;
 };

@@ -108,9 +108,7 @@ class Peer {
         }
     }
     // Holds `fd` open, reading nothing, until the test ends.
-    void hold() {
-        while (!server_.stopping()) std::this_thread::sleep_for(5ms);
-    }
+    void hold() { server_.wait_stopping(); }
 
   private:
     bool fill(int fd) {
