@@ -106,6 +106,10 @@ void Cluster::release(const std::string& tenant) { router_.release(tenant); }
 
 std::string Cluster::held_by(const std::string& tenant) { return router_.held_by(tenant); }
 
+bool Cluster::reserve(const std::string& tenant) { return router_.reserve_for_failover(tenant); }
+
+void Cluster::unreserve(const std::string& tenant) { router_.unreserve(tenant); }
+
 PromoteReply Cluster::promote(const NodeRow& node, const std::string& tenant,
                               const PromoteWire& ask) {
     if (router_.is_superseded()) {

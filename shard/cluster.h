@@ -59,6 +59,8 @@ class Cluster final : public LeaseHost, public FailoverHost {
     bool claim(const std::string& tenant, std::string_view what) override;
     void release(const std::string& tenant) override;
     std::string held_by(const std::string& tenant) override;
+    bool reserve(const std::string& tenant) override;
+    void unreserve(const std::string& tenant) override;
     PromoteReply promote(const NodeRow& node, const std::string& tenant,
                          const PromoteWire& ask) override;
     bool send_quota(const NodeRow& node, const TenantRow& tenant) override;

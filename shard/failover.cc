@@ -122,7 +122,7 @@ void Failover::wait_for_claim(const std::string& tenant, Waiting w) {
         waiting_[tenant] = std::move(w);
     }
     // Settled once: whichever settle_waiting takes the entry out first runs it.
-    if (host_.held_by(tenant).empty()) post([this, tenant] { settle_waiting(tenant); });
+    if (!host_.reserve(tenant)) post([this, tenant] { settle_waiting(tenant); });
 }
 
 void Failover::released(const std::string& tenant) {
@@ -190,7 +190,7 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
     };
     std::vector<Claimed> claimed;
     for (const std::string& name : tenants) {
-        if (!host_.claim(name, "failover")) {
+        if (!host_.claim(name, failover_claim)) {
             const std::string held = host_.held_by(name);
             const auto fresh = host_.maps();
             const auto row = fresh->tenants.find(name);
@@ -242,7 +242,10 @@ FailoverResult Failover::fail_over(const std::string& node, bool force, std::str
         if (!let_go) {
             // Nothing is failed over, the parked tenants neither: promoted once their holders
             // let go, they would be promoted beside a lease the node may still hold.
-            for (const auto& [name, w] : take_parked(node)) host_.restore(node, name);
+            for (const auto& [name, w] : take_parked(node)) {
+                host_.unreserve(name);
+                host_.restore(node, name);
+            }
             host_.unfence(node, fenced);
             for (const std::string& name : fenced) host_.release(name);
             host_.grant_now(node);
@@ -432,17 +435,19 @@ void Failover::settle_waiting(const std::string& tenant) {
     const auto maps = host_.maps();
     const auto row = maps->tenants.find(tenant);
     if (row == maps->tenants.end() || row->second.node != w.node) {
+        host_.unreserve(tenant);
         host_.restore(w.node, tenant);  // moved off (or deleted) meanwhile: nothing left to do
         return;
     }
     if (maps->copy_of(row->second) != w.copy) {
+        host_.unreserve(tenant);
         host_.restore(w.node, tenant);
         host_.note("`" + tenant + "` waited to be failed over onto `" + w.copy +
                        "`, which is no longer its copy: not promoted",
                    "", {});
         return;
     }
-    if (!host_.claim(tenant, "failover")) {  // another operation came first: wait for it too
+    if (!host_.claim(tenant, failover_claim)) {  // another operation came first: wait for it too
         wait_for_claim(tenant, std::move(w));
         return;
     }

@@ -46,6 +46,9 @@ namespace fenec::shard {
 
 struct FailoverResult;
 
+// What a failover's claim is named (`held_by`).
+inline constexpr std::string_view failover_claim = "failover";
+
 // What a failover asks of the router around it.
 class FailoverHost {
   public:
@@ -56,6 +59,11 @@ class FailoverHost {
     virtual bool claim(const std::string& tenant, std::string_view what) = 0;
     virtual void release(const std::string& tenant) = 0;
     virtual std::string held_by(const std::string& tenant) = 0;
+    // A failover parked on `tenant` is the next to claim it (Router::reserve_for_failover): true
+    // when a claim holds it still, false when none does. unreserve: the failover stopped waiting
+    // without claiming it. By default no reservation, only the question.
+    virtual bool reserve(const std::string& tenant) { return !held_by(tenant).empty(); }
+    virtual void unreserve(const std::string& tenant) { (void)tenant; }
     // `POST /_admin/tenants/<t>/promote` (node-http's §8.6), as NodeCalls::promote makes it.
     virtual PromoteReply promote(const NodeRow& node, const std::string& tenant,
                                  const PromoteWire& ask) = 0;
@@ -147,9 +155,11 @@ class Failover {
     // The tenants an earlier failover of `node` parked, whose settling its failover by hand's
     // fence deferred, queued to settle now. Caller holds run_mu_.
     void settle_deferred(const std::string& node);
-    // `tenant`, whose claim another operation held, put to wait for it (released() settles it).
+    // `tenant`, whose claim another operation held, put to wait for it (released() settles it),
+    // and reserved, so that no other operation's claim comes first once the holder lets go.
     // The holder may have let go before the entry was in, when released() found none: a claim
-    // no one holds by then is settled at once, so no wake-up is lost.
+    // no one holds by then is settled at once, so no wake-up is lost. Every way out of the wait
+    // but the failover's own claim unreserves it.
     void wait_for_claim(const std::string& tenant, Waiting w);
     // each(0) … each(n - 1) on up to promotions_at_once threads, this one among them; returns
     // when all have.

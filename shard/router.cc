@@ -550,9 +550,22 @@ void Router::after_refusal(std::string_view peer, std::function<void()> fn) {
 
 void Router::accepted(std::string_view peer) { delay_->accepted(peer_host(peer)); }
 
+namespace {
+// Under claims_mu_: `what` takes `tenant` unless a claim holds it, or a failover is reserved it
+// and `what` is not a failover's; a failover's claim ends its reservation.
+bool take_claim(std::map<std::string, std::string>& claims, std::set<std::string>& reserved,
+                const std::string& tenant, std::string_view what) {
+    const bool failover = what == failover_claim;
+    if (!failover && reserved.contains(tenant)) return false;
+    if (!claims.emplace(tenant, std::string(what)).second) return false;
+    if (failover) reserved.erase(tenant);
+    return true;
+}
+}  // namespace
+
 bool Router::claim(const std::string& tenant, std::string_view what) {
     std::lock_guard lock(claims_mu_);
-    return claims_.emplace(tenant, std::string(what)).second;
+    return take_claim(claims_, reserved_, tenant, what);
 }
 
 bool Router::claim_after(const std::string& tenant, std::string_view what,
@@ -560,13 +573,16 @@ bool Router::claim_after(const std::string& tenant, std::string_view what,
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
     std::unique_lock lock(claims_mu_);
     for (;;) {
-        auto [it, fresh] = claims_.emplace(tenant, std::string(what));
-        if (fresh) return true;
-        if (std::find(waits_for.begin(), waits_for.end(), it->second) == waits_for.end()) {
+        if (take_claim(claims_, reserved_, tenant, what)) return true;
+        // A failover waiting for the tenant is waited for too, while no claim holds it: it comes
+        // next, and what follows it reads the row it leaves.
+        auto it = claims_.find(tenant);
+        if (it != claims_.end() &&
+            std::find(waits_for.begin(), waits_for.end(), it->second) == waits_for.end()) {
             return false;
         }
         if (claims_released_.wait_until(lock, until) == std::cv_status::timeout) {
-            return claims_.emplace(tenant, std::string(what)).second;
+            return take_claim(claims_, reserved_, tenant, what);
         }
     }
 }
@@ -574,7 +590,22 @@ bool Router::claim_after(const std::string& tenant, std::string_view what,
 std::string Router::held_by(const std::string& tenant) {
     std::lock_guard lock(claims_mu_);
     auto it = claims_.find(tenant);
-    return it == claims_.end() ? "" : it->second;
+    if (it != claims_.end()) return it->second;
+    return reserved_.contains(tenant) ? std::string(failover_claim) : std::string();
+}
+
+bool Router::reserve_for_failover(const std::string& tenant) {
+    std::lock_guard lock(claims_mu_);
+    reserved_.insert(tenant);
+    return claims_.contains(tenant);
+}
+
+void Router::unreserve(const std::string& tenant) {
+    {
+        std::lock_guard lock(claims_mu_);
+        if (reserved_.erase(tenant) == 0) return;
+    }
+    claims_released_.notify_all();  // a waiter may take it now
 }
 
 void Router::keep_settling_move(const std::string& tenant) {

@@ -136,7 +136,15 @@ class Router final : public server::Handler {
     bool claim_after(const std::string& tenant, std::string_view what,
                      std::initializer_list<std::string_view> waits_for, uint64_t bound_ms);
     void release(const std::string& tenant);
+    // What holds `tenant`: its claim's `what`, else failover_claim while a failover is reserved
+    // it, else "".
     std::string held_by(const std::string& tenant);
+    // A failover parked on `tenant` (§9.3) is the next to claim it: once its holder lets go, no
+    // other operation takes it (claim and claim_after refuse or wait) until a failover claims it
+    // or unreserve. True when a claim holds it still (its release settles the failover); false
+    // when none does, and the failover settles it now.
+    bool reserve_for_failover(const std::string& tenant);
+    void unreserve(const std::string& tenant);
     // Moves inherited `moving` through a promotion whose target did not say whether it took
     // writes (shard/move.h, settle_move): left frozen on their source, settled again each round
     // by the settling thread (TwoLevel::settle, Handoffs::settle_moving). take_moves_to_settle
@@ -277,6 +285,7 @@ class Router final : public server::Handler {
     std::mutex claims_mu_;
     std::condition_variable claims_released_;    // under claims_mu_: a claim let go
     std::map<std::string, std::string> claims_;  // tenant → what holds it
+    std::set<std::string> reserved_;             // under claims_mu_: reserve_for_failover
     std::set<std::string> moves_to_settle_;      // under claims_mu_
 
     // Copies and quotas through the router (router.md §6.4, §8): the admin calls to nodes
