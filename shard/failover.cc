@@ -81,6 +81,14 @@ void Failover::stop() {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
+    // No settling runs any more: the tenants still parked are let go, or no other operation
+    // (the requests the router's drain still serves) could claim them.
+    std::map<std::string, Waiting, std::less<>> parked;
+    {
+        std::lock_guard lock(mu_);
+        parked.swap(waiting_);
+    }
+    for (const auto& [tenant, w] : parked) host_.unreserve(tenant);
 }
 
 void Failover::post(std::function<void()> job) {
@@ -117,12 +125,18 @@ void Failover::lapsed(const std::string& node) {
 }
 
 void Failover::wait_for_claim(const std::string& tenant, Waiting w) {
+    bool held = false;
     {
+        // Reserved with the entry in, under mu_: stop() takes the entries and ends their
+        // reservations, and one parked as it stops is neither (the router's claims lock is
+        // taken under mu_, never the other way round).
         std::lock_guard lock(mu_);
+        if (stopping_) return;  // nothing would settle it
         waiting_[tenant] = std::move(w);
+        held = host_.reserve(tenant);
     }
     // Settled once: whichever settle_waiting takes the entry out first runs it.
-    if (!host_.reserve(tenant)) post([this, tenant] { settle_waiting(tenant); });
+    if (!held) post([this, tenant] { settle_waiting(tenant); });
 }
 
 void Failover::released(const std::string& tenant) {

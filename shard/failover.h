@@ -174,7 +174,7 @@ class Failover {
     // such a node runs (409) and none of its parked tenants is settled until it ends. Under
     // run_mu_ (read in settle_waiting with run_mu_ held too).
     std::set<std::string, std::less<>> fencing_;
-    std::mutex mu_;      // the queue and the waiting map
+    std::mutex mu_;  // the queue and the waiting map; held over host_.reserve, never taken under it
     std::condition_variable cv_;
     std::deque<std::function<void()>> queue_;
     std::map<std::string, Waiting, std::less<>> waiting_;  // tenant → its failover

@@ -574,10 +574,10 @@ bool Router::claim_after(const std::string& tenant, std::string_view what,
     std::unique_lock lock(claims_mu_);
     for (;;) {
         if (take_claim(claims_, reserved_, tenant, what)) return true;
-        // A failover waiting for the tenant is waited for too, while no claim holds it: it comes
-        // next, and what follows it reads the row it leaves.
+        // A failover is waited for too, reserved (it comes next) or holding the claim: what
+        // follows it reads the row it leaves.
         auto it = claims_.find(tenant);
-        if (it != claims_.end() &&
+        if (it != claims_.end() && it->second != failover_claim &&
             std::find(waits_for.begin(), waits_for.end(), it->second) == waits_for.end()) {
             return false;
         }

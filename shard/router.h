@@ -132,7 +132,8 @@ class Router final : public server::Handler {
     bool claim(const std::string& tenant, std::string_view what = "");
     // As claim, but where an operation named in `waits_for` holds the tenant, waits up to
     // `bound_ms` in all for it to let go first (one that does the same work, so the caller finds
-    // it done; or a repair's step, AskedClaim).
+    // it done; or a repair's step, AskedClaim). A failover, holding the tenant or reserved it,
+    // is waited for as well.
     bool claim_after(const std::string& tenant, std::string_view what,
                      std::initializer_list<std::string_view> waits_for, uint64_t bound_ms);
     void release(const std::string& tenant);

@@ -314,10 +314,10 @@ TEST_F(Copies, AFailoverParkedOnARepairsTenantComesBeforeAChangeWaitingOnTheSame
     Reply failed = shard("POST", "/_shard/nodes/n1/failover", "{}");
     ASSERT_EQ(failed.status, 200) << failed.body;
     ASSERT_NE(failed.body.find(R"("held_by":"repair")"), std::string::npos) << failed.body;
-    // The move is asked a second before the repair lets go: within its wait for the repair
-    // (2 s), with time left for the failover after it. A place in the hold, not a wait for an
+    // The move is asked half a second before the repair lets go: within its wait (2 s), with
+    // 1.5 s of it left for the failover after the repair. A place in the hold, not a wait for an
     // event: nothing the router says marks it.
-    std::this_thread::sleep_until(held_at + std::chrono::milliseconds(2000));
+    std::this_thread::sleep_until(held_at + std::chrono::milliseconds(2500));
     Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
     EXPECT_EQ(moved.status, 409) << moved.body;
     EXPECT_NE(moved.body.find("is on node `n2` already"), std::string::npos) << moved.body;
