@@ -489,12 +489,6 @@ Response Step::import_image() {
                  "` a move out left here dropped before its import" +
                  (removed ? ", its frozen copy deleted" : ""));
     }
-    if (auto refused = install_image(
-            router_, *node, tenant_, a_.request_id,
-            {*h.header("Fenec-Image-Digest"), *h.header("Fenec-Seq"), *h.header("Fenec-Lineage")},
-            request_.body)) {
-        return *refused;
-    }
     const std::string seq(*h.header("Fenec-Seq"));
     const std::string lineage(*h.header("Fenec-Lineage"));
     TenantRow row;
@@ -502,11 +496,20 @@ Response Step::import_image() {
     row.node = node->name;
     row.state = importing_state;  // no grant names it until activate (issue 20)
     row.lineage = lineage;
+    // The row before the copy, synced: a router stopped once the image is installed leaves a
+    // row `importing` that the global router's delete-import, or the settling, deletes with its
+    // copy. A copy with no row would stay frozen on the node, known to no directory.
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
-        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
         return Router::error(500,
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
+    if (auto refused =
+            install_image(router_, *node, tenant_, a_.request_id,
+                          {*h.header("Fenec-Image-Digest"), seq, lineage}, request_.body)) {
+        not_installed(router_, *node, tenant_, a_.request_id, std::nullopt);
+        return *refused;
+    }
+    test_hooks::stall_after_move_step("installed");  // the row and the copy, not yet answered
     handoffs().imported(tenant_, router_.now_ms());
     test_hooks::stall_after_move_step("imported");  // recorded, not yet activated
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
@@ -1232,6 +1235,25 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
     r.header("Fenec-Node", node.name);
     r.body = std::move(image.answer->body);
     return r;
+}
+
+void not_installed(Router& router, const NodeRow& node, const std::string& tenant,
+                   const std::string& request_id, const std::optional<TenantRow>& before) {
+    // A refusal may follow an install the node made (its answer lost): the copy goes first.
+    const NodeAnswer del = router.node_calls().remove(node, tenant, request_id);
+    const engine::Status st =
+        before ? router.directory().put_tenant(*before) : router.directory().remove_tenant(tenant);
+    if (!del.gone() || !st.is_ok()) {
+        log_line("the import of `" + tenant + "` failed" +
+                 (del.gone() ? std::string()
+                             : "; its copy on `" + node.name +
+                                   "`, if the node made one, may be "
+                                   "left there (" +
+                                   del.said(node) + ")") +
+                 (st.is_ok()
+                      ? std::string()
+                      : "; its row is left importing for the settling (" + st.to_string() + ")"));
+    }
 }
 
 // The node's part of an import (shard/handoff.h).

@@ -101,11 +101,19 @@ struct ImageHeaders {
 // The node's part of an import (step 2), shared as the export's: the image `body` installed
 // frozen on `node` (its PUT …/file with Fenec-Frozen; a 409, a stale copy an interrupted attempt
 // left, deletes that copy and asks once more), which must answer the seq and lineage sent.
-// nullopt when it did; else the refusal, a copy installed otherwise deleted.
+// nullopt when it did; else the refusal, a copy installed otherwise deleted. The caller has
+// written the tenant's row `importing` on `node` first (synced), so that a router stopped after
+// the install leaves a row its settling (or the global router's delete-import) deletes with the
+// copy, never a frozen copy that no directory names.
 std::optional<http::Response> install_image(Router& router, const NodeRow& node,
                                             const std::string& tenant,
                                             const std::string& request_id,
                                             const ImageHeaders& image, std::string_view body);
+// An install refused: the copy deleted from `node` (its answer may have been lost after the node
+// made it), then the row the import wrote first undone: `before` put back, or, with none, the row
+// removed. What could not be done is logged; a row left `importing` is the settling's.
+void not_installed(Router& router, const NodeRow& node, const std::string& tenant,
+                   const std::string& request_id, const std::optional<TenantRow>& before);
 
 // The row `importing` of `tenant` made `active` (synced) and its node granted at once, the
 // caller holding the tenant's claim, its copy thawed first (502 or the node's status, the row

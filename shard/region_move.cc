@@ -632,22 +632,25 @@ std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::
             return r;
         }
     }
-    if (auto refused = install_image(router_, *node, tenant_, a_.request_id, image, body)) {
-        refused->body.pop_back();
-        refused->body += ",\"step\":\"import\"}";
-        return refused;
-    }
     TenantRow row = row_;  // its quota and history kept; the home `@<from>` becomes its node
     row.node = node->name;
     row.state = "importing";  // no grant names it until the home statement (step 4)
     row.moving_to.clear();
     row.moving_from = "@" + from_;  // what a settling asks, should this router stop meanwhile
     row.lineage = std::string(image.lineage);
+    // The row before the copy, as a region's import writes it (shard/handoff.cc): stopped once
+    // the image is installed, this router's settling finds the row and deletes the copy.
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
-        (void)router_.node_calls().remove(*node, tenant_, a_.request_id);
         return Router::error(500,
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
+    if (auto refused = install_image(router_, *node, tenant_, a_.request_id, image, body)) {
+        not_installed(router_, *node, tenant_, a_.request_id, row_);
+        refused->body.pop_back();
+        refused->body += ",\"step\":\"import\"}";
+        return refused;
+    }
+    test_hooks::stall_after_move_step("installed");  // the row and the copy, not yet the home
     imported_on_ = node->name;
     test_hooks::stall_after_move_step("imported");  // recorded, not yet the home
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);

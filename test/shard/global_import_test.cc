@@ -93,9 +93,9 @@ class GlobalImport : public ClusterTest<2> {
         start_router(g_flags(std::move(g_more)));
         ASSERT_EQ(router_->port(), g_port_);
     }
-    // G has recorded its import of `t` on n1 (its row `importing` there, written once the image
-    // is installed: the copy on n1 alone is there a moment before the row, and G killed in that
-    // moment leaves n1 a copy that no row names, which the settling cannot see).
+    // G has recorded its import of `t` on n1: its row `importing` there (written before the
+    // image is installed, so that G killed once the copy is on n1 leaves a row its settling
+    // finds).
     bool imported_on_n1(const std::string& t) { return g_row(t) == "n1 importing"; }
     Reply write(const std::string& t) {
         return data("POST", "/t/" + t + "/c/notes", R"({"title":"w"})");
@@ -152,6 +152,25 @@ TEST_F(GlobalImport, StoppedBeforeTheReleaseTheImportIsDeletedAndTheHomePutBack)
     EXPECT_TRUE(logged(dir_.file("router.err"), "the import of `" + t + "` settled: region `us`"))
         << read_file(dir_.file("router.err"));
     EXPECT_EQ(copy_on(kN1, t).status, 404) << copy_on(kN1, t).body;
+    EXPECT_TRUE(eventually([&] { return us_row(t) == "n2 active"; }, 10000)) << us_row(t);
+    EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
+    EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
+}
+
+// G killed with the image installed on n1 and the move not yet answered (the hook `installed`):
+// its row `importing`, written before the install, is settled as above, and n1's copy deleted.
+// Before, the row came after the install, and G killed between them left n1 a frozen copy that
+// no directory named.
+TEST_F(GlobalImport, StoppedOnceTheImageIsInstalledItsCopyIsDeleted) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(start(t, "installed:60000", ""));
+    ASSERT_NO_FATAL_FAILURE(move_and_kill_g(t, [&] {
+        return logged(dir_.file("router.err"), "test hook: held after `installed`", 0);
+    }));
+    EXPECT_TRUE(eventually([&] { return g_row(t) == "@us active"; }, 15000))
+        << g_row(t) << read_file(dir_.file("router.err"));
+    EXPECT_TRUE(eventually([&] { return copy_on(kN1, t).status == 404; }, 10000))
+        << copy_on(kN1, t).body << read_file(dir_.file("router.err"));
     EXPECT_TRUE(eventually([&] { return us_row(t) == "n2 active"; }, 10000)) << us_row(t);
     EXPECT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     EXPECT_EQ(count_on(kN2, t), R"({"count":2})");
