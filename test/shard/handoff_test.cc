@@ -860,6 +860,41 @@ TEST_F(HandoffStaleImport, NothingActivatesIsDeleted) {
     EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
 }
 
+// The same, with U killed once the image is installed on n2 and before it answered (the hook
+// `installed`): the row `importing` was written before the install, so U, started again, finds
+// it and deletes n2's copy. Before, the row came after the install, and U killed between them
+// left n2 a frozen copy that no directory named.
+TEST_F(HandoffStaleImport, ARouterStoppedOnceTheImageIsInstalledDeletesItsCopy) {
+    const std::string t = tenant("acme");
+    {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "installed:60000");
+        two_regions(t, "", {}, {"--upstream-timeout", "1"});
+    }
+    ASSERT_FALSE(HasFatalFailure());
+    auto imported = std::async(std::launch::async, [&] { return export_and_import(t); });
+    ASSERT_TRUE(logged(dir_.file("us.err"), "test hook: held after `installed`", 10000))
+        << read_file(dir_.file("us.err"));
+    const uint16_t us_port = us_->port();
+    us_->kill(SIGKILL);
+    EXPECT_NE(imported.get().status, 201);
+    {
+        HookEnv period("FENEC_TEST_SETTLE_MS", "200");
+        us_ = region_router(
+            "us", router_->port(),
+            {"--upstream-timeout", "1", "--listen", "127.0.0.1:" + std::to_string(us_port)});
+    }
+    ASSERT_EQ(us_->port(), us_port);
+    EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).first.empty(); }, 10000))
+        << read_file(dir_.file("us.err"));
+    EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
+    EXPECT_TRUE(logged(dir_.file("us.err"), "still places it on `n1`: deleted"))
+        << read_file(dir_.file("us.err"));
+    Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
+    ASSERT_EQ(undo.status, 200) << undo.body;
+    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+}
+
 // Issue 20: a move stopped between its release and its home (the global router gone): the source
 // let the tenant go to us, the global directory still says `@eu`. Once the import is older than
 // twice U's --upstream-timeout, U asks eu, hears it was released here, and activates it; writes
