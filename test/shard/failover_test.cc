@@ -26,7 +26,11 @@ class FakeHost final : public FailoverHost {
     Directory& directory() override { return d_; }
     bool claim(const std::string& tenant, std::string_view what) override {
         std::lock_guard lock(mu_);
+        // As Router::claim: a tenant reserved for a failover goes to a failover's claim alone,
+        // which ends the reservation.
+        if (what != failover_claim && reserved_.contains(tenant)) return false;
         const bool took = claims_.emplace(tenant, std::string(what)).second;
+        if (took && what == failover_claim) reserved_.erase(tenant);
         // The holder lets go just after refusing this claim, before the failover has put the
         // tenant to wait: its release finds no waiting entry (Failover::released) then.
         if (!took && let_go_on_refusal.erase(tenant)) claims_.erase(tenant);
@@ -44,6 +48,20 @@ class FakeHost final : public FailoverHost {
     void drop_claim(const std::string& tenant) {
         std::lock_guard lock(mu_);
         claims_.erase(tenant);
+    }
+    bool reserve(const std::string& tenant) override {
+        std::lock_guard lock(mu_);
+        reserved_.insert(tenant);
+        return claims_.contains(tenant);
+    }
+    void unreserve(const std::string& tenant) override {
+        std::lock_guard lock(mu_);
+        reserved_.erase(tenant);
+    }
+    // The tenants reserved for a failover now: every way out of a parked wait ends its own.
+    std::set<std::string> reserved() const {
+        std::lock_guard lock(mu_);
+        return reserved_;
     }
     std::string held_by(const std::string& tenant) override {
         std::lock_guard lock(mu_);
@@ -192,6 +210,7 @@ class FakeHost final : public FailoverHost {
     Directory& d_;
     mutable std::mutex mu_;
     std::map<std::string, std::string> claims_;
+    std::set<std::string> reserved_;
     std::map<std::string, std::string> refuse_;
     std::vector<std::string> log_, grants_, events_, notes_, fences_, quota_asks_;
     std::map<std::string, int> histories_;
@@ -414,6 +433,8 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
     ASSERT_EQ(r.waiting.size(), 2u);
     EXPECT_EQ(r.waiting[0], (std::pair<std::string, std::string>{"acme", "move"}));
     EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
+    // Both reserved: once their holders let go, the failover is the next to claim them.
+    EXPECT_EQ(f.host->reserved(), (std::set<std::string>{"acme", "beta"}));
     // The move rolls back (acme still on n1, its copy still n2): promoted as it ends.
     f.host->release("acme");
     ASSERT_TRUE(eventually([&] { return f.d->maps()->tenants.at("acme").node == "n2"; }));
@@ -432,6 +453,22 @@ TEST(Failover, ATenantHeldByAnotherOperationWaitsThenGoesOntoTheCopyItHad) {  //
     EXPECT_NE(std::find(log.begin(), log.end(), "withhold acme from n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore acme to n1"), log.end());
     EXPECT_NE(std::find(log.begin(), log.end(), "restore beta to n1"), log.end());
+    // acme's reservation ended with the failover's claim, beta's as it was not promoted.
+    EXPECT_TRUE(f.host->reserved().empty()) << ::testing::PrintToString(f.host->reserved());
+}
+
+// A failover stopped (the router's drain) with a tenant still parked: no settling will run, so
+// its reservation ends, or no other operation could claim the tenant again.
+TEST(Failover, AStoppedFailoverLetsItsParkedTenantsGo) {
+    Fixture f;
+    ASSERT_NO_FATAL_FAILURE(f.on_n1_replicated_on_n2("acme", "00000000000000a1"));
+    ASSERT_TRUE(f.host->claim("acme", "move"));
+    ASSERT_EQ(f.failover->fail_over("n1", false, "lease").waiting.size(), 1u);
+    EXPECT_EQ(f.host->reserved(), (std::set<std::string>{"acme"}));
+    f.failover->stop();
+    EXPECT_TRUE(f.host->reserved().empty());
+    f.host->release("acme");
+    EXPECT_TRUE(f.host->claim("acme", "quota"));
 }
 
 // §9.1 under leases: a failover by hand fences the node's tenants before any promotion, and
@@ -475,6 +512,7 @@ TEST(Failover, AClaimLetGoBeforeTheTenantWaitsIsNotLost) {
     const FailoverResult r = f.failover->fail_over("n1", false, "lease");
     ASSERT_EQ(r.waiting.size(), 1u);
     EXPECT_TRUE(eventually([&] { return f.d->maps()->tenants.at("acme").node == "n2"; }));
+    EXPECT_TRUE(f.host->reserved().empty());
 }
 
 // The worker has run everything queued before this: a lapse of an unknown node queued after it,
@@ -503,6 +541,7 @@ TEST(Failover, ATenantParkedTwiceIsWithheldAsManyTimesAsItIsGivenBack) {
     const auto restored = std::count(log.begin(), log.end(), "restore beta to n1");
     EXPECT_EQ(withheld, 2) << ::testing::PrintToString(log);
     EXPECT_EQ(restored, withheld) << ::testing::PrintToString(log);
+    EXPECT_TRUE(f.host->reserved().empty());
 }
 
 // A failover by hand that ends 503 (the node neither let its tenants go nor lapsed) fails nothing
@@ -524,6 +563,7 @@ TEST(Failover, ByHandA503LeavesTheParkedTenantsWhereTheyAre) {
     EXPECT_EQ(f.d->maps()->tenants.at("beta").node, "n1");
     EXPECT_EQ(f.host->log_of("beta"),
               (std::vector<std::string>{"withhold beta from n1", "restore beta to n1"}));
+    EXPECT_TRUE(f.host->reserved().empty());  // parked, then given up with the 503
 }
 
 // A tenant parked by a lapse's failover, whose holder let go just before a failover by hand
@@ -544,6 +584,7 @@ TEST(Failover, ByHandAClaimedTenantsOldEntryIsNotSettledAfterIt) {
     f.failover->released("acme");  // the late settling
     ASSERT_NO_FATAL_FAILURE(drain(f));
     EXPECT_EQ(f.d->maps()->tenants.at("acme").node, "n1");
+    EXPECT_TRUE(f.host->reserved().empty());  // ended by the failover by hand's claim
 }
 
 }  // namespace
