@@ -118,6 +118,19 @@ class ForwardSink final : public server::CallSink,
             router_.forward_again(std::move(f_), std::move(exchange_), std::move(a_), "moved");
             return;
         }
+        // Issue 20: the row of a move across regions is written `importing` before its image is
+        // installed; until the install ends the node has no copy (404): the move's refusal.
+        if (answer.status == 404 && !answer.stream && router_.handoffs().installing(tenant_)) {
+            if (auto moving = importing_refusal(*router_.directory().maps(), tenant_)) {
+                http::Response r = Router::error(503, "");
+                r.body = std::move(*moving);
+                r.header("Retry-After", "1");
+                router_.count(a_, 503);
+                router_.accepted(f_.request->peer);
+                exchange_->reply(std::move(r));
+                return;
+            }
+        }
         const bool unleased = answer.status == 503 && answer.header("Fenec-Lease").has_value();
         if (unleased || (answer.status == 503 && !answer.stream)) {
             // Issue 20: imported by a move across regions, frozen and not yet leased until it is

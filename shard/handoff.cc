@@ -10,7 +10,9 @@
 // settling of `importing` rows activates through no hook), and an export fail once frozen (undone
 // by the region itself); FENEC_TEST_SETTLE_MS=<ms> settles `importing` rows every `ms`;
 // FENEC_TEST_MOVE_STALL=exported:<ms> holds an export `ms` once its image is taken, the tenant
-// frozen, and imported:<ms> an import `ms` once its row is recorded, before it is answered.
+// frozen; import-recorded:<ms> an import `ms` once its row is recorded, before its image is
+// installed; import-installed:<ms> once the image is too, before its replica is made and it is
+// answered; and imported:<ms> once all are done.
 #include "shard/handoff.h"
 
 #include <simdjson.h>
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "json/writer.h"
@@ -427,7 +430,7 @@ Response Step::undo_export() {
 // The image in the request installed on `node` (its PUT …/file, the Fenec-* headers sent back
 // for it to check); a 409 (a stale copy an interrupted attempt left) deletes that copy and asks
 // once more.
-// Step 2: placed, installed, recorded `importing` (no lease names it until activate),
+// Step 2: placed, recorded `importing` (no lease names it until activate), installed,
 // replicated.
 Response Step::import_image() {
     const http::RequestHead& h = request_.head;
@@ -499,17 +502,20 @@ Response Step::import_image() {
     // The row before the copy, synced: a router stopped once the image is installed leaves a
     // row `importing` that the global router's delete-import, or the settling, deletes with its
     // copy. A copy with no row would stay frozen on the node, known to no directory.
+    std::optional<InstallingMark> installing(std::in_place, handoffs(), tenant_);
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
         return Router::error(500,
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
+    test_hooks::stall_after_move_step("import-recorded");  // the row, not yet the copy
     if (auto refused =
             install_image(router_, *node, tenant_, a_.request_id,
                           {*h.header("Fenec-Image-Digest"), seq, lineage}, request_.body)) {
         not_installed(router_, *node, tenant_, a_.request_id, std::nullopt);
         return *refused;
     }
-    test_hooks::stall_after_move_step("installed");  // the row and the copy, not yet answered
+    installing.reset();
+    test_hooks::stall_after_move_step("import-installed");  // the row and the copy, not answered
     handoffs().imported(tenant_, router_.now_ms());
     test_hooks::stall_after_move_step("imported");  // recorded, not yet activated
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);
@@ -823,6 +829,27 @@ void Handoffs::forget_import(const std::string& tenant) {
     std::lock_guard lock(mu_);
     imports_.erase(tenant);
 }
+
+void Handoffs::installing(const std::string& tenant, bool on) {
+    std::lock_guard lock(mu_);
+    if (on) {
+        installing_.insert(tenant);
+    } else {
+        installing_.erase(tenant);
+    }
+}
+
+bool Handoffs::installing(const std::string& tenant) const {
+    std::lock_guard lock(mu_);
+    return installing_.contains(tenant);
+}
+
+InstallingMark::InstallingMark(Handoffs& handoffs, std::string tenant)
+    : handoffs_(handoffs), tenant_(std::move(tenant)) {
+    handoffs_.installing(tenant_, true);
+}
+
+InstallingMark::~InstallingMark() { handoffs_.installing(tenant_, false); }
 
 void Handoffs::start_settling(int64_t period_ms) {
     {
@@ -1239,8 +1266,28 @@ std::variant<Response, MoveFailure> freeze_and_take_image(Router& router, const 
 
 void not_installed(Router& router, const NodeRow& node, const std::string& tenant,
                    const std::string& request_id, const std::optional<TenantRow>& before) {
-    // A refusal may follow an install the node made (its answer lost): the copy goes first.
-    const NodeAnswer del = router.node_calls().remove(node, tenant, request_id);
+    // A refusal may follow an install the node made, or is still making (its answer lost or
+    // late): the copy goes first. A node that refuses the delete (409: it is installing still)
+    // is asked again for a few of its timeouts.
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(2 * router.options().upstream_timeout_ms);
+    NodeAnswer del = router.node_calls().remove(node, tenant, request_id);
+    while (del.answered && !del.gone() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        del = router.node_calls().remove(node, tenant, request_id);
+    }
+    router.handoffs().forget_import(tenant);
+    if (del.answered && !del.gone()) {
+        // Its copy may stay: the row does too, `importing`, for the settling, which deletes the
+        // copy before it lets the row go.
+        log_line("the import of `" + tenant + "` failed and `" + node.name +
+                 "` refused to delete what it may have installed (" + del.said(node) +
+                 "): its row is left importing for the settling");
+        return;
+    }
+    // Not answered: the row goes all the same, or the tenant would wait on a node that may be
+    // gone. A copy the node made stays frozen, named by no directory and no lease, until an
+    // import there meets it (install_image deletes it then).
     const engine::Status st =
         before ? router.directory().put_tenant(*before) : router.directory().remove_tenant(tenant);
     if (!del.gone() || !st.is_ok()) {

@@ -69,6 +69,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -201,6 +202,11 @@ class Handoffs {
     // from when the settling first saw it.
     void imported(const std::string& tenant, uint64_t now_ms);
     void forget_import(const std::string& tenant);
+    // An import between its row and the end of its install (InstallingMark): the row is
+    // `importing` already and the node has no copy yet, so what the node answers 404 meanwhile is
+    // the move's refusal (forward.cc), not a tenant the directory places there and the node lacks.
+    void installing(const std::string& tenant, bool on);
+    bool installing(const std::string& tenant) const;
 
     // The settling of rows left `importing` (above): once now, then every `period_ms`, on this
     // object's thread. A region's router's primary calls it once its upstream, relays and leases
@@ -224,12 +230,27 @@ class Handoffs {
     std::condition_variable wake_;
     std::map<std::string, Entry> entries_;
     std::map<std::string, uint64_t> imports_;  // tenant → when imported (or first seen), now_ms
+    std::set<std::string> installing_;
     std::optional<int64_t> settle_period_ms_;  // set by start_settling
     uint64_t settle_next_ms_ = 0;              // the next settling pass, now_ms
     size_t sweep_from_ = 0;  // where the next pass's asks for home statements start (its thread's)
     size_t moving_from_ = 0;  // settle_moving's pass starts this far along (its thread's own)
     bool stopping_ = false;
     std::thread thread_;
+};
+
+// Handoffs::installing for its scope: from before an import's row is written to the end of its
+// install.
+class InstallingMark {
+  public:
+    InstallingMark(Handoffs& handoffs, std::string tenant);
+    ~InstallingMark();
+    InstallingMark(const InstallingMark&) = delete;
+    InstallingMark& operator=(const InstallingMark&) = delete;
+
+  private:
+    Handoffs& handoffs_;
+    const std::string tenant_;
 };
 
 // §11.7 with issue 20: a write to `tenant` its node refused for its lease while the tenant's row is

@@ -82,8 +82,8 @@ class RegionMove {
     // Steps 1 and 2 from a region the global directory keeps itself (§11.7: "the global router
     // does that side's part itself"): exported here, the image sent whole to the target's routers.
     std::optional<Response> transfer_from_here();
-    // Step 2 into a region the global directory keeps itself: the image installed on one of its
-    // nodes, the row `importing` (synced) in place of `@<from>`, its replica made.
+    // Step 2 into a region the global directory keeps itself: the row `importing` (synced) in
+    // place of `@<from>`, then the image installed on one of its nodes, its replica made.
     std::optional<Response> import_here(const ImageHeaders& image, std::string_view body);
     // The target router `url`'s answer to the import: taken (nullopt, `imported_` its body), or
     // refused, the export undone.
@@ -640,17 +640,20 @@ std::optional<Response> RegionMove::import_here(const ImageHeaders& image, std::
     row.lineage = std::string(image.lineage);
     // The row before the copy, as a region's import writes it (shard/handoff.cc): stopped once
     // the image is installed, this router's settling finds the row and deletes the copy.
+    std::optional<InstallingMark> installing(std::in_place, router_.handoffs(), tenant_);
     if (engine::Status st = router_.directory().put_tenant(row); !st.is_ok()) {
         return Router::error(500,
                              "the directory could not record `" + tenant_ + "`: " + st.to_string());
     }
+    test_hooks::stall_after_move_step("import-recorded");  // the row, not yet the copy
     if (auto refused = install_image(router_, *node, tenant_, a_.request_id, image, body)) {
         not_installed(router_, *node, tenant_, a_.request_id, row_);
         refused->body.pop_back();
         refused->body += ",\"step\":\"import\"}";
         return refused;
     }
-    test_hooks::stall_after_move_step("installed");  // the row and the copy, not yet the home
+    installing.reset();
+    test_hooks::stall_after_move_step("import-installed");  // the row and the copy, not the home
     imported_on_ = node->name;
     test_hooks::stall_after_move_step("imported");  // recorded, not yet the home
     const CopyOutcome copy = router_.copies().created(tenant_, a_.request_id);

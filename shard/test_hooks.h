@@ -1,10 +1,11 @@
 // shard/test_hooks.h: the router's test hook, the one way a test reaches into fenec-shard's
 // timing: FENEC_TEST_MOVE_STALL=<step>:<ms> in its environment holds every move `ms` after the
-// step named (`marked`, `frozen`, `installed`, `flipped`), so a test can write during the freeze
-// or stop the router mid-move; FENEC_TEST_FEED_STALL=<ms> holds each change of the directory's
-// feed `ms` before it is sent to a standby, so a test can see a move wait for its standbys;
-// FENEC_TEST_NO_CUT=1 has a failover cut nothing out to the old node (§9.10 off), so `make drill`
-// can time the same failover with its requests left to `--upstream-timeout`;
+// step named (`marked`, `frozen`, `installed`, `flipped`; across regions `exported`,
+// `import-recorded`, `import-installed`, `imported`, `releasing`, `released`), so a test can write
+// during the freeze or stop the router mid-move; FENEC_TEST_FEED_STALL=<ms> holds each change of
+// the directory's feed `ms` before it is sent to a standby, so a test can see a move wait for its
+// standbys; FENEC_TEST_NO_CUT=1 has a failover cut nothing out to the old node (§9.10 off), so
+// `make drill` can time the same failover with its requests left to `--upstream-timeout`;
 // FENEC_TEST_TOKENS_STALL=<ms> holds a standby's first ask for its primary's tokens `ms`, so a
 // test can see it wait for them with its directory already there;
 // FENEC_TEST_TWO_LEVEL_STALL=<step>:<ms> holds a two-level create or delete on the global router

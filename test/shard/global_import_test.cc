@@ -93,10 +93,16 @@ class GlobalImport : public ClusterTest<2> {
         start_router(g_flags(std::move(g_more)));
         ASSERT_EQ(router_->port(), g_port_);
     }
-    // G has recorded its import of `t` on n1: its row `importing` there (written before the
-    // image is installed, so that G killed once the copy is on n1 leaves a row its settling
-    // finds).
-    bool imported_on_n1(const std::string& t) { return g_row(t) == "n1 importing"; }
+    // G has recorded its import of `t` on n1 and installed it there: its row `importing` (written
+    // before the install, so that G killed once the copy is on n1 leaves a row its settling
+    // finds), and the hook `imported` holding the move after both.
+    bool imported_on_n1(const std::string& t) {
+        return g_row(t) == "n1 importing" && imported(dir_.file("router.err"));
+    }
+    // The hook `imported` (FENEC_TEST_MOVE_STALL) holds the router whose stderr is `err`.
+    static bool imported(const std::string& err) {
+        return logged(err, "test hook: held after `imported`", 0);
+    }
     Reply write(const std::string& t) {
         return data("POST", "/t/" + t + "/c/notes", R"({"title":"w"})");
     }
@@ -163,9 +169,9 @@ TEST_F(GlobalImport, StoppedBeforeTheReleaseTheImportIsDeletedAndTheHomePutBack)
 // no directory named.
 TEST_F(GlobalImport, StoppedOnceTheImageIsInstalledItsCopyIsDeleted) {
     const std::string t = tenant("acme");
-    ASSERT_NO_FATAL_FAILURE(start(t, "installed:60000", ""));
+    ASSERT_NO_FATAL_FAILURE(start(t, "import-installed:60000", ""));
     ASSERT_NO_FATAL_FAILURE(move_and_kill_g(t, [&] {
-        return logged(dir_.file("router.err"), "test hook: held after `installed`", 0);
+        return logged(dir_.file("router.err"), "test hook: held after `import-installed`", 0);
     }));
     EXPECT_TRUE(eventually([&] { return g_row(t) == "@us active"; }, 15000))
         << g_row(t) << read_file(dir_.file("router.err"));
@@ -243,7 +249,7 @@ TEST_F(GlobalImport, AMoveOutWhoseThawWasNotAnsweredAtStartIsSettledOnceItIs) {
     ASSERT_EQ(made.status, 201) << made.body;
     ASSERT_TRUE(eventually([&] { return write(t).status == 201; })) << write(t).body;
     ASSERT_NO_FATAL_FAILURE(move_and_kill_g(
-        t, [&] { return us_row(t) == "n2 importing"; }, "us",
+        t, [&] { return us_row(t) == "n2 importing" && imported(dir_.file("us.err")); }, "us",
         [&] { nodes_->procs[kN1]->signal(SIGSTOP); }, {"--upstream-timeout", "1"}));
     EXPECT_TRUE(logged(dir_.file("router.err"), "its source did not answer the thaw"))
         << read_file(dir_.file("router.err"));
@@ -302,7 +308,9 @@ TEST_F(GlobalImport, AnUndoneMoveOutWhoseThawWasNotAnsweredIsThawedLater) {
                           bearer(kRoot))
                     .value_or(Reply{});
     });
-    EXPECT_TRUE(eventually([&] { return us_row(t) == "n2 importing"; }, 8000)) << us_row(t);
+    EXPECT_TRUE(eventually(
+        [&] { return us_row(t) == "n2 importing" && imported(dir_.file("us.err")); }, 8000))
+        << us_row(t);
     nodes_->procs[kN1]->signal(SIGSTOP);
     mover.join();
     EXPECT_GE(moved.status, 500) << moved.body;

@@ -715,6 +715,32 @@ TEST_F(Handoff, ARegionOutOfReachLeavesTheTenantWhereItWas) {
     EXPECT_EQ(write(t, 7).status, 201);
 }
 
+// The import's row is written `importing` before its image is installed (so that a router
+// stopped between them leaves a row to settle, not a copy no directory names). Until the install
+// ends, the node has no copy: a request through U is the move's 503 with Retry-After, not the
+// node's 404 for a tenant it does not have. Installed, reads are answered from the copy, and a row
+// it does not hold is the node's 404 again.
+TEST_F(HandoffImport, IsTheMovesRefusalWhileItsImageIsInstalled) {
+    const std::string t = tenant("acme");
+    {
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "import-recorded:1500");
+        two_regions(t);
+    }
+    ASSERT_FALSE(HasFatalFailure());
+    auto imported = std::async(std::launch::async, [&] { return export_and_import(t); });
+    ASSERT_TRUE(logged(dir_.file("us.err"), "test hook: held after `import-recorded`", 10000))
+        << read_file(dir_.file("us.err"));
+    EXPECT_EQ(row_on(us_->port(), t), std::make_pair(std::string("n2"), std::string("importing")));
+    const std::string notes = "/t/" + t + "/c/notes";
+    Reply during = data_on(us_->port(), "GET", notes + "?count");
+    EXPECT_EQ(during.status, 503) << during.body;
+    EXPECT_EQ(during.header("Retry-After").value_or(""), "1");
+    EXPECT_EQ(Json(during.body).text("moving"), "importing") << during.body;
+    ASSERT_EQ(imported.get().status, 201);
+    EXPECT_EQ(data_on(us_->port(), "GET", notes + "?count").body, R"({"count":1})");
+    EXPECT_EQ(data_on(us_->port(), "GET", notes + "/999").status, 404);
+}
+
 // Issue 20: between the import and the activate the target's copy is named by no lease. A write
 // through the target region's router is refused 503 with Retry-After and a body naming the move
 // (not a 500), one to the target node straight is refused (the copy installed frozen, and named
@@ -868,12 +894,12 @@ TEST_F(HandoffStaleImport, ARouterStoppedOnceTheImageIsInstalledDeletesItsCopy) 
     const std::string t = tenant("acme");
     {
         HookEnv period("FENEC_TEST_SETTLE_MS", "200");
-        HookEnv stall("FENEC_TEST_MOVE_STALL", "installed:60000");
+        HookEnv stall("FENEC_TEST_MOVE_STALL", "import-installed:60000");
         two_regions(t, "", {}, {"--upstream-timeout", "1"});
     }
     ASSERT_FALSE(HasFatalFailure());
     auto imported = std::async(std::launch::async, [&] { return export_and_import(t); });
-    ASSERT_TRUE(logged(dir_.file("us.err"), "test hook: held after `installed`", 10000))
+    ASSERT_TRUE(logged(dir_.file("us.err"), "test hook: held after `import-installed`", 10000))
         << read_file(dir_.file("us.err"));
     const uint16_t us_port = us_->port();
     us_->kill(SIGKILL);

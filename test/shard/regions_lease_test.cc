@@ -562,7 +562,14 @@ TEST_F(RegionsLeasedHere, AMoveOutStoppedWithTheGlobalRouterIsUndoneOnBothSides)
         Json j(c.request("GET", "/_shard/tenants/" + t, {}, bearer(kRoot)).value_or(Reply{}).body);
         return j.text("node") + " " + j.text("state");
     };
-    EXPECT_TRUE(eventually([&] { return us_row() == "n2 importing"; }, 5000)) << us_row();
+    // Recorded and installed: the hook `imported` holds U after both.
+    EXPECT_TRUE(eventually(
+        [&] {
+            return us_row() == "n2 importing" &&
+                   logged(dir_.file("us.err"), "test hook: held after `imported`", 0);
+        },
+        5000))
+        << us_row();
     client_.reset();
     router_->kill(SIGKILL);
     mover.join();
