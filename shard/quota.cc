@@ -217,11 +217,12 @@ http::Response serve_quota(Router& router, const server::Request& request,
     }
     QuotaSent sent = router.copies().quotas().send_everywhere(tenant, a.request_id);
     http::Response r;
-    if (m == http::Method::del) {
+    if (m == http::Method::del && sent.taken) {
         r.status = 204;
         r.content_type = "";
         return r;
     }
+    // Not taken by the primary (a PUT or a DELETE alike): 202, and why; sent again when it answers.
     r.status = sent.taken ? 200 : 202;
     json::Writer w(r.body);
     w.begin_object();

@@ -104,6 +104,17 @@ TEST_F(Quotas, NotTakenByAStoppedPrimaryIsTakenOnceItIsBack) {
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(eventually([&] { return quota_on(0, t) == R"({"requests":7})"; }))
         << quota_on(0, t);
+
+    // Its removal with the primary down again: 202 as the PUT's, not a 204 that says it is done.
+    nodes_->procs[0]->kill(SIGKILL);
+    r = shard("DELETE", "/_shard/tenants/" + t + "/quota");
+    ASSERT_EQ(r.status, 202) << r.body;
+    Json removed(r.body);
+    EXPECT_FALSE(removed.boolean("taken")) << r.body;
+    EXPECT_NE(removed.text("why").find("n1"), std::string::npos) << r.body;
+    EXPECT_NE(quota_on(1, t), R"({"requests":7})") << "the replica took the removal";
+    nodes_->start(0, port);
+    ASSERT_EQ(nodes_->port(0), port);
 }
 
 TEST_F(Quotas, Refusals) {
