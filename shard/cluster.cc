@@ -89,14 +89,10 @@ void Cluster::lapsed(const std::string& node) {
         if (leases_) leases_->lapse_undone(node);
         return;
     }
-    // What waits on the node ends now, not at --upstream-timeout: a change holding one of its
-    // tenants (the failover waits for it), a move to or from it (its source frozen meanwhile).
-    router_.upstream().cut_calls(node);
     failover_->lapsed(node);
 }
 
 void Cluster::answered(const std::string& node, bool returned) {
-    router_.upstream().calls_back(node);
     router_.copies().node_answered(node);
     // §9.11: a node back after a failover holds stale copies; a repair has them follow.
     if (returned) router_.copies().repair("node `" + node + "` answered again after a failover");

@@ -86,36 +86,7 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     http::OutRequest out{.method = call.method, .target = call.target, .body = call.body};
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
     r.bytes = admin_request(node, call.request_id, std::move(out), fence());
-    if (call.until.cancel || call.until.deadline != server::Clock::time_point::max()) {
-        return blocking_->call(r, call.until);
-    }
-    const std::shared_ptr<const server::Cancel> cut = node_cancel(node.name);
-    return blocking_->call(r, server::Until{.cancel = cut.get()});
-}
-
-std::shared_ptr<const server::Cancel> Upstream::node_cancel(const std::string& node) {
-    std::lock_guard lock(cut_mu_);
-    auto& c = cuts_[node];
-    if (!c) c = std::make_shared<server::Cancel>();
-    return c;
-}
-
-void Upstream::cut_calls(const std::string& node) {
-    std::shared_ptr<server::Cancel> c;
-    {
-        std::lock_guard lock(cut_mu_);
-        auto& slot = cuts_[node];
-        if (!slot) slot = std::make_shared<server::Cancel>();
-        c = slot;
-    }
-    c->cancel();
-}
-
-void Upstream::calls_back(const std::string& node) {
-    std::lock_guard lock(cut_mu_);
-    auto it = cuts_.find(node);
-    if (it != cuts_.end() && it->second->cancelled())
-        it->second = std::make_shared<server::Cancel>();
+    return blocking_->call(r, call.until);
 }
 
 void Upstream::stop() {

@@ -17,13 +17,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
-#include "server/runtime/cancel.h"
 #include "server/runtime/client.h"
 #include "server/runtime/ring_client.h"
 #include "shard/directory.h"
@@ -72,17 +69,6 @@ class Upstream {
                                             std::shared_ptr<server::CallSink> sink);
     // Blocking (never on a loop): `call` to `node`, its whole answer or why there is none.
     server::CallResult admin(const NodeRow& node, const AdminCall& call);
-
-    // The calls to a node whose lease has certainly lapsed, cut (§9.3, ours): an operation that
-    // holds a tenant's claim while it waits on that node (a quota sent, a move's step) would hold
-    // the tenant's failover, or a healthy source frozen, for --upstream-timeout. cut_calls ends
-    // every admin call and image connection to `node` bounded by that timeout alone (no deadline
-    // and no Cancel of its own: not a lease grant, which has its deadline), in flight and made
-    // later, until calls_back (the node took a grant again). node_cancel: what such a call to
-    // `node` waits on; held for as long as the call or connection lives.
-    void cut_calls(const std::string& node);
-    void calls_back(const std::string& node);
-    std::shared_ptr<const server::Cancel> node_cancel(const std::string& node);
     // The blocking client itself, for a caller that relays a body (a move's image).
     server::BlockingClient& blocking() { return *blocking_; }
 
@@ -104,8 +90,6 @@ class Upstream {
     std::unique_ptr<server::RingClient> ring_;
     std::unique_ptr<server::BlockingClient> blocking_;
     std::function<std::string()> fence_;
-    std::mutex cut_mu_;
-    std::map<std::string, std::shared_ptr<server::Cancel>> cuts_;  // node → its calls' Cancel
 };
 
 // A call to `node` with no bytes yet: its name (counts, finding calls), how messages name it

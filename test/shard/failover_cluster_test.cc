@@ -254,37 +254,6 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTe
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), third_name);
 }
 
-// A change in flight to the node when it goes silent (a quota sent to its primary, which its
-// kernel takes and nobody answers) holds the tenant's claim; the failover parks behind it. Its
-// call is cut as the node's lease certainly lapses (Upstream::cut_calls), so the change ends,
-// 202 not taken, and the tenant is failed over a lapse after the cut, not after the router's
-// --upstream-timeout (60 s here, the default). Before, the tenant stayed on the silent node
-// for the whole timeout while the node's other tenants were failed over.
-TEST_F(FailoverOnLeaseWithAThirdNode,
-       AChangeWaitingOnASilentNodeHoldsItsFailoverNoLongerThanALapse) {
-    const std::string t = tenant("held");
-    std::string replica;
-    ASSERT_NO_FATAL_FAILURE(written_on_n1("1", t, replica));
-    ASSERT_FALSE(replica.empty()) << shard("GET", "/_shard/tenants/" + t).body;
-    nodes_->procs[0]->signal(SIGSTOP);
-    auto quota = std::async(std::launch::async, [&] {
-        Client c(router_->port());
-        return c.request("PUT", "/_shard/tenants/" + t + "/quota", R"({"rows":50})", bearer(kRoot))
-            .value_or(Reply{});
-    });
-    EXPECT_TRUE(eventually(
-        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == replica; },
-        10000))
-        << shard("GET", "/_shard/tenants/" + t).body << read_file(dir_.path() + "/router.err");
-    ASSERT_EQ(quota.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-    const Reply q = quota.get();
-    EXPECT_EQ(q.status, 202) << q.body;
-    EXPECT_NE(Json(q.body).text("why").find("n1"), std::string::npos) << q.body;
-    EXPECT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; }));
-    nodes_->procs[0]->signal(SIGCONT);
-}
-
 // The other side of the case above: a primary copy of the tenant's history on another node is
 // no old one (a move a fenced router made put it there, say). The repair deletes such a copy
 // only where the primary the directory names holds the tenant and has forked past the copy's
