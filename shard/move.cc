@@ -116,7 +116,13 @@ class Move {
 };
 
 Response Move::fail(const MoveFailure& f, bool counted) {
-    if (counted) count("failed");
+    if (counted) {
+        count("failed");
+        // As a move done is said (steps), so the log shows why a tenant was frozen for a while.
+        log_line("the move of `" + tenant_ + "` from `" + from_.name + "` to `" + to_.name +
+                 "` failed at its step `" + f.step + "` (" + std::to_string(f.status) +
+                 "): " + f.message);
+    }
     Response r = Router::error(f.status, f.message);
     r.body.pop_back();
     std::string tail;

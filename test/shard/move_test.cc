@@ -43,9 +43,10 @@ protected:
         client_.reset();
         router_.reset();
         HookEnv env("FENEC_TEST_MOVE_STALL", stall);
-        router_ = std::make_unique<RouterProcess>(std::vector<std::string>{
-            "--token", ROOT, "--directory", dir_.path() + "/shard.fenec", "--audit",
-            dir_.path() + "/audit.log", "--auth-delay", "0"});
+        router_ = std::make_unique<RouterProcess>(
+            std::vector<std::string>{"--token", ROOT, "--directory", dir_.path() + "/shard.fenec",
+                                     "--audit", dir_.path() + "/audit.log", "--auth-delay", "0"},
+            dir_.path() + "/router.err");
         ASSERT_NE(router_->port(), 0);
         client_ = std::make_unique<Client>(router_->port());
     }
@@ -403,6 +404,12 @@ TEST_F(Move, FailedMoveThawsTheSourceAndRestoresTheDirectory) {
     EXPECT_NE(metrics().find(R"(fenec_router_moves_total{outcome="failed",scope="directory"} 1)"),
               std::string::npos);
     EXPECT_TRUE(node_holds(0, "acme"));
+    // Said on stderr (its log's flush), as a move done is: an operator reading the log sees it.
+    EXPECT_TRUE(wait_until([&] {
+        return read_file(dir_.path() + "/router.err")
+                   .find("the move of `acme` from `n1` to `n3` failed at its step `install`") !=
+               std::string::npos;
+    })) << read_file(dir_.path() + "/router.err");
 }
 
 }  // namespace
