@@ -23,7 +23,7 @@
 // hand it over; `caught-up`: the standby found caught up, its own replica not yet detached), having
 // said so, so a test can change the pair meanwhile; FENEC_TEST_REPAIR_STALL=<ms> holds a repair's
 // claim of each tenant it looks at `ms`, having said so, so a test can ask for a change of it
-// meanwhile.
+// meanwhile (`gate:<path>`: until the file `path` exists, at most a minute).
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -67,7 +67,7 @@ void stall_forward(std::string_view tenant);
 // FENEC_TEST_HANDOVER_STALL asks for `step`, having said so.
 void stall_handover(std::string_view step, std::string_view tenant);
 // With a repair's claim of `tenant` taken (Copies::repair_tenant): says so on stderr and sleeps
-// FENEC_TEST_REPAIR_STALL ms.
+// FENEC_TEST_REPAIR_STALL ms, or waits for its gate file.
 void stall_repair_claim(std::string_view tenant);
 
 }  // namespace fenec::shard::test_hooks

@@ -1,5 +1,7 @@
 // shard/test_hooks_on.cc: the router's test hooks that act (shard/test_hooks.h), linked only into
 // fenec-shard-hooks, the router the integration tests start.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -91,6 +93,18 @@ void stall_pair_tenant(std::string_view tenant) {
 void stall_repair_claim(std::string_view tenant) {
     const char* env = std::getenv("FENEC_TEST_REPAIR_STALL");
     if (!env) return;
+    const std::string_view v(env);
+    if (v.starts_with("gate:")) {
+        // Held until the test makes the file (at most a minute): it lets go when the test has
+        // put what it needs in place, not after a time it guessed.
+        const std::string gate(v.substr(5));
+        log_line("test hook: repair holding `" + std::string(tenant) + "` until " + gate);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+        while (::access(gate.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return;
+    }
     const long ms = std::strtol(env, nullptr, 10);
     if (ms <= 0) return;
     log_line("test hook: repair holding `" + std::string(tenant) + "` " + std::to_string(ms) +

@@ -7,6 +7,7 @@
 // tenant's delete taking its replica with it.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <future>
 
@@ -298,27 +299,33 @@ TEST_F(Copies, AClientsChangeWaitsOutARepairsClaimOfItsTenant) {
 // queued: here the move to n2 ran on the n1 row, and the failover found the tenant moved and did
 // nothing.
 TEST_F(Copies, AFailoverParkedOnARepairsTenantComesBeforeAChangeWaitingOnTheSameRepair) {
-    ::setenv("FENEC_TEST_REPAIR_STALL", "3000", 1);
+    // Every repair's claim of a tenant is held until the gate file is made.
+    const std::string gate = dir_.path() + "/repair.gate";
+    ::setenv("FENEC_TEST_REPAIR_STALL", ("gate:" + gate).c_str(), 1);
     start_router({"--replicas"});
     ::unsetenv("FENEC_TEST_REPAIR_STALL");
     const std::string t = tenant("x");
     ASSERT_NO_FATAL_FAILURE(two_nodes_and_a_replica(t));
-    const size_t before = repair_claims(t);
     auto repair = std::async(std::launch::async, [&] {
         Client c(router_->port());
         return c.request("POST", "/_shard/replicas", "{}", bearer(kRoot)).value_or(Reply{});
     });
-    ASSERT_TRUE(eventually([&] { return repair_claims(t) > before; }))
+    // A repair holds t (the gate shut, every hold said is one still held).
+    ASSERT_TRUE(eventually([&] { return repair_claims(t) > 0; }))
         << read_file(dir_.path() + "/router.err");
-    const auto held_at = std::chrono::steady_clock::now();
     Reply failed = shard("POST", "/_shard/nodes/n1/failover", "{}");
     ASSERT_EQ(failed.status, 200) << failed.body;
     ASSERT_NE(failed.body.find(R"("held_by":"repair")"), std::string::npos) << failed.body;
-    // The move is asked half a second before the repair lets go: within its wait (2 s), with
-    // 1.5 s of it left for the failover after the repair. A place in the hold, not a wait for an
-    // event: nothing the router says marks it.
-    std::this_thread::sleep_until(held_at + std::chrono::milliseconds(2500));
-    Reply moved = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    // The move sent, and then the repair let go: the move waits on the repair's claim beside the
+    // parked failover.
+    Client mover(router_->port());
+    const std::string body = R"({"to":"n2"})";
+    ASSERT_TRUE(mover.send_raw("POST /_shard/tenants/" + t +
+                               "/move HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                               kRoot + "\r\nContent-Length: " + std::to_string(body.size()) +
+                               "\r\n\r\n" + body));
+    ASSERT_TRUE(std::ofstream(gate).good());
+    const Reply moved = mover.read_reply().value_or(Reply{});
     EXPECT_EQ(moved.status, 409) << moved.body;
     EXPECT_NE(moved.body.find("is on node `n2` already"), std::string::npos) << moved.body;
     // Said once the failover has let the claim go.
