@@ -237,7 +237,22 @@ class Handoff : public HandoffOn<ClusterTest<2>> {};
 // Issue 20's cases, on leased nodes, each a suite of its own.
 class HandoffImport : public HandoffOn<LeasedClusterTest<2>> {};
 class HandoffActivate : public HandoffOn<LeasedClusterTest<2>> {};
-class HandoffStaleImport : public HandoffOn<LeasedClusterTest<2>> {};
+class HandoffStaleImport : public HandoffOn<LeasedClusterTest<2>> {
+  protected:
+    // U's settling deleted its stale import of `t` (row and n2's copy, the source still placing
+    // it on n1); then the source, asked to undo its export as the global router would, takes
+    // writes again.
+    void import_deleted_then_source_undone(const std::string& t) {
+        EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).first.empty(); }, 10000))
+            << read_file(dir_.file("us.err"));
+        EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
+        EXPECT_TRUE(logged(dir_.file("us.err"), "still places it on `n1`: deleted"))
+            << read_file(dir_.file("us.err"));
+        Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
+        ASSERT_EQ(undo.status, 200) << undo.body;
+        EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+    }
+};
 class HandoffReleasedImport : public HandoffOn<LeasedClusterTest<2>> {};
 
 // §11.7: the steps are relay-only: no mark, a forged one, or one made with another token is 403
@@ -876,19 +891,12 @@ TEST_F(HandoffStaleImport, NothingActivatesIsDeleted) {
     ASSERT_FALSE(HasFatalFailure());
     Reply imported = export_and_import(t);
     ASSERT_EQ(imported.status, 201) << imported.body;
-    EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).first.empty(); }, 10000));
-    EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
-    EXPECT_TRUE(logged(dir_.file("us.err"), "still places it on `n1`: deleted"))
-        << read_file(dir_.file("us.err"));
-    // The source, asked to undo its export as the global router would, takes writes again.
-    Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
-    ASSERT_EQ(undo.status, 200) << undo.body;
-    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+    ASSERT_NO_FATAL_FAILURE(import_deleted_then_source_undone(t));
 }
 
 // The same, with U killed once the image is installed on n2 and before it answered (the hook
-// `installed`): the row `importing` was written before the install, so U, started again, finds
-// it and deletes n2's copy. Before, the row came after the install, and U killed between them
+// `import-installed`): the row `importing` was written before the install, so U, started again,
+// finds it and deletes n2's copy. Before, the row came after the install, and U killed between them
 // left n2 a frozen copy that no directory named.
 TEST_F(HandoffStaleImport, ARouterStoppedOnceTheImageIsInstalledDeletesItsCopy) {
     const std::string t = tenant("acme");
@@ -911,14 +919,7 @@ TEST_F(HandoffStaleImport, ARouterStoppedOnceTheImageIsInstalledDeletesItsCopy) 
             {"--upstream-timeout", "1", "--listen", "127.0.0.1:" + std::to_string(us_port)});
     }
     ASSERT_EQ(us_->port(), us_port);
-    EXPECT_TRUE(eventually([&] { return row_on(us_->port(), t).first.empty(); }, 10000))
-        << read_file(dir_.file("us.err"));
-    EXPECT_EQ(copy_on(kN2, t).status, 404) << copy_on(kN2, t).body;
-    EXPECT_TRUE(logged(dir_.file("us.err"), "still places it on `n1`: deleted"))
-        << read_file(dir_.file("us.err"));
-    Reply undo = relayed(eu_->port(), "POST", "/_shard/handoff/" + t + "/undo-export", "{}");
-    ASSERT_EQ(undo.status, 200) << undo.body;
-    EXPECT_TRUE(eventually([&] { return write(t, 1).status == 201; }, 5000));
+    ASSERT_NO_FATAL_FAILURE(import_deleted_then_source_undone(t));
 }
 
 // Issue 20: a move stopped between its release and its home (the global router gone): the source
