@@ -89,6 +89,10 @@ void Cluster::lapsed(const std::string& node) {
         if (leases_) leases_->lapse_undone(node);
         return;
     }
+    // What waits on the node ends now, not at --upstream-timeout: a change holding one of its
+    // tenants' claims (its failover waits for it), a move to or from it (its source frozen
+    // meanwhile). Lifted by the node's next answer to anything (Upstream::heard).
+    router_.upstream().cut_calls(node);
     failover_->lapsed(node);
 }
 

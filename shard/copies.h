@@ -259,6 +259,9 @@ class Copies {
   private:
     // The repair of a tenant whose recorded copy follows it: copies elsewhere that follow its
     // primary with no row naming them, deleted (repair.cc).
+    void thaw_left_frozen(const TenantRow& row, const NodeRow& node,
+                          const std::map<std::string, SurveyReply>& survey,
+                          std::string_view request_id);
     void drop_unrecorded(const TenantRow& tenant, const std::map<std::string, SurveyReply>& survey,
                          RepairReport& report, std::string_view request_id);
     // A primary copy of `tenant` on `node` (not its node) that a failover left there (§9.11),

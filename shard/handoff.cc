@@ -1319,14 +1319,17 @@ std::optional<Response> install_image(Router& router, const NodeRow& node,
     put.body = body;
     put.close = true;
     const std::string bytes = admin_request(node, request_id, put, router.upstream().fence());
+    // Ends at once should the node's lease lapse (Upstream::cut_calls); outlives `conn`.
+    const std::shared_ptr<const server::Cancel> cut = router.upstream().node_cancel(node.name);
     for (bool again = false;; again = true) {
         server::CallError error;
-        auto conn = router.upstream().blocking().connect(to_node(node), {}, error);
+        auto conn =
+            router.upstream().blocking().connect(to_node(node), {.cancel = cut.get()}, error);
         http::ResponseHead head;
         std::string answer;
         if (!conn || !conn->send(bytes, error) || !conn->read_head(head, error) ||
             !conn->read_body(head.content_length.value_or(0), answer, error)) {
-            return Router::error(502, error.message);
+            return Router::error(502, said_of(error, node.name));
         }
         if (head.status == 409 && !again) {
             NodeAnswer del = router.node_calls().remove(node, tenant, request_id);

@@ -442,11 +442,18 @@ std::optional<MoveFailure> Move::freeze(std::string& seq) {
     return std::nullopt;
 }
 
-// Before the flip (§7.2 Rollback): the source thawed (its answer ignored), the target's copy
-// deleted if installed (best effort), the row back to what it was, synced. A rollback write that
-// fails leaves the tenant `moving`, handled as after a stop (settle_moves).
+// Before the flip (§7.2 Rollback): the source thawed, the target's copy deleted if installed
+// (best effort), the row back to what it was, synced. A rollback write that fails leaves the
+// tenant `moving`, handled as after a stop (settle_moves). A thaw that did not arrive (the source
+// silent, or its lease lapsed and the call cut) leaves its copy frozen under the `active` row:
+// a repair thaws it (Copies::thaw_left_frozen), as the source's return after a failover starts.
 void Move::roll_back(bool installed) {
-    (void)admin(from_, "POST", path_ + "/thaw", true);
+    if (server::CallResult w = admin(from_, "POST", path_ + "/thaw", true); !w.answer) {
+        log_line("the move of `" + tenant_ + "` is undone, but `" + from_.name +
+                 "` did not answer its thaw (" + w.error.message +
+                 "): its copy may stay frozen until a repair thaws it (the node's return after "
+                 "a failover, or POST /_shard/replicas)");
+    }
     if (installed) (void)router_.node_calls().remove(to_, tenant_, a_.request_id);
     TenantRow back = row_;
     back.state = "active";

@@ -37,18 +37,18 @@ MoveFailure answered(Connection& conn, const NodeRow& node, const http::Response
 
 // Step 4: the source's GET …/file, up to its head: 200 with a length, the image's Fenec-*
 // headers, at the seq its freeze answered (else something wrote).
-std::optional<MoveFailure> open_source(Upstream& up, const ImageMove& m,
+std::optional<MoveFailure> open_source(Upstream& up, const ImageMove& m, const server::Cancel& cut,
                                        std::unique_ptr<Connection>& source, Copied& out) {
     server::CallError error;
     server::CallRequest r = to_node(m.from);
-    source = up.blocking().connect(r, {}, error);
+    source = up.blocking().connect(r, {.cancel = &cut}, error);
     http::ResponseHead head;
     if (!source ||
         !source->send(
             admin_request(m.from, m.request_id, {.method = "GET", .target = m.path + "/file"}),
             error) ||
         !source->read_head(head, error)) {
-        return MoveFailure{502, "image", error.message};
+        return MoveFailure{502, "image", said_of(error, m.from.name)};
     }
     if (head.status != 200) return answered(*source, m.from, head, "image");
     if (!head.content_length || head.transfer_encoding) {
@@ -77,6 +77,7 @@ std::optional<MoveFailure> open_source(Upstream& up, const ImageMove& m,
 // the body (a copy an interrupted attempt left, stale since the directory never pointed at it)
 // deletes that copy and asks once more.
 std::optional<MoveFailure> open_target(Upstream& up, const ImageMove& m, const Copied& image,
+                                       const server::Cancel& cut,
                                        std::unique_ptr<Connection>& target) {
     const std::string file = m.path + "/file";
     http::OutRequest put{.method = "PUT", .target = file};
@@ -90,10 +91,10 @@ std::optional<MoveFailure> open_target(Upstream& up, const ImageMove& m, const C
     const std::string head_bytes = admin_request(m.to, m.request_id, put, up.fence());
     for (bool again = false;; again = true) {
         server::CallError error;
-        target = up.blocking().connect(to_node(m.to), {}, error);
+        target = up.blocking().connect(to_node(m.to), {.cancel = &cut}, error);
         http::ResponseHead head;
         if (!target || !target->send(head_bytes, error) || !target->read_head(head, error, true)) {
-            return MoveFailure{502, "install", error.message};
+            return MoveFailure{502, "install", said_of(error, m.to.name)};
         }
         if (head.status == 100) return std::nullopt;
         if (head.status != 409 || again) return answered(*target, m.to, head, "install");
@@ -128,7 +129,9 @@ std::optional<MoveFailure> installed(Upstream& up, Connection& target, const Ima
                                      const Copied& image, MoveSteps& steps) {
     http::ResponseHead head;
     server::CallError error;
-    if (!target.read_head(head, error)) return MoveFailure{502, "install", error.message};
+    if (!target.read_head(head, error)) {
+        return MoveFailure{502, "install", said_of(error, m.to.name)};
+    }
     steps.verify = steps.lap();
     std::string body;
     if (!target.read_body(head.content_length.value_or(0), body, error)) {
@@ -187,14 +190,23 @@ std::string node_error(std::string_view body) {
 
 std::optional<MoveFailure> copy_image(Upstream& up, const ImageMove& m, Copied& out,
                                       MoveSteps& steps) {
+    // Each connection ends at once should its node's lease lapse (Upstream::cut_calls): declared
+    // first, the Cancels outlive the connections that wait on them.
+    const std::shared_ptr<const server::Cancel> from_cut = up.node_cancel(m.from.name);
+    const std::shared_ptr<const server::Cancel> to_cut = up.node_cancel(m.to.name);
     std::unique_ptr<Connection> source;
-    if (auto f = open_source(up, m, source, out)) return f;
+    if (auto f = open_source(up, m, *from_cut, source, out)) return f;
     steps.image = steps.lap();
     std::unique_ptr<Connection> target;
-    if (auto f = open_target(up, m, out, target)) return f;
+    if (auto f = open_target(up, m, out, *to_cut, target)) return f;
     if (auto failed = source->relay_to(*target, out.bytes)) {
-        if (failed->source) return MoveFailure{502, "image", failed->message};
-        return refused(*target, m, failed->message);
+        if (failed->source) {
+            return MoveFailure{
+                502, "image",
+                from_cut->cancelled() ? lapse_cut_said(m.from.name) : failed->message};
+        }
+        return refused(*target, m,
+                       to_cut->cancelled() ? lapse_cut_said(m.to.name) : failed->message);
     }
     steps.transfer = steps.lap();
     return installed(up, *target, m, out, steps);

@@ -261,12 +261,13 @@ void read_lease_holder(LeaseHolderReply& r) {
 NodeAnswer NodeCalls::exchange(const NodeRow& node, std::string_view method,
                                std::string_view target, std::string_view body, bool resendable,
                                std::string_view request_id,
-                               std::chrono::steady_clock::time_point deadline) {
+                               std::chrono::steady_clock::time_point deadline, bool cut_on_lapse) {
     AdminCall call{.method = method,
                    .target = std::string(target),
                    .request_id = request_id,
                    .body = body,
-                   .resendable = resendable};
+                   .resendable = resendable,
+                   .cut_on_lapse = cut_on_lapse};
     call.until.deadline = deadline;
     server::CallResult got = upstream_.admin(node, call);
     NodeAnswer a;
@@ -295,10 +296,13 @@ NodeAnswer NodeCalls::exchange(const NodeRow& node, std::string_view method,
 
 HelloReply NodeCalls::hello(const NodeRow& node, std::string_view request_id) {
     HelloReply r;
-    static_cast<NodeAnswer&>(r) = exchange(node, "GET", "/_admin/hello", "", true, request_id);
+    // Never cut (Upstream::cut_calls): a node added back is heard by its hello.
+    constexpr auto no_deadline = std::chrono::steady_clock::time_point::max();
+    static_cast<NodeAnswer&>(r) =
+        exchange(node, "GET", "/_admin/hello", "", true, request_id, no_deadline, false);
     if (r.answered && r.status == 404) {
         static_cast<NodeAnswer&>(r) =
-            exchange(node, "GET", "/_admin/tenants", "", true, request_id);
+            exchange(node, "GET", "/_admin/tenants", "", true, request_id, no_deadline, false);
     }
     if (r.answered && (r.status == 401 || r.status == 403)) r.error = "it refused the token";
     if (r.status == 200) node_answers::read_hello(r);

@@ -184,7 +184,8 @@ class NodeCalls {
     NodeAnswer exchange(const NodeRow& node, std::string_view method, std::string_view target,
                         std::string_view body, bool resendable, std::string_view request_id,
                         std::chrono::steady_clock::time_point deadline =
-                            std::chrono::steady_clock::time_point::max());
+                            std::chrono::steady_clock::time_point::max(),
+                        bool cut_on_lapse = true);  // AdminCall::cut_on_lapse
 
     Upstream& upstream_;
     HolderHeard on_holder_;

@@ -86,11 +86,58 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     http::OutRequest out{.method = call.method, .target = call.target, .body = call.body};
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
     r.bytes = admin_request(node, call.request_id, std::move(out), fence());
-    return blocking_->call(r, call.until);
+    const bool own_bound =
+        call.until.cancel || call.until.deadline != server::Clock::time_point::max();
+    server::CallResult got;
+    if (own_bound || !call.cut_on_lapse) {
+        got = blocking_->call(r, call.until);
+    } else {
+        const std::shared_ptr<const server::Cancel> cut = node_cancel(node.name);
+        got = blocking_->call(r, server::Until{.cancel = cut.get()});
+        if (!got.answer) got.error.message = said_of(got.error, node.name);
+    }
+    if (got.answer) heard(node.name);
+    return got;
+}
+
+std::shared_ptr<const server::Cancel> Upstream::node_cancel(const std::string& node) {
+    std::lock_guard lock(cut_mu_);
+    auto [it, made] = cuts_.try_emplace(node);
+    if (made) it->second = std::make_shared<server::Cancel>();
+    return it->second;
+}
+
+void Upstream::cut_calls(const std::string& node) {
+    std::shared_ptr<server::Cancel> c;
+    {
+        std::lock_guard lock(cut_mu_);
+        auto [it, made] = cuts_.try_emplace(node);
+        if (made) it->second = std::make_shared<server::Cancel>();
+        c = it->second;
+    }
+    c->cancel();  // outside the lock: wakes every wait on it
+}
+
+void Upstream::heard(const std::string& node) {
+    std::lock_guard lock(cut_mu_);
+    auto it = cuts_.find(node);
+    // A fresh one for the calls from now on; those holding the cancelled one have ended.
+    if (it != cuts_.end() && it->second->cancelled())
+        it->second = std::make_shared<server::Cancel>();
 }
 
 void Upstream::stop() {
     if (ring_) ring_->stop();
+}
+
+std::string lapse_cut_said(std::string_view node) {
+    return "node `" + std::string(node) +
+           "`'s lease has certainly lapsed (it answered no grant in time): the call to it was "
+           "cut, as one it never answered";
+}
+
+std::string said_of(const server::CallError& error, std::string_view node) {
+    return error.failure == server::CallFailure::cancelled ? lapse_cut_said(node) : error.message;
 }
 
 server::CallRequest to_node(const NodeRow& node) {

@@ -17,10 +17,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "server/runtime/cancel.h"
 #include "server/runtime/client.h"
 #include "server/runtime/ring_client.h"
 #include "shard/directory.h"
@@ -56,6 +59,9 @@ struct AdminCall {
     bool resendable = false;        // running it twice is harmless (a GET, a delete, a thaw)
     uint64_t timeout_ms = 0;        // each connect, read or write; 0: --upstream-timeout
     server::Until until{};          // the whole call's deadline (a lease grant's), or none
+    // Ended at once while the node's lease has certainly lapsed (Upstream::cut_calls). Not a
+    // hello: it is how an operator adds back a node, and its answer lifts the cut.
+    bool cut_on_lapse = true;
 };
 
 class Upstream {
@@ -69,6 +75,22 @@ class Upstream {
                                             std::shared_ptr<server::CallSink> sink);
     // Blocking (never on a loop): `call` to `node`, its whole answer or why there is none.
     server::CallResult admin(const NodeRow& node, const AdminCall& call);
+
+    // Calls to a node whose lease has certainly lapsed, cut (§9.3, ours). An operation that holds
+    // a tenant's claim while it waits on a node gone silent (a quota sent, a move's step) would
+    // otherwise hold the tenant's failover, or a healthy source frozen, for --upstream-timeout.
+    // cut_calls(node) ends every admin call and image connection to `node` that nothing but that
+    // timeout bounds, in flight and made later; what has a bound of its own (a lease grant, a
+    // survey) or says so (a hello) goes on. Any answer from the node (its next grant's, within a
+    // third of a lease, whatever it says: taken, fenced, no lease) lifts the cut, so a node back
+    // in any standing, or removed and added again, is cut no longer than a grant's round.
+    // A cut call fails as one the node never answered, which every caller already handles.
+    void cut_calls(const std::string& node);
+    // What an image connection to `node` waits on (BlockingClient::connect's Until::cancel):
+    // cancelled by cut_calls. Held for as long as the connection lives.
+    std::shared_ptr<const server::Cancel> node_cancel(const std::string& node);
+    // The node answered: calls to it are not cut (from the next one on).
+    void heard(const std::string& node);
     // The blocking client itself, for a caller that relays a body (a move's image).
     server::BlockingClient& blocking() { return *blocking_; }
 
@@ -90,11 +112,19 @@ class Upstream {
     std::unique_ptr<server::RingClient> ring_;
     std::unique_ptr<server::BlockingClient> blocking_;
     std::function<std::string()> fence_;
+    std::mutex cut_mu_;  // a leaf
+    // node → what its calls bounded by --upstream-timeout alone wait on; cancelled while cut.
+    std::map<std::string, std::shared_ptr<server::Cancel>, std::less<>> cuts_;
 };
 
 // A call to `node` with no bytes yet: its name (counts, finding calls), how messages name it
 // ("node `n1`"), its address.
 server::CallRequest to_node(const NodeRow& node);
+
+// What a failed call to `node` says: its own message, or, where it was cut (Upstream::cut_calls),
+// that the node's lease has certainly lapsed.
+std::string said_of(const server::CallError& error, std::string_view node);
+std::string lapse_cut_said(std::string_view node);
 
 // `r` written as a request of the admin plane to `node` (§13): Host is the node's address, and
 // `Authorization: Bearer <its admin token>` and `X-Request-Id` go before r's own headers, and

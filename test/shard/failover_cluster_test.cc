@@ -254,6 +254,74 @@ TEST_F(FailoverOnLeaseWithAThirdNode, ANodeBackDeletesItsOldPrimaryCopyOnceTheTe
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("replica"), third_name);
 }
 
+// A change in flight to the node when it goes silent (a quota sent to its primary, which its
+// kernel takes and nobody answers) holds the tenant's claim; the failover parks behind it. Its
+// call is cut as the node's lease certainly lapses (Upstream::cut_calls), so the change ends,
+// 202 not taken, and the tenant is failed over a lapse after the cut, not after the router's
+// --upstream-timeout (60 s here, the default). Before, the tenant stayed on the silent node
+// for the whole timeout while the node's other tenants were failed over.
+TEST_F(FailoverOnLeaseWithAThirdNode,
+       AChangeWaitingOnASilentNodeHoldsItsFailoverNoLongerThanALapse) {
+    const std::string t = tenant("held");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(written_on_n1("1", t, replica));
+    ASSERT_FALSE(replica.empty()) << shard("GET", "/_shard/tenants/" + t).body;
+    nodes_->procs[0]->signal(SIGSTOP);
+    auto quota = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c.request("PUT", "/_shard/tenants/" + t + "/quota", R"({"rows":50})", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    EXPECT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == replica; },
+        10000))
+        << shard("GET", "/_shard/tenants/" + t).body << read_file(dir_.path() + "/router.err");
+    ASSERT_EQ(quota.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    const Reply q = quota.get();
+    EXPECT_EQ(q.status, 202) << q.body;
+    EXPECT_NE(Json(q.body).text("why").find("n1"), std::string::npos) << q.body;
+    EXPECT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; }));
+    nodes_->procs[0]->signal(SIGCONT);
+}
+
+// A move from a source that goes silent as it is asked to freeze: the freeze is cut at the
+// source's lapse, and so is the undo's thaw. The source, back, has run the freeze its kernel
+// took meanwhile, and nothing thawed it: its only copy frozen under the `active` row, every write
+// refused for good. The repair its return starts finds it frozen and thaws it.
+class FailoverOnLeaseWithoutReplicas : public LeasedClusterTest<2> {};
+
+TEST_F(FailoverOnLeaseWithoutReplicas, AMoveUndoneOnASilentSourceLeavesNoCopyFrozen) {
+    start_router({"--auto-failover", "1"});
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("silent-from");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    nodes_->procs[0]->signal(SIGSTOP);
+    Reply m = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_EQ(m.status, 502) << m.body;
+    EXPECT_NE(m.body.find("lease has certainly lapsed"), std::string::npos) << m.body;
+    const std::string undone =
+        "the move of `" + t + "` is undone, but `n1` did not answer its thaw";
+    auto logged = [&](const std::string& line) {
+        return eventually(
+            [&] { return read_file(dir_.path() + "/router.err").find(line) != std::string::npos; });
+    };
+    EXPECT_TRUE(logged(undone)) << read_file(dir_.path() + "/router.err");
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
+        15000))
+        << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_TRUE(
+        logged("`: its primary on `n1` was frozen under an active row (a move undone "
+               "whose thaw never arrived): thawed"))
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+}
+
 // The other side of the case above: a primary copy of the tenant's history on another node is
 // no old one (a move a fenced router made put it there, say). The repair deletes such a copy
 // only where the primary the directory names holds the tenant and has forked past the copy's
