@@ -36,8 +36,10 @@ inline constexpr uint64_t cancel_poll_ms = 50;
 enum class Wait : uint8_t { ready, timed_out, cancelled };
 
 // Waits until `fd` shows `events` (POLLIN, POLLOUT; an error or hang-up counts as ready, for the
-// next call on it to say), `until` passes, or `cancel` (optional) is cancelled.
+// next call on it to say), `until` passes, or `cancel` or `also` (each optional) is cancelled: a
+// wait that serves two calls at once (a move's relay, its source's and its target's) ends on
+// either's. Which one it was, the caller asks each Cancel.
 Wait wait_for(int fd, short events, std::chrono::steady_clock::time_point until,
-              const Cancel* cancel);
+              const Cancel* cancel, const Cancel* also = nullptr);
 
 }  // namespace fenec::server

@@ -253,31 +253,97 @@ size_t Connection::received_unread() const {
 
 // ---- the relay
 
-void Connection::blocking_with_timeouts() {
+namespace {
+
+// A descriptor in O_NONBLOCK for a relay's length, then as it was (blocking, as the pool keeps
+// it). A splice into a socket follows the socket file's O_NONBLOCK (MSG_DONTWAIT), not
+// SPLICE_F_NONBLOCK, which is the pipe's alone; so without it a splice into a target that reads
+// nothing sleeps in the kernel, where no Cancel reaches it.
+class NonBlocking {
+  public:
+    explicit NonBlocking(int fd) : fd_(fd), flags_(::fcntl(fd, F_GETFL)) {
+        if (flags_ >= 0) ::fcntl(fd_, F_SETFL, flags_ | O_NONBLOCK);
+    }
+    ~NonBlocking() {
+        if (flags_ >= 0) ::fcntl(fd_, F_SETFL, flags_);
+    }
+    NonBlocking(const NonBlocking&) = delete;
+    NonBlocking& operator=(const NonBlocking&) = delete;
+
+  private:
+    const int fd_;
+    const int flags_;
+};
+
+bool would_block(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK); }
+
+}  // namespace
+
+std::optional<Connection::RelayFailure> Connection::relay_cancelled(const Connection& target,
+                                                                    bool on_target) const {
+    const bool source = until_.cancel && until_.cancel->cancelled();
+    const bool target_too = target.until_.cancel && target.until_.cancel->cancelled();
+    if (!source && !target_too) return std::nullopt;
+    const bool source_first = source && (!on_target || !target_too);
+    return RelayFailure{
+        source_first,
+        call_error(source_first ? request_ : target.request_, Mishap::cancelled).message};
+}
+
+std::optional<Connection::RelayFailure> Connection::relay_wait(Connection& target, bool on_target,
+                                                               short events) {
+    const Connection& on = on_target ? target : *this;
     uint64_t bound_ms = 0;
-    const Clock::time_point until = bound(request_.timeout_ms, bound_ms);
-    const uint64_t ms = until == Clock::time_point::max()
-                            ? 0
-                            : std::max<uint64_t>(1, ms_between(Clock::now(), until));
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(ms / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const Wait w = wait_for(on.fd_, events, on.bound(on.request_.timeout_ms, bound_ms),
+                            until_.cancel, target.until_.cancel);
+    if (w == Wait::ready) return std::nullopt;
+    if (w == Wait::cancelled) return relay_cancelled(target, on_target);
+    if (on_target) {
+        return RelayFailure{
+            false, call_error(target.request_, Mishap::send_stalled, {}, bound_ms).message};
+    }
+    return RelayFailure{true, call_error(request_, Mishap::answer_stalled, {}, bound_ms).message};
+}
+
+Connection::RelayFailure Connection::relay_cut(uint64_t left, uint64_t total, int error) const {
+    return RelayFailure{true, who(request_) + " ended the body after " +
+                                  std::to_string(total - left) + " of " + std::to_string(total) +
+                                  " bytes" + (error != 0 ? ": " + errno_text(error) : "")};
+}
+
+Connection::RelayFailure Connection::relay_refused(const Connection& target, int error) {
+    return RelayFailure{false, who(target.request_) + " ended the connection" +
+                                   (error != 0 ? ": " + errno_text(error) : "")};
+}
+
+std::optional<Connection::RelayFailure> Connection::relay_send(Connection& target,
+                                                               std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n =
+            ::send(target.fd_, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            bytes.remove_prefix(static_cast<size_t>(n));
+        } else if (would_block(n)) {
+            if (auto failed = relay_wait(target, true, POLLOUT)) return failed;
+        } else if (n == 0 || errno != EINTR) {
+            return relay_refused(target, n < 0 ? errno : 0);
+        }
+    }
+    return std::nullopt;
 }
 
 std::optional<Connection::RelayFailure> Connection::relay_to(Connection& target, uint64_t bytes) {
+    // Both ends non-blocking for the relay: each splice, recv or send takes what is ready and
+    // says EAGAIN for the rest, and the wait is relay_wait's, which either Cancel ends.
+    const NonBlocking source_nonblocking(fd_);
+    const NonBlocking target_nonblocking(target.fd_);
     uint64_t left = bytes;
     if (!in_.empty()) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(left, in_.size()));
-        if (!target.send_all(std::string_view(in_).substr(0, n))) {
-            return RelayFailure{false, target.error().message};
-        }
+        if (auto failed = relay_send(target, std::string_view(in_).substr(0, n))) return failed;
         in_.erase(0, n);
         left -= n;
     }
-    blocking_with_timeouts();
-    target.blocking_with_timeouts();
     if (auto failed = splice_to(target, left, bytes)) return failed;
     return copy_to(target, left, bytes);
 }
@@ -301,21 +367,22 @@ std::optional<Connection::RelayFailure> Connection::splice_to(Connection& target
     (void)::fcntl(pipe.fds[1], F_SETPIPE_SZ, static_cast<int>(relay_buffer_bytes));
     bool moved_any = false;
     while (left > 0) {
-        if (until_.cancel && until_.cancel->cancelled()) {
-            return RelayFailure{true, call_error(request_, Mishap::cancelled).message};
-        }
+        // Looked at between pieces too: a relay that never has to wait still ends on a Cancel.
+        if (auto failed = relay_cancelled(target, false)) return failed;
+        // The pipe is empty here (each piece goes out whole before the next comes in), so an
+        // EAGAIN is the source's alone, never a full pipe's that polling the source would spin
+        // on; from a socket it takes what has arrived, up to the length, and waits for no more.
         const ssize_t in =
             ::splice(fd_, nullptr, pipe.fds[1], nullptr,
                      static_cast<size_t>(std::min<uint64_t>(left, relay_buffer_bytes)),
                      SPLICE_F_MOVE | SPLICE_F_MORE);
+        if (would_block(in)) {
+            if (auto failed = relay_wait(target, false, POLLIN)) return failed;
+            continue;
+        }
         if (in < 0 && errno == EINTR) continue;
         if (in < 0 && errno == EINVAL && !moved_any) return std::nullopt;
-        if (in <= 0) {
-            return RelayFailure{true, who(request_) + " ended the body after " +
-                                          std::to_string(total - left) + " of " +
-                                          std::to_string(total) + " bytes" +
-                                          (in < 0 ? ": " + errno_text(errno) : "")};
-        }
+        if (in <= 0) return relay_cut(left, total, in < 0 ? errno : 0);
         moved_any = true;
         size_t pending = static_cast<size_t>(in);
         while (pending > 0) {
@@ -325,16 +392,14 @@ std::optional<Connection::RelayFailure> Connection::splice_to(Connection& target
             const unsigned more = left > pending ? SPLICE_F_MORE : 0;
             const ssize_t out =
                 ::splice(pipe.fds[0], nullptr, target.fd_, nullptr, pending, SPLICE_F_MOVE | more);
-            if (out < 0 && errno == EINTR) continue;
-            if (out <= 0) {
-                return RelayFailure{
-                    false,
-                    who(target.request_) + (out < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-                                                ? " took nothing within the timeout"
-                                                : " ended the connection: " + errno_text(errno))};
+            if (out > 0) {
+                pending -= static_cast<size_t>(out);
+                left -= static_cast<uint64_t>(out);
+            } else if (would_block(out)) {
+                if (auto failed = relay_wait(target, true, POLLOUT)) return failed;
+            } else if (out == 0 || errno != EINTR) {
+                return relay_refused(target, out < 0 ? errno : 0);
             }
-            pending -= static_cast<size_t>(out);
-            left -= static_cast<uint64_t>(out);
         }
     }
     return std::nullopt;
@@ -346,16 +411,17 @@ std::optional<Connection::RelayFailure> Connection::copy_to(Connection& target, 
     if (left == 0) return std::nullopt;
     auto buf = std::make_unique_for_overwrite<char[]>(relay_buffer_bytes);
     while (left > 0) {
+        if (auto failed = relay_cancelled(target, false)) return failed;
         const ssize_t n = ::recv(
             fd_, buf.get(), static_cast<size_t>(std::min<uint64_t>(left, relay_buffer_bytes)), 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            return RelayFailure{true, who(request_) + " ended the body after " +
-                                          std::to_string(total - left) + " of " +
-                                          std::to_string(total) + " bytes"};
+        if (would_block(n)) {
+            if (auto failed = relay_wait(target, false, POLLIN)) return failed;
+            continue;
         }
-        if (!target.send_all(std::string_view(buf.get(), static_cast<size_t>(n)))) {
-            return RelayFailure{false, target.error().message};
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return relay_cut(left, total, n < 0 ? errno : 0);
+        if (auto failed = relay_send(target, std::string_view(buf.get(), static_cast<size_t>(n)))) {
+            return failed;
         }
         left -= static_cast<uint64_t>(n);
     }

@@ -12,7 +12,8 @@
 // connecting, sending, awaiting the head, answer) and whether the request was sent whole.
 //
 // Every descriptor stays in blocking mode (so the pool can hand it to either client); each wait is
-// a poll(2) on it and on the Cancel, and each read or write is MSG_DONTWAIT after it. The client
+// a poll(2) on it and on the Cancel, and each read or write is MSG_DONTWAIT after it. (A relay's
+// two are in O_NONBLOCK for its length alone: a splice has no MSG_DONTWAIT of its own.) The client
 // itself holds no thread and no state but its pool: thread-safe. A Connection is one thread's at a
 // time.
 #pragma once
@@ -79,11 +80,15 @@ class Connection {
     // Passes `bytes` body bytes from this connection on to `target` (a move: the image of its
     // source's GET into its target's PUT): what was read past the head first, then through a pipe
     // with splice(2), so they never enter this process's memory, or — where the kernel will not
-    // splice these sockets — through one buffer of relay_buffer_bytes. The sockets are in
-    // blocking mode here with SO_RCVTIMEO and SO_SNDTIMEO at the call's timeout_ms (a splice
-    // cannot be polled part-way); a Cancel is looked at between pieces. On failure, whose it was.
+    // splice these sockets — through one buffer of relay_buffer_bytes. Both sockets are in
+    // O_NONBLOCK for the relay (blocking again after it), so each wait is a poll(2) on the one
+    // being waited for and on both connections' Cancels: either Cancel ends the relay at once,
+    // wherever it is. Each wait is bounded by its own connection's bound (its timeout_ms, its
+    // call's deadline). On failure, whose it was.
     struct RelayFailure {
-        bool source = false;  // this connection ended or stalled; else `target` refused the bytes
+        // This connection ended, stalled or was cancelled; else `target` refused the bytes,
+        // stalled or was cancelled.
+        bool source = false;
         std::string message;
     };
     std::optional<RelayFailure> relay_to(Connection& target, uint64_t bytes);
@@ -111,9 +116,18 @@ class Connection {
     bool next_head(http::ResponseHead& head, bool informational);
     bool read_exactly(uint64_t n, std::string& out);
     bool read_to_end(std::string& out);
-    void blocking_with_timeouts();
     std::optional<RelayFailure> splice_to(Connection& target, uint64_t& left, uint64_t total);
     std::optional<RelayFailure> copy_to(Connection& target, uint64_t& left, uint64_t total);
+    // The relay's one wait: for `events` on `target` (`on_target`) or on this connection, within
+    // that connection's bound, ended by either connection's Cancel. Nothing when ready.
+    std::optional<RelayFailure> relay_wait(Connection& target, bool on_target, short events);
+    // The relay's failure when either Cancel was cancelled: that one's side (both: the side
+    // `on_target` says was waited for).
+    std::optional<RelayFailure> relay_cancelled(const Connection& target, bool on_target) const;
+    // `bytes` written whole to `target`, each wait relay_wait's.
+    std::optional<RelayFailure> relay_send(Connection& target, std::string_view bytes);
+    RelayFailure relay_cut(uint64_t left, uint64_t total, int error) const;  // errno or 0
+    static RelayFailure relay_refused(const Connection& target, int error);  // errno or 0
     int release() {
         const int fd = fd_;
         fd_ = -1;

@@ -285,6 +285,35 @@ TEST_F(FailoverOnLeaseWithAThirdNode,
     nodes_->procs[0]->signal(SIGCONT);
 }
 
+// A move whose target goes silent as the image is about to go (its kernel takes the PUT's head,
+// nobody answers the 100-continue) kept its healthy source frozen, every write refused 503, for
+// the router's --upstream-timeout. The target's lease lapsing cuts the wait: the move fails,
+// saying so, and is undone, the source taking writes again within a lapse.
+TEST_F(FailoverOnLeaseWithAThirdNode, AMoveToASilentTargetThawsItsSourceWithinALapse) {
+    const std::string t = tenant("silent-to");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(written_on_n1("1", t, replica));
+    ASSERT_FALSE(replica.empty()) << shard("GET", "/_shard/tenants/" + t).body;
+    const int target = replica == "n2" ? 2 : 1;  // the node holding nothing of it
+    const std::string target_name = "n" + std::to_string(target + 1);
+    nodes_->procs[target]->signal(SIGSTOP);
+    auto move = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c
+            .request("POST", "/_shard/tenants/" + t + "/move", R"({"to":")" + target_name + R"("})",
+                     bearer(kRoot))
+            .value_or(Reply{});
+    });
+    ASSERT_EQ(move.wait_for(std::chrono::seconds(15)), std::future_status::ready)
+        << read_file(dir_.path() + "/router.err");
+    const Reply m = move.get();
+    EXPECT_EQ(m.status, 502) << m.body;
+    EXPECT_NE(m.body.find("lease has certainly lapsed"), std::string::npos) << m.body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+    EXPECT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status, 201);
+    nodes_->procs[target]->signal(SIGCONT);
+}
+
 // A move from a source that goes silent as it is asked to freeze: the freeze is cut at the
 // source's lapse, and so is the undo's thaw. The source, back, has run the freeze its kernel
 // took meanwhile, and nothing thawed it: its only copy frozen under the `active` row, every write

@@ -6,12 +6,16 @@
 // before any answer byte goes again only when harmless, else fails `may_have_run`; each phase's
 // bound (lookup with a resolver that never answers, connect, send, answer, the whole call's
 // deadline) fails in that phase and says whether the request was sent whole; a stream without a
-// length is read as it comes, each read bounded, and cancelled from another thread; the io_uring
+// length is read as it comes, each read bounded, and cancelled from another thread; a body
+// relayed from one connection into another (a move's image) arrives byte for byte, and a relay
+// stalled on either end ends on either connection's Cancel, saying whose, or at that end's own
+// timeout, its sockets left in blocking mode; the io_uring
 // client's call state, readable from another thread while it runs; a call not polling for its
 // answer leaves its loop asleep while it waits.
 #include "server/runtime/client.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,6 +24,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -577,6 +582,252 @@ TEST(BlockingClient, AStreamIsCancelledFromAnotherThread) {
     CallResult late = client.call(plain_get(peer.addr()), {.cancel = &cancel});
     ASSERT_FALSE(late.answer);
     EXPECT_EQ(late.error.failure, CallFailure::cancelled);
+}
+
+// ---- the relay: a body from one connection's answer into another's request (a move's image)
+
+// A body no two pieces of which are alike, so a byte dropped, doubled or out of order shows.
+std::string body_of(size_t n) {
+    std::string s(n, '\0');
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < n; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s[i] = static_cast<char>(x);
+    }
+    return s;
+}
+
+std::string put_head(const std::string& addr, uint64_t n) {
+    return "PUT /image HTTP/1.1\r\nHost: " + addr + "\r\nContent-Length: " + std::to_string(n) +
+           "\r\n\r\n";
+}
+
+bool blocking(int fd) { return (::fcntl(fd, F_GETFL) & O_NONBLOCK) == 0; }
+
+// A relay's two ends as a move has them: `source` a GET's answer, its head read and its body of
+// `bytes` still to come; `target` a fresh connection with a PUT's head sent. Each call's own
+// Cancel, each operation bounded at `timeout_ms`.
+struct RelayEnds {
+    RelayEnds(const Peer& source_peer, const Peer& target_peer, uint64_t timeout_ms = 60'000)
+        : client(BlockingClient::Options{}) {
+        CallRequest get = plain_get(source_peer.addr());
+        get.timeout_ms = timeout_ms;
+        BlockingClient::Opened opened = client.open(get, {.cancel = &source_cancel});
+        EXPECT_TRUE(opened.head) << opened.error.message;
+        if (!opened.head) return;
+        bytes = opened.head->content_length.value_or(0);
+        source = std::move(opened.connection);
+        CallRequest put = plain_get(target_peer.addr());
+        put.peer_text = "peer `p2`";
+        put.timeout_ms = timeout_ms;
+        CallError error;
+        target = client.connect(put, {.cancel = &target_cancel}, error);
+        EXPECT_TRUE(target) << error.message;
+        if (target) {
+            EXPECT_TRUE(target->send(put_head(target_peer.addr(), bytes), error)) << error.message;
+        }
+    }
+
+    // The relay on a thread of its own, given `most` to end; a relay still going then is failed
+    // and its sockets shut down, so the test ends either way.
+    std::optional<Connection::RelayFailure> relay(std::chrono::seconds most = 20s) {
+        auto done =
+            std::async(std::launch::async, [&] { return source->relay_to(*target, bytes); });
+        if (done.wait_for(most) != std::future_status::ready) {
+            ADD_FAILURE() << "the relay did not end within " << most.count() << " s";
+            // A splice into a socket shut down raises SIGPIPE (it sends without MSG_NOSIGNAL);
+            // ignored, as the servers ignore it (server/runtime/service.h).
+            std::signal(SIGPIPE, SIG_IGN);
+            ::shutdown(source->fd(), SHUT_RDWR);
+            ::shutdown(target->fd(), SHUT_RDWR);
+        }
+        return done.get();
+    }
+
+    BlockingClient client;
+    Cancel source_cancel;
+    Cancel target_cancel;
+    uint64_t bytes = 0;
+    std::unique_ptr<Connection> source;
+    std::unique_ptr<Connection> target;
+};
+
+// A source that answers a body of `body` bytes, sending only the first `sent` of them, then
+// holding its connection open.
+Peer::Serve answers(const std::string& body, size_t sent) {
+    return [&body, sent](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string ignored;
+        if (!p.read_request(fd, head, ignored)) return;
+        const std::string answer = answer_bytes(200, body);
+        if (!write_all(fd, std::string_view(answer).substr(0, answer.size() - body.size() + sent)))
+            return;
+        if (sent < body.size()) p.hold();
+    };
+}
+
+// A target that takes connections and reads nothing, its receive buffer small: the relay into it
+// soon has nowhere to put the next byte, as with a node that stopped (SIGSTOP).
+void reads_nothing(Peer& p, int fd, int) {
+    const int small = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    p.hold();
+}
+
+// The relay's failure says the call to `peer` was cancelled.
+bool says_cancelled(const Connection::RelayFailure& failed, std::string_view peer) {
+    return failed.message.starts_with("the call to " + std::string(peer)) &&
+           failed.message.ends_with(" was cancelled");
+}
+
+// Cancels `cancel` from another thread once the relay under test is waiting.
+std::thread cancel_later(Cancel& cancel) {
+    return std::thread([&cancel] {
+        std::this_thread::sleep_for(300ms);  // the relay has filled the buffers and waits by then
+        cancel.cancel();
+    });
+}
+
+// A body larger than the pipe and the buffers between, so it goes in many pieces and a target
+// that reads nothing holds it up.
+constexpr size_t relay_body_bytes = 24 << 20;
+
+// The whole body arrives byte for byte, what came with the answer's head first, and both
+// sockets are in blocking mode after, as the pool keeps them.
+TEST(Relay, AWholeBodyIsRelayedByteForByte) {
+    const std::string body = body_of(relay_body_bytes + 12'345);
+    Peer source_peer(answers(body, body.size()));
+    std::promise<std::string> received;
+    Peer target_peer([&received](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string got;
+        if (!p.read_request(fd, head, got)) return;
+        received.set_value(std::move(got));
+        write_all(fd, answer_bytes(200, "installed"));
+    });
+    RelayEnds ends(source_peer, target_peer);
+    ASSERT_TRUE(ends.source && ends.target);
+    ASSERT_EQ(ends.bytes, body.size());
+    const auto failed = ends.relay();
+    ASSERT_FALSE(failed) << failed->message;
+    EXPECT_TRUE(blocking(ends.source->fd()));
+    EXPECT_TRUE(blocking(ends.target->fd()));
+    http::ResponseHead head;
+    CallError error;
+    ASSERT_TRUE(ends.target->read_head(head, error)) << error.message;
+    EXPECT_EQ(head.status, 200);
+    const std::string got = received.get_future().get();
+    EXPECT_EQ(got.size(), body.size());
+    EXPECT_TRUE(got == body) << "the relayed body differs from the source's";
+}
+
+// A target that stops reading (its node SIGSTOPped) leaves the relay waiting to write; its
+// Cancel, cancelled from another thread, ends it — not the 60 s timeout — as the target's.
+TEST(Relay, ATargetThatStopsReadingEndsOnTheTargetsCancel) {
+    const std::string body = body_of(relay_body_bytes);
+    Peer source_peer(answers(body, body.size()));
+    Peer target_peer(reads_nothing);
+    RelayEnds ends(source_peer, target_peer);
+    ASSERT_TRUE(ends.source && ends.target);
+    std::thread canceller = cancel_later(ends.target_cancel);
+    const auto failed = ends.relay();
+    canceller.join();
+    ASSERT_TRUE(failed);
+    EXPECT_FALSE(failed->source) << failed->message;
+    EXPECT_TRUE(says_cancelled(*failed, "peer `p2`")) << failed->message;
+    EXPECT_TRUE(blocking(ends.source->fd()));
+    EXPECT_TRUE(blocking(ends.target->fd()));
+}
+
+// A source that sends part of the body and stalls leaves the relay waiting to read; its Cancel
+// ends it, as the source's.
+TEST(Relay, ASourceThatStallsEndsOnTheSourcesCancel) {
+    const std::string body = body_of(relay_body_bytes);
+    Peer source_peer(answers(body, body.size() / 3));
+    Peer target_peer([](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string got;
+        (void)p.read_request(fd, head, got);  // to the end of the connection
+    });
+    RelayEnds ends(source_peer, target_peer);
+    ASSERT_TRUE(ends.source && ends.target);
+    std::thread canceller = cancel_later(ends.source_cancel);
+    const auto failed = ends.relay();
+    canceller.join();
+    ASSERT_TRUE(failed);
+    EXPECT_TRUE(failed->source) << failed->message;
+    EXPECT_TRUE(says_cancelled(*failed, "peer `p1`")) << failed->message;
+}
+
+// Each wait watches both Cancels: a relay stalled on one end ends on the other's Cancel, and
+// says it was that other's.
+TEST(Relay, EitherCancelEndsARelayStalledOnEitherEnd) {
+    const std::string body = body_of(relay_body_bytes);
+    {
+        Peer source_peer(answers(body, body.size()));
+        Peer target_peer(reads_nothing);
+        RelayEnds ends(source_peer, target_peer);
+        ASSERT_TRUE(ends.source && ends.target);
+        std::thread canceller = cancel_later(ends.source_cancel);
+        const auto failed = ends.relay();
+        canceller.join();
+        ASSERT_TRUE(failed);
+        EXPECT_TRUE(failed->source)
+            << "stalled on the target, the source's Cancel: " << failed->message;
+        EXPECT_TRUE(says_cancelled(*failed, "peer `p1`")) << failed->message;
+    }
+    {
+        Peer source_peer(answers(body, body.size() / 3));
+        Peer target_peer([](Peer& p, int fd, int) {
+            http::RequestHead head;
+            std::string got;
+            (void)p.read_request(fd, head, got);
+        });
+        RelayEnds ends(source_peer, target_peer);
+        ASSERT_TRUE(ends.source && ends.target);
+        std::thread canceller = cancel_later(ends.target_cancel);
+        const auto failed = ends.relay();
+        canceller.join();
+        ASSERT_TRUE(failed);
+        EXPECT_FALSE(failed->source)
+            << "stalled on the source, the target's Cancel: " << failed->message;
+        EXPECT_TRUE(says_cancelled(*failed, "peer `p2`")) << failed->message;
+    }
+}
+
+// Without a Cancel, each end's stall is still bounded by its own call's timeout_ms, and said so.
+TEST(Relay, EachEndsStallIsBoundedByItsTimeout) {
+    const std::string body = body_of(relay_body_bytes);
+    {
+        Peer source_peer(answers(body, body.size()));
+        Peer target_peer(reads_nothing);
+        RelayEnds ends(source_peer, target_peer, 300);
+        ASSERT_TRUE(ends.source && ends.target);
+        const auto failed = ends.relay();
+        ASSERT_TRUE(failed);
+        EXPECT_FALSE(failed->source) << failed->message;
+        EXPECT_NE(failed->message.find("took nothing of the request within 0.3 s"),
+                  std::string::npos)
+            << failed->message;
+    }
+    {
+        Peer source_peer(answers(body, body.size() / 3));
+        Peer target_peer([](Peer& p, int fd, int) {
+            http::RequestHead head;
+            std::string got;
+            (void)p.read_request(fd, head, got);
+        });
+        RelayEnds ends(source_peer, target_peer, 300);
+        ASSERT_TRUE(ends.source && ends.target);
+        const auto failed = ends.relay();
+        ASSERT_TRUE(failed);
+        EXPECT_TRUE(failed->source) << failed->message;
+        EXPECT_NE(failed->message.find("stopped mid-answer: nothing within 0.3 s"),
+                  std::string::npos)
+            << failed->message;
+    }
 }
 
 // The io_uring client's state is known from any thread while the call runs.
