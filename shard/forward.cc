@@ -16,9 +16,11 @@
 #include <optional>
 
 #include "server/runtime/mark.h"
+#include "shard/cluster.h"
 #include "shard/global_copy.h"
 #include "shard/handoff.h"
 #include "shard/in_flight.h"
+#include "shard/leases.h"
 #include "shard/node_calls.h"
 #include "shard/relay.h"
 #include "shard/router.h"
@@ -245,6 +247,13 @@ class ForwardSink final : public server::CallSink,
         r.body += ",\"node\":\"" + node_ + "\"";  // node names are [a-z0-9_-]
         if (may_have_run) r.body += ",\"outcome\":\"unknown\"";
         r.body += "}";
+        // A node this router leases is failed over within a lease of going silent (§9.4): the
+        // client is told to ask again, as a move's refusal tells it.
+        if (const Leases* leases = router_.cluster().leases()) {
+            if (auto v = leases->view(node_); v && v->takes && !v->fenced) {
+                r.header("Retry-After", "1");
+            }
+        }
         router_.metrics().upstream_errors->with({node_}).inc();
         router_.answer(*exchange_, a_, std::move(r));
     }

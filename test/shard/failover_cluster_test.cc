@@ -351,6 +351,24 @@ TEST_F(FailoverOnLeaseWithoutReplicas, AMoveUndoneOnASilentSourceLeavesNoCopyFro
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
 }
 
+// A node this router leases that refuses the connection (killed): the forward's 502 names it
+// and says when to ask again, since a failover places its tenants elsewhere within a lease.
+class ForwardToAKilledLeasedNode : public LeasedClusterTest<1> {};
+
+TEST_F(ForwardToAKilledLeasedNode, Is502WithRetryAfter) {
+    start_router({"--auto-failover", "1"});
+    ASSERT_EQ(add(0, "n1").status, 201);
+    const std::string t = tenant("killed");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    nodes_->procs[0].reset();  // killed (SIGKILL), waited for
+    Reply r = data("GET", "/t/" + t + "/c/notes?count");
+    EXPECT_EQ(r.status, 502) << r.body;
+    EXPECT_EQ(Json(r.body).text("node"), "n1") << r.body;
+    EXPECT_EQ(r.header("Retry-After").value_or(""), "1") << r.body;
+}
+
 // The other side of the case above: a primary copy of the tenant's history on another node is
 // no old one (a move a fenced router made put it there, say). The repair deletes such a copy
 // only where the primary the directory names holds the tenant and has forked past the copy's
