@@ -88,6 +88,17 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
 }
 
 void freeze_tenant(Node& node, Call& call) {
+    // Its request thawed already: a move's freeze its router gave up on (this node silent, its
+    // lease lapsed) and undid, read only now. Taken, it would leave the tenant frozen for good.
+    const auto late = [&] {
+        return node.refusal(409,
+                            "tenant `" + call.tenant + "`: this freeze's request (`" +
+                                call.request_id + "`) was thawed before the freeze came",
+                            "thawed");
+    };
+    if (node.thawed_before(call.tenant, call.request_id)) {
+        return answer_audited(node, call, late());
+    }
     Acquired a = node.registry().acquire(call.tenant);
     if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
     Tenant& t = *a.tenant;
@@ -102,6 +113,12 @@ void freeze_tenant(Node& node, Call& call) {
     }
     if (engine::Status st = t.db().freeze(); !st.is_ok()) {  // waits for the block in progress
         return answer_audited(node, call, node.refusal(500, st.to_string()));
+    }
+    // Asked again, frozen: a thaw of the request that ran meanwhile recorded it before it thawed
+    // (thaw_tenant), so either it is seen here, or its thaw comes after this freeze.
+    if (node.thawed_before(call.tenant, call.request_id)) {
+        if (remove_mark(node, mark).is_ok()) t.db().thaw();
+        return answer_audited(node, call, late());
     }
     t.wake_all();  // held requests answer 503 at once (§8.2), not at their deadline
     if (!t.wait_writes(freeze_wait_ms)) {
@@ -125,6 +142,8 @@ void freeze_tenant(Node& node, Call& call) {
 }
 
 void thaw_tenant(Node& node, Call& call) {
+    // First: a freeze of this request running now sees it once it has frozen, and undoes itself.
+    node.thawed(call.tenant, call.request_id);
     Acquired a = node.registry().acquire(call.tenant);
     if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
     // The mark first: a crash after it leaves the tenant thawed, as it was asked to be.

@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -524,6 +525,20 @@ void Node::reopen_latched(const std::vector<std::string>& latched) {
         replication_->end_streams(name, "closing");
         finish_parked(name);
     }
+}
+
+void Node::thawed(const std::string& tenant, const std::string& request_id) {
+    if (request_id.empty()) return;
+    std::lock_guard lock(thawed_mu_);
+    thawed_.emplace_back(tenant, request_id);
+    while (thawed_.size() > thawed_requests_max) thawed_.pop_front();
+}
+
+bool Node::thawed_before(const std::string& tenant, const std::string& request_id) {
+    if (request_id.empty()) return false;
+    std::lock_guard lock(thawed_mu_);
+    return std::any_of(thawed_.begin(), thawed_.end(),
+                       [&](const auto& t) { return t.first == tenant && t.second == request_id; });
 }
 
 void Node::finish_parked(std::string_view tenant) {

@@ -6,14 +6,16 @@
 
 #include <array>
 #include <atomic>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "engine/clock.h"
 #include "engine/flusher.h"
-#include "engine/syncer.h"
 #include "engine/io.h"
+#include "engine/syncer.h"
 #include "json/writer.h"
 #include "server/node/auth.h"
 #include "server/node/compactor.h"
@@ -145,6 +147,13 @@ public:
     http::Response refusal(int status, std::string_view message, std::string_view reason = {},
                            const std::function<void(json::Writer&)>& more = {}) const;
 
+    // A thaw of `tenant` asked under `request_id` (X-Request-Id), remembered (the last
+    // thawed_requests_max, in memory): a freeze of the same request that comes after it is one
+    // its router gave up on and undid (a move's freeze left in this node's socket while it was
+    // stopped, read once it ran again), and is refused (lifecycle.cc).
+    void thawed(const std::string& tenant, const std::string& request_id);
+    bool thawed_before(const std::string& tenant, const std::string& request_id);
+
     // §5.5, §5.6: a request that waited (a held write's every run, a read after its wait) meets
     // its credential's times again, as at the door: a JWT that expired meanwhile gets this 401,
     // counted and audited as a refused credential, and what it asked for is not run.
@@ -261,6 +270,9 @@ private:
     std::atomic<int64_t> in_flight_{0};
     std::mutex parked_mu_;
     std::vector<std::weak_ptr<Parked>> parked_;
+    static constexpr size_t thawed_requests_max = 256;
+    std::mutex thawed_mu_;                                    // a leaf
+    std::deque<std::pair<std::string, std::string>> thawed_;  // tenant, request id; newest last
     std::atomic<uint64_t> random_state_{0};
     int64_t started_ms_ = 0;
     std::atomic<bool> stopping_{false};

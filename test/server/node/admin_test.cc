@@ -225,6 +225,27 @@ TEST(Admin, FreezeRefusesWritesAndSurvivesRestart) {
     EXPECT_EQ(n.admin("POST", "/_admin/tenants/nope/freeze").status, 404);
 }
 
+// A freeze read after a thaw of the same request (X-Request-Id) is refused: a router that gave
+// up on a move's freeze (this node stopped, the request left in its socket) and undid the move
+// sends its thaw under the move's id, and the freeze, read once the node runs again, must not
+// leave the tenant frozen for good. A freeze of another request freezes as before.
+TEST(Admin, AFreezeReadAfterItsRequestsThawIsRefused) {
+    Node n;
+    n.make_acme();
+    const std::vector<std::pair<std::string, std::string>> move{{"X-Request-Id", "move-1"}};
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw", "", move).status, 200);
+    auto late = n.admin("POST", "/_admin/tenants/acme/freeze", "", move);
+    EXPECT_EQ(late.status, 409) << late.body;
+    EXPECT_NE(late.body.find(R"("reason":"thawed")"), std::string::npos) << late.body;
+    EXPECT_EQ(n.query(R"(put notes {title: \"z\"})").status, 200);
+    EXPECT_NE(n.admin("GET", "/_admin/tenants/acme").body.find("\"frozen\":false"),
+              std::string::npos);
+    // Another request's freeze freezes as before.
+    auto other = n.admin("POST", "/_admin/tenants/acme/freeze", "", {{"X-Request-Id", "move-2"}});
+    EXPECT_EQ(other.status, 200) << other.body;
+    EXPECT_EQ(n.query(R"(put notes {title: \"y\"})").status, 503);
+}
+
 // Case 41: a held write is answered 503 at once by a freeze, which does not wait for it.
 TEST(Admin, FreezeAnswersHeldRequestsAtOnce) {
     Node n;
