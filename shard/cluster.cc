@@ -89,12 +89,14 @@ void Cluster::lapsed(const std::string& node) {
         if (leases_) leases_->lapse_undone(node);
         return;
     }
-    // What waits on the node ends now, not at --upstream-timeout: a change holding one of its
-    // tenants' claims (its failover waits for it), a move to or from it (its source frozen
-    // meanwhile). Lifted by the node's next answer to anything (Upstream::heard).
-    router_.upstream().cut_calls(node);
     failover_->lapsed(node);
 }
+
+// What waits on the node ends now, not at --upstream-timeout: a change holding one of its
+// tenants' claims (its failover waits for it), a move to or from it (its source frozen meanwhile).
+void Cluster::cut_calls(const std::string& node) { router_.upstream().cut_calls(node); }
+
+void Cluster::heard(const std::string& node) { router_.upstream().heard(node); }
 
 void Cluster::answered(const std::string& node, bool returned) {
     router_.copies().node_answered(node);

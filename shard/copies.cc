@@ -816,9 +816,62 @@ void Copies::log_repair(const std::string& what, const RepairReport& r, bool ask
 }
 
 void Copies::node_answered(const std::string& node) {
+    if (thaws_owed_by(node)) {
+        post("thaws owed by " + node, [this, node] { thaw_owed(node); });
+    }
     if (!quotas_.owed_by(node)) return;
     post("quotas owed by " + node,
          [this, node] { quotas_.resend(node, router_.new_request_id(std::nullopt)); });
+}
+
+void Copies::owe_thaw(const std::string& node, const std::string& tenant,
+                      const std::string& request_id) {
+    std::lock_guard lock(thaws_mu_);
+    thaws_owed_[node][tenant] = request_id;
+}
+
+bool Copies::thaws_owed_by(const std::string& node) {
+    std::lock_guard lock(thaws_mu_);
+    return thaws_owed_.contains(node);
+}
+
+void Copies::thaw_owed(const std::string& node) {
+    std::map<std::string, std::string> owed;
+    {
+        std::lock_guard lock(thaws_mu_);
+        if (auto it = thaws_owed_.find(node); it != thaws_owed_.end()) owed = it->second;
+    }
+    for (const auto& [tenant, request_id] : owed) {
+        if (router_.is_superseded()) return;  // leads nothing: a newer router's copy, maybe
+        TenantClaim held(router_, tenant, repair_claim);
+        if (!held.held) continue;  // an operation on it: asked again at the node's next answer
+        auto maps = router_.directory().maps();
+        auto t = maps->tenants.find(tenant);
+        auto n = maps->nodes.find(node);
+        std::string outcome;
+        if (t != maps->tenants.end() && t->second.state == "active" && t->second.node == node &&
+            n != maps->nodes.end()) {
+            server::CallResult w = router_.upstream().admin(
+                n->second, {.method = "POST",
+                            .target = "/_admin/tenants/" + tenant + "/thaw",
+                            .request_id = request_id,
+                            .resendable = true});
+            if (!w.answer) continue;  // still owed
+            outcome = w.answer->status == 200 ? "thawed"
+                                              : "answered " + std::to_string(w.answer->status) +
+                                                    ": " + node_answers::error_of(w.answer->body);
+        }
+        {
+            std::lock_guard lock(thaws_mu_);
+            auto it = thaws_owed_.find(node);
+            if (it != thaws_owed_.end()) {
+                it->second.erase(tenant);
+                if (it->second.empty()) thaws_owed_.erase(it);
+            }
+        }
+        log_line("`" + tenant + "`: the thaw its undone move owed `" + node + "`: " +
+                 (outcome.empty() ? "not sent, the tenant is placed elsewhere now" : outcome));
+    }
 }
 
 // --- GET /_shard/pairs ---------------------------------------------------------------------

@@ -246,6 +246,16 @@ class Copies {
     // worker. Cheap when it owes none. Any thread; never waits.
     void node_answered(const std::string& node);
     QuotaSync& quotas() { return quotas_; }
+    // A move undone whose thaw did not reach its source (Move::roll_back: the node silent, or its
+    // calls cut on its lapsed lease) left that copy frozen, and the node may yet run the freeze
+    // its kernel holds. The thaw is owed, and asked again each time the node answers (a counted
+    // grant, a repair's survey) under the tenant's claim while its row still places it on that
+    // node, `active`: until the node answers it, or the tenant is elsewhere. Only this process's
+    // own undone moves are owed, so a copy frozen by another router's move, or flipped away
+    // from, is never thawed here. Asked under the move's own `request_id`: a node that reads
+    // the freeze only after this thaw refuses it (node-http.md, freeze). Any thread; never waits.
+    void owe_thaw(const std::string& node, const std::string& tenant,
+                  const std::string& request_id);
 
     // Why `tenant` has no copy, or nullopt when it has one or none was wanted.
     std::optional<std::string> unreplicated(const DirectoryMaps& maps,
@@ -259,9 +269,6 @@ class Copies {
   private:
     // The repair of a tenant whose recorded copy follows it: copies elsewhere that follow its
     // primary with no row naming them, deleted (repair.cc).
-    void thaw_left_frozen(const TenantRow& row, const NodeRow& node,
-                          const std::map<std::string, SurveyReply>& survey,
-                          std::string_view request_id);
     void drop_unrecorded(const TenantRow& tenant, const std::map<std::string, SurveyReply>& survey,
                          RepairReport& report, std::string_view request_id);
     // A primary copy of `tenant` on `node` (not its node) that a failover left there (§9.11),
@@ -301,6 +308,8 @@ class Copies {
                        const std::map<std::string, SurveyReply>& survey, RepairReport& report,
                        std::string_view request_id);
     void learn_lineage(const TenantRow& t, const std::map<std::string, SurveyReply>& survey);
+    bool thaws_owed_by(const std::string& node);
+    void thaw_owed(const std::string& node);  // owe_thaw's
     void work();
     bool post(std::string key, std::function<void()> job);
     void remember(const std::string& tenant, std::string why);
@@ -311,6 +320,10 @@ class Copies {
     obs::GaugeFamily* replicas_gauge_ = nullptr;      // {node}
     obs::GaugeFamily* unreplicated_gauge_ = nullptr;  // {region}
     obs::GaugeFamily* same_zone_gauge_ = nullptr;     // {region}
+
+    std::mutex thaws_mu_;  // a leaf
+    // node → tenant → the request id of the move it undid (owe_thaw)
+    std::map<std::string, std::map<std::string, std::string>> thaws_owed_;
 
     mutable std::mutex why_mu_;
     std::map<std::string, std::string> why_;  // tenant → why it has no copy (the last attempt)

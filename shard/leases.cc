@@ -341,6 +341,9 @@ void Leases::run(Node& n) {
         if (back > due) reply = silent();  // not back in time: counted as nothing
         if (n.late_sent_ns == sent) n.late_sent_ns = 0;
         const GrantEffect e = n.book.answered(reply, back);
+        // After the answer is recorded, under the lock: a cut the judge made before it, on the
+        // book as it was, is lifted; one after it needs a lapse since this answer.
+        if (reply.kind != GrantReply::Kind::silent) host_.heard(n.name);
         n.next_due_ns = e.again_now ? back : sent + bound_ns;
         const bool counted = reply.kind == GrantReply::Kind::taken;
         if (counted) ++n.answers;
@@ -353,6 +356,7 @@ void Leases::run(Node& n) {
         // No grant is out now: judged here too, before the next one goes, or a node whose every
         // call runs to its bound would always have one out when the judge looks.
         const bool lapsed = judge_locked(n, back);
+        if (lapsed) host_.cut_calls(n.name);
         lock.unlock();
         if (lapsed) host_.lapsed(n.name);
         count(n.name, e.outcome);
@@ -383,7 +387,10 @@ void Leases::judge() {
         std::vector<std::string> lapsed;
         for (auto& [name, n] : nodes_) {
             n->age->set(static_cast<double>(now - n->book.last_answer_ns()) / 1e9);
-            if (judge_locked(*n, now)) lapsed.push_back(name);
+            if (judge_locked(*n, now)) {
+                host_.cut_calls(name);
+                lapsed.push_back(name);
+            }
         }
         lower_record_if_due(lock, now);
         if (lapsed.empty()) continue;

@@ -59,6 +59,11 @@ class LeaseHost {
     virtual void wait_for_standbys(int64_t bound_ms) = 0;
     // The node's lease has certainly lapsed: fail it over (on a worker; do not block).
     virtual void lapsed(const std::string& node) = 0;
+    // Under the leases' lock, so the two are ordered as the judge and the answers are: the node
+    // judged lapsed (its calls are cut, Upstream::cut_calls), and an answer to a grant recorded
+    // (its calls go again, Upstream::heard). Neither may block or take a lock but a leaf.
+    virtual void cut_calls(const std::string& node) { (void)node; }
+    virtual void heard(const std::string& node) { (void)node; }
     // This router was promoted over (Router::superseded): it fails nothing over, so no node is
     // judged lapsed (nor marked failed over) from then on.
     virtual bool superseded() const { return false; }

@@ -445,14 +445,14 @@ std::optional<MoveFailure> Move::freeze(std::string& seq) {
 // Before the flip (§7.2 Rollback): the source thawed, the target's copy deleted if installed
 // (best effort), the row back to what it was, synced. A rollback write that fails leaves the
 // tenant `moving`, handled as after a stop (settle_moves). A thaw that did not arrive (the source
-// silent, or its lease lapsed and the call cut) leaves its copy frozen under the `active` row:
-// a repair thaws it (Copies::thaw_left_frozen), as the source's return after a failover starts.
+// silent, or its lease lapsed and the call cut) is owed (Copies::owe_thaw): the node may yet run
+// the freeze its kernel holds.
 void Move::roll_back(bool installed) {
     if (server::CallResult w = admin(from_, "POST", path_ + "/thaw", true); !w.answer) {
+        router_.copies().owe_thaw(from_.name, tenant_, a_.request_id);
         log_line("the move of `" + tenant_ + "` is undone, but `" + from_.name +
                  "` did not answer its thaw (" + w.error.message +
-                 "): its copy may stay frozen until a repair thaws it (the node's return after "
-                 "a failover, or POST /_shard/replicas)");
+                 "): it is asked again when the node next answers");
     }
     if (installed) (void)router_.node_calls().remove(to_, tenant_, a_.request_id);
     TenantRow back = row_;

@@ -135,7 +135,7 @@ std::optional<MoveFailure> installed(Upstream& up, Connection& target, const Ima
     steps.verify = steps.lap();
     std::string body;
     if (!target.read_body(head.content_length.value_or(0), body, error)) {
-        return MoveFailure{502, "install", error.message};
+        return MoveFailure{502, "install", said_of(error, m.to.name)};
     }
     if (head.status != 201 && head.status != 200) {
         return MoveFailure{node_status(head.status), "install",

@@ -101,6 +101,7 @@ RepairReport Copies::run_repair(const Scope& scope, std::string_view request_id)
             // The node answered: quotas it did not take go again, here and now, before this
             // repair claims the tenants they are for.
             if (quotas_.owed_by(name)) quotas_.resend(name, request_id);
+            if (thaws_owed_by(name)) thaw_owed(name);
         }
     }
     for (const auto& [name, t] : maps->tenants) {
@@ -176,7 +177,6 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
             return;
         }
     }
-    thaw_left_frozen(row, primary->second, survey, request_id);
     // 2. A copy recorded (the pair's standby, or its own replica) that the survey shows missing
     // or following another node is attached again where it is. On a paired node the standby is
     // attached first; once it has the tenant, its own replica (one the pair could not replace)
@@ -282,33 +282,6 @@ void Copies::repair_tenant(const TenantRow& tenant, const Scope& scope,
 // too, recorded nowhere (left by a pair or a replica whose delete its node missed, down at the
 // time), is deleted. It would stream from the primary for ever, and the primary's writes would
 // wait for it while it keeps up. The tenant is claimed; the maps are read again here.
-// A primary copy frozen under an `active` row, with the tenant's claim held here: only a move
-// freezes a copy, and it holds the claim with the row `moving` until it has thawed its source or
-// flipped. So this one is a move's leftover whose thaw never arrived (the node silent, or its lease
-// lapsed and the call cut, when the move was undone), and every write to it would be refused
-// `frozen` for good. Asked again first (the survey may be older than the move), then thawed.
-void Copies::thaw_left_frozen(const TenantRow& row, const NodeRow& node,
-                              const std::map<std::string, SurveyReply>& survey,
-                              std::string_view request_id) {
-    auto s = survey.find(row.node);
-    if (s == survey.end()) return;
-    const CopyInfo* c = s->second.find(row.name);
-    if (!c || c->role != "primary" || !c->frozen) return;
-    const DescribeReply d = calls().describe(node, row.name, request_id);
-    if (!d.read || !d.found || !d.frozen || !d.following.empty()) return;
-    server::CallResult w =
-        router_.upstream().admin(node, {.method = "POST",
-                                        .target = "/_admin/tenants/" + row.name + "/thaw",
-                                        .request_id = request_id,
-                                        .resendable = true});
-    log_line("`" + row.name + "`: its primary on `" + row.node +
-             "` was frozen under an active row (a move undone whose thaw never arrived): " +
-             (!w.answer ? "the thaw was not answered (" + w.error.message + ")"
-              : w.answer->status == 200
-                  ? std::string("thawed")
-                  : "the thaw was answered " + std::to_string(w.answer->status)));
-}
-
 void Copies::drop_unrecorded(const TenantRow& tenant,
                              const std::map<std::string, SurveyReply>& survey, RepairReport& report,
                              std::string_view request_id) {
