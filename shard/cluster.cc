@@ -181,6 +181,11 @@ void Cluster::note(const std::string& line, std::string_view event,
     }
 }
 
+void Cluster::settled_waiting(const std::string& node, const std::string& tenant,
+                              const std::string& to, const std::string& why) {
+    recent_failovers_.settled(node, tenant, to, why);
+}
+
 void Cluster::failed_over(const std::string& node, std::string_view trigger,
                           const FailoverResult& result) {
     recent_failovers_.add({.at_ms = router_.wall_ms(),

@@ -58,6 +58,8 @@ class Cluster final : public LeaseHost, public FailoverHost {
     void answered(const std::string& node, bool returned) override;
     void cut_calls(const std::string& node) override;
     void heard(const std::string& node) override;
+    void settled_waiting(const std::string& node, const std::string& tenant, const std::string& to,
+                         const std::string& why) override;
     bool claim(const std::string& tenant, std::string_view what) override;
     void release(const std::string& tenant) override;
     std::string held_by(const std::string& tenant) override;

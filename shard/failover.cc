@@ -451,6 +451,8 @@ void Failover::settle_waiting(const std::string& tenant) {
     if (row == maps->tenants.end() || row->second.node != w.node) {
         host_.unreserve(tenant);
         host_.restore(w.node, tenant);  // moved off (or deleted) meanwhile: nothing left to do
+        host_.settled_waiting(w.node, tenant, "",
+                              "moved off its node (or deleted) while it waited: not promoted");
         return;
     }
     if (maps->copy_of(row->second) != w.copy) {
@@ -459,6 +461,8 @@ void Failover::settle_waiting(const std::string& tenant) {
         host_.note("`" + tenant + "` waited to be failed over onto `" + w.copy +
                        "`, which is no longer its copy: not promoted",
                    "", {});
+        host_.settled_waiting(w.node, tenant, "",
+                              "`" + w.copy + "` is no longer its copy: not promoted");
         return;
     }
     if (!host_.claim(tenant, failover_claim)) {  // another operation came first: wait for it too
@@ -469,6 +473,8 @@ void Failover::settle_waiting(const std::string& tenant) {
     const bool done = !w.copy.empty() && promote_one(row->second, w.copy, w.force, why, history);
     host_.release(tenant);
     host_.restore(w.node, tenant);
+    host_.settled_waiting(w.node, tenant, done ? w.copy : "",
+                          w.copy.empty() ? std::string("it has no replica") : why);
     if (done) {
         host_.wait_for_standbys(standby_wait_ms_max);  // as after_promotions
         host_.restore(w.copy, tenant);

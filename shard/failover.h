@@ -103,6 +103,12 @@ class FailoverHost {
                              const FailoverResult& result) {
         (void)node, (void)trigger, (void)result;
     }
+    // A tenant that failover left `waiting` (another operation held it) was settled later:
+    // promoted onto `to`, or not, for `why` (`to` empty). Nothing by default.
+    virtual void settled_waiting(const std::string& node, const std::string& tenant,
+                                 const std::string& to, const std::string& why) {
+        (void)node, (void)tenant, (void)to, (void)why;
+    }
 };
 
 // How many of a failed-over node's tenants are promoted at once: each promotion is a call to a

@@ -25,6 +25,24 @@ void RecentFailovers::add(FailoverSeen seen) {
     while (ring_.size() > recent_failovers_max) ring_.pop_front();
 }
 
+void RecentFailovers::settled(const std::string& node, const std::string& tenant,
+                              const std::string& to, const std::string& why) {
+    std::lock_guard lock(mu_);
+    for (auto f = ring_.rbegin(); f != ring_.rend(); ++f) {
+        if (f->node != node) continue;
+        auto w = std::find_if(f->waiting.begin(), f->waiting.end(),
+                              [&](const auto& p) { return p.first == tenant; });
+        if (w == f->waiting.end()) continue;
+        f->waiting.erase(w);
+        if (to.empty()) {
+            f->failed.emplace_back(tenant, why);
+        } else {
+            f->promoted.emplace_back(tenant, to);
+        }
+        return;
+    }
+}
+
 std::vector<FailoverSeen> RecentFailovers::list() const {
     std::lock_guard lock(mu_);
     return {ring_.begin(), ring_.end()};

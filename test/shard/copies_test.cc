@@ -335,6 +335,11 @@ TEST_F(Copies, AFailoverParkedOnARepairsTenantComesBeforeAChangeWaitingOnTheSame
                std::string::npos;
     })) << read_file(dir_.path() + "/router.err");
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n2");
+    // The failover's entry in the status no longer lists it waiting, but promoted.
+    const std::string status = shard("GET", "/_shard/status").body;
+    EXPECT_NE(status.find(R"("promoted":[{"tenant":")" + t + R"(","to":"n2"}])"), std::string::npos)
+        << status;
+    EXPECT_NE(status.find(R"("waiting":[])"), std::string::npos) << status;
     EXPECT_EQ(repair.get().status, 200);
 }
 
