@@ -72,6 +72,7 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     // A followed copy's follower holds it (§11): it stops first, and starts again if
     // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
     const bool followed = node.replication().stop_following(call.tenant);
+    node.unfrozen(call.tenant);  // a tenant of its name made later is not frozen by its freeze
     Closed closed;
     std::string trash;
     http::Response r = remove_tenant(node, call, sidecars, closed, trash);
@@ -88,20 +89,21 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
 }
 
 void freeze_tenant(Node& node, Call& call) {
-    // Its request thawed already: a move's freeze its router gave up on (this node silent, its
-    // lease lapsed) and undid, read only now. Taken, it would leave the tenant frozen for good.
+    const std::string id(call.request.head.header("Fenec-Freeze-Id").value_or(""));
+    // Its id thawed already: a move's freeze its router gave up on (this node silent, its lease
+    // lapsed) and undid, read only now. Taken, it would leave the tenant frozen for good.
     const auto late = [&] {
-        return node.refusal(409,
-                            "tenant `" + call.tenant + "`: this freeze's request (`" +
-                                call.request_id + "`) was thawed before the freeze came",
-                            "thawed");
+        return node.refusal(
+            409,
+            "tenant `" + call.tenant + "`: this freeze (`" + id + "`) was thawed before it came",
+            "thawed");
     };
-    if (node.thawed_before(call.tenant, call.request_id)) {
-        return answer_audited(node, call, late());
-    }
+    if (node.thawed_before(call.tenant, id)) return answer_audited(node, call, late());
     Acquired a = node.registry().acquire(call.tenant);
     if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
     Tenant& t = *a.tenant;
+    // Marked as this freeze's before it freezes: a stale thaw of another id meanwhile leaves it.
+    node.freezing(call.tenant, id);
     // The mark first: a crash after it leaves the tenant frozen, as it was asked to be.
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = write_frozen_mark(node, mark); !st.is_ok()) {
@@ -114,10 +116,18 @@ void freeze_tenant(Node& node, Call& call) {
     if (engine::Status st = t.db().freeze(); !st.is_ok()) {  // waits for the block in progress
         return answer_audited(node, call, node.refusal(500, st.to_string()));
     }
-    // Asked again, frozen: a thaw of the request that ran meanwhile recorded it before it thawed
-    // (thaw_tenant), so either it is seen here, or its thaw comes after this freeze.
-    if (node.thawed_before(call.tenant, call.request_id)) {
-        if (remove_mark(node, mark).is_ok()) t.db().thaw();
+    // Asked again, frozen: a thaw of this id that ran meanwhile recorded it before it thawed
+    // (thaw_tenant), so either it is seen here, or that thaw comes after this freeze.
+    if (node.thawed_before(call.tenant, id)) {
+        if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
+            return answer_audited(node, call,
+                                  node.refusal(500, "tenant `" + call.tenant +
+                                                        "`: thawed before this freeze came, but "
+                                                        "the freeze mark could not be removed: " +
+                                                        st.to_string()));
+        }
+        t.db().thaw();
+        node.unfrozen(call.tenant);
         return answer_audited(node, call, late());
     }
     t.wake_all();  // held requests answer 503 at once (§8.2), not at their deadline
@@ -142,10 +152,17 @@ void freeze_tenant(Node& node, Call& call) {
 }
 
 void thaw_tenant(Node& node, Call& call) {
-    // First: a freeze of this request running now sees it once it has frozen, and undoes itself.
-    node.thawed(call.tenant, call.request_id);
+    const std::string id(call.request.head.header("Fenec-Freeze-Id").value_or(""));
+    // First: a freeze of this id running now sees it once it has frozen, and undoes itself.
+    node.thawing(call.tenant, id);
     Acquired a = node.registry().acquire(call.tenant);
     if (!a.tenant) return answer_audited(node, call, acquire_refusal(node, a));
+    // A thaw under an id undoes only its own freeze: one of another (a later move's) stays.
+    if (!id.empty() && node.frozen_by_another(call.tenant, id)) {
+        http::Response r;
+        r.body = "{\"frozen\":true}";
+        return answer_audited(node, call, std::move(r));
+    }
     // The mark first: a crash after it leaves the tenant thawed, as it was asked to be.
     const std::string mark = node.registry().sidecar_of(call.tenant, sidecar_frozen);
     if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
@@ -156,6 +173,7 @@ void thaw_tenant(Node& node, Call& call) {
                                                     st.to_string()));
     }
     a.tenant->db().thaw();
+    node.unfrozen(call.tenant);
     http::Response r;
     r.body = "{\"frozen\":false}";
     answer_audited(node, call, std::move(r));

@@ -527,18 +527,34 @@ void Node::reopen_latched(const std::vector<std::string>& latched) {
     }
 }
 
-void Node::thawed(const std::string& tenant, const std::string& request_id) {
-    if (request_id.empty()) return;
-    std::lock_guard lock(thawed_mu_);
-    thawed_.emplace_back(tenant, request_id);
-    while (thawed_.size() > thawed_requests_max) thawed_.pop_front();
+void Node::freezing(const std::string& tenant, const std::string& id) {
+    std::lock_guard lock(freezes_mu_);
+    frozen_by_[tenant] = id;
 }
 
-bool Node::thawed_before(const std::string& tenant, const std::string& request_id) {
-    if (request_id.empty()) return false;
-    std::lock_guard lock(thawed_mu_);
+void Node::thawing(const std::string& tenant, const std::string& id) {
+    if (id.empty()) return;
+    std::lock_guard lock(freezes_mu_);
+    thawed_.emplace_back(tenant, id);
+    while (thawed_.size() > thawed_freezes_max) thawed_.pop_front();
+}
+
+bool Node::thawed_before(const std::string& tenant, const std::string& id) {
+    if (id.empty()) return false;
+    std::lock_guard lock(freezes_mu_);
     return std::any_of(thawed_.begin(), thawed_.end(),
-                       [&](const auto& t) { return t.first == tenant && t.second == request_id; });
+                       [&](const auto& t) { return t.first == tenant && t.second == id; });
+}
+
+bool Node::frozen_by_another(const std::string& tenant, const std::string& id) {
+    std::lock_guard lock(freezes_mu_);
+    auto it = frozen_by_.find(tenant);
+    return it != frozen_by_.end() && it->second != id;
+}
+
+void Node::unfrozen(const std::string& tenant) {
+    std::lock_guard lock(freezes_mu_);
+    frozen_by_.erase(tenant);
 }
 
 void Node::finish_parked(std::string_view tenant) {

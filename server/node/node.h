@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,12 +148,19 @@ public:
     http::Response refusal(int status, std::string_view message, std::string_view reason = {},
                            const std::function<void(json::Writer&)>& more = {}) const;
 
-    // A thaw of `tenant` asked under `request_id` (X-Request-Id), remembered (the last
-    // thawed_requests_max, in memory): a freeze of the same request that comes after it is one
-    // its router gave up on and undid (a move's freeze left in this node's socket while it was
-    // stopped, read once it ran again), and is refused (lifecycle.cc).
-    void thawed(const std::string& tenant, const std::string& request_id);
-    bool thawed_before(const std::string& tenant, const std::string& request_id);
+    // Freeze ids (`Fenec-Freeze-Id`, a router's own for one move's attempt), in memory
+    // (lifecycle.cc). A thaw of `tenant` under an id is remembered (the last
+    // thawed_freezes_max): a freeze of that id that comes after it is one its router gave up on
+    // and undid (left in this node's socket while it was stopped, read once it ran again), and
+    // is refused. A freeze marks the tenant as its id's (`freezing`, before it freezes; "" for
+    // one without an id), and a thaw under an id thaws only a freeze of that id (or one this
+    // process did not see): a stale thaw does not undo a later move's freeze.
+    void freezing(const std::string& tenant, const std::string& id);
+    void thawing(const std::string& tenant, const std::string& id);  // records `id`; none: ""
+    bool thawed_before(const std::string& tenant, const std::string& id);
+    // Whether `tenant` is frozen by a freeze other than `id`'s, that this process saw.
+    bool frozen_by_another(const std::string& tenant, const std::string& id);
+    void unfrozen(const std::string& tenant);
 
     // §5.5, §5.6: a request that waited (a held write's every run, a read after its wait) meets
     // its credential's times again, as at the door: a JWT that expired meanwhile gets this 401,
@@ -270,9 +278,10 @@ private:
     std::atomic<int64_t> in_flight_{0};
     std::mutex parked_mu_;
     std::vector<std::weak_ptr<Parked>> parked_;
-    static constexpr size_t thawed_requests_max = 256;
-    std::mutex thawed_mu_;                                    // a leaf
-    std::deque<std::pair<std::string, std::string>> thawed_;  // tenant, request id; newest last
+    static constexpr size_t thawed_freezes_max = 256;
+    std::mutex freezes_mu_;                                      // a leaf
+    std::deque<std::pair<std::string, std::string>> thawed_;     // tenant, freeze id; newest last
+    std::map<std::string, std::string, std::less<>> frozen_by_;  // tenant → its freeze's id
     std::atomic<uint64_t> random_state_{0};
     int64_t started_ms_ = 0;
     std::atomic<bool> stopping_{false};

@@ -225,25 +225,41 @@ TEST(Admin, FreezeRefusesWritesAndSurvivesRestart) {
     EXPECT_EQ(n.admin("POST", "/_admin/tenants/nope/freeze").status, 404);
 }
 
-// A freeze read after a thaw of the same request (X-Request-Id) is refused: a router that gave
-// up on a move's freeze (this node stopped, the request left in its socket) and undid the move
-// sends its thaw under the move's id, and the freeze, read once the node runs again, must not
-// leave the tenant frozen for good. A freeze of another request freezes as before.
-TEST(Admin, AFreezeReadAfterItsRequestsThawIsRefused) {
+// A freeze read after a thaw of the same freeze id (Fenec-Freeze-Id) is refused: a router that
+// gave up on a move's freeze (this node stopped, the request left in its socket) and undid the
+// move sends its thaw under the move's id, and the freeze, read once the node runs again, must
+// not leave the tenant frozen for good. A thaw under an id undoes only that id's freeze: a stale
+// one leaves a later move's freeze alone. Without an id, freeze and thaw are as they were.
+TEST(Admin, AFreezeIdThawedFirstIsRefusedAndAThawUndoesOnlyItsOwnFreeze) {
     Node n;
     n.make_acme();
-    const std::vector<std::pair<std::string, std::string>> move{{"X-Request-Id", "move-1"}};
-    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw", "", move).status, 200);
-    auto late = n.admin("POST", "/_admin/tenants/acme/freeze", "", move);
+    using Headers = std::vector<std::pair<std::string, std::string>>;
+    const Headers one{{"Fenec-Freeze-Id", "move-1"}}, two{{"Fenec-Freeze-Id", "move-2"}};
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw", "", one).status, 200);
+    auto late = n.admin("POST", "/_admin/tenants/acme/freeze", "", one);
     EXPECT_EQ(late.status, 409) << late.body;
     EXPECT_NE(late.body.find(R"("reason":"thawed")"), std::string::npos) << late.body;
     EXPECT_EQ(n.query(R"(put notes {title: \"z\"})").status, 200);
     EXPECT_NE(n.admin("GET", "/_admin/tenants/acme").body.find("\"frozen\":false"),
               std::string::npos);
-    // Another request's freeze freezes as before.
-    auto other = n.admin("POST", "/_admin/tenants/acme/freeze", "", {{"X-Request-Id", "move-2"}});
-    EXPECT_EQ(other.status, 200) << other.body;
+    // Another id's freeze freezes, and a stale thaw of the first id leaves it frozen.
+    ASSERT_EQ(n.admin("POST", "/_admin/tenants/acme/freeze", "", two).status, 200);
+    auto stale = n.admin("POST", "/_admin/tenants/acme/thaw", "", one);
+    EXPECT_EQ(stale.status, 200) << stale.body;
+    EXPECT_EQ(stale.body, R"({"frozen":true})");
     EXPECT_EQ(n.query(R"(put notes {title: \"y\"})").status, 503);
+    // Its own thaw, or one without an id (an operator's, a settling router's), thaws it.
+    EXPECT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw", "", two).body, R"({"frozen":false})");
+    EXPECT_EQ(n.query(R"(put notes {title: \"y\"})").status, 200);
+    ASSERT_EQ(
+        n.admin("POST", "/_admin/tenants/acme/freeze", "", Headers{{"X-Request-Id", "r"}}).status,
+        200);
+    EXPECT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw", "", Headers{{"X-Request-Id", "r"}}).body,
+              R"({"frozen":false})");
+    ASSERT_EQ(
+        n.admin("POST", "/_admin/tenants/acme/freeze", "", Headers{{"X-Request-Id", "r"}}).status,
+        200);  // an X-Request-Id is no freeze id: a client may send one twice
+    EXPECT_EQ(n.admin("POST", "/_admin/tenants/acme/thaw").status, 200);
 }
 
 // Case 41: a held write is answered 503 at once by a freeze, which does not wait for it.
