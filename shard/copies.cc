@@ -825,9 +825,9 @@ void Copies::node_answered(const std::string& node) {
 }
 
 void Copies::owe_thaw(const std::string& node, const std::string& tenant,
-                      const std::string& request_id) {
+                      const std::string& freeze_id) {
     std::lock_guard lock(thaws_mu_);
-    thaws_owed_[node][tenant] = request_id;
+    thaws_owed_[node][tenant].insert(freeze_id);
 }
 
 bool Copies::thaws_owed_by(const std::string& node) {
@@ -836,41 +836,53 @@ bool Copies::thaws_owed_by(const std::string& node) {
 }
 
 void Copies::thaw_owed(const std::string& node) {
-    std::map<std::string, std::string> owed;
+    std::map<std::string, std::set<std::string>> owed;
     {
         std::lock_guard lock(thaws_mu_);
         if (auto it = thaws_owed_.find(node); it != thaws_owed_.end()) owed = it->second;
     }
-    for (const auto& [tenant, request_id] : owed) {
+    for (const auto& [tenant, ids] : owed) {
         if (router_.is_superseded()) return;  // leads nothing: a newer router's copy, maybe
         TenantClaim held(router_, tenant, repair_claim);
         if (!held.held) continue;  // an operation on it: asked again at the node's next answer
         auto maps = router_.directory().maps();
         auto t = maps->tenants.find(tenant);
         auto n = maps->nodes.find(node);
-        std::string outcome;
-        if (t != maps->tenants.end() && t->second.state == "active" && t->second.node == node &&
-            n != maps->nodes.end()) {
-            server::CallResult w = router_.upstream().admin(
-                n->second, {.method = "POST",
-                            .target = "/_admin/tenants/" + tenant + "/thaw",
-                            .request_id = request_id,
-                            .resendable = true});
-            if (!w.answer) continue;  // still owed
-            outcome = w.answer->status == 200 ? "thawed"
-                                              : "answered " + std::to_string(w.answer->status) +
-                                                    ": " + node_answers::error_of(w.answer->body);
-        }
-        {
-            std::lock_guard lock(thaws_mu_);
-            auto it = thaws_owed_.find(node);
-            if (it != thaws_owed_.end()) {
-                it->second.erase(tenant);
-                if (it->second.empty()) thaws_owed_.erase(it);
+        const bool there = t != maps->tenants.end() && t->second.state == "active" &&
+                           t->second.node == node && n != maps->nodes.end();
+        for (const std::string& id : ids) {
+            std::string outcome = "not sent: the tenant is not placed there, `active`, now";
+            if (there) {
+                const std::string request_id = router_.new_request_id(std::nullopt);
+                server::CallResult w = router_.upstream().admin(
+                    n->second, {.method = "POST",
+                                .target = "/_admin/tenants/" + tenant + "/thaw",
+                                .request_id = request_id,
+                                .resendable = true,
+                                .headers = {{"Fenec-Freeze-Id", id}}});
+                // Unanswered, or a failure of the node's own (the mark not removed): owed still.
+                if (!w.answer || w.answer->status >= 500) continue;
+                outcome = w.answer->status != 200
+                              ? "answered " + std::to_string(w.answer->status) + ": " +
+                                    node_answers::error_of(w.answer->body)
+                          : w.answer->body.find("\"frozen\":false") != std::string::npos
+                              ? "thawed"
+                              : "left frozen: a later freeze holds it";
             }
+            {
+                std::lock_guard lock(thaws_mu_);
+                auto it = thaws_owed_.find(node);
+                if (it != thaws_owed_.end()) {
+                    auto tt = it->second.find(tenant);
+                    if (tt != it->second.end()) {
+                        tt->second.erase(id);
+                        if (tt->second.empty()) it->second.erase(tt);
+                    }
+                    if (it->second.empty()) thaws_owed_.erase(it);
+                }
+            }
+            log_line("`" + tenant + "`: the thaw its undone move owed `" + node + "`: " + outcome);
         }
-        log_line("`" + tenant + "`: the thaw its undone move owed `" + node + "`: " +
-                 (outcome.empty() ? "not sent, the tenant is placed elsewhere now" : outcome));
     }
 }
 

@@ -248,14 +248,14 @@ class Copies {
     QuotaSync& quotas() { return quotas_; }
     // A move undone whose thaw did not reach its source (Move::roll_back: the node silent, or its
     // calls cut on its lapsed lease) left that copy frozen, and the node may yet run the freeze
-    // its kernel holds. The thaw is owed, and asked again each time the node answers (a counted
-    // grant, a repair's survey) under the tenant's claim while its row still places it on that
-    // node, `active`: until the node answers it, or the tenant is elsewhere. Only this process's
-    // own undone moves are owed, so a copy frozen by another router's move, or flipped away
-    // from, is never thawed here. Asked under the move's own `request_id`: a node that reads
-    // the freeze only after this thaw refuses it (node-http.md, freeze). Any thread; never waits.
-    void owe_thaw(const std::string& node, const std::string& tenant,
-                  const std::string& request_id);
+    // its kernel holds. The thaw is owed, and asked again under the move's freeze id each time
+    // the node answers (a counted grant, a repair's survey), under the tenant's claim, while its
+    // row still places it on that node, `active`: until the node answers it, or the tenant is
+    // elsewhere. The node refuses that freeze if it reads it after the thaw, and the thaw undoes
+    // no other freeze (node-http.md), so nothing another move froze is thawed here. Only this
+    // process's own undone moves are owed: a router restarted or promoted over meanwhile forgets
+    // them. Any thread; never waits.
+    void owe_thaw(const std::string& node, const std::string& tenant, const std::string& freeze_id);
 
     // Why `tenant` has no copy, or nullopt when it has one or none was wanted.
     std::optional<std::string> unreplicated(const DirectoryMaps& maps,
@@ -322,8 +322,8 @@ class Copies {
     obs::GaugeFamily* same_zone_gauge_ = nullptr;     // {region}
 
     std::mutex thaws_mu_;  // a leaf
-    // node → tenant → the request id of the move it undid (owe_thaw)
-    std::map<std::string, std::map<std::string, std::string>> thaws_owed_;
+    // node → tenant → the freeze ids of the moves undone (owe_thaw)
+    std::map<std::string, std::map<std::string, std::set<std::string>>> thaws_owed_;
 
     mutable std::mutex why_mu_;
     std::map<std::string, std::string> why_;  // tenant → why it has no copy (the last attempt)

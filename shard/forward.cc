@@ -248,9 +248,11 @@ class ForwardSink final : public server::CallSink,
         if (may_have_run) r.body += ",\"outcome\":\"unknown\"";
         r.body += "}";
         // A node this router leases is failed over within a lease of going silent (§9.4): the
-        // client is told to ask again, as a move's refusal tells it.
-        if (const Leases* leases = router_.cluster().leases()) {
-            if (auto v = leases->view(node_); v && v->takes && !v->fenced) {
+        // client is told to ask again, as a move's refusal tells it. Not for a request that may
+        // have run (sent again, a write would run twice), nor once the node was failed over (a
+        // tenant still on it has no copy to go to: a second later is no different).
+        if (const Leases* leases = router_.cluster().leases(); leases && !may_have_run) {
+            if (auto v = leases->view(node_); v && v->takes && !v->failed_over) {
                 r.header("Retry-After", "1");
             }
         }

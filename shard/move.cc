@@ -89,13 +89,16 @@ class Move {
     Response steps(const DirectoryMaps& maps);
     Response fail(const MoveFailure& f, bool counted = true);
     Response answer(const Copied& copied, bool removed, const CopyOutcome& copy, uint64_t ms);
-    // A call of the admin plane to `node`, for this move's tenant.
+    // A call of the admin plane to `node`, for this move's tenant; a freeze and its undo's thaw
+    // under this attempt's own freeze id.
     server::CallResult admin(const NodeRow& node, std::string_view method, std::string target,
-                             bool resendable) {
-        return router_.upstream().admin(node, {.method = method,
-                                               .target = std::move(target),
-                                               .request_id = a_.request_id,
-                                               .resendable = resendable});
+                             bool resendable, bool freeze_id = false) {
+        AdminCall call{.method = method,
+                       .target = std::move(target),
+                       .request_id = a_.request_id,
+                       .resendable = resendable};
+        if (freeze_id) call.headers.push_back({"Fenec-Freeze-Id", freeze_id_});
+        return router_.upstream().admin(node, call);
     }
     std::optional<MoveFailure> freeze(std::string& seq);
     bool remove_source();
@@ -111,6 +114,9 @@ class Move {
     TenantRow row_;     // as it was before the move
     NodeRow from_, to_;
     std::string path_;  // /_admin/tenants/<t>
+    // Fenec-Freeze-Id (node-http.md): this attempt's own, not the client's X-Request-Id, which a
+    // client may send again on a retry that must freeze.
+    const std::string freeze_id_ = router_.new_request_id(std::nullopt);
     MoveSteps steps_;
     uint64_t standbys_ms_ = 0;  // step 10's wait for the standby routers
 };
@@ -425,7 +431,7 @@ Response Move::answer(const Copied& copied, bool removed, const CopyOutcome& cop
 }
 
 std::optional<MoveFailure> Move::freeze(std::string& seq) {
-    server::CallResult w = admin(from_, "POST", path_ + "/freeze", true);
+    server::CallResult w = admin(from_, "POST", path_ + "/freeze", true, true);
     if (!w.answer) return MoveFailure{502, "freeze", w.error.message};
     if (w.answer->status != 200) {
         return MoveFailure{node_status(w.answer->status), "freeze",
@@ -448,8 +454,8 @@ std::optional<MoveFailure> Move::freeze(std::string& seq) {
 // silent, or its lease lapsed and the call cut) is owed (Copies::owe_thaw): the node may yet run
 // the freeze its kernel holds.
 void Move::roll_back(bool installed) {
-    if (server::CallResult w = admin(from_, "POST", path_ + "/thaw", true); !w.answer) {
-        router_.copies().owe_thaw(from_.name, tenant_, a_.request_id);
+    if (server::CallResult w = admin(from_, "POST", path_ + "/thaw", true, true); !w.answer) {
+        router_.copies().owe_thaw(from_.name, tenant_, freeze_id_);
         log_line("the move of `" + tenant_ + "` is undone, but `" + from_.name +
                  "` did not answer its thaw (" + w.error.message +
                  "): it is asked again when the node next answers");

@@ -85,6 +85,7 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     r.timeout_ms = call.timeout_ms;
     http::OutRequest out{.method = call.method, .target = call.target, .body = call.body};
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
+    out.headers.insert(out.headers.end(), call.headers.begin(), call.headers.end());
     r.bytes = admin_request(node, call.request_id, std::move(out), fence());
     const bool own_bound =
         call.until.cancel || call.until.deadline != server::Clock::time_point::max();

@@ -62,6 +62,7 @@ struct AdminCall {
     // Ended at once while the node's lease has certainly lapsed (Upstream::cut_calls). Not a
     // hello: it is how an operator adds back a node, and its answer lifts the cut.
     bool cut_on_lapse = true;
+    std::vector<http::Header> headers{};  // besides the admin plane's own; views the caller keeps
 };
 
 class Upstream {
