@@ -28,18 +28,19 @@ void RecentFailovers::add(FailoverSeen seen) {
 void RecentFailovers::settled(const std::string& node, const std::string& tenant,
                               const std::string& to, const std::string& why) {
     std::lock_guard lock(mu_);
-    for (auto f = ring_.rbegin(); f != ring_.rend(); ++f) {
-        if (f->node != node) continue;
-        auto w = std::find_if(f->waiting.begin(), f->waiting.end(),
+    // Every entry of the node that lists it: one parked again by a later failover of the node
+    // is listed waiting by both, and settled once for both.
+    for (FailoverSeen& f : ring_) {
+        if (f.node != node) continue;
+        auto w = std::find_if(f.waiting.begin(), f.waiting.end(),
                               [&](const auto& p) { return p.first == tenant; });
-        if (w == f->waiting.end()) continue;
-        f->waiting.erase(w);
+        if (w == f.waiting.end()) continue;
+        f.waiting.erase(w);
         if (to.empty()) {
-            f->failed.emplace_back(tenant, why);
+            f.failed.emplace_back(tenant, why);
         } else {
-            f->promoted.emplace_back(tenant, to);
+            f.promoted.emplace_back(tenant, to);
         }
-        return;
     }
 }
 

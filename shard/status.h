@@ -45,8 +45,8 @@ struct FailoverSeen {
 class RecentFailovers {
   public:
     void add(FailoverSeen seen);
-    // The newest failover of `node` that left `tenant` waiting: it moves to `promoted` (onto
-    // `to`) or, `to` empty, to `failed` (`why`). None such (pushed out of the ring): nothing.
+    // Each failover of `node` that left `tenant` waiting: it moves to `promoted` (onto `to`) or,
+    // `to` empty, to `failed` (`why`). None such (pushed out of the ring): nothing.
     void settled(const std::string& node, const std::string& tenant, const std::string& to,
                  const std::string& why);
     std::vector<FailoverSeen> list() const;
