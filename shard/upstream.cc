@@ -87,6 +87,9 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     if (!call.body.empty()) out.headers.push_back({"Content-Type", "application/json"});
     out.headers.insert(out.headers.end(), call.headers.begin(), call.headers.end());
     r.bytes = admin_request(node, call.request_id, std::move(out), fence());
+    // The cuts made so far: an answer to a call asked after the last of them is the node's word
+    // since; one to a call already out may have come before the cut, and lifts nothing.
+    const uint64_t cuts_before = cuts_made_.load(std::memory_order_acquire);
     const bool own_bound =
         call.until.cancel || call.until.deadline != server::Clock::time_point::max();
     server::CallResult got;
@@ -97,7 +100,7 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
         got = blocking_->call(r, server::Until{.cancel = cut.get()});
         if (!got.answer) got.error.message = said_of(got.error, node.name);
     }
-    if (got.answer) heard(node.name);
+    if (got.answer) heard(node.name, cuts_before);
     return got;
 }
 
@@ -115,16 +118,18 @@ void Upstream::cut_calls(const std::string& node) {
         auto [it, made] = cuts_.try_emplace(node);
         if (made) it->second = std::make_shared<server::Cancel>();
         c = it->second;
+        cut_at_[node] = cuts_made_.fetch_add(1, std::memory_order_acq_rel) + 1;
     }
     c->cancel();  // outside the lock: wakes every wait on it
 }
 
-void Upstream::heard(const std::string& node) {
+void Upstream::heard(const std::string& node, uint64_t cuts_before) {
     std::lock_guard lock(cut_mu_);
     auto it = cuts_.find(node);
+    if (it == cuts_.end() || !it->second->cancelled()) return;
+    if (auto at = cut_at_.find(node); at != cut_at_.end() && at->second > cuts_before) return;
     // A fresh one for the calls from now on; those holding the cancelled one have ended.
-    if (it != cuts_.end() && it->second->cancelled())
-        it->second = std::make_shared<server::Cancel>();
+    it->second = std::make_shared<server::Cancel>();
 }
 
 void Upstream::stop() {

@@ -15,8 +15,10 @@
 // admin() and blocking() from API workers or start-up, never a loop. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,16 +84,20 @@ class Upstream {
     // otherwise hold the tenant's failover, or a healthy source frozen, for --upstream-timeout.
     // cut_calls(node) ends every admin call and image connection to `node` that nothing but that
     // timeout bounds, in flight and made later; what has a bound of its own (a lease grant, a
-    // survey) or says so (a hello) goes on. Any answer from the node (its next grant's, within a
-    // third of a lease, whatever it says: taken, fenced, no lease) lifts the cut, so a node back
-    // in any standing, or removed and added again, is cut no longer than a grant's round.
+    // status survey) or says so (a hello) goes on. Any answer from the node to a call asked after
+    // the cut (its next grant's, within a third of a lease, whatever it says: taken, fenced, no
+    // lease) lifts the cut, so a node back in any standing, or removed and added again, is cut no
+    // longer than a grant's round. A status survey has a bound of its own; a repair's has not.
     // A cut call fails as one the node never answered, which every caller already handles.
     void cut_calls(const std::string& node);
     // What an image connection to `node` waits on (BlockingClient::connect's Until::cancel):
     // cancelled by cut_calls. Held for as long as the connection lives.
     std::shared_ptr<const server::Cancel> node_cancel(const std::string& node);
-    // The node answered: calls to it are not cut (from the next one on).
-    void heard(const std::string& node);
+    // The node answered a call asked when `cuts_before` cuts had been made (any number: an
+    // answer the caller knows came after every cut, a lease grant's recorded under the leases'
+    // lock): calls to it are not cut (from the next one on).
+    void heard(const std::string& node,
+               uint64_t cuts_before = std::numeric_limits<uint64_t>::max());
     // The blocking client itself, for a caller that relays a body (a move's image).
     server::BlockingClient& blocking() { return *blocking_; }
 
@@ -116,6 +122,8 @@ class Upstream {
     std::mutex cut_mu_;  // a leaf
     // node → what its calls bounded by --upstream-timeout alone wait on; cancelled while cut.
     std::map<std::string, std::shared_ptr<server::Cancel>, std::less<>> cuts_;
+    std::map<std::string, uint64_t, std::less<>> cut_at_;  // node → its last cut's number
+    std::atomic<uint64_t> cuts_made_{0};
 };
 
 // A call to `node` with no bytes yet: its name (counts, finding calls), how messages name it
