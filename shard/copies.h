@@ -249,10 +249,11 @@ class Copies {
     // A move undone whose thaw did not reach its source (Move::roll_back: the node silent, or its
     // calls cut on its lapsed lease) left that copy frozen, and the node may yet run the freeze
     // its kernel holds. The thaw is owed, and asked again under the move's freeze id each time
-    // the node answers (a counted grant, a repair's survey), under the tenant's claim, while its
-    // row still places it on that node, `active`: until the node answers it, or the tenant is
-    // elsewhere. The node refuses that freeze if it reads it after the thaw, and the thaw undoes
-    // no other freeze (node-http.md), so nothing another move froze is thawed here. Only this
+    // the node answers (a counted grant, a repair's survey), under the tenant's claim, wherever
+    // the tenant is placed now (failed over meanwhile, that copy may be made its replica and
+    // promoted later), until the node answers it or leaves the directory. The node refuses that
+    // freeze if it reads it after the thaw, and the thaw undoes no other freeze (node-http.md),
+    // so nothing another move froze is thawed here. Only this
     // process's own undone moves are owed: a router restarted or promoted over meanwhile forgets
     // them. Any thread; never waits.
     void owe_thaw(const std::string& node, const std::string& tenant, const std::string& freeze_id);

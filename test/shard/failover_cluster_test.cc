@@ -321,6 +321,50 @@ TEST_F(FailoverOnLeaseWithAThirdNode, AMoveToASilentTargetThawsItsSourceWithinAL
     nodes_->procs[target]->signal(SIGCONT);
 }
 
+// As below, with a replica: the source stopped as the move freezes it is failed over onto the
+// replica, and the third node (the move's target) stopped too, so no new replica is placed. The
+// source, back, runs the late freeze, and its repair makes that frozen file the tenant's replica,
+// one a later failover would promote frozen, every write refused. The thaw owed to it is asked
+// wherever the tenant is placed now. Before, it was dropped once the tenant was elsewhere.
+TEST_F(FailoverOnLeaseWithAThirdNode, AMoveUndoneOnASilentSourceFailedOverLeavesNoReplicaFrozen) {
+    const std::string t = tenant("silent-from");
+    std::string replica;
+    ASSERT_NO_FATAL_FAILURE(written_on_n1("1", t, replica));
+    ASSERT_FALSE(replica.empty()) << shard("GET", "/_shard/tenants/" + t).body;
+    const int third = replica == "n2" ? 2 : 1;
+    const std::string third_name = "n" + std::to_string(third + 1);
+    nodes_->procs[0]->signal(SIGSTOP);
+    auto move = std::async(std::launch::async, [&] {
+        Client c(router_->port());
+        return c
+            .request("POST", "/_shard/tenants/" + t + "/move", R"({"to":")" + third_name + R"("})",
+                     bearer(kRoot))
+            .value_or(Reply{});
+    });
+    // Marked moving: the freeze is out to the stopped source, the target asked nothing more.
+    ASSERT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("state") == "moving";
+    })) << shard("GET", "/_shard/tenants/" + t).body;
+    nodes_->procs[third]->signal(SIGSTOP);
+    ASSERT_EQ(move.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+    EXPECT_EQ(move.get().status, 502);
+    ASSERT_TRUE(eventually(
+        [&] { return Json(shard("GET", "/_shard/tenants/" + t).body).text("node") == replica; },
+        10000))
+        << shard("GET", "/_shard/tenants/" + t).body << read_file(dir_.path() + "/router.err");
+    nodes_->procs[0]->signal(SIGCONT);
+    // Back: its copy follows the new primary, thawed.
+    EXPECT_TRUE(eventually(
+        [&] {
+            const std::string c = copy_on(0, t).body;
+            return c.find(R"("frozen":false)") != std::string::npos &&
+                   c.find(R"("role":"replica")") != std::string::npos;
+        },
+        15000))
+        << copy_on(0, t).body << read_file(dir_.path() + "/router.err");
+    nodes_->procs[third]->signal(SIGCONT);
+}
+
 // A move from a source that goes silent as it is asked to freeze: the freeze is cut at the
 // source's lapse, and so is the undo's thaw. The source, back, runs the freeze its kernel took
 // meanwhile: its only copy frozen under the `active` row, every write refused for good, had the
