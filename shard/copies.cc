@@ -851,9 +851,17 @@ void Copies::thaw_owed(const std::string& node) {
         // no longer holds answers 404.
         auto maps = router_.directory().maps();
         auto n = maps->nodes.find(node);
+        auto t = maps->tenants.find(tenant);
+        // Moving or importing now: asked again once that is over. Placed in another region (a
+        // release, its copy here frozen until the drop) or deleted: not sent.
+        if (t != maps->tenants.end() && t->second.state != "active") continue;
+        const bool here = t != maps->tenants.end() && !home_region(t->second.node);
         for (const std::string& id : ids) {
-            std::string outcome = "not sent: the node is not in the directory";
-            if (n != maps->nodes.end()) {
+            std::string outcome = n == maps->nodes.end()
+                                      ? "not sent: the node is not in the directory"
+                                  : !here ? "not sent: the tenant is not in this directory now"
+                                          : "";
+            if (outcome.empty()) {
                 const std::string request_id = router_.new_request_id(std::nullopt);
                 server::CallResult w = router_.upstream().admin(
                     n->second, {.method = "POST",

@@ -250,8 +250,9 @@ class Copies {
     // calls cut on its lapsed lease) left that copy frozen, and the node may yet run the freeze
     // its kernel holds. The thaw is owed, and asked again under the move's freeze id each time
     // the node answers (a counted grant, a repair's survey), under the tenant's claim, wherever
-    // the tenant is placed now (failed over meanwhile, that copy may be made its replica and
-    // promoted later), until the node answers it or leaves the directory. The node refuses that
+    // in this directory the tenant is placed now, `active` (failed over meanwhile, that copy may
+    // be made its replica and promoted later), until the node answers it or leaves the directory,
+    // or the tenant leaves it. The node refuses that
     // freeze if it reads it after the thaw, and the thaw undoes no other freeze (node-http.md),
     // so nothing another move froze is thawed here. Only this
     // process's own undone moves are owed: a router restarted or promoted over meanwhile forgets

@@ -72,10 +72,12 @@ void delete_tenant(Node& node, Call& call, bool sidecars) {
     // A followed copy's follower holds it (§11): it stops first, and starts again if
     // `<t>.follows` outlived the delete (refused, or the file removed without its sidecars).
     const bool followed = node.replication().stop_following(call.tenant);
-    node.unfrozen(call.tenant);  // a tenant of its name made later is not frozen by its freeze
     Closed closed;
     std::string trash;
     http::Response r = remove_tenant(node, call, sidecars, closed, trash);
+    // Gone: a tenant of its name made later is not frozen by its freeze. Kept where the delete
+    // failed, so a stale thaw under another id still leaves it frozen.
+    if (r.status / 100 == 2) node.unfrozen(call.tenant);
     if (followed) node.replication().resume_following(call.tenant);
     answer_audited(node, call, std::move(r));
     // Its documents, graphs and indexes freed once the answer is on its way (a 69 MB @hnsw
@@ -119,6 +121,8 @@ void freeze_tenant(Node& node, Call& call) {
     // Asked again, frozen: a thaw of this id that ran meanwhile recorded it before it thawed
     // (thaw_tenant), so either it is seen here, or that thaw comes after this freeze.
     if (node.thawed_before(call.tenant, id)) {
+        // Another freeze took it meanwhile (a later move's): that one's, left as it is.
+        if (node.frozen_by_another(call.tenant, id)) return answer_audited(node, call, late());
         if (engine::Status st = remove_mark(node, mark); !st.is_ok()) {
             return answer_audited(node, call,
                                   node.refusal(500, "tenant `" + call.tenant +

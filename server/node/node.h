@@ -154,7 +154,9 @@ public:
     // and undid (left in this node's socket while it was stopped, read once it ran again), and
     // is refused. A freeze marks the tenant as its id's (`freezing`, before it freezes; "" for
     // one without an id), and a thaw under an id thaws only a freeze of that id (or one this
-    // process did not see): a stale thaw does not undo a later move's freeze.
+    // process did not see): a stale thaw does not undo a later move's freeze. One owner a
+    // tenant: a late freeze read after another's took it over (the router holds the tenant's
+    // claim meanwhile, so its own owed thaw cannot come then; a thaw already in the socket can).
     void freezing(const std::string& tenant, const std::string& id);
     void thawing(const std::string& tenant, const std::string& id);  // records `id`; none: ""
     bool thawed_before(const std::string& tenant, const std::string& id);
