@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -682,10 +683,26 @@ bool says_cancelled(const Connection::RelayFailure& failed, std::string_view pee
            failed.message.ends_with(" was cancelled");
 }
 
-// Cancels `cancel` from another thread once the relay under test is waiting.
-std::thread cancel_later(Cancel& cancel) {
-    return std::thread([&cancel] {
-        std::this_thread::sleep_for(300ms);  // the relay has filled the buffers and waits by then
+// What shows the relay has to wait: its target's send buffer full (the socket not writable),
+// or nothing left to read from its source.
+bool target_full(const Connection& target) {
+    pollfd p{target.fd(), POLLOUT, 0};
+    return ::poll(&p, 1, 0) == 0;
+}
+bool source_dry(const Connection& source) {
+    int n = 0;
+    return ::ioctl(source.fd(), FIONREAD, &n) == 0 && n == 0;
+}
+
+// Cancels `cancel` from another thread once `waits` says the relay under test must be waiting
+// (looked at each millisecond; at most 20 s, then cancelled all the same).
+std::thread cancel_once(Cancel& cancel, std::function<bool()> waits) {
+    return std::thread([&cancel, waits = std::move(waits)] {
+        const auto until = std::chrono::steady_clock::now() + 20s;
+        while (!waits() && std::chrono::steady_clock::now() < until) {
+            pollfd none{-1, 0, 0};
+            ::poll(&none, 1, 1);  // a millisecond between looks
+        }
         cancel.cancel();
     });
 }
@@ -731,7 +748,8 @@ TEST(Relay, ATargetThatStopsReadingEndsOnTheTargetsCancel) {
     Peer target_peer(reads_nothing);
     RelayEnds ends(source_peer, target_peer);
     ASSERT_TRUE(ends.source && ends.target);
-    std::thread canceller = cancel_later(ends.target_cancel);
+    std::thread canceller =
+        cancel_once(ends.target_cancel, [&] { return target_full(*ends.target); });
     const auto failed = ends.relay();
     canceller.join();
     ASSERT_TRUE(failed);
@@ -753,7 +771,8 @@ TEST(Relay, ASourceThatStallsEndsOnTheSourcesCancel) {
     });
     RelayEnds ends(source_peer, target_peer);
     ASSERT_TRUE(ends.source && ends.target);
-    std::thread canceller = cancel_later(ends.source_cancel);
+    std::thread canceller =
+        cancel_once(ends.source_cancel, [&] { return source_dry(*ends.source); });
     const auto failed = ends.relay();
     canceller.join();
     ASSERT_TRUE(failed);
@@ -770,7 +789,8 @@ TEST(Relay, EitherCancelEndsARelayStalledOnEitherEnd) {
         Peer target_peer(reads_nothing);
         RelayEnds ends(source_peer, target_peer);
         ASSERT_TRUE(ends.source && ends.target);
-        std::thread canceller = cancel_later(ends.source_cancel);
+        std::thread canceller =
+            cancel_once(ends.source_cancel, [&] { return target_full(*ends.target); });
         const auto failed = ends.relay();
         canceller.join();
         ASSERT_TRUE(failed);
@@ -787,7 +807,8 @@ TEST(Relay, EitherCancelEndsARelayStalledOnEitherEnd) {
         });
         RelayEnds ends(source_peer, target_peer);
         ASSERT_TRUE(ends.source && ends.target);
-        std::thread canceller = cancel_later(ends.target_cancel);
+        std::thread canceller =
+            cancel_once(ends.target_cancel, [&] { return source_dry(*ends.source); });
         const auto failed = ends.relay();
         canceller.join();
         ASSERT_TRUE(failed);
