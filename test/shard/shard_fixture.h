@@ -45,37 +45,12 @@ struct HookEnv {
 class RouterProcess {
 public:
     RouterProcess(std::vector<std::string> flags, std::string stderr_path = {}) {
-        int out[2];
-        if (::pipe(out) != 0) return;
-        std::vector<std::string> args = {FENEC_SHARD_BIN, "--listen", loopback_listen(),
-                                         "--workers", "1"};
+        std::vector<std::string> args = {"--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
-        wait_port_free(args);
-        // Made before the fork: the child of a process with threads may not allocate (a lock
-        // another thread held at the fork stays held in the child: seen under ASan).
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(out[1], 1);
-            if (!stderr_path.empty()) {
-                const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (err >= 0) ::dup2(err, 2);
-            }
-            ::close(out[0]);
-            ::close(out[1]);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        out_ = out[0];
-        std::string line;
-        char c;
-        pollfd p{out_, POLLIN, 0};
-        while (::poll(&p, 1, 10'000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') line += c;
-        const size_t at = line.find("listening=127.0.0.1:");
-        if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 20)));
+        Spawned s = spawn_listening(FENEC_SHARD_BIN, args, stderr_path);
+        pid_ = s.pid;
+        out_ = s.out;
+        port_ = s.port;
     }
     ~RouterProcess() {
         kill(SIGKILL);

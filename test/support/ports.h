@@ -12,7 +12,7 @@
 //   outgoing connection from, so one could take the port while the process is down and keep it.
 //   listen_port() draws below that range, which the kernel never hands out so: at random there,
 //   and free when drawn (another suite could draw the same port before the process binds it, a
-//   chance of a few in 20,000 for a window of milliseconds).
+//   chance of a few in 20,000 for a window of milliseconds: spawn.h starts such a loser again).
 #pragma once
 
 #include <netinet/in.h>
@@ -83,9 +83,6 @@ inline int listen_loopback(uint16_t& port, int backlog = 128) {
     port = ntohs(a.sin_port);
     return fd;
 }
-
-// `127.0.0.1:<listen_port()>`, the --listen a test's process starts with.
-inline std::string loopback_listen() { return "127.0.0.1:" + std::to_string(listen_port()); }
 
 // Before a process starts with `args`: when its last --listen names a loopback port of its own
 // (a restart where the others know it), waits up to `ms` for that port to be free. A start that

@@ -29,6 +29,7 @@
 #include "server/runtime/http.h"
 #include "test/support/child.h"
 #include "test/support/ports.h"
+#include "test/support/spawn.h"
 #include "test/support/temp_dir.h"
 #include "test/support/wait.h"
 
@@ -185,40 +186,13 @@ public:
     NodeProcess(std::string data_dir, std::vector<std::string> flags, std::string stderr_path = {},
                 std::string binary = FENEC_NODE_BIN, std::function<void()> child_setup = {})
         : data_dir_(std::move(data_dir)) {
-        int out[2];
-        if (::pipe(out) != 0) return;
-        std::vector<std::string> args = {
-            binary, "--listen", loopback_listen(), "--data-dir", data_dir_, "--workers", "1"};
+        std::vector<std::string> args = {"--data-dir", data_dir_, "--workers", "1"};
         args.insert(args.end(), flags.begin(), flags.end());
-        wait_port_free(args);
-        // Made before the fork: the child of a process with threads may not allocate.
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(out[1], 1);
-            if (!stderr_path.empty()) {
-                const int err =
-                    ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (err >= 0) ::dup2(err, 2);  // dup2 clears O_CLOEXEC on fd 2
-            }
-            ::close(out[0]);
-            ::close(out[1]);
-            if (child_setup) child_setup();
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        out_ = out[0];
-        // First line: "fenec-node 0.1.0 node=… listening=127.0.0.1:<port> …"
-        std::string line;
-        char c;
-        pollfd p{out_, POLLIN, 0};
-        while (::poll(&p, 1, 10'000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') line += c;
-        first_line_ = line;
-        const size_t at = line.find("listening=127.0.0.1:");
-        if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 20)));
+        Spawned s = spawn_listening(binary, args, stderr_path, child_setup);
+        pid_ = s.pid;
+        out_ = s.out;
+        port_ = s.port;
+        first_line_ = std::move(s.first_line);
     }
     ~NodeProcess() { kill(SIGKILL); if (out_ >= 0) ::close(out_); }
     NodeProcess(const NodeProcess&) = delete;
