@@ -317,6 +317,15 @@ std::variant<RegionRows, Response> rows_of(const DirectoryMaps& maps, const std:
         }
         if (nodes.contains(node)) rows.pairs.emplace_back(node, standby);
     }
+    // A thaw owed there is paid by this router when the node answers; the region's router would
+    // never hear of it, and the copy would stay frozen.
+    for (const auto& [node, tenants] : maps.thaws) {
+        if (!nodes.contains(node) || tenants.empty()) continue;
+        return Router::error(409, "node `" + node + "` of region `" + region +
+                                      "` is owed the thaw of `" + tenants.begin()->first +
+                                      "`, left frozen by a move undone: let it answer (the thaw " +
+                                      "is asked then) or remove it first");
+    }
     for (const auto& [name, t] : maps.tenants) {
         if (!nodes.contains(t.node)) continue;
         if (t.state != "active") {

@@ -824,22 +824,47 @@ void Copies::node_answered(const std::string& node) {
          [this, node] { quotas_.resend(node, router_.new_request_id(std::nullopt)); });
 }
 
-void Copies::owe_thaw(const std::string& node, const std::string& tenant,
-                      const std::string& freeze_id) {
+void Copies::owe_thaw(const OwedThaw& thaw) {
     std::lock_guard lock(thaws_mu_);
-    thaws_owed_[node][tenant].insert(freeze_id);
+    thaws_owed_[thaw.node][thaw.tenant].insert(thaw.freeze_id);
+}
+
+std::vector<OwedThaw> Copies::owed_thaws() {
+    std::map<std::string, std::set<std::string>> by_node;  // node → tenants
+    for (const auto& [node, tenants] : router_.directory().maps()->thaws) {
+        for (const auto& [tenant, ids] : tenants) by_node[node].insert(tenant);
+    }
+    {
+        std::lock_guard lock(thaws_mu_);
+        for (const auto& [node, tenants] : thaws_owed_) {
+            for (const auto& [tenant, ids] : tenants) by_node[node].insert(tenant);
+        }
+    }
+    std::vector<OwedThaw> out;
+    for (const auto& [node, tenants] : by_node) {
+        for (const std::string& tenant : tenants) out.push_back({node, tenant, ""});
+    }
+    return out;
 }
 
 bool Copies::thaws_owed_by(const std::string& node) {
+    if (router_.directory().maps()->thaws.contains(node)) return true;
     std::lock_guard lock(thaws_mu_);
     return thaws_owed_.contains(node);
 }
 
 void Copies::thaw_owed(const std::string& node) {
+    // What the directory records, with what it could not (owe_thaw).
     std::map<std::string, std::set<std::string>> owed;
+    if (auto maps = router_.directory().maps(); maps->thaws.contains(node)) {
+        owed = maps->thaws.find(node)->second;
+    }
     {
         std::lock_guard lock(thaws_mu_);
-        if (auto it = thaws_owed_.find(node); it != thaws_owed_.end()) owed = it->second;
+        if (auto it = thaws_owed_.find(node); it != thaws_owed_.end()) {
+            for (const auto& [tenant, ids] : it->second)
+                owed[tenant].insert(ids.begin(), ids.end());
+        }
     }
     for (const auto& [tenant, ids] : owed) {
         if (router_.is_superseded()) return;  // leads nothing: a newer router's copy, maybe
@@ -869,8 +894,10 @@ void Copies::thaw_owed(const std::string& node) {
                                 .request_id = request_id,
                                 .resendable = true,
                                 .headers = {{"Fenec-Freeze-Id", id}}});
-                // Unanswered, or a failure of the node's own (the mark not removed): owed still.
-                if (!w.answer || w.answer->status >= 500) continue;
+                // Paid by a 200 (thawed, or another freeze holds it) or a 404 (no copy there).
+                // Unanswered, a failure of the node's own, or a refusal that may pass (a token
+                // this router lacks, another authority's lease): owed still.
+                if (!w.answer || (w.answer->status != 200 && w.answer->status != 404)) continue;
                 outcome = w.answer->status != 200
                               ? "answered " + std::to_string(w.answer->status) + ": " +
                                     node_answers::error_of(w.answer->body)
@@ -888,6 +915,15 @@ void Copies::thaw_owed(const std::string& node) {
                         if (tt->second.empty()) it->second.erase(tt);
                     }
                     if (it->second.empty()) thaws_owed_.erase(it);
+                }
+            }
+            const OwedThaw paid{node, tenant, id};
+            if (auto on = maps->thaws.find(node); on != maps->thaws.end() &&
+                                                  on->second.contains(tenant) &&
+                                                  on->second.find(tenant)->second.contains(id)) {
+                // Not forgotten: asked again at the node's next answer, and answered alike.
+                if (engine::Status st = router_.directory().paid_thaw(paid); !st.is_ok()) {
+                    outcome += "; not yet forgotten: " + st.to_string();
                 }
             }
             log_line("`" + tenant + "`: the thaw its undone move owed `" + node + "`: " + outcome);

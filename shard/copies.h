@@ -248,16 +248,19 @@ class Copies {
     QuotaSync& quotas() { return quotas_; }
     // A move undone whose thaw did not reach its source (Move::roll_back: the node silent, or its
     // calls cut on its lapsed lease) left that copy frozen, and the node may yet run the freeze
-    // its kernel holds. The thaw is owed, and asked again under the move's freeze id each time
-    // the node answers (a counted grant, a repair's survey), under the tenant's claim, wherever
-    // in this directory the tenant is placed now, `active` (failed over meanwhile, that copy may
-    // be made its replica and promoted later), until the node answers it or leaves the directory,
-    // or the tenant leaves it. The node refuses that
-    // freeze if it reads it after the thaw, and the thaw undoes no other freeze (node-http.md),
-    // so nothing another move froze is thawed here. Only this
-    // process's own undone moves are owed: a router restarted or promoted over meanwhile forgets
-    // them. Any thread; never waits.
-    void owe_thaw(const std::string& node, const std::string& tenant, const std::string& freeze_id);
+    // its kernel holds. The thaw is owed (the directory's `thaws`, written with the row put back:
+    // Directory::put_tenant), and asked again under the move's freeze id each time the node
+    // answers (a counted grant, a repair's survey), under the tenant's claim, wherever in this
+    // directory the tenant is placed now, `active` (failed over meanwhile, that copy may be made
+    // its replica and promoted later), until the node answers it or leaves the directory, or the
+    // tenant leaves it. The node refuses that freeze if it reads it after the thaw, and the thaw
+    // undoes no other freeze (node-http.md), so nothing another move froze is thawed here. Kept
+    // in the directory, a router restarted or a standby promoted asks it as well. owe_thaw: one
+    // the directory could not record (its write failed), kept in this process's memory instead.
+    // Any thread; never waits.
+    void owe_thaw(const OwedThaw& thaw);
+    // Every thaw owed, recorded or not, one a node and tenant (GET /_shard/status).
+    std::vector<OwedThaw> owed_thaws();
 
     // Why `tenant` has no copy, or nullopt when it has one or none was wanted.
     std::optional<std::string> unreplicated(const DirectoryMaps& maps,
@@ -324,7 +327,7 @@ class Copies {
     obs::GaugeFamily* same_zone_gauge_ = nullptr;     // {region}
 
     std::mutex thaws_mu_;  // a leaf
-    // node → tenant → the freeze ids of the moves undone (owe_thaw)
+    // node → tenant → the freeze ids owed that the directory could not record (owe_thaw)
     std::map<std::string, std::map<std::string, std::set<std::string>>> thaws_owed_;
 
     mutable std::mutex why_mu_;

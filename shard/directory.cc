@@ -26,6 +26,9 @@ using engine::Code;
 using engine::Status;
 using engine::Value;
 
+// Thaws owed (OwedThaw): a collection a file written before it lacks (upgrade_locked).
+constexpr std::string_view kThaws =
+    "create collection thaws (node text @hash, tenant text @hash, freeze_id text)";
 // §4.1's collections. `by` is a reserved word of FenecQL, so it is written quoted.
 constexpr std::string_view kSchema[] = {
     "create collection directory (name text @unique, id text, scope text, format int, starts int)",
@@ -38,6 +41,7 @@ constexpr std::string_view kSchema[] = {
     "create collection replicas (tenant text @unique, node text)",
     "create collection regions (name text @unique, routers [text])",
     "create collection leases (name text @unique, ms int, at timestamp, `by` text)",
+    kThaws,
 };
 
 uint64_t random_u64() {
@@ -311,6 +315,7 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
 
 Status Directory::upgrade_locked() {
     bool lacks_fields = false, lacks_moving_from = false, lacks_moving_term = false;
+    bool lacks_thaws = false;
     {
         const engine::ReadView view = db_->read();  // released before the write below
         auto nodes = view.find("nodes");
@@ -322,6 +327,7 @@ Status Directory::upgrade_locked() {
         const engine::Schema* t = view.schema(*tenants);
         lacks_moving_from = t == nullptr || !t->slot_of("moving_from");
         lacks_moving_term = t == nullptr || !t->slot_of("moving_term");
+        lacks_thaws = !view.find("thaws").is_ok();
     }
     std::vector<Statement> change;
     if (lacks_fields) {
@@ -336,6 +342,8 @@ Status Directory::upgrade_locked() {
     if (lacks_moving_term) {
         change.push_back({"alter collection tenants add field moving_term int", {}});
     }
+    // A file written before the thaws an undone move owes were kept in it (Move::roll_back).
+    if (lacks_thaws) change.push_back({std::string(kThaws), {}});
     // Each secret reaches the sidecar, durably, before its row lets go of it.
     auto maps = this->maps();
     for (const std::string& name : tokens_in_rows_) {
@@ -501,6 +509,16 @@ Status Directory::load() {
         maps->lease_record =
             LeaseRecord{int_of(l.at(0, "ms")), ts ? ts->ms : 0, text_of(l.at(0, "by"))};
     }
+    // A follower's file from a primary written before the collection was (upgrade_locked).
+    if (db_->read().find("thaws").is_ok()) {
+        auto thaws = run("get thaws");
+        if (!thaws.is_ok()) return thaws.status();
+        Rows th{thaws->table};
+        for (size_t i = 0; i < thaws->table.rows.size(); ++i) {
+            maps->thaws[text_of(th.at(i, "node"))][text_of(th.at(i, "tenant"))].insert(
+                text_of(th.at(i, "freeze_id")));
+        }
+    }
     publish(std::move(maps));
     return Status::ok();
 }
@@ -566,10 +584,11 @@ Status Directory::take_tokens(const TokenSidecar::Tokens& tokens) {
 Status Directory::remove_node(std::string_view name) {
     std::lock_guard lock(write_mu_);
     const std::string n(name);
-    // No pair or replica record outlives the node it names (§6.3).
+    // No pair, replica or owed thaw outlives the node it names (§6.3).
     Status st = write_locked({{"del nodes where name = $1", {n}},
                               {"del pairs where node = $1 or standby = $1", {n}},
-                              {"del replicas where node = $1", {n}}});
+                              {"del replicas where node = $1", {n}},
+                              {"del thaws where node = $1", {n}}});
     if (!st.is_ok()) return st;
     // The node's token is nobody's now; a failure leaves a line no row reads.
     tokens_->remove(n).ignore();
@@ -577,6 +596,7 @@ Status Directory::remove_node(std::string_view name) {
         m.nodes.erase(n);
         std::erase_if(m.pairs, [&](const auto& p) { return p.first == n || p.second == n; });
         std::erase_if(m.replicas, [&](const auto& r) { return r.second == n; });
+        m.thaws.erase(n);
     });
 }
 
@@ -588,22 +608,44 @@ Status placeable(const DirectoryMaps& maps, const std::string& node) {
     return Status::error(Code::not_found, "node `" + node + "` is not in the directory");
 }
 
-Status Directory::put_tenant(const TenantRow& row) {
+Status Directory::put_tenant(const TenantRow& row, const std::optional<OwedThaw>& owed) {
     const TenantRow t = kept(row);
     std::lock_guard lock(write_mu_);
     if (Status st = placeable(*maps(), t.node); !st.is_ok()) return st;
-    Status st = write_locked(
-        {{"del tenants where name = $1", {t.name}},
-         {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
-          "failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
-          {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
-           or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
-           term_value(t.moving_term)}}});
+    std::vector<Statement> block = {
+        {"del tenants where name = $1", {t.name}},
+        {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
+         "failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
+         {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
+          or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
+          term_value(t.moving_term)}}};
+    if (owed) {
+        block.push_back({"insert thaws {node: $1, tenant: $2, freeze_id: $3}",
+                         {owed->node, owed->tenant, owed->freeze_id}});
+    }
+    Status st = write_locked(block);
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     next->tenants[t.name] = t;
+    if (owed) next->thaws[owed->node][owed->tenant].insert(owed->freeze_id);
     publish(std::move(next));
     return Status::ok();
+}
+
+Status Directory::paid_thaw(const OwedThaw& thaw) {
+    std::lock_guard lock(write_mu_);
+    Status st = write_locked({{"del thaws where node = $1 and tenant = $2 and freeze_id = $3",
+                               {thaw.node, thaw.tenant, thaw.freeze_id}}});
+    if (!st.is_ok()) return st;
+    return change([&](DirectoryMaps& m) {
+        auto n = m.thaws.find(thaw.node);
+        if (n == m.thaws.end()) return;
+        if (auto t = n->second.find(thaw.tenant); t != n->second.end()) {
+            t->second.erase(thaw.freeze_id);
+            if (t->second.empty()) n->second.erase(t);
+        }
+        if (n->second.empty()) m.thaws.erase(n);
+    });
 }
 
 Status Directory::flip_tenant(std::string_view name, const std::string& to) {
@@ -847,6 +889,7 @@ Status Directory::move_region_out(const RegionRows& rows, const std::vector<std:
         block.push_back({"del nodes where name = $1", {n.name}});
         block.push_back({"del pairs where node = $1 or standby = $1", {n.name}});
         block.push_back({"del replicas where node = $1", {n.name}});
+        block.push_back({"del thaws where node = $1", {n.name}});
     }
     if (Status st = write_locked(block); !st.is_ok()) return st;
     for (const NodeRow& n : rows.nodes) tokens_->remove(n.name).ignore();
@@ -864,6 +907,7 @@ Status Directory::move_region_out(const RegionRows& rows, const std::vector<std:
             std::erase_if(m.pairs,
                           [&](const auto& p) { return p.first == n.name || p.second == n.name; });
             std::erase_if(m.replicas, [&](const auto& r) { return r.second == n.name; });
+            m.thaws.erase(n.name);
         }
     });
 }
@@ -927,12 +971,17 @@ std::string DirectoryMaps::copy_of(const TenantRow& tenant) const {
 Status Directory::remove_tenant(std::string_view name) {
     std::lock_guard lock(write_mu_);
     const std::string t(name);
-    Status st = write_locked(
-        {{"del tenants where name = $1", {t}}, {"del replicas where tenant = $1", {t}}});
+    Status st = write_locked({{"del tenants where name = $1", {t}},
+                              {"del replicas where tenant = $1", {t}},
+                              {"del thaws where tenant = $1", {t}}});
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         m.tenants.erase(t);
         m.replicas.erase(t);
+        for (auto it = m.thaws.begin(); it != m.thaws.end();) {
+            it->second.erase(t);
+            it = it->second.empty() ? m.thaws.erase(it) : std::next(it);
+        }
     });
 }
 

@@ -7,8 +7,9 @@
 // (`maps()`), swapped whole after each change, so a lookup never waits on a write.
 //
 // In use: `directory`, `terms`, `nodes`, `tenants`, `pairs`, `replicas`, `regions` (the global
-// directory's: §11.3) and `leases`. The `directory` row's `scope` (`global`, or the region a
-// region's router keeps) is written at creation and checked at every open. Thread-safe.
+// directory's: §11.3), `leases` and `thaws` (OwedThaw). The `directory` row's `scope` (`global`, or
+// the region a region's router keeps) is written at creation and checked at every open.
+// Thread-safe.
 #pragma once
 
 #include <array>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -86,6 +88,15 @@ struct LeaseRecord {
     std::string by;     // the writing router's listen address
 };
 
+// A thaw a move undone owes the source it froze (Move::roll_back, Copies::owe_thaw): the node
+// did not answer it, and may yet run the freeze its kernel holds. Kept in the directory, in the
+// block that put the tenant's row back, so a router restarted or promoted over asks it too.
+struct OwedThaw {
+    std::string node;
+    std::string tenant;
+    std::string freeze_id;  // the undone attempt's `Fenec-Freeze-Id`
+};
+
 // One immutable view of the directory.
 struct DirectoryMaps {
     std::string id;       // 16 hex, drawn at creation
@@ -101,6 +112,8 @@ struct DirectoryMaps {
     // routers, the one keeping its directory first, its standbys after.
     std::map<std::string, std::vector<std::string>, std::less<>> regions;
     std::optional<LeaseRecord> lease_record;
+    // node → tenant → the freeze ids of the thaws owed there (OwedThaw).
+    std::map<std::string, std::map<std::string, std::set<std::string>>, std::less<>> thaws;
 
     // `authority` of a grant: `<id>/<scope>` (§4.1).
     std::string authority() const { return id + "/" + scope; }
@@ -170,8 +183,14 @@ class Directory {
     // by neither has its token put in the sidecar `<path>.tokens` first (shard/node_tokens.h).
     [[nodiscard]] engine::Status put_node(const NodeRow& node);
     [[nodiscard]] engine::Status remove_node(std::string_view name);
-    [[nodiscard]] engine::Status put_tenant(const TenantRow& tenant);
+    // With `owed`, the thaw it owes recorded in the same block (a move undone whose source did
+    // not answer its thaw): the row is never back without it.
+    [[nodiscard]] engine::Status put_tenant(const TenantRow& tenant,
+                                            const std::optional<OwedThaw>& owed = std::nullopt);
+    // The thaws a node or a tenant is owed go with it (remove_node, remove_tenant, and the nodes
+    // move_region_out hands over); paid_thaw forgets one asked and answered, or no longer owed.
     [[nodiscard]] engine::Status remove_tenant(std::string_view name);
+    [[nodiscard]] engine::Status paid_thaw(const OwedThaw& thaw);
     // A move's flip (§7.2 step 6): `node: to`, `state: "active"`, `moving_to` and `failed_from`
     // cleared, in one statement, so the tenant is on one node or the other, never both or neither.
     [[nodiscard]] engine::Status flip_tenant(std::string_view name, const std::string& to);

@@ -451,11 +451,12 @@ std::optional<MoveFailure> Move::freeze(std::string& seq) {
 // Before the flip (§7.2 Rollback): the source thawed, the target's copy deleted if installed
 // (best effort), the row back to what it was, synced. A rollback write that fails leaves the
 // tenant `moving`, handled as after a stop (settle_moves). A thaw that did not arrive (the source
-// silent, or its lease lapsed and the call cut) is owed (Copies::owe_thaw): the node may yet run
-// the freeze its kernel holds.
+// silent, or its lease lapsed and the call cut) is owed, recorded with the row put back
+// (Copies::owe_thaw says how it is paid): the node may yet run the freeze its kernel holds.
 void Move::roll_back(bool installed) {
+    std::optional<OwedThaw> owed;
     if (server::CallResult w = admin(from_, "POST", path_ + "/thaw", true, true); !w.answer) {
-        router_.copies().owe_thaw(from_.name, tenant_, freeze_id_);
+        owed = OwedThaw{from_.name, tenant_, freeze_id_};
         log_line("the move of `" + tenant_ + "` is undone, but `" + from_.name +
                  "` did not answer its thaw (" + w.error.message +
                  "): it is asked again when the node next answers");
@@ -464,10 +465,11 @@ void Move::roll_back(bool installed) {
     TenantRow back = row_;
     back.state = "active";
     back.moving_to.clear();
-    if (engine::Status st = router_.directory().put_tenant(back); !st.is_ok()) {
+    if (engine::Status st = router_.directory().put_tenant(back, owed); !st.is_ok()) {
         log_line(
             "move of `" + tenant_ +
             "` rolled back but the directory could not put it back to active: " + st.to_string());
+        if (owed) router_.copies().owe_thaw(*owed);  // in memory: the row left `moving` too
     }
 }
 

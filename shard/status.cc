@@ -13,6 +13,7 @@
 #include "json/writer.h"
 #include "server/obs/audit.h"
 #include "shard/cluster.h"
+#include "shard/copies.h"
 #include "shard/node_calls.h"
 #include "shard/routes.h"
 #include "shard/standby.h"
@@ -239,6 +240,21 @@ void write_moves(json::Writer& w, Router& router, const DirectoryMaps& maps,
     w.end_array();
 }
 
+// Thaws undone moves owe their sources (Copies::owe_thaw): a tenant frozen there until paid.
+void write_thaws(json::Writer& w, Router& router) {
+    w.key("thaws_owed");
+    w.begin_array();
+    for (const OwedThaw& t : router.copies().owed_thaws()) {
+        w.begin_object();
+        w.key("node");
+        w.string(t.node);
+        w.key("tenant");
+        w.string(t.tenant);
+        w.end_object();
+    }
+    w.end_array();
+}
+
 void write_lease(json::Writer& w, Router& router, const DirectoryMaps& maps) {
     w.key("lease");
     const Leases* leases = router.cluster().leases();
@@ -305,6 +321,7 @@ http::Response serve_status(Router& router, const server::Request& request,
     write_nodes(w, *maps, surveys);
     write_sizes(w, *maps, surveys);
     write_moves(w, router, *maps, surveys);
+    write_thaws(w, router);
     write_lease(w, router, *maps);
     write_failovers(w, router);
     w.end_object();

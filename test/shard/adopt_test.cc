@@ -197,6 +197,50 @@ TEST_F(AdoptRegion, ARegionMovesOutWithItsNodesTenantsAndLeases) {
     EXPECT_EQ(Json(on(us->port(), "GET", "/_shard/tenants/" + t).body).text("node"), "n1");
 }
 
+// A node of the region owed a thaw (a move undone while it was silent left its copy frozen) is
+// not handed over: G pays that thaw when the node answers, and the region's router would never
+// hear of it. Refused 409 naming the node; once the node answered and the thaw was paid, the
+// region moves out and the tenant takes writes. Before, the hand-over deleted the debt with the
+// node's rows, and the copy stayed frozen under the region's router.
+TEST_F(AdoptRegion, ANodeOwedAThawIsNotHandedOverUntilItIsPaid) {
+    ASSERT_EQ(add(0, "n1", "us", "a").status, 201);
+    ASSERT_EQ(add(1, "n2", "us", "b").status, 201);
+    const std::string t = tenant("acme");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_EQ(write(router_->port(), t, "before"), 201);
+    nodes_->procs[0]->signal(SIGSTOP);  // TearDown continues it
+    // Undone once G judges n1's 5 s lease certainly lapsed, its calls there cut.
+    Client c(router_->port(), 30'000);
+    const Reply m =
+        c.request("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})", bearer(kRoot))
+            .value_or(Reply{});
+    EXPECT_EQ(m.status, 502) << m.body;
+    const std::string owed = R"("thaws_owed":[{"node":"n1","tenant":")" + t + R"("}])";
+    ASSERT_NE(shard("GET", "/_shard/status").body.find(owed), std::string::npos)
+        << shard("GET", "/_shard/status").body << read_file(dir_.path() + "/router.err");
+
+    auto us = us_router();
+    const std::string routers = "{\"routers\":[\"" + url_of(us->port()) + "\"]}";
+    const Reply refused = on(router_->port(), "PUT", "/_shard/regions/us", routers);
+    EXPECT_EQ(refused.status, 409) << refused.body;
+    EXPECT_NE(refused.body.find("node `n1` of region `us` is owed the thaw of `" + t + "`"),
+              std::string::npos)
+        << refused.body;
+    EXPECT_EQ(on(router_->port(), "GET", "/_shard/tenants/" + t).status, 200);
+
+    nodes_->procs[0]->signal(SIGCONT);
+    ASSERT_TRUE(eventually(
+        [&] {
+            return shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])") !=
+                   std::string::npos;
+        },
+        15000))
+        << shard("GET", "/_shard/status").body << read_file(dir_.path() + "/router.err");
+    const Reply put = on(router_->port(), "PUT", "/_shard/regions/us", routers);
+    ASSERT_EQ(put.status, 201) << put.body << read_file(dir_.file("us.err"));
+    EXPECT_EQ(write(us->port(), t, "after"), 201);
+}
+
 // A tenant created on one of the region's nodes while its router adopts the region's rows is not
 // left behind: the hand-over refuses (409, ask again) rather than remove the node under it, and
 // asked again takes it too. Before, the new tenant's row stayed in G on a node G no longer had.

@@ -204,6 +204,47 @@ TEST(Directory, APairsKeptRowsAreWrittenOnlyForWhatStillHoldsUnderTheWrite) {
     EXPECT_EQ(m->pairs.count("n1"), 0u);
 }
 
+// The thaws undone moves owe (Move::roll_back): recorded in the block that puts the row back,
+// there after a reopen (a router restarted asks them), forgotten once paid, and gone with the
+// node or the tenant they name.
+TEST(Directory, OwedThawsSurviveReopenUntilPaidOrTheirNodeOrTenantGoes) {
+    test::TempDir dir;
+    const std::string path = dir.path() + "/shard.fenec";
+    using Thaws = std::map<std::string, std::map<std::string, std::set<std::string>>, std::less<>>;
+    {
+        auto d = Directory::open(path);
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        for (const char* n : {"n1", "n2"}) {
+            ASSERT_TRUE((*d)->put_node({n, "127.0.0.1:1", "", "", "", "unknown"}).is_ok());
+        }
+        ASSERT_TRUE((*d)->put_tenant(tenant("acme", "n1"), OwedThaw{"n1", "acme", "f1"}).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("acme", "n1"), OwedThaw{"n1", "acme", "f2"}).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("beta", "n1"), OwedThaw{"n1", "beta", "f3"}).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("gamma", "n2"), OwedThaw{"n2", "gamma", "f4"}).is_ok());
+        ASSERT_TRUE((*d)->put_tenant(tenant("delta", "n1")).is_ok());
+        EXPECT_EQ((*d)->maps()->thaws, (Thaws{{"n1", {{"acme", {"f1", "f2"}}, {"beta", {"f3"}}}},
+                                              {"n2", {{"gamma", {"f4"}}}}}));
+    }
+    {
+        auto d = Directory::open(path);
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        EXPECT_EQ((*d)->maps()->thaws, (Thaws{{"n1", {{"acme", {"f1", "f2"}}, {"beta", {"f3"}}}},
+                                              {"n2", {{"gamma", {"f4"}}}}}));
+        ASSERT_TRUE((*d)->paid_thaw({"n1", "acme", "f1"}).is_ok());
+        ASSERT_TRUE((*d)->paid_thaw({"n1", "acme", "f9"}).is_ok());  // none such: nothing
+        ASSERT_TRUE((*d)->remove_tenant("beta").is_ok());
+        EXPECT_EQ((*d)->maps()->thaws,
+                  (Thaws{{"n1", {{"acme", {"f2"}}}}, {"n2", {{"gamma", {"f4"}}}}}));
+        ASSERT_TRUE((*d)->remove_node("n2").is_ok());
+        EXPECT_EQ((*d)->maps()->thaws, (Thaws{{"n1", {{"acme", {"f2"}}}}}));
+    }
+    auto d = Directory::open(path);
+    ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+    EXPECT_EQ((*d)->maps()->thaws, (Thaws{{"n1", {{"acme", {"f2"}}}}}));
+    ASSERT_TRUE((*d)->paid_thaw({"n1", "acme", "f2"}).is_ok());
+    EXPECT_TRUE((*d)->maps()->thaws.empty());
+}
+
 TEST(Directory, NamesAreChecked) {
     EXPECT_TRUE(valid_name("acme-1_x"));
     EXPECT_FALSE(valid_name(""));

@@ -400,6 +400,43 @@ TEST_F(FailoverOnLeaseWithoutReplicas, AMoveUndoneOnASilentSourceLeavesNoCopyFro
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
 }
 
+// As above, with the router restarted while the source is still silent: the thaw owed was
+// recorded in the directory with the row put back, so the new process asks it once the node
+// answers its grant, and lists it in its status meanwhile. Before, it was in the old process's
+// memory alone, and the copy stayed frozen under its `active` row, every write refused.
+TEST_F(FailoverOnLeaseWithoutReplicas, AThawOwedOutlivesTheRoutersRestart) {
+    start_router({"--auto-failover", "1"});
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("silent-from");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    nodes_->procs[0]->signal(SIGSTOP);
+    Reply m = shard("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_EQ(m.status, 502) << m.body;
+    ASSERT_TRUE(logged(dir_.path() + "/router.err",
+                       "the move of `" + t + "` is undone, but `n1` did not answer its thaw"))
+        << read_file(dir_.path() + "/router.err");
+    const std::string owed = R"("thaws_owed":[{"node":"n1","tenant":")" + t + R"("}])";
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(owed), std::string::npos);
+
+    start_router({"--auto-failover", "1"});  // the old process killed, n1 still silent
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(owed), std::string::npos)
+        << shard("GET", "/_shard/status").body;
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
+        15000))
+        << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_TRUE(
+        logged(dir_.path() + "/router.err", "`: the thaw its undone move owed `n1`: thawed"))
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
+        << shard("GET", "/_shard/status").body;
+    EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
+}
+
 // A node this router leases that refuses the connection (killed): the forward's 502 names it
 // and says when to ask again, since a failover places its tenants elsewhere within a lease.
 class ForwardToAKilledLeasedNode : public LeasedClusterTest<1> {};

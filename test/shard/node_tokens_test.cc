@@ -221,7 +221,7 @@ TEST(Directory, TokensInRowsMoveToTheSidecar) {
 // A directory written before `tenants.moving_from` (an import's source, shard/two_level.h) and
 // `tenants.moving_term` (the term a move's mark was made under, shard/move.h) has the fields added
 // as it opens as a primary: a row that names them keeps them across a reopen, and rows already
-// there read them as "" and -1 (none).
+// there read them as "" and -1 (none). So has the `thaws` collection (an undone move's owed thaw).
 TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
     TempDir dir;
     const std::string path = dir.path() + "/shard.fenec";
@@ -269,6 +269,10 @@ TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
         row.state = "importing";
         row.moving_from = "@us";
         ASSERT_TRUE((*d)->put_tenant(row).is_ok());
+        shard::TenantRow back;
+        back.name = "gamma";
+        back.node = "n1";
+        ASSERT_TRUE((*d)->put_tenant(back, shard::OwedThaw{"n1", "gamma", "f1"}).is_ok());
     }
     auto d = shard::Directory::open(path);
     ASSERT_TRUE(d.is_ok()) << d.status().to_string();
@@ -276,6 +280,7 @@ TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
     EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_term, -1);
     EXPECT_EQ((*d)->maps()->tenants.at("beta").moving_term, 3);
     EXPECT_EQ((*d)->maps()->tenants.at("old").node, "@us");
+    EXPECT_EQ((*d)->maps()->thaws.at("n1").at("gamma"), std::set<std::string>{"f1"});
 }
 
 }  // namespace

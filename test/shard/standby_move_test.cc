@@ -207,5 +207,49 @@ TEST_F(StandbyMove, ARouterPromotedOnceThawsTheSourceOfItsOwnStoppedMove) {
     EXPECT_EQ(count_on(0, t), R"({"count":2})");
 }
 
+// A move undone whose thaw its silent source never answered owes that thaw, recorded in the
+// directory with the row put back. S follows that directory, so S, promoted once R is gone, asks
+// the thaw when n1 answers again (here a repair's survey), and n1's copy takes writes. Before, the
+// debt was in R's memory alone: n1's copy stayed frozen under its `active` row, writes refused.
+TEST_F(StandbyMove, APromotedStandbyPaysTheThawItsOldPrimaryOwed) {
+    const std::string t = tenant("owed");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    // R bounds each call to a node at 1 s: the freeze and the undo's thaw to a stopped n1 end
+    // unanswered there (no leases here to cut them sooner).
+    start_router({"--replication-token", kReplication, "--upstream-timeout", "1"});
+    start_standby();
+    ASSERT_TRUE(eventually([&] { return caught_up(); }, 8000));
+    nodes_->procs[0]->signal(SIGSTOP);  // TearDown continues it
+    const Reply m = on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
+    EXPECT_GE(m.status, 500) << m.body;
+    ASSERT_TRUE(logged(dir_.path() + "/router.err",
+                       "the move of `" + t + "` is undone, but `n1` did not answer its thaw"))
+        << read_file(dir_.path() + "/router.err");
+    const std::string owed = R"("thaws_owed":[{"node":"n1","tenant":")" + t + R"("}])";
+    ASSERT_TRUE(eventually(
+        [&] { return on_s("GET", "/_shard/status").body.find(owed) != std::string::npos; }, 8000))
+        << on_s("GET", "/_shard/status").body;
+
+    router_->signal(SIGKILL);
+    ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] {
+            (void)on_s("POST", "/_shard/replicas", "{}");
+            return copy_on(0, t).body.find(R"("frozen":false)") != std::string::npos;
+        },
+        10000))
+        << copy_on(0, t).body << read_file(sdir_.path() + "/standby.err");
+    EXPECT_TRUE(
+        logged(sdir_.path() + "/standby.err", "`: the thaw its undone move owed `n1`: thawed"))
+        << read_file(sdir_.path() + "/standby.err");
+    EXPECT_NE(on_s("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
+        << on_s("GET", "/_shard/status").body;
+    Client c(standby_->port());
+    const Reply w = c.request("POST", "/t/" + t + "/c/notes", R"({"title":"after"})", bearer(kData))
+                        .value_or(Reply{});
+    EXPECT_EQ(w.status, 201) << w.body;
+}
+
 }  // namespace
 }  // namespace fenec::test::standby_move_test
