@@ -1329,7 +1329,7 @@ std::optional<Response> install_image(Router& router, const NodeRow& node,
         std::string answer;
         if (!conn || !conn->send(bytes, error) || !conn->read_head(head, error) ||
             !conn->read_body(head.content_length.value_or(0), answer, error)) {
-            return Router::error(502, said_of(error, node.name));
+            return Router::error(502, router.upstream().said(error, node.name));
         }
         if (head.status == 409 && !again) {
             NodeAnswer del = router.node_calls().remove(node, tenant, request_id);

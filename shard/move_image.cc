@@ -48,7 +48,7 @@ std::optional<MoveFailure> open_source(Upstream& up, const ImageMove& m, const s
             admin_request(m.from, m.request_id, {.method = "GET", .target = m.path + "/file"}),
             error) ||
         !source->read_head(head, error)) {
-        return MoveFailure{502, "image", said_of(error, m.from.name)};
+        return MoveFailure{502, "image", up.said(error, m.from.name)};
     }
     if (head.status != 200) return answered(*source, m.from, head, "image");
     if (!head.content_length || head.transfer_encoding) {
@@ -94,7 +94,7 @@ std::optional<MoveFailure> open_target(Upstream& up, const ImageMove& m, const C
         target = up.blocking().connect(to_node(m.to), {.cancel = &cut}, error);
         http::ResponseHead head;
         if (!target || !target->send(head_bytes, error) || !target->read_head(head, error, true)) {
-            return MoveFailure{502, "install", said_of(error, m.to.name)};
+            return MoveFailure{502, "install", up.said(error, m.to.name)};
         }
         if (head.status == 100) return std::nullopt;
         if (head.status != 409 || again) return answered(*target, m.to, head, "install");
@@ -130,12 +130,12 @@ std::optional<MoveFailure> installed(Upstream& up, Connection& target, const Ima
     http::ResponseHead head;
     server::CallError error;
     if (!target.read_head(head, error)) {
-        return MoveFailure{502, "install", said_of(error, m.to.name)};
+        return MoveFailure{502, "install", up.said(error, m.to.name)};
     }
     steps.verify = steps.lap();
     std::string body;
     if (!target.read_body(head.content_length.value_or(0), body, error)) {
-        return MoveFailure{502, "install", said_of(error, m.to.name)};
+        return MoveFailure{502, "install", up.said(error, m.to.name)};
     }
     if (head.status != 201 && head.status != 200) {
         return MoveFailure{node_status(head.status), "install",
@@ -201,12 +201,10 @@ std::optional<MoveFailure> copy_image(Upstream& up, const ImageMove& m, Copied& 
     if (auto f = open_target(up, m, out, *to_cut, target)) return f;
     if (auto failed = source->relay_to(*target, out.bytes)) {
         if (failed->source) {
-            return MoveFailure{
-                502, "image",
-                from_cut->cancelled() ? lapse_cut_said(m.from.name) : failed->message};
+            return MoveFailure{502, "image",
+                               from_cut->cancelled() ? up.cut_said(m.from.name) : failed->message};
         }
-        return refused(*target, m,
-                       to_cut->cancelled() ? lapse_cut_said(m.to.name) : failed->message);
+        return refused(*target, m, to_cut->cancelled() ? up.cut_said(m.to.name) : failed->message);
     }
     steps.transfer = steps.lap();
     return installed(up, *target, m, out, steps);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -422,21 +423,51 @@ void Router::drain() {
     // keep-alive connections hold nothing up, but are served until the shutdown: a request that
     // comes on one while the cluster's threads stop is waited for as well.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    const auto settle = [&] {
-        while (std::chrono::steady_clock::now() < deadline && server_->busy_connections() > 0) {
+    // The same 10 s for the work of the router's own (a move, a repair, a failover): past them,
+    // its calls to nodes still out are cut and later ones bounded at a second
+    // (Upstream::stop_calls), so a call waiting on a silent node does not hold the stop for
+    // --upstream-timeout, per call (a move on a stopped source held it two minutes: its freeze,
+    // then its undo's thaw).
+    std::mutex cut_mu;
+    std::condition_variable cut_cv;
+    bool drained = false, cut = false;
+    std::thread cutter([&] {
+        std::unique_lock lock(cut_mu);
+        if (!cut_cv.wait_until(lock, deadline, [&] { return drained; })) {
+            log_line("stopping: the calls to nodes still out after 10 s are cut");
+            upstream_->stop_calls();
+            cut = true;
+        }
+    });
+    const auto settle = [&](std::chrono::steady_clock::time_point until) {
+        while (std::chrono::steady_clock::now() < until && server_->busy_connections() > 0) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
     };
-    settle();
+    settle(deadline);
     cluster_->stop();
     if (two_level_) two_level_->stop();
-    settle();
+    // A request whose calls the cut ended answers once the calls it asks after are over (a move
+    // undone, its thaw asked): that answer goes out, rather than its connection closed on it. No
+    // cut, no wait: a relayed subscription is cut at the 10 s.
+    bool was_cut = false;
+    {
+        std::lock_guard lock(cut_mu);
+        was_cut = cut;
+    }
+    settle(was_cut ? upstream_->stop_end() + std::chrono::milliseconds(200) : deadline);
     server_->shutdown();
     timers_->stop();
     api_pool_->shutdown();
     relayed_pool_->shutdown();
     handoffs_->stop();
     copies_->stop();
+    {
+        std::lock_guard lock(cut_mu);
+        drained = true;
+    }
+    cut_cv.notify_all();
+    cutter.join();
     upstream_->stop();
     directory_->close();
     if (audit_) audit_->close();

@@ -2,8 +2,11 @@
 // clients share, the metrics they count into (§14), and the admin plane's requests.
 #include "shard/upstream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "server/obs/metrics.h"
 #include "server/runtime/pool.h"
@@ -93,22 +96,62 @@ server::CallResult Upstream::admin(const NodeRow& node, const AdminCall& call) {
     const bool own_bound =
         call.until.cancel || call.until.deadline != server::Clock::time_point::max();
     server::CallResult got;
-    if (own_bound || !call.cut_on_lapse) {
-        got = blocking_->call(r, call.until);
+    if (stopping_.load(std::memory_order_acquire)) {
+        server::Until until = call.until;
+        until.deadline =
+            std::min({until.deadline, stop_end(),
+                      server::Clock::now() + std::chrono::milliseconds(stopping_call_ms)});
+        got = blocking_->call(r, until);
+        if (!got.answer && got.error.failure != server::CallFailure::cancelled) {
+            got.error.message = "this router is stopping, and gives a call at most " +
+                                std::to_string(stopping_call_ms) + " ms: " + got.error.message;
+        }
+    } else if (own_bound || !call.cut_on_lapse) {
+        // Its own bound, and the stop's cut (a hello, or a grant's round under a long lease).
+        got = blocking_->call(
+            r, server::Until{.deadline = call.until.deadline,
+                             .cancel = call.until.cancel ? call.until.cancel : &stop_cut_});
     } else {
         const std::shared_ptr<const server::Cancel> cut = node_cancel(node.name);
         got = blocking_->call(r, server::Until{.cancel = cut.get()});
-        if (!got.answer) got.error.message = said_of(got.error, node.name);
+        if (!got.answer) got.error.message = said(got.error, node.name);
+    }
+    if (!got.answer && got.error.failure == server::CallFailure::cancelled &&
+        stopping_.load(std::memory_order_acquire)) {
+        got.error.message = cut_said(node.name);
     }
     if (got.answer) heard(node.name, cuts_before);
     return got;
 }
 
+server::Clock::time_point Upstream::stop_end() const {
+    return server::Clock::time_point(
+        server::Clock::duration(stop_end_.load(std::memory_order_acquire)));
+}
+
 std::shared_ptr<const server::Cancel> Upstream::node_cancel(const std::string& node) {
     std::lock_guard lock(cut_mu_);
     auto [it, made] = cuts_.try_emplace(node);
-    if (made) it->second = std::make_shared<server::Cancel>();
+    if (made) {
+        it->second = std::make_shared<server::Cancel>();
+        if (stopping_.load(std::memory_order_relaxed)) it->second->cancel();
+    }
     return it->second;
+}
+
+void Upstream::stop_calls() {
+    std::vector<std::shared_ptr<server::Cancel>> cut;
+    {
+        std::lock_guard lock(cut_mu_);
+        if (!stopping_.load(std::memory_order_relaxed)) {
+            const auto end = server::Clock::now() + std::chrono::milliseconds(2 * stopping_call_ms);
+            stop_end_.store(end.time_since_epoch().count(), std::memory_order_release);
+        }
+        stopping_.store(true, std::memory_order_release);
+        for (const auto& [node, c] : cuts_) cut.push_back(c);
+    }
+    for (const auto& c : cut) c->cancel();  // outside the lock: wakes every wait on it
+    stop_cut_.cancel();
 }
 
 void Upstream::cut_calls(const std::string& node) {
@@ -125,6 +168,7 @@ void Upstream::cut_calls(const std::string& node) {
 
 void Upstream::heard(const std::string& node, uint64_t cuts_before) {
     std::lock_guard lock(cut_mu_);
+    if (stopping_.load(std::memory_order_relaxed)) return;  // cut for good
     auto it = cuts_.find(node);
     if (it == cuts_.end() || !it->second->cancelled()) return;
     if (auto at = cut_at_.find(node); at != cut_at_.end() && at->second > cuts_before) return;
@@ -136,14 +180,18 @@ void Upstream::stop() {
     if (ring_) ring_->stop();
 }
 
-std::string lapse_cut_said(std::string_view node) {
+std::string Upstream::cut_said(std::string_view node) const {
+    if (stopping_.load(std::memory_order_acquire)) {
+        return "this router is stopping: its call to node `" + std::string(node) +
+               "` was cut, as one the node never answered";
+    }
     return "node `" + std::string(node) +
            "`'s lease has certainly lapsed (it answered no grant in time): the call to it was "
            "cut, as one it never answered";
 }
 
-std::string said_of(const server::CallError& error, std::string_view node) {
-    return error.failure == server::CallFailure::cancelled ? lapse_cut_said(node) : error.message;
+std::string Upstream::said(const server::CallError& error, std::string_view node) const {
+    return error.failure == server::CallFailure::cancelled ? cut_said(node) : error.message;
 }
 
 server::CallRequest to_node(const NodeRow& node) {

@@ -91,8 +91,25 @@ class Upstream {
     // A cut call fails as one the node never answered, which every caller already handles.
     void cut_calls(const std::string& node);
     // What an image connection to `node` waits on (BlockingClient::connect's Until::cancel):
-    // cancelled by cut_calls. Held for as long as the connection lives.
+    // cancelled by cut_calls and stop_calls. Held for as long as the connection lives.
     std::shared_ptr<const server::Cancel> node_cancel(const std::string& node);
+    // The router stopping, past its drain's grace (Router::drain): every admin call and image
+    // connection to a node still out is cut (those bounded by --upstream-timeout alone, as
+    // cut_calls cuts them, and those with a bound of their own: a hello, a grant's round), and
+    // every admin call asked from now on is bounded at stopping_call_ms and at stop_end(),
+    // whatever its own bound, and a new image connection fails at once: nothing waiting on a
+    // silent node holds the stop for that timeout, per call. A move cut so is undone as on any
+    // failed step: its thaw gets what is left of that bound, and is owed where the source does
+    // not answer within it. Calls to other routers (a region's) are not cut. Any thread;
+    // idempotent.
+    void stop_calls();
+    static constexpr uint64_t stopping_call_ms = 1000;
+    // When the last call stop_calls bounds ends: 2 × stopping_call_ms after the first stop_calls.
+    server::Clock::time_point stop_end() const;
+    // What a failed call to `node` says: its own message, or, where it was cut, that the node's
+    // lease has certainly lapsed (cut_calls) or that this router is stopping (stop_calls).
+    std::string said(const server::CallError& error, std::string_view node) const;
+    std::string cut_said(std::string_view node) const;
     // The node answered a call asked when `cuts_before` cuts had been made (any number: an
     // answer the caller knows came after every cut, a lease grant's recorded under the leases'
     // lock): calls to it are not cut (from the next one on).
@@ -124,16 +141,15 @@ class Upstream {
     std::map<std::string, std::shared_ptr<server::Cancel>, std::less<>> cuts_;
     std::map<std::string, uint64_t, std::less<>> cut_at_;  // node → its last cut's number
     std::atomic<uint64_t> cuts_made_{0};
+    std::atomic<bool> stopping_{false};            // stop_calls; set under cut_mu_
+    std::atomic<server::Clock::rep> stop_end_{0};  // stop_end(), since the clock's epoch
+    server::Cancel
+        stop_cut_;  // cancelled by stop_calls: what calls with a bound of their own watch
 };
 
 // A call to `node` with no bytes yet: its name (counts, finding calls), how messages name it
 // ("node `n1`"), its address.
 server::CallRequest to_node(const NodeRow& node);
-
-// What a failed call to `node` says: its own message, or, where it was cut (Upstream::cut_calls),
-// that the node's lease has certainly lapsed.
-std::string said_of(const server::CallError& error, std::string_view node);
-std::string lapse_cut_said(std::string_view node);
 
 // `r` written as a request of the admin plane to `node` (§13): Host is the node's address, and
 // `Authorization: Bearer <its admin token>` and `X-Request-Id` go before r's own headers, and
