@@ -882,18 +882,26 @@ void Copies::thaw_owed(const std::string& node) {
         if (t != maps->tenants.end() && t->second.state != "active") continue;
         const bool here = t != maps->tenants.end() && !home_region(t->second.node);
         for (const std::string& id : ids) {
+            // No freeze id (a stopped move's whose row was marked before rows named theirs): a
+            // thaw that would undo any freeze, sent only while the tenant is placed on that node.
+            // Elsewhere, its copy there may be one a later move left frozen and unrouted.
             std::string outcome = n == maps->nodes.end()
                                       ? "not sent: the node is not in the directory"
                                   : !here ? "not sent: the tenant is not in this directory now"
-                                          : "";
+                                  : id.empty() && t->second.node != node
+                                      ? "not sent: the tenant is on `" + t->second.node +
+                                            "` now, and the thaw names no freeze"
+                                      : "";
             if (outcome.empty()) {
                 const std::string request_id = router_.new_request_id(std::nullopt);
+                std::vector<http::Header> headers;
+                if (!id.empty()) headers.push_back({"Fenec-Freeze-Id", id});
                 server::CallResult w = router_.upstream().admin(
                     n->second, {.method = "POST",
                                 .target = "/_admin/tenants/" + tenant + "/thaw",
                                 .request_id = request_id,
                                 .resendable = true,
-                                .headers = {{"Fenec-Freeze-Id", id}}});
+                                .headers = std::move(headers)});
                 // Paid by a 200 (thawed, or another freeze holds it) or a 404 (no copy there).
                 // Unanswered, a failure of the node's own, or a refusal that may pass (a token
                 // this router lacks, another authority's lease): owed still.

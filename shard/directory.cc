@@ -37,7 +37,8 @@ constexpr std::string_view kSchema[] = {
     "lease text, token_env text, token_file text)",
     "create collection pairs (node text @unique, standby text)",
     "create collection tenants (name text @unique, node text @hash, state text, moving_to text, "
-    "lineage text, forked text, failed_from text, quota json, moving_from text, moving_term int)",
+    "lineage text, forked text, failed_from text, quota json, moving_from text, moving_term int, "
+    "moving_freeze text)",
     "create collection replicas (tenant text @unique, node text)",
     "create collection regions (name text @unique, routers [text])",
     "create collection leases (name text @unique, ms int, at timestamp, `by` text)",
@@ -109,7 +110,10 @@ Value term_value(int64_t term) { return term < 0 ? Value() : Value(term); }
 // A row as it is kept: a term only while `moving` (one copied from a row once moving and set
 // active again carries none).
 TenantRow kept(TenantRow t) {
-    if (t.state != "moving") t.moving_term = -1;
+    if (t.state != "moving") {
+        t.moving_term = -1;
+        t.moving_freeze.clear();
+    }
     return t;
 }
 
@@ -315,7 +319,7 @@ engine::Result<Promoted> Directory::promote_locked(const std::string& by, int64_
 
 Status Directory::upgrade_locked() {
     bool lacks_fields = false, lacks_moving_from = false, lacks_moving_term = false;
-    bool lacks_thaws = false;
+    bool lacks_moving_freeze = false, lacks_thaws = false;
     {
         const engine::ReadView view = db_->read();  // released before the write below
         auto nodes = view.find("nodes");
@@ -327,6 +331,7 @@ Status Directory::upgrade_locked() {
         const engine::Schema* t = view.schema(*tenants);
         lacks_moving_from = t == nullptr || !t->slot_of("moving_from");
         lacks_moving_term = t == nullptr || !t->slot_of("moving_term");
+        lacks_moving_freeze = t == nullptr || !t->slot_of("moving_freeze");
         lacks_thaws = !view.find("thaws").is_ok();
     }
     std::vector<Statement> change;
@@ -341,6 +346,10 @@ Status Directory::upgrade_locked() {
     // A file written before a move's mark named the term it was made under (MoveRows::by_row).
     if (lacks_moving_term) {
         change.push_back({"alter collection tenants add field moving_term int", {}});
+    }
+    // A file written before a move's mark named its freeze (settle_move's thaw, an owed one).
+    if (lacks_moving_freeze) {
+        change.push_back({"alter collection tenants add field moving_freeze text", {}});
     }
     // A file written before the thaws an undone move owes were kept in it (Move::roll_back).
     if (lacks_thaws) change.push_back({std::string(kThaws), {}});
@@ -476,6 +485,7 @@ Status Directory::load() {
         r.quota = quota_of(t.at(i, "quota"));
         const Value& term = t.at(i, "moving_term");  // null in rows (and files) before it
         r.moving_term = std::get_if<int64_t>(&term.rep) ? int_of(term) : -1;
+        r.moving_freeze = text_of(t.at(i, "moving_freeze"));  // null in rows (and files) before it
         maps->tenants[r.name] = std::move(r);
     }
     auto pairs = run("get pairs");
@@ -615,10 +625,10 @@ Status Directory::put_tenant(const TenantRow& row, const std::optional<OwedThaw>
     std::vector<Statement> block = {
         {"del tenants where name = $1", {t.name}},
         {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: $5, forked: $6, "
-         "failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
+         "failed_from: $7, quota: $8, moving_from: $9, moving_term: $10, moving_freeze: $11}",
          {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
           or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
-          term_value(t.moving_term)}}};
+          term_value(t.moving_term), or_null(t.moving_freeze)}}};
     if (owed) {
         block.push_back({"insert thaws {node: $1, tenant: $2, freeze_id: $3}",
                          {owed->node, owed->tenant, owed->freeze_id}});
@@ -651,11 +661,12 @@ Status Directory::paid_thaw(const OwedThaw& thaw) {
 Status Directory::flip_tenant(std::string_view name, const std::string& to) {
     std::lock_guard lock(write_mu_);
     if (Status st = placeable(*maps(), to); !st.is_ok()) return st;
-    Status st =
-        write_locked({{"set tenants {node: $2, state: \"active\", moving_to: null, "
-                       "moving_from: null, failed_from: null, moving_term: null} where name = $1 "
-                       "require 1",
-                       {std::string(name), to}}});
+    Status st = write_locked(
+        {{"set tenants {node: $2, state: \"active\", moving_to: null, "
+          "moving_from: null, failed_from: null, moving_term: null, moving_freeze: null} "
+          "where name = $1 "
+          "require 1",
+          {std::string(name), to}}});
     if (!st.is_ok()) return st;
     auto next = std::make_shared<DirectoryMaps>(*maps());
     if (auto it = next->tenants.find(name); it != next->tenants.end()) {
@@ -665,6 +676,7 @@ Status Directory::flip_tenant(std::string_view name, const std::string& to) {
         it->second.moving_from.clear();
         it->second.failed_from.clear();
         it->second.moving_term = -1;
+        it->second.moving_freeze.clear();
     }
     publish(std::move(next));
     return Status::ok();
@@ -680,11 +692,13 @@ Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
     const auto row = now->tenants.find(name);
     const std::string state =
         row != now->tenants.end() && row->second.state == "importing" ? "importing" : "active";
-    Status st = write_locked({{"set tenants {node: $2, state: $5, moving_to: null, "
-                               "moving_term: null, failed_from: $3, forked: $4} where name = $1 "
-                               "require 1",
-                               {tenant, to, from, or_null(history), state}},
-                              {"del replicas where tenant = $1", {tenant}}});
+    Status st =
+        write_locked({{"set tenants {node: $2, state: $5, moving_to: null, "
+                       "moving_term: null, moving_freeze: null, failed_from: $3, forked: $4} "
+                       "where name = $1 "
+                       "require 1",
+                       {tenant, to, from, or_null(history), state}},
+                      {"del replicas where tenant = $1", {tenant}}});
     if (!st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {
         if (auto it = m.tenants.find(name); it != m.tenants.end()) {
@@ -692,6 +706,7 @@ Status Directory::fail_over_tenant(std::string_view name, const std::string& to,
             it->second.state = state;
             it->second.moving_to.clear();
             it->second.moving_term = -1;
+            it->second.moving_freeze.clear();
             it->second.failed_from = from;
             it->second.forked = history;
         }
@@ -837,10 +852,11 @@ Status Directory::adopt_rows(const RegionRows& rows) {
         block.push_back({"del tenants where name = $1", {t.name}});
         block.push_back(
             {"insert tenants {name: $1, node: $2, state: $3, moving_to: $4, lineage: "
-             "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9, moving_term: $10}",
+             "$5, forked: $6, failed_from: $7, quota: $8, moving_from: $9, moving_term: $10, "
+             "moving_freeze: $11}",
              {t.name, t.node, t.state, or_null(t.moving_to), or_null(t.lineage), or_null(t.forked),
               or_null(t.failed_from), quota_value(t.quota), or_null(t.moving_from),
-              term_value(t.moving_term)}});
+              term_value(t.moving_term), or_null(t.moving_freeze)}});
     }
     if (Status st = write_locked(block); !st.is_ok()) return st;
     return change([&](DirectoryMaps& m) {

@@ -79,6 +79,10 @@ struct TenantRow {
     // marked before the field was. A start tells its own stopped moves from inherited ones by it
     // (shard/move.h, MoveRows::by_row).
     int64_t moving_term = -1;
+    // The `Fenec-Freeze-Id` of the move that marked it `moving`; "" when not moving, or for a row
+    // marked before the field was. The thaw a start asks of a stopped move's source (or owes it)
+    // names it, so it undoes that freeze only, and the node refuses it should it come late.
+    std::string moving_freeze;
 };
 
 // The longest lease a router leasing from this directory may have granted (§9.7).

@@ -303,6 +303,7 @@ Response Move::steps(const DirectoryMaps& maps) {
     moving.state = "moving";
     moving.moving_to = to_.name;
     moving.moving_term = maps.term;  // whose move it is, at a start
+    moving.moving_freeze = freeze_id_;  // the freeze a start's thaw undoes
     if (engine::Status st = router_.directory().put_tenant(moving); !st.is_ok()) {
         return fail({500, "mark", "the directory could not mark `" + tenant_ +
                                       "` moving: " + st.to_string()});
@@ -548,17 +549,20 @@ constexpr std::chrono::seconds settle_ask_bound{1};
 // own rows a silent target took none, the flip being written here first).
 std::optional<std::string> went_through_here(Router& router, const std::string& name,
                                              const TenantRow& t, const DirectoryMaps& maps,
-                                             MoveRows rows) {
+                                             MoveRows rows, std::set<std::string>* silent) {
     if (home_region(t.moving_to)) return std::nullopt;
     const auto from = maps.nodes.find(t.node);
     const auto to = maps.nodes.find(t.moving_to);
     if (to == maps.nodes.end()) return std::nullopt;
     // What a node says of its copy, or nullopt where it did not say within settle_ask_bound (a
     // promotion, a start or a settling round waits for no timeout per tenant).
+    // A node that said nothing this pass is not asked again in it (silent).
     auto ask = [&](const NodeRow& node) -> std::optional<DescribeReply> {
+        if (silent && silent->contains(node.name)) return std::nullopt;
         DescribeReply r =
             router.node_calls().describe(node, name, router.new_request_id(std::nullopt),
                                          std::chrono::steady_clock::now() + settle_ask_bound);
+        if (!r.answered && silent) silent->insert(node.name);
         if (!r.read) return std::nullopt;
         return r;
     };
@@ -657,11 +661,12 @@ std::optional<std::string> homed_elsewhere(Router& router, const std::string& na
 
 }  // namespace
 
-void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows) {
+void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows,
+                 std::set<std::string>* silent) {
     auto maps = router.directory().maps();
     std::optional<std::string> decided = homed_elsewhere(router, name, t);
     if (!decided) decided = finished_there(router, name, t, *maps);
-    if (!decided) decided = went_through_here(router, name, t, *maps, rows);
+    if (!decided) decided = went_through_here(router, name, t, *maps, rows, silent);
     if (decided) {
         log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" + t.moving_to +
                  "` by a stopped move: " + *decided);
@@ -671,15 +676,58 @@ void settle_move(Router& router, const std::string& name, const TenantRow& t, Mo
     std::string outcome = "its node is not in the directory";
     if (n != maps->nodes.end()) {
         const std::string request_id = router.new_request_id(std::nullopt);
-        server::CallResult w =
-            router.upstream().admin(n->second, {.method = "POST",
-                                                .target = "/_admin/tenants/" + name + "/thaw",
-                                                .request_id = request_id,
-                                                .resendable = true});
+        // Under the stopped move's own freeze id where its row names it: a later move's freeze
+        // stays, and the node refuses that freeze should it come after this thaw. Bounded as the
+        // asks above, so a start, a promotion or a settling round waits on no --upstream-timeout
+        // for a silent source; one silent already this pass is not asked.
+        std::vector<http::Header> headers;
+        if (!t.moving_freeze.empty()) headers.push_back({"Fenec-Freeze-Id", t.moving_freeze});
+        server::CallResult w;
+        if (silent && silent->contains(t.node)) {
+            w.error.message = "`" + t.node + "` said nothing to this settling already";
+        } else {
+            w = router.upstream().admin(
+                n->second, {.method = "POST",
+                            .target = "/_admin/tenants/" + name + "/thaw",
+                            .request_id = request_id,
+                            .resendable = true,
+                            .until = {.deadline = server::Clock::now() + settle_ask_bound},
+                            .headers = std::move(headers)});
+            if (!w.answer && silent) silent->insert(t.node);
+        }
         outcome = !w.answer ? "its source did not answer the thaw: " + w.error.message
                   : w.answer->status == 200
                       ? "its source thawed"
                       : "its source answered the thaw " + std::to_string(w.answer->status);
+        // Within this directory, unanswered. A move of this router's own term was not flipped
+        // (the flip is written first): the row goes back `active` with the thaw owed in the same
+        // block, as an undone move's (Move::roll_back), asked again whenever the node next
+        // answers, by whichever router leads then. Left `moving`, the frozen source would wait
+        // for an operator's move. An inherited one is looked at again each settling round
+        // (went_through_here first): an older term's router may yet flip it.
+        if (!w.answer && !home_region(t.moving_to)) {
+            if (rows != MoveRows::own) {
+                router.keep_settling_move(name);
+                log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
+                         t.moving_to + "` by a stopped move: " + outcome +
+                         "; left moving, the source frozen, settled again each round");
+                return;
+            }
+            TenantRow back = t;
+            back.state = "active";
+            back.moving_to.clear();
+            const OwedThaw owed{t.node, name, t.moving_freeze};
+            const engine::Status st = router.directory().put_tenant(back, owed);
+            if (st.is_ok()) {
+                if (Cluster* cluster = router.cluster_if_made()) cluster->changed(t.node);
+                log_line("tenant `" + name + "` was left moving from `" + t.node + "` to `" +
+                         t.moving_to + "` by a stopped move: " + outcome +
+                         "; its row active again on `" + t.node +
+                         "`, the thaw owed and asked again when the node next answers");
+                return;
+            }
+            outcome += "; its row not put back: " + st.to_string();
+        }
         // Across regions (`@<r>`): the release never ran here, so the move is over, undone.
         // The row goes back `active`, which is what the target region's router waits to read
         // before it deletes the import this move left there (shard/handoff.h's settling).
@@ -725,13 +773,14 @@ void settle_moves_left(Router& router) {
             continue;
         }
         const TenantRow row = it->second;
-        settle_move(router, name, row, MoveRows::inherited);
+        settle_move(router, name, row, MoveRows::inherited, &silent);
         if (router.settling_move(name)) silent.insert(row.moving_to);
     }
 }
 
 void settle_moves(Router& router, MoveRows rows) {
     auto maps = router.directory().maps();
+    std::set<std::string> silent;  // each node given a second at most in the pass
     for (const auto& [name, t] : maps->tenants) {
         // On a region's router a row moving to another region is settled by asking the global
         // router (homed_elsewhere), which could hold a start or a promotion for a timeout a
@@ -742,7 +791,8 @@ void settle_moves(Router& router, MoveRows rows) {
         settle_move(router, name, t,
                     rows != MoveRows::by_row ? rows
                     : own                    ? MoveRows::own
-                                             : MoveRows::inherited);
+                                             : MoveRows::inherited,
+                    &silent);
     }
 }
 

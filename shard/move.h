@@ -19,6 +19,7 @@
 // as `unreplicated`, never as the move's.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "server/runtime/http.h"
@@ -42,19 +43,26 @@ http::Response serve_move(Router& router, const server::Request& request,
 // field was in a directory promoted since.
 enum class MoveRows { own, inherited, by_row };
 
-// §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed, so it
-// takes writes where it is; it stays `moving` (and routed to the source) until moved again, but
-// for a move to another region's directory (`@<r>`), whose release never ran: its row goes back
-// `active`, which the target region's router reads to delete its import. One stderr line each.
-// Never fails the start: a source that does not answer is logged. A move within the directory
+// §2.3 step 4, §7.3: as the router starts, each tenant left `moving` has its source thawed (under
+// the stopped move's freeze id, TenantRow::moving_freeze), so it takes writes where it is; it
+// stays `moving` (and routed to the source) until moved again, but for a move to another region's
+// directory (`@<r>`), whose release never ran: its row goes back `active`, which the target
+// region's router reads to delete its import. One stderr line each. Never fails the start, nor
+// waits on a timeout a tenant: each node is given a second (settle_ask_bound), once a pass. A
+// source that does not answer: a move of this router's own term has its row put back `active`
+// with the thaw owed (Directory::put_tenant with an OwedThaw, paid as an undone move's: Copies);
+// an inherited one is left `moving` and settled again each round; one across regions is asked
+// again each settling round. A move within the directory
 // whose target holds the tenant past its source (or whose source is gone, deleted after the flip)
 // went through: routed to the target. An inherited one whose target does not answer is left
 // frozen on its source, and settled again each round until it does (Router::keep_settling_move).
 void settle_moves(Router& router, MoveRows rows);
 // One such tenant, `t` its row: also the settling, every period, of a row still `moving` to
 // `@<r>` with no move holding it (its source did not answer the thaw at start), and of an
-// inherited one left for its silent target.
-void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows);
+// inherited one left for its silent target. `silent`, when given, holds the nodes that said
+// nothing this pass (not asked again in it), and gains those that say nothing now.
+void settle_move(Router& router, const std::string& name, const TenantRow& t, MoveRows rows,
+                 std::set<std::string>* silent = nullptr);
 // The inherited moves left for their silent target, settled again, each under its claim (one an
 // operation holds is kept for the next round): the settling thread's, each round, on a router
 // that leads.

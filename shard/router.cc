@@ -234,6 +234,10 @@ void Router::init_metrics() {
         for (const auto& [name, t] : directory_->maps()->tenants) n += t.state == "moving";
         return n;
     });
+    // Copies::owed_thaws: each a tenant left frozen on a node until the node answers its thaw.
+    m.gauge_fn("fenec_router_thaws_owed", "thaws owed to nodes that did not answer them", [this] {
+        return copies_ ? static_cast<double>(copies_->owed_thaws().size()) : 0.0;
+    });
     metrics_.moves = &m.counter("fenec_router_moves_total", "moves begun",
                                 {"outcome", "scope"});
     // At 0 from the start, so an alert on increase() sees the first (a series born at 1 does not).

@@ -700,6 +700,7 @@ http::Response Standby::promote(const server::Request& request, const Router::An
     }
     log_line("promoted: term " + std::to_string(p->term) + ", history " + p->history +
              " (followed " + primary_ + ")");
+    test_hooks::stall_promotion();
     // §7.3: sources of moves left behind thawed, as a primary's start, but for rows inherited:
     // the old primary may have flipped one this copy was never sent.
     settle_moves(router_, MoveRows::inherited);

@@ -23,7 +23,10 @@
 // hand it over; `caught-up`: the standby found caught up, its own replica not yet detached), having
 // said so, so a test can change the pair meanwhile; FENEC_TEST_REPAIR_STALL=<ms> holds a repair's
 // claim of each tenant it looks at `ms`, having said so, so a test can ask for a change of it
-// meanwhile (`gate:<path>`: until the file `path` exists, at most a minute).
+// meanwhile (`gate:<path>`: until the file `path` exists, at most a minute);
+// FENEC_TEST_PROMOTE_STALL=<ms> holds a standby's promotion `ms` once its directory forked, before
+// it settles the moves left behind and starts leasing, having said so, so a test can ask a change
+// in between.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -69,5 +72,8 @@ void stall_handover(std::string_view step, std::string_view tenant);
 // With a repair's claim of `tenant` taken (Copies::repair_tenant): says so on stderr and sleeps
 // FENEC_TEST_REPAIR_STALL ms, or waits for its gate file.
 void stall_repair_claim(std::string_view tenant);
+// Once a promotion forked the directory (Standby::promote): says so on stderr and sleeps
+// FENEC_TEST_PROMOTE_STALL ms.
+void stall_promotion();
 
 }  // namespace fenec::shard::test_hooks

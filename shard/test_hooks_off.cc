@@ -8,6 +8,7 @@ void stall_after_move_step(std::string_view) {}
 void stall_feed_change() {}
 bool skip_failover_cut() { return false; }
 void stall_first_tokens() {}
+void stall_promotion() {}
 bool fail_handoff_step(std::string_view) { return false; }
 void stall_after_two_level_step(std::string_view) {}
 int64_t settle_period_ms(int64_t ms) { return ms; }

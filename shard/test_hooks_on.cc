@@ -51,6 +51,15 @@ void stall_feed_change() {
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void stall_promotion() {
+    const char* env = std::getenv("FENEC_TEST_PROMOTE_STALL");
+    if (!env) return;
+    const long ms = std::strtol(env, nullptr, 10);
+    if (ms <= 0) return;
+    log_line("test hook: the promotion held " + std::to_string(ms) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void stall_first_tokens() {
     const char* env = std::getenv("FENEC_TEST_TOKENS_STALL");
     if (!env) return;

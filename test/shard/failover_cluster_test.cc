@@ -437,6 +437,58 @@ TEST_F(FailoverOnLeaseWithoutReplicas, AThawOwedOutlivesTheRoutersRestart) {
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
 }
 
+// A router killed mid-move (held after the target installed the image) and started again while
+// the move's source is stopped: the start asks that source's thaw for a second, then puts the row
+// back `active` with the thaw owed, listed in the status and paid once the node answers its grant.
+// Before, the start waited --upstream-timeout (30 s here) on the thaw, bound no port meanwhile,
+// and left the row `moving` on the frozen source: every write refused until an operator moved the
+// tenant again.
+TEST_F(FailoverOnLeaseWithoutReplicas, ARouterStartedWhileAStoppedMovesSourceIsSilentOwesTheThaw) {
+    const std::vector<std::string> flags = {"--auto-failover", "1", "--upstream-timeout", "30"};
+    ::setenv("FENEC_TEST_MOVE_STALL", "installed:60000", 1);
+    start_router(flags);
+    ::unsetenv("FENEC_TEST_MOVE_STALL");
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("stopped");
+    ASSERT_EQ(create(t, "n1").status, 201);
+    ASSERT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"a"})").status == 201; }));
+    auto move = std::async(std::launch::async, [&, port = router_->port()] {
+        Client c(port);
+        return c.request("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    ASSERT_TRUE(logged(dir_.path() + "/router.err", "test hook: held after `installed`"))
+        << read_file(dir_.path() + "/router.err");
+    nodes_->procs[0]->signal(SIGSTOP);  // TearDown continues it
+
+    const auto began = std::chrono::steady_clock::now();
+    ASSERT_NO_FATAL_FAILURE(start_router(flags));  // the old process killed
+    const auto took = std::chrono::steady_clock::now() - began;
+    (void)move.get();
+    EXPECT_LT(took, std::chrono::seconds(15)) << read_file(dir_.path() + "/router.err");
+    const Reply row = shard("GET", "/_shard/tenants/" + t);
+    EXPECT_EQ(Json(row.body).text("state"), "active") << row.body;
+    EXPECT_EQ(Json(row.body).text("node"), "n1") << row.body;
+    const std::string owed = R"("thaws_owed":[{"node":"n1","tenant":")" + t + R"("}])";
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(owed), std::string::npos)
+        << shard("GET", "/_shard/status").body;
+    EXPECT_NE(metrics().find("\nfenec_router_thaws_owed 1\n"), std::string::npos) << metrics();
+
+    nodes_->procs[0]->signal(SIGCONT);
+    EXPECT_TRUE(eventually(
+        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
+        15000))
+        << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_TRUE(
+        logged(dir_.path() + "/router.err", "`: the thaw its undone move owed `n1`: thawed"))
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
+        << shard("GET", "/_shard/status").body;
+    EXPECT_NE(metrics().find("\nfenec_router_thaws_owed 0\n"), std::string::npos) << metrics();
+}
+
 // A node this router leases that refuses the connection (killed): the forward's 502 names it
 // and says when to ask again, since a failover places its tenants elsewhere within a lease.
 class ForwardToAKilledLeasedNode : public LeasedClusterTest<1> {};

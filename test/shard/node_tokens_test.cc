@@ -221,7 +221,8 @@ TEST(Directory, TokensInRowsMoveToTheSidecar) {
 // A directory written before `tenants.moving_from` (an import's source, shard/two_level.h) and
 // `tenants.moving_term` (the term a move's mark was made under, shard/move.h) has the fields added
 // as it opens as a primary: a row that names them keeps them across a reopen, and rows already
-// there read them as "" and -1 (none). So has the `thaws` collection (an undone move's owed thaw).
+// there read them as "" and -1 (none). So has the `thaws` collection (an undone move's owed thaw),
+// and `tenants.moving_freeze` (the freeze id a move's mark names, kept only while `moving`).
 TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
     TempDir dir;
     const std::string path = dir.path() + "/shard.fenec";
@@ -252,6 +253,7 @@ TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
         ASSERT_TRUE(d.is_ok()) << d.status().to_string();
         EXPECT_EQ((*d)->maps()->tenants.at("old").moving_from, "");
         EXPECT_EQ((*d)->maps()->tenants.at("old").moving_term, -1);
+        EXPECT_EQ((*d)->maps()->tenants.at("old").moving_freeze, "");
         shard::NodeRow n1;
         n1.name = "n1";
         n1.addr = "127.0.0.1:1";
@@ -262,12 +264,14 @@ TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
         moving.state = "moving";
         moving.moving_to = "n2";
         moving.moving_term = 3;
+        moving.moving_freeze = "f0";
         ASSERT_TRUE((*d)->put_tenant(moving).is_ok());
         shard::TenantRow row;
         row.name = "acme";
         row.node = "@ap";
         row.state = "importing";
         row.moving_from = "@us";
+        row.moving_freeze = "stale";  // not `moving`: not kept
         ASSERT_TRUE((*d)->put_tenant(row).is_ok());
         shard::TenantRow back;
         back.name = "gamma";
@@ -279,6 +283,8 @@ TEST(Directory, AFileWrittenBeforeMovingFromAndMovingTermTakesThem) {
     EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_from, "@us");
     EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_term, -1);
     EXPECT_EQ((*d)->maps()->tenants.at("beta").moving_term, 3);
+    EXPECT_EQ((*d)->maps()->tenants.at("beta").moving_freeze, "f0");
+    EXPECT_EQ((*d)->maps()->tenants.at("acme").moving_freeze, "");
     EXPECT_EQ((*d)->maps()->tenants.at("old").node, "@us");
     EXPECT_EQ((*d)->maps()->thaws.at("n1").at("gamma"), std::set<std::string>{"f1"});
 }

@@ -133,17 +133,20 @@ TEST_F(StandbyUnderLeases, AStandbyReadyToFailOverAsksAgainAsAnyStandby) {
     EXPECT_GE(took, 1250ms);
 }
 
-// A promotion settles the moves its old primary left behind (a thaw of each source, up to the
-// upstream timeout where the source does not answer) and only then starts leasing (§9.4: every
-// node counted as answered at that instant). Between its fork and that, it refuses changes 503:
-// a failover by hand there would not have waited for the leases the old primary granted, and a
-// move of a tenant left `moving` would race its thaw. Before, the fork ended following() and
-// changes went through at once (a create here answered 201 while the thaw still waited).
+// A promotion settles the moves its old primary left behind (a thaw of each source, a second at
+// most where the source does not answer) and only then starts leasing (§9.4: every node counted
+// as answered at that instant). Between its fork and that, it refuses changes 503: a failover by
+// hand there would not have waited for the leases the old primary granted, and a move of a tenant
+// left `moving` would race its thaw. The promotion is held 3 s after its fork here
+// (FENEC_TEST_PROMOTE_STALL), so the test meets that window. Before, the fork ended following()
+// and changes went through at once (a create here answered 201 while the thaw still waited).
 TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
     const std::string t = tenant("gap");
+    ::setenv("FENEC_TEST_PROMOTE_STALL", "3000", 1);
     ASSERT_NO_FATAL_FAILURE(start(t, false, "2", nullptr,
                                   {"--auto-failover", "2", "--upstream-timeout", "3"},
                                   "frozen:60000"));
+    ::unsetenv("FENEC_TEST_PROMOTE_STALL");
     // R's move of t holds once its source is frozen; S sees t `moving`, and R is lost.
     auto move = std::async(std::launch::async, [&] {
         return on_r("POST", "/_shard/tenants/" + t + "/move", R"({"to":"n2"})");
@@ -154,7 +157,6 @@ TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
         << on_s("GET", "/_shard/tenants/" + t).body;
     router_->signal(SIGKILL);
     (void)move.get();
-    nodes_->procs[0]->signal(SIGSTOP);  // the source: the promotion's thaw waits for it
     auto promoted = std::async(std::launch::async, [&] {
         return on_s("POST", "/_replication/promote", {}, kReplication);
     });
@@ -171,7 +173,6 @@ TEST_F(StandbyUnderLeases, APromotedStandbyTakesNoChangeBeforeItLeads) {
     EXPECT_EQ(during.status, 503) << during.body;
     EXPECT_EQ(during.header("Retry-After").value_or(""), "1");
     EXPECT_EQ(promoted.wait_for(0s), std::future_status::timeout) << "the promotion still settles";
-    nodes_->procs[0]->signal(SIGCONT);
     const Reply p = promoted.get();
     ASSERT_EQ(p.status, 200) << p.body;
     const Reply after = on_s("PUT", "/_shard/tenants/" + other, made);
