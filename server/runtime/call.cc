@@ -103,6 +103,10 @@ CallError call_error(const CallRequest& request, Mishap what, std::string_view d
         case Mishap::cancelled:
             return error(CallFailure::cancelled, CallPhase::done, false,
                          "the call to " + who(request) + " was cancelled");
+        case Mishap::cancelled_after_send:
+            return error(CallFailure::cancelled, CallPhase::awaiting_head, true,
+                         "the call to " + who(request) +
+                             " was cancelled after its request was sent: it may have run");
     }
     return error(CallFailure::unreachable, CallPhase::connecting, false, who(request));
 }

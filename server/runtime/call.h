@@ -109,7 +109,8 @@ enum class Mishap : uint8_t {
     malformed_head,        // the answer's head is not HTTP
     answer_stalled,        // the answer began, then nothing came within the bound
     too_large,             // the body passes body_bytes_max
-    cancelled,             // the caller ended it
+    cancelled,             // the caller ended it before the request was sent whole
+    cancelled_after_send,  // the caller ended it once the request was sent whole: it may run
 };
 
 // The error `what` comes to for `request`: its failure, phase, whether the request was sent

@@ -119,7 +119,8 @@ bool Connection::fill(bool head_began) {
     for (;;) {
         uint64_t bound_ms = 0;
         const Wait w = wait_for(fd_, POLLIN, bound(request_.timeout_ms, bound_ms), until_.cancel);
-        if (w == Wait::cancelled) return failed(Mishap::cancelled);
+        // Read only once the request went whole: the far end may run it, cancelled or not.
+        if (w == Wait::cancelled) return failed(Mishap::cancelled_after_send);
         if (w == Wait::timed_out) {
             return failed(awaiting ? Mishap::no_answer : Mishap::answer_stalled, {}, bound_ms);
         }

@@ -579,10 +579,37 @@ TEST(BlockingClient, AStreamIsCancelledFromAnotherThread) {
     EXPECT_EQ(opened.connection->read_some(got, 0), Connection::Read::cancelled);
     EXPECT_LT(ms_since(t0), 2000);
     canceller.join();
-    // A call begun after the cancel ends at once, whatever it waits on.
+    // A call begun after the cancel ends at once, whatever it waits on, and sent nothing.
     CallResult late = client.call(plain_get(peer.addr()), {.cancel = &cancel});
     ASSERT_FALSE(late.answer);
     EXPECT_EQ(late.error.failure, CallFailure::cancelled);
+    EXPECT_FALSE(late.error.sent_whole);
+}
+
+// A call cancelled while it waits for the answer to a request it sent whole says so: the far end
+// may run it (a change relayed to another router, whose caller must then answer `outcome:
+// unknown` and send it nowhere else). Before, every cancelled call said it had sent nothing.
+TEST(BlockingClient, ACallCancelledAfterItsRequestWentSaysItMayHaveRun) {
+    std::atomic<bool> read{false};
+    Peer peer([&](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string body;
+        if (!p.read_request(fd, head, body)) return;
+        read = true;
+        p.hold();
+    });
+    BlockingClient client(BlockingClient::Options{});
+    Cancel cancel;
+    std::thread canceller([&] {
+        while (!read) std::this_thread::sleep_for(5ms);
+        cancel.cancel();
+    });
+    CallResult r = client.call(plain_get(peer.addr()), {.cancel = &cancel});
+    canceller.join();
+    ASSERT_FALSE(r.answer);
+    EXPECT_EQ(r.error.failure, CallFailure::cancelled);
+    EXPECT_TRUE(r.error.sent_whole) << r.error.message;
+    EXPECT_NE(r.error.message.find("it may have run"), std::string::npos) << r.error.message;
 }
 
 // ---- the relay: a body from one connection's answer into another's request (a move's image)
