@@ -70,10 +70,12 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
         if (!call.body.empty()) r.headers.push_back({"Content-Type", "application/json"});
         r.body = call.body;
         http::write_request(r, c.bytes);
-        const server::CallResult got = client_.call(c);
+        const server::CallResult got = client_.call(c, server::Until{.cancel = &stop_});
         out.router = url;
         if (!got.answer) {
-            out.why += (out.why.empty() ? "" : "; ") + got.error.message;
+            out.why += (out.why.empty() ? "" : "; ") +
+                       (stop_.cancelled() ? "this router is stopping, and cut its call to " + url
+                                          : got.error.message);
             if (got.error.failure == server::CallFailure::unreachable) continue;
             // Sent whole and unanswered: it may have run there, so it goes to no other router.
             out.may_have_run = got.error.sent_whole;

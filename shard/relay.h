@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/runtime/cancel.h"
 #include "server/runtime/client.h"
 #include "server/runtime/http.h"
 #include "server/runtime/http_server.h"
@@ -88,9 +89,13 @@ class Relays {
                                      const std::vector<std::string>& routers) const;
     // `url` answered for `scope`: asked first next time.
     void answered(const std::string& scope, const std::string& url);
+    // The router stops (Router::drain, past its 10 s): each relay still out ends at once, as
+    // unanswered (a change sent whole may have run), and any asked after fails at once.
+    void stop_calls() { stop_.cancel(); }
 
   private:
     server::BlockingClient client_;  // no pool
+    server::Cancel stop_;
     const std::optional<std::string> token_;
     const uint64_t timeout_ms_;
     mutable std::mutex mu_;

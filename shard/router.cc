@@ -438,8 +438,9 @@ void Router::drain() {
     std::thread cutter([&] {
         std::unique_lock lock(cut_mu);
         if (!cut_cv.wait_until(lock, deadline, [&] { return drained; })) {
-            log_line("stopping: the calls to nodes still out after 10 s are cut");
+            log_line("stopping: the calls to nodes and routers still out after 10 s are cut");
             upstream_->stop_calls();
+            relays_->stop_calls();
             cut = true;
         }
     });

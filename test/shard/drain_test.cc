@@ -44,7 +44,7 @@ TEST_F(Drain, AMoveWaitingOnASilentSourceDoesNotHoldTheStop) {
     EXPECT_EQ(m.status, 502) << m.body;
     EXPECT_NE(m.body.find("this router is stopping"), std::string::npos) << m.body;
     const std::string err = read_file(dir_.path() + "/router.err");
-    EXPECT_NE(err.find("stopping: the calls to nodes still out after 10 s are cut"),
+    EXPECT_NE(err.find("stopping: the calls to nodes and routers still out after 10 s are cut"),
               std::string::npos)
         << err;
     EXPECT_NE(err.find("the move of `" + t + "` is undone, but `n1` did not answer its thaw"),

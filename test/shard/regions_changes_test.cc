@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -227,6 +228,40 @@ TEST_F(RegionsChanges, AChangeWhoseRegionIsOutOfReachIs503AndChangesNothing) {
     EXPECT_EQ(shard("GET", "/_shard/tenants/" + kept).body,
               "{\"name\":\"" + kept + R"(","node":"@us","state":"active","region":"us"})");
     EXPECT_FALSE(held_by(0, lost));
+}
+
+// A router's stop (SIGTERM) while a change it relays waits on another router that answers nothing
+// (U stopped): past the drain's 10 s the relay is cut, the create answered 503 `outcome: unknown`
+// (sent whole, it may have run there; G's row stays `creating` for the settling to ask), and G
+// exits 0. Before, the relay held the stop for --upstream-timeout (60 s).
+TEST_F(RegionsChanges, AStopCutsARelayWaitingOnASilentRouter) {
+    const std::string t = tenant("stopping");
+    us_->signal(SIGSTOP);
+    const uint16_t port = g_port_;
+    auto made = std::async(std::launch::async, [port, t] {
+        Client c(port, 90'000);
+        return c.request("PUT", "/_shard/tenants/" + t, R"({"region":"us"})", bearer(kRoot))
+            .value_or(Reply{});
+    });
+    // G writes the row `creating` just before it relays the create to U.
+    ASSERT_TRUE(eventually([&] {
+        return Json(shard("GET", "/_shard/tenants/" + t).body).text("state") == "creating";
+    })) << shard("GET", "/_shard/tenants/" + t).body;
+    client_.reset();
+    const int status = stop_within(router_->pid(), std::chrono::seconds(40),
+                                   [&] { return router_->kill(SIGTERM); });
+    EXPECT_EQ(status, 0) << "128 + 9: no exit within 40 s of SIGTERM\n"
+                         << read_file(dir_.path() + "/router.err");
+    const Reply r = made.get();
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(Json(r.body).text("outcome"), "unknown") << r.body;
+    EXPECT_NE(r.body.find("this router is stopping, and cut its call to"), std::string::npos)
+        << r.body;
+    EXPECT_NE(read_file(dir_.path() + "/router.err")
+                  .find("stopping: the calls to nodes and routers still out after 10 s are cut"),
+              std::string::npos)
+        << read_file(dir_.path() + "/router.err");
+    us_->signal(SIGCONT);
 }
 
 // §11.5: a change carrying a valid mark is not relayed again; a forged mark, or one made for
