@@ -73,12 +73,13 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
         const server::CallResult got = client_.call(c, server::Until{.cancel = &stop_});
         out.router = url;
         if (!got.answer) {
-            out.why += (out.why.empty() ? "" : "; ") +
-                       (stop_.cancelled() ? "this router is stopping, and cut its call to " + url
-                                          : got.error.message);
+            const bool cut = got.error.failure == server::CallFailure::cancelled;
+            out.why +=
+                (out.why.empty() ? "" : "; ") +
+                (cut ? "this router is stopping, and cut its call to " + url : got.error.message);
             if (got.error.failure == server::CallFailure::unreachable) continue;
             // Sent whole and unanswered: it may have run there, so it goes to no other router.
-            out.may_have_run = got.error.sent_whole;
+            out.may_have_run = got.error.sent_whole && call.method != "GET";
             return out;
         }
         // A standby refuses changes naming its primary (§6.1), and a router promoted over

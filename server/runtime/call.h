@@ -110,7 +110,8 @@ enum class Mishap : uint8_t {
     answer_stalled,        // the answer began, then nothing came within the bound
     too_large,             // the body passes body_bytes_max
     cancelled,             // the caller ended it before the request was sent whole
-    cancelled_after_send,  // the caller ended it once the request was sent whole: it may run
+    cancelled_after_send,  // the caller ended it once the request was sent whole (awaiting its
+                           // answer, or reading it): it may have run
 };
 
 // The error `what` comes to for `request`: its failure, phase, whether the request was sent

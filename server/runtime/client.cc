@@ -119,8 +119,10 @@ bool Connection::fill(bool head_began) {
     for (;;) {
         uint64_t bound_ms = 0;
         const Wait w = wait_for(fd_, POLLIN, bound(request_.timeout_ms, bound_ms), until_.cancel);
-        // Read only once the request went whole: the far end may run it, cancelled or not.
-        if (w == Wait::cancelled) return failed(Mishap::cancelled_after_send);
+        // The request gone whole, the far end may run it, cancelled or not.
+        if (w == Wait::cancelled) {
+            return failed(sent_whole_ ? Mishap::cancelled_after_send : Mishap::cancelled);
+        }
         if (w == Wait::timed_out) {
             return failed(awaiting ? Mishap::no_answer : Mishap::answer_stalled, {}, bound_ms);
         }
@@ -492,6 +494,11 @@ std::unique_ptr<Connection> BlockingClient::attempt(const CallRequest& request, 
                                                     Clock::time_point began, bool fresh,
                                                     http::ResponseHead& head,
                                                     Connection::Trouble& trouble) {
+    // Cancelled already: nothing is sent, not even on a connection the pool has open.
+    if (until.cancel && until.cancel->cancelled()) {
+        trouble = {Mishap::cancelled, {}, 0};
+        return nullptr;
+    }
     std::unique_ptr<Connection> conn;
     if (!fresh && options_.pool) {
         const int fd = options_.pool->take(request.addr, request.peer, steady_ms(Clock::now()),
@@ -500,7 +507,12 @@ std::unique_ptr<Connection> BlockingClient::attempt(const CallRequest& request, 
     }
     if (!conn) conn = dial(request, until, began, trouble);
     if (!conn) return nullptr;
-    if (!conn->send_all(request.bytes) || !conn->next_head(head, false)) {
+    if (!conn->send_all(request.bytes)) {
+        trouble = conn->trouble_;
+        return nullptr;
+    }
+    conn->sent_whole_ = true;
+    if (!conn->next_head(head, false)) {
         trouble = conn->trouble_;
         return nullptr;
     }

@@ -140,6 +140,10 @@ class Connection {
     const Clock::time_point began_;  // the call's start, for what its deadline amounts to
     std::string in_;                 // read and not yet taken
     Trouble trouble_;
+    // The whole request went (BlockingClient's call and open): a cancel while its answer is read
+    // says it may have run. A caller sending a request in parts itself (a head, then its body
+    // once the 100 came) leaves it false.
+    bool sent_whole_ = false;
 };
 
 // Bytes of a relayed body in this process's hands at once: the pipe's size (or the buffer's

@@ -586,6 +586,33 @@ TEST(BlockingClient, AStreamIsCancelledFromAnotherThread) {
     EXPECT_FALSE(late.error.sent_whole);
 }
 
+// A call asked once its Cancel has fired sends nothing, even where the pool holds a connection to
+// the peer. Before, a pooled connection had the request written before any wait looked at the
+// Cancel: a router stopping, or a node cut, was still sent the change.
+TEST(BlockingClient, ACallCancelledBeforeItBeganSendsNothingOnAPooledConnection) {
+    Peer peer([](Peer& p, int fd, int) {
+        http::RequestHead head;
+        std::string body;
+        while (p.read_request(fd, head, body)) {
+            if (!write_all(fd, answer_bytes(200, "ok"))) return;
+        }
+    });
+    BlockingClient::Options o;
+    o.pool = std::make_shared<ConnectionPool>(ConnectionPool::Options{30'000, 8, nullptr});
+    BlockingClient client(o);
+    CallResult first = client.call(plain_get(peer.addr()));
+    ASSERT_TRUE(first.answer) << first.error.message;
+    ASSERT_EQ(peer.requests(), 1);
+    Cancel cancel;
+    cancel.cancel();
+    CallResult late = client.call(plain_get(peer.addr()), {.cancel = &cancel});
+    ASSERT_FALSE(late.answer);
+    EXPECT_EQ(late.error.failure, CallFailure::cancelled);
+    EXPECT_FALSE(late.error.sent_whole);
+    std::this_thread::sleep_for(100ms);  // a request sent would be read by the peer by then
+    EXPECT_EQ(peer.requests(), 1);
+}
+
 // A call cancelled while it waits for the answer to a request it sent whole says so: the far end
 // may run it (a change relayed to another router, whose caller must then answer `outcome:
 // unknown` and send it nowhere else). Before, every cancelled call said it had sent nothing.
