@@ -377,7 +377,24 @@ TEST_F(FailoverOnLeaseWithAThirdNode, AMoveUndoneOnASilentSourceFailedOverLeaves
 // source's lapse, and so is the undo's thaw. The source, back, runs the freeze its kernel took
 // meanwhile: its only copy frozen under the `active` row, every write refused for good, had the
 // thaw not been owed and asked again once the node answered.
-class FailoverOnLeaseWithoutReplicas : public LeasedClusterTest<2> {};
+class FailoverOnLeaseWithoutReplicas : public LeasedClusterTest<2> {
+  protected:
+    // n1 continued, its thaw owed for `t` is paid once it answers: the tenant takes writes there,
+    // the router says so, and lists nothing owed.
+    void n1_back_and_its_thaw_paid(const std::string& t) {
+        nodes_->procs[0]->signal(SIGCONT);
+        EXPECT_TRUE(eventually(
+            [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
+            15000))
+            << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
+            << read_file(dir_.path() + "/router.err");
+        EXPECT_TRUE(
+            logged(dir_.path() + "/router.err", "`: the thaw its undone move owed `n1`: thawed"))
+            << read_file(dir_.path() + "/router.err");
+        EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
+            << shard("GET", "/_shard/status").body;
+    }
+};
 
 TEST_F(FailoverOnLeaseWithoutReplicas, AMoveUndoneOnASilentSourceLeavesNoCopyFrozen) {
     start_router({"--auto-failover", "1"});
@@ -431,17 +448,7 @@ TEST_F(FailoverOnLeaseWithoutReplicas, AThawOwedOutlivesTheRoutersRestart) {
     start_router({"--auto-failover", "1"});  // the old process killed, n1 still silent
     EXPECT_NE(shard("GET", "/_shard/status").body.find(owed), std::string::npos)
         << shard("GET", "/_shard/status").body;
-    nodes_->procs[0]->signal(SIGCONT);
-    EXPECT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
-        15000))
-        << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
-        << read_file(dir_.path() + "/router.err");
-    EXPECT_TRUE(
-        logged(dir_.path() + "/router.err", "`: the thaw its undone move owed `n1`: thawed"))
-        << read_file(dir_.path() + "/router.err");
-    EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
-        << shard("GET", "/_shard/status").body;
+    n1_back_and_its_thaw_paid(t);
     EXPECT_EQ(Json(shard("GET", "/_shard/tenants/" + t).body).text("node"), "n1");
 }
 
@@ -483,17 +490,7 @@ TEST_F(FailoverOnLeaseWithoutReplicas, ARouterStartedWhileAStoppedMovesSourceIsS
         << shard("GET", "/_shard/status").body;
     EXPECT_NE(metrics().find("\nfenec_router_thaws_owed 1\n"), std::string::npos) << metrics();
 
-    nodes_->procs[0]->signal(SIGCONT);
-    EXPECT_TRUE(eventually(
-        [&] { return data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status == 201; },
-        15000))
-        << data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").body << copy_on(0, t).body
-        << read_file(dir_.path() + "/router.err");
-    EXPECT_TRUE(
-        logged(dir_.path() + "/router.err", "`: the thaw its undone move owed `n1`: thawed"))
-        << read_file(dir_.path() + "/router.err");
-    EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
-        << shard("GET", "/_shard/status").body;
+    n1_back_and_its_thaw_paid(t);
     EXPECT_NE(metrics().find("\nfenec_router_thaws_owed 0\n"), std::string::npos) << metrics();
 }
 

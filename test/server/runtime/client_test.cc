@@ -609,26 +609,30 @@ TEST(BlockingClient, ACallCancelledBeforeItBeganSendsNothingOnAPooledConnection)
     ASSERT_FALSE(late.answer);
     EXPECT_EQ(late.error.failure, CallFailure::cancelled);
     EXPECT_FALSE(late.error.sent_whole);
-    std::this_thread::sleep_for(100ms);  // a request sent would be read by the peer by then
-    EXPECT_EQ(peer.requests(), 1);
+    // The next call takes the pooled connection: had the cancelled one written its request on
+    // it, the peer would have read that first (and the connection would not be pooled).
+    CallResult next = client.call(plain_get(peer.addr()));
+    ASSERT_TRUE(next.answer) << next.error.message;
+    EXPECT_EQ(peer.requests(), 2);
+    EXPECT_EQ(peer.connections(), 1);
 }
 
 // A call cancelled while it waits for the answer to a request it sent whole says so: the far end
 // may run it (a change relayed to another router, whose caller must then answer `outcome:
 // unknown` and send it nowhere else). Before, every cancelled call said it had sent nothing.
 TEST(BlockingClient, ACallCancelledAfterItsRequestWentSaysItMayHaveRun) {
-    std::atomic<bool> read{false};
+    std::promise<void> read;
     Peer peer([&](Peer& p, int fd, int) {
         http::RequestHead head;
         std::string body;
         if (!p.read_request(fd, head, body)) return;
-        read = true;
+        read.set_value();
         p.hold();
     });
     BlockingClient client(BlockingClient::Options{});
     Cancel cancel;
-    std::thread canceller([&] {
-        while (!read) std::this_thread::sleep_for(5ms);
+    std::thread canceller([&, got = read.get_future()] {
+        got.wait_for(10s);  // the request read whole by the peer: the call awaits its answer
         cancel.cancel();
     });
     CallResult r = client.call(plain_get(peer.addr()), {.cancel = &cancel});
