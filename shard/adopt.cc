@@ -407,8 +407,15 @@ Response move_region_out(Router& router, const server::Request& request, const s
     post.body = body;
     http::write_request(post, c.bytes);
     server::BlockingClient client(server::BlockingClient::Options{});
-    const server::CallResult answer = client.call(c);
-    if (!answer.answer) return unreachable(region, url, answer.error.message);
+    // Cut by this router's stop (Relays::stop_calls), as a relay is. Sent whole, the adoption may
+    // have run there: it is asked again whole (rows that replace rows of their name).
+    const server::CallResult answer = client.call(c, {.cancel = &router.relays().stopping()});
+    if (!answer.answer) {
+        return unreachable(region, url,
+                           answer.error.failure == server::CallFailure::cancelled
+                               ? router.relays().said(url, {})
+                               : answer.error.message);
+    }
     if (answer.answer->status >= 500) {
         return unreachable(region, url, "it answered " + std::to_string(answer.answer->status));
     }

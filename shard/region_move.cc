@@ -443,17 +443,18 @@ std::optional<Response> RegionMove::transfer() {
     std::string why;
     for (const std::string& url : router_.relays().ordered(from_, from_routers_)) {
         server::CallError error;
-        auto conn = router_.upstream().blocking().connect(to_router(url), {}, error);
+        auto conn = router_.upstream().blocking().connect(
+            to_router(url), {.cancel = &router_.relays().stopping()}, error);
         if (!conn || !conn->send(head_for(url, "POST", step_target("export"), export_body,
                                           std::nullopt, {{"Content-Type", "application/json"}}),
                                  error)) {
-            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            why += (why.empty() ? "" : "; ") + router_.relays().said(url, error.message);
             continue;
         }
         if (!conn->read_head(head, error)) {
             // Sent whole, no answer: it may have frozen the tenant; its lapse thaws it.
             undo(from_, "POST", "undo-export");
-            return out_of_reach(from_, "export", url + ": " + error.message);
+            return out_of_reach(from_, "export", router_.relays().said(url, error.message));
         }
         if (head.status == 409 && head.content_length) {
             std::string body;
@@ -502,11 +503,12 @@ std::optional<Response> RegionMove::transfer() {
     why.clear();
     for (const std::string& url : router_.relays().ordered(to_, to_routers_)) {
         server::CallError error;
-        auto target = router_.upstream().blocking().connect(to_router(url), {}, error);
+        auto target = router_.upstream().blocking().connect(
+            to_router(url), {.cancel = &router_.relays().stopping()}, error);
         const std::string put =
             "/_shard/handoff/" + tenant_ + "/import" + (node_.empty() ? "" : "?node=" + node_);
         if (!target || !target->send(head_for(url, "PUT", put, {}, bytes_, image_headers), error)) {
-            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            why += (why.empty() ? "" : "; ") + router_.relays().said(url, error.message);
             continue;
         }
         if (auto failed = source->relay_to(*target, bytes_)) {
@@ -521,7 +523,7 @@ std::optional<Response> RegionMove::transfer() {
                 (void)target->read_body(refused.content_length.value_or(0), body, error);
                 return refused_by(to_, "import", {true, refused.status, body, ""});
             }
-            return out_of_reach(to_, "import", url + ": " + failed->message);
+            return out_of_reach(to_, "import", router_.relays().said(url, failed->message));
         }
         http::ResponseHead got;
         std::string body;
@@ -530,7 +532,7 @@ std::optional<Response> RegionMove::transfer() {
             // It may have installed: undone both ways.
             undo(to_, "DELETE", "import");
             undo(from_, "POST", "undo-export");
-            return out_of_reach(to_, "import", url + ": " + error.message);
+            return out_of_reach(to_, "import", router_.relays().said(url, error.message));
         }
         if (standby_refusal(got.status, body)) {
             // A standby took the image and refused it: the export's bytes are spent. The move
@@ -585,11 +587,12 @@ std::optional<Response> RegionMove::transfer_from_here() {
     std::string why;
     for (const std::string& url : router_.relays().ordered(to_, to_routers_)) {
         server::CallError error;
-        auto target = router_.upstream().blocking().connect(to_router(url), {}, error);
+        auto target = router_.upstream().blocking().connect(
+            to_router(url), {.cancel = &router_.relays().stopping()}, error);
         if (!target ||
             !target->send(head_for(url, "PUT", put, image.body, std::nullopt, image_headers),
                           error)) {
-            why += (why.empty() ? "" : "; ") + url + ": " + error.message;
+            why += (why.empty() ? "" : "; ") + router_.relays().said(url, error.message);
             continue;
         }
         http::ResponseHead got;
@@ -598,7 +601,7 @@ std::optional<Response> RegionMove::transfer_from_here() {
             !target->read_body(got.content_length.value_or(0), body, error)) {
             undo(to_, "DELETE", "import");  // it may have installed
             undo(from_, "POST", "undo-export");
-            return out_of_reach(to_, "import", url + ": " + error.message);
+            return out_of_reach(to_, "import", router_.relays().said(url, error.message));
         }
         if (standby_refusal(got.status, body)) {
             why += (why.empty() ? "" : "; ") + url + " is a standby";

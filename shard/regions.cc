@@ -13,6 +13,7 @@
 #include "server/runtime/client.h"
 #include "shard/adopt.h"
 #include "shard/global_copy.h"
+#include "shard/relay.h"
 
 namespace fenec::shard {
 
@@ -160,7 +161,7 @@ namespace {
 
 // §11.3: `url`'s GET /_health must say `"role":"primary"` and `"scope":"<region>"`. nullopt when
 // it does; else the 409 or the 502.
-std::optional<Response> check_first_router(const Router& router, const std::string& url,
+std::optional<Response> check_first_router(Router& router, const std::string& url,
                                            const std::string& region,
                                            const std::string& request_id) {
     const std::string addr = replica_addr(url);
@@ -176,13 +177,14 @@ std::optional<Response> check_first_router(const Router& router, const std::stri
     get.headers.push_back({"X-Request-Id", request_id});
     http::write_request(get, c.bytes);
     server::BlockingClient client(server::BlockingClient::Options{});
-    const server::CallResult got = client.call(c);
+    // Cut by this router's stop (Relays::stop_calls), as a relay is.
+    const server::CallResult got = client.call(c, {.cancel = &router.relays().stopping()});
     if (!got.answer) {
-        return with_fields(Router::error(502, "the router " + url +
-                                                  " did not answer GET "
-                                                  "/_health: " +
-                                                  got.error.message),
-                           {{"router", url}});
+        const bool cut = got.error.failure == server::CallFailure::cancelled;
+        return with_fields(
+            Router::error(502, "the router " + url + " did not answer GET /_health: " +
+                                   (cut ? router.relays().said(url, {}) : got.error.message)),
+            {{"router", url}});
     }
     const std::optional<RouterSelf> self =
         got.answer->status == 200 ? parse_router_health(got.answer->body) : std::nullopt;

@@ -73,10 +73,9 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
         const server::CallResult got = client_.call(c, server::Until{.cancel = &stop_});
         out.router = url;
         if (!got.answer) {
-            const bool cut = got.error.failure == server::CallFailure::cancelled;
-            out.why +=
-                (out.why.empty() ? "" : "; ") +
-                (cut ? "this router is stopping, and cut its call to " + url : got.error.message);
+            out.why += (out.why.empty() ? "" : "; ") +
+                       (got.error.failure == server::CallFailure::cancelled ? said(url, {})
+                                                                            : got.error.message);
             if (got.error.failure == server::CallFailure::unreachable) continue;
             // Sent whole and unanswered: it may have run there, so it goes to no other router.
             out.may_have_run = got.error.sent_whole && call.method != "GET";
@@ -101,6 +100,11 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
     }
     if (to.routers.empty()) out.why = "no router is recorded for it";
     return out;
+}
+
+std::string Relays::said(const std::string& url, std::string_view message) const {
+    if (stop_.cancelled()) return "this router is stopping, and cut its call to " + url;
+    return url + ": " + std::string(message);
 }
 
 http::Response none_took(const RelayTo& to, const Relayed& r) {

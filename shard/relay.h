@@ -92,6 +92,13 @@ class Relays {
     // The router stops (Router::drain, past its 10 s): each relay still out ends at once, as
     // unanswered (a change sent whole may have run), and any asked after fails at once.
     void stop_calls() { stop_.cancel(); }
+    // What stop_calls cancels, for a caller that opens its own connection to another router (a
+    // move's export and import, a region's hand-over): BlockingClient::connect's or call's
+    // Until::cancel. Outlives every call (the Relays lives as long as the router).
+    const server::Cancel& stopping() const { return stop_; }
+    // What a failed call to the router at `url` says: that this router is stopping and cut it,
+    // where stop_calls did; else `url` and the call's own message.
+    std::string said(const std::string& url, std::string_view message) const;
 
   private:
     server::BlockingClient client_;  // no pool

@@ -100,8 +100,8 @@ class Upstream {
     // whatever its own bound, and a new image connection fails at once: nothing waiting on a
     // silent node holds the stop for that timeout, per call. A move cut so is undone as on any
     // failed step: its thaw gets what is left of that bound, and is owed where the source does
-    // not answer within it. Calls to other routers (a region's) are not cut. Any thread;
-    // idempotent.
+    // not answer within it. Calls to other routers (a region's) are Relays::stop_calls's. Any
+    // thread; idempotent.
     void stop_calls();
     static constexpr uint64_t stopping_call_ms = 1000;
     // When the last call stop_calls bounds ends: 2 × stopping_call_ms after the first stop_calls.

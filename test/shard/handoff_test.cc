@@ -730,6 +730,49 @@ TEST_F(Handoff, ARegionOutOfReachLeavesTheTenantWhereItWas) {
     EXPECT_EQ(write(t, 7).status, 201);
 }
 
+// A router stopping cuts a move across regions waiting on a region's router that answers
+// nothing, at its drain's 10 s, as it cuts a relayed change (Relays::stop_calls): the export's
+// connection was bounded by --upstream-timeout (60 s) alone, and held the stop that long. The
+// client is told, and the source, which may have frozen the tenant for an export nothing follows,
+// thaws it by itself once it runs again.
+TEST_F(Handoff, AStopCutsAMoveAcrossRegionsWaitingOnASilentRouter) {
+    const std::string t = tenant("acme");
+    ASSERT_NO_FATAL_FAILURE(two_regions(t, "", {"--upstream-timeout", "3"}));
+    eu_->signal(SIGSTOP);
+    const uint16_t port = router_->port();
+    auto moved = std::async(std::launch::async, [port, t] {
+        Client c(port, 90'000);
+        return c
+            .request("POST", "/_shard/tenants/" + t + "/move", R"({"region":"us"})",
+                     {{"Authorization", "Bearer " + kRoot}})
+            .value_or(Reply{});
+    });
+    // The export sent whole to E, unread.
+    ASSERT_TRUE(eventually([&] { return requests_waiting_at(eu_->port()) > 0; }));
+    client_.reset();
+    const int status = stop_within(router_->pid(), std::chrono::seconds(40),
+                                   [&] { return router_->kill(SIGTERM); });
+    EXPECT_EQ(status, 0) << "128 + 9: no exit within 40 s of SIGTERM\n"
+                         << read_file(dir_.file("router.err"));
+    const Reply r = moved.get();
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(Json(r.body).text("step"), "export") << r.body;
+    EXPECT_NE(r.body.find("this router is stopping, and cut its call to"), std::string::npos)
+        << r.body;
+    eu_->signal(SIGCONT);
+    // E takes the export once it runs again (it waited in its socket) and freezes the tenant;
+    // nothing follows it, so it lapses (twice --upstream-timeout) and E thaws the tenant.
+    EXPECT_TRUE(eventually(
+        [&] { return logged(dir_.file("eu.err"), "heard neither release nor undo-export"); },
+        20000))
+        << read_file(dir_.file("eu.err"));
+    EXPECT_EQ(row_on(eu_->port(), t).second, "active");
+    const Reply copy = copy_on(kN1, t);
+    EXPECT_EQ(copy.status, 200) << copy.body;
+    EXPECT_NE(copy.body.find("\"frozen\":false"), std::string::npos) << copy.body;
+    EXPECT_EQ(row_on(us_->port(), t).first, "");
+}
+
 // The import's row is written `importing` before its image is installed (so that a router
 // stopped between them leaves a row to settle, not a copy no directory names). Until the install
 // ends, the node has no copy: a request through U is the move's 503 with Retry-After, not the

@@ -264,6 +264,30 @@ TEST_F(RegionsChanges, AStopCutsARelayWaitingOnASilentRouter) {
     us_->signal(SIGCONT);
 }
 
+// The same for a region's routers changed on G (§11.3): G asks the first router's GET /_health,
+// and that call, bounded by --upstream-timeout (60 s) alone, held G's stop for as long.
+TEST_F(RegionsChanges, AStopCutsARegionsChangeWaitingOnASilentRouter) {
+    us_->signal(SIGSTOP);
+    const std::string body = "{\"routers\":[\"" + url_of(us_->port()) + "\"]}";
+    const uint16_t port = g_port_;
+    auto put = std::async(std::launch::async, [port, body] {
+        Client c(port, 90'000);
+        return c.request("PUT", "/_shard/regions/us", body, bearer(kRoot)).value_or(Reply{});
+    });
+    // G's GET /_health sent whole to U, unread.
+    ASSERT_TRUE(eventually([&] { return requests_waiting_at(us_->port()) > 0; }));
+    client_.reset();
+    const int status = stop_within(router_->pid(), std::chrono::seconds(40),
+                                   [&] { return router_->kill(SIGTERM); });
+    EXPECT_EQ(status, 0) << "128 + 9: no exit within 40 s of SIGTERM\n"
+                         << read_file(dir_.path() + "/router.err");
+    const Reply r = put.get();
+    EXPECT_EQ(r.status, 502) << r.body;
+    EXPECT_NE(r.body.find("this router is stopping, and cut its call to"), std::string::npos)
+        << r.body;
+    us_->signal(SIGCONT);
+}
+
 // §11.5: a change carrying a valid mark is not relayed again; a forged mark, or one made for
 // another method, target or request id, is stripped and the change taken as direct: relayed to
 // its owner with the token, 401 without it. §11.4: a relayed change that reaches a router it is
