@@ -34,7 +34,10 @@ std::vector<TenantRow> tenants_on(const DirectoryMaps& maps, std::string_view no
 
 }  // namespace
 
-Copies::Copies(Router& router, obs::Registry& registry) : router_(router), quotas_(router) {
+Copies::Copies(Router& router, obs::Registry& registry)
+    : router_(router),
+      quotas_(router),
+      schedule_(test_hooks::repair_look_ms(RepairSchedule::after_ms[0])) {
     replicas_gauge_ =
         &registry.gauge("fenec_router_replicas", "replicas held, every node listed", {"node"});
     unreplicated_gauge_ =

@@ -117,6 +117,10 @@ class RepairSchedule {
   public:
     static constexpr std::array<int64_t, 5> after_ms = {10'000, 30'000, 60'000, 120'000, 300'000};
 
+    // The looks at after_ms, or scaled so that the first comes `first_ms` after a sighting and
+    // the others in the same proportions (a test's, FENEC_TEST_REPAIR_LOOK_MS).
+    explicit RepairSchedule(int64_t first_ms = after_ms[0]);
+
     // Found silent at `now_ms`; a tenant already scheduled keeps its first sighting.
     void silent(const std::string& tenant, int64_t now_ms);
     // Its primary answered, or it is gone: not looked at again on its account.
@@ -132,6 +136,7 @@ class RepairSchedule {
         int64_t first_ms = 0;
         size_t step = 0;  // index into after_ms of the next look
     };
+    std::array<int64_t, after_ms.size()> after_;
     std::map<std::string, Look> looks_;
 };
 

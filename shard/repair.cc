@@ -42,6 +42,10 @@ bool follows(const std::map<std::string, SurveyReply>& survey, const std::string
 
 }  // namespace
 
+RepairSchedule::RepairSchedule(int64_t first_ms) {
+    for (size_t i = 0; i < after_ms.size(); ++i) after_[i] = after_ms[i] * first_ms / after_ms[0];
+}
+
 void RepairSchedule::silent(const std::string& tenant, int64_t now_ms) {
     looks_.try_emplace(tenant, Look{now_ms, 0});
 }
@@ -52,14 +56,14 @@ std::vector<std::string> RepairSchedule::due(int64_t now_ms) {
     std::vector<std::string> out;
     for (auto it = looks_.begin(); it != looks_.end();) {
         Look& l = it->second;
-        if (l.first_ms + after_ms[l.step] > now_ms) {
+        if (l.first_ms + after_[l.step] > now_ms) {
             ++it;
             continue;
         }
         out.push_back(it->first);
         // Looks missed (a repair that ran long) are not made up one after another.
-        while (l.step < after_ms.size() && l.first_ms + after_ms[l.step] <= now_ms) ++l.step;
-        it = l.step == after_ms.size() ? looks_.erase(it) : std::next(it);
+        while (l.step < after_.size() && l.first_ms + after_[l.step] <= now_ms) ++l.step;
+        it = l.step == after_.size() ? looks_.erase(it) : std::next(it);
     }
     return out;
 }
@@ -67,7 +71,7 @@ std::vector<std::string> RepairSchedule::due(int64_t now_ms) {
 std::optional<int64_t> RepairSchedule::next_ms() const {
     std::optional<int64_t> next;
     for (const auto& [tenant, l] : looks_) {
-        const int64_t at = l.first_ms + after_ms[l.step];
+        const int64_t at = l.first_ms + after_[l.step];
         if (!next || at < *next) next = at;
     }
     return next;

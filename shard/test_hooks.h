@@ -26,7 +26,9 @@
 // meanwhile (`gate:<path>`: until the file `path` exists, at most a minute);
 // FENEC_TEST_PROMOTE_STALL=<ms> holds a standby's promotion `ms` once its directory forked, before
 // it settles the moves left behind and starts leasing, having said so, so a test can ask a change
-// in between.
+// in between; FENEC_TEST_REPAIR_LOOK_MS=<ms> has a repair's scheduled looks begin `ms` after a
+// tenant was left without its copy rather than 10 s, the later ones in proportion, so a test can
+// see them go on.
 //
 // Two implementations, chosen at link time (shard/CMakeLists.txt): test_hooks_off.cc does
 // nothing and names no variable; it is the library's default, so fenec-shard and every program
@@ -57,6 +59,9 @@ bool fail_handoff_step(std::string_view step);
 void stall_after_two_level_step(std::string_view step);
 // How often rows left `creating` or `deleting` are settled: FENEC_TEST_SETTLE_MS, else `ms`.
 int64_t settle_period_ms(int64_t ms);
+// When a repair's scheduled looks begin: FENEC_TEST_REPAIR_LOOK_MS, else `ms` (the later looks
+// keep their proportions, RepairSchedule).
+int64_t repair_look_ms(int64_t ms);
 // Once a process, with the claim of an `importing` row `tenant` taken to settle it: says so on
 // stderr and sleeps FENEC_TEST_SETTLE_STALL ms.
 void stall_first_settle(std::string_view tenant);

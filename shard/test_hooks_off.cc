@@ -12,6 +12,7 @@ void stall_promotion() {}
 bool fail_handoff_step(std::string_view) { return false; }
 void stall_after_two_level_step(std::string_view) {}
 int64_t settle_period_ms(int64_t ms) { return ms; }
+int64_t repair_look_ms(int64_t ms) { return ms; }
 void stall_first_settle(std::string_view) {}
 void stall_pair_tenant(std::string_view) {}
 void stall_forward(std::string_view) {}

@@ -44,6 +44,13 @@ int64_t settle_period_ms(int64_t ms) {
     return v > 0 ? v : ms;
 }
 
+int64_t repair_look_ms(int64_t ms) {
+    const char* env = std::getenv("FENEC_TEST_REPAIR_LOOK_MS");
+    if (!env) return ms;
+    const long v = std::strtol(env, nullptr, 10);
+    return v > 0 ? v : ms;
+}
+
 void stall_feed_change() {
     const char* env = std::getenv("FENEC_TEST_FEED_STALL");
     if (!env) return;

@@ -158,10 +158,14 @@ TEST_F(Copies, SameZoneCopyIsAnsweredAndCounted) {
 
 // A create tries two nodes for the replica, so a request waits for two calls at most. With both
 // first-ranked nodes down (another zone, no leases: nothing fails them over), the tenant is left
-// unreplicated, and looked at again 10 s later by a repair whose survey leaves the silent nodes
-// out: the replica goes to the node left, in the primary's zone. Before, it stayed unreplicated
-// until a repair was asked for.
+// unreplicated, and looked at again 10 s later (1 s here: FENEC_TEST_REPAIR_LOOK_MS) by a repair
+// whose survey leaves the silent nodes out: the replica goes to the node left, in the primary's
+// zone. Before, it stayed unreplicated until a repair was asked for.
 TEST_F(Copies, ATenantWhoseFirstRankedNodesAreDownGetsAReplicaByALookAfter) {
+    {
+        HookEnv looks("FENEC_TEST_REPAIR_LOOK_MS", "1000");
+        start_router({"--replicas"});
+    }
     ASSERT_EQ(add(0, "eu1", "eu", "fra").status, 201);
     ASSERT_EQ(add(1, "eu2", "eu", "ams").status, 201);
     ASSERT_EQ(add(2, "eu3", "eu", "ams").status, 201);
@@ -185,6 +189,38 @@ TEST_F(Copies, ATenantWhoseFirstRankedNodesAreDownGetsAReplicaByALookAfter) {
     EXPECT_FALSE(got.has("unreplicated"));
     EXPECT_TRUE(follows(3, t, 0)) << copy_on(3, t).body;
     EXPECT_EQ(sample(metrics(), R"(fenec_router_unreplicated_tenants{region="eu"})"), "0");
+}
+
+// A scheduled look that finds no node to keep the copy keeps the tenant on the schedule: the
+// next look places it once a node answers again (FENEC_TEST_REPAIR_LOOK_MS: the looks at 1, 3,
+// 6, 12 and 30 s rather than 10 s to 5 min). Were a look's failure to take the tenant off, it
+// would stay unreplicated until a repair was asked for.
+TEST_F(Copies, AScheduledLookThatPlacesNothingLeavesTheNextLook) {
+    {
+        HookEnv looks("FENEC_TEST_REPAIR_LOOK_MS", "1000");
+        start_router({"--replicas"});
+    }
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    std::vector<uint16_t> ports;
+    for (int i = 1; i < 4; ++i) {
+        ports.push_back(nodes_->port(i));
+        nodes_->procs[i]->kill(SIGKILL);
+    }
+    const std::string t = tenant("acme");
+    Reply r = create(t, "n1");
+    const bool looked =
+        logged(dir_.path() + "/router.err", "the scheduled look at 1 tenants", 10'000);
+    nodes_->start(3, ports[2]);
+    const bool placed = eventually([&] { return recorded_copy(t) == "n4"; }, 20'000);
+    nodes_->start(1, ports[0]);
+    nodes_->start(2, ports[1]);
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_TRUE(Json(r.body).has("unreplicated")) << r.body;
+    EXPECT_TRUE(looked) << read_file(dir_.path() + "/router.err");
+    ASSERT_TRUE(placed) << shard("GET", "/_shard/tenants/" + t).body << "\n"
+                        << read_file(dir_.path() + "/router.err");
+    EXPECT_TRUE(follows(3, t, 0)) << copy_on(3, t).body;
+    EXPECT_FALSE(Json(shard("GET", "/_shard/tenants/" + t).body).has("unreplicated"));
 }
 
 // Case 52: a region with no other node gives none, with the reason, until a node added there

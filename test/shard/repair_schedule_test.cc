@@ -48,5 +48,19 @@ TEST(RepairSchedule, AnsweredIsSettled) {
     EXPECT_EQ(s.due(15'000), std::vector<std::string>{"beta"});
 }
 
+// A test's schedule (FENEC_TEST_REPAIR_LOOK_MS): the first look when asked, the others in the
+// default's proportions (1, 3, 6, 12 and 30 times the first).
+TEST(RepairSchedule, ScaledKeepsItsProportions) {
+    RepairSchedule s(1'000);
+    s.silent("acme", 0);
+    std::vector<int64_t> looks;
+    while (auto next = s.next_ms()) {
+        looks.push_back(*next);
+        EXPECT_TRUE(s.due(*next - 1).empty());
+        EXPECT_EQ(s.due(*next), std::vector<std::string>{"acme"});
+    }
+    EXPECT_EQ(looks, (std::vector<int64_t>{1'000, 3'000, 6'000, 12'000, 30'000}));
+}
+
 }  // namespace
 }  // namespace fenec::shard::repair_schedule_test
