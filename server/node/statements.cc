@@ -132,6 +132,7 @@ void run_one_by_one(Node& node, Call& call, Tenant& t, const Statements& s) {
     all.seq = t.db().seq();
     all.history = t.db().history().current();
     for (size_t i = 0; i < s.parsed.size(); ++i) {
+        if (i > 0) test_hooks::stall_between_statements(call.request.head);
         ql::Item item{s.parsed[i].get(), s.bodies[i].params};
         const bool compacting = s.parsed[i]->statement.kind() == ql::StatementKind::compact;
         const uint64_t before = compacting ? t.db().usage().file_bytes : 0;

@@ -1,6 +1,7 @@
 // server/node/test_hooks.h: the node's test hooks (node-http.md §14), the only ways a test reaches
 // into fenec-node's timing and bounds: `Fenec-Test-Stall: land=<ms>` (a landed write's answer
-// held), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Stall:
+// held), `Fenec-Test-Stall: between=<ms>` (a batch run statement by statement held between
+// them), `Fenec-Test-Stall: apply=<ms>` (a follower's blocks applied late), `Fenec-Test-Stall:
 // install=<ms>` (a received image's install held, its copy out of service), `Fenec-Test-Stall:
 // received=<ms>` (an image received whole held before its copy is taken out), `Fenec-Test-Now:
 // <ISO-8601>` (the statements' `now`), and two bounds lowered from the environment
@@ -30,6 +31,10 @@ void stall_landed(const http::RequestHead& head);
 // Whether `head` asks for that stall: its answer is then not given on a Syncer thread, which
 // must not sleep (outcome.cc).
 bool stalls_landed(const http::RequestHead& head);
+
+// Between two statements of a batch run one by one (it holds `compact`): sleeps
+// `Fenec-Test-Stall: between=<ms>` of `head`, the tenant's lock not held.
+void stall_between_statements(const http::RequestHead& head);
 
 // `Fenec-Test-Stall: apply=<ms>` of a `POST …/follow`, kept in the tenant's Follows; 0 if none.
 int64_t apply_stall_ms(const http::RequestHead& head);

@@ -10,6 +10,8 @@ void stall_landed(const http::RequestHead&) {}
 
 bool stalls_landed(const http::RequestHead&) { return false; }
 
+void stall_between_statements(const http::RequestHead&) {}
+
 int64_t apply_stall_ms(const http::RequestHead&) { return 0; }
 
 void stall_apply(int64_t) {}

@@ -48,6 +48,10 @@ void stall_landed(const http::RequestHead& head) { sleep_ms(stall_ms(head, "land
 
 bool stalls_landed(const http::RequestHead& head) { return stall_ms(head, "land") > 0; }
 
+void stall_between_statements(const http::RequestHead& head) {
+    sleep_ms(stall_ms(head, "between"));
+}
+
 int64_t apply_stall_ms(const http::RequestHead& head) { return stall_ms(head, "apply"); }
 
 void stall_apply(int64_t ms) { sleep_ms(std::min(ms, test_stall_ms_max)); }

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -395,6 +396,36 @@ TEST_F(FaultFsNode, AWriteRefusedWhileTheTenantIsLatchedIs503WithTheWaitForItsRe
     const Reply all = call("POST", "/t/acme/query", R"({"query":"get notes"})");
     EXPECT_TRUE(has(all.body, "reopened again")) << all.body;
     EXPECT_FALSE(has(all.body, "refused")) << "a refused write landed: " << all.body;
+}
+
+// A batch holding `compact` lands statement by statement (node-http.md §5.2). One of its later
+// statements refused because the tenant was latched meanwhile (another write's fsync failed
+// between them) is not a refusal the client may send again whole: an earlier statement landed, and
+// may not survive the failed fsync, so the outcome is unknown (500), as for a lapsed lease.
+TEST_F(FaultFsNode, ABatchLatchedAfterAnEarlierStatementLandedHasAnUnknownOutcome) {
+    options_ = [](node::NodeOptions& o) { o.workers = 2; };  // the batch holds one
+    start();
+    create("acme");
+    const uint16_t port = node_->port();
+    auto batch = std::async(std::launch::async, [port] {
+        Client c(port);
+        return c
+            .request("POST", "/t/acme/batch",
+                     "{\"query\":\"put notes {title: \\\"first\\\"}\"}\n{\"query\":\"compact\"}\n",
+                     {{"Fenec-Test-Stall", "between=1500"}})
+            .value_or(Reply{});
+    });
+    ASSERT_TRUE(wait_until(
+        [&] {
+            return has(call("POST", "/t/acme/query", R"({"query":"get notes"})").body, "first");
+        },
+        std::chrono::milliseconds(5000)));
+    fs_.fail_sync(1, ENOSPC);
+    const Reply failed = put("acme", "unsure");
+    EXPECT_EQ(failed.status, 500) << failed.body;
+    const Reply r = batch.get();
+    EXPECT_EQ(r.status, 500) << r.body;
+    EXPECT_TRUE(has(r.body, "\"outcome\":\"unknown\"")) << r.body;
 }
 
 // A promotion whose `.follows` could not be unlinked (500, the copy promoted): asked again, it
