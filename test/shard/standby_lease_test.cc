@@ -243,13 +243,30 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverAsksNoNodeForAChange) {
 // R stopped for 3 s, past 1.1 of its 2 s lease, while S is promoted (S leasing both nodes at term
 // 1), then woken: the nodes refuse R's grants naming R's own authority at term 1, above R's 0, and
 // R steps down for good. Its /_health is 503 `superseded` (a balancer drops it), its forwards 503
-// and its changes 409 naming why, its status says so, and the gauge is 1; what S routes still
+// and its changes 409 naming why, its status says so, and the gauge is 1; the feed it served ends,
+// so a second standby left following it (S2) is no longer fed a directory R does not lead, and
+// is refused it when it asks again; what S routes still
 // takes writes. Nor does R, woken with every lapse point long past, fail n1 over to its standby
 // n2 before a grant has told it: its judge, held 3 s, waits for one grant to each node first.
 TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant) {
     const std::string t = tenant("stepped");
     ASSERT_NO_FATAL_FAILURE(start(t, true, "2", nullptr, {"--auto-failover", "2"}));
     EXPECT_EQ(on_r("GET", "/_health").status, 200);
+    // S2, a second standby of R's, left following R.
+    RouterProcess s2(
+        {"--token", kRoot, "--directory", sdir_.path() + "/standby2.fenec", "--replication-token",
+         kReplication, "--auth-delay", "0", "--replica-of", url_of(router_->port())},
+        sdir_.path() + "/standby2.err");
+    ASSERT_NE(s2.port(), 0) << read_file(sdir_.path() + "/standby2.err");
+    auto s2_status = [&] {
+        Client c(s2.port());
+        return c.request("GET", "/_replication/status", {}, bearer(kReplication))
+            .value_or(Reply{})
+            .body;
+    };
+    ASSERT_TRUE(eventually([&] {
+        return s2_status().find(R"("connected":true)") != std::string::npos;
+    })) << s2_status();
     const auto stopped = std::chrono::steady_clock::now();
     router_->signal(SIGSTOP);
     ASSERT_EQ(on_s("POST", "/_replication/promote", {}, kReplication).status, 200);
@@ -272,6 +289,15 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant)
     EXPECT_TRUE(tokens.header("Fenec-Superseded").has_value());
     EXPECT_EQ(Json(on_r("GET", "/_replication/status", {}, kReplication).body).text("role"),
               "superseded");
+    // The feed S2 followed ended, and S2 is refused it again: it follows R no longer.
+    EXPECT_TRUE(eventually([&] {
+        const std::string st = s2_status();
+        return st.find(R"("connected":false)") != std::string::npos &&
+               st.find(R"("error":null)") == std::string::npos;
+    })) << s2_status();
+    EXPECT_NE(on_r("GET", "/_replication/status", {}, kReplication).body.find(R"("followers":[])"),
+              std::string::npos)
+        << on_r("GET", "/_replication/status", {}, kReplication).body;
     const Reply w = data("POST", "/t/" + t + "/c/notes", R"({"title":"zombie"})");
     EXPECT_EQ(w.status, 503) << w.body;
     EXPECT_NE(w.body.find("promoted over this router"), std::string::npos) << w.body;
