@@ -14,6 +14,7 @@
 #include <future>
 #include <sstream>
 
+#include "shard/directory.h"
 #include "test/shard/cluster_fixture.h"
 #include "test/shard/recorded_writes.h"
 
@@ -492,6 +493,41 @@ TEST_F(FailoverOnLeaseWithoutReplicas, ARouterStartedWhileAStoppedMovesSourceIsS
 
     n1_back_and_its_thaw_paid(t);
     EXPECT_NE(metrics().find("\nfenec_router_thaws_owed 0\n"), std::string::npos) << metrics();
+}
+
+// An owed thaw that names no freeze (a row marked moving before rows named theirs, in an older
+// directory) undoes whatever froze the copy, so it is sent only while the tenant is still placed
+// on that node. Placed elsewhere now, the copy it was owed for may be one a later move froze and
+// left unrouted: it is not sent, and no longer owed.
+TEST_F(FailoverOnLeaseWithoutReplicas, AnOwedThawNamingNoFreezeIsNotSentWhereTheTenantIsNoMore) {
+    const std::vector<std::string> flags = {"--auto-failover", "1"};
+    start_router(flags);
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(add(i, "n" + std::to_string(i + 1)).status, 201);
+    const std::string t = tenant("idless");
+    ASSERT_EQ(create(t, "n2").status, 201);
+    // A frozen copy of `t` on n1 that the directory does not route to.
+    const Reply made = node(0, "PUT", "/_admin/tenants/" + t,
+                            R"J({"schema":["create collection notes (title text)"]})J");
+    ASSERT_EQ(made.status, 201) << made.body;
+    ASSERT_EQ(node(0, "POST", "/_admin/tenants/" + t + "/freeze").status, 200);
+    ASSERT_EQ(router_->kill(SIGTERM), 0) << read_file(dir_.path() + "/router.err");
+    {
+        auto d = shard::Directory::open(dir_.path() + "/shard.fenec");
+        ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+        const shard::TenantRow row = (*d)->maps()->tenants.at(t);
+        ASSERT_EQ(row.node, "n2");
+        ASSERT_TRUE((*d)->put_tenant(row, shard::OwedThaw{"n1", t, ""}).is_ok());
+    }
+    start_router(flags);
+    // Asked at n1's first answer to a grant of the restarted router.
+    EXPECT_TRUE(logged(dir_.path() + "/router.err",
+                       "not sent: the tenant is on `n2` now, and the thaw names no freeze", 10000))
+        << read_file(dir_.path() + "/router.err");
+    EXPECT_NE(shard("GET", "/_shard/status").body.find(R"("thaws_owed":[])"), std::string::npos)
+        << shard("GET", "/_shard/status").body;
+    EXPECT_NE(copy_on(0, t).body.find(R"("frozen":true)"), std::string::npos) << copy_on(0, t).body;
+    EXPECT_EQ(data("POST", "/t/" + t + "/c/notes", R"({"title":"b"})").status, 201);
+    EXPECT_EQ(node(0, "DELETE", "/_admin/tenants/" + t).status / 100, 2);
 }
 
 // A node this router leases that refuses the connection (killed): the forward's 502 names it
