@@ -255,6 +255,59 @@ void write_thaws(json::Writer& w, Router& router) {
     w.end_array();
 }
 
+// Whether `maps` has a place for `tenant`'s copy on `node`: its primary, a move's target, its
+// replica, or its node's standby.
+bool placed_on(const DirectoryMaps& maps, const std::string& tenant, const std::string& node) {
+    auto t = maps.tenants.find(tenant);
+    if (t == maps.tenants.end()) return false;
+    const TenantRow& row = t->second;
+    if (row.node == node || (row.state == "moving" && row.moving_to == node)) return true;
+    if (auto r = maps.replicas.find(tenant); r != maps.replicas.end() && r->second == node) {
+        return true;
+    }
+    const std::string* standby = maps.standby_of(row.node);
+    return standby && *standby == node;
+}
+
+// Copies the nodes hold that the directory has no place for (placed_on), in the directory as it
+// was before the survey and as it is after, and that no operation holds: a deleted tenant's
+// copy on a node that missed the delete, a move's target that installed the image and missed
+// the undo, an old primary a failover left and no repair took back. Nothing routes to them, and
+// nothing deletes them but an operator (docs/runbook.md).
+void write_strays(json::Writer& w, Router& router, const DirectoryMaps& before,
+                  const std::map<std::string, SurveyReply>& surveys) {
+    const auto after = router.directory().maps();
+    w.key("strays");
+    w.begin_array();
+    for (const auto& [node, reply] : surveys) {
+        if (reply.status != 200) continue;
+        for (const CopyInfo& c : reply.copies) {
+            if (placed_on(before, c.name, node) || placed_on(*after, c.name, node)) continue;
+            if (!router.held_by(c.name).empty()) continue;
+            auto t = after->tenants.find(c.name);
+            w.begin_object();
+            w.key("node");
+            w.string(node);
+            w.key("tenant");
+            w.string(c.name);
+            w.key("role");
+            w.string(c.role);
+            w.key("frozen");
+            w.boolean(c.frozen);
+            w.key("bytes");
+            w.uint64(c.bytes);
+            w.key("placed_on");  // the tenant's node in the directory; null: no row
+            if (t == after->tenants.end()) {
+                w.null();
+            } else {
+                w.string(t->second.node);
+            }
+            w.end_object();
+        }
+    }
+    w.end_array();
+}
+
 void write_lease(json::Writer& w, Router& router, const DirectoryMaps& maps) {
     w.key("lease");
     const Leases* leases = router.cluster().leases();
@@ -322,6 +375,7 @@ http::Response serve_status(Router& router, const server::Request& request,
     write_sizes(w, *maps, surveys);
     write_moves(w, router, *maps, surveys);
     write_thaws(w, router);
+    write_strays(w, router, *maps, surveys);
     write_lease(w, router, *maps);
     write_failovers(w, router);
     w.end_object();
