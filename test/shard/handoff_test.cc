@@ -214,6 +214,13 @@ class HandoffOn : public Base {
         if (j.text("node").starts_with('@')) return {"", ""};
         return {j.text("node"), j.text("state")};
     }
+    // The `strays` of a router's GET /_shard/status, as written ("" where it has none).
+    static std::string strays_on(uint16_t port) {
+        const std::string body = on(port, "GET", "/_shard/status").body;
+        const size_t at = body.find(R"("strays":)");
+        if (at == std::string::npos) return "";
+        return body.substr(at, body.find(']', at) - at + 1);
+    }
     Reply move(const std::string& t, const std::string& body) {
         return shard("POST", "/_shard/tenants/" + t + "/move", body);
     }
@@ -375,12 +382,20 @@ TEST_F(Handoff, AnUndoExportAfterTheReleaseSaysWhereItWentAcrossARestart) {
     Reply undo = relayed(eu_->port(), "POST", base + "undo-export", "{}");
     EXPECT_EQ(undo.status, 409) << undo.body;
     EXPECT_EQ(Json(undo.body).text("released_to"), "@us") << undo.body;
+    // The released source, kept until the drop, is no stray while E remembers the release.
+    EXPECT_EQ(strays_on(eu_->port()).find(t), std::string::npos) << strays_on(eu_->port());
     eu_->kill(SIGKILL);
     eu_ = region_router("eu", router_->port(), {});
     ASSERT_TRUE(eu_ && eu_->port() != 0);
     undo = relayed(eu_->port(), "POST", base + "undo-export", "{}");
     EXPECT_EQ(undo.status, 409) << undo.body;
     EXPECT_EQ(Json(undo.body).text("released_to"), "@us") << undo.body;
+    // Forgotten across the restart: listed, placed in us.
+    const std::string strays = strays_on(eu_->port());
+    EXPECT_NE(strays.find(R"("node":"n1","tenant":")" + t + R"(","role":"primary","frozen":true)"),
+              std::string::npos)
+        << strays;
+    EXPECT_NE(strays.find(R"("placed_on":"@us")"), std::string::npos) << strays;
     EXPECT_NE(copy_on(kN1, t).body.find("\"frozen\":true"), std::string::npos)
         << copy_on(kN1, t).body;
 }

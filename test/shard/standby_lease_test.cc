@@ -282,6 +282,8 @@ TEST_F(StandbyUnderLeases, ARouterPromotedOverStepsDownOnceANodeRefusesItsGrant)
     EXPECT_NE(health.body.find("at term 1, above this router's term 0"), std::string::npos)
         << health.body;
     EXPECT_EQ(Json(on_r("GET", "/_shard/status").body).text("role"), "superseded");
+    EXPECT_NE(on_r("GET", "/_shard/status").body.find(R"("strays":null)"), std::string::npos)
+        << on_r("GET", "/_shard/status").body;
     EXPECT_EQ(sample(metrics(), "fenec_router_superseded"), "1");
     // No feed or tokens from a directory no longer the primary's; its status says why.
     const Reply tokens = on_r("GET", "/_replication/tokens", {}, kReplication);

@@ -113,6 +113,12 @@ TEST_F(Standby, AnswersReadsFromItsCopyAndRefusesChanges) {
     EXPECT_EQ(copy_on(0, acme).status, 200) << "nothing was deleted through S";
     EXPECT_EQ(sample(on_s("GET", "/_metrics").body, "fenec_router_following"), "1");
     EXPECT_EQ(sample(metrics(), "fenec_router_following"), "0");
+    // Its copy of the directory may lag R's: it names no copy a stray (a tenant R made since
+    // would be one), which R's status does.
+    EXPECT_NE(on_s("GET", "/_shard/status").body.find(R"("strays":null)"), std::string::npos)
+        << on_s("GET", "/_shard/status").body;
+    EXPECT_NE(on_r("GET", "/_shard/status").body.find(R"("strays":[)"), std::string::npos)
+        << on_r("GET", "/_shard/status").body;
 }
 
 // §6.1 [ours]: a read a decision rests on, asked with `Fenec-Read: primary`, is refused by S
