@@ -290,11 +290,19 @@ Response with_members(Response r, std::initializer_list<std::pair<const char*, s
     return r;
 }
 
-Response unreachable(const std::string& region, const std::string& url, const std::string& why) {
-    Response r = with_members(Router::error(503, "region `" + region + "`'s router " + url +
-                                                    " did not take the adoption (" + why +
-                                                    "): nothing changed; ask again"),
-                             {{"region", region}, {"router", url}});
+// `sent`: the adoption went whole and no answer came, so the region's router may hold the rows
+// already; this directory has changed nothing either way, and the adoption asked again is taken
+// as once (rows that replace rows of their name).
+Response unreachable(const std::string& region, const std::string& url, const std::string& why,
+                     bool sent = false) {
+    Response r = with_members(
+        Router::error(503, "region `" + region + "`'s router " + url +
+                               " did not take the adoption (" + why + "): " +
+                               (sent ? "this directory changed nothing, but that router may have "
+                                       "recorded the rows; ask again before any other change of "
+                                       "the region"
+                                     : "nothing changed; ask again")),
+        {{"region", region}, {"router", url}});
     r.header("Retry-After", "5");
     return r;
 }
@@ -414,7 +422,8 @@ Response move_region_out(Router& router, const server::Request& request, const s
         return unreachable(region, url,
                            answer.error.failure == server::CallFailure::cancelled
                                ? router.relays().said(url, {})
-                               : answer.error.message);
+                               : answer.error.message,
+                           answer.error.sent_whole);
     }
     if (answer.answer->status >= 500) {
         return unreachable(region, url, "it answered " + std::to_string(answer.answer->status));

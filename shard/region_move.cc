@@ -201,8 +201,16 @@ void RegionMove::undo_release_then_import() {
 
 Response RegionMove::out_of_reach(const std::string& region, std::string_view step,
                                   const std::string& why) {
-    Response r = Router::error(503, "region `" + region + "` is out of reach (" + why + "): `" +
-                                        tenant_ + "` stays where it was, taking writes");
+    // Cut by this router's stop (Relays::stop_calls): the undos it asked after were cut too, so
+    // an export that froze the tenant is undone by its own lapse, not by this router.
+    const bool stopping = router_.relays().stopping().cancelled() && step != "release";
+    Response r = Router::error(
+        503, stopping ? why + ": the move of `" + tenant_ + "` is cut at its " + std::string(step) +
+                            "; it stays in region `" + from_ +
+                            "`, whose router thaws it by itself if the export froze it, once "
+                            "nothing follows (twice its --upstream-timeout)"
+                      : "region `" + region + "` is out of reach (" + why + "): `" + tenant_ +
+                            "` stays where it was, taking writes");
     r.header("Retry-After", std::string(region_retry_after_s));
     r.body.pop_back();
     r.body += ",\"region\":\"" + region + "\",\"step\":\"" + std::string(step) + "\"}";
@@ -483,6 +491,10 @@ std::optional<Response> RegionMove::transfer() {
         server::CallError error;
         if (!source->read_body(bytes_, image, error)) {
             undo(from_, "POST", "undo-export");
+            if (router_.relays().stopping().cancelled()) {
+                return out_of_reach(from_, "export",
+                                    router_.relays().said("region `" + from_ + "`'s router", {}));
+            }
             return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
                                           "` ended short: " + error.message);
         }
@@ -513,6 +525,10 @@ std::optional<Response> RegionMove::transfer() {
         }
         if (auto failed = source->relay_to(*target, bytes_)) {
             undo(from_, "POST", "undo-export");
+            if (router_.relays().stopping().cancelled()) {
+                return out_of_reach(to_, failed->source ? "export" : "import",
+                                    router_.relays().said(url, {}));
+            }
             if (failed->source) {
                 return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
                                               "` ended short: " + failed->message);

@@ -41,6 +41,10 @@ void Relays::answered(const std::string& scope, const std::string& url) {
 
 Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
     Relayed out;
+    if (stop_.cancelled()) {  // stop_calls: sent nowhere, so it ran nowhere
+        out.why = "this router is stopping, and relays nothing more";
+        return out;
+    }
     const std::string who = to.scope == "global" ? std::string("the global router")
                                                  : "region `" + to.scope + "`'s router";
     // The header's bytes outlive write_request below.

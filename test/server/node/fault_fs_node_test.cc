@@ -406,20 +406,26 @@ TEST_F(FaultFsNode, ABatchLatchedAfterAnEarlierStatementLandedHasAnUnknownOutcom
     options_ = [](node::NodeOptions& o) { o.workers = 2; };  // the batch holds one
     start();
     create("acme");
+    // The copy's `durable` seq (GET /_admin/tenants/acme): what its fsyncs have made durable.
+    auto durable = [&] {
+        const std::string body = describe("acme").body;
+        const size_t at = body.find("\"durable\":");
+        return at == std::string::npos ? uint64_t{0} : std::stoull(body.substr(at + 10));
+    };
+    const uint64_t before = durable();
     const uint16_t port = node_->port();
     auto batch = std::async(std::launch::async, [port] {
-        Client c(port);
+        Client c(port, 30'000);
         return c
             .request("POST", "/t/acme/batch",
                      "{\"query\":\"put notes {title: \\\"first\\\"}\"}\n{\"query\":\"compact\"}\n",
-                     {{"Fenec-Test-Stall", "between=1500"}})
+                     {{"Fenec-Test-Stall", "between=3000"}})
             .value_or(Reply{});
     });
-    ASSERT_TRUE(wait_until(
-        [&] {
-            return has(call("POST", "/t/acme/query", R"({"query":"get notes"})").body, "first");
-        },
-        std::chrono::milliseconds(5000)));
+    // The batch's put durable (its own fsync done): the next fsync, which fails, is another
+    // write's, well inside the batch's 3 s between its statements.
+    ASSERT_TRUE(wait_until([&] { return durable() > before; }, std::chrono::milliseconds(2000)))
+        << describe("acme").body;
     fs_.fail_sync(1, ENOSPC);
     const Reply failed = put("acme", "unsure");
     EXPECT_EQ(failed.status, 500) << failed.body;
