@@ -605,7 +605,7 @@ Status Directory::remove_node(std::string_view name) {
     return change([&](DirectoryMaps& m) {
         m.nodes.erase(n);
         std::erase_if(m.pairs, [&](const auto& p) { return p.first == n || p.second == n; });
-        std::erase_if(m.replicas, [&](const auto& r) { return r.second == n; });
+        erase_if(m.replicas, [&](const auto& r) { return r.second == n; });
         m.thaws.erase(n);
     });
 }
@@ -922,7 +922,7 @@ Status Directory::move_region_out(const RegionRows& rows, const std::vector<std:
             m.nodes.erase(n.name);
             std::erase_if(m.pairs,
                           [&](const auto& p) { return p.first == n.name || p.second == n.name; });
-            std::erase_if(m.replicas, [&](const auto& r) { return r.second == n.name; });
+            erase_if(m.replicas, [&](const auto& r) { return r.second == n.name; });
             m.thaws.erase(n.name);
         }
     });

@@ -28,6 +28,7 @@
 
 #include "engine/database.h"
 #include "engine/status.h"
+#include "shard/cow_map.h"
 #include "shard/node_tokens.h"
 namespace fenec::index {
 class IndexSet;
@@ -101,7 +102,9 @@ struct OwedThaw {
     std::string freeze_id;  // the undone attempt's `Fenec-Freeze-Id`
 };
 
-// One immutable view of the directory.
+// One immutable view of the directory. Each change copies the view and edits the copy; the two
+// maps that grow with the tenants share their entries with the view they were copied from
+// (CowMap), so a change costs about the chunk it touches, not the whole directory.
 struct DirectoryMaps {
     std::string id;       // 16 hex, drawn at creation
     std::string scope;    // "global", or the region whose own directory this is (§11.3)
@@ -109,9 +112,9 @@ struct DirectoryMaps {
     int64_t term = 0;     // highest `terms` row
     std::string history;  // that row's history (16 hex): the one a grant names (§9.5)
     std::map<std::string, NodeRow, std::less<>> nodes;
-    std::map<std::string, TenantRow, std::less<>> tenants;
+    CowMap<TenantRow> tenants;  // shared with the snapshot it was copied from (cow_map.h)
     std::map<std::string, std::string, std::less<>> pairs;     // node → its standby node (§8.1)
-    std::map<std::string, std::string, std::less<>> replicas;  // tenant → its own replica's node
+    CowMap<std::string> replicas;                              // tenant → its own replica's node
     // The regions keeping a directory of their own (§11.3), global directory only: region → its
     // routers, the one keeping its directory first, its standbys after.
     std::map<std::string, std::vector<std::string>, std::less<>> regions;
