@@ -10,9 +10,13 @@
 // non-const find, at or begin, a mutable iterator stepping into the next chunk) makes the chunks
 // it reaches this map's own first, so a snapshot a reader holds never changes under it. Not
 // thread-safe for writers, as std::map is not; copies may be taken on any thread while the map is
-// not being written. Unlike std::map's, an iterator holds a chunk's place: any insert or erase
-// (which may split or drop a chunk), or a copy of the map followed by a change, invalidates every
-// iterator of this map. References to entries stay valid across inserts and erases of others.
+// not being written.
+//
+// Unlike std::map's, iterators and references are good only until the map is next copied, moved
+// or reached mutably (any of the above, or an insert or erase, which may split, clone or drop a
+// chunk): take them after the copy a change edits, and use them before the next mutable access.
+// One taken mutably and kept across a copy would write into the chunk the copy shares. The
+// directory takes each change's copy first, then edits it (Directory::change).
 #pragma once
 
 #include <algorithm>
@@ -105,6 +109,7 @@ class CowMap {
         o.chunks_.clear();
     }
     CowMap& operator=(CowMap&& o) noexcept {
+        if (this == &o) return *this;
         chunks_ = std::move(o.chunks_);
         size_ = std::exchange(o.size_, 0);
         o.chunks_.clear();
@@ -232,14 +237,18 @@ class CowMap {
         std::size_t i = chunk_of(k);
         if (i == npos) i = 0;  // below every key: the first chunk's
         own(i);
+        // A split's allocations before the entry goes in: what may throw changes nothing.
+        std::shared_ptr<Inner> right;
+        if (chunks_[i]->size() >= chunk_max && !chunks_[i]->contains(k)) {
+            right = std::make_shared<Inner>();
+            if (chunks_.size() == chunks_.capacity()) chunks_.reserve(2 * chunks_.size());
+        }
         auto [it, made] = chunks_[i]->try_emplace(k, std::move(v));
         if (!made) return {iterator(this, i, it), false};
         ++size_;
-        if (chunks_[i]->size() > chunk_max) {
-            // Split in halves. What may throw comes first; extract and insert of node handles
-            // allocate nothing, and keep each entry where it is.
-            auto right = std::make_shared<Inner>();
-            chunks_.reserve(chunks_.size() + 1);
+        if (right) {
+            // Split in halves: extract and insert of node handles allocate nothing, and keep
+            // each entry where it is.
             auto mid = std::next(chunks_[i]->begin(), static_cast<std::ptrdiff_t>(chunk_max / 2));
             while (mid != chunks_[i]->end()) right->insert(chunks_[i]->extract(mid++));
             chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(right));

@@ -1,7 +1,7 @@
 // test/shard/cow_map_test.cc: CowMap (shard/cow_map.h), the directory's ordered map whose copies
 // share their chunks: the same answers as a std::map under a random mix of changes across many
-// chunk splits and emptied chunks, and a copy never changed by a change of the map it was copied
-// from, nor that map by a change of the copy.
+// chunk splits (chunks emptied: the last case), and a copy never changed by a change of the map it
+// was copied from, nor that map by a change of the copy.
 #include "shard/cow_map.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fenec::shard::cow_map_test {
@@ -60,6 +61,7 @@ TEST(CowMap, AnswersAsAStdMapUnderRandomChanges) {
                 auto mit = model.find(key(k));
                 ASSERT_EQ(it == m.end(), mit == model.end());
                 if (it != m.end()) {
+                    EXPECT_EQ(it->first, key(k));
                     it->second += 1;
                     mit->second += 1;
                 }
@@ -126,25 +128,54 @@ TEST(CowMap, AMutableIteratorAcrossChunksLeavesACopyAlone) {
     CowMap<int> a;
     for (int i = 0; i < 2000; ++i) a[key(i)] = i;
     const CowMap<int> before = a;
-    auto it = a.find(key(0));
+    auto it = a.find(before.begin()->first);
     for (int n = 0; n < 1500; ++n, ++it) it->second = -1;
-    EXPECT_TRUE(before.at(key(1499)) != -1);
+    size_t written = 0;
+    for (const auto& [k, v] : std::as_const(a)) written += v == -1;
+    EXPECT_EQ(written, 1500u);
     for (const auto& [k, v] : before) EXPECT_GE(v, 0) << k;
     CowMap<int> moved = std::move(a);
     EXPECT_EQ(moved.size(), 2000u);
     EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): a moved-from map is empty
     EXPECT_TRUE(a.empty());
+    CowMap<int>& self = moved;
+    moved = std::move(self);  // NOLINT: a self-move leaves it as it was
+    EXPECT_EQ(moved.size(), 2000u);
+    EXPECT_EQ(moved.begin()->first, before.begin()->first);
+}
+
+// The rest of the interface: the first of two equal keys kept, insert_or_assign, erase by
+// iterator, the mutable at.
+TEST(CowMap, TheRestOfTheInterfaceAsStdMaps) {
+    const CowMap<int> listed{{"b", 1}, {"a", 2}, {"b", 3}};
+    EXPECT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed.at("b"), 1);
+    CowMap<int> m = listed;
+    EXPECT_FALSE(m.insert_or_assign("a", 20).second);
+    EXPECT_TRUE(m.insert_or_assign("c", 30).second);
+    m.at("b") = 10;
+    m.erase(m.find("a"));
+    EXPECT_EQ(m.size(), 2u);
+    EXPECT_FALSE(m.contains("a"));
+    EXPECT_EQ(m.at("b"), 10);
+    EXPECT_EQ(m.at("c"), 30);
+    EXPECT_EQ(listed.at("a"), 2);
+    EXPECT_EQ(listed.at("b"), 1);
 }
 
 TEST(CowMap, AKeyBelowEveryOtherAndAnEmptiedMap) {
     CowMap<int> m;
     EXPECT_EQ(m.begin(), m.end());
     EXPECT_EQ(m.find("a"), m.end());
-    for (int i = 1000; i >= 0; --i) m[key(i)] = i;  // each below the last
+    auto padded = [](int i) {
+        std::string k = std::to_string(i);
+        return std::string(6 - k.size(), '0') + k;
+    };
+    for (int i = 1000; i >= 0; --i) m[padded(i)] = i;  // each below every key before it
     Model model;
-    for (int i = 0; i <= 1000; ++i) model[key(i)] = i;
+    for (int i = 0; i <= 1000; ++i) model[padded(i)] = i;
     expect_same(m, model);
-    for (int i = 0; i <= 1000; ++i) EXPECT_EQ(m.erase(key(i)), 1u);
+    for (int i = 0; i <= 1000; ++i) EXPECT_EQ(m.erase(padded(i)), 1u);
     EXPECT_TRUE(m.empty());
     EXPECT_EQ(m.begin(), m.end());
     m["again"] = 1;
