@@ -421,7 +421,7 @@ Response move_region_out(Router& router, const server::Request& request, const s
     if (!answer.answer) {
         return unreachable(region, url,
                            answer.error.failure == server::CallFailure::cancelled
-                               ? router.relays().said(url, {})
+                               ? Relays::stopped_call(url)
                                : answer.error.message,
                            answer.error.sent_whole);
     }

@@ -493,7 +493,7 @@ std::optional<Response> RegionMove::transfer() {
             undo(from_, "POST", "undo-export");
             if (router_.relays().stopping().cancelled()) {
                 return out_of_reach(from_, "export",
-                                    router_.relays().said("region `" + from_ + "`'s router", {}));
+                                    Relays::stopped_call("region `" + from_ + "`'s router"));
             }
             return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +
                                           "` ended short: " + error.message);
@@ -527,7 +527,7 @@ std::optional<Response> RegionMove::transfer() {
             undo(from_, "POST", "undo-export");
             if (router_.relays().stopping().cancelled()) {
                 return out_of_reach(to_, failed->source ? "export" : "import",
-                                    router_.relays().said(url, {}));
+                                    Relays::stopped_call(url));
             }
             if (failed->source) {
                 return Router::error(502, "region `" + from_ + "`'s export of `" + tenant_ +

@@ -183,7 +183,7 @@ std::optional<Response> check_first_router(Router& router, const std::string& ur
         const bool cut = got.error.failure == server::CallFailure::cancelled;
         return with_fields(
             Router::error(502, "the router " + url + " did not answer GET /_health: " +
-                                   (cut ? router.relays().said(url, {}) : got.error.message)),
+                                   (cut ? Relays::stopped_call(url) : got.error.message)),
             {{"router", url}});
     }
     const std::optional<RouterSelf> self =

@@ -78,7 +78,7 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
         out.router = url;
         if (!got.answer) {
             out.why += (out.why.empty() ? "" : "; ") +
-                       (got.error.failure == server::CallFailure::cancelled ? said(url, {})
+                       (got.error.failure == server::CallFailure::cancelled ? stopped_call(url)
                                                                             : got.error.message);
             if (got.error.failure == server::CallFailure::unreachable) continue;
             // Sent whole and unanswered: it may have run there, so it goes to no other router.
@@ -106,8 +106,12 @@ Relayed Relays::relay(const RelayTo& to, const RelayCall& call) {
     return out;
 }
 
+std::string Relays::stopped_call(std::string_view to) {
+    return "this router is stopping, and cut its call to " + std::string(to);
+}
+
 std::string Relays::said(const std::string& url, std::string_view message) const {
-    if (stop_.cancelled()) return "this router is stopping, and cut its call to " + url;
+    if (stop_.cancelled()) return stopped_call(url);
     return url + ": " + std::string(message);
 }
 

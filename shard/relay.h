@@ -96,8 +96,10 @@ class Relays {
     // move's export and import, a region's hand-over): BlockingClient::connect's or call's
     // Until::cancel. Outlives every call (the Relays lives as long as the router).
     const server::Cancel& stopping() const { return stop_; }
-    // What a failed call to the router at `url` says: that this router is stopping and cut it,
-    // where stop_calls did; else `url` and the call's own message.
+    // What a call to `to` (a router's url, or its name) cut by stop_calls says.
+    static std::string stopped_call(std::string_view to);
+    // What a failed call to the router at `url` says: stopped_call where stop_calls cut it; else
+    // `url` and the call's own message.
     std::string said(const std::string& url, std::string_view message) const;
 
   private:

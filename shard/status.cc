@@ -257,11 +257,8 @@ void write_thaws(json::Writer& w, Router& router) {
 }
 
 // Whether `maps` has a place for `tenant`'s copy on `node`: its primary, a move's target, its
-// replica, or its node's standby; or whether a move across regions still needs it (its source,
-// exported or released, until the drop or an undo: Handoffs).
-bool placed_on(Router& router, const DirectoryMaps& maps, const std::string& tenant,
-               const std::string& node) {
-    if (auto h = router.handoffs().find(tenant); h && h->before.node == node) return true;
+// replica, or its node's standby.
+bool placed_on(const DirectoryMaps& maps, const std::string& tenant, const std::string& node) {
     auto t = maps.tenants.find(tenant);
     if (t == maps.tenants.end()) return false;
     const TenantRow& row = t->second;
@@ -274,7 +271,9 @@ bool placed_on(Router& router, const DirectoryMaps& maps, const std::string& ten
 }
 
 // Copies the nodes hold that the directory has no place for (placed_on), in the directory as it
-// was before the survey and as it is after, and that no operation holds: a deleted tenant's
+// was before the survey and as it is after, that no move across regions still needs (its source,
+// exported or released, until the drop or an undo: Handoffs), and that no operation holds: a
+// deleted tenant's
 // copy on a node that missed the delete, a move's target that installed the image and missed
 // the undo, an old primary a failover left and no repair took back. Nothing routes to them
 // (docs/runbook.md). Only a leading router's: a standby's directory lags its primary's, and a
@@ -292,10 +291,8 @@ void write_strays(json::Writer& w, Router& router, const DirectoryMaps& before,
     for (const auto& [node, reply] : surveys) {
         if (reply.status != 200) continue;
         for (const CopyInfo& c : reply.copies) {
-            if (placed_on(router, before, c.name, node) ||
-                placed_on(router, *after, c.name, node)) {
-                continue;
-            }
+            if (placed_on(before, c.name, node) || placed_on(*after, c.name, node)) continue;
+            if (auto h = router.handoffs().find(c.name); h && h->before.node == node) continue;
             if (!router.held_by(c.name).empty()) continue;
             auto t = after->tenants.find(c.name);
             w.begin_object();
