@@ -20,7 +20,18 @@ std::optional<std::vector<uint64_t>> index_term(const CNode& n, const index::Ind
                                                 engine::CollectionId c) {
     if (n.kind == CNode::Kind::in && !n.negated && n.kids[0].kind == CNode::Kind::column) {
         const FieldRef& ref = n.kids[0].column;
-        if (ref.is_id || !ref.keys.empty()) return std::nullopt;
+        if (!ref.keys.empty()) return std::nullopt;
+        if (ref.is_id) {  // `_id in [...]`: the ids it names, when every value is an int
+            std::vector<uint64_t> ids;
+            for (const Value& v : n.set) {
+                const int64_t* i = std::get_if<int64_t>(&v.rep);
+                if (!i) return std::nullopt;  // a float or another kind: the filter decides
+                if (*i > 0) ids.push_back(static_cast<uint64_t>(*i));
+            }
+            std::sort(ids.begin(), ids.end());
+            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+            return ids;
+        }
         const index::FieldIndex* ix = indexes.find(c, ref.slot);
         if (!ix) return std::nullopt;
         std::vector<uint64_t> ids;
@@ -91,16 +102,31 @@ std::optional<std::vector<uint64_t>> index_term(const CNode& n, const index::Ind
     return ids;
 }
 
+// The ids a filter narrows to, ascending: an `and` the narrowest of its terms', an `or` the union
+// of its terms' when every term narrows (one that does not leaves the whole `or` to a scan).
 std::optional<std::vector<uint64_t>> candidates(const CNode* where, const index::IndexSet& indexes,
                                                 engine::CollectionId c) {
     if (!where) return std::nullopt;
-    if (where->kind != CNode::Kind::and_) return index_term(*where, indexes, c);
-    std::optional<std::vector<uint64_t>> best;
-    for (const CNode& term : where->kids) {
-        std::optional<std::vector<uint64_t>> ids = index_term(term, indexes, c);
-        if (ids && (!best || ids->size() < best->size())) best = std::move(ids);
+    if (where->kind == CNode::Kind::and_) {
+        std::optional<std::vector<uint64_t>> best;
+        for (const CNode& term : where->kids) {
+            std::optional<std::vector<uint64_t>> ids = candidates(&term, indexes, c);
+            if (ids && (!best || ids->size() < best->size())) best = std::move(ids);
+        }
+        return best;
     }
-    return best;
+    if (where->kind == CNode::Kind::or_) {
+        std::vector<uint64_t> all;
+        for (const CNode& term : where->kids) {
+            std::optional<std::vector<uint64_t>> ids = candidates(&term, indexes, c);
+            if (!ids) return std::nullopt;
+            all.insert(all.end(), ids->begin(), ids->end());
+        }
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        return all;
+    }
+    return index_term(*where, indexes, c);
 }
 
 }  // namespace

@@ -304,12 +304,10 @@ QlResult<Rows> Writer::rows_to_write(engine::CollectionId c, const engine::Schem
                                      const std::string& name, const WriteFilter& f) {
     QlResult<CNode> where = compile_where(f.where.expr, schema, name, ctx);
     if (!where) return where.take_error();
-    // Read through the open block: it sees the state it will change.
-    Rows rows;
-    block.scan(c, [&](DocId id, engine::DocView doc) {
-        if (matches(where.value(), id, doc, ctx)) rows.rows.emplace_back(id, doc);
-        return ctx.visit();  // a passed budget stops the scan, and the block rolls back
-    });
+    // Read through the open block, as a read of the same filter would be (narrowed by an index
+    // where one applies): the block's view and the indexes both hold its earlier writes, so it
+    // sees the state it will change. A passed budget stops the read, and the block rolls back.
+    Rows rows = select_rows(block.view(), indexes, c, &where.value(), ctx);
     if (f.order) {
         if (auto fail = order_rows(rows, *f.order, schema, name, nullptr)) return *fail;
     }

@@ -38,6 +38,24 @@ struct Tenant {
         run(indexed ? "create collection r (a int @hash, b int @sorted, u int @unique)"
                     : "create collection r (a int, b int, u int)");
     }
+    // The statements run as one block (each sees the ones before it, before anything lands):
+    // each answer's JSON, or the error.
+    std::vector<std::string> run_block(const std::vector<std::string>& texts) {
+        std::vector<ql::ParsedStatement> parsed;
+        for (const std::string& t : texts) {
+            auto p = ql::parse(t);
+            EXPECT_TRUE(p) << t;
+            if (!p) return {};
+            parsed.push_back(std::move(p.value()));
+        }
+        std::vector<ql::Item> items;
+        for (const auto& p : parsed) items.push_back(ql::Item{&p, {}});
+        ql::BlockOutcome o = ql::Executor(*db, indexes).run_block(items, {});
+        if (o.error) return {"error " + o.error->to_string()};
+        std::vector<std::string> out;
+        for (const auto& a : o.answers) out.push_back(ql::to_json(a));
+        return out;
+    }
     std::string run(const std::string& text) {
         auto parsed = ql::parse(text);
         EXPECT_TRUE(parsed) << text << ": " << parsed.error().to_string();
@@ -57,10 +75,21 @@ struct Pred {
     std::function<bool(const ModelRow&)> test;
 };
 
-Pred random_pred(std::mt19937_64& rng, int depth = 0) {
+// With `ids`, `_id = n` and `_id in [...]` are among the leaves too (ids up to 420).
+Pred random_pred(std::mt19937_64& rng, int depth = 0, bool ids = false) {
     auto pick = [&](int n) { return static_cast<int>(rng() % n); };
     const int64_t k = pick(60);
-    switch (depth < 2 ? pick(9) : pick(6)) {
+    const int kinds = depth < 2 ? 9 : 6;
+    int kind = pick(kinds + (ids ? 2 : 0));
+    if (kind >= kinds) {
+        const uint64_t i = 1 + rng() % 420, j = 1 + rng() % 420;
+        if (kind == kinds) {
+            return {"_id = " + std::to_string(i), [i](const ModelRow& r) { return r.id == i; }};
+        }
+        return {"_id in [" + std::to_string(i) + ", 0, " + std::to_string(j) + "]",
+                [i, j](const ModelRow& r) { return r.id == i || r.id == j; }};
+    }
+    switch (kind) {
         case 0: return {"a = " + std::to_string(k), [k](const ModelRow& r) { return r.a == k; }};
         case 1: return {"a != " + std::to_string(k), [k](const ModelRow& r) { return r.a != k; }};
         case 2: return {"b < " + std::to_string(k), [k](const ModelRow& r) { return r.b && *r.b < k; }};
@@ -72,17 +101,17 @@ Pred random_pred(std::mt19937_64& rng, int depth = 0) {
         }
         case 5: return {"u = " + std::to_string(k * 7), [k](const ModelRow& r) { return r.u == k * 7; }};
         case 6: {
-            Pred l = random_pred(rng, depth + 1), r = random_pred(rng, depth + 1);
+            Pred l = random_pred(rng, depth + 1, ids), r = random_pred(rng, depth + 1, ids);
             return {"(" + l.text + " and " + r.text + ")",
                     [l, r](const ModelRow& m) { return l.test(m) && r.test(m); }};
         }
         case 7: {
-            Pred l = random_pred(rng, depth + 1), r = random_pred(rng, depth + 1);
+            Pred l = random_pred(rng, depth + 1, ids), r = random_pred(rng, depth + 1, ids);
             return {"(" + l.text + " or " + r.text + ")",
                     [l, r](const ModelRow& m) { return l.test(m) || r.test(m); }};
         }
         default: {
-            Pred p = random_pred(rng, depth + 1);
+            Pred p = random_pred(rng, depth + 1, ids);
             return {"not " + p.text, [p](const ModelRow& m) { return !p.test(m); }};
         }
     }
@@ -150,6 +179,100 @@ TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
         EXPECT_EQ(indexed.run(text), want) << text;
         EXPECT_EQ(plain.run(text), want) << text;
     }
+}
+
+// Writes pick their rows as reads do: `set` and `del` narrowed by an index (or by `_id`) write
+// the rows a scan would, in blocks of several statements where each sees the writes before it
+// (the indexes hold them before anything lands), with `order`/`limit` and reads in between.
+TEST(DifferentialTest, IndexedAndPlainWriteAsTheNaiveScan) {
+    std::mt19937_64 rng(20261207);
+    Tenant indexed(true), plain(false);
+    std::vector<ModelRow> model;
+    std::string batch;
+    for (uint64_t i = 0; i < 400; ++i) {
+        ModelRow r{i + 1, std::nullopt, std::nullopt, static_cast<int64_t>(i) * 7};
+        if (rng() % 8) r.a = static_cast<int64_t>(rng() % 40);
+        if (rng() % 8) r.b = static_cast<int64_t>(rng() % 60);
+        model.push_back(r);
+        batch += std::string(batch.empty() ? "" : ", ") + "{a: " + lit(r.a) + ", b: " + lit(r.b) +
+                 ", u: " + std::to_string(r.u) + "}";
+    }
+    const std::string ins = "insert r [" + batch + "]";
+    ASSERT_EQ(indexed.run(ins), plain.run(ins));
+    const Pred all{"", [](const ModelRow&) { return true; }};
+    uint64_t next_id = 401;
+    size_t written = 0;
+    for (int round = 0; round < 120; ++round) {
+        std::vector<std::string> texts, want;
+        const int n = 2 + static_cast<int>(rng() % 4);
+        for (int s = 0; s < n; ++s) {
+            const Pred p = random_pred(rng, 0, true);
+            std::vector<ModelRow*> hit;
+            for (ModelRow& r : model) {
+                if (p.test(r)) hit.push_back(&r);
+            }
+            const bool limited = rng() % 3 == 0;
+            std::string tail;
+            if (limited) {  // the first rows by u (unique, never null)
+                const size_t limit = rng() % 4;
+                std::sort(hit.begin(), hit.end(),
+                          [](const ModelRow* x, const ModelRow* y) { return x->u < y->u; });
+                if (hit.size() > limit) hit.resize(limit);
+                tail = " order u limit " + std::to_string(limit);
+            }
+            const std::string affected = R"J({"affected":)J" + std::to_string(hit.size()) + "}";
+            written += hit.size();
+            switch (rng() % 5) {
+                case 0: {
+                    const std::optional<int64_t> v =
+                        rng() % 6 ? std::optional<int64_t>(rng() % 40) : std::nullopt;
+                    texts.push_back("set r {a: " + lit(v) + "} where " + p.text + tail);
+                    for (ModelRow* r : hit) r->a = v;
+                    want.push_back(affected);
+                    break;
+                }
+                case 1: {
+                    const std::optional<int64_t> v =
+                        rng() % 6 ? std::optional<int64_t>(rng() % 60) : std::nullopt;
+                    texts.push_back("set r {b: " + lit(v) + "} where " + p.text + tail);
+                    for (ModelRow* r : hit) r->b = v;
+                    want.push_back(affected);
+                    break;
+                }
+                case 2: {
+                    texts.push_back("del r where " + p.text + tail);
+                    std::erase_if(model, [&](const ModelRow& r) {
+                        return std::find(hit.begin(), hit.end(), &r) != hit.end();
+                    });
+                    want.push_back(affected);
+                    break;
+                }
+                case 3: {
+                    ModelRow r{next_id, static_cast<int64_t>(rng() % 40),
+                               static_cast<int64_t>(rng() % 60),
+                               static_cast<int64_t>(5000 + next_id)};
+                    ++next_id;
+                    texts.push_back("insert r {_id: " + std::to_string(r.id) + ", a: " + lit(r.a) +
+                                    ", b: " + lit(r.b) + ", u: " + std::to_string(r.u) + "}");
+                    model.push_back(r);
+                    want.push_back(R"J({"affected":1,"ids":[)J" + std::to_string(r.id) + "]}");
+                    break;
+                }
+                default:
+                    texts.push_back("get r where " + p.text + " order u limit 1000");
+                    want.push_back(expected_json(model, p, "u", false, 0, 1000));
+            }
+        }
+        const std::vector<std::string> got = indexed.run_block(texts);
+        std::string block;
+        for (const std::string& t : texts) block += t + "; ";
+        EXPECT_EQ(got, want) << block;
+        EXPECT_EQ(plain.run_block(texts), want) << block;
+        const std::string state = "get r order u limit 1000";
+        ASSERT_EQ(indexed.run(state), expected_json(model, all, "u", false, 0, 1000)) << block;
+        ASSERT_EQ(plain.run(state), expected_json(model, all, "u", false, 0, 1000)) << block;
+    }
+    EXPECT_GT(written, 200u);  // the rounds wrote rows, not only empty picks
 }
 
 }  // namespace
