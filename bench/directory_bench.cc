@@ -7,7 +7,10 @@
 //   BM_CopyMaps       the snapshot's copy alone (what each change pays beside its write)
 //   BM_CopyStdMaps    the baseline: the same tenants and replicas copied as the std::maps the
 //                     snapshot held before CowMap (shard/cow_map.h)
-//   BM_PlaceReplica   shard::place_replica over a snapshot (a create under --replicas)
+//   BM_PlaceReplica   shard::place_replica over a snapshot (a create under --replicas), the
+//                     copies per node read from the counts the snapshot carries
+//                     (shard/copy_counts.h)
+//   BM_PlaceReplicaCountingAll  the baseline: the same with no counts kept, every tenant walked
 // The directory lives in $TMPDIR (default /tmp), loaded in one block (adopt_rows).
 //
 //   build/bench/directory_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
@@ -122,10 +125,28 @@ void BM_PlaceReplica(benchmark::State& state) {
     }
 }
 
+// The baseline: the same placement over the same rows with no counts kept, each placement
+// walking every tenant (as every one did before shard/copy_counts.h).
+void BM_PlaceReplicaCountingAll(benchmark::State& state) {
+    Directory& d = directory_of(static_cast<size_t>(state.range(0)));
+    DirectoryMaps maps = *d.maps();
+    maps.counted = nullptr;
+    const TenantRow& row = maps.tenants.begin()->second;
+    for (auto _ : state) {
+        auto placed = fenec::shard::place_replica(maps, row, {});
+        benchmark::DoNotOptimize(placed);
+    }
+}
+
 BENCHMARK(BM_PutTenant)->Arg(1'000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CopyMaps)->Arg(1'000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CopyStdMaps)->Arg(1'000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlaceReplica)->Arg(1'000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlaceReplicaCountingAll)
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

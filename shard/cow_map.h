@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -196,6 +197,46 @@ class CowMap {
         return gone.size();
     }
 
+    // Whether the two hold the very same chunks: equal without a look at an entry (a copy not
+    // reached mutably since, or the map it was copied from).
+    bool shares_all(const CowMap& o) const { return chunks_ == o.chunks_; }
+    // Calls fn(key, before's entry or null, after's or null) for each key of an entry in a chunk
+    // the two maps do not share, in key order: a superset of the keys whose entries differ (a key
+    // of a chunk both hold is in both, the same), at the cost of the chunks not shared, not of
+    // the maps. Between a map and a copy of it changed since, that is the chunks the changes
+    // touched (or reached mutably, entries unchanged).
+    template <class F>
+    friend void each_unshared(const CowMap& before, const CowMap& after, F fn) {
+        const std::vector<const Inner*> b = before.unshared_with(after);
+        const std::vector<const Inner*> a = after.unshared_with(before);
+        struct Cursor {
+            const std::vector<const Inner*>& chunks;
+            std::size_t i = 0;
+            typename Inner::const_iterator it{};
+            explicit Cursor(const std::vector<const Inner*>& c) : chunks(c) {
+                if (!chunks.empty()) it = chunks[0]->begin();  // chunks are never empty
+            }
+            bool done() const { return i >= chunks.size(); }
+            void next() {
+                if (++it == chunks[i]->end() && ++i < chunks.size()) it = chunks[i]->begin();
+            }
+        };
+        Cursor x(b), y(a);
+        while (!x.done() || !y.done()) {
+            if (y.done() || (!x.done() && x.it->first < y.it->first)) {
+                fn(x.it->first, &x.it->second, static_cast<const V*>(nullptr));
+                x.next();
+            } else if (x.done() || y.it->first < x.it->first) {
+                fn(y.it->first, static_cast<const V*>(nullptr), &y.it->second);
+                y.next();
+            } else {
+                fn(x.it->first, &x.it->second, &y.it->second);
+                x.next();
+                y.next();
+            }
+        }
+    }
+
     friend bool operator==(const CowMap& a, const CowMap& b) {
         return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
     }
@@ -222,6 +263,21 @@ class CowMap {
             return;
         }
         chunks_[i] = std::make_shared<Inner>(*chunks_[i]);
+    }
+    // This map's chunks `other` does not hold, in order.
+    std::vector<const Inner*> unshared_with(const CowMap& other) const {
+        std::vector<const Inner*> theirs;
+        theirs.reserve(other.chunks_.size());
+        for (const auto& c : other.chunks_) theirs.push_back(c.get());
+        std::sort(theirs.begin(), theirs.end(), std::less<const Inner*>());
+        std::vector<const Inner*> out;
+        for (const auto& c : chunks_) {
+            if (!std::binary_search(theirs.begin(), theirs.end(), c.get(),
+                                    std::less<const Inner*>())) {
+                out.push_back(c.get());
+            }
+        }
+        return out;
     }
     void drop_if_empty(std::size_t i) {
         if (chunks_[i]->empty()) chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(i));

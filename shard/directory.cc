@@ -16,6 +16,7 @@
 #include "index/index_set.h"
 #include "ql/executor.h"
 #include "ql/parser.h"
+#include "shard/copy_counts.h"
 #include "shard/log_line.h"
 
 namespace fenec::shard {
@@ -533,7 +534,8 @@ Status Directory::load() {
     return Status::ok();
 }
 
-void Directory::publish(std::shared_ptr<const DirectoryMaps> maps) {
+void Directory::publish(std::shared_ptr<DirectoryMaps> maps) {
+    maps->counted = recount(*maps);
     {
         std::lock_guard lock(maps_mu_);
         maps_ = std::move(maps);

@@ -105,6 +105,8 @@ struct OwedThaw {
 // One immutable view of the directory. Each change copies the view and edits the copy; the two
 // maps that grow with the tenants share their entries with the view they were copied from
 // (CowMap), so a change costs about the chunk it touches, not the whole directory.
+struct CopyCounts;
+
 struct DirectoryMaps {
     std::string id;       // 16 hex, drawn at creation
     std::string scope;    // "global", or the region whose own directory this is (§11.3)
@@ -121,6 +123,10 @@ struct DirectoryMaps {
     std::optional<LeaseRecord> lease_record;
     // node → tenant → the freeze ids of the thaws owed there (OwedThaw).
     std::map<std::string, std::map<std::string, std::set<std::string>>, std::less<>> thaws;
+    // The copies each node keeps, as placement ranks by them (shard/copy_counts.h): brought up to
+    // date as the directory publishes the maps; read through counts_of(), which answers null
+    // for maps the counts no longer describe.
+    std::shared_ptr<const CopyCounts> counted;
 
     // `authority` of a grant: `<id>/<scope>` (§4.1).
     std::string authority() const { return id + "/" + scope; }
@@ -310,7 +316,7 @@ class Directory {
     // sidecar and cleared from the rows.
     engine::Status upgrade_locked();
     engine::Result<Promoted> promote_locked(const std::string& by, int64_t at_ms);
-    void publish(std::shared_ptr<const DirectoryMaps> maps);
+    void publish(std::shared_ptr<DirectoryMaps> maps);
     // After a synced write: the maps copied, edited and published; caller holds write_mu_.
     engine::Status change(const std::function<void(DirectoryMaps&)>& edit);
 

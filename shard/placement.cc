@@ -5,6 +5,8 @@
 #include <tuple>
 #include <vector>
 
+#include "shard/copy_counts.h"
+
 namespace fenec::shard {
 
 namespace {
@@ -56,14 +58,18 @@ std::variant<ReplicaPlace, NoReplica> place_replica(
         return NoReplica{"its node `" + tenant.node + "` is not in the directory"};
     }
     const NodeRow& primary = primary_it->second;
-    // Replicas of this primary's tenants, and copies in all, per node.
-    std::map<std::string, size_t, std::less<>> of_primary, copies;
-    for (const auto& [name, row] : maps.tenants) ++copies[row.node];
-    for (const auto& [name, node] : maps.replicas) {
-        ++copies[node];
-        auto t = maps.tenants.find(name);
-        if (t != maps.tenants.end() && t->second.node == primary.name) ++of_primary[node];
+    // Replicas of this primary's tenants, and copies in all, per node: as the directory keeps
+    // them, or counted here for maps it did not publish.
+    const CopyCounts* counts = counts_of(maps);
+    CopyCounts counted;
+    if (!counts) {
+        counted = count_copies(maps.tenants, maps.replicas);
+        counts = &counted;
     }
+    static const CopyCounts::Counts none;
+    auto p = counts->of_primary.find(primary.name);
+    const CopyCounts::Counts& of_primary = p == counts->of_primary.end() ? none : p->second;
+    const CopyCounts::Counts& copies = counts->copies;
     using Rank = std::tuple<int, int, size_t, size_t, std::string>;
     std::vector<Rank> ranked;
     for (const auto& [name, node] : maps.nodes) {

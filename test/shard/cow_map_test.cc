@@ -183,5 +183,61 @@ TEST(CowMap, AKeyBelowEveryOtherAndAnEmptiedMap) {
     EXPECT_EQ(m.begin()->first, "again");
 }
 
+// each_unshared names every key whose entry differs between a map and a copy changed since, each
+// once with both sides' entries, in key order, and walks only the chunks the changes touched.
+TEST(CowMap, TheDifferencesOfACopyAreInTheChunksItDoesNotShare) {
+    std::mt19937 rng(11);
+    CowMap<int> m;
+    for (int i = 0; i < 20'000; ++i) m[key(i)] = i;
+    for (int round = 0; round < 50; ++round) {
+        CowMap<int> next = m;
+        const int changes = 1 + static_cast<int>(rng() % 6);
+        for (int c = 0; c < changes; ++c) {
+            const int k = static_cast<int>(rng() % 21'000);
+            switch (rng() % 4) {
+                case 0:
+                    next[key(k)] = -k;
+                    break;
+                case 1:
+                    (void)next.erase(key(k));
+                    break;
+                case 2:
+                    (void)next.find(key(k));
+                    break;  // reached mutably, not changed
+                default:
+                    next[key(k)] += 0;  // written, the same value
+            }
+        }
+        // The true differences: key → (before, after), -1 for absent; read through const only
+        // (a mutable find makes a chunk the map's own).
+        const CowMap<int>& after = next;
+        std::map<std::string, std::pair<int, int>, std::less<>> diff;
+        for (const auto& [k, v] : std::as_const(m)) {
+            if (!after.contains(k)) {
+                diff[k] = {v, -1};
+            } else if (after.at(k) != v) {
+                diff[k] = {v, after.at(k)};
+            }
+        }
+        for (const auto& [k, v] : after) {
+            if (!std::as_const(m).contains(k)) diff[k] = {-1, v};
+        }
+        std::string last;
+        size_t seen = 0;
+        std::map<std::string, std::pair<int, int>, std::less<>> found;
+        each_unshared(m, after, [&](const std::string& k, const int* b, const int* a) {
+            EXPECT_LT(last, k) << "in key order, each once";
+            last = k;
+            ++seen;
+            EXPECT_EQ(b != nullptr, std::as_const(m).contains(k));
+            EXPECT_EQ(a != nullptr, after.contains(k));
+            if (!b || !a || *b != *a) found[k] = {b ? *b : -1, a ? *a : -1};
+        });
+        EXPECT_EQ(found, diff) << "round " << round;
+        EXPECT_LE(seen, 2 * 512u * (changes + 1)) << "only the chunks the changes touched";
+        m = std::move(next);
+    }
+}
+
 }  // namespace
 }  // namespace fenec::shard::cow_map_test
