@@ -2,6 +2,7 @@
 #include "shard/copy_counts.h"
 
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 namespace fenec::shard {
@@ -12,7 +13,8 @@ namespace {
 // among its primary's. A count reaching 0 is erased, so a recount equals a fresh count.
 void add(CopyCounts::Counts& m, const std::string& key, int by) {
     auto [it, made] = m.try_emplace(key, 0);
-    it->second += static_cast<size_t>(by);  // -1 wraps: a count is never taken below 0
+    assert(!made || by > 0);  // what is taken away was counted
+    it->second += static_cast<size_t>(by);
     if (it->second == 0) m.erase(it);
 }
 

@@ -535,14 +535,16 @@ Status Directory::load() {
 }
 
 void Directory::publish(std::shared_ptr<DirectoryMaps> maps) {
-    maps->counted = recount(*maps);
+    const bool following = how_.role == DirectoryOpening::Role::follower && !promoted_;
+    // A follower places nothing, and rebuilds its maps from the file at each change it applies:
+    // no counts (placement would count afresh); its promotion's maps are counted.
+    if (!following) maps->counted = recount(*maps);
     {
         std::lock_guard lock(maps_mu_);
         maps_ = std::move(maps);
     }
     ready_.store(db_ != nullptr, std::memory_order_release);
-    following_.store(how_.role == DirectoryOpening::Role::follower && !promoted_,
-                     std::memory_order_release);
+    following_.store(following, std::memory_order_release);
 }
 
 std::shared_ptr<const DirectoryMaps> Directory::maps() const {

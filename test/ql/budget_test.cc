@@ -103,6 +103,13 @@ TEST(Budget, AWriteNarrowedByIdOrIndexVisitsOnlyItsRows) {
     EXPECT_EQ(ql::to_json(left.answers[0]), R"J({"rows":[{"count(*)":0}]})J");
     EXPECT_EQ(ql::to_json(t.block({"get r select count(*)"}).answers[0]),
               R"J({"rows":[{"count(*)":1997}]})J");
+    // Narrowed to more rows than the bound: refused, nothing written.
+    ql::BlockOutcome over =
+        t.block({"set r {k: 2} where _id in [10, 11, 12, 13]"}, {.rows_max = 3});
+    ASSERT_TRUE(over.error);
+    EXPECT_EQ(over.error->budget, ql::BudgetKind::rows);
+    EXPECT_EQ(ql::to_json(t.block({"get r select count(*) where k = 2"}).answers[0]),
+              R"J({"rows":[{"count(*)":0}]})J");
     // A term no index narrows leaves the write to a scan, which the bound stops.
     ql::BlockOutcome scan = t.block({"del r where _id = 6 or n = 7"}, {.rows_max = 3});
     ASSERT_TRUE(scan.error);

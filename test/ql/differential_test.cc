@@ -86,6 +86,12 @@ Pred random_pred(std::mt19937_64& rng, int depth = 0, bool ids = false) {
         if (kind == kinds) {
             return {"_id = " + std::to_string(i), [i](const ModelRow& r) { return r.id == i; }};
         }
+        if (rng() % 4 == 0) {  // values no id holds, or of another kind: the filter decides
+            const char* other[] = {"-3", "2.0", "null"};  // a text is a 400
+            const std::string o = other[rng() % 3];
+            return {"_id in [" + std::to_string(i) + ", " + o + "]",
+                    [i, o](const ModelRow& r) { return r.id == i || (o == "2.0" && r.id == 2); }};
+        }
         return {"_id in [" + std::to_string(i) + ", 0, " + std::to_string(j) + "]",
                 [i, j](const ModelRow& r) { return r.id == i || r.id == j; }};
     }
@@ -211,14 +217,24 @@ TEST(DifferentialTest, IndexedAndPlainWriteAsTheNaiveScan) {
             for (ModelRow& r : model) {
                 if (p.test(r)) hit.push_back(&r);
             }
-            const bool limited = rng() % 3 == 0;
             std::string tail;
-            if (limited) {  // the first rows by u (unique, never null)
-                const size_t limit = rng() % 4;
-                std::sort(hit.begin(), hit.end(),
-                          [](const ModelRow* x, const ModelRow* y) { return x->u < y->u; });
-                if (hit.size() > limit) hit.resize(limit);
-                tail = " order u limit " + std::to_string(limit);
+            switch (rng() % 6) {
+                case 0: {  // the first rows by u (unique, never null)
+                    const size_t limit = rng() % 4;
+                    std::sort(hit.begin(), hit.end(),
+                              [](const ModelRow* x, const ModelRow* y) { return x->u < y->u; });
+                    if (hit.size() > limit) hit.resize(limit);
+                    tail = " order u limit " + std::to_string(limit);
+                    break;
+                }
+                case 1: {  // the first rows by _id (the model is in id order)
+                    const size_t limit = rng() % 4;
+                    if (hit.size() > limit) hit.resize(limit);
+                    tail = " limit " + std::to_string(limit);
+                    break;
+                }
+                default:
+                    break;
             }
             const std::string affected = R"J({"affected":)J" + std::to_string(hit.size()) + "}";
             written += hit.size();
