@@ -105,18 +105,6 @@ Response remove_import(Router& router, const std::string& tenant, const std::str
     return r;
 }
 
-Response with_fields(Response r, std::initializer_list<std::pair<std::string, std::string>> kv) {
-    r.body.pop_back();
-    for (const auto& [k, v] : kv) {
-        std::string s;
-        json::Writer w(s);
-        w.string(v);
-        r.body += ",\"" + k + "\":" + s;
-    }
-    r.body += "}";
-    return r;
-}
-
 std::string header_of(const server::Answer& a, std::string_view name) {
     auto v = a.header(name);
     return v ? std::string(*v) : std::string();
@@ -246,9 +234,8 @@ class Step {
     Response undone(const TenantRow& before, const NodeRow& node, MoveFailure f);
     Response busy() {
         const std::string what = router_.held_by(tenant_);
-        return with_fields(
-            Router::error(409, "another operation on `" + tenant_ + "` is in progress: " + what),
-            {{"held_by", what}});
+        return Router::error(409, "another operation on `" + tenant_ + "` is in progress: " + what,
+                             {{"held_by", what}});
     }
     Response hooked(std::string_view step) {
         return Router::error(500, "the test hook failed the handoff's " + std::string(step) +
@@ -282,7 +269,7 @@ Response Step::undone(const TenantRow& before, const NodeRow& node, MoveFailure 
                  st.to_string() + "; it is thawed at the next start");
     }
     router_.release(tenant_);
-    return with_fields(Router::error(f.status, f.message), {{"step", f.step}});
+    return Router::error(f.status, f.message, {{"step", f.step}});
 }
 
 // Step 1: claim; `moving` to `@<r>`, synced; frozen; the image answered whole.
@@ -336,9 +323,10 @@ Response Step::undo_export() {
     using State = Handoffs::Entry::State;
     // `released_to` tells a global router that lost the release's answer that it ran.
     auto released = [&](const std::string& to) {
-        return with_fields(Router::error(409, "tenant `" + tenant_ + "` was released to `" + to +
-                                                  "`: undo that with undo-release"),
-                           {{"released_to", to}});
+        return Router::error(
+            409,
+            "tenant `" + tenant_ + "` was released to `" + to + "`: undo that with undo-release",
+            {{"released_to", to}});
     };
     auto releasing = [&] {
         Response r = Router::error(503, "the release of `" + tenant_ +

@@ -72,32 +72,16 @@ Response list(Router& router) {
     return r;
 }
 
-// An error answer with text members added beside `error` (§6.1's case fields).
-Response with_fields(Response r, std::initializer_list<std::pair<const char*, std::string>> f) {
-    r.body.pop_back();  // the error object's `}`
-    for (const auto& [key, value] : f) {
-        r.body += ",";
-        {
-            json::Writer w(r.body);
-            w.string(key);
-        }
-        r.body += ":";
-        json::Writer w(r.body);
-        w.string(value);
-    }
-    r.body += "}";
-    return r;
-}
-
 // §11.4: `regions` rows are the global router's. The API relays a change of them there before it
 // comes here (shard/whose.h); this is the guard should one reach here all the same.
 Response not_ours(const Router& router) {
     const std::vector<std::string> urls = global_urls(router.options().global.value_or(""));
     const std::string global = urls.empty() ? std::string() : urls.front();
-    Response r = Router::error(
-        409, "regions are the global directory's and this router keeps region `" +
-                 *router.options().region + "`: send the change to the global router " + global);
-    return with_fields(std::move(r), {{"global", global}});
+    return Router::error(409,
+                         "regions are the global directory's and this router keeps region `" +
+                             *router.options().region + "`: send the change to the global router " +
+                             global,
+                         {{"global", global}});
 }
 
 }  // namespace
@@ -181,28 +165,28 @@ std::optional<Response> check_first_router(Router& router, const std::string& ur
     const server::CallResult got = client.call(c, {.cancel = &router.relays().stopping()});
     if (!got.answer) {
         const bool cut = got.error.failure == server::CallFailure::cancelled;
-        return with_fields(
-            Router::error(502, "the router " + url + " did not answer GET /_health: " +
-                                   (cut ? Relays::stopped_call(url) : got.error.message)),
-            {{"router", url}});
+        return Router::error(502,
+                             "the router " + url + " did not answer GET /_health: " +
+                                 (cut ? Relays::stopped_call(url) : got.error.message),
+                             {{"router", url}});
     }
     const std::optional<RouterSelf> self =
         got.answer->status == 200 ? parse_router_health(got.answer->body) : std::nullopt;
     if (!self) {
-        return with_fields(
-            Router::error(409, "the router " + url + " answered GET /_health with " +
-                                   std::to_string(got.answer->status) +
-                                   " and no role and scope: it is no fenec-shard router of "
-                                   "this version"),
-            {{"router", url}});
+        return Router::error(409,
+                             "the router " + url + " answered GET /_health with " +
+                                 std::to_string(got.answer->status) +
+                                 " and no role and scope: it is no fenec-shard router of "
+                                 "this version",
+                             {{"router", url}});
     }
     if (self->role != "primary" || self->scope != region) {
-        return with_fields(
-            Router::error(409, "the router " + url + " is the " + self->role + " of scope `" +
-                                   self->scope +
-                                   "`: the first of routers must be the primary keeping region `" +
-                                   region + "`'s directory (fenec-shard --region " + region + ")"),
-            {{"router", url}, {"role", self->role}, {"scope", self->scope}});
+        return Router::error(409,
+                             "the router " + url + " is the " + self->role + " of scope `" +
+                                 self->scope +
+                                 "`: the first of routers must be the primary keeping region `" +
+                                 region + "`'s directory (fenec-shard --region " + region + ")",
+                             {{"router", url}, {"role", self->role}, {"scope", self->scope}});
     }
     return std::nullopt;
 }

@@ -501,6 +501,22 @@ http::Response Router::error(int status, std::string message) {
     return r;
 }
 
+http::Response Router::error(int status, std::string message,
+                             std::initializer_list<std::pair<const char*, std::string>> fields) {
+    http::Response r;
+    r.status = status;
+    json::Writer w(r.body);
+    w.begin_object();
+    w.key("error");
+    w.string(message);
+    for (const auto& [key, value] : fields) {
+        w.key(key);
+        w.string(value);
+    }
+    w.end_object();
+    return r;
+}
+
 void Router::count(const Answering& a, int status) {
     const auto r = static_cast<size_t>(a.route);
     request_counters_[r][code_class(status)]->inc();
