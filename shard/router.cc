@@ -490,17 +490,6 @@ std::string Router::new_request_id(std::optional<std::string_view> sent) {
     return obs::request_id(sent, z);
 }
 
-http::Response Router::error(int status, std::string message) {
-    http::Response r;
-    r.status = status;
-    json::Writer w(r.body);
-    w.begin_object();
-    w.key("error");
-    w.string(message);
-    w.end_object();
-    return r;
-}
-
 http::Response Router::error(int status, std::string message,
                              std::initializer_list<std::pair<const char*, std::string>> fields) {
     http::Response r;

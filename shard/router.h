@@ -102,10 +102,11 @@ class Router final : public server::Handler {
     void answer(server::Exchange& exchange, const Answering& a, http::Response response);
     // Counts an answer given by other means (a stream's head).
     void count(const Answering& a, int status);
-    static http::Response error(int status, std::string message);
-    // The same, with text members beside `error` (§6.1's case fields: `step`, `router`, ...).
-    static http::Response error(int status, std::string message,
-                                std::initializer_list<std::pair<const char*, std::string>> fields);
+    // `{"error": message}`, and text members beside it where given (§6.1's case fields: `step`,
+    // `router`, ...).
+    static http::Response error(
+        int status, std::string message,
+        std::initializer_list<std::pair<const char*, std::string>> fields = {});
     // The audit log's lines (§15), through the one audit-line builder (server/obs/audit.h):
     // `admin` for a change to /_shard/, `refused` for a 401/403 answered or relayed.
     void audit_admin(const server::Request& request, const Answering& a, int status);

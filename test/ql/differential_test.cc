@@ -238,20 +238,16 @@ TEST(DifferentialTest, IndexedAndPlainWriteAsTheNaiveScan) {
             }
             const std::string affected = R"J({"affected":)J" + std::to_string(hit.size()) + "}";
             written += hit.size();
-            switch (rng() % 5) {
-                case 0: {
+            const uint64_t kind = rng() % 5;
+            switch (kind) {
+                case 0:
+                case 1: {  // a set of a (0 to 39) or of b (0 to 59), or of either to null
+                    const bool a = kind == 0;
                     const std::optional<int64_t> v =
-                        rng() % 6 ? std::optional<int64_t>(rng() % 40) : std::nullopt;
-                    texts.push_back("set r {a: " + lit(v) + "} where " + p.text + tail);
-                    for (ModelRow* r : hit) r->a = v;
-                    want.push_back(affected);
-                    break;
-                }
-                case 1: {
-                    const std::optional<int64_t> v =
-                        rng() % 6 ? std::optional<int64_t>(rng() % 60) : std::nullopt;
-                    texts.push_back("set r {b: " + lit(v) + "} where " + p.text + tail);
-                    for (ModelRow* r : hit) r->b = v;
+                        rng() % 6 ? std::optional<int64_t>(rng() % (a ? 40 : 60)) : std::nullopt;
+                    texts.push_back(std::string("set r {") + (a ? "a" : "b") + ": " + lit(v) +
+                                    "} where " + p.text + tail);
+                    for (ModelRow* r : hit) (a ? r->a : r->b) = v;
                     want.push_back(affected);
                     break;
                 }
