@@ -144,13 +144,10 @@ std::string expected_json(std::vector<ModelRow> rows, const Pred& p, const std::
     return out + "]}";
 }
 
-TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
-    std::mt19937_64 rng(20261130);
-    Tenant indexed(true), plain(false);
-    std::vector<ModelRow> model;
-    std::vector<int64_t> us(400);
-    for (size_t i = 0; i < us.size(); ++i) us[i] = static_cast<int64_t>(i) * 7;
-    std::shuffle(us.begin(), us.end(), rng);
+// One row a value of `us`, ids from 1, `a` and `b` drawn (null one time in eight), appended to
+// `model`; the statement inserting them.
+std::string insert_rows(std::mt19937_64& rng, const std::vector<int64_t>& us,
+                        std::vector<ModelRow>& model) {
     std::string batch;
     for (size_t i = 0; i < us.size(); ++i) {
         ModelRow r{i + 1, std::nullopt, std::nullopt, us[i]};
@@ -160,7 +157,17 @@ TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
         batch += std::string(batch.empty() ? "" : ", ") + "{a: " + lit(r.a) + ", b: " + lit(r.b) +
                  ", u: " + std::to_string(r.u) + "}";
     }
-    const std::string ins = "insert r [" + batch + "]";
+    return "insert r [" + batch + "]";
+}
+
+TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
+    std::mt19937_64 rng(20261130);
+    Tenant indexed(true), plain(false);
+    std::vector<int64_t> us(400);
+    for (size_t i = 0; i < us.size(); ++i) us[i] = static_cast<int64_t>(i) * 7;
+    std::shuffle(us.begin(), us.end(), rng);
+    std::vector<ModelRow> model;
+    const std::string ins = insert_rows(rng, us, model);
     ASSERT_EQ(indexed.run(ins), plain.run(ins));
     // Some deletes and updates, so the indexes must follow writes.
     for (const char* w : {"del r where a = 3", "set r {b: 17} where a = 5", "set r {a: 9} where b = 2"}) {
@@ -193,17 +200,10 @@ TEST(DifferentialTest, IndexedAndPlainAnswerAsTheNaiveScan) {
 TEST(DifferentialTest, IndexedAndPlainWriteAsTheNaiveScan) {
     std::mt19937_64 rng(20261207);
     Tenant indexed(true), plain(false);
+    std::vector<int64_t> us(400);
+    for (size_t i = 0; i < us.size(); ++i) us[i] = static_cast<int64_t>(i) * 7;
     std::vector<ModelRow> model;
-    std::string batch;
-    for (uint64_t i = 0; i < 400; ++i) {
-        ModelRow r{i + 1, std::nullopt, std::nullopt, static_cast<int64_t>(i) * 7};
-        if (rng() % 8) r.a = static_cast<int64_t>(rng() % 40);
-        if (rng() % 8) r.b = static_cast<int64_t>(rng() % 60);
-        model.push_back(r);
-        batch += std::string(batch.empty() ? "" : ", ") + "{a: " + lit(r.a) + ", b: " + lit(r.b) +
-                 ", u: " + std::to_string(r.u) + "}";
-    }
-    const std::string ins = "insert r [" + batch + "]";
+    const std::string ins = insert_rows(rng, us, model);
     ASSERT_EQ(indexed.run(ins), plain.run(ins));
     const Pred all{"", [](const ModelRow&) { return true; }};
     uint64_t next_id = 401;
